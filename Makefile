@@ -1,0 +1,58 @@
+# Two set-up commands for a fresh machine (see README):
+#   make engine MODEL=small GPU=l4   -- the main job: export + verify + TensorRT engine into build/
+#   make test                        -- ruff + the whole test suite on CPU
+# Both create the virtual environment they need.
+
+PY      ?= python3
+VENV    := .venv
+PYTHON  := $(VENV)/bin/python
+PIP     := $(PYTHON) -m pip
+MODEL   ?= small
+GPU     ?= auto
+PRECISION ?= fp16
+BUILD   := build
+
+.PHONY: venv test lint onnx engine bench bench-check golden tiny clean
+
+venv: $(VENV)/.installed
+
+# torch==2.13.0 resolves to the CPU wheel on this machine's disk; any other torch spec may pull
+# gigabytes of CUDA wheels. The reference pulpie==0.0.2 is a test oracle: installed --no-deps
+# (it declares transformers<5 but works with 5.x) next to selectolax 0.4.10, its lockfile's pin
+# (selectolax 1.0 removed the Modest backend it imports; our runtime uses lexbor only).
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev,export]' selectolax==0.4.10 transformers==5.23.0
+	$(PIP) install -q --no-deps pulpie==0.0.2
+	touch $@
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+test: venv
+	$(VENV)/bin/ruff check .
+	$(PYTHON) -m pytest -q -ra
+
+# Verified ONNX bundle only (works on any machine).
+onnx: venv
+	$(VENV)/bin/pulpie-rt export $(MODEL) --out $(BUILD)/$(notdir $(MODEL))-onnx --precision fp32
+
+# Export + verify + TensorRT engine. Without an NVIDIA GPU it stops at the engine step
+# with a clear message; the ONNX bundle in build/ is then ready for ONNX Runtime.
+engine: onnx
+	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION) --out $(BUILD)/$(notdir $(MODEL))-$(GPU).engine
+
+# Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
+golden: venv
+	$(PYTHON) -m pulpie_rt.bench.record_golden
+
+bench: venv
+	$(PYTHON) -m pulpie_rt.bench.run_all
+
+bench-check: venv
+	$(PYTHON) -m pulpie_rt.bench.check
+
+clean:
+	rm -rf $(BUILD)
