@@ -1,0 +1,110 @@
+"""The exported-model bundle: what the runtime needs from a checkpoint, and nothing else.
+
+A bundle directory holds ``model.onnx`` (+ external data for large models), ``tokenizer.json``
+and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it (no torch).
+
+``manifest.json`` (format_version 1)::
+
+    {
+      "format": "pulpie-rt-bundle", "format_version": 1,
+      "source": {"id": str, "revision": str|null, "weights_sha256": str},
+      "model": {"architecture": str, "num_labels": 2, "hidden_size": int,
+                "num_hidden_layers": int, "num_attention_heads": int,
+                "intermediate_size": int, "vocab_size": int},
+      "tokens": {"bos_id": int|null, "eos_id": int|null, "sep_id": int, "pad_id": int,
+                 "sep_token": "<|sep|>"},
+      "max_tokens": 8192,
+      "labels": {"0": "other", "1": "main"},
+      "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
+               "inputs": ["input_ids", "attention_mask"], "output": "logits",
+               "external_data": bool},
+      "exporter": {"pulpie_rt": str, "torch": str, "transformers": str, "onnx": str,
+                   "onnxruntime": str, "method": str},
+      "verification": {... as measured by the export, or null with --no-verify}
+    }
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+TOKENIZER_NAME = "tokenizer.json"
+BUNDLE_FORMAT = "pulpie-rt-bundle"
+BUNDLE_FORMAT_VERSION = 1
+
+
+class BundleError(ValueError):
+    """A bundle directory that is missing files or has an unreadable manifest."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def onnx_path(self) -> Path:
+        return self.path / self.manifest["onnx"]["file"]
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.path / TOKENIZER_NAME
+
+    @property
+    def sep_id(self) -> int:
+        return int(self.manifest["tokens"]["sep_id"])
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.manifest["tokens"].get("bos_id")
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.manifest["tokens"].get("eos_id")
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.manifest["tokens"].get("pad_id") or 0)
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.manifest.get("max_tokens", 8192))
+
+
+def is_bundle(path: str | Path) -> bool:
+    return (Path(path) / MANIFEST_NAME).is_file()
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Read and check a bundle directory; a ``BundleError`` names what is wrong."""
+    root = Path(path)
+    manifest_path = root / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise BundleError(f"{root}: not a pulpie-rt bundle (no {MANIFEST_NAME})")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{manifest_path}: unreadable manifest ({exc})") from exc
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{manifest_path}: format is {manifest.get('format')!r}, "
+                          f"expected {BUNDLE_FORMAT!r}")
+    if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
+        raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
+                          f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
+    bundle = Bundle(root, manifest)
+    for needed in (bundle.onnx_path, bundle.tokenizer_path):
+        if not needed.is_file():
+            raise BundleError(f"{root}: bundle is missing {needed.name}")
+    return bundle
+
+
+def write_manifest(path: str | Path, manifest: dict[str, Any]) -> Path:
+    """Write ``manifest.json`` (format fields filled in) and return its path."""
+    data = {"format": BUNDLE_FORMAT, "format_version": BUNDLE_FORMAT_VERSION, **manifest}
+    out = Path(path) / MANIFEST_NAME
+    out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return out
