@@ -1,0 +1,83 @@
+"""Shared helpers for the runtime tests: real dev pages, simplified once, and small tokenizers.
+
+Tokenizers here are trained on real dev HTML in a temporary folder (seconds), in the byte-level
+BPE style EuroBERT uses, so tests do not depend on the hub. ``tiny_checkpoint()`` returns the
+committed tiny test checkpoint when present.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pulpie_rt.corpus import load_pages
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY_CHECKPOINT = FIXTURES / "tiny-eurobert"
+SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|pad|>"]
+# Llama-3 style pre-tokenizer split (EuroBERT's tokenizer is of this family).
+SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+@lru_cache(maxsize=1)
+def dev_subset(step: int = 3) -> tuple[dict, ...]:
+    """Every ``step``-th dev page (real pages; a subset keeps the tests fast)."""
+    return tuple(load_pages("dev")[::step])
+
+
+@lru_cache(maxsize=4)
+def simplified(step: int = 3) -> tuple[tuple[str, str, str], ...]:
+    """``(page_id, simplified_html, map_html)`` of ``dev_subset(step)``."""
+    from pulpie_rt.runtime.simplify import simplify
+
+    return tuple((p["id"], *simplify(p["html"])) for p in dev_subset(step))
+
+
+def train_tokenizer(out_dir: Path, with_sep: bool) -> Path:
+    """A small byte-level BPE ``tokenizer.json`` (+ transformers config) in ``out_dir``."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    specials = SPECIALS + (["<|sep|>"] if with_sep else [])
+    trainer = trainers.BpeTrainer(
+        vocab_size=1200,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator((p["html"][:40_000] for p in dev_subset()[:8]), trainer)
+    # A tokenizer.json may carry truncation settings; transformers ignores them on encode.
+    tok.enable_truncation(64)
+    tok.save(str(out_dir / "tokenizer.json"))
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": SPECIALS[0],
+        "eos_token": SPECIALS[1],
+        "pad_token": SPECIALS[2],
+        "model_max_length": 8192,
+    }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(config))
+    return out_dir
+
+
+def reference_tokenizer(path: Path):
+    """The reference's tokenizer setup (transformers; test oracle only)."""
+    from pulpie.chunker import SEP_TOKEN
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if SEP_TOKEN not in tokenizer.get_vocab():
+        tokenizer.add_special_tokens({"additional_special_tokens": [SEP_TOKEN]})
+    return tokenizer
