@@ -54,5 +54,9 @@ bench: venv
 bench-check: venv
 	$(PYTHON) -m pulpie_rt.bench.check
 
+# Rebuild the committed tiny random checkpoint the tests use (seeded: same bytes every time).
+tiny: venv
+	$(PYTHON) -m pulpie_rt.export.tiny --out tests/fixtures/tiny-eurobert
+
 clean:
 	rm -rf $(BUILD)
