@@ -1,0 +1,111 @@
+"""Record the reference's labels and Markdown on the dev pages with the tiny test checkpoint.
+
+The reference (``pulpie==0.0.2``, eager attention on CPU) is slow, so it runs once, here; the
+runtime tests compare ONNX Runtime CPU output against the file it writes::
+
+    python -m pulpie_rt.bench.record_golden_labels [--model tests/fixtures/tiny-eurobert]
+
+``tests/golden/labels_tiny.json.gz``::
+
+    {"checkpoint": {"path": str, "weights_sha256": str},
+     "pages": {page_id: {"item_ids": [str], "labels": "MoMM..." (M main, o other, per item id),
+                         "markdown_sha256": str} | {"error": str}}}
+
+``weights_sha256`` lets the tests detect a golden file recorded from other weights. Progress is
+kept in ``<out>.partial.jsonl`` so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from pulpie_rt.corpus import iter_pages
+
+REPO = Path(__file__).resolve().parent.parent
+TINY_CHECKPOINT = REPO / "tests" / "fixtures" / "tiny-eurobert"
+GOLDEN_PATH = REPO / "tests" / "golden" / "labels_tiny.json.gz"
+
+
+def weights_sha256(checkpoint: Path) -> str:
+    """sha256 over the checkpoint's weight files (sorted by name)."""
+    digest = hashlib.sha256()
+    files = sorted(checkpoint.glob("*.safetensors")) or sorted(checkpoint.glob("*.bin"))
+    if not files:
+        raise FileNotFoundError(f"{checkpoint}: no *.safetensors or *.bin weights")
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def encode_labels(labels: dict[str, str]) -> tuple[list[str], str]:
+    return list(labels), "".join("M" if v == "main" else "o" for v in labels.values())
+
+
+def record(checkpoint: Path, out: Path, threads: int) -> dict:
+    import torch
+    from pulpie import Extractor
+
+    torch.set_num_threads(threads)
+    extractor = Extractor(model=str(checkpoint), device="cpu")
+    partial = out.with_name(out.name + ".partial.jsonl")
+    done: dict[str, dict] = {}
+    if partial.exists():
+        for line in partial.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                break  # a torn last line from a killed run: record that page again
+            done[row["id"]] = row["record"]
+    start = time.perf_counter()
+    with partial.open("a", encoding="utf-8") as fh:
+        for n, page in enumerate(iter_pages("dev"), 1):
+            if page["id"] in done:
+                continue
+            try:
+                result = extractor.extract(page["html"])
+                item_ids, labels = encode_labels(result.labels)
+                row = {
+                    "item_ids": item_ids,
+                    "labels": labels,
+                    "markdown_sha256": text_sha256(result.markdown),
+                }
+            except Exception as exc:  # recorded: the runtime must fail on the same pages
+                row = {"error": f"{type(exc).__name__}: {exc}"}
+            done[page["id"]] = row
+            fh.write(json.dumps({"id": page["id"], "record": row}) + "\n")
+            fh.flush()
+            print(f"{n:4d} {page['id']} {time.perf_counter() - start:7.1f}s", flush=True)
+    golden = {
+        "checkpoint": {"path": checkpoint.name, "weights_sha256": weights_sha256(checkpoint)},
+        "pages": done,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as fh:
+        json.dump(golden, fh, sort_keys=True)
+    partial.unlink()
+    return golden
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=TINY_CHECKPOINT)
+    parser.add_argument("--out", type=Path, default=GOLDEN_PATH)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    golden = record(args.model, args.out, args.threads)
+    print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

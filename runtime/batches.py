@@ -1,0 +1,130 @@
+"""Batches: chunks from many pages grouped by length into buckets, under a padded-token budget.
+
+The one batching routine every entry point uses (``Extractor``, ``Pipeline``, the CLI). A batch
+is flat, as in text-embeddings-inference: the rows' token ids concatenated, their position ids,
+and ``cumulative_seq_lengths``; each backend pads it (or not) as its engine needs.
+
+Chunks are sorted by length and cut greedily so that ``rows * longest_row`` stays within
+``max_batch_tokens`` and no batch crosses a bucket boundary (a bucket is an engine profile:
+every row of a batch then fits the same TensorRT optimisation profile / padded shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Sequence-length bucket bounds when the engine does not say (ONNX Runtime has free shapes).
+DEFAULT_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
+DEFAULT_MAX_BATCH_TOKENS = 16384
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Rows of at most ``max_length`` tokens, at most ``max_rows`` per batch (None: no cap)."""
+
+    max_length: int
+    max_rows: int | None = None
+
+
+@dataclass
+class Batch:
+    """A flat batch of token sequences; ``keys[i]`` tells the caller whose row ``i`` is."""
+
+    keys: list[Hashable]
+    input_ids: np.ndarray  # int64 [total_tokens]
+    position_ids: np.ndarray  # int64 [total_tokens]
+    cumulative_seq_lengths: np.ndarray  # int64 [rows + 1]
+    bucket: Bucket
+
+    @property
+    def rows(self) -> int:
+        return len(self.keys)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.cumulative_seq_lengths)
+
+    @property
+    def max_length(self) -> int:
+        return int(self.lengths.max()) if self.rows else 0
+
+    def row(self, index: int) -> np.ndarray:
+        """Token ids of row ``index`` (no padding)."""
+        start, end = self.cumulative_seq_lengths[index], self.cumulative_seq_lengths[index + 1]
+        return self.input_ids[start:end]
+
+    def padded(self, pad_id: int, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(input_ids, attention_mask)`` as ``[rows, length]`` int64, right-padded."""
+        length = length or self.max_length
+        ids = np.full((self.rows, length), pad_id, dtype=np.int64)
+        mask = np.zeros((self.rows, length), dtype=np.int64)
+        for index, n in enumerate(self.lengths):
+            ids[index, :n] = self.row(index)
+            mask[index, :n] = 1
+        return ids, mask
+
+
+def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
+    """The smallest bucket that holds ``length`` tokens (an unbounded one past the last)."""
+    for bucket in buckets:
+        if length <= bucket.max_length:
+            return bucket
+    return Bucket(length, 1)
+
+
+def as_buckets(bounds: Iterable[int | Bucket] | None) -> list[Bucket]:
+    """Sorted buckets from lengths or ``Bucket``s (``DEFAULT_BUCKETS`` when None)."""
+    items = DEFAULT_BUCKETS if bounds is None else bounds
+    return sorted(
+        (b if isinstance(b, Bucket) else Bucket(int(b)) for b in items),
+        key=lambda b: b.max_length,
+    )
+
+
+def make_batch(keys: list[Hashable], sequences: list[Sequence[int]], bucket: Bucket) -> Batch:
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    cumulative = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cumulative[1:])
+    input_ids = (
+        np.concatenate([np.asarray(s, dtype=np.int64) for s in sequences])
+        if sequences
+        else np.zeros(0, dtype=np.int64)
+    )
+    position_ids = np.arange(int(cumulative[-1]), dtype=np.int64) - np.repeat(
+        cumulative[:-1], lengths
+    )
+    return Batch(list(keys), input_ids, position_ids, cumulative, bucket)
+
+
+def make_batches(
+    items: Iterable[tuple[Hashable, Sequence[int]]],
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    buckets: Iterable[int | Bucket] | None = None,
+) -> list[Batch]:
+    """Group ``(key, token_ids)`` items into batches, shortest first.
+
+    Within a batch ``rows * longest <= max_batch_tokens`` (a single longer row is allowed: it
+    must run somehow) and ``rows <= bucket.max_rows``; rows of one batch share a bucket.
+    """
+    bucket_list = as_buckets(buckets)
+    ordered = sorted(items, key=lambda item: len(item[1]))
+    batches: list[Batch] = []
+    keys: list[Hashable] = []
+    sequences: list[Sequence[int]] = []
+    current: Bucket | None = None
+    for key, sequence in ordered:
+        bucket = bucket_for(len(sequence), bucket_list)
+        rows = len(keys) + 1
+        too_many = current is not None and current.max_rows is not None and rows > current.max_rows
+        if keys and (bucket != current or rows * len(sequence) > max_batch_tokens or too_many):
+            batches.append(make_batch(keys, sequences, current))
+            keys, sequences = [], []
+        keys.append(key)
+        sequences.append(sequence)
+        current = bucket
+    if keys:
+        batches.append(make_batch(keys, sequences, current))
+    return batches

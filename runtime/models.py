@@ -1,0 +1,149 @@
+"""Models: turn the user's ``model=`` into a bundle (and maybe a TensorRT engine) on disk.
+
+``model`` may be
+
+- a hub name (``orange-small`` …) or hub id (``owner/name``): downloaded with
+  ``huggingface_hub``, then treated as a checkpoint directory;
+- a local Hugging Face checkpoint directory (``config.json`` + weights): exported once into
+  the cache (``$PULPIE_RT_CACHE`` or ``~/.cache/pulpie-rt``), keyed by the weights' sha256,
+  then reused. Export needs the ``export`` extra (torch); it runs in a child process so the
+  runtime process never imports torch;
+- a bundle directory (``manifest.json``, ``model.onnx``, ``tokenizer.json``);
+- a TensorRT engine file (``*.engine``/``*.plan``) inside a bundle directory, or with a sidecar
+  ``<engine>.json`` holding ``{"bundle": "<dir>"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulpie_rt.runtime.bundle import Bundle, BundleError, is_bundle, load_bundle
+
+DEFAULT_MODEL = "orange-small"
+HUB_MODELS = {
+    "orange-small": "feyninc/pulpie-orange-small",
+    "orange-base": "feyninc/pulpie-orange-base",
+    "orange-large": "feyninc/pulpie-orange-large",
+}
+ENGINE_SUFFIXES = (".engine", ".plan")
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+
+
+class ModelError(ValueError):
+    """A ``model=`` that cannot be resolved; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    bundle: Bundle
+    engine_path: Path | None = None
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("PULPIE_RT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "pulpie-rt"
+
+
+def is_checkpoint(path: Path) -> bool:
+    return (path / "config.json").is_file() and any(
+        any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS
+    )
+
+
+def checkpoint_key(path: Path) -> str:
+    """sha256 of the weight files and configs: the cache key of an exported checkpoint."""
+    digest = hashlib.sha256()
+    names = sorted({p.name for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
+    names += [n for n in ("config.json", "tokenizer.json") if (path / n).is_file()]
+    for name in names:
+        digest.update(name.encode())
+        with (path / name).open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def export_checkpoint(path: Path) -> Path:
+    """The cached bundle of checkpoint ``path``, exported on first use (``pulpie-rt export``)."""
+    out = cache_dir() / "bundles" / checkpoint_key(path)[:20]
+    if is_bundle(out):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + f".tmp-{os.getpid()}")
+    command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(path), "--out", str(partial)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not is_bundle(partial):
+        lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise ModelError(f"{path}: export to ONNX failed: {lines[-1]}")
+    try:
+        partial.rename(out)  # atomic: a concurrent exporter may have won, that is fine
+    except OSError:
+        if not is_bundle(out):
+            raise
+    return out
+
+
+def download(repo_id: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id))
+    except Exception as exc:  # offline, unknown repo, auth: all one line for the user
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"model {repo_id!r}: download from the Hugging Face hub failed "
+                         f"({reason})") from exc
+
+
+def _engine_bundle(engine: Path) -> Path:
+    sidecar = engine.with_name(engine.name + ".json")
+    if sidecar.is_file():
+        try:
+            target = Path(json.loads(sidecar.read_text(encoding="utf-8"))["bundle"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(f"{sidecar}: unreadable engine sidecar ({exc})") from exc
+        return target if target.is_absolute() else engine.parent / target
+    if is_bundle(engine.parent):
+        return engine.parent
+    raise ModelError(f"{engine}: engine file has no bundle (put it in the bundle directory "
+                     f"or write {sidecar.name} with {{\"bundle\": DIR}})")
+
+
+def _find_engine(bundle_dir: Path) -> Path | None:
+    engines = sorted(p for s in ENGINE_SUFFIXES for p in bundle_dir.glob(f"*{s}"))
+    return engines[0] if engines else None
+
+
+def resolve_model(model: str | os.PathLike = DEFAULT_MODEL) -> ResolvedModel:
+    """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
+    path = Path(model).expanduser()
+    engine: Path | None = None
+    if path.is_file() and path.suffix in ENGINE_SUFFIXES:
+        engine = path
+        path = _engine_bundle(path)
+    elif path.exists():
+        if not path.is_dir():
+            raise ModelError(f"model {str(model)!r}: not a directory, bundle or engine file")
+        if not is_bundle(path):
+            if not is_checkpoint(path):
+                raise ModelError(f"model {str(model)!r}: directory is neither a pulpie-rt "
+                                 "bundle (manifest.json) nor a checkpoint (config.json + weights)")
+            path = export_checkpoint(path)
+        engine = _find_engine(path)
+    else:
+        name = str(model)
+        repo_id = HUB_MODELS.get(name, name)
+        if "/" not in repo_id or name.startswith((".", "/", "~")):
+            raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
+                             f"({', '.join(HUB_MODELS)} or owner/name)")
+        path = export_checkpoint(download(repo_id))
+        engine = _find_engine(path)
+    try:
+        return ResolvedModel(load_bundle(path), engine)
+    except BundleError as exc:
+        raise ModelError(str(exc)) from exc
