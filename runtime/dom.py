@@ -1,0 +1,432 @@
+"""The element tree the Pulpie segmentation walks, built and written without lxml.
+
+The Orange models were trained on MinerU-HTML's segmentation, which walks the tree that
+libxml2 (through lxml) builds from an HTML5 parser's serialization, and writes blocks with
+libxml2's HTML serializer. This module reproduces both on top of selectolax's lexbor parser:
+
+- ``build_tree(html)``: lexbor parses and serializes (C speed); ``parse_serialized`` replays
+  that serialization through libxml2's tree-construction rules (which void elements it
+  knows, which start tags close the open element, which end tags it ignores), measured by
+  probing lxml 6.1 / libxml2 2.14.6 — see ``tests/test_dom.py``.
+- ``serialize_html(node)``: libxml2's HTML serializer (quoting, escaping, URI attributes).
+
+Nodes follow lxml's text/tail model. Nothing here recurses, so 20,000-deep pages are fine.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from collections.abc import Iterator
+
+from selectolax.lexbor import LexborHTMLParser
+
+
+class Node:
+    """An element: ``text`` comes before its first child, ``tail`` after its end tag."""
+
+    __slots__ = ("tag", "attrs", "text", "tail", "children", "parent", "orig", "flags")
+
+    def __init__(self, tag: str, attrs: dict[str, str] | None = None) -> None:
+        self.tag = tag
+        self.attrs: dict[str, str] = attrs if attrs is not None else {}
+        self.text: str | None = None
+        self.tail: str | None = None
+        self.children: list[Node] = []
+        self.parent: Node | None = None
+        # the element of the original tree this one was copied from (itself for originals)
+        self.orig: Node = self
+        self.flags = 0
+
+    def __repr__(self) -> str:
+        return f"<Node {self.tag} ({len(self.children)} children)>"
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self.attrs.get(name, default)
+
+    def append(self, child: Node) -> None:
+        child.parent = self
+        self.children.append(child)
+
+    def iter(self) -> Iterator[Node]:
+        """This element and all its descendants, in document order."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            if node.children:
+                stack.extend(reversed(node.children))
+
+    def iterdescendants(self) -> Iterator[Node]:
+        it = self.iter()
+        next(it)
+        return it
+
+
+def deep_copy(node: Node, with_tail: bool = True) -> Node:
+    """Copy a subtree; copies keep ``orig`` and share attribute dicts until changed."""
+    top = Node(node.tag, node.attrs)
+    top.orig = node.orig
+    top.text = node.text
+    if with_tail:
+        top.tail = node.tail
+    stack = [(node, top)]
+    while stack:
+        src, dst = stack.pop()
+        for child in src.children:
+            copy = Node(child.tag, child.attrs)
+            copy.orig = child.orig
+            copy.text = child.text
+            copy.tail = child.tail
+            copy.parent = dst
+            dst.children.append(copy)
+            if child.children:
+                stack.append((child, copy))
+    return top
+
+
+# ── libxml2's tree construction ──────────────────────────────────────────────────────────
+
+# Elements libxml2 treats as void (never holding content).
+LIBXML_VOID = frozenset(
+    "area base basefont br col frame hr img input isindex link meta param".split()
+)
+# A start tag closes the open element on top of the stack when it is listed under that
+# element's name (repeatedly, while the new top is closed too). HTML5 trees break these
+# rules often (``<b><p>``, ``<p><table>`` in quirks mode, ``<a><table>``, ``<ul><form>``).
+_P_CLOSERS = (
+    "address blockquote caption center colgroup dd dir div dl dt fieldset form h1 h2 h3 h4 h5 "
+    "h6 li listing menu ol p pre table tbody td tfoot th tr ul"
+)
+_HEADING_CLOSERS = "fieldset form li p table"
+_CLOSED_BY: dict[str, frozenset[str]] = {
+    tag: frozenset(closers.split())
+    for tag, closers in {
+        "a": "a fieldset table td th",
+        "address": "dd dl dt form li ul",
+        "b": "center p td th",
+        "big": "p",
+        "caption": "colgroup tbody tfoot thead tr",
+        "colgroup": "colgroup tbody tfoot thead tr",
+        "dd": "dt",
+        "dir": "dd dl dt form ul",
+        "dl": "form li",
+        "dt": "dd dl",
+        "font": "center td th",
+        "form": "form",
+        "h1": _HEADING_CLOSERS,
+        "h2": _HEADING_CLOSERS,
+        "h3": _HEADING_CLOSERS,
+        "h4": _HEADING_CLOSERS,
+        "h5": _HEADING_CLOSERS,
+        "h6": _HEADING_CLOSERS,
+        "head": "body",
+        "i": "center p td th",
+        "legend": "fieldset",
+        "li": "li",
+        "listing": "dd dl dt fieldset form li table ul",
+        "menu": "dd dl dt form ul",
+        "ol": "form",
+        "option": "optgroup option",
+        "p": _P_CLOSERS,
+        "pre": "dd dl dt fieldset form li table ul",
+        "s": "p",
+        "small": "p",
+        "span": "td th",
+        "strike": "p",
+        "tbody": "tbody tfoot",
+        "td": "tbody td tfoot th tr",
+        "tfoot": "tbody",
+        "th": "tbody td tfoot th tr",
+        "thead": "tbody tfoot",
+        "tr": "tbody tfoot tr",
+        "tt": "p",
+        "u": "p td th",
+        "ul": "address form menu pre",
+    }.items()
+}
+# A misplaced end tag only closes open elements of lower or equal priority.
+_END_PRIORITY = {
+    "div": 150, "td": 160, "th": 160, "tr": 170, "thead": 180, "tbody": 180, "tfoot": 180,
+    "table": 190, "head": 200, "body": 200, "html": 220,
+}
+
+
+class _TreeBuilder:
+    """libxml2's legacy tree construction, fed with start/end/text events."""
+
+    __slots__ = ("stack",)
+
+    def __init__(self, root: Node) -> None:
+        self.stack = [root]
+
+    def start(self, tag: str, attrs: dict[str, str]) -> Node:
+        stack = self.stack
+        while len(stack) > 1:
+            closers = _CLOSED_BY.get(stack[-1].tag)
+            if closers is None or tag not in closers:
+                break
+            stack.pop()
+        node = Node(tag, attrs)
+        parent = stack[-1]
+        node.parent = parent
+        parent.children.append(node)
+        if tag not in LIBXML_VOID:
+            stack.append(node)
+        return node
+
+    def end(self, tag: str) -> None:
+        stack = self.stack
+        priority = _END_PRIORITY.get(tag, 100)
+        for i in range(len(stack) - 1, 0, -1):
+            open_tag = stack[i].tag
+            if open_tag == tag:
+                del stack[i:]
+                return
+            if _END_PRIORITY.get(open_tag, 100) > priority:
+                return
+
+    def text(self, text: str) -> None:
+        add_text(self.stack[-1], text)
+
+
+def add_text(parent: Node, text: str) -> None:
+    """Append text at the end of ``parent``'s content (lxml: last child's tail or text)."""
+    if not text:
+        return
+    if parent.children:
+        last = parent.children[-1]
+        last.tail = text if last.tail is None else last.tail + text
+    else:
+        parent.text = text if parent.text is None else parent.text + text
+
+
+# One token of a serializer's output (lexbor's or lxml's): a comment, a doctype or other
+# markup declaration, a processing instruction, an end tag, a start tag with its attributes,
+# or text.
+_TOKEN_RE = re.compile(
+    r"<!--.*?-->|<![^>]*>|<\?[^>]*>|</([^\s/>]+)[^>]*>"
+    r"|<([^\s/>!?]+)((?:\s*[^\s=/>]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]*))?)*)\s*(/?)>"
+    r"|([^<]+|<)",
+    re.DOTALL,
+)
+_ATTR_RE = re.compile(r"([^\s=/>]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]*)))?")
+# Raw-text elements: their content runs to their end tag, unescaped, in both parsers.
+RAW_TEXT = frozenset(("script", "style", "xmp", "iframe", "noembed", "noframes", "plaintext"))
+_RAW_END_RE = {tag: re.compile(rf"</{tag}[\s/>]", re.IGNORECASE) for tag in RAW_TEXT}
+# Script data escape states (HTML5 13.2.5.4ff, which libxml2 2.14 follows): inside
+# ``<!--`` a ``<script`` starts a double-escaped run that ``</script`` only leaves.
+_SCRIPT_MARK_RE = re.compile(r"<!--|-->|</?script[\s/>]", re.IGNORECASE)
+_XML_DECL_RE = re.compile(r"<\?xml\s+.*?\??>", re.DOTALL)
+
+
+def _parse_attrs(raw: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for name, dq, sq, bare in _ATTR_RE.findall(raw):
+        name = name.lower()
+        if name not in attrs:
+            value = dq or sq or bare
+            attrs[name] = html_lib.unescape(value) if "&" in value else value
+    return attrs
+
+
+def _script_end(text: str, pos: int) -> int:
+    """Offset of the ``</script`` that ends a script's content starting at ``pos``."""
+    escaped = double = False
+    for m in _SCRIPT_MARK_RE.finditer(text, pos):
+        mark = m.group(0)
+        if mark == "<!--":
+            if not escaped:
+                escaped = True
+        elif mark == "-->":
+            escaped = double = False
+        elif mark[1] == "/":
+            if double:
+                double = False
+            else:
+                return m.start()
+        elif escaped:
+            double = True
+    return len(text)
+
+
+def build_tree(html: str) -> Node:
+    """Parse ``html`` with lexbor; return the ``<html>`` element as libxml2 builds it from
+    lexbor's serialization, less any ``<?xml …?>`` declaration (the tree the reference
+    walks)."""
+    serialized = LexborHTMLParser(html).html or ""
+    if "<?xml" in serialized:
+        serialized = _XML_DECL_RE.sub("", serialized)
+    return parse_serialized(serialized)
+
+
+def parse_serialized(serialized: str) -> Node:
+    """The libxml2-shaped tree of a serializer's output, without recursion.
+
+    Comments, doctypes and processing instructions are dropped and the text around them
+    merged. Meant for serializer output (lexbor's, lxml's, ``serialize_html``'s), where every
+    ``<`` in text is escaped; use ``build_tree`` for arbitrary HTML.
+    """
+    root = Node("html")
+    builder = _TreeBuilder(root)
+    stack = builder.stack
+    unescape = html_lib.unescape
+    match = _TOKEN_RE.match
+    seen_head = seen_body = seen_html = False
+    pos = 0
+    end = len(serialized)
+    while pos < end:
+        m = match(serialized, pos)
+        pos = m.end()
+        text = m.group(5)
+        if text is not None:
+            if "&" in text:
+                text = unescape(text)
+            # inline of add_text(stack[-1], text): the hottest path
+            parent = stack[-1]
+            if parent.children:
+                last = parent.children[-1]
+                last.tail = text if last.tail is None else last.tail + text
+            else:
+                parent.text = text if parent.text is None else parent.text + text
+            continue
+        tag = m.group(2)
+        if tag is not None:
+            tag = tag.lower()
+            raw_attrs = m.group(3)
+            attrs = _parse_attrs(raw_attrs) if raw_attrs else {}
+            if tag == "html":
+                if not seen_html:
+                    root.attrs = attrs
+                    seen_html = True
+                continue
+            if tag == "head":
+                if seen_head or seen_body:
+                    continue
+                seen_head = True
+            elif tag == "body":
+                if seen_body:
+                    continue
+                seen_body = True
+            node = builder.start(tag, attrs)
+            if m.group(4) and stack[-1] is node:
+                stack.pop()  # <tag/>: libxml2 honours the XML empty-element form
+            elif tag in RAW_TEXT:
+                if tag == "script":
+                    stop = _script_end(serialized, pos)
+                else:
+                    close = _RAW_END_RE[tag].search(serialized, pos)
+                    stop = close.start() if close else end
+                if stop > pos:
+                    node.text = serialized[pos:stop]
+                pos = stop
+            continue
+        tag = m.group(1)
+        if tag is not None:
+            tag = tag.lower()
+            if tag != "html" and tag != "body":
+                builder.end(tag)
+    return root
+
+
+# ── libxml2's HTML serializer ────────────────────────────────────────────────────────────
+
+# Attributes libxml2 writes as a bare name.
+_BOOLEAN_ATTRS = frozenset(
+    "checked compact declare defer disabled ismap multiple nohref noresize noshade nowrap "
+    "readonly selected".split()
+)
+# Attributes libxml2 writes URI-escaped (``name`` only on ``<a>``).
+_URI_ATTRS = frozenset(("href", "action", "src"))
+_URI_SAFE = frozenset(
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()"
+    b"\"#$%&+,/:;<=>?@[\\]^`{|}"
+)
+_URI_NEEDS_ESCAPE_RE = re.compile(r"[^A-Za-z0-9\-_.!~*'()\"#$%&+,/:;<=>?@\[\\\]^`{|}]")
+_RAW_SERIALIZED = frozenset(("script", "style"))
+
+
+def _escape_text(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _escape_uri(value: str) -> str:
+    value = value.lstrip(" \t\n\r")
+    if not _URI_NEEDS_ESCAPE_RE.search(value):
+        return value
+    out = []
+    for byte in value.encode("utf-8", "surrogatepass"):
+        out.append(chr(byte) if byte in _URI_SAFE else f"%{byte:02X}")
+    return "".join(out)
+
+
+_ATTR_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def _escape_attr_value(value: str) -> str:
+    # libxml2 leaves complete ``<!-- … -->`` runs inside attribute values unescaped
+    if "<!--" not in value:
+        return _escape_text(value)
+    out = []
+    pos = 0
+    for m in _ATTR_COMMENT_RE.finditer(value):
+        out.append(_escape_text(value[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_escape_text(value[pos:]))
+    return "".join(out)
+
+
+def _serialize_attr(tag: str, name: str, value: str) -> str:
+    if name in _BOOLEAN_ATTRS:
+        return " " + name
+    if name in _URI_ATTRS or (name == "name" and tag == "a"):
+        value = _escape_uri(value)
+    value = _escape_attr_value(value)
+    if '"' in value:
+        if "'" in value:
+            quoted = value.replace('"', "&quot;")
+            return f' {name}="{quoted}"'
+        return f" {name}='{value}'"
+    return f' {name}="{value}"'
+
+
+def serialize_html(node: Node, with_tail: bool = False) -> str:
+    """``lxml.etree.tostring(node, method="html", encoding="unicode")`` for our tree."""
+    out: list[str] = []
+    write = out.append
+    # entries: a Node to open, or a str already rendered (an end tag plus tail)
+    stack: list = [node]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is str:
+            write(item)
+            continue
+        tag = item.tag
+        if item.attrs:
+            write("<" + tag + "".join(_serialize_attr(tag, k, v) for k, v in item.attrs.items())
+                  + ">")
+        else:
+            write("<" + tag + ">")
+        tail = item.tail if (item is not node or with_tail) else None
+        if tag in LIBXML_VOID:
+            if tail:
+                write(_escape_text(tail))
+            continue
+        if item.text:
+            write(item.text if tag in _RAW_SERIALIZED else _escape_text(item.text))
+        elif tag == "li" and item.text is None and not item.children:
+            # libxml2 omits the end tag of an empty <li>
+            if tail:
+                write(_escape_text(tail))
+            continue
+        stack.append(f"</{tag}>" + (_escape_text(tail) if tail else ""))
+        if item.children:
+            stack.extend(reversed(item.children))
+    return "".join(out)
