@@ -1,0 +1,239 @@
+"""ONNX bundle -> TensorRT engine for one GPU type (``pulpie-rt engine``).
+
+Engines are tied to a GPU architecture (compute capability) and a TensorRT version, so they are
+built on the GPU that will run them. The builder adds one optimization profile per
+sequence-length bucket (``profiles.py``), keeps RMSNorm, softmax and the rotary cos/sin in FP32
+inside an FP16 engine (norms after attention overflow FP16, and their cost is negligible), and
+persists the timing cache so rebuilding on the same GPU type is quick. Beside the engine goes
+``<engine>.json``: TensorRT version, GPU name, compute capability, profiles, bundle source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulpie_rt.runtime.bundle import Bundle, load_bundle
+
+from .profiles import GPU_PRESETS, GpuPreset, Profile, preset_for_device_name, profiles_for
+
+WORKSPACE_BYTES = 8 << 30
+# Layer-name fragments (ONNX node names carry the PyTorch module path) kept in FP32.
+FP32_NAME_FRAGMENTS = ("layernorm", "/norm/", "rotary_emb", "Softmax")
+
+
+class EngineUnavailableError(RuntimeError):
+    """No NVIDIA GPU or no TensorRT here: the engine cannot be built on this machine."""
+
+
+class EngineMismatchError(RuntimeError):
+    """An engine built for another GPU architecture or TensorRT version."""
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    compute_capability: str
+    memory_mib: int
+
+
+def detect_gpu() -> GpuInfo | None:
+    """The first NVIDIA GPU as ``nvidia-smi`` reports it, or None (no driver, no GPU)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not out:
+        return None
+    name, capability, memory = (part.strip() for part in out[0].split(","))
+    return GpuInfo(name, capability, int(float(memory)))
+
+
+def no_engine_message(bundle: Path, reason: str) -> str:
+    return (f"pulpie-rt engine: {reason}; TensorRT engines are built on the GPU type that runs "
+            f"them. The ONNX bundle {bundle} is ready for ONNX Runtime.")
+
+
+def _import_tensorrt():
+    try:
+        import tensorrt
+    except ImportError:
+        return None
+    return tensorrt
+
+
+def choose_preset(requested: str, gpu: GpuInfo) -> GpuPreset:
+    """The preset to build for: ``auto`` from the device name, else the named one if it fits."""
+    detected = preset_for_device_name(gpu.name)
+    if requested == "auto":
+        if detected is not None:
+            return detected
+        # An unlisted GPU: size batches like the listed GPU with the nearest memory.
+        nearest = min(GPU_PRESETS.values(),
+                      key=lambda p: abs(p.memory_gib * 1024 - gpu.memory_mib))
+        return GpuPreset("auto", gpu.name, gpu.compute_capability, nearest.memory_gib,
+                         nearest.batch_tokens, nearest.max_batch)
+    preset = GPU_PRESETS[requested]
+    if preset.compute_capability != gpu.compute_capability:
+        raise EngineMismatchError(
+            f"--gpu {requested} is compute capability {preset.compute_capability} but this "
+            f"machine's GPU is {gpu.name} ({gpu.compute_capability}); an engine only runs on "
+            f"the architecture it was built on: build it on a {preset.name} or pass --gpu auto")
+    return preset
+
+
+def _mark_fp32(network, trt) -> int:
+    """Force FP32 on norm, softmax and rotary layers; return how many layers were marked."""
+    marked = 0
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        if layer.type == trt.LayerType.SOFTMAX or any(
+                fragment in layer.name for fragment in FP32_NAME_FRAGMENTS):
+            if layer.type in (trt.LayerType.CONSTANT, trt.LayerType.SHAPE,
+                              trt.LayerType.IDENTITY):
+                continue
+            layer.precision = trt.float32
+            for out in range(layer.num_outputs):
+                if layer.get_output(out).dtype in (trt.float16, trt.float32):
+                    layer.set_output_type(out, trt.float32)
+            marked += 1
+    return marked
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_engine(bundle: Bundle, trt, gpu: GpuInfo, preset: GpuPreset, precision: str,
+                 out: Path, timing_cache: Path, log=print) -> dict:
+    """Build and write the engine plus ``<engine>.json``; return that metadata."""
+    if bundle.manifest["onnx"]["precision"] != "fp32":
+        log("note: building from an fp16 ONNX graph; an fp32 bundle gives TensorRT more room")
+    logger = trt.Logger(trt.Logger.WARNING)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse_from_file(str(bundle.onnx_path)):
+        errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
+        raise RuntimeError(f"TensorRT cannot parse {bundle.onnx_path}: {errors}")
+
+    config = builder.create_builder_config()
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
+    marked = 0
+    if precision == "fp16":
+        config.set_flag(trt.BuilderFlag.FP16)
+        config.set_flag(trt.BuilderFlag.OBEY_PRECISION_CONSTRAINTS)
+        marked = _mark_fp32(network, trt)
+
+    profiles: list[Profile] = profiles_for(preset, bundle.manifest["model"]["hidden_size"])
+    for profile in profiles:
+        opt_profile = builder.create_optimization_profile()
+        for name in ("input_ids", "attention_mask"):
+            opt_profile.set_shape(name, *profile.shapes())
+        config.add_optimization_profile(opt_profile)
+
+    cache_bytes = timing_cache.read_bytes() if timing_cache.is_file() else b""
+    cache = config.create_timing_cache(cache_bytes)
+    config.set_timing_cache(cache, ignore_mismatch=False)
+
+    start = time.perf_counter()
+    serialized = builder.build_serialized_network(network, config)
+    if serialized is None:
+        raise RuntimeError("TensorRT failed to build the engine (see the messages above)")
+    seconds = time.perf_counter() - start
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(bytes(serialized))
+    timing_cache.parent.mkdir(parents=True, exist_ok=True)
+    timing_cache.write_bytes(bytes(config.get_timing_cache().serialize()))
+
+    metadata = {
+        "engine": out.name, "tensorrt": trt.__version__, "gpu": gpu.name,
+        "compute_capability": gpu.compute_capability, "preset": preset.key,
+        "precision": precision, "fp32_layers": marked,
+        "profiles": [p.as_dict() for p in profiles],
+        "inputs": ["input_ids", "attention_mask"], "output": "logits",
+        "bundle": {"path": str(bundle.path), "source": bundle.manifest["source"],
+                   "onnx_sha256": _sha256(bundle.onnx_path),
+                   "tokens": bundle.manifest["tokens"]},
+        "timing_cache": str(timing_cache), "build_seconds": round(seconds, 1),
+    }
+    metadata_path(out).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    return metadata
+
+
+def metadata_path(engine: Path) -> Path:
+    return Path(str(engine) + ".json")
+
+
+def check_engine_compatible(engine: str | Path, trt_version: str, gpu: GpuInfo) -> dict:
+    """The engine's metadata if it was built for this TensorRT and GPU architecture.
+
+    TensorRT itself fails on a foreign engine with an opaque deserialisation error; this names
+    what differs and what to do.
+    """
+    engine = Path(engine)
+    meta_file = metadata_path(engine)
+    if not meta_file.is_file():
+        raise EngineMismatchError(f"{engine}: no {meta_file.name} beside it; rebuild it with "
+                                  "`pulpie-rt engine BUNDLE --gpu auto`")
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    problems = []
+    if meta.get("tensorrt") != trt_version:
+        problems.append(f"built with TensorRT {meta.get('tensorrt')}, this is {trt_version}")
+    if meta.get("compute_capability") != gpu.compute_capability:
+        problems.append(f"built for {meta.get('gpu')} (compute capability "
+                        f"{meta.get('compute_capability')}), this GPU is {gpu.name} "
+                        f"({gpu.compute_capability})")
+    if problems:
+        raise EngineMismatchError(f"{engine}: " + "; ".join(problems) + ". Engines are tied to "
+                                  "the GPU architecture and TensorRT version: rebuild it here "
+                                  "with `pulpie-rt engine BUNDLE --gpu auto`.")
+    return meta
+
+
+def load_engine(engine: str | Path):
+    """Deserialise an engine after checking it matches this GPU and TensorRT version."""
+    trt = _import_tensorrt()
+    gpu = detect_gpu()
+    if trt is None or gpu is None:
+        raise EngineUnavailableError("loading a TensorRT engine needs an NVIDIA GPU and the "
+                                     "tensorrt package")
+    check_engine_compatible(engine, trt.__version__, gpu)
+    runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+    return runtime.deserialize_cuda_engine(Path(engine).read_bytes())
+
+
+def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str = "fp16",
+                       out: str | Path | None = None, log=print) -> dict:
+    """``pulpie-rt engine``: checks first (GPU, TensorRT, bundle), then builds."""
+    bundle_dir = Path(bundle_dir)
+    bundle = load_bundle(bundle_dir)  # a missing/broken bundle is reported before anything else
+    device = detect_gpu()
+    if device is None:
+        raise EngineUnavailableError(no_engine_message(bundle_dir, "no NVIDIA GPU found"))
+    trt = _import_tensorrt()
+    if trt is None:
+        raise EngineUnavailableError(no_engine_message(
+            bundle_dir, f"TensorRT is not installed (GPU: {device.name}; "
+                        "pip install -e '.[gpu]')"))
+    preset = choose_preset(gpu, device)
+    engine_path = Path(out) if out else bundle_dir / f"model-{preset.key}-{precision}.engine"
+    cache = engine_path.parent / f"timing-{preset.key}-trt{trt.__version__}.cache"
+    log(f"building {precision} engine for {device.name} (preset {preset.key}) from "
+        f"{bundle.onnx_path}")
+    return build_engine(bundle, trt, device, preset, precision, engine_path, cache, log=log)
