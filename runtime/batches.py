@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Sequence-length bucket bounds when the engine does not say (ONNX Runtime has free shapes).
-DEFAULT_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
+try:  # the engine profiles' buckets (pure data, no torch), when the export package is present
+    from pulpie_rt.export.profiles import SEQ_BUCKETS as DEFAULT_BUCKETS
+except ImportError:  # runtime-only install
+    DEFAULT_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
 DEFAULT_MAX_BATCH_TOKENS = 16384
 
 

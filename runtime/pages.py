@@ -1,0 +1,209 @@
+"""Per-page stages around the model, shared by ``Extractor``, ``Pipeline`` and the CLI.
+
+``Preparer.prepare(html)``: simplify -> blocks -> tokens -> chunks (CPU, picklable result).
+``predict_pages(backend, pages)``: every page's chunks through the one batcher and a backend.
+``finish_page(page, predictions)``: labels -> reconstruct -> Markdown.
+
+A failing stage raises ``PageError`` naming the stage and the reason; callers that process many
+pages turn it into that page's ``error`` and carry on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
+from pulpie_rt.runtime.blocks import extract_blocks
+from pulpie_rt.runtime.chunks import Chunk, pack_chunks
+from pulpie_rt.runtime.labels import argmax_labels, block_predictions, labels_from_predictions
+from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+
+
+class PageError(Exception):
+    """One page failed in one stage; ``str()`` is ``"<stage>: <reason>"``."""
+
+    def __init__(self, stage: str, reason: str):
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for an exception (type and first line of its message)."""
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def as_text(html: str | bytes | None) -> str:
+    """Page HTML as ``str`` (bytes are decoded as UTF-8, undecodable bytes replaced)."""
+    if isinstance(html, str):
+        return html
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        return bytes(html).decode("utf-8", errors="replace")
+    raise PageError("input", f"html must be str or bytes, not {type(html).__name__}")
+
+
+@dataclass
+class PreparedPage:
+    """A page ready for the model: its blocks' ids, chunks and the map HTML to rebuild from."""
+
+    item_ids: list[str | None]
+    chunks: list[Chunk]
+    map_html: str
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.item_ids)
+
+
+@dataclass
+class ExtractionResult:
+    """What ``Extractor.extract`` returns (the reference's fields, plus text and counts)."""
+
+    html: str
+    markdown: str
+    labels: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @cached_property
+    def text(self) -> str:
+        from pulpie_rt.runtime.markdown import to_text
+
+        return to_text(self.html) if self.html else ""
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_main(self) -> int:
+        return sum(1 for v in self.labels.values() if v == "main")
+
+    @property
+    def n_other(self) -> int:
+        return self.n_blocks - self.n_main
+
+    def __repr__(self) -> str:
+        return (
+            f"ExtractionResult(blocks={self.n_blocks}, main={self.n_main}, "
+            f"other={self.n_other}, markdown_len={len(self.markdown)}"
+            + (f", error={self.error!r})" if self.error else ")")
+        )
+
+
+class Preparer:
+    """simplify -> blocks -> tokens -> chunks for one page (picklable: workers rebuild it)."""
+
+    def __init__(
+        self,
+        tokenizer_path: str | Path,
+        sep_id: int,
+        bos_id: int | None,
+        eos_id: int | None,
+        max_tokens: int = 8192,
+        cutoff_length: int = 500,
+    ):
+        self.tokenizer_path = str(tokenizer_path)
+        self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
+        self.max_tokens = max_tokens
+        self.cutoff_length = cutoff_length
+        self._tokenizer = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_tokenizer": None}
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.tokenizer_path)
+        return self._tokenizer
+
+    def prepare(self, html: str | bytes) -> PreparedPage:
+        from pulpie_rt.runtime.simplify import simplify
+
+        html = as_text(html)
+        try:
+            simplified, map_html = simplify(html, cutoff_length=self.cutoff_length)
+        except Exception as exc:
+            raise PageError("simplify", describe(exc)) from exc
+        try:
+            blocks, item_ids = extract_blocks(simplified)
+            token_ids = encode_blocks(self.tokenizer, blocks)
+            chunks = pack_chunks(
+                token_ids, self.max_tokens, sep_id=self.sep_id, bos_id=self.bos_id,
+                eos_id=self.eos_id,
+            )
+        except Exception as exc:
+            raise PageError("tokenize", describe(exc)) from exc
+        return PreparedPage(item_ids, chunks, map_html)
+
+
+def predict_pages(
+    backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+) -> list[list[int] | PageError | None]:
+    """Per page its block predictions (``None`` pages stay ``None``).
+
+    A batch that fails is retried row by row, so one page that breaks the engine fails alone.
+    """
+    items = [
+        ((page_index, chunk_index), chunk.token_ids)
+        for page_index, page in enumerate(pages)
+        if page is not None
+        for chunk_index, chunk in enumerate(page.chunks)
+    ]
+    preds: dict[tuple[int, int], list[int]] = {}
+    failed: dict[int, PageError] = {}
+    for batch in make_batches(items, max_batch_tokens, backend.buckets()):
+        try:
+            outputs = backend.predict(batch)
+        except Exception:
+            outputs = None
+        if outputs is not None:
+            for key, logits in zip(batch.keys, outputs, strict=True):
+                preds[key] = argmax_labels(logits)
+            continue
+        for row, key in enumerate(batch.keys):
+            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
+            try:
+                (logits,) = backend.predict(single[0])
+                preds[key] = argmax_labels(logits)
+            except Exception as exc:
+                failed[key[0]] = PageError("inference", describe(exc))
+    results: list[list[int] | PageError | None] = []
+    for page_index, page in enumerate(pages):
+        if page is None:
+            results.append(None)
+        elif page_index in failed:
+            results.append(failed[page_index])
+        else:
+            chunk_preds = [preds[(page_index, i)] for i in range(len(page.chunks))]
+            results.append(
+                block_predictions(page.n_blocks, [c.block_indices for c in page.chunks],
+                                  chunk_preds)
+            )
+    return results
+
+
+def finish_page(page: PreparedPage, predictions: list[int]) -> ExtractionResult:
+    """labels -> main HTML -> Markdown."""
+    from pulpie_rt.runtime.markdown import to_markdown
+    from pulpie_rt.runtime.reconstruct import extract_main_html
+
+    labels = labels_from_predictions(page.item_ids, predictions)
+    try:
+        main_html = extract_main_html(page.map_html, labels)
+    except Exception as exc:
+        raise PageError("reconstruct", describe(exc)) from exc
+    try:
+        markdown = to_markdown(main_html)
+    except Exception as exc:
+        raise PageError("markdown", describe(exc)) from exc
+    return ExtractionResult(html=main_html, markdown=markdown, labels=labels)
+
+
+def chunk_lengths(pages: list[PreparedPage]) -> np.ndarray:
+    """Token count of every chunk of ``pages`` (for sizing and benchmarks)."""
+    return np.array([len(c) for p in pages for c in p.chunks], dtype=np.int64)
