@@ -82,7 +82,7 @@ def resolve_model(model: str) -> tuple[Path, str, str | None]:
 def _hub_message(model: str, hub_id: str, reason: str) -> str:
     return (
         f"cannot fetch {hub_id!r} for model {model!r}: {reason}. On a machine with internet "
-        f"access run `huggingface-cli download {hub_id} --local-dir DIR`, copy DIR here and "
+        f"access run `hf download {hub_id} --local-dir DIR`, copy DIR here and "
         f"pass it instead: `pulpie-rt export DIR --out OUT`."
     )
 

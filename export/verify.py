@@ -118,12 +118,24 @@ def compare(model, onnx_path: Path, chunks: list[list[int]], sep_id: int, pad_id
             settings: VerifySettings) -> dict:
     """Run every batch through PyTorch and ONNX Runtime; return the measured differences."""
     import onnxruntime as ort
-    import torch
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     batches = mixed_batches(chunks, settings.max_rows, settings.max_batch_tokens)
+    # PyTorch side with SDPA: same fp32 math as the eager graph that was exported (|diff| ~1e-5)
+    # at a fraction of the time and memory for 8192-token chunks.
+    exported_attention = model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        return _compare_batches(model, session, chunks, batches, sep_id, pad_id)
+    finally:
+        model.set_attn_implementation(exported_attention)
+
+
+def _compare_batches(model, session, chunks, batches, sep_id: int, pad_id: int) -> dict:
+    import torch
+
     max_diff = 0.0
     seps = agree = main = 0
     t_torch = t_onnx = 0.0
@@ -191,7 +203,7 @@ def verify_bundle(model, onnx_path: Path, tokenizer_path: Path, token_ids: dict,
     if not chunks:
         raise VerificationError("no chunks could be built from the corpus pages")
     result = {"corpus": settings.corpus, "pages": n_pages, "max_tokens": settings.max_tokens,
-              "reference": "pytorch fp32 eager", **compare(
+              "reference": "pytorch fp32 (sdpa attention)", **compare(
                   model, onnx_path, chunks, token_ids["sep_id"], token_ids["pad_id"], settings)}
     result["thresholds"] = thresholds(precision)
     why = failures(result, precision)

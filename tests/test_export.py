@@ -1,0 +1,346 @@
+"""Export: strict loading, ONNX bundle + verification, refusals, and the engine command on CPU.
+
+The tiny committed checkpoint (``tests/fixtures/tiny-eurobert``) has mixed labels on real pages,
+so agreement numbers here are not satisfied by a constant model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from pulpie_rt.export import checkpoint as ckpt
+from pulpie_rt.export.build import export_bundle
+from pulpie_rt.export.checkpoint import CheckpointError, load_checkpoint, rope_theta_of
+from pulpie_rt.export.engine import (
+    EngineMismatchError,
+    GpuInfo,
+    check_engine_compatible,
+    choose_preset,
+    detect_gpu,
+)
+from pulpie_rt.export.profiles import (
+    GPU_PRESETS,
+    SEQ_BUCKETS,
+    bucket_for,
+    preset_for_device_name,
+    profiles_for,
+)
+from pulpie_rt.export.verify import VerifySettings, mixed_batches, pad_batch, select_spread
+from pulpie_rt.runtime.blocks import extract_blocks
+from pulpie_rt.runtime.bundle import load_bundle
+from pulpie_rt.runtime.chunks import pack_chunks
+from pulpie_rt.runtime.simplify import simplify
+from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+from safetensors.torch import load_file, save_file
+
+from pulpie_rt.cli import main as cli_main
+from pulpie_rt.corpus import load_pages
+
+TINY = Path(__file__).parent / "fixtures" / "tiny-eurobert"
+# Short chunks keep the tiny model's CPU time low; the full-size test uses long ones.
+TINY_VERIFY = VerifySettings(pages=16, max_tokens=1024, max_chunks=10, token_budget=6000)
+
+
+def _quiet(*_args, **_kwargs) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def fp32_bundle(tmp_path_factory) -> Path:
+    return export_bundle(TINY, tmp_path_factory.mktemp("b32"), precision="fp32",
+                         settings=TINY_VERIFY, log=_quiet)
+
+
+@pytest.fixture(scope="module")
+def reference_pages() -> list[dict]:
+    """Real dev pages of moderate size (chunks of a few thousand tokens at most)."""
+    pages = [p for p in load_pages("dev") if 5_000 <= len(p["html"]) <= 40_000]
+    return pages[:5]
+
+
+# -- strict loading ---------------------------------------------------------------------------
+
+
+def test_loading_matches_the_reference_loader_exactly():
+    from pulpie.model_utils import load_model_and_tokenizer
+
+    ours = load_checkpoint(TINY)
+    ref_model, ref_tok, ref_sep = load_model_and_tokenizer(str(TINY), torch.device("cpu"))
+    assert ours.token_ids == {"bos_id": ref_tok.bos_token_id, "eos_id": ref_tok.eos_token_id,
+                              "sep_id": ref_sep, "pad_id": ref_model.config.pad_token_id or 0}
+    assert torch.equal(ours.model.model.rotary_emb.inv_freq,
+                       ref_model.model.rotary_emb.inv_freq)
+    ids = torch.randint(5, 3000, (2, 300), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, 120:] = 0
+    with torch.no_grad():
+        want = ref_model(input_ids=ids, attention_mask=mask).logits
+        got = ours.model(input_ids=ids, attention_mask=mask).logits
+    assert torch.equal(want, got)
+
+
+def test_config_without_theta_uses_the_references_250000(tmp_path):
+    """transformers 5 alone would use 10000 here; the reference recomputes with 250000."""
+    from pulpie.model_utils import load_model_and_tokenizer
+
+    model_dir = tmp_path / "no-theta"
+    shutil.copytree(TINY, model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    del config["rope_theta"], config["rope_parameters"]
+    config["auto_map"] = {"AutoModelForTokenClassification": "EuroBERT/EuroBERT-210m--x.Y"}
+    (model_dir / "config.json").write_text(json.dumps(config))
+    assert rope_theta_of(config) == 250000.0
+    ours = load_checkpoint(model_dir)  # auto_map to remote code is ignored
+    ref_model, _, _ = load_model_and_tokenizer(str(TINY), torch.device("cpu"))
+    assert torch.equal(ours.model.model.rotary_emb.inv_freq,
+                       ref_model.model.rotary_emb.inv_freq)
+
+
+def test_missing_and_extra_tensors_are_refused_with_their_names(tmp_path):
+    model_dir = tmp_path / "broken"
+    shutil.copytree(TINY, model_dir)
+    tensors = load_file(model_dir / "model.safetensors")
+    del tensors["classifier.bias"], tensors["model.layers.1.mlp.up_proj.weight"]
+    tensors["pooler.dense.weight"] = torch.zeros(2, 2)
+    save_file(tensors, model_dir / "model.safetensors")
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(model_dir)
+    assert str(err.value) == (
+        f"{model_dir.resolve()}: checkpoint tensors do not match EuroBertForTokenClassification; "
+        "missing 2: classifier.bias, model.layers.1.mlp.up_proj.weight; "
+        "unexpected 1: pooler.dense.weight"
+    )
+
+
+def test_wrong_shape_is_refused(tmp_path):
+    model_dir = tmp_path / "reshaped"
+    shutil.copytree(TINY, model_dir)
+    tensors = load_file(model_dir / "model.safetensors")
+    tensors["classifier.weight"] = torch.zeros(3, 64)
+    save_file(tensors, model_dir / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"wrong shape 1: classifier.weight \(3, 64\) != "
+                                              r"\(2, 64\)"):
+        load_checkpoint(model_dir)
+
+
+def test_hub_name_offline_fails_at_once_with_the_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # empty cache
+    start = time.perf_counter()
+    rc = cli_main(["export", "small", "--out", str(tmp_path / "out")])
+    assert time.perf_counter() - start < 30  # import time only, never network retries
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == (
+        "pulpie-rt export: cannot fetch 'feyninc/pulpie-orange-small' for model 'small': "
+        "HF_HUB_OFFLINE is set and it is not in the local cache. On a machine with internet "
+        "access run `hf download feyninc/pulpie-orange-small --local-dir DIR`, copy DIR here "
+        "and pass it instead: `pulpie-rt export DIR --out OUT`."
+    )
+
+
+def test_unreachable_hub_fails_fast(tmp_path, monkeypatch):
+    """Without HF_HUB_OFFLINE: one short request, then the same message (no long retries)."""
+    def unreachable(*_args, **_kwargs):
+        raise ConnectionError("network is unreachable")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr("huggingface_hub.model_info", unreachable)
+    with pytest.raises(ckpt.HubUnavailableError) as err:
+        ckpt.resolve_model("orange-large")
+    assert str(err.value).startswith(
+        "cannot fetch 'feyninc/pulpie-orange-large' for model 'orange-large': the Hugging Face "
+        "Hub is unreachable. On a machine with internet access run `hf download "
+        "feyninc/pulpie-orange-large --local-dir DIR`")
+
+
+def test_hub_names():
+    assert ckpt.HUB_MODELS["small"] == ckpt.HUB_MODELS["orange-small"] == \
+        "feyninc/pulpie-orange-small"
+    assert ckpt.HUB_MODELS["large"] == "feyninc/pulpie-orange-large"
+    with pytest.raises(CheckpointError, match="neither a checkpoint directory nor a model name"):
+        ckpt.resolve_model("no-such-dir")
+
+
+# -- export + verification --------------------------------------------------------------------
+
+
+def test_fp32_bundle_is_verified_on_real_chunks(fp32_bundle):
+    bundle = load_bundle(fp32_bundle)
+    manifest = bundle.manifest
+    assert manifest["onnx"] == {"file": "model.onnx", "opset": 18, "precision": "fp32",
+                                "inputs": ["input_ids", "attention_mask"], "output": "logits",
+                                "external_data": False}
+    assert manifest["tokens"] == {"bos_id": 0, "eos_id": 1, "sep_id": 4, "pad_id": 2,
+                                  "sep_token": "<|sep|>"}
+    assert manifest["labels"] == {"0": "other", "1": "main"}
+    assert len(manifest["source"]["weights_sha256"]) == 64
+    check = manifest["verification"]
+    assert check["passed"] and check["sep_agreement"] == 1.0 and check["label_flips"] == 0
+    assert check["max_abs_logit_diff"] <= 1e-3
+    assert check["batches"] < check["chunks"]  # padded batches of several chunks
+    assert check["chunk_tokens_min"] < check["chunk_tokens_max"] <= 1024
+    assert 0.1 < check["main_fraction_pytorch"] < 0.9  # mixed labels: agreement means something
+    graph = onnx.load(str(bundle.onnx_path))
+    assert [i.name for i in graph.graph.input] == ["input_ids", "attention_mask"]
+    assert [o.name for o in graph.graph.output] == ["logits"]
+    assert (fp32_bundle / "tokenizer.json").read_bytes() == (TINY / "tokenizer.json").read_bytes()
+
+
+def _onnx_labels(session, tokenizer, manifest: dict, simplified_html: str) -> dict[str, str]:
+    tokens = manifest["tokens"]
+    blocks, item_ids = extract_blocks(simplified_html)
+    chunks = pack_chunks(encode_blocks(tokenizer, blocks), manifest["max_tokens"],
+                         tokens["sep_id"], tokens["bos_id"], tokens["eos_id"])
+    predictions = [0] * len(blocks)
+    for chunk in chunks:
+        ids = np.array([chunk.token_ids], dtype=np.int64)
+        logits = session.run(["logits"], {"input_ids": ids,
+                                          "attention_mask": np.ones_like(ids)})[0][0]
+        for block, label in zip(chunk.block_indices,
+                                logits[ids[0] == tokens["sep_id"]].argmax(-1), strict=False):
+            predictions[block] = int(label)
+    return {item: ("main" if p == 1 else "other")
+            for item, p in zip(item_ids, predictions, strict=True) if item is not None}
+
+
+def test_bundle_labels_equal_the_reference_extractor(fp32_bundle, reference_pages):
+    """End to end: our stages + the ONNX graph give pulpie 0.0.2's labels on real pages."""
+    from pulpie import Extractor
+
+    reference = Extractor(model=str(TINY), device="cpu")
+    bundle = load_bundle(fp32_bundle)
+    session = ort.InferenceSession(str(bundle.onnx_path), providers=["CPUExecutionProvider"])
+    tokenizer = load_tokenizer(bundle.tokenizer_path)
+    counts = {"main": 0, "other": 0}
+    for page in reference_pages:
+        simplified_html, _ = simplify(page["html"])
+        want = reference._classify(simplified_html)
+        got = _onnx_labels(session, tokenizer, bundle.manifest, simplified_html)
+        assert got == want, page["id"]
+        for label in want.values():
+            counts[label] += 1
+    assert counts["main"] > 0 and counts["other"] > 0, counts
+
+
+def test_padding_does_not_change_real_token_logits(fp32_bundle):
+    session = ort.InferenceSession(str(fp32_bundle / "model.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    rows = [list(rng.integers(5, 3000, size=n)) for n in (37, 300, 5)]
+    input_ids, mask = pad_batch(rows, pad_id=2)
+    batched = session.run(["logits"], {"input_ids": input_ids, "attention_mask": mask})[0]
+    for r, row in enumerate(rows):
+        alone = session.run(["logits"], {"input_ids": np.array([row], dtype=np.int64),
+                                         "attention_mask": np.ones((1, len(row)), np.int64)})[0]
+        np.testing.assert_allclose(batched[r, : len(row)], alone[0], atol=1e-5)
+
+
+def test_fp16_bundle(tmp_path):
+    out = export_bundle(TINY, tmp_path / "b16", precision="fp16", settings=TINY_VERIFY,
+                        log=_quiet)
+    manifest = load_bundle(out).manifest
+    assert manifest["onnx"]["precision"] == "fp16"
+    check = manifest["verification"]
+    assert check["passed"] and check["sep_agreement"] >= 0.999
+    assert check["thresholds"] == {"min_sep_agreement": 0.999, "max_abs_logit_diff": None}
+    graph = onnx.load(str(out / "model.onnx"))
+    types = {init.data_type for init in graph.graph.initializer
+             if init.name.endswith("weight")}
+    assert onnx.TensorProto.FLOAT16 in types
+    output_type = graph.graph.output[0].type.tensor_type.elem_type
+    assert output_type == onnx.TensorProto.FLOAT  # fp32 I/O for the runtime
+
+
+def test_failed_verification_leaves_no_manifest(tmp_path, monkeypatch):
+    from pulpie_rt.export import verify
+
+    monkeypatch.setattr(verify, "FP32_MAX_ABS_DIFF", 0.0)  # nothing can pass this
+    monkeypatch.setattr(verify, "FP32_MIN_AGREEMENT", 1.1)
+    small = VerifySettings(pages=3, max_tokens=512, max_chunks=3, token_budget=1500)
+    with pytest.raises(verify.VerificationError, match="fp32 graph fails verification: "
+                                                       "SEP-label agreement 1.000000 < 1.1"):
+        export_bundle(TINY, tmp_path / "bad", settings=small, log=_quiet)
+    assert not (tmp_path / "bad" / "manifest.json").exists()
+    assert (tmp_path / "bad" / "verification-failed.json").is_file()
+
+
+def test_chunk_selection_and_mixed_batches():
+    chunks = [[1] * n for n in (10, 500, 20, 8000, 300, 40, 7000)]
+    chosen = select_spread(chunks, max_chunks=4, token_budget=9000)
+    assert max(map(len, chosen)) == 8000 and sum(map(len, chosen)) <= 9000
+    batches = mixed_batches(chunks, max_rows=3, max_batch_tokens=16_384)
+    assert sorted(i for b in batches for i in b) == list(range(len(chunks)))
+    assert batches[0] == [3, 0]  # the longest chunk padded next to the shortest
+
+
+# -- engine ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(detect_gpu() is not None, reason="this machine has an NVIDIA GPU")
+def test_engine_without_gpu_exits_at_once_with_the_onnx_fallback(fp32_bundle, capsys):
+    start = time.perf_counter()
+    rc = cli_main(["engine", str(fp32_bundle), "--gpu", "l4"])
+    assert time.perf_counter() - start < 5
+    assert rc == 3
+    assert capsys.readouterr().err.strip() == (
+        "pulpie-rt engine: no NVIDIA GPU found; TensorRT engines are built on the GPU type "
+        f"that runs them. The ONNX bundle {fp32_bundle} is ready for ONNX Runtime."
+    )
+
+
+def test_engine_on_a_missing_bundle_names_it(tmp_path, capsys):
+    assert cli_main(["engine", str(tmp_path), "--gpu", "auto"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"pulpie-rt engine: {tmp_path}: not a pulpie-rt bundle (no manifest.json)")
+
+
+def test_engine_from_another_gpu_or_tensorrt_is_refused(tmp_path):
+    engine = tmp_path / "model.engine"
+    engine.write_bytes(b"")
+    (tmp_path / "model.engine.json").write_text(json.dumps(
+        {"tensorrt": "10.3.0", "gpu": "NVIDIA L4", "compute_capability": "8.9"}))
+    h100 = GpuInfo("NVIDIA H100 80GB HBM3", "9.0", 81559)
+    with pytest.raises(EngineMismatchError) as err:
+        check_engine_compatible(engine, "10.9.0", h100)
+    assert str(err.value) == (
+        f"{engine}: built with TensorRT 10.3.0, this is 10.9.0; built for NVIDIA L4 (compute "
+        "capability 8.9), this GPU is NVIDIA H100 80GB HBM3 (9.0). Engines are tied to the GPU "
+        "architecture and TensorRT version: rebuild it here with `pulpie-rt engine BUNDLE "
+        "--gpu auto`.")
+    l4 = GpuInfo("NVIDIA L4", "8.9", 23034)
+    assert check_engine_compatible(engine, "10.3.0", l4)["gpu"] == "NVIDIA L4"
+    with pytest.raises(EngineMismatchError, match="--gpu l4 is compute capability 8.9"):
+        choose_preset("l4", h100)
+    assert choose_preset("auto", h100).key == "h100"
+
+
+def test_profiles_cover_every_length_once():
+    assert SEQ_BUCKETS[-1] == 8192
+    for key in GPU_PRESETS:
+        profiles = profiles_for(key)
+        assert [p.max_seq for p in profiles] == list(SEQ_BUCKETS)
+        assert profiles[0].min_seq == 1
+        for before, after in zip(profiles, profiles[1:], strict=False):
+            assert after.min_seq == before.max_seq + 1
+            assert after.max_batch <= before.max_batch
+        assert all(p.min_batch == 1 <= p.opt_batch <= p.max_batch for p in profiles)
+    wide = profiles_for("l4", hidden_size=1728)
+    assert wide[-1].max_batch == 1 and wide[0].max_batch < profiles_for("l4")[0].max_batch or \
+        wide[0].max_batch == GPU_PRESETS["l4"].max_batch
+    assert bucket_for(1) == 128 and bucket_for(129) == 256 and bucket_for(8192) == 8192
+    with pytest.raises(ValueError):
+        bucket_for(8193)
+    assert preset_for_device_name("NVIDIA A100-SXM4-80GB").key == "a100"
+    assert preset_for_device_name("NVIDIA A10G").key == "a10g"
+    assert preset_for_device_name("NVIDIA L4").key == "l4"
+    assert preset_for_device_name("NVIDIA L40S") is None
+    assert preset_for_device_name("NVIDIA H200").key == "h200"
