@@ -1,12 +1,492 @@
-"""TEMPORARY shim while the selectolax implementation is written: delegates to the reference.
+"""Main-content HTML from ``map_html`` and block labels, on selectolax's lexbor parser.
 
-Contract: ``extract_main_html(map_html, labels: {item_id: "main"|"other"}) -> main_html``.
+Contract (the reference's ``pulpie.reconstruct.extract_main_html``): keep every element
+labelled ``"main"`` with its descendants and ancestors, recall ``<br>`` tags next to kept
+content, drop everything else (an element's tail text goes with it), unwrap the
+``<cc-alg-uc-text>`` run wrappers, and return the result as libxml2 writes HTML, with entities
+decoded inside http(s)/ftp/``//`` ``href``/``src`` values.
+
+The reference re-parses ``map_html`` with libxml2 (blank text removed, comments removed) and
+serializes with libxml2; the models' users compare against that output byte for byte. Here
+lexbor parses ``map_html`` (C speed) and Python only visits what is written out: the kept
+subtrees and the chain of their ancestors. What differs between lexbor's tree and libxml2's
+for a serializer's output is reproduced on the way (measured against lxml 6.1 / libxml2
+2.14.6, see ``tests/test_reconstruct.py``):
+
+- ``remove_blank_text``: libxml2 drops a whitespace-only text unless its element (first
+  child) or its preceding sibling element is one that allows character data;
+- elements lexbor knows as void but libxml2 does not (``source``, ``track``, ``wbr``,
+  ``embed``, ``keygen``, ``bgsound``) hold, for libxml2, all their following siblings;
+- ``<template>`` content is ordinary content for libxml2;
+- foreign (SVG/MathML) names are lower-case for libxml2;
+- libxml2's serializer: quoting, ``&``/``<``/``>`` escaping, boolean attributes written bare,
+  URI attributes %-escaped, the end tag of an empty ``<li>`` omitted, and a
+  ``<meta http-equiv="Content-Type">`` left out.
+
+Nothing here recurses: 20,000-deep pages are fine.
 """
 
 from __future__ import annotations
 
+import html as _html
+import re
+
+from pulpie_rt.runtime.dom import LIBXML_VOID
+from selectolax.lexbor import LexborHTMLParser
+
+ITEM_ID_ATTR = "_item_id"
+RUN_WRAPPER_TAG = "cc-alg-uc-text"
+
+_WS = " \t\n\f\r"
+# Elements whose whitespace-only text libxml2 keeps (its "allowPCData" list, HTML 4.01 loose).
+_ALLOW_PCDATA = frozenset(
+    "a abbr acronym address applet b bdo big blockquote body button caption center cite code "
+    "dd del dfn div dt em font form h1 h2 h3 h4 h5 h6 i iframe ins kbd label legend li noframes "
+    "noscript object p pre q s samp small span strike strong td th tt u var".split()
+)
+# Void for lexbor (HTML5), ordinary containers for libxml2 2.14.
+_LEXBOR_ONLY_VOID = frozenset("bgsound embed keygen source track wbr".split())
+# Raw-text / RCDATA content in libxml2: never dropped as blank.
+_RAW_CONTENT = frozenset(
+    "script style iframe noembed noframes xmp plaintext textarea title".split()
+)
+# ... of which libxml2 writes the text unescaped.
+_UNESCAPED_CONTENT = frozenset(("script", "style"))
+_BOOLEAN_ATTRS = frozenset(
+    "checked compact declare defer disabled ismap multiple nohref noresize noshade nowrap "
+    "readonly selected".split()
+)
+# lxml.html.defs.block_tags: decides the wrapper of a multi-element fragment.
+_BLOCK_TAGS = frozenset(
+    "address blockquote center dir div dl fieldset form h1 h2 h3 h4 h5 h6 hr isindex menu "
+    "noframes noscript ol p pre table ul dd dt frameset li tbody td tfoot th thead tr".split()
+)
+
+_FULL_HTML_RE = re.compile(r"^\s*<(?:html|!doctype)", re.IGNORECASE)
+_URI_UNSAFE_RE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
+_ATTR_ESCAPE_RE = re.compile(r"&(?!\{)|[<>]")
+_ATTR_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ATTR_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTTP_ATTR_RE = re.compile(r'(href="|src=")(.*?)(")', re.IGNORECASE | re.DOTALL)
+_HTTP_PREFIXES = ("http://", "https://", "ftp://", "HTTP://", "HTTPS://", "FTP://", "//")
+
+_TEXT_TAG = "-text"
+_EMPTY_DOCUMENT = "<HtmlElement></HtmlElement>"
+
 
 def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
-    from pulpie.reconstruct import extract_main_html as _ref  # TEMP
+    """Keep the main-labelled content of ``map_html``; the reference's exact output.
 
-    return _ref(map_html, labels)
+    Args:
+        map_html: the page with ``_item_id`` markers, as ``simplify`` returns it (lxml's
+            serialization and lexbor's re-serialization of it both work).
+        labels: ``{item_id: "main" | "other"}``; ids absent from the page are ignored.
+    """
+    if not map_html:
+        return ""
+    if not isinstance(map_html, str):
+        raise TypeError(f"map_html must be str, not {type(map_html).__name__}")
+    tree = LexborHTMLParser(map_html.encode("utf-8", "surrogatepass"))
+    if _FULL_HTML_RE.match(map_html):
+        top, top_tag = tree.root, "html"
+    else:
+        top, top_tag = _fragment_top(tree, map_html)
+        if top is None:
+            return _EMPTY_DOCUMENT
+    return _decode_http_urls(_Writer(tree, labels).write(top, top_tag))
+
+
+def _fragment_top(tree: LexborHTMLParser, text: str):
+    """What ``lxml.html.fromstring`` returns for a string that is not a whole document."""
+    body = tree.body
+    has_start_tag = re.search(r"<[A-Za-z]", text) is not None
+    if not has_start_tag and (body is None or not (body.text(deep=True) or "").strip(_WS)):
+        return None, ""  # libxml2: "Document is empty"
+    if re.match(r"\s*<(?:head|title|meta|link|style|script|base)[\s/>]", text, re.I):
+        return tree.root, "html"  # libxml2 made a <head>: lxml keeps the whole document
+    if body is None:
+        return tree.root, "html"
+    elements = []
+    texts = []
+    child = body.child
+    while child is not None:
+        if child.tag == _TEXT_TAG:
+            texts.append((len(elements), child.text_content or ""))
+        elif child.is_element_node:
+            elements.append(child)
+        child = child.next
+    if len(elements) == 1 and all(not t.strip() for _, t in texts):
+        element = elements[0]
+        return element, element.tag.lower()
+    block = any(n.tag.lower() in _BLOCK_TAGS for n in body.traverse() if n.is_element_node)
+    return body, ("div" if block else "span")
+
+
+def _escape_text(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _uri_escape(value: str) -> str:
+    """libxml2's URI attribute escaping: leading blanks dropped, bytes outside
+    printable ASCII %-escaped."""
+    value = value.lstrip(" \t\n\r")
+    if not _URI_UNSAFE_RE.search(value):
+        return value
+    out = []
+    for ch in value:
+        if " " < ch < "\x7f":
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def _attr_html(tag: str, attributes: dict) -> str:
+    parts = []
+    for name, value in attributes.items():
+        name = name.lower()
+        if value is None or name in _BOOLEAN_ATTRS or (not value and name[0] == "="):
+            # (a name such as '=""' comes back from lexbor's serialization with an empty
+            # value it did not have)
+            parts.append(" " + name)
+            continue
+        if "&" in value or "<" in value or ">" in value:
+            value = _escape_attr_value(value)
+        if name == "href" or name == "src" or name == "action" or (name == "name" and tag == "a"):
+            value = _uri_escape(value)
+        if '"' in value:
+            if "'" in value:
+                parts.append(' ' + name + '="' + value.replace('"', "&quot;") + '"')
+            else:
+                parts.append(" " + name + "='" + value + "'")
+        else:
+            parts.append(" " + name + '="' + value + '"')
+    return "".join(parts)
+
+
+def _escape_attr_value(value: str) -> str:
+    """``&`` (unless before ``{``), ``<`` and ``>`` escaped; libxml2 leaves whole
+    ``<!-- … -->`` runs in attribute values as they are."""
+    if "<!--" not in value:
+        return _ATTR_ESCAPE_RE.sub(_attr_escape, value)
+    out = []
+    pos = 0
+    for m in _ATTR_COMMENT_RE.finditer(value):
+        out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos:]))
+    return "".join(out)
+
+
+def _attr_escape(m: re.Match) -> str:
+    return _ATTR_ESCAPES[m.group(0)]
+
+
+def _decode_http_urls(html: str) -> str:
+    """Entities decoded inside ``href="…"``/``src="…"`` values that are http(s)/ftp/``//``
+    URLs (the reference's last step; its pattern also matches ``data-src="``)."""
+    if "&" not in html:
+        return html
+
+    def decode(m: re.Match) -> str:
+        url = m.group(2)
+        if "&" in url and url.startswith(_HTTP_PREFIXES):
+            return m.group(1) + _html.unescape(url) + m.group(3)
+        return m.group(0)
+
+    return _HTTP_ATTR_RE.sub(decode, html)
+
+
+def _is_drop_meta(tag: str, attributes: dict) -> bool:
+    """libxml2 2.14 leaves out a ``<meta>`` whose first attribute is
+    ``http-equiv="Content-Type"`` when it writes with an encoding."""
+    if tag != "meta" or not attributes:
+        return False
+    name, value = next(iter(attributes.items()))
+    return name.lower() == "http-equiv" and value == "Content-Type"
+
+
+def _template_content(node) -> LexborHTMLParser:
+    """A ``<template>``'s content, which lexbor keeps out of the tree and libxml2 treats as
+    ordinary children: its serialization parsed again, in body context."""
+    outer = node.html or ""
+    inner = outer[_start_tag_end(outer):]
+    if inner[-11:].lower() == "</template>":
+        inner = inner[:-11]
+    return LexborHTMLParser(("<html><head></head><body>" + inner).encode("utf-8",
+                                                                        "surrogatepass"))
+
+
+_ATTR_NAME_RE = re.compile(r'\s([^\s"\'>/=]+)(?:="[^"]*")?')
+# Attribute local names lexbor may have taken a namespace prefix from (HTML5 "adjust foreign
+# attributes"); libxml2 keeps the qualified name.
+_FOREIGN_ADJUSTED = frozenset("actuate arcrole href role show title type lang space xlink".split())
+
+
+def _foreign_attributes(node, attributes: dict) -> dict:
+    """``attributes`` under their qualified names (``xlink:href``), read back from lexbor's
+    serialization of the start tag."""
+    if not _FOREIGN_ADJUSTED.intersection(attributes):
+        return attributes
+    outer = node.html or ""
+    names = _ATTR_NAME_RE.findall(outer[: _start_tag_end(outer)])
+    if len(names) != len(attributes):
+        return attributes
+    return dict(zip(names, attributes.values(), strict=True))
+
+
+def _start_tag_end(outer: str) -> int:
+    quote = ""
+    for i, ch in enumerate(outer):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch == '"' or ch == "'":
+            quote = ch
+        elif ch == ">":
+            return i + 1
+    return len(outer)
+
+
+class _Frame:
+    """An element being written: its next lexbor child, and what libxml2 knows about the
+    content so far."""
+
+    __slots__ = ("cursor", "tag", "full", "prev", "tail_kept", "end", "written", "raw", "foreign")
+
+    def __init__(self, cursor, tag: str, full: bool, end: str, foreign: bool) -> None:
+        self.cursor = cursor
+        self.tag = tag
+        self.full = full  # inside a main-labelled subtree: everything is kept
+        self.prev = None  # tag of the previous sibling in libxml2's tree (None: none yet)
+        self.tail_kept = True  # text here is kept (the element's text, or a kept tail)
+        self.end = end
+        self.written = False
+        self.raw = tag in _RAW_CONTENT
+        self.foreign = foreign  # inside <svg>/<math>
+
+
+class _Writer:
+    def __init__(self, tree: LexborHTMLParser, labels: dict[str, str]) -> None:
+        self.names: dict[int, str] = {}
+        # template content: parsed separately, kept alive here, keyed by the template
+        self.templates: dict[int, LexborHTMLParser] = {}
+        body_to_template: dict[int, object] = {}
+        first: dict[str, object] = {}
+        trees = [tree]
+        while trees:
+            current = trees.pop()
+            for node in current.css("[" + ITEM_ID_ATTR + "]"):
+                iid = node.attributes.get(ITEM_ID_ATTR)
+                if iid is not None and iid not in first:
+                    first[iid] = node
+            for template in current.css("template"):
+                content = _template_content(template)
+                self.templates[template.mem_id] = content
+                if content.body is not None:
+                    body_to_template[content.body.mem_id] = template
+                trees.append(content)
+        main: set[int] = set()
+        ancestors: set[int] = set()
+        for iid, label in labels.items():
+            if label != "main":
+                continue
+            node = first.get(iid)
+            if node is None:
+                continue
+            main.add(node.mem_id)
+            parent = node.parent
+            while parent is not None:
+                pid = parent.mem_id
+                if pid in ancestors:
+                    break
+                ancestors.add(pid)
+                parent = body_to_template.get(pid) or parent.parent
+        self.main = main
+        self.ancestors = ancestors
+        self.recalled = self._recall_brs(tree) if main else set()
+
+    # ── which elements stay ──────────────────────────────────────────────────────────
+
+    def _name(self, node) -> str:
+        tid = node.tag_id
+        name = self.names.get(tid)
+        if name is None:
+            name = node.tag.lower()
+            self.names[tid] = name
+        return name
+
+    def _in_main(self, node) -> bool:
+        """``node`` stays: a main element, an ancestor of one, or inside one."""
+        main = self.main
+        mid = node.mem_id
+        if mid in main or mid in self.ancestors:
+            return True
+        parent = node.parent
+        while parent is not None:
+            pid = parent.mem_id
+            if pid in main:
+                return True
+            if pid in self.ancestors:
+                return False
+            parent = parent.parent
+        return False
+
+    def _recall_brs(self, tree: LexborHTMLParser) -> set[int]:
+        """``<br>``s whose neighbour in document order (elements only) stays and is no
+        ``<br>``; only those under a kept ancestor matter (the others go with it)."""
+        recalled: set[int] = set()
+        ancestors = self.ancestors
+        for br in tree.css("br"):
+            parent = br.parent
+            if parent is None or parent.mem_id not in ancestors:
+                continue
+            prev = br.prev
+            while prev is not None and not prev.is_element_node:
+                prev = prev.prev
+            if prev is None:
+                prev = parent
+            else:
+                while True:  # the deepest last element of the previous sibling
+                    last = prev.last_child
+                    while last is not None and not last.is_element_node:
+                        last = last.prev
+                    if last is None:
+                        break
+                    prev = last
+            if self._name(prev) != "br" and self._in_main(prev):
+                recalled.add(br.mem_id)
+                continue
+            nxt = None
+            node = br
+            while node is not None and node is not parent.parent:
+                nxt = node.next
+                while nxt is not None and not nxt.is_element_node:
+                    nxt = nxt.next
+                if nxt is not None:
+                    break
+                node = node.parent
+            if nxt is not None and self._name(nxt) != "br" and self._in_main(nxt):
+                recalled.add(br.mem_id)
+        return recalled
+
+    def _holds_main(self, node) -> bool:
+        """A lexbor-void element libxml2 made the parent of its following siblings: does it
+        hold a main element?"""
+        main, ancestors = self.main, self.ancestors
+        sib = node.next
+        while sib is not None:
+            mid = sib.mem_id
+            if mid in main or mid in ancestors:
+                return True
+            sib = sib.next
+        return False
+
+    # ── writing ──────────────────────────────────────────────────────────────────────
+
+    def write(self, top, top_tag: str) -> str:
+        out: list[str] = []
+        w = out.append
+        names = self.names
+        main, ancestors, recalled = self.main, self.ancestors, self.recalled
+        attrs = top.attributes
+        w("<" + top_tag + (_attr_html(top_tag, attrs) if attrs else "") + ">")
+        top_full = top.mem_id in main
+        stack = [_Frame(top.child, top_tag, top_full, "</" + top_tag + ">", False)]
+        while stack:
+            frame = stack[-1]
+            node = frame.cursor
+            if node is None:
+                stack.pop()
+                if frame.end and not (frame.tag == "li" and not frame.written):
+                    w(frame.end)
+                continue
+            frame.cursor = node.next
+            tid = node.tag_id
+            name = names.get(tid)
+            if name is None:
+                name = node.tag
+                name = name if name[0] in "-#_!" else name.lower()
+                names[tid] = name
+            if name == _TEXT_TAG:
+                if not frame.tail_kept:
+                    continue
+                text = node.text_content
+                if not text:
+                    continue
+                if frame.raw:
+                    w(text if frame.tag in _UNESCAPED_CONTENT else _escape_text(text))
+                elif not text.strip(_WS):
+                    # libxml2's remove_blank_text, decided when the parser met the text
+                    prev = frame.prev
+                    parent_tag = frame.tag
+                    if parent_tag == "html" or parent_tag == "head":
+                        continue
+                    if prev is None:
+                        if parent_tag not in _ALLOW_PCDATA:
+                            continue
+                    elif prev is not _TEXT_TAG and prev not in _ALLOW_PCDATA:
+                        continue
+                    w(text)
+                else:
+                    w(_escape_text(text))
+                frame.prev = _TEXT_TAG
+                frame.written = True
+                continue
+            if name[0] in "-#_!":
+                continue  # comment, doctype
+            frame.prev = name
+            if frame.full:
+                kept = full = True
+            else:
+                mid = node.mem_id
+                if mid in main:
+                    kept = full = True
+                elif mid in ancestors:
+                    kept, full = True, False
+                elif name == "br":
+                    kept, full = mid in recalled, False
+                elif name in _LEXBOR_ONLY_VOID:
+                    kept, full = self._holds_main(node), False
+                else:
+                    kept = False
+            frame.tail_kept = kept
+            if not kept:
+                if name in _LEXBOR_ONLY_VOID:
+                    frame.cursor = None  # its following siblings were its content
+                continue
+            frame.written = True
+            attributes = node.attributes
+            foreign = frame.foreign or name == "svg" or name == "math"
+            if foreign and attributes:
+                attributes = _foreign_attributes(node, attributes)
+            if name == RUN_WRAPPER_TAG:
+                start, end = "", ""
+            elif name == "meta" and _is_drop_meta(name, attributes):
+                continue
+            else:
+                start = "<" + name + (_attr_html(name, attributes) if attributes else "") + ">"
+                end = "</" + name + ">"
+            if name in LIBXML_VOID:
+                w(start)
+                continue
+            w(start)
+            if name in _LEXBOR_ONLY_VOID:
+                child_frame = _Frame(frame.cursor, name, full or node.mem_id in main, end, foreign)
+                frame.cursor = None
+            elif name == "template":
+                content = self.templates.get(node.mem_id)
+                body = content.body if content is not None else None
+                child_frame = _Frame(body.child if body is not None else None, name, full, end,
+                                     foreign)
+            else:
+                child_frame = _Frame(node.child, name, full, end, foreign)
+            stack.append(child_frame)
+        return "".join(out)
