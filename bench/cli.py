@@ -1,0 +1,67 @@
+"""``pulpie-rt bench``: the benchmarks of ``bench/`` as sub-commands.
+
+    pulpie-rt bench                 CPU stages + end to end + token distribution (= make bench)
+    pulpie-rt bench check           the regression gate (= make bench-check)
+    pulpie-rt bench tokens          token distribution with the Llama-3 vocabulary
+    pulpie-rt bench gpu bench|parity --checkpoint DIR [--engine F] [--bundle D]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    from pulpie_rt.bench import run_all
+
+    return run_all.run(args)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pulpie_rt.bench import check
+
+    return check.run(args)
+
+
+def _tokens(args: argparse.Namespace) -> int:
+    from pulpie_rt.bench import token_report
+
+    argv = [*args.inputs, "--corpus", args.corpus]
+    if args.pages is not None:
+        argv += ["--pages", str(args.pages)]
+    if args.out is not None:
+        argv += ["--out", args.out]
+    return token_report.main(argv)
+
+
+def _gpu(args: argparse.Namespace) -> int:
+    from pulpie_rt.bench import gpu
+
+    return gpu.run(args)
+
+
+def register(subparsers) -> None:
+    from pulpie_rt.bench import check, gpu, run_all
+
+    bench = subparsers.add_parser(
+        "bench", help="throughput vs the reference pulpie, side by side",
+        description="Benchmarks, ours vs the reference pulpie 0.0.2 on the same real pages. "
+                    "Without a sub-command: CPU stages, end to end and the token distribution.")
+    run_all.add_arguments(bench)
+    bench.set_defaults(func=_run_all)
+    inner = bench.add_subparsers(dest="bench_command", required=False)
+
+    gate = inner.add_parser("check", help="regression gate: ratios vs bench/baseline.json")
+    check.build_parser(gate)
+    gate.set_defaults(func=_check)
+
+    tokens = inner.add_parser("tokens", help="tokens per page with the Llama-3 vocabulary")
+    tokens.add_argument("inputs", nargs="*")
+    tokens.add_argument("--pages", type=int, default=None)
+    tokens.add_argument("--corpus", default="dev")
+    tokens.add_argument("--out", default=None)
+    tokens.set_defaults(func=_tokens)
+
+    gpu_parser = inner.add_parser("gpu", help="GPU bench / TensorRT-vs-PyTorch parity")
+    gpu.add_arguments(gpu_parser)
+    gpu_parser.set_defaults(func=_gpu)

@@ -1,0 +1,105 @@
+"""``make bench`` / ``pulpie-rt bench``: CPU stages + end to end (+ tokens), tables and one JSON.
+
+    python -m pulpie_rt.bench.run_all                       # all dev pages for CPU stages,
+                                                            # 12 for end to end (tiny model)
+    python -m pulpie_rt.bench.run_all --pages 40 --checkpoint DIR --inputs pages.jsonl.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pulpie_rt.bench.harness import bench_pages, machine_info, write_result
+
+DEFAULT_E2E_PAGES = 12
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
+                        help="JSONL[.gz] (field 'html') or WARC[.gz] files instead of the corpus")
+    parser.add_argument("--corpus", default="dev", help="corpus file(s) when no inputs: dev, "
+                        "train or dev+train")
+    parser.add_argument("--cpu-pages", type=int, default=None,
+                        help="pages for the CPU stages (default: all)")
+    parser.add_argument("--pages", type=int, default=DEFAULT_E2E_PAGES,
+                        help=f"pages for end to end (default {DEFAULT_E2E_PAGES}: the reference "
+                             "runs eager attention on CPU and is slow)")
+    parser.add_argument("--repeats", type=int, default=1, help="passes over the CPU-stage pages")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="HF checkpoint for tokenize+pack and end to end (default: the tiny "
+                             "test checkpoint)")
+    parser.add_argument("--backends", nargs="+", default=None,
+                        help="our backends end to end (default: onnxruntime; tensorrt needs "
+                             "--model ENGINE and --device cuda:0)")
+    parser.add_argument("--model", default=None,
+                        help="what our side loads end to end (bundle or engine; default: the "
+                             "checkpoint, exported once into the cache)")
+    parser.add_argument("--device", default="cpu", help="device for end to end (cpu, cuda:0)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="pre/post-processing workers of both Pipelines (default 2)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["cpu", "e2e", "pipelines", "tokens"], help="parts to leave out")
+    parser.add_argument("--out", default=None,
+                        help="JSON file or folder (default: bench/results/)")
+
+
+def run(args: argparse.Namespace) -> int:
+    report: dict[str, Any] = {"kind": "bench", "machine": machine_info()}
+    tables: list[str] = []
+    if "cpu" not in args.skip:
+        from pulpie_rt.bench.cpu_stages import cpu_stages_table, run_cpu_stages
+
+        pages = bench_pages(args.cpu_pages, args.inputs, args.corpus)
+        print(f"CPU stages: {len(pages)} pages, ours vs reference interleaved", flush=True)
+        report["cpu_stages"] = run_cpu_stages(pages, checkpoint=args.checkpoint,
+                                              repeats=args.repeats)
+        tables.append(cpu_stages_table(report["cpu_stages"]))
+        print(tables[-1], flush=True)
+    if "e2e" not in args.skip:
+        from pulpie_rt.bench.end_to_end import end_to_end_table, run_end_to_end
+
+        pages = bench_pages(args.pages, args.inputs, args.corpus)
+        print(f"End to end: {len(pages)} pages, device {args.device}", flush=True)
+        report["end_to_end"] = run_end_to_end(
+            pages, checkpoint=args.checkpoint, backends=args.backends or ["onnxruntime"],
+            device=args.device, our_model=args.model,
+            with_pipelines="pipelines" not in args.skip, workers=args.workers)
+        tables.append(end_to_end_table(report["end_to_end"]))
+        print(tables[-1], flush=True)
+    if "tokens" not in args.skip:
+        try:
+            from pulpie_rt.bench.token_report import run_token_report, token_report_table
+
+            pages = bench_pages(None, args.inputs, args.corpus)
+            report["tokens"] = run_token_report(pages)
+            tables.append(token_report_table(report["tokens"]))
+            print(tables[-1], flush=True)
+        except ImportError as exc:
+            print(f"Token distribution: skipped ({exc})")
+    from pulpie_rt.bench.gpu import gpu_name
+
+    if gpu_name() is None:
+        line = ("GPU bench: skipped - no NVIDIA GPU here; bench/gpu_check.sh runs it "
+                "(engines, parity, 500 pages) on a GPU machine")
+    else:
+        line = ("GPU bench: a GPU is present - run bench/gpu_check.sh for TensorRT / "
+                "ORT CUDA vs the reference on 500 pages")
+    report["gpu"] = line
+    print(line)
+    path = write_result("bench", report, args.out)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.run_all",
+                                     description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
