@@ -69,14 +69,19 @@ def checkpoint_key(path: Path) -> str:
     return digest.hexdigest()
 
 
-def export_checkpoint(path: Path) -> Path:
-    """The cached bundle of checkpoint ``path``, exported on first use (``pulpie-rt export``)."""
+def export_checkpoint(path: Path, verify: bool = True) -> Path:
+    """The cached bundle of checkpoint ``path``, exported on first use (``pulpie-rt export``).
+
+    ``verify`` runs the exporter's parity check against PyTorch (slower, the safe default).
+    """
     out = cache_dir() / "bundles" / checkpoint_key(path)[:20]
     if is_bundle(out):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + f".tmp-{os.getpid()}")
     command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(path), "--out", str(partial)]
+    if not verify:
+        command.append("--no-verify")
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0 or not is_bundle(partial):
         lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
@@ -119,7 +124,9 @@ def _find_engine(bundle_dir: Path) -> Path | None:
     return engines[0] if engines else None
 
 
-def resolve_model(model: str | os.PathLike = DEFAULT_MODEL) -> ResolvedModel:
+def resolve_model(
+    model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True
+) -> ResolvedModel:
     """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
     path = Path(model).expanduser()
     engine: Path | None = None
@@ -133,7 +140,7 @@ def resolve_model(model: str | os.PathLike = DEFAULT_MODEL) -> ResolvedModel:
             if not is_checkpoint(path):
                 raise ModelError(f"model {str(model)!r}: directory is neither a pulpie-rt "
                                  "bundle (manifest.json) nor a checkpoint (config.json + weights)")
-            path = export_checkpoint(path)
+            path = export_checkpoint(path, verify_export)
         engine = _find_engine(path)
     else:
         name = str(model)
@@ -141,7 +148,7 @@ def resolve_model(model: str | os.PathLike = DEFAULT_MODEL) -> ResolvedModel:
         if "/" not in repo_id or name.startswith((".", "/", "~")):
             raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
                              f"({', '.join(HUB_MODELS)} or owner/name)")
-        path = export_checkpoint(download(repo_id))
+        path = export_checkpoint(download(repo_id), verify_export)
         engine = _find_engine(path)
     try:
         return ResolvedModel(load_bundle(path), engine)

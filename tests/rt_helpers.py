@@ -8,6 +8,7 @@ committed tiny test checkpoint when present.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,3 +82,40 @@ def reference_tokenizer(path: Path):
     if SEP_TOKEN not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [SEP_TOKEN]})
     return tokenizer
+
+
+@lru_cache(maxsize=1)
+def tiny_bundle() -> Path:
+    """The tiny checkpoint exported (unverified: the export tests verify) once per test run."""
+    import atexit
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    env_bundle = os.environ.get("PULPIE_RT_TEST_BUNDLE")
+    if env_bundle:
+        return Path(env_bundle)
+    root = Path(tempfile.mkdtemp(prefix="pulpie-rt-tiny-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    out = root / "bundle"
+    command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(TINY_CHECKPOINT),
+               "--out", str(out), "--no-verify"]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+GOLDEN_LABELS = Path(__file__).parent / "golden" / "labels_tiny.json.gz"
+
+
+@lru_cache(maxsize=1)
+def golden_labels() -> dict:
+    import gzip
+
+    with gzip.open(GOLDEN_LABELS, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def small_dev_pages(max_chars: int = 40_000) -> list[dict]:
+    """Dev pages of at most ``max_chars`` characters (56 real pages: cheap model runs)."""
+    return [p for p in load_pages("dev") if len(p["html"]) <= max_chars]
