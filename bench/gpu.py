@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -205,14 +206,23 @@ def _ref_hook(obj: Any, counter: TokenCounter) -> None:
 
 
 def _our_backend_hook(obj: Any, counter: TokenCounter) -> None:
-    backend = getattr(obj, "backend", None)
-    if backend is not None and getattr(backend, "name", "") != "onnxruntime":
-        hook_backend_tokens(backend, counter)
+    """Extractor has ``backend``, Pipeline ``backends`` (one per device)."""
+    backends = list(getattr(obj, "backends", None) or [getattr(obj, "backend", None)])
+    for backend in backends:
+        if backend is not None and getattr(backend, "name", "") != "onnxruntime":
+            hook_backend_tokens(backend, counter)
+
+
+def reference_workers() -> int:
+    """Pre- and post-processing workers given to the reference Pipeline: half the cores each,
+    more than its own sizing (2 for one GPU), so the reference is not starved of CPU."""
+    return max(2, (os.cpu_count() or 2) // 2)
 
 
 def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device: str,
               sides: Sequence[str]) -> list[tuple[str, Callable, Callable, Callable | None, bool]]:
-    """(name, load, run, token hook, count via ORT) for each requested side."""
+    """(name, load, run, token hook, count via ORT) for each requested side, in that order."""
+    ref_workers = reference_workers()
     plan = []
     ours_models: list[tuple[str, Path | None, str]] = []
     if device.startswith("cuda"):
@@ -226,8 +236,8 @@ def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device
                          lambda: load_ref_extractor(checkpoint, device), _loop, _ref_hook, False))
         elif side == "ref-pipeline":
             plan.append(("ref Pipeline" + (" (bf16)" if device.startswith("cuda") else ""),
-                         lambda: load_ref_pipeline(checkpoint, device, None), _ref_pipeline_run,
-                         _ref_hook, False))
+                         lambda: load_ref_pipeline(checkpoint, device, ref_workers),
+                         _ref_pipeline_run, _ref_hook, False))
         for label, model, backend in ours_models:
             if model is None:
                 continue
@@ -238,7 +248,7 @@ def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device
             elif side == "ours-pipeline":
                 plan.append((f"ours {label} Pipeline",
                              lambda m=model, b=backend: load_our_pipeline(m, b, device, None),
-                             _our_pipeline_run, None, backend == "onnxruntime"))
+                             _our_pipeline_run, _our_backend_hook, backend == "onnxruntime"))
     return plan
 
 
@@ -331,10 +341,16 @@ def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
         "flops_per_page_mean": flops_per_page,
         "gpu_spec": gpu.__dict__ if gpu else None,
     })
+    report["reference_pipeline_workers"] = reference_workers()
     results = []
+    started = time.perf_counter()
     for side_name, load, run, hook, ort_counting in side_plan(
             checkpoint, Path(args.engine) if args.engine else None,
             Path(args.bundle) if args.bundle else None, device, args.sides):
+        if args.time_budget and time.perf_counter() - started > args.time_budget:
+            log(f"  {side_name}: SKIPPED (time budget of {args.time_budget} s used up)")
+            results.append({"side": side_name, "failed": "skipped: time budget used up"})
+            continue
         try:
             side = _time_side(side_name, load, run, htmls, hook, ort_counting, log)
         except Exception as exc:  # noqa: BLE001 - one side failing must not lose the others
@@ -440,12 +456,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", default="dev+train")
     parser.add_argument("--inputs", nargs="*", default=None, help="JSONL/WARC files")
     parser.add_argument("--sides", nargs="+",
-                        default=["ref-loop", "ref-pipeline", "ours-loop", "ours-pipeline"],
+                        default=["ours-pipeline", "ref-pipeline", "ref-loop", "ours-loop"],
                         choices=["ref-loop", "ref-pipeline", "ours-loop", "ours-pipeline"])
     parser.add_argument("--gpu", choices=["l4", "a10g", "a100", "h100", "h200"],
                         help="price/peak row to use (default: from the device name)")
     parser.add_argument("--price", action="append", metavar="GPU=USD_PER_HOUR",
                         help="override a price, e.g. --price l4=0.45 (repeatable)")
+    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                        help="start no further side after this many seconds (sides run in "
+                             "the order of --sides)")
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="no GPU: run the same code on the CPU to prove it works")
     parser.add_argument("--out", default=None, help="JSON file or folder (default bench/results)")
