@@ -268,64 +268,96 @@ def parse_serialized(serialized: str) -> Node:
     ``<`` in text is escaped; use ``build_tree`` for arbitrary HTML.
     """
     root = Node("html")
-    builder = _TreeBuilder(root)
-    stack = builder.stack
+    stack = [root]
     unescape = html_lib.unescape
-    match = _TOKEN_RE.match
+    parse_attrs = _parse_attrs
+    attrs_cache: dict[str, dict[str, str]] = {}
+    closed_by = _CLOSED_BY
+    void = LIBXML_VOID
+    raw_text = RAW_TEXT
+    end_priority = _END_PRIORITY
     seen_head = seen_body = seen_html = False
     pos = 0
     end = len(serialized)
     while pos < end:
-        m = match(serialized, pos)
-        pos = m.end()
-        text = m.group(5)
-        if text is not None:
-            if "&" in text:
-                text = unescape(text)
-            # inline of add_text(stack[-1], text): the hottest path
-            parent = stack[-1]
-            if parent.children:
-                last = parent.children[-1]
-                last.tail = text if last.tail is None else last.tail + text
-            else:
-                parent.text = text if parent.text is None else parent.text + text
-            continue
-        tag = m.group(2)
-        if tag is not None:
-            tag = tag.lower()
-            raw_attrs = m.group(3)
-            attrs = _parse_attrs(raw_attrs) if raw_attrs else {}
-            if tag == "html":
-                if not seen_html:
-                    root.attrs = attrs
-                    seen_html = True
-                continue
-            if tag == "head":
-                if seen_head or seen_body:
-                    continue
-                seen_head = True
-            elif tag == "body":
-                if seen_body:
-                    continue
-                seen_body = True
-            node = builder.start(tag, attrs)
-            if m.group(4) and stack[-1] is node:
-                stack.pop()  # <tag/>: libxml2 honours the XML empty-element form
-            elif tag in RAW_TEXT:
-                if tag == "script":
-                    stop = _script_end(serialized, pos)
+        # re-entered only after a raw-text element, whose content the tokenizer must skip
+        for m in _TOKEN_RE.finditer(serialized, pos):
+            kind = m.lastindex
+            if kind == 5:  # text
+                text = m.group(5)
+                if "&" in text:
+                    text = unescape(text)
+                parent = stack[-1]
+                children = parent.children
+                if children:
+                    last = children[-1]
+                    last.tail = text if last.tail is None else last.tail + text
                 else:
-                    close = _RAW_END_RE[tag].search(serialized, pos)
-                    stop = close.start() if close else end
-                if stop > pos:
-                    node.text = serialized[pos:stop]
-                pos = stop
-            continue
-        tag = m.group(1)
-        if tag is not None:
-            tag = tag.lower()
-            if tag != "html" and tag != "body":
-                builder.end(tag)
+                    parent.text = text if parent.text is None else parent.text + text
+            elif kind == 4:  # start tag
+                tag, raw_attrs, self_closing = m.group(2, 3, 4)
+                tag = tag.lower()
+                if raw_attrs:
+                    # pages repeat attribute strings a lot; each node still gets its own dict
+                    cached = attrs_cache.get(raw_attrs)
+                    if cached is None:
+                        cached = attrs_cache[raw_attrs] = parse_attrs(raw_attrs)
+                    attrs = cached.copy()
+                else:
+                    attrs = {}
+                if tag == "html":
+                    if not seen_html:
+                        root.attrs = attrs
+                        seen_html = True
+                    continue
+                if tag == "head":
+                    if seen_head or seen_body:
+                        continue
+                    seen_head = True
+                elif tag == "body":
+                    if seen_body:
+                        continue
+                    seen_body = True
+                # libxml2 closes the open element while the new tag is one of its closers
+                while len(stack) > 1:
+                    closers = closed_by.get(stack[-1].tag)
+                    if closers is None or tag not in closers:
+                        break
+                    stack.pop()
+                node = Node(tag, attrs)
+                parent = stack[-1]
+                node.parent = parent
+                parent.children.append(node)
+                if tag in void or self_closing:
+                    continue  # <tag/>: libxml2 honours the XML empty-element form
+                stack.append(node)
+                if tag in raw_text:
+                    start = m.end()
+                    if tag == "script":
+                        stop = _script_end(serialized, start)
+                    else:
+                        close = _RAW_END_RE[tag].search(serialized, start)
+                        stop = close.start() if close else end
+                    if stop > start:
+                        node.text = serialized[start:stop]
+                    pos = stop
+                    break
+            elif kind == 1:  # end tag
+                tag = m.group(1).lower()
+                if tag == "html" or tag == "body":
+                    continue
+                # close up to the matching open element, unless one of higher priority
+                # stands in between (then libxml2 ignores the end tag)
+                priority = end_priority.get(tag, 100)
+                for i in range(len(stack) - 1, 0, -1):
+                    open_tag = stack[i].tag
+                    if open_tag == tag:
+                        del stack[i:]
+                        break
+                    if end_priority.get(open_tag, 100) > priority:
+                        break
+        else:
+            break
     return root
 
 
@@ -383,6 +415,9 @@ def _escape_attr_value(value: str) -> str:
     return "".join(out)
 
 
+_ATTR_SPECIAL_RE = re.compile(r"[&<>\"]")
+
+
 def _serialize_attr(tag: str, name: str, value: str) -> str:
     if name in _BOOLEAN_ATTRS:
         return " " + name
@@ -401,6 +436,7 @@ def serialize_html(node: Node, with_tail: bool = False) -> str:
     """``lxml.etree.tostring(node, method="html", encoding="unicode")`` for our tree."""
     out: list[str] = []
     write = out.append
+    special = _ATTR_SPECIAL_RE.search
     # entries: a Node to open, or a str already rendered (an end tag plus tail)
     stack: list = [node]
     while stack:
@@ -410,8 +446,19 @@ def serialize_html(node: Node, with_tail: bool = False) -> str:
             continue
         tag = item.tag
         if item.attrs:
-            write("<" + tag + "".join(_serialize_attr(tag, k, v) for k, v in item.attrs.items())
-                  + ">")
+            parts = ["<", tag]
+            for name, value in item.attrs.items():
+                if (
+                    name in _BOOLEAN_ATTRS
+                    or name in _URI_ATTRS
+                    or name == "name"
+                    or special(value) is not None
+                ):
+                    parts.append(_serialize_attr(tag, name, value))
+                else:
+                    parts.append(f' {name}="{value}"')
+            parts.append(">")
+            write("".join(parts))
         else:
             write("<" + tag + ">")
         tail = item.tail if (item is not node or with_tail) else None

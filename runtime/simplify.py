@@ -165,9 +165,10 @@ def _index_of(siblings: list[Node], node: Node) -> int:
 
 
 def _nearest(node: Node, tags: tuple[str, ...]) -> Node | None:
-    while node is not None and node.tag not in tags:
-        node = node.parent
-    return node
+    current: Node | None = node
+    while current is not None and current.tag not in tags:
+        current = current.parent
+    return current
 
 
 def _owned_by(table: Node, node: Node) -> bool:
@@ -255,10 +256,7 @@ class _Segmenter:
         return False
 
     def is_content_list(self, lst: Node) -> bool:
-        if lst.tag in ("ul", "ol"):
-            allowed = ("li",)
-        else:
-            allowed = ("dt", "dd")
+        allowed: tuple[str, ...] = ("li",) if lst.tag in ("ul", "ol") else ("dt", "dd")
         items = [c for c in lst.children if c.tag in ("li", "dt", "dd")]
         if not items:
             return False
@@ -565,14 +563,14 @@ def _mark_map(
 ) -> bool:
     """Mark the block on the original tree (the reference's map bookkeeping in
     ``process_paragraphs``). False where the reference fails on this block and drops it."""
+    if original_parent is None:
+        return True
     if content_type == "block_element":
         original_parent.attrs[ITEM_ID_ATTR] = item_id
         for node in original_parent.iterdescendants():
             if node.attrs.get("cc-select") is not None:
                 original_parent.attrs["cc-select"] = node.attrs["cc-select"]
                 break
-        return True
-    if original_parent is None:
         return True
     if root_children:
         if (
@@ -658,8 +656,8 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
 
     blocks: list[str] = []
     item_id = 1
-    for root, content_type, original_parent in paragraphs:
-        root = _fragment_root(root)
+    for para_root, content_type, original_parent in paragraphs:
+        root = _fragment_root(para_root)
         if root is None:
             continue
         root_orig = root.orig
