@@ -152,44 +152,6 @@ _END_PRIORITY = {
 }
 
 
-class _TreeBuilder:
-    """libxml2's legacy tree construction, fed with start/end/text events."""
-
-    __slots__ = ("stack",)
-
-    def __init__(self, root: Node) -> None:
-        self.stack = [root]
-
-    def start(self, tag: str, attrs: dict[str, str]) -> Node:
-        stack = self.stack
-        while len(stack) > 1:
-            closers = _CLOSED_BY.get(stack[-1].tag)
-            if closers is None or tag not in closers:
-                break
-            stack.pop()
-        node = Node(tag, attrs)
-        parent = stack[-1]
-        node.parent = parent
-        parent.children.append(node)
-        if tag not in LIBXML_VOID:
-            stack.append(node)
-        return node
-
-    def end(self, tag: str) -> None:
-        stack = self.stack
-        priority = _END_PRIORITY.get(tag, 100)
-        for i in range(len(stack) - 1, 0, -1):
-            open_tag = stack[i].tag
-            if open_tag == tag:
-                del stack[i:]
-                return
-            if _END_PRIORITY.get(open_tag, 100) > priority:
-                return
-
-    def text(self, text: str) -> None:
-        add_text(self.stack[-1], text)
-
-
 def add_text(parent: Node, text: str) -> None:
     """Append text at the end of ``parent``'s content (lxml: last child's tail or text)."""
     if not text:
@@ -200,6 +162,16 @@ def add_text(parent: Node, text: str) -> None:
     else:
         parent.text = text if parent.text is None else parent.text + text
 
+
+# What a <select> may hold in the classic HTML5 "in select" insertion mode, which the
+# reference's parser (Modest) follows; lexbor 2.x parses the newer customizable <select>,
+# which keeps other elements (``<select><label>…``). Their tags are dropped, their text kept.
+_SELECT_CONTENT = frozenset(("option", "optgroup", "hr", "script", "template"))
+# HTML5 void elements: lexbor writes no end tag for them.
+HTML5_VOID = frozenset(
+    "area base basefont bgsound br col embed frame hr img input keygen link meta param source "
+    "track wbr".split()
+)
 
 # One token of a serializer's output (lexbor's or lxml's): a comment, a doctype or other
 # markup declaration, a processing instruction, an end tag, a start tag with its attributes,
@@ -277,6 +249,8 @@ def parse_serialized(serialized: str) -> Node:
     raw_text = RAW_TEXT
     end_priority = _END_PRIORITY
     seen_head = seen_body = seen_html = False
+    open_selects = 0  # <select> elements on the stack
+    dropped_in_select: dict[str, int] = {}  # start tags dropped there, by name
     pos = 0
     end = len(serialized)
     while pos < end:
@@ -318,6 +292,10 @@ def parse_serialized(serialized: str) -> Node:
                     if seen_body:
                         continue
                     seen_body = True
+                if open_selects and tag not in _SELECT_CONTENT:
+                    if tag not in HTML5_VOID:
+                        dropped_in_select[tag] = dropped_in_select.get(tag, 0) + 1
+                    continue
                 # libxml2 closes the open element while the new tag is one of its closers
                 while len(stack) > 1:
                     closers = closed_by.get(stack[-1].tag)
@@ -331,6 +309,8 @@ def parse_serialized(serialized: str) -> Node:
                 if tag in void or self_closing:
                     continue  # <tag/>: libxml2 honours the XML empty-element form
                 stack.append(node)
+                if tag == "select":
+                    open_selects += 1
                 if tag in raw_text:
                     start = m.end()
                     if tag == "script":
@@ -346,12 +326,17 @@ def parse_serialized(serialized: str) -> Node:
                 tag = m.group(1).lower()
                 if tag == "html" or tag == "body":
                     continue
+                if dropped_in_select.get(tag):
+                    dropped_in_select[tag] -= 1
+                    continue
                 # close up to the matching open element, unless one of higher priority
                 # stands in between (then libxml2 ignores the end tag)
                 priority = end_priority.get(tag, 100)
                 for i in range(len(stack) - 1, 0, -1):
                     open_tag = stack[i].tag
                     if open_tag == tag:
+                        if open_selects:
+                            open_selects -= sum(1 for n in stack[i:] if n.tag == "select")
                         del stack[i:]
                         break
                     if end_priority.get(open_tag, 100) > priority:

@@ -61,6 +61,9 @@ ELLIPSIS = "..."
 _NO_BLOCK = 1  # under a <math> (the reference's cc-no-block attribute)
 _BLOCK_TYPE = 2  # inline element holding blocks (the reference's cc-block-type attribute)
 
+# Raw-text elements that can reach a block (script, style and iframe are removed first).
+_RAW_TEXT_IN_BLOCKS = frozenset(("xmp", "noembed", "noframes", "plaintext"))
+_HAS_RAW_TEXT_RE = re.compile(r"<(?:xmp|noembed|noframes|plaintext)\b", re.IGNORECASE)
 _TEXT_RUN_RE = re.compile(r"(<[^>]+>)|([^<]+)")
 _WS_RE = re.compile(r"\s+")
 
@@ -408,6 +411,14 @@ def _fragment_root(root: Node) -> Node | None:
     return root
 
 
+def _escape_raw_text(root: Node) -> None:
+    """The reference writes each block as XML and re-parses it as HTML: text in raw-text
+    elements comes back still escaped (``>`` becomes ``&gt;``, then ``&amp;gt;``)."""
+    for node in root.iter():
+        if node.tag in _RAW_TEXT_IN_BLOCKS and node.text:
+            node.text = node.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _clean_attributes(root: Node) -> None:
     """Keep class and id (and src, alt on images); values stripped, empty ones dropped."""
     for node in root.iter():
@@ -654,6 +665,7 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     _remove_hidden(processing)
     paragraphs = _Segmenter(processing).run()
 
+    has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
     blocks: list[str] = []
     item_id = 1
     for para_root, content_type, original_parent in paragraphs:
@@ -664,6 +676,8 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
         root_tag = root.tag
         root_children = [child.orig for child in root.children]
         root_text = root.text
+        if has_raw_text:
+            _escape_raw_text(root)
         _clean_attributes(root)
         _simplify_lists(root)
         if not _is_meaningful(root):
