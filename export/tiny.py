@@ -188,6 +188,57 @@ def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0) -> Path:
     return out
 
 
+# EuroBERT-210m (Orange Small's base): the published config's values.
+ORANGE_SMALL_SHAPE = {
+    "vocab_size": 128256,
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+}
+
+
+def build_random_checkpoint(out_dir: str | Path, tokenizer_dir: str | Path,
+                            shape: dict | None = None, seed: int = 0,
+                            init_std: float = 0.05) -> Path:
+    """A seeded random EuroBERT of ``shape`` (default Orange Small's) with the tokenizer files
+    of ``tokenizer_dir`` (e.g. the tiny fixture), bias-calibrated like the tiny one.
+
+    Token ids beyond the tokenizer's vocabulary are simply never used; what matters for export
+    tests is the graph's size and shape (847 MB of fp32 weights at Orange Small's shape).
+    """
+    import shutil
+
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import EuroBertForTokenClassification
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copyfile(Path(tokenizer_dir) / name, out / name)
+    tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
+
+    torch.manual_seed(seed)
+    config = tiny_config(TINY_SHAPE["vocab_size"])
+    for key, value in (shape or ORANGE_SMALL_SHAPE).items():
+        setattr(config, key, value)
+    config.head_dim = config.hidden_size // config.num_attention_heads
+    config.num_key_value_heads = config.num_attention_heads
+    config.initializer_range = init_std
+    model = EuroBertForTokenClassification(config).eval()
+    pages = load_pages("dev", limit=3)
+    chunks = _calibration_chunks(tokenizer, pages, max_tokens=512)[:3]
+    margins = _sep_margins(model, chunks, SPECIAL_TOKENS.index(SEP_TOKEN))
+    with torch.no_grad():
+        shift = float(margins.median())
+        model.classifier.bias[1] -= shift / 2
+        model.classifier.bias[0] += shift / 2
+    model.save_pretrained(out, safe_serialization=True)
+    (out / "generation_config.json").unlink(missing_ok=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 

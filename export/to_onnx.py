@@ -82,8 +82,11 @@ def export_onnx(model, out_path: Path, pad_id: int) -> Path:
                 output_names=[OUTPUT_NAME], dynamic_axes=dynamic, opset_version=OPSET,
                 do_constant_folding=True, dynamo=False,
             )
-        graph = onnx.load(str(raw_path), load_external_data=True)
-        save_onnx(graph, out_path, external)
+        if external:
+            save_onnx(onnx.load(str(raw_path), load_external_data=True), out_path, True)
+        else:
+            (out_path.parent / (out_path.name + EXTERNAL_DATA_SUFFIX)).unlink(missing_ok=True)
+            os.replace(raw_path, out_path)
     return out_path
 
 

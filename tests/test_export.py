@@ -344,3 +344,53 @@ def test_profiles_cover_every_length_once():
     assert preset_for_device_name("NVIDIA L4").key == "l4"
     assert preset_for_device_name("NVIDIA L40S") is None
     assert preset_for_device_name("NVIDIA H200").key == "h200"
+
+
+def test_fp32_parity_on_an_8192_token_padded_batch(fp32_bundle):
+    """The longest chunk the runtime builds (8192 tokens) padded next to a short one."""
+    from pulpie_rt.export.verify import verify_bundle
+
+    checkpoint = load_checkpoint(TINY)
+    long_chunks = VerifySettings(pages=16, max_tokens=8192, max_chunks=2, token_budget=9000,
+                                 max_rows=2, max_batch_tokens=16_384)
+    result = verify_bundle(checkpoint.model, fp32_bundle / "model.onnx",
+                           fp32_bundle / "tokenizer.json", checkpoint.token_ids, "fp32",
+                           long_chunks)
+    assert result["chunk_tokens_max"] > 8000 and result["chunk_tokens_min"] < 1000
+    assert result["batches"] == 1 and result["sep_agreement"] == 1.0
+    assert result["max_abs_logit_diff"] <= 1e-3
+
+
+@pytest.mark.slow
+def test_full_size_orange_small_shaped_export(tmp_path):
+    """EuroBERT-210m's shape (768 hidden, 12 layers, 12 heads, 3072 MLP, 128256 vocab), random
+    weights: the export path at the real size, fp32 parity on real chunks. Runs in CI (~3 min,
+    ~4.5 GB RAM); chunks are kept <= 1024 tokens for CPU time, the tiny test covers 8192."""
+    from pulpie_rt.export.tiny import ORANGE_SMALL_SHAPE, build_random_checkpoint
+
+    model_dir = build_random_checkpoint(tmp_path / "orange-small-shaped", TINY)
+    settings = VerifySettings(pages=4, max_tokens=1024, max_chunks=5, token_budget=2500)
+    out = export_bundle(model_dir, tmp_path / "bundle", settings=settings, log=_quiet)
+    manifest = load_bundle(out).manifest
+    assert {k: manifest["model"][k] for k in ORANGE_SMALL_SHAPE} == ORANGE_SMALL_SHAPE
+    assert (out / "model.onnx").stat().st_size > 800_000_000
+    check = manifest["verification"]
+    assert check["passed"] and check["sep_agreement"] == 1.0
+    assert check["max_abs_logit_diff"] <= 1e-3
+    assert 0.1 < check["main_fraction_pytorch"] < 0.9
+
+
+def test_large_models_get_external_data(tmp_path, monkeypatch):
+    """Orange Large (8.4 GB fp32) exceeds protobuf's 2 GiB: weights go to model.onnx.data."""
+    from pulpie_rt.export import to_onnx
+
+    monkeypatch.setattr(to_onnx, "EXTERNAL_DATA_THRESHOLD", 0)
+    small = VerifySettings(pages=3, max_tokens=512, max_chunks=4, token_budget=1500)
+    out = export_bundle(TINY, tmp_path / "ext", settings=small, log=_quiet)
+    bundle = load_bundle(out)
+    assert bundle.manifest["onnx"]["external_data"] is True
+    assert bundle.manifest["verification"]["sep_agreement"] == 1.0
+    assert (out / "model.onnx.data").stat().st_size > 1_000_000
+    assert (out / "model.onnx").stat().st_size < 200_000
+    assert sorted(p.name for p in out.iterdir()) == [
+        "manifest.json", "model.onnx", "model.onnx.data", "tokenizer.json"]
