@@ -419,13 +419,24 @@ def _escape_raw_text(root: Node) -> None:
             node.text = node.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _clean_attributes(root: Node) -> None:
-    """Keep class and id (and src, alt on images); values stripped, empty ones dropped."""
-    for node in root.iter():
+def _prepare_block(root: Node) -> tuple[bool, bool, int]:
+    """One pass over a block: keep only class and id (and src, alt on images), values
+    stripped and empty ones dropped, and measure the block.
+
+    Returns (holds a list that ``_simplify_lists`` would shorten, ``_is_meaningful``, an upper
+    bound of the length ``_truncate`` counts). The last two are only valid without lists to
+    shorten, which change the tree.
+    """
+    long_list = meaningful = False
+    length = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
         attrs = node.attrs
+        tag = node.tag
         kept: dict[str, str] = {}
         if attrs:
-            if node.tag == "img":
+            if tag == "img":
                 src = attrs.get("src", "").strip()
                 if src and not src.startswith("data:image/"):
                     kept["src"] = src
@@ -439,6 +450,25 @@ def _clean_attributes(root: Node) -> None:
             if value:
                 kept["id"] = value
         node.attrs = kept
+        text = node.text
+        if text:
+            length += len(text)
+            if not meaningful and text.strip():
+                meaningful = True
+        tail = node.tail
+        if tail:
+            length += len(tail)
+        if not meaningful:
+            if tag == "img":
+                meaningful = "src" in kept
+            elif tail and tail.strip():
+                meaningful = True
+        children = node.children
+        if children:
+            if len(children) > 2 and tag in ("ul", "ol", "dl"):
+                long_list = True
+            stack.extend(children)
+    return long_list, meaningful, length
 
 
 def _ellipsis_span() -> Node:
@@ -678,11 +708,15 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
         root_text = root.text
         if has_raw_text:
             _escape_raw_text(root)
-        _clean_attributes(root)
-        _simplify_lists(root)
-        if not _is_meaningful(root):
+        long_list, meaningful, length = _prepare_block(root)
+        if long_list:
+            _simplify_lists(root)
+            meaningful = _is_meaningful(root)
+            length = cutoff_length + 1
+        if not meaningful:
             continue
-        _truncate(root, cutoff_length)
+        if length > cutoff_length:
+            _truncate(root, cutoff_length)
         current = str(item_id)
         root.attrs[ITEM_ID_ATTR] = current
         if not _mark_map(
