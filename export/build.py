@@ -12,7 +12,7 @@ from pulpie_rt.runtime.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manife
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .to_onnx import EXPORT_METHOD, OPSET, OUTPUT_NAME, convert_to_fp16, export_onnx
-from .verify import VerificationError, VerifySettings, verify_bundle
+from .verify import VerificationError, VerifySettings, settings_for, verify_bundle
 
 ONNX_NAME = "model.onnx"
 FAILED_NAME = "verification-failed.json"
@@ -70,15 +70,14 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in (MANIFEST_NAME, FAILED_NAME):
-        (out / stale).unlink(missing_ok=True)
-
     start = time.perf_counter()
     checkpoint = load_checkpoint(model)
     log(f"loaded {checkpoint.source_id} ({checkpoint.config.num_hidden_layers} layers, "
         f"hidden {checkpoint.config.hidden_size}) strictly in {time.perf_counter() - start:.1f}s")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (MANIFEST_NAME, FAILED_NAME):
+        (out / stale).unlink(missing_ok=True)
 
     onnx_path = out / ONNX_NAME
     start = time.perf_counter()
@@ -97,7 +96,8 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     if verify:
         try:
             verification = verify_bundle(checkpoint.model, onnx_path, out / TOKENIZER_NAME,
-                                         checkpoint.token_ids, precision, settings)
+                                         checkpoint.token_ids, precision,
+                                         settings or settings_for(checkpoint.config))
         except VerificationError as exc:
             (out / FAILED_NAME).write_text(json.dumps({"error": str(exc)}, indent=2) + "\n",
                                            encoding="utf-8")

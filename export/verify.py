@@ -33,6 +33,27 @@ class VerifySettings:
     max_rows: int = 4
     max_batch_tokens: int = 16_384  # rows * padded length per batch
     corpus: str = "dev"
+    # rows * heads * length^2 fp32 attention scores per batch (the exported graph materialises
+    # them; ONNX Runtime holds a few such tensors at once)
+    max_attention_bytes: int = 4 << 30
+
+
+# Orange Small (EuroBERT-210m): the default token budget is sized for it.
+_SMALL_COST = 12 * 768 * 768
+
+
+def settings_for(config, corpus: str = "dev") -> VerifySettings:
+    """Default verification sized to the model: the longest chunks (8192) when one row's
+    attention scores fit ``max_attention_bytes``, and fewer tokens for bigger models so CPU
+    verification stays in minutes."""
+    heads = config.num_attention_heads
+    limit = VerifySettings.max_attention_bytes
+    max_tokens = 8192
+    while max_tokens > 1024 and heads * 4 * max_tokens * max_tokens > limit:
+        max_tokens //= 2
+    cost = config.num_hidden_layers * config.hidden_size * config.hidden_size
+    budget = max(max_tokens + 2048, int(40_000 * _SMALL_COST / cost))
+    return VerifySettings(max_tokens=max_tokens, token_budget=budget, corpus=corpus)
 
 
 class VerificationError(RuntimeError):
@@ -80,8 +101,8 @@ def select_spread(chunks: list[list[int]], max_chunks: int, token_budget: int
     return chosen
 
 
-def mixed_batches(chunks: list[list[int]], max_rows: int, max_batch_tokens: int
-                  ) -> list[list[int]]:
+def mixed_batches(chunks: list[list[int]], max_rows: int, max_batch_tokens: int,
+                  max_attention: int | None = None) -> list[list[int]]:
     """Indices of ``chunks`` grouped so long and short chunks share batches (real padding)."""
     by_length = sorted(range(len(chunks)), key=lambda i: len(chunks[i]))
     interleaved = []
@@ -94,7 +115,10 @@ def mixed_batches(chunks: list[list[int]], max_rows: int, max_batch_tokens: int
     for index in interleaved:
         candidate = [*current, index]
         longest = max(len(chunks[i]) for i in candidate)
-        if current and (len(candidate) > max_rows or len(candidate) * longest > max_batch_tokens):
+        too_big = (len(candidate) > max_rows or len(candidate) * longest > max_batch_tokens
+                   or (max_attention is not None
+                       and len(candidate) * longest * longest > max_attention))
+        if current and too_big:
             batches.append(current)
             candidate = [index]
         current = candidate
@@ -122,7 +146,8 @@ def compare(model, onnx_path: Path, chunks: list[list[int]], sep_id: int, pad_id
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-    batches = mixed_batches(chunks, settings.max_rows, settings.max_batch_tokens)
+    batches = mixed_batches(chunks, settings.max_rows, settings.max_batch_tokens,
+                            settings.max_attention_bytes // (4 * model.config.num_attention_heads))
     # PyTorch side with SDPA: same fp32 math as the eager graph that was exported (|diff| ~1e-5)
     # at a fraction of the time and memory for 8192-token chunks.
     exported_attention = model.config._attn_implementation
