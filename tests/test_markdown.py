@@ -1,0 +1,131 @@
+"""to_markdown is the reference's exact Markdown; to_text is plain text with a stated shape."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from postprocess_cases import golden, main_htmls, sha256
+from pulpie_rt.runtime.markdown import strip_spacer_images, to_markdown, to_text
+from selectolax.lexbor import LexborHTMLParser
+
+# pages whose map_html from our simplify differs from the reference's (see test_reconstruct)
+_MAP_HTML_DIFFERS = {
+    "trafilatura/cache/laviedesidees.fr.evaluation.html",
+    "wcxb/dev/0594",
+    "wcxb/dev/2102",
+    "wcxb/dev/4078",
+}
+
+
+def test_dev_pages_match_reference_markdown_hashes():
+    gold = golden()
+    mismatched: dict[str, list[str]] = {}
+    for (page_id, name), html in main_htmls().items():
+        if sha256(to_markdown(html)) != gold[page_id]["recon"][name]["md_sha"]:
+            mismatched.setdefault(page_id, []).append(name)
+    assert set(mismatched) <= _MAP_HTML_DIFFERS, sorted(mismatched.items())
+
+
+def test_markdown_matches_reference_on_given_html():
+    ref_to_markdown = pytest.importorskip("pulpie.markdown").to_markdown
+    for (page_id, name), html in list(main_htmls().items())[::7]:
+        assert to_markdown(html) == ref_to_markdown(html), (page_id, name)
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        ('<p>a<img src="x.png" width="1">b</p>', "<p>ab</p>"),
+        ("<p><IMG SRC='/img/spacer.gif' alt=''>c</p>", "<p>c</p>"),
+        ('<p><img src="data:image/gif;base64,R0l">d</p>', "<p>d</p>"),
+        ('<p><img src="photo.jpg" width="10"></p>', '<p><img src="photo.jpg" width="10"></p>'),
+        ('<p><img height = "1" src="a"></p>', "<p></p>"),
+        ('<p><img width="12" src="a"></p>', '<p><img width="12" src="a"></p>'),
+    ],
+)
+def test_spacer_images_are_stripped(html, expected):
+    assert strip_spacer_images(html) == expected
+
+
+def test_markdown_shape():
+    html = (
+        '<html><body><h2>Title</h2><p>One <b>bold</b> <a href="http://x.org/a">link</a>.</p>'
+        '<ul><li>a</li><li>b</li></ul><img src="http://x.org/p.png" alt="pic">'
+        '<img src="http://x.org/pixel.gif"></body></html>'
+    )
+    assert to_markdown(html) == (
+        "## Title\n\nOne **bold** [link](http://x.org/a).\n\n  * a\n  * b\n\n"
+        "![pic](http://x.org/p.png)"
+    )
+    assert to_markdown("") == ""
+    with pytest.raises(TypeError, match="html must be str"):
+        to_markdown(None)
+
+
+# ── plain text ───────────────────────────────────────────────────────────────────────────
+
+_INVISIBLE = ("script", "style", "template", "noscript", "iframe", "object", "embed", "svg",
+              "math", "select", "textarea", "head")
+
+
+def _visible_chars(html: str) -> str:
+    """All text a reader sees, whitespace removed (what to_text must neither lose nor add)."""
+    tree = LexborHTMLParser(html)
+    for node in tree.css(", ".join(_INVISIBLE)):
+        node.decompose()
+    root = tree.root
+    text = root.text(deep=True) if root is not None else ""
+    return re.sub(r"\s+", "", text)
+
+
+def test_to_text_keeps_all_visible_text_in_order_on_dev_pages():
+    for (page_id, name), html in list(main_htmls().items())[::3]:
+        text = to_text(html)
+        assert re.sub(r"\s+", "", text).replace("|", "") == _visible_chars(html).replace(
+            "|", ""
+        ), (page_id, name)
+        # no markup, no blank lines, no runs of spaces, lines stripped
+        lines = text.split("\n") if text else []
+        assert all(line and line == line.strip() and "  " not in line for line in lines), page_id
+
+
+def test_to_text_puts_each_heading_on_its_own_line_on_dev_pages():
+    checked = 0
+    for (page_id, name), html in list(main_htmls().items())[::3]:
+        if name != "all_main":
+            continue
+        lines = set(to_text(html).split("\n"))
+        tree = LexborHTMLParser(html)
+        for heading in tree.css("h1, h2, h3, h4, h5, h6"):
+            if heading.css_first("div, p, br, li, table, img, svg, script, style"):
+                continue
+            parent, hidden = heading.parent, False
+            while parent is not None and not hidden:
+                hidden = parent.tag in _INVISIBLE
+                parent = parent.parent
+            if hidden:
+                continue
+            words = " ".join((heading.text(deep=True) or "").split())
+            if words:
+                assert words in lines, (page_id, words)
+                checked += 1
+    assert checked > 100
+
+
+def test_to_text_behaviour():
+    html = (
+        "<html><head><title>no</title><style>p{}</style></head><body>"
+        "<h1> A  title </h1><p>First\n  para<br>second line</p><script>var x;</script>"
+        "<ul><li>one</li><li>two <b>bold</b></li></ul>"
+        "<table><tr><th>h1</th><th>h2</th></tr><tr><td>a</td><td></td><td>c</td></tr></table>"
+        "<pre>code  line1\nline2</pre><div>x<span>y</span></div></body></html>"
+    )
+    assert to_text(html) == (
+        "A title\nFirst para\nsecond line\none\ntwo bold\nh1 | h2\na | c\ncode line1\nline2\nxy"
+    )
+    assert to_text("") == ""
+    assert to_text("   ") == ""
+    assert to_text("<html></html>") == ""
+    deep = "<div>" * 20_000 + "deep" + "</div>" * 20_000
+    assert to_text(deep) == "deep"
