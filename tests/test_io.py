@@ -1,0 +1,120 @@
+"""Readers (JSONL, WARC, Parquet) and the resume-safe writers of ``pulpie-rt run``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pulpie_rt.runtime.io import (
+    InputError,
+    JsonlWriter,
+    ParquetWriter,
+    check_inputs,
+    iter_inputs,
+)
+
+
+def _warc_record(url: str, content_type: str, body: bytes, record_id: str) -> bytes:
+    http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type.encode()
+            + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: {record_id}\r\n"
+            f"WARC-Target-URI: {url}\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+            f"Content-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http)}\r\n\r\n").encode()
+    return head + http + b"\r\n\r\n"
+
+
+def write_warc(path, compress: bool) -> None:
+    data = (
+        _warc_record("http://a.example/", "text/html; charset=iso-8859-1", "<p>caf\xe9</p>"
+                     .encode("latin-1"), "<urn:uuid:1>")
+        + _warc_record("http://a.example/img", "image/png", b"\x89PNG", "<urn:uuid:2>")
+        + _warc_record("http://b.example/", "text/html", "<p>ünïcode</p>".encode(), "<urn:uuid:3>")
+    )
+    if compress:
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_warc_html_responses_only(tmp_path, compress):
+    path = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    write_warc(path, compress)
+    pages = list(iter_inputs([path]))
+    assert [(p.id, p.url, p.html) for p in pages] == [
+        ("<urn:uuid:1>", "http://a.example/", "<p>café</p>"),
+        ("<urn:uuid:3>", "http://b.example/", "<p>ünïcode</p>"),
+    ]
+
+
+def test_jsonl_gz_and_bad_records(tmp_path):
+    path = tmp_path / "in.jsonl.gz"
+    lines = [json.dumps({"id": "a", "html": "<p>x</p>"}), "", "{not json",
+             json.dumps({"html": "<p>no id</p>"}), json.dumps({"id": 7, "html": None}),
+             json.dumps([1, 2])]
+    path.write_bytes(gzip.compress("\n".join(lines).encode()))
+    pages = list(iter_inputs([path]))
+    assert [(p.id, p.html, p.error) for p in pages] == [
+        ("a", "<p>x</p>", None),
+        ("in.jsonl.gz:3", None, "input: in.jsonl.gz:3: invalid JSON (Expecting property name "
+                                "enclosed in double quotes: line 1 column 2 (char 1))"),
+        ("in.jsonl.gz:4", "<p>no id</p>", None),
+        ("7", None, "input: in.jsonl.gz:5: field 'html' is missing, not a string"),
+        ("in.jsonl.gz:6", None, "input: in.jsonl.gz:6: record is not a JSON object"),
+    ]
+
+
+def test_custom_fields_and_parquet(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"url": ["u1", "u2"], "body": ["<p>1</p>", None]}), path)
+    pages = list(iter_inputs([path], html_field="body", id_field="url"))
+    assert [(p.id, p.html, p.error) for p in pages] == [
+        ("u1", "<p>1</p>", None),
+        ("u2", None, "input: in.parquet:2: field 'body' is missing, not a string"),
+    ]
+    with pytest.raises(InputError, match="no column 'html'"):
+        list(iter_inputs([path]))
+
+
+def test_unreadable_inputs(tmp_path):
+    with pytest.raises(InputError, match=r"missing\.jsonl: no such file$"):
+        check_inputs([tmp_path / "missing.jsonl"])
+    with pytest.raises(InputError, match="unknown input format"):
+        check_inputs([tmp_path / "pages.txt"])
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(b'{"id": "a", "html": "x"}\n' * 100)[:-30])
+    with pytest.raises(InputError, match="broken.jsonl.gz: unreadable"):
+        list(iter_inputs([broken]))
+
+
+def test_jsonl_writer_cuts_a_torn_last_line(tmp_path):
+    out = tmp_path / "out.jsonl"
+    writer = JsonlWriter(out)
+    assert writer.existing_ids() == []
+    writer.write([{"id": "a"}, {"id": "b"}])
+    with out.open("ab") as fh:
+        fh.write(b'{"id": "c", "markd')  # killed mid-write
+    assert JsonlWriter(out).existing_ids() == ["a", "b"]
+    assert out.read_bytes().endswith(b'"b"}\n')
+    out.write_text('{"id": "a"}\nnot json\n')
+    with pytest.raises(InputError, match="not a pulpie-rt output record"):
+        JsonlWriter(out).existing_ids()
+
+
+def test_parquet_writer_parts_and_resume(tmp_path):
+    out = tmp_path / "out"
+    writer = ParquetWriter(out)
+    assert writer.existing_ids() == []
+    record = {"markdown": "m", "n_main": 1, "n_other": 0, "error": None}
+    writer.write([{"id": "a", **record}])
+    writer.write([{"id": "b", **record}, {"id": "c", **record}])
+    (out / "part-00002.tmp").write_bytes(b"half a file")
+    again = ParquetWriter(out)
+    assert again.existing_ids() == ["a", "b", "c"]
+    assert not list(out.glob("*.tmp"))
+    again.write([{"id": "d", **record}])
+    assert sorted(p.name for p in out.iterdir())[-1] == "part-00002.parquet"
