@@ -36,7 +36,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
     try:
         meta = run_engine_command(args.bundle, gpu=args.gpu, precision=args.precision,
-                                  out=args.out)
+                                  out=args.out, fp32_softmax=args.fp32_softmax)
     except EngineUnavailableError as exc:
         _print_err(str(exc))
         return 3
@@ -69,4 +69,6 @@ def register(subparsers) -> None:
     engine.add_argument("--gpu", choices=[*GPU_PRESETS, "auto"], default="auto")
     engine.add_argument("--precision", choices=["fp16", "fp32"], default="fp16")
     engine.add_argument("--out", default=None, help="engine file (default: in the bundle)")
+    engine.add_argument("--fp32-softmax", action="store_true",
+                        help="also force softmax layers to FP32 (RMSNorm and rotary always are)")
     engine.set_defaults(func=cmd_engine)

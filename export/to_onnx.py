@@ -23,6 +23,15 @@ EXPORT_METHOD = f"torch.onnx.export(dynamo=False, opset_version={OPSET})"
 # protobuf refuses files over 2 GiB; stay well below it before moving weights out.
 EXTERNAL_DATA_THRESHOLD = 1_500_000_000
 EXTERNAL_DATA_SUFFIX = ".data"
+# Node-name fragments (the exporter names nodes by PyTorch module path) of the parts kept in
+# FP32 inside FP16 graphs and engines: RMSNorm squares activations (|x| > 256 overflows FP16),
+# softmax sums exponentials, and rotary cos/sin need the precision at positions up to 8192.
+FP32_SCOPES = ("layernorm/", "/norm/", "rotary_emb/", "Softmax")
+
+
+def fp32_node_names(graph) -> list[str]:
+    """Names of the nodes of an ONNX graph that must stay FP32 (see ``FP32_SCOPES``)."""
+    return [node.name for node in graph.graph.node if any(s in node.name for s in FP32_SCOPES)]
 
 
 def _logits_module(model):
@@ -104,18 +113,64 @@ def save_onnx(graph, out_path: Path, external: bool) -> None:
         onnx.save_model(graph, str(out_path))
 
 
+def drop_fp16_round_trips(model) -> int:
+    """Remove the FP32 -> FP16 -> FP32 cast pairs the converter puts between two kept-FP32 nodes.
+
+    ``convert_float_to_float16`` casts every output of a blocked node to FP16 and back for the
+    next blocked node, so positions, rotary angles and norm statistics would still be rounded
+    to FP16 (positions above 2048 lose integers). Consumers of the round trip read the FP32
+    value directly instead; casts left without consumers go. Returns the pairs removed.
+    """
+    nodes = list(model.graph.node)
+    by_output = {out: node for node in nodes for out in node.output}
+    rewired: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type != "Cast" or not node.name.endswith("_cast_to_fp32_node"):
+            continue
+        half = by_output.get(node.input[0])
+        if half is None or half.op_type != "Cast" or not half.name.endswith("_cast_to_fp16_node"):
+            continue
+        rewired[node.output[0]] = half.input[0]
+    if not rewired:
+        return 0
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            if name in rewired:
+                node.input[i] = rewired[name]
+    graph_outputs = {o.name for o in model.graph.output}
+    while True:  # drop casts nobody reads any more (fp32 casts first, then orphaned fp16 ones)
+        read = {name for node in model.graph.node for name in node.input} | graph_outputs
+        dead = [node for node in model.graph.node
+                if node.op_type == "Cast" and node.name.endswith(("_cast_to_fp32_node",
+                                                                  "_cast_to_fp16_node"))
+                and not any(out in read for out in node.output)]
+        if not dead:
+            break
+        for node in dead:
+            model.graph.node.remove(node)
+    return len(rewired)
+
+
 def convert_to_fp16(fp32_path: Path, out_path: Path) -> Path:
     """fp16 weights and compute with fp32 graph inputs/outputs (ORT's converter).
 
     ``onnxruntime.transformers.float16`` gives a graph ORT loads; onnxconverter-common's output
-    failed to load when measured. Norm statistics stay fp32 through the converter's default
-    op block list only where ORT needs it; parity (>= 99.9% SEP agreement) is the proof.
+    failed to load when measured. RMSNorm, softmax and rotary nodes stay FP32 (the converter
+    inserts the casts); parity (>= 99.9% SEP agreement) is the proof.
     """
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    graph = onnx.load(str(fp32_path), load_external_data=True)
+    fp32_path = Path(fp32_path)
+    # The converter needs every tensor's type to put casts at the FP32 islands' borders.
+    # Shape inference by path also works past protobuf's 2 GiB (external data).
+    inferred = fp32_path.with_name(fp32_path.stem + ".inferred.onnx")
+    onnx.shape_inference.infer_shapes_path(str(fp32_path), str(inferred))
+    graph = onnx.load(str(inferred), load_external_data=True)
+    inferred.unlink()
     n_bytes = sum(len(t.raw_data) for t in graph.graph.initializer) // 2
-    half = convert_float_to_float16(graph, keep_io_types=True, disable_shape_infer=True)
+    half = convert_float_to_float16(graph, keep_io_types=True, disable_shape_infer=True,
+                                    node_block_list=fp32_node_names(graph))
+    drop_fp16_round_trips(half)
     save_onnx(half, Path(out_path), n_bytes > EXTERNAL_DATA_THRESHOLD)
     return Path(out_path)
