@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -181,9 +182,10 @@ def build_engine(bundle: Bundle, trt, gpu: GpuInfo, preset: GpuPreset, precision
         "precision": precision, "fp32_layers": marked, "fp32_softmax": fp32_softmax,
         "profiles": [p.as_dict() for p in profiles],
         "inputs": ["input_ids", "attention_mask"], "output": "logits",
-        "bundle": {"path": str(bundle.path), "source": bundle.manifest["source"],
-                   "onnx_sha256": _sha256(bundle.onnx_path),
-                   "tokens": bundle.manifest["tokens"]},
+        # the runtime finds the bundle of an engine through this path (relative to the engine)
+        "bundle": os.path.relpath(bundle.path.resolve(), out.parent.resolve()),
+        "bundle_source": bundle.manifest["source"],
+        "bundle_onnx_sha256": _sha256(bundle.onnx_path),
         "timing_cache": str(timing_cache), "build_seconds": round(seconds, 1),
     }
     metadata_path(out).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")

@@ -400,3 +400,166 @@ def test_large_models_get_external_data(tmp_path, monkeypatch):
     assert (out / "model.onnx").stat().st_size < 200_000
     assert sorted(p.name for p in out.iterdir()) == [
         "manifest.json", "model.onnx", "model.onnx.data", "tokenizer.json"]
+
+
+class _FakeTensorRT:
+    """Just enough of the TensorRT 10 Python API to drive ``build_engine`` without a GPU.
+
+    Layers are the real ONNX nodes of the exported graph, so the FP32 marking is checked on
+    the real names; the calls made are recorded for the assertions.
+    """
+
+    __version__ = "10.99.0"
+    float32, float16, int64 = "FLOAT", "HALF", "INT64"
+
+    class Logger:
+        WARNING = 2
+
+        def __init__(self, level):
+            self.level = level
+
+    class MemoryPoolType:
+        WORKSPACE = "workspace"
+
+    class BuilderFlag:
+        FP16 = "fp16"
+        OBEY_PRECISION_CONSTRAINTS = "obey"
+
+    class LayerType:
+        SOFTMAX, CONSTANT, SHAPE, IDENTITY, CAST, ELEMENTWISE = (
+            "SOFTMAX", "CONSTANT", "SHAPE", "IDENTITY", "CAST", "ELEMENTWISE")
+
+    def __init__(self, onnx_path: Path):
+        self.calls: dict[str, list] = {"flags": [], "profiles": [], "cache_in": []}
+        trt = self
+
+        class Output:
+            def __init__(self, dtype):
+                self.dtype = dtype
+
+        class Layer:
+            def __init__(self, node):
+                self.name = node.name
+                self.type = {"Softmax": "SOFTMAX", "Cast": "CAST", "Constant": "CONSTANT",
+                             "Shape": "SHAPE"}.get(node.op_type, "ELEMENTWISE")
+                float_out = node.op_type not in ("Shape", "Unsqueeze")
+                self.outputs = [Output(trt.float32 if float_out else trt.int64)]
+                self.num_outputs = 1
+                self.precision = None
+                self.output_types = {}
+
+            def get_output(self, i):
+                return self.outputs[i]
+
+            def set_output_type(self, i, dtype):
+                self.output_types[i] = dtype
+
+        self.layers = [Layer(node) for node in onnx.load(str(onnx_path)).graph.node]
+
+        class Network:
+            num_layers = len(self.layers)
+
+            def get_layer(self, i):
+                return trt.layers[i]
+
+        class Profile:
+            def __init__(self):
+                self.shapes = {}
+
+            def set_shape(self, name, lo, opt, hi):
+                self.shapes[name] = (lo, opt, hi)
+
+        class Cache:
+            def __init__(self, data):
+                self.data = data
+
+            def serialize(self):
+                return b"cache:" + bytes(self.data)
+
+        class Config:
+            def set_memory_pool_limit(self, pool, size):
+                trt.calls["workspace"] = size
+
+            def set_flag(self, flag):
+                trt.calls["flags"].append(flag)
+
+            def add_optimization_profile(self, profile):
+                trt.calls["profiles"].append(profile.shapes)
+
+            def create_timing_cache(self, data):
+                trt.calls["cache_in"].append(bytes(data))
+                return Cache(data)
+
+            def set_timing_cache(self, cache, ignore_mismatch):
+                self.cache = cache
+
+            def get_timing_cache(self):
+                return self.cache
+
+        class Builder:
+            def __init__(self, logger):
+                pass
+
+            def create_network(self, flags):
+                return Network()
+
+            def create_builder_config(self):
+                return Config()
+
+            def create_optimization_profile(self):
+                return Profile()
+
+            def build_serialized_network(self, network, config):
+                return b"ENGINE"
+
+        class OnnxParser:
+            num_errors = 0
+
+            def __init__(self, network, logger):
+                pass
+
+            def parse_from_file(self, path):
+                trt.calls["parsed"] = path
+                return True
+
+        self.Builder, self.OnnxParser = Builder, OnnxParser
+
+
+def test_build_engine_profiles_precision_cache_and_metadata(fp32_bundle, tmp_path):
+    from pulpie_rt.export.engine import build_engine
+
+    bundle = load_bundle(fp32_bundle)
+    gpu = GpuInfo("NVIDIA L4", "8.9", 23034)
+    engine = tmp_path / "engines" / "tiny-l4.engine"
+    cache = tmp_path / "engines" / "timing.cache"
+    fake = _FakeTensorRT(bundle.onnx_path)
+    meta = build_engine(bundle, fake, gpu, GPU_PRESETS["l4"], "fp16", engine, cache, log=_quiet)
+
+    assert engine.read_bytes() == b"ENGINE"
+    assert fake.calls["flags"] == ["fp16", "obey"]
+    expected = profiles_for("l4", hidden_size=64)
+    assert fake.calls["profiles"] == [{"input_ids": p.shapes(), "attention_mask": p.shapes()}
+                                      for p in expected]
+    marked = {layer.name for layer in fake.layers if layer.output_types}
+    assert "/inner/model/layers.0/input_layernorm/Pow" in marked
+    assert "/inner/model/layers.1/post_attention_layernorm/ReduceMean" in marked
+    assert "/inner/model/norm/Sqrt" in marked
+    assert {"/inner/model/rotary_emb/Cos", "/inner/model/rotary_emb/Sin",
+            "/inner/model/rotary_emb/Cast"} <= marked  # positions as FP32 from the int cast on
+    assert not any("Softmax" in name or "MatMul" in name for name in marked)
+    cast = next(la for la in fake.layers if la.name == "/inner/model/rotary_emb/Cast")
+    assert cast.precision is None and cast.output_types == {0: "FLOAT"}
+
+    sidecar = json.loads((tmp_path / "engines" / "tiny-l4.engine.json").read_text())
+    assert sidecar == meta
+    assert (engine.parent / sidecar["bundle"]).resolve() == fp32_bundle.resolve()
+    assert sidecar["tensorrt"] == "10.99.0" and sidecar["compute_capability"] == "8.9"
+    assert sidecar["profiles"] == [p.as_dict() for p in expected]
+    assert sidecar["fp32_layers"] == len(marked)
+    assert cache.read_bytes() == b"cache:"
+
+    # the persisted timing cache is handed to the next build
+    again = _FakeTensorRT(bundle.onnx_path)
+    build_engine(bundle, again, gpu, GPU_PRESETS["l4"], "fp16", engine, cache, log=_quiet)
+    assert again.calls["cache_in"] == [b"cache:"]
+    assert check_engine_compatible(engine, "10.99.0", gpu)["preset"] == "l4"
