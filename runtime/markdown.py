@@ -13,6 +13,7 @@ import html as _html
 import re
 
 import html2text
+import html2text.utils
 from selectolax.lexbor import LexborHTMLParser
 
 # <img> tags that carry no content: width/height 1, spacer/transparent/blank/pixel/1x1/clear
@@ -35,6 +36,22 @@ def strip_spacer_images(html: str) -> str:
     if _IMG_RE.search(html) is None:
         return html
     return _SPACER_IMG_RE.sub("", html)
+
+
+# html2text escapes every text run with four regex substitutions (a quarter of its time);
+# they can only change a run that holds a backslash, "+", "-" or a digit before ".".
+# While our converter runs, runs without any of these are returned as they are and all others
+# go to html2text's own function, so the output is unchanged for every input (html2text looks
+# the function up in its module globals at each call; other html2text users in the process
+# get the same results either way).
+_md_section_escape = html2text.utils.escape_md_section
+_MD_SECTION_CANDIDATE_RE = re.compile(r"[\\+-]|\d\.")
+
+
+def _escape_md_section(text: str, snob: bool = False) -> str:
+    if not snob and _MD_SECTION_CANDIDATE_RE.search(text) is None:
+        return text
+    return _md_section_escape(text, snob=snob)
 
 
 def _converter() -> html2text.HTML2Text:
@@ -63,11 +80,15 @@ def to_markdown(html: str) -> str:
     converter = _converter()
     handlers = (converter.handle_data, converter.handle_starttag, converter.handle_endtag,
                 converter.handle_entityref, converter.handle_charref)
-    for kind, arg, attrs in events:
-        if kind == 1:
-            handlers[1](arg, attrs)
-        else:
-            handlers[kind](arg)
+    html2text.escape_md_section = _escape_md_section
+    try:
+        for kind, arg, attrs in events:
+            if kind == 1:
+                handlers[1](arg, attrs)
+            else:
+                handlers[kind](arg)
+    finally:
+        html2text.escape_md_section = _md_section_escape
     markdown = converter.optwrap(converter.finish())
     if converter.pad_tables:
         markdown = html2text.pad_tables_in_text(markdown)
