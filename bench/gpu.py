@@ -52,7 +52,13 @@ from pulpie_rt.bench.gpus import (
     peak_pages_per_second,
     price_table,
 )
-from pulpie_rt.bench.harness import bench_pages, format_table, machine_info, write_result
+from pulpie_rt.bench.harness import (
+    bench_pages,
+    format_table,
+    machine_info,
+    spread,
+    write_result,
+)
 
 PARITY_GOAL = 0.999
 DEFAULT_GPU_PAGES = 500
@@ -301,6 +307,13 @@ def projected_costs(fraction_of_peak: float, flops_per_page: float,
 # ---------------------------------------------------------------- commands
 
 
+def _pages(args: argparse.Namespace) -> list[dict]:
+    if not args.light:
+        return bench_pages(args.pages, args.inputs, args.corpus)
+    pool = sorted(bench_pages(None, args.inputs, args.corpus), key=lambda p: len(p["html"]))
+    return spread(pool[: max(len(pool) // 3, 1)], args.pages)
+
+
 def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
     name = gpu_name()
     device = "cuda:0" if name else "cpu"
@@ -322,7 +335,7 @@ def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     checkpoint = Path(args.checkpoint)
     config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
     random_weights = (checkpoint / "RANDOM_WEIGHTS.txt").is_file()
-    pages = bench_pages(args.pages, args.inputs, args.corpus)
+    pages = _pages(args)
     htmls = [p["html"] for p in pages]
     log(f"GPU bench on {name or 'CPU (dry run)'}: {len(htmls)} pages, checkpoint {checkpoint}"
         + (" (RANDOM weights: speed only, labels meaningless)" if random_weights else ""))
@@ -427,7 +440,7 @@ def run_parity(args: argparse.Namespace, log: Callable[[str], None] = print) -> 
         return report
     backend = "tensorrt" if name else "onnxruntime"
     ours_model = args.engine if name else (args.bundle or args.checkpoint)
-    pages = bench_pages(args.pages, args.inputs, args.corpus)
+    pages = _pages(args)
     htmls = [p["html"] for p in pages]
     ref = load_ref_extractor(Path(args.checkpoint), device)
     ours = load_our_extractor(ours_model, backend, device)
@@ -455,6 +468,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pages", type=int, default=DEFAULT_GPU_PAGES)
     parser.add_argument("--corpus", default="dev+train")
     parser.add_argument("--inputs", nargs="*", default=None, help="JSONL/WARC files")
+    parser.add_argument("--light", action="store_true",
+                        help="draw the pages from the lightest third by HTML size (CPU dry "
+                             "runs: the reference's eager attention on 8k chunks needs GBs)")
     parser.add_argument("--sides", nargs="+",
                         default=["ours-pipeline", "ref-pipeline", "ref-loop", "ours-loop"],
                         choices=["ref-loop", "ref-pipeline", "ours-loop", "ours-pipeline"])
