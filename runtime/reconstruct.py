@@ -67,8 +67,12 @@ _URI_UNSAFE_RE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
 _ATTR_ESCAPE_RE = re.compile(r"&(?!\{)|[<>]")
 _ATTR_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ATTR_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
-_HTTP_ATTR_RE = re.compile(r'(href="|src=")(.*?)(")', re.IGNORECASE | re.DOTALL)
+# the reference's pattern is (href="|src=")(.*?)(") over the whole output; values without
+# "&" decode to themselves, so only those with one are matched here
+_HTTP_ATTR_RE = re.compile(r'((?:[hH][rR][eE][fF]|[sS][rR][cC])=")([^"&]*&[^"]*)(")')
 _HTTP_PREFIXES = ("http://", "https://", "ftp://", "HTTP://", "HTTPS://", "FTP://", "//")
+_URL_ATTR_SUFFIXES = ("href", "src")
+_URL_ATTR_START_RE = re.compile(r'(?:href|src)="', re.IGNORECASE)
 
 _TEXT_TAG = "-text"
 _EMPTY_DOCUMENT = "<HtmlElement></HtmlElement>"
@@ -93,7 +97,14 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
         top, top_tag = _fragment_top(tree, map_html)
         if top is None:
             return _EMPTY_DOCUMENT
-    return _decode_http_urls(_Writer(tree, labels).write(top, top_tag))
+    writer = _Writer(tree, labels)
+    html = writer.write(top, top_tag)
+    if writer.rescan:
+        # the pattern also occurs in text or inside a value: write again undecoded and
+        # decode the whole output as the reference does
+        writer.decode = False
+        html = _decode_http_urls(writer.write(top, top_tag))
+    return html
 
 
 def _fragment_top(tree: LexborHTMLParser, text: str):
@@ -147,8 +158,12 @@ def _uri_escape(value: str) -> str:
     return "".join(out)
 
 
-def _attr_html(tag: str, attributes: dict) -> str:
+def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bool]:
+    """The attributes as libxml2 writes them, with the reference's URL decoding applied
+    (``decode``); and whether a value holds ``="`` (where the reference's pattern may match
+    too)."""
     parts = []
+    inner_match = False
     for name, value in attributes.items():
         name = name.lower()
         if value is None or name in _BOOLEAN_ATTRS or (not value and name[0] == "="):
@@ -162,12 +177,19 @@ def _attr_html(tag: str, attributes: dict) -> str:
             value = _uri_escape(value)
         if '"' in value:
             if "'" in value:
-                parts.append(' ' + name + '="' + value.replace('"', "&quot;") + '"')
+                value = value.replace('"', "&quot;")
             else:
                 parts.append(" " + name + "='" + value + "'")
-        else:
-            parts.append(" " + name + '="' + value + '"')
-    return "".join(parts)
+                if '="' in value:
+                    inner_match = True
+                continue
+        if (decode and "&" in value and name.endswith(_URL_ATTR_SUFFIXES)
+                and value.startswith(_HTTP_PREFIXES)):
+            value = _html.unescape(value)  # the reference's decode_http_urls_only, in place
+        elif '="' in value:
+            inner_match = True
+        parts.append(" " + name + '="' + value + '"')
+    return "".join(parts), inner_match
 
 
 def _escape_attr_value(value: str) -> str:
@@ -191,7 +213,10 @@ def _attr_escape(m: re.Match) -> str:
 
 def _decode_http_urls(html: str) -> str:
     """Entities decoded inside ``href="…"``/``src="…"`` values that are http(s)/ftp/``//``
-    URLs (the reference's last step; its pattern also matches ``data-src="``)."""
+    URLs (the reference's last step; its pattern also matches ``data-src="`` and text).
+
+    The writer applies it to attribute values as it writes them; this pass over the whole
+    output runs only when a text or a value holds such a pattern itself."""
     if "&" not in html:
         return html
 
@@ -255,22 +280,15 @@ def _start_tag_end(outer: str) -> int:
     return len(outer)
 
 
-class _Frame:
-    """An element being written: its next lexbor child, and what libxml2 knows about the
-    content so far."""
+# An element being written (a list, for speed): its next lexbor child; its tag; inside a
+# main-labelled subtree (everything kept); the tag of the previous sibling in libxml2's tree
+# (None: none yet, _TEXT_TAG: text); text here is kept (the element's text, or a kept
+# tail); its end tag; anything written in it; raw-text content; inside <svg>/<math>.
+_CURSOR, _TAG, _FULL, _PREV, _TAIL_KEPT, _END, _WRITTEN, _RAW, _FOREIGN = range(9)
 
-    __slots__ = ("cursor", "tag", "full", "prev", "tail_kept", "end", "written", "raw", "foreign")
 
-    def __init__(self, cursor, tag: str, full: bool, end: str, foreign: bool) -> None:
-        self.cursor = cursor
-        self.tag = tag
-        self.full = full  # inside a main-labelled subtree: everything is kept
-        self.prev = None  # tag of the previous sibling in libxml2's tree (None: none yet)
-        self.tail_kept = True  # text here is kept (the element's text, or a kept tail)
-        self.end = end
-        self.written = False
-        self.raw = tag in _RAW_CONTENT
-        self.foreign = foreign  # inside <svg>/<math>
+def _frame(cursor, tag: str, full: bool, end: str, foreign: bool) -> list:
+    return [cursor, tag, full, None, True, end, False, tag in _RAW_CONTENT, foreign]
 
 
 class _Writer:
@@ -311,6 +329,8 @@ class _Writer:
                 parent = body_to_template.get(pid) or parent.parent
         self.main = main
         self.ancestors = ancestors
+        self.rescan = False
+        self.decode = True
         self.recalled = self._recall_brs(tree) if main else set()
 
     # ── which elements stay ──────────────────────────────────────────────────────────
@@ -397,18 +417,19 @@ class _Writer:
         names = self.names
         main, ancestors, recalled = self.main, self.ancestors, self.recalled
         attrs = top.attributes
-        w("<" + top_tag + (_attr_html(top_tag, attrs) if attrs else "") + ">")
-        top_full = top.mem_id in main
-        stack = [_Frame(top.child, top_tag, top_full, "</" + top_tag + ">", False)]
+        decode = self.decode
+        attr_html, rescan = _attr_html(top_tag, attrs, decode) if attrs else ("", False)
+        w("<" + top_tag + attr_html + ">")
+        stack = [_frame(top.child, top_tag, top.mem_id in main, "</" + top_tag + ">", False)]
         while stack:
             frame = stack[-1]
-            node = frame.cursor
+            node = frame[0]
             if node is None:
                 stack.pop()
-                if frame.end and not (frame.tag == "li" and not frame.written):
-                    w(frame.end)
+                if frame[5] and (frame[6] or frame[1] != "li"):
+                    w(frame[5])
                 continue
-            frame.cursor = node.next
+            frame[0] = node.next
             tid = node.tag_id
             name = names.get(tid)
             if name is None:
@@ -416,17 +437,17 @@ class _Writer:
                 name = name if name[0] in "-#_!" else name.lower()
                 names[tid] = name
             if name == _TEXT_TAG:
-                if not frame.tail_kept:
+                if not frame[4]:
                     continue
                 text = node.text_content
                 if not text:
                     continue
-                if frame.raw:
-                    w(text if frame.tag in _UNESCAPED_CONTENT else _escape_text(text))
+                if frame[7]:
+                    text = text if frame[1] in _UNESCAPED_CONTENT else _escape_text(text)
                 elif not text.strip(_WS):
                     # libxml2's remove_blank_text, decided when the parser met the text
-                    prev = frame.prev
-                    parent_tag = frame.tag
+                    prev = frame[3]
+                    parent_tag = frame[1]
                     if parent_tag == "html" or parent_tag == "head":
                         continue
                     if prev is None:
@@ -434,59 +455,64 @@ class _Writer:
                             continue
                     elif prev is not _TEXT_TAG and prev not in _ALLOW_PCDATA:
                         continue
-                    w(text)
                 else:
-                    w(_escape_text(text))
-                frame.prev = _TEXT_TAG
-                frame.written = True
+                    text = _escape_text(text)
+                if '="' in text and _URL_ATTR_START_RE.search(text):
+                    rescan = True
+                w(text)
+                frame[3] = _TEXT_TAG
+                frame[6] = True
                 continue
             if name[0] in "-#_!":
                 continue  # comment, doctype
-            frame.prev = name
-            if frame.full:
-                kept = full = True
+            frame[3] = name
+            if frame[2]:
+                full = True
             else:
                 mid = node.mem_id
                 if mid in main:
-                    kept = full = True
+                    full = True
                 elif mid in ancestors:
-                    kept, full = True, False
-                elif name == "br":
-                    kept, full = mid in recalled, False
-                elif name in _LEXBOR_ONLY_VOID:
-                    kept, full = self._holds_main(node), False
+                    full = False
+                elif name == "br" and mid in recalled:
+                    full = False
+                elif name in _LEXBOR_ONLY_VOID and self._holds_main(node):
+                    full = False
                 else:
-                    kept = False
-            frame.tail_kept = kept
-            if not kept:
-                if name in _LEXBOR_ONLY_VOID:
-                    frame.cursor = None  # its following siblings were its content
-                continue
-            frame.written = True
+                    frame[4] = False  # its tail goes with it
+                    if name in _LEXBOR_ONLY_VOID:
+                        frame[0] = None  # its following siblings were its content
+                    continue
+            frame[4] = True
+            frame[6] = True
             attributes = node.attributes
-            foreign = frame.foreign or name == "svg" or name == "math"
-            if foreign and attributes:
-                attributes = _foreign_attributes(node, attributes)
-            if name == RUN_WRAPPER_TAG:
-                start, end = "", ""
-            elif name == "meta" and _is_drop_meta(name, attributes):
-                continue
+            foreign = frame[8] or name == "svg" or name == "math"
+            if attributes:
+                if foreign:
+                    attributes = _foreign_attributes(node, attributes)
+                if name == "meta" and _is_drop_meta(name, attributes):
+                    continue
+                attr_html, inner_match = _attr_html(name, attributes, decode)
+                if inner_match:
+                    rescan = True
             else:
-                start = "<" + name + (_attr_html(name, attributes) if attributes else "") + ">"
+                attr_html = ""
+            if name == RUN_WRAPPER_TAG:
+                end = ""
+            else:
+                w("<" + name + attr_html + ">")
+                if name in LIBXML_VOID:
+                    continue
                 end = "</" + name + ">"
-            if name in LIBXML_VOID:
-                w(start)
-                continue
-            w(start)
             if name in _LEXBOR_ONLY_VOID:
-                child_frame = _Frame(frame.cursor, name, full or node.mem_id in main, end, foreign)
-                frame.cursor = None
+                stack.append(_frame(frame[0], name, full or node.mem_id in main, end, foreign))
+                frame[0] = None
             elif name == "template":
                 content = self.templates.get(node.mem_id)
                 body = content.body if content is not None else None
-                child_frame = _Frame(body.child if body is not None else None, name, full, end,
-                                     foreign)
+                stack.append(_frame(body.child if body is not None else None, name, full, end,
+                                    foreign))
             else:
-                child_frame = _Frame(node.child, name, full, end, foreign)
-            stack.append(child_frame)
+                stack.append(_frame(node.child, name, full, end, foreign))
+        self.rescan = rescan
         return "".join(out)

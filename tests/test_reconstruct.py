@@ -94,6 +94,14 @@ def _doc(body: str, head: str = "") -> str:
             '<html><body><p _item_id="1"><a href="http://x.org/?a=1&b=2">x</a>'
             '<a href="/?a=1&amp;b=2">y</a><img data-src="//cdn/x?a&b"></p></body></html>',
         ),
+        # ... also where the pattern occurs in text (decoded once, "&region" stays)
+        (
+            '<p _item_id="1"><a href="http://x.org/?a=1&amp;region=2">x</a> code: '
+            "src=\"http://y/?q&amp;r\" <b title='a href=\"//z?a&amp;b'>t</b></p>",
+            {"1": "main"},
+            '<html><body><p _item_id="1"><a href="http://x.org/?a=1&region=2">x</a> code: '
+            "src=\"http://y/?q&r\" <b title='a href=\"//z?a&amp;b'>t</b></p></body></html>",
+        ),
         # libxml2 has no void <source>/<wbr>: they hold their following siblings
         (
             '<picture _item_id="1"><source srcset="a"><img src="b"></picture>'
