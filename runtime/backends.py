@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from pulpie_rt.runtime.batches import Batch, Bucket
+from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_ATTENTION, Batch, Bucket
 from pulpie_rt.runtime.bundle import Bundle
 
 BACKEND_NAMES = ("auto", "tensorrt", "onnxruntime")
@@ -63,6 +63,8 @@ class OnnxRuntimeBackend:
     """ONNX Runtime on the CPU or CUDA execution provider."""
 
     name = "onnxruntime"
+    # the exported graph computes eager attention: cap rows * length**2 per batch
+    attention_budget: int | None = DEFAULT_MAX_BATCH_ATTENTION
 
     def __init__(self, bundle: Bundle, device: str = "cpu", threads: int | None = None):
         import onnxruntime as ort
@@ -166,6 +168,7 @@ class TensorRTBackend:
     """A serialized TensorRT engine (built by ``pulpie-rt engine``) on one GPU."""
 
     name = "tensorrt"
+    attention_budget: int | None = None  # the engine profiles' row caps bound memory
 
     def __init__(self, engine_path: str | Path, bundle: Bundle, device: str = "cuda:0"):
         try:

@@ -21,6 +21,9 @@ try:  # the engine profiles' buckets (pure data, no torch), when the export pack
 except ImportError:  # runtime-only install
     DEFAULT_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
 DEFAULT_MAX_BATCH_TOKENS = 16384
+# rows * length**2 cap for engines whose attention materialises [rows, heads, L, L] scores
+# (ONNX Runtime's eager graph): as much memory as one full 8192-token chunk, no more.
+DEFAULT_MAX_BATCH_ATTENTION = 8192 * 8192
 
 
 @dataclass(frozen=True)
@@ -105,11 +108,13 @@ def make_batches(
     items: Iterable[tuple[Hashable, Sequence[int]]],
     max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     buckets: Iterable[int | Bucket] | None = None,
+    max_batch_attention: int | None = None,
 ) -> list[Batch]:
     """Group ``(key, token_ids)`` items into batches, shortest first.
 
-    Within a batch ``rows * longest <= max_batch_tokens`` (a single longer row is allowed: it
-    must run somehow) and ``rows <= bucket.max_rows``; rows of one batch share a bucket.
+    Within a batch ``rows * longest <= max_batch_tokens``, ``rows * longest**2 <=
+    max_batch_attention`` (when given) and ``rows <= bucket.max_rows`` (a single row over a
+    budget is allowed: it must run somehow); rows of one batch share a bucket.
     """
     bucket_list = as_buckets(buckets)
     ordered = sorted(items, key=lambda item: len(item[1]))
@@ -120,8 +125,12 @@ def make_batches(
     for key, sequence in ordered:
         bucket = bucket_for(len(sequence), bucket_list)
         rows = len(keys) + 1
+        length = len(sequence)
         too_many = current is not None and current.max_rows is not None and rows > current.max_rows
-        if keys and (bucket != current or rows * len(sequence) > max_batch_tokens or too_many):
+        over = rows * length > max_batch_tokens or (
+            max_batch_attention is not None and rows * length * length > max_batch_attention
+        )
+        if keys and (bucket != current or over or too_many):
             batches.append(make_batch(keys, sequences, current))
             keys, sequences = [], []
         keys.append(key)

@@ -156,7 +156,8 @@ def predict_pages(
     ]
     preds: dict[tuple[int, int], list[int]] = {}
     failed: dict[int, PageError] = {}
-    for batch in make_batches(items, max_batch_tokens, backend.buckets()):
+    attention = getattr(backend, "attention_budget", None)
+    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention):
         try:
             outputs = backend.predict(batch)
         except Exception:

@@ -47,3 +47,10 @@ def test_row_caps_and_oversize_rows():
     assert [b.rows for b in batches] == [3, 3, 1, 1]
     assert batches[-1].max_length == 20_000  # longer than every bucket: alone
     assert make_batches([]) == []
+
+
+def test_attention_budget_caps_rows_of_long_chunks():
+    items = _items([8000] * 3 + [4000] * 5 + [1000] * 40)
+    batches = make_batches(items, max_batch_tokens=1 << 30, max_batch_attention=8192 * 8192)
+    assert [b.rows for b in batches] == [40, 4, 1, 1, 1, 1]
+    assert all(b.rows * b.max_length**2 <= 8192 * 8192 for b in batches)
