@@ -12,7 +12,8 @@ runtime tests compare ONNX Runtime CPU output against the file it writes::
                          "markdown_sha256": str} | {"error": str}}}
 
 ``weights_sha256`` lets the tests detect a golden file recorded from other weights. Progress is
-kept in ``<out>.partial.jsonl`` so an interrupted run resumes where it stopped.
+kept in ``<out>.partial-<worker>.jsonl`` so an interrupted run resumes where it stopped, and
+two processes can share the work (``--worker b --reverse``).
 """
 
 from __future__ import annotations
@@ -51,24 +52,39 @@ def encode_labels(labels: dict[str, str]) -> tuple[list[str], str]:
     return list(labels), "".join("M" if v == "main" else "o" for v in labels.values())
 
 
-def record(checkpoint: Path, out: Path, threads: int) -> dict:
+def _read_partial(path: Path) -> dict[str, dict]:
+    done: dict[str, dict] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a torn last line from a killed run: that page is recorded again
+        done[row["id"]] = row["record"]
+    return done
+
+
+def _partials(out: Path) -> list[Path]:
+    return sorted(out.parent.glob(out.name + ".partial*.jsonl"))
+
+
+def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool) -> dict | None:
+    """Record every dev page not yet in a partial file; ``reverse`` walks the corpus backwards
+    so two processes (``--worker a`` / ``--worker b --reverse``) meet in the middle."""
     import torch
     from pulpie import Extractor
 
+    sha = weights_sha256(checkpoint)  # before the run: the weights the labels come from
     torch.set_num_threads(threads)
     extractor = Extractor(model=str(checkpoint), device="cpu")
-    partial = out.with_name(out.name + ".partial.jsonl")
-    done: dict[str, dict] = {}
-    if partial.exists():
-        for line in partial.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                break  # a torn last line from a killed run: record that page again
-            done[row["id"]] = row["record"]
+    partial = out.with_name(f"{out.name}.partial-{worker}.jsonl")
+    pages = list(iter_pages("dev"))
+    order = list(reversed(pages)) if reverse else pages
     start = time.perf_counter()
     with partial.open("a", encoding="utf-8") as fh:
-        for n, page in enumerate(iter_pages("dev"), 1):
+        for n, page in enumerate(order, 1):
+            done = {k for path in _partials(out) for k in _read_partial(path)}
             if page["id"] in done:
                 continue
             try:
@@ -81,18 +97,25 @@ def record(checkpoint: Path, out: Path, threads: int) -> dict:
                 }
             except Exception as exc:  # recorded: the runtime must fail on the same pages
                 row = {"error": f"{type(exc).__name__}: {exc}"}
-            done[page["id"]] = row
             fh.write(json.dumps({"id": page["id"], "record": row}) + "\n")
             fh.flush()
             print(f"{n:4d} {page['id']} {time.perf_counter() - start:7.1f}s", flush=True)
+    done_pages: dict[str, dict] = {}
+    for path in _partials(out):
+        done_pages.update(_read_partial(path))
+    missing = [p["id"] for p in pages if p["id"] not in done_pages]
+    if missing:
+        print(f"{len(missing)} pages still being recorded by another worker", file=sys.stderr)
+        return None
     golden = {
-        "checkpoint": {"path": checkpoint.name, "weights_sha256": weights_sha256(checkpoint)},
-        "pages": done,
+        "checkpoint": {"path": checkpoint.name, "weights_sha256": sha},
+        "pages": {p["id"]: done_pages[p["id"]] for p in pages},
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as fh:
         json.dump(golden, fh, sort_keys=True)
-    partial.unlink()
+    for path in _partials(out):
+        path.unlink()
     return golden
 
 
@@ -101,9 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=TINY_CHECKPOINT)
     parser.add_argument("--out", type=Path, default=GOLDEN_PATH)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--worker", default="a", help="name of this recording process")
+    parser.add_argument("--reverse", action="store_true", help="walk the pages backwards")
     args = parser.parse_args(argv)
-    golden = record(args.model, args.out, args.threads)
-    print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)
+    golden = record(args.model, args.out, args.threads, args.worker, args.reverse)
+    if golden is not None:
+        print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)
     return 0
 
 
