@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import random
 import re
+from html.parser import HTMLParser
 
+import html2text
+import html2text.utils
 import pytest
 from postprocess_cases import golden, main_htmls, sha256
-from pulpie_rt.runtime.markdown import strip_spacer_images, to_markdown, to_text
+from pulpie_rt.runtime.markdown import (
+    _escape_md_section,
+    _html_parser_events,
+    strip_spacer_images,
+    to_markdown,
+    to_text,
+)
 from selectolax.lexbor import LexborHTMLParser
 
 # pages whose map_html from our simplify differs from the reference's (see test_reconstruct)
@@ -129,3 +139,116 @@ def test_to_text_behaviour():
     assert to_text("<html></html>") == ""
     deep = "<div>" * 20_000 + "deep" + "</div>" * 20_000
     assert to_text(deep) == "deep"
+
+
+# ── the tokenizer that stands in for html.parser ─────────────────────────────────────────
+
+
+class _Recorder(HTMLParser):
+    """html.parser as html2text uses it (``convert_charrefs=False``), recording its calls."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.events: list = []
+
+    def handle_data(self, data):
+        self.events.append((0, data, None))
+
+    def handle_starttag(self, tag, attrs):
+        self.events.append((1, tag, attrs))
+
+    def handle_endtag(self, tag):
+        self.events.append((2, tag, None))
+
+    def handle_entityref(self, name):
+        self.events.append((3, name, None))
+
+    def handle_charref(self, name):
+        self.events.append((4, name, None))
+
+    def handle_startendtag(self, tag, attrs):
+        self.events.append(("startend", tag, attrs))
+
+    def handle_comment(self, data):
+        self.events.append(("comment", data, None))
+
+    def handle_decl(self, decl):
+        self.events.append(("decl", decl, None))
+
+    def handle_pi(self, data):
+        self.events.append(("pi", data, None))
+
+    def unknown_decl(self, data):
+        self.events.append(("unknown", data, None))
+
+
+def _parser_events(data: str) -> list:
+    recorder = _Recorder()
+    recorder.feed(data)
+    recorder.feed("")
+    recorder.close()
+    return recorder.events
+
+
+def test_tokenizer_makes_html_parsers_calls_on_dev_pages():
+    fallbacks = checked = 0
+    for (page_id, name), html in list(main_htmls().items())[::2]:
+        data = strip_spacer_images(html)
+        events = _html_parser_events(data)
+        if events is None:
+            fallbacks += 1
+            continue
+        assert events == _parser_events(data), (page_id, name)
+        checked += 1
+    assert fallbacks < checked // 10
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<p>a &amp; b &lt; &gt; &quot; &copy &copy; &#39; &#x27; &#X41z &nbsp;x</p>",
+        "<p>&#12a; &#;x &#xZ; & x &a-b.c; &1 tail</p>",
+        "<P CLASS=\"a\" data-x='1\"2' hidden>t</P><br>",
+        '<script type="x">if (a < b && c) { x = "</div>"; }</script ><style>p>a{}</style>',
+        "<div title=\"a &amp; b &#39;q\" data-u=\"http://x/?a&b\" empty=\"\">x</div>",
+        "<p>tail &amp</p>",
+        "<p>bad <!-- comment --> and <!doctype x> and <?pi?></p>",
+        "<p>a < b</p>",
+        "<p>lone & at the end &",
+        "<code>`x`</code> <pre>  1. item\n+ plus\n- dash \\ back</pre> 3. not a list",
+    ],
+)
+def test_tokenizer_agrees_with_html_parser_or_declines(html):
+    events = _html_parser_events(html)
+    if events is not None:
+        assert events == _parser_events(html)
+    reference = html2text.HTML2Text(bodywidth=0)
+    reference.ignore_links = False
+    reference.ignore_images = False
+    assert to_markdown(html) == reference.handle(strip_spacer_images(html)).strip()
+
+
+def test_escape_shortcut_equals_html2text():
+    rng = random.Random(7)
+    alphabet = " \n\t\\+-.1a2*_#!`[]()x"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _escape_md_section(text) == html2text.utils.escape_md_section(text), text
+    # html2text's own function is back in place after each conversion
+    to_markdown("<p>x</p>")
+    assert html2text.escape_md_section is html2text.utils.escape_md_section
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<html><body>" + "<div>" * 20_000 + "<p>deep</p>" + "</div>" * 20_000 + "</body></html>",
+        "<p>a\x00b</p>\x00",
+        "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>",
+        "\x00\x01 binary \xff <<<>>> &&& </p></div> &#xZZ; &#",
+    ],
+    ids=["20000-deep", "nul-bytes", "5MB", "garbage"],
+)
+def test_hostile_html_gives_a_result(html):
+    assert isinstance(to_markdown(html), str)
+    assert isinstance(to_text(html), str)
