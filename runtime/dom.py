@@ -347,7 +347,9 @@ def parse_serialized(serialized: str) -> Node:
                     open_tag = stack[i].tag
                     if open_tag == tag:
                         if open_selects:
-                            open_selects -= sum(1 for n in stack[i:] if n.tag == "select")
+                            for closed in stack[i:]:
+                                if closed.tag == "select":
+                                    open_selects -= 1
                         del stack[i:]
                         break
                     if end_priority.get(open_tag, 100) > priority:
