@@ -119,6 +119,59 @@ def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool
     return golden
 
 
+def record_ours(bundle: Path, out: Path, threads: int) -> dict:
+    """Our ONNX Runtime CPU outputs in the golden format (for ``--compare``)."""
+    from pulpie_rt import Extractor
+
+    extractor = Extractor(bundle, backend="onnxruntime", device="cpu", threads=threads)
+    pages: dict[str, dict] = {}
+    start = time.perf_counter()
+    for n, page in enumerate(iter_pages("dev"), 1):
+        (result,) = extractor.extract_batch([page["html"]])
+        if result.error:
+            pages[page["id"]] = {"error": result.error}
+        else:
+            item_ids, labels = encode_labels(result.labels)
+            pages[page["id"]] = {"item_ids": item_ids, "labels": labels,
+                                 "markdown_sha256": text_sha256(result.markdown)}
+        print(f"{n:4d} {page['id']} {time.perf_counter() - start:7.1f}s", flush=True)
+    ours = {"checkpoint": {"path": str(bundle)}, "pages": pages}
+    with gzip.open(out, "wt", encoding="utf-8") as fh:
+        json.dump(ours, fh, sort_keys=True)
+    return ours
+
+
+def compare(golden_path: Path, ours_path: Path) -> dict:
+    """Block-label and Markdown agreement of two recordings; prints every differing page."""
+    def load(path: Path) -> dict:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)["pages"]
+
+    golden, ours = load(golden_path), load(ours_path)
+    blocks = same_blocks = same_md = 0
+    for page_id, ref in golden.items():
+        mine = ours.get(page_id, {"error": "missing"})
+        if "error" in ref or "error" in mine:
+            print(f"{page_id}: reference error {ref.get('error')!r}, ours {mine.get('error')!r}")
+            same_md += ("error" in ref) == ("error" in mine)
+            continue
+        ref_labels = dict(zip(ref["item_ids"], ref["labels"], strict=True))
+        my_labels = dict(zip(mine["item_ids"], mine["labels"], strict=True))
+        agree = sum(my_labels.get(i) == v for i, v in ref_labels.items())
+        blocks += len(ref_labels)
+        same_blocks += agree
+        same_md += ref["markdown_sha256"] == mine["markdown_sha256"]
+        md_same = ref["markdown_sha256"] == mine["markdown_sha256"]
+        if agree < len(ref_labels) or not md_same:
+            print(f"{page_id}: {len(ref_labels) - agree}/{len(ref_labels)} labels differ, "
+                  f"markdown {'same' if md_same else 'differs'}")
+    summary = {"pages": len(golden), "blocks": blocks,
+               "block_agreement": same_blocks / max(blocks, 1),
+               "markdown_agreement": same_md / max(len(golden), 1)}
+    print(json.dumps(summary))
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=TINY_CHECKPOINT)
@@ -126,7 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker", default="a", help="name of this recording process")
     parser.add_argument("--reverse", action="store_true", help="walk the pages backwards")
+    parser.add_argument("--ours", type=Path, metavar="BUNDLE",
+                        help="record pulpie-rt (ONNX Runtime CPU) with BUNDLE into --out instead")
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("GOLDEN", "OURS"),
+                        help="print the agreement of two recordings")
     args = parser.parse_args(argv)
+    if args.compare:
+        compare(*args.compare)
+        return 0
+    if args.ours:
+        record_ours(args.ours, args.out, args.threads)
+        return 0
     golden = record(args.model, args.out, args.threads, args.worker, args.reverse)
     if golden is not None:
         print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)

@@ -117,7 +117,7 @@ def test_hostile_pages_one_record_each(tmp_path):
 
 def test_killed_run_resumes_with_every_page_once(tmp_path):
     base = small_dev_pages(20_000)
-    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(4) for p in base]
+    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(2) for p in base]
     inp = tmp_path / "pages.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "html": h}) + "\n" for i, h in pages))
     out = tmp_path / "out.jsonl"
