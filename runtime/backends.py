@@ -17,6 +17,7 @@ predictions.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 from typing import Protocol
@@ -157,10 +158,9 @@ class _Profile:
                 dtype = np.int32
             nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
             host_ptr = _cuda_check(cudart.cudaMallocHost(nbytes))  # pinned: async copies
-            buffer = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_byte * nbytes).from_address(
-                host_ptr)))
+            buffer = np.ctypeslib.as_array((ctypes.c_byte * nbytes).from_address(int(host_ptr)))
             self.host[name] = buffer.view(dtype)
-            self.device_ptr[name] = _cuda_check(cudart.cudaMalloc(nbytes))
+            self.device_ptr[name] = int(_cuda_check(cudart.cudaMalloc(nbytes)))
             self.context.set_tensor_address(name, self.device_ptr[name])
 
 
@@ -197,7 +197,7 @@ class TensorRTBackend:
         inputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self.input_names = inputs
         self.output_name = next(n for n in names if n not in inputs)
-        self.stream = _cuda_check(cudart.cudaStreamCreate())
+        self.stream = int(_cuda_check(cudart.cudaStreamCreate()))
         self.profiles = [
             _Profile(self.engine, i, self.stream, cudart, inputs, self.output_name)
             for i in range(self.engine.num_optimization_profiles)

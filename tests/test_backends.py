@@ -63,3 +63,18 @@ def test_backend_selection_errors(bundle):
     with pytest.raises(BackendError, match="onnxruntime runs on 'cpu' or 'cuda"):
         create_backend(bundle, "onnxruntime", "tpu")
     assert create_backend(bundle, "auto", "cpu").name == "onnxruntime"
+    # auto on the CPU never tries TensorRT, even with an engine file
+    assert create_backend(bundle, "auto", "cpu", engine_path=bundle.path / "x.engine").name == (
+        "onnxruntime")
+
+
+def test_tensorrt_without_its_packages_is_a_clear_error(bundle, tmp_path):
+    try:
+        import tensorrt  # noqa: F401
+
+        pytest.skip("tensorrt is installed here: the GPU tests cover it")
+    except ImportError:
+        pass
+    with pytest.raises(BackendError, match=r"tensorrt backend needs the 'tensorrt' and "
+                                           r"'cuda-python' packages \(tensorrt is missing\)"):
+        create_backend(bundle, "tensorrt", engine_path=tmp_path / "m.engine")
