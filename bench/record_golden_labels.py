@@ -69,7 +69,8 @@ def _partials(out: Path) -> list[Path]:
     return sorted(out.parent.glob(out.name + ".partial*.jsonl"))
 
 
-def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool) -> dict | None:
+def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool,
+           max_chars: int | None = None) -> dict | None:
     """Record every dev page not yet in a partial file; ``reverse`` walks the corpus backwards
     so two processes (``--worker a`` / ``--worker b --reverse``) meet in the middle."""
     import torch
@@ -81,6 +82,8 @@ def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool
     partial = out.with_name(f"{out.name}.partial-{worker}.jsonl")
     pages = list(iter_pages("dev"))
     order = list(reversed(pages)) if reverse else pages
+    if max_chars is not None:  # a helper process for the small pages only
+        order = [p for p in order if len(p["html"]) <= max_chars]
     start = time.perf_counter()
     with partial.open("a", encoding="utf-8") as fh:
         for n, page in enumerate(order, 1):
@@ -179,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker", default="a", help="name of this recording process")
     parser.add_argument("--reverse", action="store_true", help="walk the pages backwards")
+    parser.add_argument("--max-chars", type=int, default=None,
+                        help="record only pages of at most this many characters")
     parser.add_argument("--ours", type=Path, metavar="BUNDLE",
                         help="record pulpie-rt (ONNX Runtime CPU) with BUNDLE into --out instead")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("GOLDEN", "OURS"),
@@ -190,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ours:
         record_ours(args.ours, args.out, args.threads)
         return 0
-    golden = record(args.model, args.out, args.threads, args.worker, args.reverse)
+    golden = record(args.model, args.out, args.threads, args.worker, args.reverse,
+                    args.max_chars)
     if golden is not None:
         print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)
     return 0
