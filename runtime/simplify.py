@@ -64,6 +64,12 @@ _BLOCK_TYPE = 2  # inline element holding blocks (the reference's cc-block-type 
 # Raw-text elements that can reach a block (script, style and iframe are removed first).
 _RAW_TEXT_IN_BLOCKS = frozenset(("xmp", "noembed", "noframes", "plaintext"))
 _HAS_RAW_TEXT_RE = re.compile(r"<(?:xmp|noembed|noframes|plaintext)\b", re.IGNORECASE)
+# The reference builds each block with lxml, which refuses element and attribute names with
+# these characters and any text or attribute value with characters XML does not allow; the
+# block is then dropped. Such characters deeper in a block come back as U+FFFD from the XML
+# round trip (written as character references, re-parsed as invalid ones).
+_BAD_NAME_RE = re.compile(r"[&<>/\"'\t\n\x0b\x0c\r ]")
+_NOT_XML_CHAR_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _TEXT_RUN_RE = re.compile(r"(<[^>]+>)|([^<]+)")
 _WS_RE = re.compile(r"\s+")
 
@@ -204,6 +210,27 @@ def _is_data_table(table: Node) -> bool:
     return True
 
 
+def _lxml_accepts(node: Node) -> bool:
+    """Whether lxml would create a copy of this element (name and attributes)."""
+    if _BAD_NAME_RE.search(node.tag):
+        return False
+    for name, value in node.attrs.items():
+        if _BAD_NAME_RE.search(name) or _NOT_XML_CHAR_RE.search(value):
+            return False
+    return True
+
+
+def _replace_non_xml_chars(root: Node) -> None:
+    not_xml = _NOT_XML_CHAR_RE
+    for node in root.iterdescendants():
+        if node.text and not_xml.search(node.text):
+            node.text = not_xml.sub("\ufffd", node.text)
+        if node.tail and not_xml.search(node.tail):
+            node.tail = not_xml.sub("\ufffd", node.tail)
+        if node.attrs and any(not_xml.search(v) for v in node.attrs.values()):
+            node.attrs = {k: not_xml.sub("\ufffd", v) for k, v in node.attrs.items()}
+
+
 class _Segmenter:
     """The reference's ``extract_paragraphs``, without recursion."""
 
@@ -301,6 +328,8 @@ class _Segmenter:
             content_type = "unwrapped_text"
         else:
             content_type = "mixed"
+        if not _lxml_accepts(node):
+            return
         clone = Node(node.tag, node.attrs)
         clone.orig = node.orig
         key_items: list = [id(node.orig)]
@@ -308,6 +337,8 @@ class _Segmenter:
         last_index = len(content) - 1
         for index, (kind, item) in enumerate(content):
             if kind != "element":
+                if _NOT_XML_CHAR_RE.search(item):
+                    return  # lxml refuses the text: the reference drops this block
                 if last_inserted is None:
                     clone.text = item if not clone.text else clone.text + " " + item
                     key_items.append(item)
@@ -375,6 +406,8 @@ class _Segmenter:
         return []
 
     def _emit_block(self, child: Node) -> None:
+        if not _lxml_accepts(child) or (child.text and _NOT_XML_CHAR_RE.search(child.text)):
+            return  # lxml refuses to build this block: the reference drops it
         clone = Node(child.tag, child.attrs)
         clone.orig = child.orig
         clone.text = child.text if child.text else None
@@ -451,6 +484,10 @@ def _prepare_block(root: Node) -> tuple[bool, bool, int]:
                 kept["id"] = value
         node.attrs = kept
         text = node.text
+        if text == "":
+            node.text = text = None  # the XML round trip loses empty text (<li></li> -> <li>)
+        if node.tail == "":
+            node.tail = None
         if text:
             length += len(text)
             if not meaningful and text.strip():
@@ -696,6 +733,7 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     paragraphs = _Segmenter(processing).run()
 
     has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
+    has_non_xml_chars = _NOT_XML_CHAR_RE.search(html) is not None
     blocks: list[str] = []
     item_id = 1
     for para_root, content_type, original_parent in paragraphs:
@@ -708,6 +746,8 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
         root_text = root.text
         if has_raw_text:
             _escape_raw_text(root)
+        if has_non_xml_chars:
+            _replace_non_xml_chars(root)
         long_list, meaningful, length = _prepare_block(root)
         if long_list:
             _simplify_lists(root)
