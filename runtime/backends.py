@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -256,24 +257,25 @@ def create_backend(
     bundle: Bundle,
     backend: str = "auto",
     device: str | None = None,
-    engine_path: Path | None = None,
+    engine_path: Path | Sequence[Path] | None = None,
     threads: int | None = None,
 ) -> Backend:
     """The backend for ``backend``/``device``.
 
-    ``auto``: TensorRT when an engine file and a GPU are present, then ONNX Runtime CUDA, then
-    ONNX Runtime CPU. ``device`` None picks the GPU when one is usable, else the CPU.
+    ``auto``: TensorRT when an engine file (the first of ``engine_path`` that loads here) and a
+    GPU are present, then ONNX Runtime CUDA, then ONNX Runtime CPU. ``device`` None picks the
+    GPU when one is usable, else the CPU.
     """
     if backend not in BACKEND_NAMES:
         raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_NAMES)}")
-    wants_cpu = device == "cpu"
+    engines = [engine_path] if isinstance(engine_path, (str, Path)) else list(engine_path or [])
     if backend == "tensorrt":
-        if engine_path is None:
+        if not engines:
             raise BackendError("tensorrt backend needs an engine file (pulpie-rt engine ...)")
-        return TensorRTBackend(engine_path, bundle, device or "cuda:0")
-    if backend == "auto" and not wants_cpu and engine_path is not None and gpu_available():
+        return _first_engine(engines, bundle, device or "cuda:0")
+    if backend == "auto" and device != "cpu" and engines and gpu_available():
         try:
-            return TensorRTBackend(engine_path, bundle, device or "cuda:0")
+            return _first_engine(engines, bundle, device or "cuda:0")
         except BackendError:
             pass  # fall through to ONNX Runtime
     if device is None:
@@ -282,3 +284,15 @@ def create_backend(
         has_cuda = "CUDAExecutionProvider" in ort.get_available_providers()
         device = "cuda:0" if has_cuda and gpu_available() else "cpu"
     return OnnxRuntimeBackend(bundle, device, threads=threads)
+
+
+def _first_engine(engines: list, bundle: Bundle, device: str) -> TensorRTBackend:
+    """The first engine that loads on this GPU; the last error when none does."""
+    error: BackendError | None = None
+    for engine in engines:
+        try:
+            return TensorRTBackend(engine, bundle, device)
+        except BackendError as exc:
+            error = exc
+    assert error is not None
+    raise error

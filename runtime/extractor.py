@@ -46,7 +46,7 @@ class Extractor:
         resolved = resolve_model(model)
         self.bundle = resolved.bundle
         self.backend = create_backend(
-            self.bundle, backend, device, engine_path=resolved.engine_path, threads=threads
+            self.bundle, backend, device, engine_path=resolved.engine_paths, threads=threads
         )
         self.max_batch_tokens = max_batch_tokens
         self.preparer = Preparer(

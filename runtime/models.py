@@ -41,8 +41,15 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class ResolvedModel:
+    """A bundle and the TensorRT engines that go with it (tried in order: an engine only
+    loads on the GPU model and TensorRT version it was built for)."""
+
     bundle: Bundle
-    engine_path: Path | None = None
+    engine_paths: tuple[Path, ...] = ()
+
+    @property
+    def engine_path(self) -> Path | None:
+        return self.engine_paths[0] if self.engine_paths else None
 
 
 def cache_dir() -> Path:
@@ -119,9 +126,8 @@ def _engine_bundle(engine: Path) -> Path:
                      f"or write {sidecar.name} with {{\"bundle\": DIR}})")
 
 
-def _find_engine(bundle_dir: Path) -> Path | None:
-    engines = sorted(p for s in ENGINE_SUFFIXES for p in bundle_dir.glob(f"*{s}"))
-    return engines[0] if engines else None
+def _find_engines(bundle_dir: Path) -> tuple[Path, ...]:
+    return tuple(sorted(p for s in ENGINE_SUFFIXES for p in bundle_dir.glob(f"*{s}")))
 
 
 def resolve_model(
@@ -129,9 +135,9 @@ def resolve_model(
 ) -> ResolvedModel:
     """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
     path = Path(model).expanduser()
-    engine: Path | None = None
+    engines: tuple[Path, ...] = ()
     if path.is_file() and path.suffix in ENGINE_SUFFIXES:
-        engine = path
+        engines = (path,)
         path = _engine_bundle(path)
     elif path.exists():
         if not path.is_dir():
@@ -141,7 +147,7 @@ def resolve_model(
                 raise ModelError(f"model {str(model)!r}: directory is neither a pulpie-rt "
                                  "bundle (manifest.json) nor a checkpoint (config.json + weights)")
             path = export_checkpoint(path, verify_export)
-        engine = _find_engine(path)
+        engines = _find_engines(path)
     else:
         name = str(model)
         repo_id = HUB_MODELS.get(name, name)
@@ -149,8 +155,8 @@ def resolve_model(
             raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
                              f"({', '.join(HUB_MODELS)} or owner/name)")
         path = export_checkpoint(download(repo_id), verify_export)
-        engine = _find_engine(path)
+        engines = _find_engines(path)
     try:
-        return ResolvedModel(load_bundle(path), engine)
+        return ResolvedModel(load_bundle(path), engines)
     except BundleError as exc:
         raise ModelError(str(exc)) from exc

@@ -150,7 +150,7 @@ class Pipeline:
             devices = _default_devices()
         try:
             self.backends = [
-                create_backend(self.bundle, backend, d, engine_path=resolved.engine_path)
+                create_backend(self.bundle, backend, d, engine_path=resolved.engine_paths)
                 for d in devices
             ]
         except BackendError:
