@@ -186,7 +186,7 @@ class Pipeline:
                 if len(calibration) >= CALIBRATION_PAGES:
                     break
             yield from self._calibrate(calibration)
-        workers = self.workers
+        workers = self.workers if self.workers is not None else 0
         if workers == 0:
             pool: Executor = ThreadPoolExecutor(max_workers=1)
         else:
@@ -209,8 +209,7 @@ class Pipeline:
     def _calibrate(self, pages: list[PageInput]) -> Iterator[PageResult]:
         """Run the first pages serially, timing each stage, and size the worker pool."""
         if not pages:
-            self.workers = 0
-            return
+            return  # nothing to measure: this run needs no pool, the next one calibrates
         prepare_s = infer_s = finish_s = 0.0
         results = []
         for page in pages:
