@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ REFERENCE_ROPE_THETA = 250000.0
 SEP_TOKEN = "<|sep|>"
 NUM_LABELS = 2
 HUB_TIMEOUT_S = 5.0
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 _CHECKPOINT_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json",
                      "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 
@@ -71,7 +73,7 @@ def resolve_model(model: str) -> tuple[Path, str, str | None]:
     if local.is_dir():
         return local.resolve(), str(local.resolve()), None
     hub_id = HUB_MODELS.get(model, model)
-    if "/" not in hub_id or local.exists():
+    if not _HUB_ID.fullmatch(hub_id) or local.exists():
         raise CheckpointError(
             f"{model!r} is neither a checkpoint directory nor a model name "
             f"({', '.join(sorted(HUB_MODELS))} or a hub id like owner/name)"

@@ -29,7 +29,7 @@ class VerifySettings:
     pages: int = 24  # first N dev pages
     max_tokens: int = 8192  # chunk packing budget (the runtime's)
     max_chunks: int = 12
-    token_budget: int = 40_000  # total real tokens over all chunks checked
+    token_budget: int = 24_000  # total real tokens over all chunks checked
     max_rows: int = 4
     max_batch_tokens: int = 16_384  # rows * padded length per batch
     corpus: str = "dev"
@@ -52,7 +52,7 @@ def settings_for(config, corpus: str = "dev") -> VerifySettings:
     while max_tokens > 1024 and heads * 4 * max_tokens * max_tokens > limit:
         max_tokens //= 2
     cost = config.num_hidden_layers * config.hidden_size * config.hidden_size
-    budget = max(max_tokens + 2048, int(40_000 * _SMALL_COST / cost))
+    budget = max(max_tokens + 2048, int(24_000 * _SMALL_COST / cost))
     return VerifySettings(max_tokens=max_tokens, token_budget=budget, corpus=corpus)
 
 

@@ -168,6 +168,8 @@ def test_hub_names():
     assert ckpt.HUB_MODELS["large"] == "feyninc/pulpie-orange-large"
     with pytest.raises(CheckpointError, match="neither a checkpoint directory nor a model name"):
         ckpt.resolve_model("no-such-dir")
+    with pytest.raises(CheckpointError, match="neither a checkpoint directory"):
+        ckpt.resolve_model("./models/no-such-dir")
 
 
 # -- export + verification --------------------------------------------------------------------
