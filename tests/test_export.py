@@ -565,3 +565,22 @@ def test_build_engine_profiles_precision_cache_and_metadata(fp32_bundle, tmp_pat
     build_engine(bundle, again, gpu, GPU_PRESETS["l4"], "fp16", engine, cache, log=_quiet)
     assert again.calls["cache_in"] == [b"cache:"]
     assert check_engine_compatible(engine, "10.99.0", gpu)["preset"] == "l4"
+
+
+@pytest.mark.gpu
+def test_engine_build_on_a_gpu(request, tmp_path):
+    """Only on a machine with an NVIDIA GPU and TensorRT (the benchmark's GPU script runs it)."""
+    trt = pytest.importorskip("tensorrt")
+    gpu = detect_gpu()
+    if gpu is None:
+        pytest.skip("no NVIDIA GPU")
+    fp32_bundle = request.getfixturevalue("fp32_bundle")  # exported only when it will be used
+    from pulpie_rt.export.engine import load_engine, run_engine_command
+
+    engine = tmp_path / "tiny.engine"
+    meta = run_engine_command(fp32_bundle, gpu="auto", out=engine, log=_quiet)
+    assert meta["tensorrt"] == trt.__version__ and meta["compute_capability"] == \
+        gpu.compute_capability
+    assert len(meta["profiles"]) == len(SEQ_BUCKETS) and meta["fp32_layers"] > 0
+    loaded = load_engine(engine)
+    assert loaded is not None and loaded.num_optimization_profiles == len(SEQ_BUCKETS)
