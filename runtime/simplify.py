@@ -64,8 +64,8 @@ _BLOCK_TYPE = 2  # inline element holding blocks (the reference's cc-block-type 
 # Raw-text elements that can reach a block (script, style and iframe are removed first).
 _RAW_TEXT_IN_BLOCKS = frozenset(("xmp", "noembed", "noframes", "plaintext"))
 _HAS_RAW_TEXT_RE = re.compile(r"<(?:xmp|noembed|noframes|plaintext)\b", re.IGNORECASE)
-# The reference builds each block with lxml, which refuses element and attribute names with
-# these characters and any text or attribute value with characters XML does not allow; the
+# The reference builds each block with lxml, which refuses element names with these
+# characters and any text or attribute value with characters XML does not allow; the
 # block is then dropped. Such characters deeper in a block come back as U+FFFD from the XML
 # round trip (written as character references, re-parsed as invalid ones).
 _BAD_NAME_RE = re.compile(r"[&<>/\"'\t\n\x0b\x0c\r ]")
@@ -211,11 +211,12 @@ def _is_data_table(table: Node) -> bool:
 
 
 def _lxml_accepts(node: Node) -> bool:
-    """Whether lxml would create a copy of this element (name and attributes)."""
+    """Whether lxml would create a copy of this element: it checks the tag name and the
+    attribute values (not the attribute names)."""
     if _BAD_NAME_RE.search(node.tag):
         return False
-    for name, value in node.attrs.items():
-        if _BAD_NAME_RE.search(name) or _NOT_XML_CHAR_RE.search(value):
+    for value in node.attrs.values():
+        if _NOT_XML_CHAR_RE.search(value):
             return False
     return True
 
