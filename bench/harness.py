@@ -7,14 +7,16 @@ shared cores, frequency changes — hits both sides alike.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import gc
 import gzip
 import json
 import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -144,7 +146,12 @@ class SideBySide:
 
 
 def _timed(fn: Callable[[Any], Any], item: Any) -> tuple[float, float, Any]:
-    """CPU and wall seconds of ``fn(item)``, and its output (the exception when it raised)."""
+    """CPU and wall seconds of ``fn(item)``, and its output (the exception when it raised).
+
+    Garbage left by the previous call is collected first, untimed, so a collection that one
+    side's allocations made due is not charged to the other side.
+    """
+    gc.collect()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     try:
         out = fn(item)
@@ -162,6 +169,34 @@ def side_by_side(name: str, items: Sequence[Any], ours: Callable[[Any], Any],
     machine do not count against either side; a library that spreads work over threads is
     charged for every core it used. Wall seconds are recorded as well.
     """
+    gc.collect()
+    gc.freeze()  # the per-call collections below then only scan what the calls allocated
+    try:
+        with single_threaded_tokenizers():
+            return _side_by_side(name, items, ours, ref, repeats, same)
+    finally:
+        gc.unfreeze()
+
+
+@contextlib.contextmanager
+def single_threaded_tokenizers() -> Iterator[None]:
+    """``tokenizers`` batch encoding on one thread: per-core figures then measure one core's
+    work, and idle worker threads spinning on a loaded machine stop adding noise. (Pipeline
+    workers are separate processes, where ``tokenizers`` runs one thread anyway.)"""
+    previous = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = previous
+
+
+def _side_by_side(name: str, items: Sequence[Any], ours: Callable[[Any], Any],
+                  ref: Callable[[Any], Any], repeats: int,
+                  same: Callable[[Any, Any], bool] | None) -> SideBySide:
     result = SideBySide(name, same_output=0 if same else None)
     for rep in range(repeats):
         for i, item in enumerate(items):
