@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -177,9 +178,28 @@ def _time_side(name: str, load: Callable[[], Any], run: Callable[[Any, list[str]
     side.errors = sum(1 for r in side.outputs if isinstance(r, Exception)
                       or getattr(r, "error", None))
     side.gpu_util = util.mean
+    _close(obj)
+    del obj
+    _free_gpu_memory()
     log(f"  {name}: {side.pages / side.wall_s:.2f} pages/s"
         + (f", GPU util {util.mean:.0f}%" if util.mean is not None else ""))
     return side
+
+
+def _close(obj: Any) -> None:
+    """Stop a side's worker processes, if it has a ``close``."""
+    close = getattr(obj, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+def _free_gpu_memory() -> None:
+    """Return the last side's cached GPU memory before the next side loads."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _loop(extractor: Any, htmls: list[str]) -> list:

@@ -178,3 +178,23 @@ def test_gate_run_fails_on_a_deliberate_slowdown(small_real_pages, tmp_path, mon
     assert result["passed"] is False
     slowed = next(r for r in result["report"]["stages"] if r["stage"] == "markdown")
     assert slowed["deliberate_slowdown"] == 4
+
+
+def test_gpu_side_figures_and_projected_price_table():
+    from pulpie_rt.bench.end_to_end import SideResult
+    from pulpie_rt.bench.gpu import projected_costs, side_figures
+
+    side = SideResult("ours tensorrt Pipeline", pages=100, wall_s=10.0)
+    prices = price_table()
+    row = side_figures(side, page_tokens=800_000, page_flops=3.4e14, gpu=GPUS["l4"],
+                       prices=prices)
+    assert row["pages_per_s"] == 10.0 and row["tokens_per_s"] == 80_000
+    assert row["achieved_tflops"] == pytest.approx(34.0)
+    assert row["fraction_of_dense_fp16_peak"] == pytest.approx(34.0 / 121.0)
+    assert row["usd_per_billion_pages"] == pytest.approx(1e9 / 10 / 3600 * 0.39)
+    table = {r["gpu"]: r for r in projected_costs(row["fraction_of_dense_fp16_peak"], 3.4e12,
+                                                  prices)}
+    assert table["l4"]["ceiling_pages_per_s"] == pytest.approx(121e12 / 3.4e12)
+    assert table["l4"]["projected_pages_per_s"] == pytest.approx(10.0)  # back to the measured
+    assert table["a100"]["projected_pages_per_s"] == pytest.approx(10.0 * 312 / 121)
+    assert table["h200"]["price_source"] and table["h200"]["peak_source"]
