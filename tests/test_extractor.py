@@ -56,7 +56,7 @@ def test_labels_and_markdown_match_reference(extractor):
         blocks += len(ours)
         same_blocks += sum(a == b for a, b in zip(ours, expected["labels"], strict=True))
         same_markdown += sha(result.markdown) == expected["markdown_sha256"]
-    assert blocks > 2000
+    assert blocks > 1000
     # labels are mixed (a constant model would make this check pass trivially)
     assert 0.1 < sum(r.n_main for r in results) / blocks < 0.9
     assert same_blocks / blocks >= 0.999, (same_blocks, blocks)
