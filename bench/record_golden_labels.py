@@ -103,22 +103,28 @@ def record(checkpoint: Path, out: Path, threads: int, worker: str, reverse: bool
             fh.write(json.dumps({"id": page["id"], "record": row}) + "\n")
             fh.flush()
             print(f"{n:4d} {page['id']} {time.perf_counter() - start:7.1f}s", flush=True)
+    return finalize(out, sha, pages, allow_missing=False)
+
+
+def finalize(out: Path, sha: str, pages: list[dict], allow_missing: bool) -> dict | None:
+    """Write the golden file from the partial files (removed once every page is in)."""
     done_pages: dict[str, dict] = {}
     for path in _partials(out):
         done_pages.update(_read_partial(path))
     missing = [p["id"] for p in pages if p["id"] not in done_pages]
-    if missing:
+    if missing and not allow_missing:
         print(f"{len(missing)} pages still being recorded by another worker", file=sys.stderr)
         return None
     golden = {
-        "checkpoint": {"path": checkpoint.name, "weights_sha256": sha},
-        "pages": {p["id"]: done_pages[p["id"]] for p in pages},
+        "checkpoint": {"path": TINY_CHECKPOINT.name, "weights_sha256": sha},
+        "pages": {p["id"]: done_pages[p["id"]] for p in pages if p["id"] in done_pages},
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt", encoding="utf-8") as fh:
         json.dump(golden, fh, sort_keys=True)
-    for path in _partials(out):
-        path.unlink()
+    if not missing:
+        for path in _partials(out):
+            path.unlink()
     return golden
 
 
@@ -186,11 +192,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="record only pages of at most this many characters")
     parser.add_argument("--ours", type=Path, metavar="BUNDLE",
                         help="record pulpie-rt (ONNX Runtime CPU) with BUNDLE into --out instead")
+    parser.add_argument("--finalize", action="store_true",
+                        help="write the golden file now from the pages recorded so far")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("GOLDEN", "OURS"),
                         help="print the agreement of two recordings")
     args = parser.parse_args(argv)
     if args.compare:
         compare(*args.compare)
+        return 0
+    if args.finalize:
+        golden = finalize(args.out, weights_sha256(args.model), list(iter_pages("dev")), True)
+        print(f"wrote {args.out}: {len(golden['pages'])} pages", file=sys.stderr)
         return 0
     if args.ours:
         record_ours(args.ours, args.out, args.threads)
