@@ -96,6 +96,8 @@ def ref_tokenize_pack(checkpoint: Path) -> Callable[[str], list]:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+    # blocks are encoded whole and packed afterwards: the per-call length warning is noise
+    tokenizer.model_max_length = 1 << 30
     if SEP_TOKEN not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [SEP_TOKEN]})
     sep_id = tokenizer.convert_tokens_to_ids(SEP_TOKEN)
