@@ -294,12 +294,8 @@ def _run_pipelines(htmls, checkpoint, our_model, backends, device, workers, resu
     try:
         pipe, load_s = _timed_load(lambda: load_ref_pipeline(checkpoint, device, workers))
         side = results[name] = SideResult(name, load_s=load_s)
-        for state in pipe._gpu_models:  # the reference keeps its models here
-            hook_torch_tokens(state.model, side.tokens)
         pipe.extract_batch([RefPageInput(html=h, page_id=i) for i, h in enumerate(htmls[:2])])
-        side.tokens = TokenCounter()
-        for state in pipe._gpu_models:
-            state.model._forward_pre_hooks.clear()
+        for state in pipe._gpu_models:  # the reference keeps its models here
             hook_torch_tokens(state.model, side.tokens)
         start = time.perf_counter()
         out = pipe.extract_batch([RefPageInput(html=h, page_id=i) for i, h in enumerate(htmls)])
