@@ -198,3 +198,22 @@ def test_gpu_side_figures_and_projected_price_table():
     assert table["l4"]["projected_pages_per_s"] == pytest.approx(10.0)  # back to the measured
     assert table["a100"]["projected_pages_per_s"] == pytest.approx(10.0 * 312 / 121)
     assert table["h200"]["price_source"] and table["h200"]["peak_source"]
+
+
+def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
+    """``run_all`` (make bench) with only the CPU stages: tables printed, one JSON written."""
+    from pulpie_rt.bench import run_all
+
+    monkeypatch.setattr(run_all, "bench_pages", lambda n, inputs, corpus: small_real_pages)
+    out = tmp_path / "bench.json"
+    parser = argparse.ArgumentParser()
+    run_all.add_arguments(parser)
+    args = parser.parse_args(["--skip", "e2e", "tokens", "--out", str(out)])
+    assert run_all.run(args) == 0
+    report = json.loads(out.read_text())
+    assert report["kind"] == "bench"
+    assert {"utc", "cpu", "cpu_count", "python", "git_commit", "versions"} <= set(
+        report["machine"])
+    assert report["machine"]["versions"]["pulpie"] == "0.0.2"
+    assert report["cpu_stages"]["pages"] == 3
+    assert "no NVIDIA GPU" in report["gpu"]
