@@ -24,7 +24,13 @@ import re
 import sys
 from typing import Any
 
-from pulpie_rt.bench.harness import bench_pages, format_table, side_by_side, write_result
+from pulpie_rt.bench.harness import (
+    bench_pages,
+    format_table,
+    machine_info,
+    side_by_side,
+    write_result,
+)
 
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
 LABEL_SETS = ("alternating", "all_main", "all_other")
@@ -46,6 +52,7 @@ def run(n_pages: int | None, label_names: list[str], repeats: int = 1,
     from pulpie_rt.runtime.markdown import to_markdown
     from pulpie_rt.runtime.reconstruct import extract_main_html
 
+    machine = machine_info()
     pages = bench_pages(n_pages)
     prepared = []
     for page in pages:
@@ -85,7 +92,7 @@ def run(n_pages: int | None, label_names: list[str], repeats: int = 1,
                          d["ref_pages_per_cpu_s"], d["ratio"], f"{d['same_output_pages']}/"
                          f"{len(prepared)}"])
     print(format_table(["stage", "pages", "ours p/s", "ref p/s", "ratio", "same"], rows))
-    return {"pages": len(prepared), "repeats": repeats, "stages": results}
+    return {"pages": len(prepared), "repeats": repeats, "machine": machine, "stages": results}
 
 
 def main(argv: list[str] | None = None) -> int:
