@@ -444,7 +444,7 @@ class _Writer:
                     continue
                 if frame[7]:
                     text = text if frame[1] in _UNESCAPED_CONTENT else _escape_text(text)
-                elif not text.strip(_WS):
+                elif text.isspace() and not text.strip(_WS):
                     # libxml2's remove_blank_text, decided when the parser met the text
                     prev = frame[3]
                     parent_tag = frame[1]
@@ -513,6 +513,8 @@ class _Writer:
                 stack.append(_frame(body.child if body is not None else None, name, full, end,
                                     foreign))
             else:
-                stack.append(_frame(node.child, name, full, end, foreign))
+                # (inline of _frame: the hottest path)
+                stack.append([node.child, name, full, None, True, end, False,
+                              name in _RAW_CONTENT, foreign])
         self.rescan = rescan
         return "".join(out)
