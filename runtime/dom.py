@@ -178,11 +178,15 @@ HTML5_VOID = frozenset(
 # or text.
 _TOKEN_RE = re.compile(
     r"<!--.*?-->|<![^>]*>|<\?[^>]*>|</([^\s/>]+)[^>]*>"
-    r"|<([^\s/>!?]+)((?:\s*[^\s=/>]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]*))?)*)\s*(/?)>"
+    r"|<([^\s/>!?]+)((?:\s*(?:=[^\s=/>]*|[^\s=/>]+)(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]*))?)*)"
+    r"\s*(/?)>"
     r"|([^<]+|<)",
     re.DOTALL,
 )
-_ATTR_RE = re.compile(r"([^\s=/>]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]*)))?")
+# (an attribute name may start with "=": HTML5 starts a name with it in that place)
+_ATTR_RE = re.compile(
+    r"(=[^\s=/>]*|[^\s=/>]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]*)))?"
+)
 # Raw-text elements: their content runs to their end tag, unescaped, in both parsers.
 RAW_TEXT = frozenset(("script", "style", "xmp", "iframe", "noembed", "noframes", "plaintext"))
 _RAW_END_RE = {tag: re.compile(rf"</{tag}[\s/>]", re.IGNORECASE) for tag in RAW_TEXT}
@@ -196,6 +200,8 @@ def _parse_attrs(raw: str) -> dict[str, str]:
     attrs: dict[str, str] = {}
     for name, dq, sq, bare in _ATTR_RE.findall(raw):
         name = name.lower()
+        if name == NAMELESS_ATTR_MARK:
+            name = ""
         if name not in attrs:
             value = dq or sq or bare
             attrs[name] = html_lib.unescape(value) if "&" in value else value
@@ -231,12 +237,33 @@ def _keep_empty_end_tags(html: str) -> str:
     return _EMPTY_END_TAG_RE.sub(lambda m: m.group(1) or "&lt;/&gt;", html)
 
 
+# The reference's Modest parser gives a nameless attribute (written ``=""``) to a start tag
+# where an attribute without value is followed by white space and ``/`` (``<input required
+# />``); lexbor does not. We mark those places so that lexbor keeps an attribute there.
+_NAMELESS_ATTR_CANDIDATE_RE = re.compile(r"[^\s=/<>]\s+/")
+_NAMELESS_ATTR_RE = re.compile(
+    r"(<(script|style)\b.*?</\2\s*>)"
+    r"|(<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?)*?"
+    r"\s+[^\s/>=]+)(?=\s+/)",
+    re.IGNORECASE | re.DOTALL,
+)
+NAMELESS_ATTR_MARK = "pulpie-rt-nameless"
+
+
+def _mark_nameless_attrs(html: str) -> str:
+    return _NAMELESS_ATTR_RE.sub(
+        lambda m: m.group(1) or f"{m.group(3)} {NAMELESS_ATTR_MARK}", html
+    )
+
+
 def build_tree(html: str) -> Node:
     """Parse ``html`` with lexbor; return the ``<html>`` element as libxml2 builds it from
     lexbor's serialization, less any ``<?xml …?>`` declaration (the tree the reference
     walks)."""
     if "</>" in html:
         html = _keep_empty_end_tags(html)
+    if _NAMELESS_ATTR_CANDIDATE_RE.search(html):
+        html = _mark_nameless_attrs(html)
     serialized = LexborHTMLParser(html).html or ""
     if "<?xml" in serialized:
         serialized = _XML_DECL_RE.sub("", serialized)

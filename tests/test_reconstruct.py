@@ -8,17 +8,6 @@ import pytest
 from postprocess_cases import LABEL_SETS, golden, main_htmls, sha256
 from pulpie_rt.runtime.reconstruct import extract_main_html
 
-# Known causes of a mismatch in CI, where map_html comes from our simplify: for these pages
-# lexbor and the reference's Modest parser read a malformed attribute differently
-# (``required />``, ``alt="LSC logo""``), so our map_html lacks an attribute the reference's
-# has (reconstruction from the reference's own map_html matches on every page).
-_MAP_HTML_DIFFERS = {
-    "trafilatura/cache/laviedesidees.fr.evaluation.html",
-    "wcxb/dev/0594",
-    "wcxb/dev/2102",
-    "wcxb/dev/4078",
-}
-
 
 def test_dev_pages_match_reference_hashes():
     outputs = main_htmls()
@@ -29,10 +18,8 @@ def test_dev_pages_match_reference_hashes():
             mismatched.setdefault(page_id, []).append(name)
     n_pages = len({page_id for page_id, _ in outputs})
     assert n_pages == 254
-    # every mismatch has a known cause upstream of reconstruction (a new one is a regression)
-    assert set(mismatched) <= _MAP_HTML_DIFFERS, sorted(mismatched.items())
-    unexplained = set(mismatched) - _MAP_HTML_DIFFERS
-    assert len(unexplained) <= n_pages // 100
+    # map_html from our simplify, reconstructed by us: the reference's output on every page
+    assert mismatched == {}
 
 
 def test_dev_pages_keep_real_content():

@@ -215,6 +215,9 @@ TRICKY_PAGES = {
     "script-escapes": "<body><script><!-- <script>x</script> --></script><p>after</p></body>",
     "comments-in-text": "<body><p>a<!-- c -->b <!-- d --> c</p></body>",
     "duplicate-text-runs": "<body><div>same<p>x</p>same</div></body>",
+    "nameless-attribute": '<body><p>x<input required />y<br class />w</p>'
+    '<img alt="a" logo" />z<script>if (a <b c />d) {}</script></body>',
+    "attribute-name-starting-with-equals": '<body><p rel="a" =" type="t">q</p></body>',
     "img-only-blocks": '<body><div><img src="a.png"></div><div><img src="data:image/png;b">'
     "</div></body>",
 }
