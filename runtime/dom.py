@@ -228,9 +228,14 @@ def _script_end(text: str, pos: int) -> int:
     return len(text)
 
 
+# Elements whose content is text, not markup, for both parsers: the raw-HTML rewrites below
+# leave them alone.
+_TEXT_ELEMENTS = "script|style|textarea|title|xmp|iframe|noembed|noframes"
 # ``</>`` is dropped by HTML5 tokenizers (lexbor) but kept as text by the reference's Modest
 # parser; outside raw-text elements we escape it first so lexbor keeps it too.
-_EMPTY_END_TAG_RE = re.compile(r"(<(script|style)\b.*?</\2\s*>)|</>", re.IGNORECASE | re.DOTALL)
+_EMPTY_END_TAG_RE = re.compile(
+    rf"(<({_TEXT_ELEMENTS})\b.*?</\2\s*>)|</>", re.IGNORECASE | re.DOTALL
+)
 
 
 def _keep_empty_end_tags(html: str) -> str:
@@ -242,7 +247,7 @@ def _keep_empty_end_tags(html: str) -> str:
 # />``); lexbor does not. We mark those places so that lexbor keeps an attribute there.
 _NAMELESS_ATTR_CANDIDATE_RE = re.compile(r"[^\s=/<>]\s+/")
 _NAMELESS_ATTR_RE = re.compile(
-    r"(<(script|style)\b.*?</\2\s*>)"
+    rf"(<({_TEXT_ELEMENTS})\b.*?</\2\s*>)"
     r"|(<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?)*?"
     r"\s+[^\s/>=]+)(?=\s+/)",
     re.IGNORECASE | re.DOTALL,

@@ -217,6 +217,8 @@ TRICKY_PAGES = {
     "duplicate-text-runs": "<body><div>same<p>x</p>same</div></body>",
     "nameless-attribute": '<body><p>x<input required />y<br class />w</p>'
     '<img alt="a" logo" />z<script>if (a <b c />d) {}</script></body>',
+    "text-elements-untouched": "<body><textarea><input required /> a </> b</textarea>"
+    "<xmp>c </> <br class /></xmp><p>x<input required />y</></p></body>",
     "attribute-name-starting-with-equals": '<body><p rel="a" =" type="t">q</p></body>',
     "img-only-blocks": '<body><div><img src="a.png"></div><div><img src="data:image/png;b">'
     "</div></body>",
