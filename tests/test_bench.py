@@ -165,7 +165,7 @@ def test_gate_run_fails_on_a_deliberate_slowdown(small_real_pages, tmp_path, mon
     monkeypatch.setattr(check, "bench_pages", lambda n: small_real_pages)
     baseline = tmp_path / "baseline.json"
     args = argparse.Namespace(baseline=baseline, pages=3, repeats=1, tolerance=None,
-                              checkpoint=None, update=True, json=None)
+                              checkpoint=None, update=True, rounds=1, json=None)
     assert check.run(args) == 0
     written = json.loads(baseline.read_text())
     assert written["tolerance"] == 0.15 and "markdown" in written["ratios"]
@@ -217,3 +217,10 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     assert report["machine"]["versions"]["pulpie"] == "0.0.2"
     assert report["cpu_stages"]["pages"] == 3
     assert "no NVIDIA GPU" in report["gpu"]
+
+
+def test_baseline_is_the_per_stage_median_of_rounds():
+    rounds = [{"simplify": 2.0, "markdown": 1.0}, {"simplify": 1.5, "markdown": None},
+              {"simplify": 1.8, "markdown": 1.2}]
+    assert check.median_ratios(rounds) == {"simplify": 1.8}
+    assert check.median_ratios(rounds[::2]) == {"markdown": 1.1, "simplify": 1.9}
