@@ -394,7 +394,7 @@ def parse_serialized(serialized: str) -> Node:
 # ── libxml2's HTML serializer ────────────────────────────────────────────────────────────
 
 # Attributes libxml2 writes as a bare name.
-_BOOLEAN_ATTRS = frozenset(
+BOOLEAN_ATTRS = frozenset(
     "checked compact declare defer disabled ismap multiple nohref noresize noshade nowrap "
     "readonly selected".split()
 )
@@ -408,7 +408,8 @@ _URI_NEEDS_ESCAPE_RE = re.compile(r"[^A-Za-z0-9\-_.!~*'()\"#$%&+,/:;<=>?@\[\\\]^
 _RAW_SERIALIZED = frozenset(("script", "style"))
 
 
-def _escape_text(text: str) -> str:
+def escape_text(text: str) -> str:
+    """Text as libxml2's HTML serializer writes it."""
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
@@ -418,7 +419,9 @@ def _escape_text(text: str) -> str:
     return text
 
 
-def _escape_uri(value: str) -> str:
+def escape_uri(value: str) -> str:
+    """A URI attribute value as libxml2 writes it: leading blanks dropped, bytes outside
+    printable ASCII %-escaped."""
     value = value.lstrip(" \t\n\r")
     if not _URI_NEEDS_ESCAPE_RE.search(value):
         return value
@@ -429,31 +432,36 @@ def _escape_uri(value: str) -> str:
 
 
 _ATTR_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+_ATTR_SPECIAL_RE = re.compile(r"[&<>\"]")
+_ATTR_ESCAPE_RE = re.compile(r"&(?!\{)|[<>]")
+_ATTR_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def _escape_attr_value(value: str) -> str:
-    # libxml2 leaves complete ``<!-- … -->`` runs inside attribute values unescaped
+def _attr_escape(m: re.Match) -> str:
+    return _ATTR_ESCAPES[m.group(0)]
+
+
+def escape_attr_value(value: str) -> str:
+    """``&`` (unless before ``{``), ``<`` and ``>`` escaped, as libxml2 writes attribute
+    values; it leaves whole ``<!-- … -->`` runs in them as they are."""
     if "<!--" not in value:
-        return _escape_text(value)
+        return _ATTR_ESCAPE_RE.sub(_attr_escape, value)
     out = []
     pos = 0
     for m in _ATTR_COMMENT_RE.finditer(value):
-        out.append(_escape_text(value[pos : m.start()]))
+        out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos : m.start()]))
         out.append(m.group(0))
         pos = m.end()
-    out.append(_escape_text(value[pos:]))
+    out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos:]))
     return "".join(out)
 
 
-_ATTR_SPECIAL_RE = re.compile(r"[&<>\"]")
-
-
 def _serialize_attr(tag: str, name: str, value: str) -> str:
-    if name in _BOOLEAN_ATTRS:
+    if name in BOOLEAN_ATTRS:
         return " " + name
     if name in _URI_ATTRS or (name == "name" and tag == "a"):
-        value = _escape_uri(value)
-    value = _escape_attr_value(value)
+        value = escape_uri(value)
+    value = escape_attr_value(value)
     if '"' in value:
         if "'" in value:
             quoted = value.replace('"', "&quot;")
@@ -479,7 +487,7 @@ def serialize_html(node: Node, with_tail: bool = False) -> str:
             parts = ["<", tag]
             for name, value in item.attrs.items():
                 if (
-                    name in _BOOLEAN_ATTRS
+                    name in BOOLEAN_ATTRS
                     or name in _URI_ATTRS
                     or name == "name"
                     or special(value) is not None
@@ -494,16 +502,16 @@ def serialize_html(node: Node, with_tail: bool = False) -> str:
         tail = item.tail if (item is not node or with_tail) else None
         if tag in LIBXML_VOID:
             if tail:
-                write(_escape_text(tail))
+                write(escape_text(tail))
             continue
         if item.text:
-            write(item.text if tag in _RAW_SERIALIZED else _escape_text(item.text))
+            write(item.text if tag in _RAW_SERIALIZED else escape_text(item.text))
         elif tag == "li" and item.text is None and not item.children:
             # libxml2 omits the end tag of an empty <li>
             if tail:
-                write(_escape_text(tail))
+                write(escape_text(tail))
             continue
-        stack.append(f"</{tag}>" + (_escape_text(tail) if tail else ""))
+        stack.append(f"</{tag}>" + (escape_text(tail) if tail else ""))
         if item.children:
             stack.extend(reversed(item.children))
     return "".join(out)

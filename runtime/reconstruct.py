@@ -31,7 +31,13 @@ from __future__ import annotations
 import html as _html
 import re
 
-from pulpie_rt.runtime.dom import LIBXML_VOID
+from pulpie_rt.runtime.dom import (
+    BOOLEAN_ATTRS,
+    LIBXML_VOID,
+    escape_attr_value,
+    escape_text,
+    escape_uri,
+)
 from selectolax.lexbor import LexborHTMLParser
 
 ITEM_ID_ATTR = "_item_id"
@@ -52,10 +58,6 @@ _RAW_CONTENT = frozenset(
 )
 # ... of which libxml2 writes the text unescaped.
 _UNESCAPED_CONTENT = frozenset(("script", "style"))
-_BOOLEAN_ATTRS = frozenset(
-    "checked compact declare defer disabled ismap multiple nohref noresize noshade nowrap "
-    "readonly selected".split()
-)
 # lxml.html.defs.block_tags: decides the wrapper of a multi-element fragment.
 _BLOCK_TAGS = frozenset(
     "address blockquote center dir div dl fieldset form h1 h2 h3 h4 h5 h6 hr isindex menu "
@@ -63,10 +65,6 @@ _BLOCK_TAGS = frozenset(
 )
 
 _FULL_HTML_RE = re.compile(r"^\s*<(?:html|!doctype)", re.IGNORECASE)
-_URI_UNSAFE_RE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
-_ATTR_ESCAPE_RE = re.compile(r"&(?!\{)|[<>]")
-_ATTR_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_ATTR_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 # the reference's pattern is (href="|src=")(.*?)(") over the whole output; values without
 # "&" decode to themselves, so only those with one are matched here
 _HTTP_ATTR_RE = re.compile(r'((?:[hH][rR][eE][fF]|[sS][rR][cC])=")([^"&]*&[^"]*)(")')
@@ -133,31 +131,6 @@ def _fragment_top(tree: LexborHTMLParser, text: str):
     return body, ("div" if block else "span")
 
 
-def _escape_text(text: str) -> str:
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
-
-
-def _uri_escape(value: str) -> str:
-    """libxml2's URI attribute escaping: leading blanks dropped, bytes outside
-    printable ASCII %-escaped."""
-    value = value.lstrip(" \t\n\r")
-    if not _URI_UNSAFE_RE.search(value):
-        return value
-    out = []
-    for ch in value:
-        if " " < ch < "\x7f":
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
-    return "".join(out)
-
-
 def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bool]:
     """The attributes as libxml2 writes them, with the reference's URL decoding applied
     (``decode``); and whether a value holds ``="`` (where the reference's pattern may match
@@ -166,15 +139,15 @@ def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bo
     inner_match = False
     for name, value in attributes.items():
         name = name.lower()
-        if value is None or name in _BOOLEAN_ATTRS or (not value and name[0] == "="):
+        if value is None or name in BOOLEAN_ATTRS or (not value and name[0] == "="):
             # (a name such as '=""' comes back from lexbor's serialization with an empty
             # value it did not have)
             parts.append(" " + name)
             continue
         if "&" in value or "<" in value or ">" in value:
-            value = _escape_attr_value(value)
+            value = escape_attr_value(value)
         if name == "href" or name == "src" or name == "action" or (name == "name" and tag == "a"):
-            value = _uri_escape(value)
+            value = escape_uri(value)
         if '"' in value:
             if "'" in value:
                 value = value.replace('"', "&quot;")
@@ -190,25 +163,6 @@ def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bo
             inner_match = True
         parts.append(" " + name + '="' + value + '"')
     return "".join(parts), inner_match
-
-
-def _escape_attr_value(value: str) -> str:
-    """``&`` (unless before ``{``), ``<`` and ``>`` escaped; libxml2 leaves whole
-    ``<!-- … -->`` runs in attribute values as they are."""
-    if "<!--" not in value:
-        return _ATTR_ESCAPE_RE.sub(_attr_escape, value)
-    out = []
-    pos = 0
-    for m in _ATTR_COMMENT_RE.finditer(value):
-        out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(_ATTR_ESCAPE_RE.sub(_attr_escape, value[pos:]))
-    return "".join(out)
-
-
-def _attr_escape(m: re.Match) -> str:
-    return _ATTR_ESCAPES[m.group(0)]
 
 
 def _decode_http_urls(html: str) -> str:
@@ -443,7 +397,7 @@ class _Writer:
                 if not text:
                     continue
                 if frame[7]:
-                    text = text if frame[1] in _UNESCAPED_CONTENT else _escape_text(text)
+                    text = text if frame[1] in _UNESCAPED_CONTENT else escape_text(text)
                 elif text.isspace() and not text.strip(_WS):
                     # libxml2's remove_blank_text, decided when the parser met the text
                     prev = frame[3]
@@ -456,7 +410,7 @@ class _Writer:
                     elif prev is not _TEXT_TAG and prev not in _ALLOW_PCDATA:
                         continue
                 else:
-                    text = _escape_text(text)
+                    text = escape_text(text)
                 if '="' in text and _URL_ATTR_START_RE.search(text):
                     rescan = True
                 w(text)
