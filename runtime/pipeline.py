@@ -79,6 +79,15 @@ _worker_preparer: Preparer | None = None
 def _init_worker(preparer: Preparer) -> None:
     global _worker_preparer
     _worker_preparer = preparer
+    # A parent killed with SIGKILL cannot stop its pool: the workers would wait forever.
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def _prepare(html: str | bytes, preparer: Preparer | None = None) -> PreparedPage | str:

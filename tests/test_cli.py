@@ -115,6 +115,27 @@ def test_hostile_pages_one_record_each(tmp_path):
     assert summary.startswith(f"pulpie-rt run: {len(records)} pages, ")
 
 
+def _children(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().split(")")[-1].split()[1]) == pid:
+                        children.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return children
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_killed_run_resumes_with_every_page_once(tmp_path):
     base = small_dev_pages(20_000)
     pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(2) for p in base]
@@ -132,9 +153,15 @@ def test_killed_run_resumes_with_every_page_once(tmp_path):
             time.sleep(0.05)
         if proc.poll() is not None:
             pytest.fail("the run ended before it could be killed")
+        workers = _children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+    # the killed run's pool workers notice and exit (none left waiting forever)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers and not any(_alive(pid) for pid in workers)
     written = read_jsonl(out)
     assert 0 < len(written) < len(pages)
     with out.open("ab") as fh:  # and a torn record, as if killed in the middle of a write
