@@ -63,8 +63,11 @@ class Node:
         return it
 
 
-def deep_copy(node: Node, with_tail: bool = True) -> Node:
-    """Copy a subtree; copies keep ``orig`` and share attribute dicts until changed."""
+def deep_copy(node: Node, with_tail: bool = True, skip: frozenset[str] = frozenset()) -> Node:
+    """Copy a subtree; copies keep ``orig`` and share attribute dicts until changed.
+
+    Descendants whose tag is in ``skip`` are left out, with their tail text (as lxml's
+    ``remove`` takes an element's tail along)."""
     top = Node(node.tag, node.attrs)
     top.orig = node.orig
     top.text = node.text
@@ -74,6 +77,8 @@ def deep_copy(node: Node, with_tail: bool = True) -> Node:
     while stack:
         src, dst = stack.pop()
         for child in src.children:
+            if skip and child.tag in skip:
+                continue
             copy = Node(child.tag, child.attrs)
             copy.orig = child.orig
             copy.text = child.text

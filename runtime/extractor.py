@@ -49,14 +49,7 @@ class Extractor:
             self.bundle, backend, device, engine_path=resolved.engine_paths, threads=threads
         )
         self.max_batch_tokens = max_batch_tokens
-        self.preparer = Preparer(
-            self.bundle.tokenizer_path,
-            self.bundle.sep_id,
-            self.bundle.bos_id,
-            self.bundle.eos_id,
-            max_tokens=self.bundle.max_tokens,
-            cutoff_length=cutoff_length,
-        )
+        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length)
 
     @property
     def device(self) -> str:

@@ -112,6 +112,18 @@ class Preparer:
         self.cutoff_length = cutoff_length
         self._tokenizer = None
 
+    @classmethod
+    def from_bundle(cls, bundle, cutoff_length: int = 500) -> Preparer:
+        """The preparer for a model bundle's tokenizer, special tokens and chunk size."""
+        return cls(
+            bundle.tokenizer_path,
+            bundle.sep_id,
+            bundle.bos_id,
+            bundle.eos_id,
+            max_tokens=bundle.max_tokens,
+            cutoff_length=cutoff_length,
+        )
+
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_tokenizer": None}
 

@@ -171,14 +171,7 @@ class Pipeline:
         self.workers = workers
         self.max_batch_tokens = max_batch_tokens
         self.window = max(window, GROUP_PAGES)
-        self.preparer = Preparer(
-            self.bundle.tokenizer_path,
-            self.bundle.sep_id,
-            self.bundle.bos_id,
-            self.bundle.eos_id,
-            max_tokens=self.bundle.max_tokens,
-            cutoff_length=cutoff_length,
-        )
+        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length)
         self.stage_seconds: dict[str, float] = {}
 
     def extract_batch(self, pages: Iterable[PageInput | str]) -> list[PageResult]:

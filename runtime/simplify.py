@@ -81,29 +81,6 @@ class SimplifyError(ValueError):
 # ── cleaning the page ─────────────────────────────────────────────────────────────────────
 
 
-def _processing_copy(root: Node) -> Node:
-    """Copy of the page without REMOVED_TAGS subtrees; those lose their tail text too
-    (lxml's ``remove`` takes the tail along)."""
-    top = Node(root.tag, root.attrs)
-    top.orig = root
-    top.text = root.text
-    stack = [(root, top)]
-    while stack:
-        src, dst = stack.pop()
-        for child in src.children:
-            if child.tag in REMOVED_TAGS:
-                continue
-            copy = Node(child.tag, child.attrs)
-            copy.orig = child
-            copy.text = child.text
-            copy.tail = child.tail
-            copy.parent = dst
-            dst.children.append(copy)
-            if child.children:
-                stack.append((child, copy))
-    return top
-
-
 def _is_hidden(node: Node) -> bool:
     """The reference's ``should_remove_element``."""
     attrs = node.attrs
@@ -693,23 +670,24 @@ def _mark_map(
         return True
     wanted = root_text.strip()
     if original_parent.text and original_parent.text.strip() == wanted:
-        wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
-        _copy_cc_select(wrapper, original_parent)
-        wrapper.text = original_parent.text
+        _wrap_text(item_id, original_parent, 0, original_parent.text)
         original_parent.text = None
-        wrapper.parent = original_parent
-        original_parent.children.insert(0, wrapper)
         return True
     for index, child in enumerate(original_parent.children):
         if child.tail and child.tail.strip() == wanted:
-            wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
-            _copy_cc_select(wrapper, original_parent)
-            wrapper.text = child.tail
+            _wrap_text(item_id, original_parent, index + 1, child.tail)
             child.tail = None
-            wrapper.parent = original_parent
-            original_parent.children.insert(index + 1, wrapper)
             break
     return True
+
+
+def _wrap_text(item_id: str, parent: Node, index: int, text: str) -> None:
+    """Insert a ``<cc-alg-uc-text>`` run wrapper holding ``text`` at ``index``."""
+    wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
+    _copy_cc_select(wrapper, parent)
+    wrapper.text = text
+    wrapper.parent = parent
+    parent.children.insert(index, wrapper)
 
 
 def _collapse_whitespace(html: str) -> str:
@@ -729,7 +707,8 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
     original = build_tree(html)
-    processing = _processing_copy(original)
+    # the page without REMOVED_TAGS subtrees (and their tail text)
+    processing = deep_copy(original, skip=REMOVED_TAGS)
     _remove_hidden(processing)
     paragraphs = _Segmenter(processing).run()
 
