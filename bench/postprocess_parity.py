@@ -15,18 +15,11 @@ import argparse
 import re
 import sys
 
+from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
+
 from pulpie_rt.corpus import load_pages
 
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
-LABEL_SETS = ("all_main", "all_other", "alternating")
-
-
-def label_set(name: str, item_ids: list[str]) -> dict[str, str]:
-    if name == "all_main":
-        return {i: "main" for i in item_ids}
-    if name == "all_other":
-        return {i: "other" for i in item_ids}
-    return {i: ("main" if int(i) % 2 else "other") for i in item_ids}
 
 
 def run(corpus: str = "dev", step: int = 1) -> dict[str, list[str]]:

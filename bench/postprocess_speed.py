@@ -31,17 +31,10 @@ from pulpie_rt.bench.harness import (
     side_by_side,
     write_result,
 )
+from pulpie_rt.bench.record_golden import label_set
 
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
 LABEL_SETS = ("alternating", "all_main", "all_other")
-
-
-def label_set(name: str, item_ids: list[str]) -> dict[str, str]:
-    if name == "all_main":
-        return {i: "main" for i in item_ids}
-    if name == "all_other":
-        return {i: "other" for i in item_ids}
-    return {i: ("main" if int(i) % 2 else "other") for i in item_ids}
 
 
 def run(n_pages: int | None, label_names: list[str], repeats: int = 1,

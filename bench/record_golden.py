@@ -38,13 +38,22 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+LABEL_SETS = ("all_main", "all_other", "alternating")
+
+
+def label_set(name: str, item_ids: list[str]) -> dict[str, str]:
+    """One of the label assignments the parity checks use: all main, all other, or
+    alternating (odd ids main)."""
+    if name == "all_main":
+        return {i: "main" for i in item_ids}
+    if name == "all_other":
+        return {i: "other" for i in item_ids}
+    return {i: ("main" if int(i) % 2 else "other") for i in item_ids}
+
+
 def label_sets(item_ids: list[str]) -> dict[str, dict[str, str]]:
     """The three label assignments the parity tests use."""
-    return {
-        "all_main": {i: "main" for i in item_ids},
-        "all_other": {i: "other" for i in item_ids},
-        "alternating": {i: ("main" if int(i) % 2 else "other") for i in item_ids},
-    }
+    return {name: label_set(name, item_ids) for name in LABEL_SETS}
 
 
 def record_prepost(out: Path = PREPOST_PATH) -> dict:

@@ -8,27 +8,15 @@ running the reference); the label sets and the reference's output hashes come fr
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
 
+from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
+
 from pulpie_rt.corpus import load_pages
 
 GOLDEN = Path(__file__).parent / "golden" / "prepost.json.gz"
-LABEL_SETS = ("all_main", "all_other", "alternating")
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def label_set(name: str, item_ids: list[str]) -> dict[str, str]:
-    if name == "all_main":
-        return {i: "main" for i in item_ids}
-    if name == "all_other":
-        return {i: "other" for i in item_ids}
-    return {i: ("main" if int(i) % 2 else "other") for i in item_ids}
 
 
 @lru_cache(maxsize=1)

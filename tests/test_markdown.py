@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 import html2text
 import html2text.utils
 import pytest
-from postprocess_cases import golden, main_htmls, sha256
+from postprocess_cases import golden, main_htmls
+from pulpie_rt.bench.record_golden import sha256
 from pulpie_rt.runtime.markdown import (
     _escape_md_section,
     _html_parser_events,

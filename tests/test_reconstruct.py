@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from postprocess_cases import LABEL_SETS, golden, main_htmls, sha256
+from postprocess_cases import LABEL_SETS, golden, main_htmls
+from pulpie_rt.bench.record_golden import sha256
 from pulpie_rt.runtime.reconstruct import extract_main_html
 
 
