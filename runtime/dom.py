@@ -41,13 +41,6 @@ class Node:
     def __repr__(self) -> str:
         return f"<Node {self.tag} ({len(self.children)} children)>"
 
-    def get(self, name: str, default: str | None = None) -> str | None:
-        return self.attrs.get(name, default)
-
-    def append(self, child: Node) -> None:
-        child.parent = self
-        self.children.append(child)
-
     def iter(self) -> Iterator[Node]:
         """This element and all its descendants, in document order."""
         stack = [self]
@@ -63,7 +56,7 @@ class Node:
         return it
 
 
-def deep_copy(node: Node, with_tail: bool = True, skip: frozenset[str] = frozenset()) -> Node:
+def deep_copy(node: Node, skip: frozenset[str] = frozenset()) -> Node:
     """Copy a subtree; copies keep ``orig`` and share attribute dicts until changed.
 
     Descendants whose tag is in ``skip`` are left out, with their tail text (as lxml's
@@ -71,8 +64,7 @@ def deep_copy(node: Node, with_tail: bool = True, skip: frozenset[str] = frozens
     top = Node(node.tag, node.attrs)
     top.orig = node.orig
     top.text = node.text
-    if with_tail:
-        top.tail = node.tail
+    top.tail = node.tail
     stack = [(node, top)]
     while stack:
         src, dst = stack.pop()
@@ -155,17 +147,6 @@ _END_PRIORITY = {
     "div": 150, "td": 160, "th": 160, "tr": 170, "thead": 180, "tbody": 180, "tfoot": 180,
     "table": 190, "head": 200, "body": 200, "html": 220,
 }
-
-
-def add_text(parent: Node, text: str) -> None:
-    """Append text at the end of ``parent``'s content (lxml: last child's tail or text)."""
-    if not text:
-        return
-    if parent.children:
-        last = parent.children[-1]
-        last.tail = text if last.tail is None else last.tail + text
-    else:
-        parent.text = text if parent.text is None else parent.text + text
 
 
 # What a <select> may hold in the classic HTML5 "in select" insertion mode, which the
@@ -475,7 +456,7 @@ def _serialize_attr(tag: str, name: str, value: str) -> str:
     return f' {name}="{value}"'
 
 
-def serialize_html(node: Node, with_tail: bool = False) -> str:
+def serialize_html(node: Node) -> str:
     """``lxml.etree.tostring(node, method="html", encoding="unicode")`` for our tree."""
     out: list[str] = []
     write = out.append
@@ -504,7 +485,7 @@ def serialize_html(node: Node, with_tail: bool = False) -> str:
             write("".join(parts))
         else:
             write("<" + tag + ">")
-        tail = item.tail if (item is not node or with_tail) else None
+        tail = item.tail if item is not node else None
         if tag in LIBXML_VOID:
             if tail:
                 write(escape_text(tail))

@@ -59,7 +59,6 @@ ELLIPSIS = "..."
 
 # Node.flags bits
 _NO_BLOCK = 1  # under a <math> (the reference's cc-no-block attribute)
-_BLOCK_TYPE = 2  # inline element holding blocks (the reference's cc-block-type attribute)
 
 # Raw-text elements that can reach a block (script, style and iframe are removed first).
 _RAW_TEXT_IN_BLOCKS = frozenset(("xmp", "noembed", "noframes", "plaintext"))
@@ -278,12 +277,19 @@ class _Segmenter:
 
     def run(self) -> list[tuple[Node, str, Node | None]]:
         root = self.root
+        tables: list[Node] = []
+        lists: list[Node] = []
         for node in root.iterdescendants():
             if node.tag == "table":
-                self.table_types[id(node)] = _is_data_table(node)
-        for node in root.iterdescendants():
-            if node.tag in ("ul", "ol", "dl"):
-                self.list_types[id(node)] = self.is_content_list(node)
+                tables.append(node)
+            elif node.tag in ("ul", "ol", "dl"):
+                lists.append(node)
+        # tables first: whether a list item holds blocks depends on its cells' table types;
+        # lists in document order, as the reference (an outer list sees inner ones untyped)
+        for table in tables:
+            self.table_types[id(table)] = _is_data_table(table)
+        for lst in lists:
+            self.list_types[id(lst)] = self.is_content_list(lst)
         # from here on block-ness cannot change: memoise has_block_descendants
         self._memo = {}
         self._process(root)
@@ -434,9 +440,9 @@ def _prepare_block(root: Node) -> tuple[bool, bool, int]:
     """One pass over a block: keep only class and id (and src, alt on images), values
     stripped and empty ones dropped, and measure the block.
 
-    Returns (holds a list that ``_simplify_lists`` would shorten, ``_is_meaningful``, an upper
-    bound of the length ``_truncate`` counts). The last two are only valid without lists to
-    shorten, which change the tree.
+    Returns (holds a list that ``_simplify_lists`` would shorten; has any text, an image with
+    a source, or tail text — an image's tail does not count, as in the reference; an upper
+    bound of the length ``_truncate`` counts). The last two describe the tree as it is now.
     """
     long_list = meaningful = False
     length = 0
@@ -514,21 +520,6 @@ def _simplify_lists(root: Node) -> None:
                     span.parent = node
                     node.children = children = [*first, span, *last]
         stack.extend(reversed(children))
-
-
-def _is_meaningful(root: Node) -> bool:
-    """Any text, any image with a source, or any tail text (an image's tail does not count,
-    as in the reference)."""
-    for node in root.iter():
-        if node.text and node.text.strip():
-            return True
-        if node.tag == "img":
-            src = node.attrs.get("src", "")
-            if src and src.strip():
-                return True
-        elif node.tail and node.tail.strip():
-            return True
-    return False
 
 
 def _truncate(root: Node, max_length: int) -> None:
@@ -731,8 +722,8 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
         long_list, meaningful, length = _prepare_block(root)
         if long_list:
             _simplify_lists(root)
-            meaningful = _is_meaningful(root)
-            length = cutoff_length + 1
+            # measure the shortened block (cleaning again leaves its attributes as they are)
+            _, meaningful, length = _prepare_block(root)
         if not meaningful:
             continue
         if length > cutoff_length:
