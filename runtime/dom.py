@@ -457,7 +457,7 @@ def _serialize_attr(tag: str, name: str, value: str) -> str:
 
 
 def serialize_html(node: Node) -> str:
-    """``lxml.etree.tostring(node, method="html", encoding="unicode")`` for our tree."""
+    """``lxml.etree.tostring(node, method="html", encoding="unicode", with_tail=False)``."""
     out: list[str] = []
     write = out.append
     special = _ATTR_SPECIAL_RE.search
