@@ -231,20 +231,42 @@ def _keep_empty_end_tags(html: str) -> str:
 # The reference's Modest parser gives a nameless attribute (written ``=""``) to a start tag
 # where an attribute without value is followed by white space and ``/`` (``<input required
 # />``); lexbor does not. We mark those places so that lexbor keeps an attribute there.
-_NAMELESS_ATTR_CANDIDATE_RE = re.compile(r"[^\s=/<>]\s+/")
+# A tag start followed by " /" before the next "<": the only places the quirk can apply.
+_SLASH_TAG_RE = re.compile(r"<[a-zA-Z][^<]*?\s/")
+# From a start tag's "<" to the attribute without value that precedes " /".
 _NAMELESS_ATTR_RE = re.compile(
-    rf"(<({_TEXT_ELEMENTS})\b.*?</\2\s*>)"
-    r"|(<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?)*?"
-    r"\s+[^\s/>=]+)(?=\s+/)",
-    re.IGNORECASE | re.DOTALL,
+    r"<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?)*?"
+    r"\s+[^\s/>=]+(?=\s+/)"
 )
+_TEXT_ELEMENT_RE = re.compile(rf"<({_TEXT_ELEMENTS})\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 NAMELESS_ATTR_MARK = "pulpie-rt-nameless"
 
 
 def _mark_nameless_attrs(html: str) -> str:
-    return _NAMELESS_ATTR_RE.sub(
-        lambda m: m.group(1) or f"{m.group(3)} {NAMELESS_ATTR_MARK}", html
-    )
+    """Insert NAMELESS_ATTR_MARK where Modest would add a nameless attribute (not inside
+    text elements). Only start tags with " /" in them are examined: most pages have none
+    that qualify, and scanning every tag costs more than the rest of the parse."""
+    inserts: list[int] = []
+    text_spans: list[tuple[int, int]] | None = None
+    for candidate in _SLASH_TAG_RE.finditer(html):
+        m = _NAMELESS_ATTR_RE.match(html, candidate.start())
+        if m is None:
+            continue
+        if text_spans is None:
+            text_spans = [(t.start(), t.end()) for t in _TEXT_ELEMENT_RE.finditer(html)]
+        if any(start < m.start() < stop for start, stop in text_spans):
+            continue
+        inserts.append(m.end())
+    if not inserts:
+        return html
+    parts = []
+    pos = 0
+    for at in inserts:
+        parts.append(html[pos:at])
+        parts.append(" " + NAMELESS_ATTR_MARK)
+        pos = at
+    parts.append(html[pos:])
+    return "".join(parts)
 
 
 def build_tree(html: str) -> Node:
@@ -253,7 +275,7 @@ def build_tree(html: str) -> Node:
     walks)."""
     if "</>" in html:
         html = _keep_empty_end_tags(html)
-    if _NAMELESS_ATTR_CANDIDATE_RE.search(html):
+    if " /" in html or "\n/" in html or "\t/" in html or "\r/" in html:
         html = _mark_nameless_attrs(html)
     serialized = LexborHTMLParser(html).html or ""
     if "<?xml" in serialized:
