@@ -192,7 +192,7 @@ _BLOCK_TAGS = frozenset(
 )
 # Elements whose content is not text a reader sees.
 _SKIP_TAGS = frozenset(
-    "head script style template noscript iframe object embed svg math select "
+    "head script style template iframe object embed svg math select "
     "textarea".split()
 )
 _CELL_TAGS = frozenset(("td", "th"))
@@ -208,7 +208,8 @@ def to_text(html: str) -> str:
     within a line, runs of any whitespace (no-break spaces too) become one space and the line
     is stripped; empty lines are dropped; ``<pre>`` content keeps its own line breaks.
     Scripts, styles, templates and form/embedded widgets contribute nothing; neither does
-    ``<img alt>``.
+    ``<img alt>``. ``<noscript>`` content counts: reconstruction keeps it when it holds main
+    blocks (server-rendered forums put the whole thread there), and so does the Markdown.
     """
     if not isinstance(html, str):
         raise TypeError(f"html must be str, not {type(html).__name__}")

@@ -76,7 +76,7 @@ def test_markdown_shape():
 
 # ── plain text ───────────────────────────────────────────────────────────────────────────
 
-_INVISIBLE = ("script", "style", "template", "noscript", "iframe", "object", "embed", "svg",
+_INVISIBLE = ("script", "style", "template", "iframe", "object", "embed", "svg",
               "math", "select", "textarea", "head")
 
 
@@ -88,6 +88,12 @@ def _visible_chars(html: str) -> str:
     root = tree.root
     text = root.text(deep=True) if root is not None else ""
     return re.sub(r"\s+", "", text)
+
+
+def test_to_text_reads_noscript_content_as_markup():
+    html = '<body><noscript><div><h1>Thread</h1><p>First &amp; post</p></div></noscript></body>'
+    assert to_text(html) == "Thread\nFirst & post"
+    assert to_text("<body><p>a</p><noscript></noscript><p>b</p></body>") == "a\nb"
 
 
 def test_to_text_keeps_all_visible_text_in_order_on_dev_pages():

@@ -1,0 +1,1 @@
+"""Training the embedded default model: labels from ground truth, tokenizer, model, bundle."""
