@@ -4,6 +4,7 @@
     pulpie-rt bench check           the regression gate (= make bench-check)
     pulpie-rt bench tokens          token distribution with the Llama-3 vocabulary
     pulpie-rt bench gpu bench|parity --checkpoint DIR [--engine F] [--bundle D]
+    pulpie-rt bench quality [--model M] [--limit N] [--skip trafilatura]   word F1 / ROUGE-5
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ def _gpu(args: argparse.Namespace) -> int:
     return gpu.run(args)
 
 
+def _quality(args: argparse.Namespace) -> int:
+    from pulpie_rt.bench import quality
+
+    return quality.run(args)
+
+
 def register(subparsers) -> None:
-    from pulpie_rt.bench import check, gpu, run_all
+    from pulpie_rt.bench import check, gpu, quality, run_all
 
     bench = subparsers.add_parser(
         "bench", help="throughput vs the reference pulpie, side by side",
@@ -65,3 +72,8 @@ def register(subparsers) -> None:
     gpu_parser = inner.add_parser("gpu", help="GPU bench / TensorRT-vs-PyTorch parity")
     gpu.add_arguments(gpu_parser)
     gpu_parser.set_defaults(func=_gpu)
+
+    quality_parser = inner.add_parser(
+        "quality", help="extraction quality on the ground-truth dev pages, ours vs trafilatura")
+    quality.add_arguments(quality_parser)
+    quality_parser.set_defaults(func=_quality)

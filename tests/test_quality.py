@@ -1,0 +1,142 @@
+"""The quality benchmark: exact metric values on hand-made strings, and the rule-label ceiling
+on real ground-truth pages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pulpie_rt.bench import quality
+from pulpie_rt.bench.quality import rouge_n, score_pages, snippet_rate, word_prf
+
+# ---------------------------------------------------------------- word P/R/F1
+
+
+def test_word_prf_multiset_overlap_with_case_folding_and_punctuation():
+    # pred: the×2 cat dog; ref: the×2 cat×2 -> overlap the 2 + cat 1 = 3 of 4 and 4
+    assert word_prf("the cat the dog", "The cat, the CAT!") == (0.75, 0.75, 0.75)
+
+
+def test_word_prf_repeated_words_count_once_per_occurrence():
+    p, r, f1 = word_prf("a a a", "a")
+    assert (p, r) == (pytest.approx(1 / 3), 1.0)
+    assert f1 == pytest.approx(0.5)
+    assert word_prf("a", "a a a b") == (1.0, 0.25, pytest.approx(0.4))
+
+
+def test_word_prf_tokens_are_unicode_word_runs():
+    assert quality.words("Café_1 déjà-vu, 42!") == ["café_1", "déjà", "vu", "42"]
+    assert word_prf("DÉJÀ vu", "déjà-vu") == (1.0, 1.0, 1.0)
+    assert word_prf("it’s", "it's") == (1.0, 1.0, 1.0)
+
+
+def test_word_prf_empty_cases():
+    assert word_prf("", "") == (1.0, 1.0, 1.0)
+    assert word_prf(" ... !", "--") == (1.0, 1.0, 1.0)  # no tokens on either side
+    assert word_prf("words", "") == (0.0, 0.0, 0.0)
+    assert word_prf("", "words") == (0.0, 0.0, 0.0)
+    assert word_prf("—", "words") == (0.0, 0.0, 0.0)
+    assert word_prf("x y", "a b") == (0.0, 0.0, 0.0)
+
+
+# ---------------------------------------------------------------- ROUGE-N
+
+
+def test_rouge5_exact_and_partial():
+    assert rouge_n("a b c d e f", "A b, c d e f.") == (1.0, 1.0, 1.0)
+    # pred 5-grams abcde bcdef; ref abcde bcdex -> 1 of 2 each
+    assert rouge_n("a b c d e f", "a b c d e x") == (0.5, 0.5, 0.5)
+    # word order matters, unlike word F1
+    assert rouge_n("e d c b a", "a b c d e") == (0.0, 0.0, 0.0)
+    assert word_prf("e d c b a", "a b c d e") == (1.0, 1.0, 1.0)
+
+
+def test_rouge5_multiset_of_ngrams():
+    # pred 5-grams: abcde bcdea cdeab deabc eabcd abcde (6); ref abcde (1) -> overlap 1
+    p, r, f1 = rouge_n("a b c d e a b c d e", "a b c d e")
+    assert (p, r) == (pytest.approx(1 / 6), 1.0)
+    assert f1 == pytest.approx(2 / 7)
+    p, r, f1 = rouge_n("a b c d e", "a b c d e a b c d e")
+    assert (p, r) == (1.0, pytest.approx(1 / 6))
+
+
+def test_rouge5_short_texts():
+    # a reference under 5 tokens lowers n to its length
+    assert rouge_n("x y z", "X, y z") == (1.0, 1.0, 1.0)
+    assert rouge_n("x y z w", "x y z") == (0.5, 1.0, pytest.approx(2 / 3))
+    assert rouge_n("z y x", "x y z") == (0.0, 0.0, 0.0)
+    # a prediction shorter than n has no n-grams: 0
+    assert rouge_n("a b c d", "a b c d e f") == (0.0, 0.0, 0.0)
+    assert rouge_n("", "") == (1.0, 1.0, 1.0)
+    assert rouge_n("a b", "") == (0.0, 0.0, 0.0)
+    assert rouge_n("", "a b c d e") == (0.0, 0.0, 0.0)
+
+
+def test_rouge1_is_word_f1():
+    assert rouge_n("the cat the dog", "The cat, the CAT!", n=1) == (0.75, 0.75, 0.75)
+    with pytest.raises(ValueError):
+        rouge_n("a", "a", n=0)
+
+
+# ---------------------------------------------------------------- pages
+
+
+def test_snippet_rate_matches_token_sequences():
+    text = "It’s helped me write code.\nThen ChatAPI.unsubscribe(friendID);"
+    assert snippet_rate(text, ["it's helped me", "chatAPI. unsubscribe ( friendID )"]) == 1.0
+    assert snippet_rate(text, ["helped write", "elped me"]) == 0.0
+    assert snippet_rate(text, []) is None
+
+
+def test_score_pages_means_micro_and_missing_pages():
+    refs = {"a": "one two three four", "b": "x y", "c": "word"}
+    texts = {"a": "one two three four", "b": "x z z z"}  # c missing: scored empty
+    scores = score_pages(texts, refs, per_page=True)
+    assert scores["pages"] == 3
+    assert scores["empty"] == 1
+    assert scores["per_page"]["c"]["f1"] == 0.0 and scores["per_page"]["c"]["empty"]
+    # b: overlap 1, P 1/4, R 1/2, F1 1/3
+    assert scores["per_page"]["b"]["f1"] == pytest.approx(1 / 3)
+    assert scores["f1"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert scores["precision"] == pytest.approx((1 + 1 / 4 + 0) / 3)
+    micro = scores["micro"]
+    assert (micro["overlap_words"], micro["pred_words"], micro["ref_words"]) == (5, 8, 7)
+    assert micro["precision"] == pytest.approx(5 / 8)
+    assert micro["recall"] == pytest.approx(5 / 7)
+
+
+@pytest.fixture(scope="module")
+def gt_pages() -> list[dict]:
+    return quality.groundtruth_pages(5)
+
+
+def test_rule_label_ceiling_on_ground_truth_pages(gt_pages):
+    refs = {p["id"]: p["reference"] for p in gt_pages}
+    ceiling, whole, n_blocks = quality.rule_texts(gt_pages)
+    scores = score_pages(ceiling, refs)
+    assert scores["pages"] == 5
+    assert scores["f1"] > 0.85
+    assert scores["empty"] == 0
+    floor = score_pages(whole, refs)
+    assert floor["recall"] > 0.95 and floor["precision"] < scores["precision"]
+    assert all(n > 0 for n in n_blocks.values())
+
+
+def test_cli_writes_rows_without_a_model(tmp_path, capsys):
+    out = tmp_path / "q.json"
+    rc = quality.main(["--limit", "2", "--skip", "ours", "trafilatura", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert [row["system"] for row in report["rows"]] == ["ceiling", "whole-page"]
+    assert report["scored_pages"] == 2
+    assert "rule labels (ceiling)" in capsys.readouterr().out
+
+
+def test_trafilatura_row():
+    pytest.importorskip("trafilatura")
+    body = " ".join(f"Sentence number {i} of the article says something useful." for i in range(30))
+    html = (f"<html><body><nav><a href='/'>Home</a></nav><article><h1>Title</h1><p>{body}</p>"
+            "</article><footer>Copyright</footer></body></html>")
+    out = quality.run_trafilatura([{"id": "p", "html": html}])
+    assert out["errors"] == {}
+    assert word_prf(out["texts"]["p"], body)[1] == 1.0
