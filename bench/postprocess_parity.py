@@ -16,7 +16,6 @@ import re
 import sys
 
 from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
-
 from pulpie_rt.corpus import load_pages
 
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
@@ -27,9 +26,10 @@ def run(corpus: str = "dev", step: int = 1) -> dict[str, list[str]]:
     from pulpie.markdown import to_markdown as ref_markdown
     from pulpie.reconstruct import extract_main_html as ref_reconstruct
     from pulpie.simplify import simplify as ref_simplify
+    from selectolax.lexbor import LexborHTMLParser
+
     from pulpie_rt.runtime.markdown import to_markdown
     from pulpie_rt.runtime.reconstruct import extract_main_html
-    from selectolax.lexbor import LexborHTMLParser
 
     pages = load_pages(corpus)[::step]
     mismatches: dict[str, list[str]] = {}

@@ -42,6 +42,7 @@ def run(n_pages: int | None, label_names: list[str], repeats: int = 1,
     from pulpie.markdown import to_markdown as ref_markdown
     from pulpie.reconstruct import extract_main_html as ref_reconstruct
     from pulpie.simplify import simplify as ref_simplify
+
     from pulpie_rt.runtime.markdown import to_markdown
     from pulpie_rt.runtime.reconstruct import extract_main_html
 

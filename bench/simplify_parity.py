@@ -12,9 +12,8 @@ import argparse
 import sys
 
 from pulpie_rt.bench.record_golden import normalize_ws
-from pulpie_rt.runtime.simplify import simplify
-
 from pulpie_rt.corpus import iter_pages
+from pulpie_rt.runtime.simplify import simplify
 
 
 def first_difference(a: str, b: str, context: int = 120) -> tuple[str, str]:

@@ -63,12 +63,11 @@ class VerificationError(RuntimeError):
 def build_chunks(tokenizer_path: Path, token_ids: dict, settings: VerifySettings
                  ) -> tuple[list[list[int]], int]:
     """Token ids of the chunks to check (spread over lengths, longest included), pages used."""
+    from pulpie_rt.corpus import load_pages
     from pulpie_rt.runtime.blocks import extract_blocks
     from pulpie_rt.runtime.chunks import pack_chunks
     from pulpie_rt.runtime.simplify import simplify
     from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
-
-    from pulpie_rt.corpus import load_pages
 
     tokenizer = load_tokenizer(tokenizer_path)
     pages = load_pages(settings.corpus, limit=settings.pages)

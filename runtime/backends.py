@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
 from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_ATTENTION, Batch, Bucket
 from pulpie_rt.runtime.bundle import Bundle
 

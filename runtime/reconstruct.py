@@ -31,6 +31,8 @@ from __future__ import annotations
 import html as _html
 import re
 
+from selectolax.lexbor import LexborHTMLParser
+
 from pulpie_rt.runtime.dom import (
     BOOLEAN_ATTRS,
     LIBXML_VOID,
@@ -38,7 +40,6 @@ from pulpie_rt.runtime.dom import (
     escape_text,
     escape_uri,
 )
-from selectolax.lexbor import LexborHTMLParser
 
 ITEM_ID_ATTR = "_item_id"
 RUN_WRAPPER_TAG = "cc-alg-uc-text"

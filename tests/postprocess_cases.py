@@ -13,7 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
-
 from pulpie_rt.corpus import load_pages
 
 GOLDEN = Path(__file__).parent / "golden" / "prepost.json.gz"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rt_helpers import small_dev_pages, tiny_bundle
+
 from pulpie_rt.runtime.backends import BackendError, OnnxRuntimeBackend, create_backend
 from pulpie_rt.runtime.batches import make_batches
 from pulpie_rt.runtime.bundle import load_bundle
 from pulpie_rt.runtime.labels import argmax_labels, block_predictions, labels_from_predictions
 from pulpie_rt.runtime.pages import Preparer
-from rt_helpers import small_dev_pages, tiny_bundle
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+
 from pulpie_rt.runtime.batches import DEFAULT_BUCKETS, Bucket, make_batches
 
 

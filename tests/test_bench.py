@@ -10,6 +10,7 @@ import argparse
 import json
 
 import pytest
+
 from pulpie_rt.bench import check
 from pulpie_rt.bench.cpu_stages import STAGES, parse_slowdown, run_cpu_stages
 from pulpie_rt.bench.flops import (

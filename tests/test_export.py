@@ -16,6 +16,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
+
+from pulpie_rt.cli import main as cli_main
+from pulpie_rt.corpus import load_pages
 from pulpie_rt.export import checkpoint as ckpt
 from pulpie_rt.export.build import export_bundle
 from pulpie_rt.export.checkpoint import CheckpointError, load_checkpoint, rope_theta_of
@@ -39,10 +43,6 @@ from pulpie_rt.runtime.bundle import load_bundle
 from pulpie_rt.runtime.chunks import pack_chunks
 from pulpie_rt.runtime.simplify import simplify
 from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
-from safetensors.torch import load_file, save_file
-
-from pulpie_rt.cli import main as cli_main
-from pulpie_rt.corpus import load_pages
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-eurobert"
 # Short chunks keep the tiny model's CPU time low; the full-size test uses long ones.

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from pulpie_rt.export.tiny import SPECIAL_TOKENS, build_tiny_checkpoint
 from safetensors.torch import load_file
+
+from pulpie_rt.export.tiny import SPECIAL_TOKENS, build_tiny_checkpoint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny-eurobert"
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from pulpie_rt.bench.record_golden_labels import weights_sha256
-from pulpie_rt.runtime.models import ModelError, resolve_model
 from rt_helpers import (
     GOLDEN_LABELS,
     TINY_CHECKPOINT,
@@ -16,6 +14,8 @@ from rt_helpers import (
 )
 
 from pulpie_rt import ExtractionError, ExtractionResult, Extractor
+from pulpie_rt.bench.record_golden_labels import weights_sha256
+from pulpie_rt.runtime.models import ModelError, resolve_model
 
 
 @pytest.fixture(scope="module")

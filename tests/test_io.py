@@ -8,6 +8,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from pulpie_rt.runtime.io import (
     InputError,
     JsonlWriter,

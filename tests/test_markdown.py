@@ -10,6 +10,8 @@ import html2text
 import html2text.utils
 import pytest
 from postprocess_cases import golden, main_htmls
+from selectolax.lexbor import LexborHTMLParser
+
 from pulpie_rt.bench.record_golden import sha256
 from pulpie_rt.runtime.markdown import (
     _escape_md_section,
@@ -18,7 +20,6 @@ from pulpie_rt.runtime.markdown import (
     to_markdown,
     to_text,
 )
-from selectolax.lexbor import LexborHTMLParser
 
 # pages whose map_html from our simplify differs from the reference's (see test_reconstruct)
 _MAP_HTML_DIFFERS = {

@@ -7,10 +7,10 @@ import sys
 import textwrap
 
 import pytest
-from pulpie_rt.runtime.pipeline import GROUP_PAGES, size_workers
 from rt_helpers import small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor, PageInput, PageResult, Pipeline
+from pulpie_rt.runtime.pipeline import GROUP_PAGES, size_workers
 
 
 @pytest.fixture(scope="module")

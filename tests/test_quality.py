@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from pulpie_rt.bench import quality
 from pulpie_rt.bench.quality import rouge_n, score_pages, snippet_rate, word_prf
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from postprocess_cases import LABEL_SETS, golden, main_htmls
+
 from pulpie_rt.bench.record_golden import sha256
 from pulpie_rt.runtime.reconstruct import extract_main_html
 

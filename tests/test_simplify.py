@@ -7,6 +7,7 @@ import signal
 
 import pytest
 from conftest import load_golden
+
 from pulpie_rt.bench.record_golden import normalize_ws, sha256
 from pulpie_rt.runtime.simplify import SimplifyError, simplify
 
