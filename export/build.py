@@ -6,6 +6,7 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pulpie_rt.runtime.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manifest
@@ -34,7 +35,7 @@ def _versions() -> dict:
 
 
 def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
-                 verification: dict | None) -> dict:
+                 verification: dict | None, max_tokens: int = MAX_TOKENS) -> dict:
     """The bundle manifest (schema: ``pulpie_rt.runtime.bundle``)."""
     config = checkpoint.config
     ids = checkpoint.token_ids
@@ -49,7 +50,7 @@ def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
                   "vocab_size": config.vocab_size, "rope_theta": checkpoint.rope_theta},
         "tokens": {"bos_id": ids["bos_id"], "eos_id": ids["eos_id"], "sep_id": ids["sep_id"],
                    "pad_id": ids["pad_id"], "sep_token": "<|sep|>"},
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": max_tokens,
         "labels": {"0": "other", "1": "main"},
         "onnx": {"file": ONNX_NAME, "opset": OPSET, "precision": precision,
                  "inputs": ["input_ids", "attention_mask"], "output": OUTPUT_NAME,
@@ -61,8 +62,12 @@ def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
 
 def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32",
                   verify: bool = True, settings: VerifySettings | None = None,
-                  log=print) -> Path:
+                  log=print, max_tokens: int = MAX_TOKENS) -> Path:
     """Export ``model`` (hub name/id or checkpoint directory) to a bundle in ``out_dir``.
+
+    ``max_tokens`` is the chunk size the runtime packs for this model: the Orange checkpoints
+    were trained on 8,192-token chunks; a model trained on shorter chunks (the embedded
+    default) says so here, and verification uses chunks of that size.
 
     With ``verify`` the graph is checked against PyTorch on real chunks; a failing graph leaves
     no ``manifest.json`` (so the runtime refuses the folder) and ``verification-failed.json``
@@ -70,6 +75,8 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    if not 16 <= max_tokens <= MAX_TOKENS:
+        raise ValueError(f"max_tokens must be within 16..{MAX_TOKENS}, not {max_tokens}")
     start = time.perf_counter()
     checkpoint = load_checkpoint(model)
     log(f"loaded {checkpoint.source_id} ({checkpoint.config.num_hidden_layers} layers, "
@@ -95,9 +102,11 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     verification = None
     if verify:
         try:
+            if settings is None:
+                settings = settings_for(checkpoint.config)
+                settings = replace(settings, max_tokens=min(settings.max_tokens, max_tokens))
             verification = verify_bundle(checkpoint.model, onnx_path, out / TOKENIZER_NAME,
-                                         checkpoint.token_ids, precision,
-                                         settings or settings_for(checkpoint.config))
+                                         checkpoint.token_ids, precision, settings)
         except VerificationError as exc:
             (out / FAILED_NAME).write_text(json.dumps({"error": str(exc)}, indent=2) + "\n",
                                            encoding="utf-8")
@@ -106,5 +115,5 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
             f"({verification['chunk_tokens_min']}-{verification['chunk_tokens_max']} tokens): "
             f"max |dlogit| {verification['max_abs_logit_diff']:.2e}, SEP-label agreement "
             f"{verification['sep_agreement']:.4%} ({verification['sep_positions']} SEPs)")
-    write_manifest(out, manifest_for(checkpoint, precision, external, verification))
+    write_manifest(out, manifest_for(checkpoint, precision, external, verification, max_tokens))
     return out

@@ -21,7 +21,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     try:
         out = export_bundle(args.model, args.out, precision=args.precision,
-                            verify=not args.no_verify)
+                            verify=not args.no_verify, max_tokens=args.max_tokens)
     except (CheckpointError, VerificationError, BundleError, FileNotFoundError) as exc:
         _print_err(f"pulpie-rt export: {exc}")
         return 2
@@ -59,6 +59,9 @@ def register(subparsers) -> None:
     export.add_argument("--precision", choices=["fp32", "fp16"], default="fp32")
     export.add_argument("--no-verify", action="store_true",
                         help="skip the PyTorch/ONNX Runtime parity check")
+    export.add_argument("--max-tokens", type=int, default=8192,
+                        help="chunk size the model was trained on (default 8192, the Orange "
+                             "models')")
     export.set_defaults(func=cmd_export)
 
     engine = subparsers.add_parser(
