@@ -15,6 +15,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                  "sep_token": "<|sep|>"},
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
+      "decoding": {"keep_best_block": bool},   (optional; absent = false)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -22,6 +23,11 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                    "onnxruntime": str, "method": str},
       "verification": {... as measured by the export, or null with --no-verify}
     }
+
+``decoding.keep_best_block``: when the model labels no block of a page main, the block with
+the largest main-minus-other logit margin is kept anyway, so a page with blocks never comes out
+empty. Off for the Orange bundles (their labels must equal the reference's); on for the
+embedded default model.
 """
 
 from __future__ import annotations
@@ -69,6 +75,10 @@ class Bundle:
     @property
     def pad_id(self) -> int:
         return int(self.manifest["tokens"].get("pad_id") or 0)
+
+    @property
+    def keep_best_block(self) -> bool:
+        return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
 
     @property
     def max_tokens(self) -> int:

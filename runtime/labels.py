@@ -7,6 +7,8 @@ Exactly the reference's rules, quirks included:
 - prediction ``j`` goes to the chunk's ``j``-th block; blocks left without one stay 0 (other);
 - prediction 1 is "main", anything else "other"; blocks without an item id get no label, and a
   repeated item id keeps its first position in the dict with the last block's label.
+
+``keep_best_block`` is not the reference's: a bundle opts in to it (see ``runtime.bundle``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,37 @@ def block_predictions(
         for block_index, pred in zip(block_indices, preds, strict=False):
             predictions[block_index] = pred
     return predictions
+
+
+def sep_margins(sep_logits: np.ndarray) -> np.ndarray:
+    """logit(main) - logit(other) per SEP row."""
+    logits = np.asarray(sep_logits, dtype=np.float32)
+    if len(logits) == 0:
+        return np.zeros(0, dtype=np.float32)
+    return logits[:, 1] - logits[:, 0]
+
+
+def keep_best_block(
+    predictions: list[int], chunk_block_indices: Sequence[Sequence[int]],
+    chunk_margins: Sequence[np.ndarray]
+) -> list[int]:
+    """``predictions`` with the most main-like block made main when no block is.
+
+    Margins map to blocks exactly as ``block_predictions`` maps predictions; a page without
+    any SEP prediction is left alone.
+    """
+    if 1 in predictions:
+        return predictions
+    best, best_margin = None, -np.inf
+    for block_indices, margins in zip(chunk_block_indices, chunk_margins, strict=True):
+        for block_index, margin in zip(block_indices, margins, strict=False):
+            if margin > best_margin:
+                best, best_margin = block_index, float(margin)
+    if best is None:
+        return predictions
+    kept = list(predictions)
+    kept[best] = 1
+    return kept
 
 
 def labels_from_predictions(

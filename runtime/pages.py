@@ -15,10 +15,17 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+
 from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.blocks import extract_blocks
 from pulpie_rt.runtime.chunks import Chunk, pack_chunks
-from pulpie_rt.runtime.labels import argmax_labels, block_predictions, labels_from_predictions
+from pulpie_rt.runtime.labels import (
+    argmax_labels,
+    block_predictions,
+    keep_best_block,
+    labels_from_predictions,
+    sep_margins,
+)
 from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
 
 
@@ -159,7 +166,12 @@ def predict_pages(
     """Per page its block predictions (``None`` pages stay ``None``).
 
     A batch that fails is retried row by row, so one page that breaks the engine fails alone.
+    When the backend's bundle asks for ``keep_best_block``, a page the model left without any
+    main block gets its most main-like block (``labels.keep_best_block``).
     """
+    bundle = getattr(backend, "bundle", None)
+    keep_best = bool(bundle is not None and bundle.keep_best_block)
+    margins: dict[tuple[int, int], np.ndarray] = {}
     items = [
         ((page_index, chunk_index), chunk.token_ids)
         for page_index, page in enumerate(pages)
@@ -177,12 +189,16 @@ def predict_pages(
         if outputs is not None:
             for key, logits in zip(batch.keys, outputs, strict=True):
                 preds[key] = argmax_labels(logits)
+                if keep_best:
+                    margins[key] = sep_margins(logits)
             continue
         for row, key in enumerate(batch.keys):
             single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
             try:
                 (logits,) = backend.predict(single[0])
                 preds[key] = argmax_labels(logits)
+                if keep_best:
+                    margins[key] = sep_margins(logits)
             except Exception as exc:
                 failed[key[0]] = PageError("inference", describe(exc))
     results: list[list[int] | PageError | None] = []
@@ -193,10 +209,12 @@ def predict_pages(
             results.append(failed[page_index])
         else:
             chunk_preds = [preds[(page_index, i)] for i in range(len(page.chunks))]
-            results.append(
-                block_predictions(page.n_blocks, [c.block_indices for c in page.chunks],
-                                  chunk_preds)
-            )
+            chunk_blocks = [c.block_indices for c in page.chunks]
+            page_preds = block_predictions(page.n_blocks, chunk_blocks, chunk_preds)
+            if keep_best:
+                chunk_margins = [margins[(page_index, i)] for i in range(len(page.chunks))]
+                page_preds = keep_best_block(page_preds, chunk_blocks, chunk_margins)
+            results.append(page_preds)
     return results
 
 
