@@ -1,0 +1,152 @@
+"""Rebuild the embedded default model from the train corpus, in one seeded command.
+
+    python -m pulpie_rt.train [--out pulpie_rt/default_model] [--work build/default-model]
+    make default-model
+
+Steps: blocks + rule labels of the train pages -> tokenizer -> chunks -> training -> Hugging
+Face checkpoint (``WORK/checkpoint``) -> verified fp32 ONNX bundle (``WORK/bundle``) -> word-F1
+on the dev pages with ground truth -> the bundle and its model card into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+
+from pulpie_rt.runtime.bundle import MANIFEST_NAME
+from pulpie_rt.train.card import model_card
+from pulpie_rt.train.fit import (
+    Recipe,
+    build_chunks,
+    build_tokenizer,
+    save_checkpoint,
+    train_model,
+)
+
+BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
+
+
+def evaluate_bundle(bundle: Path, threads: int) -> dict:
+    """Word-F1 etc. of the bundle on the dev pages with ground truth (``bench.quality``)."""
+    from pulpie_rt.bench.quality import groundtruth_pages, run_ours, score_pages
+
+    pages = groundtruth_pages()
+    ours = run_ours(pages, str(bundle), threads=threads)
+    scores = score_pages(ours["texts"], {p["id"]: p["reference"] for p in pages}, per_page=True)
+    scores["errors"] = len(ours["errors"])
+    scores["pages_per_s"] = len(pages) / ours["wall_s"]
+    return scores
+
+
+def count_parameters(checkpoint: Path) -> int:
+    from safetensors import safe_open
+
+    total = 0
+    for path in sorted(checkpoint.glob("*.safetensors")):
+        with safe_open(str(path), "np") as weights:
+            total += sum(int(np.prod(weights.get_slice(k).get_shape())) for k in weights.keys())
+    return total
+
+
+def set_decoding(bundle: Path, keep_best_block: bool) -> None:
+    """Turn on the bundle's ``keep_best_block`` decoding (see ``pulpie_rt.runtime.bundle``):
+    a small model is unsure on some pages, and an empty result is the worst answer there."""
+    path = bundle / MANIFEST_NAME
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["decoding"] = {"keep_best_block": keep_best_block}
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("pulpie_rt") / "default_model",
+                        help="where the bundle and its model card go")
+    parser.add_argument("--work", type=Path, default=Path("build") / "default-model",
+                        help="checkpoint, bundle and log before they are copied to --out")
+    parser.add_argument("--recipe", type=json.loads, default={},
+                        help='JSON overrides of the recipe, e.g. \'{"epochs": 0.1}\'')
+    parser.add_argument("--reuse-checkpoint", action="store_true",
+                        help="skip training: export and evaluate WORK/checkpoint again")
+    args = parser.parse_args(argv)
+    recipe = replace(Recipe(), **args.recipe)
+
+    from pulpie_rt.export.build import export_bundle
+    from pulpie_rt.train.data import prepare_pages
+
+    started = time.perf_counter()
+    work = args.work
+    checkpoint = work / "checkpoint"
+    if checkpoint.exists() and not args.reuse_checkpoint:
+        shutil.rmtree(checkpoint)
+    work.mkdir(parents=True, exist_ok=True)
+    log_file = (work / "train.log").open("a" if args.reuse_checkpoint else "w", encoding="utf-8")
+
+    def log(message: str) -> None:
+        line = f"[{time.perf_counter() - started:7.1f}s] {message}"
+        print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    if args.reuse_checkpoint:
+        recipe = Recipe(**json.loads((checkpoint / "recipe.json").read_text(encoding="utf-8")))
+        log(f"reusing {checkpoint} (recipe: {json.dumps(asdict(recipe))})")
+        previous = json.loads((work / "results.json").read_text(encoding="utf-8")) \
+            if (work / "results.json").is_file() else {}
+        train_minutes = previous.get("train_minutes")
+    else:
+        log(f"recipe: {json.dumps(asdict(recipe))}")
+    records = prepare_pages(recipe.corpus)
+    n_blocks = sum(len(r["blocks"]) for r in records)
+    data = {"pages": len(records), "blocks": n_blocks,
+            "main_share": sum(sum(r["labels"] or []) for r in records) / max(n_blocks, 1)}
+    log(f"{len(records)} pages, {n_blocks} blocks ({data['main_share']:.1%} main)")
+    if not args.reuse_checkpoint:
+        tokenizer = build_tokenizer(records, recipe, checkpoint)
+        chunks = build_chunks(records, tokenizer, recipe.max_tokens)
+        log(f"tokenizer: {tokenizer.get_vocab_size()} tokens; {len(chunks)} chunks, "
+            f"{sum(len(c.token_ids) for c in chunks)} tokens")
+        train_started = time.perf_counter()
+        model = train_model(chunks, recipe, tokenizer.get_vocab_size(), log=log)
+        train_minutes = round((time.perf_counter() - train_started) / 60, 1)
+        save_checkpoint(model, recipe, checkpoint)
+    data["parameters"] = count_parameters(checkpoint)
+
+    bundle = work / "bundle"
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    export_bundle(checkpoint, bundle, precision="fp32", verify=True,
+                  max_tokens=recipe.max_tokens, log=log)
+    set_decoding(bundle, keep_best_block=True)
+    scores = evaluate_bundle(bundle, recipe.threads)
+    log(f"dev pages with ground truth: word F1 {scores['f1']:.4f} (P {scores['precision']:.4f}, "
+        f"R {scores['recall']:.4f}), ROUGE-5 F1 {scores['rouge5_f1']:.4f}, "
+        f"{scores['empty']} empty, {scores['errors']} errors")
+    results = {"recipe": asdict(recipe), "data": data, "parameters": data.pop("parameters"),
+               "train_minutes": train_minutes,
+               "total_minutes": round((time.perf_counter() - started) / 60, 1),
+               "dev_groundtruth": {k: v for k, v in scores.items() if k != "per_page"},
+               "dev_groundtruth_per_page": {page_id: round(row["f1"], 6)
+                                            for page_id, row in scores["per_page"].items()}}
+    (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for name in BUNDLE_FILES:
+        shutil.copyfile(bundle / name, out / name)
+    shutil.copyfile(work / "results.json", out / "results.json")
+    size = sum((out / n).stat().st_size for n in BUNDLE_FILES)
+    manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    (out / "README.md").write_text(model_card(results, manifest, size), encoding="utf-8")
+    log(f"bundle and model card -> {out} ({size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

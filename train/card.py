@@ -1,0 +1,92 @@
+"""The model card (``README.md`` beside the embedded bundle), written from a training run's
+``results.json`` so that the card and the shipped weights always describe the same run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: int) -> str:
+    recipe = results["recipe"]
+    dev = results["dev_groundtruth"]
+    model = manifest["model"]
+    verification = manifest.get("verification") or {}
+    data = results["data"]
+    params = results["parameters"]
+    row = (f"| {dev['f1']:.3f} | {dev['precision']:.3f} | {dev['recall']:.3f} "
+           f"| {dev['rouge5_f1']:.3f} | {dev['empty']} | {dev['errors']} |")
+    return f"""# pulpie-rt default model
+
+The model `Extractor()`, `Pipeline()` and `pulpie-rt run` use when no model is given (and
+`$PULPIE_RT_MODEL` is not set). It is small enough to ship inside the package and to run on a
+CPU, and it needs no network. For the best labels use an Orange model (`--model orange-small`,
+downloaded from the hub): those are the reference Pulpie models, 210M-2.1B parameters, trained
+by their authors on far more data.
+
+## What it is
+
+- A `EuroBertForTokenClassification` in the Orange models' format: each block of our
+  `simplify` output is followed by `<|sep|>`, chunks are `BOS block SEP … EOS`, and the logit at
+  each SEP labels its block (1 = main). Exported to ONNX (opset {manifest['onnx']['opset']},
+  {manifest['onnx']['precision']}) by `pulpie_rt.export`, verified against PyTorch on real
+  chunks (max |Δlogit| {verification.get('max_abs_logit_diff', float('nan')):.1e}, SEP-label
+  agreement {verification.get('sep_agreement', float('nan')):.2%}).
+- {model['num_hidden_layers']} layers, hidden {model['hidden_size']}, {model['num_attention_heads']}
+  heads, MLP {model['intermediate_size']}, {params:,} parameters;
+  its own byte-level BPE tokenizer ({model['vocab_size']:,} tokens with the EuroBERT special
+  tokens) trained on the blocks of the training pages. Chunks of at most
+  {recipe['max_tokens']:,} tokens (the manifest's `max_tokens`; the Orange models use 8,192).
+  Bundle size {bundle_bytes / 1e6:.1f} MB.
+- Decoding: `keep_best_block` (manifest `decoding`): when the model labels no block of a page
+  main, its most main-like block is kept, so a page with blocks never comes out empty.
+
+## Training data and labels
+
+- `../shared/corpus/train.jsonl.gz`: {data['pages']} real pages from WCXB's dev split
+  with ground-truth main text (none of them in the dev corpus or WCXB's test split).
+- Each page segmented by our `simplify` (the runtime's own segmentation), each block labelled
+  by `pulpie_rt.train.labels.label_blocks`: walk the blocks in page order; a block is main when
+  at least 70% of its words (lowercase `\\w+`) are still available in the ground truth's
+  remaining word counts, and only a main block uses them up. {data['blocks']:,} blocks,
+  {data['main_share']:.1%} main.
+- Ceiling of those labels on the dev pages with ground truth (labels → reconstruct → text →
+  word F1): see `python -m pulpie_rt.bench.quality`, row `rule labels (ceiling)`.
+
+## Recipe (`pulpie_rt.train.fit.Recipe`)
+
+Seed {recipe['seed']}; {recipe['epochs']} epochs over all chunks in batches of
+{recipe['batch_chunks']} (shuffled, similar lengths batched together); AdamW (β 0.9/0.98, weight
+decay {recipe['weight_decay']}), learning rate {recipe['learning_rate']} with
+{recipe['warmup_steps']} warm-up steps and linear decay; gradient clipping 1.0; cross-entropy at
+the SEP positions only, weighted by inverse class frequency; {recipe['threads']} CPU threads.
+Training took {results.get('train_minutes')} min on a 2-core machine; the whole command
+{results.get('total_minutes')} min.
+
+Rebuild it (seeded, same weights for the same recipe, machine type and thread count):
+
+```bash
+python -m pulpie_rt.train          # or: make default-model
+```
+
+It writes `build/default-model/` (checkpoint, bundle, `train.log`, `results.json`) and copies
+the bundle, `results.json` and this card here.
+
+## Measured
+
+On the {dev['pages']} dev pages with ground truth (`../shared/corpus/dev.jsonl.gz`, 60 WCXB and
+5 WebMainBench pages), scored as WCXB's `evaluate.py` does (lowercase `\\w+` tokens, multiset
+overlap, mean over pages), by the training command itself:
+
+| word F1 | precision | recall | ROUGE-5 F1 | empty outputs | errors |
+|---:|---:|---:|---:|---:|---:|
+{row}
+
+Side by side with trafilatura in one run: `make quality` (`python -m pulpie_rt.bench.quality`);
+the figures are in the project README.
+
+## Limits
+
+- Trained on 986 pages, mostly English; it has seen few pages of other languages and scripts.
+- A 1,024-token chunk holds roughly 25-50 blocks: the model sees that much context.
+- Its labels are its own: they are not meant to match the reference `pulpie` models.
+"""

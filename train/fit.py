@@ -1,0 +1,226 @@
+"""Train the embedded default model: a small EuroBERT token classifier on the train corpus.
+
+One seeded recipe (``Recipe``), run by ``python -m pulpie_rt.train`` (``make default-model``):
+
+1. blocks and rule labels of every train page (``pulpie_rt.train.data``);
+2. a byte-level BPE tokenizer with the EuroBERT special tokens, trained on those blocks;
+3. chunks exactly as the runtime packs them (``encode_blocks`` + ``pack_chunks`` at the
+   recipe's ``max_tokens``), with each SEP's label;
+4. a ``EuroBertForTokenClassification`` trained with class-weighted cross-entropy at the SEP
+   positions only (the runtime reads nothing else);
+5. a Hugging Face checkpoint directory that ``pulpie_rt.export`` turns into the bundle.
+
+Everything that decides the result is in ``Recipe``; the same recipe on the same corpus gives
+the same weights on the same machine type (seeded init, seeded order, fixed thread count).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pulpie_rt.export.tiny import (
+    BOS_TOKEN,
+    EOS_TOKEN,
+    MASK_TOKEN,
+    PAD_TOKEN,
+    ROPE_THETA,
+    SEP_TOKEN,
+    SPECIAL_TOKENS,
+    _tokenizer_config,
+    train_tokenizer,
+)
+from pulpie_rt.runtime.chunks import pack_chunks
+from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+
+IGNORE = -100  # label of every position that is not a SEP
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that decides the trained model."""
+
+    seed: int = 0
+    vocab_size: int = 16384
+    hidden_size: int = 128
+    intermediate_size: int = 512
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 2
+    max_tokens: int = 1024  # chunk size, for training and (via the bundle) for inference
+    epochs: float = 2.0
+    batch_chunks: int = 8
+    learning_rate: float = 2e-3
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    init_std: float = 0.02
+    threads: int = 2
+    corpus: str = "train"
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrainChunk:
+    token_ids: list[int]
+    labels: list[int]  # one per SEP, in order
+
+
+def build_tokenizer(records: list[dict], recipe: Recipe, out_dir: Path):
+    """Train the BPE tokenizer on every block of the corpus; write the tokenizer files."""
+    blocks = [block for record in records for block in record["blocks"]]
+    tokenizer = train_tokenizer(blocks, recipe.vocab_size)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(out_dir / "tokenizer.json"))
+    (out_dir / "tokenizer_config.json").write_text(
+        json.dumps(_tokenizer_config(recipe.max_tokens), indent=2) + "\n", encoding="utf-8")
+    special_map = {"bos_token": BOS_TOKEN, "eos_token": EOS_TOKEN, "pad_token": PAD_TOKEN,
+                   "mask_token": MASK_TOKEN, "additional_special_tokens": [SEP_TOKEN]}
+    (out_dir / "special_tokens_map.json").write_text(
+        json.dumps(special_map, indent=2) + "\n", encoding="utf-8")
+    return load_tokenizer(out_dir / "tokenizer.json")
+
+
+def build_chunks(records: list[dict], tokenizer, max_tokens: int) -> list[TrainChunk]:
+    """The runtime's chunks of every labelled page, each with its SEP labels.
+
+    A chunk whose SEP count differs from its block count (a literal ``<|sep|>`` in the page
+    text) is left out: the runtime would shift that chunk's labels, and training on the
+    shifted labels would teach nothing.
+    """
+    bos, eos, sep = (SPECIAL_TOKENS.index(t) for t in (BOS_TOKEN, EOS_TOKEN, SEP_TOKEN))
+    chunks = []
+    for record in records:
+        if not record["labels"]:
+            continue
+        ids = encode_blocks(tokenizer, record["blocks"])
+        for chunk in pack_chunks(ids, max_tokens, sep_id=sep, bos_id=bos, eos_id=eos):
+            if chunk.token_ids.count(sep) != len(chunk.block_indices):
+                continue
+            labels = [record["labels"][i] for i in chunk.block_indices]
+            chunks.append(TrainChunk(chunk.token_ids, labels))
+    return chunks
+
+
+def model_config(recipe: Recipe, vocab_size: int):
+    from transformers import EuroBertConfig
+
+    return EuroBertConfig(
+        vocab_size=vocab_size,
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.num_hidden_layers,
+        num_attention_heads=recipe.num_attention_heads,
+        num_labels=2,
+        id2label={0: "other", 1: "main"},
+        label2id={"other": 0, "main": 1},
+        rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA},
+        bos_token_id=SPECIAL_TOKENS.index(BOS_TOKEN),
+        eos_token_id=SPECIAL_TOKENS.index(EOS_TOKEN),
+        pad_token_id=SPECIAL_TOKENS.index(PAD_TOKEN),
+        mask_token_id=SPECIAL_TOKENS.index(MASK_TOKEN),
+        max_position_embeddings=8192,
+        initializer_range=recipe.init_std,
+        architectures=["EuroBertForTokenClassification"],
+    )
+
+
+def _batches(chunks: list[TrainChunk], batch_chunks: int, rng: random.Random
+             ) -> list[list[TrainChunk]]:
+    """Shuffled batches of similar-length chunks (sorted within windows of 32 batches)."""
+    order = chunks[:]
+    rng.shuffle(order)
+    window = batch_chunks * 32
+    batches = []
+    for start in range(0, len(order), window):
+        part = sorted(order[start:start + window], key=lambda c: len(c.token_ids))
+        batches += [part[i:i + batch_chunks] for i in range(0, len(part), batch_chunks)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _tensors(batch: list[TrainChunk], pad_id: int, sep_id: int):
+    import torch
+
+    width = max(len(c.token_ids) for c in batch)
+    ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(batch), width), dtype=np.int64)
+    labels = np.full((len(batch), width), IGNORE, dtype=np.int64)
+    for row, chunk in enumerate(batch):
+        n = len(chunk.token_ids)
+        ids[row, :n] = chunk.token_ids
+        mask[row, :n] = 1
+        labels[row, np.flatnonzero(ids[row, :n] == sep_id)] = chunk.labels
+    return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(labels)
+
+
+def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=print):
+    """The trained model (class-weighted CE at SEP positions, AdamW, warmup + linear decay)."""
+    import torch
+    from transformers import EuroBertForTokenClassification
+
+    torch.set_num_threads(recipe.threads)
+    torch.manual_seed(recipe.seed)
+    rng = random.Random(recipe.seed)
+    config = model_config(recipe, vocab_size)
+    config._attn_implementation = "sdpa"
+    model = EuroBertForTokenClassification(config)
+    model.train()
+
+    n_main = sum(sum(c.labels) for c in chunks)
+    n_all = sum(len(c.labels) for c in chunks)
+    share = n_main / n_all
+    # inverse class frequency, normalised so that a balanced batch has weight 1 on average
+    weights = torch.tensor([0.5 / (1 - share), 0.5 / share])
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE)
+    steps_per_epoch = math.ceil(len(chunks) / recipe.batch_chunks)
+    total_steps = int(steps_per_epoch * recipe.epochs)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate,
+                                  betas=(0.9, 0.98), weight_decay=recipe.weight_decay)
+    warmup = min(recipe.warmup_steps, total_steps // 10 + 1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, (total_steps - s) / (total_steps - warmup)))
+    log(f"training: {len(chunks)} chunks, {n_all} SEPs ({share:.1%} main), "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters, {total_steps} steps")
+    sep_id = SPECIAL_TOKENS.index(SEP_TOKEN)
+    pad_id = SPECIAL_TOKENS.index(PAD_TOKEN)
+    step, start, running = 0, time.perf_counter(), []
+    while step < total_steps:
+        for batch in _batches(chunks, recipe.batch_chunks, rng):
+            if step >= total_steps:
+                break
+            ids, mask, labels = _tensors(batch, pad_id, sep_id)
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            loss = loss_fn(logits.reshape(-1, 2).float(), labels.reshape(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            running.append(loss.item())
+            step += 1
+            if step % 50 == 0 or step == total_steps:
+                elapsed = time.perf_counter() - start
+                log(f"step {step}/{total_steps} loss {np.mean(running):.4f} "
+                    f"lr {schedule.get_last_lr()[0]:.2e} {elapsed / 60:.1f} min")
+                running = []
+    model.eval()
+    return model
+
+
+def save_checkpoint(model, recipe: Recipe, out_dir: Path) -> Path:
+    """``config.json`` + safetensors beside the tokenizer files, as ``pulpie_rt.export`` reads."""
+    model.save_pretrained(out_dir, safe_serialization=True)
+    config_path = out_dir / "config.json"
+    raw = json.loads(config_path.read_text(encoding="utf-8"))
+    raw["rope_theta"] = ROPE_THETA
+    raw.pop("transformers_version", None)
+    config_path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out_dir / "generation_config.json").unlink(missing_ok=True)
+    (out_dir / "recipe.json").write_text(json.dumps(asdict(recipe), indent=2) + "\n",
+                                         encoding="utf-8")
+    return out_dir
