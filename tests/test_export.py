@@ -281,6 +281,15 @@ def test_failed_verification_leaves_no_manifest(tmp_path, monkeypatch):
     assert (tmp_path / "bad" / "verification-failed.json").is_file()
 
 
+def test_max_tokens_goes_into_the_manifest_and_sizes_verification(tmp_path):
+    out = export_bundle(TINY, tmp_path / "short", max_tokens=300, log=_quiet)
+    manifest = load_bundle(out).manifest
+    assert manifest["max_tokens"] == 300
+    assert 0 < manifest["verification"]["chunk_tokens_max"] <= 300
+    with pytest.raises(ValueError, match="max_tokens must be within 16..8192, not 9000"):
+        export_bundle(TINY, tmp_path / "long", max_tokens=9000, log=_quiet)
+
+
 def test_chunk_selection_and_mixed_batches():
     chunks = [[1] * n for n in (10, 500, 20, 8000, 300, 40, 7000)]
     chosen = select_spread(chunks, max_chunks=4, token_budget=9000)
