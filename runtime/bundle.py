@@ -15,7 +15,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                  "sep_token": "<|sep|>"},
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
-      "decoding": {"keep_best_block": bool},   (optional; absent = false)
+      "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -24,10 +24,13 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "verification": {... as measured by the export, or null with --no-verify}
     }
 
-``decoding.keep_best_block``: when the model labels no block of a page main, the block with
-the largest main-minus-other logit margin is kept anyway, so a page with blocks never comes out
-empty. Off for the Orange bundles (their labels must equal the reference's); on for the
-embedded default model.
+``decoding`` is off for the Orange bundles (their labels must equal the reference's, which
+take the argmax at each SEP); the embedded default model uses it:
+
+- ``main_margin``: a block is main when logit(main) - logit(other) > ``main_margin`` (absent:
+  the argmax, i.e. margin > 0); calibrated on held-out pages by ``pulpie_rt.train``;
+- ``keep_best_block``: when no block of a page is main, the block with the largest margin is
+  kept anyway, so a page with blocks never comes out empty.
 """
 
 from __future__ import annotations
@@ -79,6 +82,11 @@ class Bundle:
     @property
     def keep_best_block(self) -> bool:
         return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
+
+    @property
+    def main_margin(self) -> float | None:
+        value = (self.manifest.get("decoding") or {}).get("main_margin")
+        return None if value is None else float(value)
 
     @property
     def max_tokens(self) -> int:

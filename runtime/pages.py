@@ -166,19 +166,29 @@ def predict_pages(
     """Per page its block predictions (``None`` pages stay ``None``).
 
     A batch that fails is retried row by row, so one page that breaks the engine fails alone.
-    When the backend's bundle asks for ``keep_best_block``, a page the model left without any
-    main block gets its most main-like block (``labels.keep_best_block``).
+    The backend's bundle may ask for its own ``decoding`` (see ``runtime.bundle``): a margin
+    threshold instead of the argmax, and ``keep_best_block`` (``labels.keep_best_block``).
     """
     bundle = getattr(backend, "bundle", None)
     keep_best = bool(bundle is not None and bundle.keep_best_block)
+    threshold = bundle.main_margin if bundle is not None else None
     margins: dict[tuple[int, int], np.ndarray] = {}
+    preds: dict[tuple[int, int], list[int]] = {}
+
+    def decode(key: tuple[int, int], logits: np.ndarray) -> None:
+        if keep_best or threshold is not None:
+            margins[key] = sep_margins(logits)
+        if threshold is None:
+            preds[key] = argmax_labels(logits)
+        else:
+            preds[key] = (margins[key] > threshold).astype(int).tolist()
+
     items = [
         ((page_index, chunk_index), chunk.token_ids)
         for page_index, page in enumerate(pages)
         if page is not None
         for chunk_index, chunk in enumerate(page.chunks)
     ]
-    preds: dict[tuple[int, int], list[int]] = {}
     failed: dict[int, PageError] = {}
     attention = getattr(backend, "attention_budget", None)
     for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention):
@@ -188,17 +198,13 @@ def predict_pages(
             outputs = None
         if outputs is not None:
             for key, logits in zip(batch.keys, outputs, strict=True):
-                preds[key] = argmax_labels(logits)
-                if keep_best:
-                    margins[key] = sep_margins(logits)
+                decode(key, logits)
             continue
         for row, key in enumerate(batch.keys):
             single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
             try:
                 (logits,) = backend.predict(single[0])
-                preds[key] = argmax_labels(logits)
-                if keep_best:
-                    margins[key] = sep_margins(logits)
+                decode(key, logits)
             except Exception as exc:
                 failed[key[0]] = PageError("inference", describe(exc))
     results: list[list[int] | PageError | None] = []

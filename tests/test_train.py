@@ -75,3 +75,25 @@ def test_training_is_seeded():
         assert a.equal(b), name
     other_seed = train_model(chunks, replace(recipe, seed=1), vocab, log=lambda _: None)
     assert not other_seed.classifier.weight.equal(first.classifier.weight)
+
+
+def test_second_phase_from_a_saved_first_phase_equals_both_phases_in_one_run(tmp_path):
+    pytest.importorskip("torch")
+    from transformers import EuroBertForTokenClassification
+
+    tokenizer = load_tokenizer(tiny_bundle())
+    blocks = [f'<p _item_id="{i}">para {i} text</p>' for i in range(40)]
+    record = {"id": "x", "blocks": blocks, "labels": [int(i % 3 == 0) for i in range(40)]}
+    chunks = build_chunks([record], tokenizer, max_tokens=64)
+    recipe = replace(Recipe(), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, epochs=1.0, second_epochs=1.0, batch_chunks=2,
+                     warmup_steps=2, second_warmup_steps=2, max_tokens=64, threads=1)
+    vocab = tokenizer.get_vocab_size()
+    saved = tmp_path / "first-phase"
+    both = train_model(chunks, recipe, vocab, log=lambda _: None,
+                       after_first_phase=lambda m: m.save_pretrained(saved))
+    first = EuroBertForTokenClassification.from_pretrained(saved, attn_implementation="sdpa")
+    second_only = train_model(chunks, recipe, vocab, log=lambda _: None, first_phase=first)
+    for (name, a), (_, b) in zip(both.state_dict().items(), second_only.state_dict().items(),
+                                 strict=True):
+        assert a.equal(b), name

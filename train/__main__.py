@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.runtime.bundle import MANIFEST_NAME
+from pulpie_rt.train.calibrate import choose_main_margin
 from pulpie_rt.train.card import model_card
 from pulpie_rt.train.fit import (
     Recipe,
@@ -55,12 +56,15 @@ def count_parameters(checkpoint: Path) -> int:
     return total
 
 
-def set_decoding(bundle: Path, keep_best_block: bool) -> None:
-    """Turn on the bundle's ``keep_best_block`` decoding (see ``pulpie_rt.runtime.bundle``):
-    a small model is unsure on some pages, and an empty result is the worst answer there."""
+def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None = None) -> None:
+    """The bundle's ``decoding`` (see ``pulpie_rt.runtime.bundle``): a small model is unsure on
+    some pages, and an empty result is the worst answer there; its margin threshold is
+    calibrated (``train.calibrate``)."""
     path = bundle / MANIFEST_NAME
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["decoding"] = {"keep_best_block": keep_best_block}
+    if main_margin is not None:
+        manifest["decoding"]["main_margin"] = main_margin
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -74,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='JSON overrides of the recipe, e.g. \'{"epochs": 0.1}\'')
     parser.add_argument("--reuse-checkpoint", action="store_true",
                         help="skip training: export and evaluate WORK/checkpoint again")
+    parser.add_argument("--reuse-first-phase", action="store_true",
+                        help="start from WORK/first-phase (saved by an earlier run of the same "
+                             "recipe) and run only the second phase")
     args = parser.parse_args(argv)
     recipe = replace(Recipe(), **args.recipe)
 
@@ -113,8 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         log(f"tokenizer: {tokenizer.get_vocab_size()} tokens; {len(chunks)} chunks, "
             f"{sum(len(c.token_ids) for c in chunks)} tokens")
         train_started = time.perf_counter()
-        model = train_model(chunks, recipe, tokenizer.get_vocab_size(), log=log)
+        first_phase = None
+        if args.reuse_first_phase:
+            from transformers import EuroBertForTokenClassification
+
+            first_phase = EuroBertForTokenClassification.from_pretrained(
+                work / "first-phase", attn_implementation="sdpa")
+            log(f"first phase: reusing {work / 'first-phase'}")
+        model = train_model(chunks, recipe, tokenizer.get_vocab_size(), log=log,
+                            first_phase=first_phase,
+                            after_first_phase=lambda m: m.save_pretrained(work / "first-phase"))
         train_minutes = round((time.perf_counter() - train_started) / 60, 1)
+        if args.reuse_first_phase:
+            train_minutes = None  # only the second phase ran here
         save_checkpoint(model, recipe, checkpoint)
     data["parameters"] = count_parameters(checkpoint)
 
@@ -124,11 +142,17 @@ def main(argv: list[str] | None = None) -> int:
     export_bundle(checkpoint, bundle, precision="fp32", verify=True,
                   max_tokens=recipe.max_tokens, log=log)
     set_decoding(bundle, keep_best_block=True)
+    main_margin, calibration = choose_main_margin(bundle, recipe.threads, log=log)
+    set_decoding(bundle, keep_best_block=True, main_margin=main_margin)
+    log(f"decoding: main_margin {main_margin:+.2f}, keep_best_block")
     scores = evaluate_bundle(bundle, recipe.threads)
     log(f"dev pages with ground truth: word F1 {scores['f1']:.4f} (P {scores['precision']:.4f}, "
         f"R {scores['recall']:.4f}), ROUGE-5 F1 {scores['rouge5_f1']:.4f}, "
         f"{scores['empty']} empty, {scores['errors']} errors")
     results = {"recipe": asdict(recipe), "data": data, "parameters": data.pop("parameters"),
+               "decoding": {"main_margin": main_margin, "keep_best_block": True,
+                            "calibration_f1": {f"{t:+.2f}": round(v, 4)
+                                               for t, v in calibration.items()}},
                "train_minutes": train_minutes,
                "total_minutes": round((time.perf_counter() - started) / 60, 1),
                "dev_groundtruth": {k: v for k, v in scores.items() if k != "per_page"},

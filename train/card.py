@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulpie_rt.train.calibrate import CALIBRATION_SOURCE
+
 
 def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: int) -> str:
     recipe = results["recipe"]
@@ -13,6 +15,8 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     verification = manifest.get("verification") or {}
     data = results["data"]
     params = results["parameters"]
+    calibration = ", ".join(f"{t}: {f:.3f}"
+                            for t, f in results["decoding"]["calibration_f1"].items())
     row = (f"| {dev['f1']:.3f} | {dev['precision']:.3f} | {dev['recall']:.3f} "
            f"| {dev['rouge5_f1']:.3f} | {dev['empty']} | {dev['errors']} |")
     return f"""# pulpie-rt default model
@@ -37,8 +41,12 @@ by their authors on far more data.
   tokens) trained on the blocks of the training pages. Chunks of at most
   {recipe['max_tokens']:,} tokens (the manifest's `max_tokens`; the Orange models use 8,192).
   Bundle size {bundle_bytes / 1e6:.1f} MB.
-- Decoding: `keep_best_block` (manifest `decoding`): when the model labels no block of a page
-  main, its most main-like block is kept, so a page with blocks never comes out empty.
+- Decoding (manifest `decoding`): a block is main when logit(main) - logit(other) >
+  `main_margin` = {results['decoding']['main_margin']:+.2f}, chosen on held-out calibration
+  pages (the dev corpus's {CALIBRATION_SOURCE} pages, Readability.js's expected output as
+  reference; none is a training or a ground-truth page) from {calibration}; and
+  `keep_best_block`: when no block of a page is main, its most main-like block is kept, so a
+  page with blocks never comes out empty.
 
 ## Training data and labels
 
@@ -54,11 +62,14 @@ by their authors on far more data.
 
 ## Recipe (`pulpie_rt.train.fit.Recipe`)
 
-Seed {recipe['seed']}; {recipe['epochs']} epochs over all chunks in batches of
-{recipe['batch_chunks']} (shuffled, similar lengths batched together); AdamW (β 0.9/0.98, weight
-decay {recipe['weight_decay']}), learning rate {recipe['learning_rate']} with
-{recipe['warmup_steps']} warm-up steps and linear decay; gradient clipping 1.0; cross-entropy at
-the SEP positions only, weighted by inverse class frequency; {recipe['threads']} CPU threads.
+Seed {recipe['seed']}; batches of {recipe['batch_chunks']} chunks (shuffled, similar lengths
+batched together); cross-entropy at the SEP positions only, weighted by inverse class
+frequency; AdamW (β 0.9/0.98, weight decay {recipe['weight_decay']}), gradient clipping 1.0;
+{recipe['threads']} CPU threads. Two phases, each with linear warm-up and linear decay: first
+{recipe['epochs']} epochs at learning rate {recipe['learning_rate']} ({recipe['warmup_steps']}
+warm-up steps), then {recipe['second_epochs']} more at {recipe['second_learning_rate']}
+({recipe['second_warmup_steps']} warm-up steps) with a fresh optimizer and its own seeded
+order.
 Training took {results.get('train_minutes')} min on a 2-core machine; the whole command
 {results.get('total_minutes')} min.
 

@@ -57,6 +57,9 @@ class Recipe:
     batch_chunks: int = 8
     learning_rate: float = 2e-3
     warmup_steps: int = 200
+    second_epochs: float = 1.0
+    second_learning_rate: float = 1e-3
+    second_warmup_steps: int = 100
     weight_decay: float = 0.01
     init_std: float = 0.02
     threads: int = 2
@@ -158,34 +161,59 @@ def _tensors(batch: list[TrainChunk], pad_id: int, sep_id: int):
     return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(labels)
 
 
-def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=print):
-    """The trained model (class-weighted CE at SEP positions, AdamW, warmup + linear decay)."""
+def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=print,
+                first_phase=None, after_first_phase=None):
+    """The trained model: class-weighted CE at SEP positions, in two phases, each AdamW with
+    warm-up and linear decay: ``epochs`` at ``learning_rate`` from a seeded init, then
+    ``second_epochs`` at ``second_learning_rate`` with a fresh optimizer and its own seeded
+    order. ``first_phase``: the model the first phase gave (saved by ``python -m
+    pulpie_rt.train``), to run only the second; the result is the same as running both.
+    ``after_first_phase(model)`` is called between the phases (to save the first one).
+    """
     import torch
     from transformers import EuroBertForTokenClassification
 
     torch.set_num_threads(recipe.threads)
-    torch.manual_seed(recipe.seed)
-    rng = random.Random(recipe.seed)
-    config = model_config(recipe, vocab_size)
-    config._attn_implementation = "sdpa"
-    model = EuroBertForTokenClassification(config)
-    model.train()
-
     n_main = sum(sum(c.labels) for c in chunks)
     n_all = sum(len(c.labels) for c in chunks)
     share = n_main / n_all
     # inverse class frequency, normalised so that a balanced batch has weight 1 on average
     weights = torch.tensor([0.5 / (1 - share), 0.5 / share])
+    if first_phase is None:
+        torch.manual_seed(recipe.seed)
+        config = model_config(recipe, vocab_size)
+        config._attn_implementation = "sdpa"
+        model = EuroBertForTokenClassification(config)
+        log(f"training: {len(chunks)} chunks, {n_all} SEPs ({share:.1%} main), "
+            f"{sum(p.numel() for p in model.parameters()):,} parameters")
+        _run_phase(model, chunks, recipe, recipe.epochs, recipe.learning_rate,
+                   recipe.warmup_steps, random.Random(recipe.seed), weights, log)
+        if after_first_phase is not None:
+            after_first_phase(model)
+    else:
+        model = first_phase
+    if recipe.second_epochs:
+        _run_phase(model, chunks, recipe, recipe.second_epochs, recipe.second_learning_rate,
+                   recipe.second_warmup_steps, random.Random(recipe.seed + 1), weights, log)
+    model.eval()
+    return model
+
+
+def _run_phase(model, chunks: list[TrainChunk], recipe: Recipe, epochs: float,
+               learning_rate: float, warmup_steps: int, rng: random.Random, weights, log
+               ) -> None:
+    import torch
+
+    model.train()
     loss_fn = torch.nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE)
     steps_per_epoch = math.ceil(len(chunks) / recipe.batch_chunks)
-    total_steps = int(steps_per_epoch * recipe.epochs)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate,
+    total_steps = int(steps_per_epoch * epochs)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
                                   betas=(0.9, 0.98), weight_decay=recipe.weight_decay)
-    warmup = min(recipe.warmup_steps, total_steps // 10 + 1)
+    warmup = min(warmup_steps, total_steps // 10 + 1)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, (total_steps - s) / (total_steps - warmup)))
-    log(f"training: {len(chunks)} chunks, {n_all} SEPs ({share:.1%} main), "
-        f"{sum(p.numel() for p in model.parameters()):,} parameters, {total_steps} steps")
+    log(f"phase: {epochs} epochs, {total_steps} steps, learning rate {learning_rate}")
     sep_id = SPECIAL_TOKENS.index(SEP_TOKEN)
     pad_id = SPECIAL_TOKENS.index(PAD_TOKEN)
     step, start, running = 0, time.perf_counter(), []
@@ -208,8 +236,6 @@ def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=p
                 log(f"step {step}/{total_steps} loss {np.mean(running):.4f} "
                     f"lr {schedule.get_last_lr()[0]:.2e} {elapsed / 60:.1f} min")
                 running = []
-    model.eval()
-    return model
 
 
 def save_checkpoint(model, recipe: Recipe, out_dir: Path) -> Path:
