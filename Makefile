@@ -1,7 +1,8 @@
 # Two set-up commands for a fresh machine (see README):
-#   make engine MODEL=small GPU=l4   -- the main job: export + verify + TensorRT engine into build/
-#   make test                        -- ruff + the whole test suite on CPU
-# Both create the virtual environment they need.
+#   make run    -- the main job: main content of every page of INPUT into OUT, with the embedded
+#                  default model on CPU, offline (MODEL=orange-small for the Orange model)
+#   make test   -- ruff + the whole test suite on CPU
+# Both create the virtual environment they need. On a GPU machine: make engine MODEL=small GPU=l4.
 
 PY      ?= python3
 VENV    := .venv
@@ -9,10 +10,12 @@ PYTHON  := $(VENV)/bin/python
 PIP     := $(PYTHON) -m pip
 MODEL   ?= small
 GPU     ?= auto
+INPUT   ?= ../shared/corpus/dev.jsonl.gz
+OUT     ?= $(BUILD)/main-content.jsonl
 PRECISION ?= fp16
 BUILD   := build
 
-.PHONY: venv test lint onnx engine bench bench-check golden tiny clean
+.PHONY: venv run test lint onnx engine bench bench-check quality golden tiny default-model clean
 
 venv: $(VENV)/.installed
 
@@ -27,6 +30,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q -e '.[dev,export]' selectolax==0.4.10 transformers==5.23.0
 	$(PIP) install -q --no-deps pulpie==0.0.2
 	touch $@
+
+# The main job. MODEL is only passed on when given on the command line (`make run
+# MODEL=orange-small`): the default is the embedded model (or $$PULPIE_RT_MODEL).
+run: venv
+	$(VENV)/bin/pulpie-rt run $(INPUT) --out $(OUT) $(if $(filter command line,$(origin MODEL)),--model $(MODEL))
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -54,6 +62,15 @@ bench: venv
 
 bench-check: venv
 	$(PYTHON) -m pulpie_rt.bench.check
+
+# Word F1 / ROUGE-5 on the dev pages with ground truth: the default model beside trafilatura.
+quality: venv
+	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
+	$(PYTHON) -m pulpie_rt.bench.quality
+
+# Retrain the embedded default model (seeded; about an hour on 2 cores) into pulpie_rt/default_model.
+default-model: venv
+	$(PYTHON) -m pulpie_rt.train
 
 # Rebuild the committed tiny random checkpoint the tests use (seeded: same bytes every time).
 tiny: venv

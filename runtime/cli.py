@@ -55,9 +55,10 @@ def _record(page, result) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
     from pulpie_rt.runtime.pipeline import PageInput, Pipeline
-    from tqdm import tqdm
 
     inputs = [Path(p) for p in args.inputs]
     out = Path(args.out)
@@ -121,8 +122,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL,
-                        help="hub name, checkpoint dir, bundle dir or engine file "
-                             f"(default {DEFAULT_MODEL})")
+                        help="default (the embedded model, or $PULPIE_RT_MODEL when set), a hub "
+                             "name (orange-small|orange-base|orange-large), checkpoint dir, "
+                             f"bundle dir or engine file (default {DEFAULT_MODEL})")
     parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
 
 

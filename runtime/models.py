@@ -2,6 +2,10 @@
 
 ``model`` may be
 
+- ``"default"`` (what ``Extractor()``, ``Pipeline()`` and ``pulpie-rt run`` use when given no
+  model): the model configured in ``$PULPIE_RT_MODEL`` if set, else the small model embedded
+  in the package (``pulpie_rt/default_model/``, trained on real pages by
+  ``python -m pulpie_rt.train``; offline, CPU-friendly);
 - a hub name (``orange-small`` …) or hub id (``owner/name``): downloaded with
   ``huggingface_hub``, then treated as a checkpoint directory;
 - a local Hugging Face checkpoint directory (``config.json`` + weights): exported once into
@@ -25,7 +29,8 @@ from pathlib import Path
 
 from pulpie_rt.runtime.bundle import Bundle, BundleError, is_bundle, load_bundle
 
-DEFAULT_MODEL = "orange-small"
+DEFAULT_MODEL = "default"
+MODEL_ENV = "PULPIE_RT_MODEL"
 HUB_MODELS = {
     "orange-small": "feyninc/pulpie-orange-small",
     "orange-base": "feyninc/pulpie-orange-base",
@@ -50,6 +55,13 @@ class ResolvedModel:
     @property
     def engine_path(self) -> Path | None:
         return self.engine_paths[0] if self.engine_paths else None
+
+
+def embedded_model_dir() -> Path:
+    """The bundle shipped inside the package (the model card is its ``README.md``)."""
+    import pulpie_rt
+
+    return Path(pulpie_rt.__file__).resolve().parent / "default_model"
 
 
 def cache_dir() -> Path:
@@ -134,6 +146,16 @@ def resolve_model(
     model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True
 ) -> ResolvedModel:
     """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
+    if str(model) == DEFAULT_MODEL:
+        configured = os.environ.get(MODEL_ENV, "").strip()
+        if configured and configured != DEFAULT_MODEL:
+            return resolve_model(configured, verify_export)
+        embedded = embedded_model_dir()
+        if not is_bundle(embedded):
+            raise ModelError(f"the embedded default model is missing from {embedded} (a broken "
+                             f"install?); pass a model (--model orange-small, a bundle or a "
+                             f"checkpoint directory) or set {MODEL_ENV}")
+        model = embedded
     path = Path(model).expanduser()
     engines: tuple[Path, ...] = ()
     if path.is_file() and path.suffix in ENGINE_SUFFIXES:
@@ -153,7 +175,7 @@ def resolve_model(
         repo_id = HUB_MODELS.get(name, name)
         if "/" not in repo_id or name.startswith((".", "/", "~")):
             raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
-                             f"({', '.join(HUB_MODELS)} or owner/name)")
+                             f"({DEFAULT_MODEL}, {', '.join(HUB_MODELS)} or owner/name)")
         path = export_checkpoint(download(repo_id), verify_export)
         engines = _find_engines(path)
     try:

@@ -42,6 +42,21 @@ def hostile_pages() -> dict[str, str]:
     }
 
 
+def test_run_without_model_uses_the_embedded_one_offline(tmp_path):
+    pages = small_dev_pages()[:3]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]}) + "\n"
+                           for p in pages), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PULPIE_RT_MODEL"}
+    env["HF_HUB_OFFLINE"] = "1"
+    done = subprocess.run([*CLI, "run", str(inp), "--out", str(tmp_path / "o.jsonl"),
+                           "--quiet"], capture_output=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr.decode()
+    records = read_jsonl(tmp_path / "o.jsonl")
+    assert [r["id"] for r in records] == [p["id"] for p in pages]
+    assert all(r["error"] is None and r["n_main"] > 0 and r["markdown"] for r in records)
+
+
 def test_extract_prints_markdown(tmp_path):
     page = small_dev_pages()[0]
     path = tmp_path / "page.html"
@@ -66,7 +81,8 @@ def test_one_line_errors_without_traceback(tmp_path):
     pages.write_text('{"id": "a", "html": "<p>x</p>"}\n')
     cases.append((("run", pages, "--out", tmp_path / "o.jsonl", "--model", tmp_path / "nope"),
                   f"pulpie-rt run: model '{tmp_path / 'nope'}': no such file or directory, "
-                  "and not a hub name (orange-small, orange-base, orange-large or owner/name)"))
+                  "and not a hub name (default, orange-small, orange-base, orange-large or "
+                  "owner/name)"))
     for args, message in cases:
         done = run_cli(*args)
         assert done.returncode == 2

@@ -15,6 +15,12 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     verification = manifest.get("verification") or {}
     data = results["data"]
     params = results["parameters"]
+    phases = (f"{recipe['epochs']} epochs at learning rate {recipe['learning_rate']} with "
+              f"{recipe['warmup_steps']} warm-up steps and linear decay.")
+    if recipe.get("second_epochs"):
+        phases += (f" Then {recipe['second_epochs']} more at {recipe['second_learning_rate']} "
+                   f"({recipe['second_warmup_steps']} warm-up steps) with a fresh optimizer and "
+                   "its own seeded order.")
     calibration = ", ".join(f"{t}: {f:.3f}"
                             for t, f in results["decoding"]["calibration_f1"].items())
     row = (f"| {dev['f1']:.3f} | {dev['precision']:.3f} | {dev['recall']:.3f} "
@@ -65,13 +71,9 @@ by their authors on far more data.
 Seed {recipe['seed']}; batches of {recipe['batch_chunks']} chunks (shuffled, similar lengths
 batched together); cross-entropy at the SEP positions only, weighted by inverse class
 frequency; AdamW (β 0.9/0.98, weight decay {recipe['weight_decay']}), gradient clipping 1.0;
-{recipe['threads']} CPU threads. Two phases, each with linear warm-up and linear decay: first
-{recipe['epochs']} epochs at learning rate {recipe['learning_rate']} ({recipe['warmup_steps']}
-warm-up steps), then {recipe['second_epochs']} more at {recipe['second_learning_rate']}
-({recipe['second_warmup_steps']} warm-up steps) with a fresh optimizer and its own seeded
-order.
+{recipe['threads']} CPU threads. {phases}
 Training took {results.get('train_minutes')} min on a 2-core machine; the whole command
-{results.get('total_minutes')} min.
+about {results.get('total_minutes')} min.
 
 Rebuild it (seeded, same weights for the same recipe, machine type and thread count):
 

@@ -1,0 +1,121 @@
+"""The embedded default model: shipped in the package, used without a model, offline, and as
+good on real pages as its training run measured."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from rt_helpers import tiny_bundle
+
+from pulpie_rt import Extractor
+from pulpie_rt.bench.quality import groundtruth_pages, score_pages
+from pulpie_rt.runtime.batches import Bucket
+from pulpie_rt.runtime.bundle import load_bundle
+from pulpie_rt.runtime.chunks import Chunk
+from pulpie_rt.runtime.labels import keep_best_block
+from pulpie_rt.runtime.models import MODEL_ENV, embedded_model_dir, resolve_model
+from pulpie_rt.runtime.pages import PreparedPage, predict_pages
+
+MAX_BUNDLE_BYTES = 25 * 1024 * 1024
+SUBSET = 16  # ground-truth dev pages re-scored here (the training run scored all 65)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    return json.loads((embedded_model_dir() / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def default_extractor() -> Extractor:
+    return Extractor()
+
+
+def test_embedded_bundle_is_complete_small_and_documented(results):
+    folder = embedded_model_dir()
+    bundle = load_bundle(folder)
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    assert size <= MAX_BUNDLE_BYTES, size
+    assert bundle.max_tokens == results["recipe"]["max_tokens"] == 1024
+    assert bundle.keep_best_block
+    assert bundle.manifest["verification"]["sep_agreement"] == 1.0
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "python -m pulpie_rt.train" in card
+    assert f"{results['dev_groundtruth']['f1']:.3f}" in card
+    assert results["dev_groundtruth"]["f1"] >= 0.80
+
+
+def test_no_model_means_the_embedded_one_offline(monkeypatch, default_extractor):
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert resolve_model().bundle.path == embedded_model_dir()
+    assert default_extractor.bundle.path == embedded_model_dir()
+    page = groundtruth_pages(limit=1)[0]
+    result = default_extractor.extract(page["html"])
+    assert result.error is None and result.n_main > 0 and result.text
+
+
+def test_a_configured_model_replaces_the_embedded_one(monkeypatch):
+    monkeypatch.setenv(MODEL_ENV, str(tiny_bundle()))
+    assert resolve_model().bundle.path == tiny_bundle()
+    assert resolve_model("default").bundle.path == tiny_bundle()
+    monkeypatch.setenv(MODEL_ENV, "default")
+    assert resolve_model().bundle.path == embedded_model_dir()
+
+
+def test_quality_on_groundtruth_pages_matches_the_training_run(results, default_extractor):
+    """Same per-page word F1 as recorded by the training run, on a spread subset; never an
+    empty output for a page whose blocks were kept."""
+    pages = groundtruth_pages(limit=SUBSET)
+    outputs = default_extractor.extract_batch([p["html"] for p in pages])
+    texts = {p["id"]: r.text for p, r in zip(pages, outputs, strict=True)}
+    scores = score_pages(texts, {p["id"]: p["reference"] for p in pages}, per_page=True)
+    recorded = results["dev_groundtruth_per_page"]
+    for page in pages:
+        assert scores["per_page"][page["id"]]["f1"] == pytest.approx(
+            recorded[page["id"]], abs=0.01), page["id"]
+    for page, result in zip(pages, outputs, strict=True):
+        assert result.error is None, page["id"]
+        if result.n_blocks:
+            assert result.text.strip(), page["id"]
+
+
+# ── keep_best_block decoding ─────────────────────────────────────────────────────────────
+
+
+def test_keep_best_block_marks_the_most_main_like_block_only_when_none_is_main():
+    blocks = [[0, 1], [2, 3]]
+    margins = [np.array([-3.0, -0.5]), np.array([-2.0, -4.0])]
+    assert keep_best_block([0, 0, 0, 0], blocks, margins) == [0, 1, 0, 0]
+    assert keep_best_block([0, 0, 1, 0], blocks, margins) == [0, 0, 1, 0]
+    # a chunk that ran short of SEPs (literal <|sep|> quirk) leaves its tail without margins
+    assert keep_best_block([0, 0, 0], [[0, 1, 2]], [np.array([-1.0])]) == [1, 0, 0]
+    assert keep_best_block([], [], []) == []
+
+
+class _AllOtherBackend:
+    """Every SEP says "other", with a margin that grows along the chunk."""
+
+    def __init__(self, keep_best: bool, main_margin: float | None = None):
+        self.bundle = SimpleNamespace(keep_best_block=keep_best, main_margin=main_margin)
+
+    def buckets(self) -> list[Bucket] | None:
+        return None
+
+    def predict(self, batch) -> list[np.ndarray]:
+        out = []
+        for row in range(batch.rows):
+            n_sep = int((batch.row(row) == 9).sum())
+            out.append(np.stack([np.full(n_sep, 5.0), np.linspace(0.0, 1.0, n_sep)], axis=1))
+        return out
+
+
+def test_predict_pages_applies_the_bundles_decoding_only_when_it_asks():
+    page = PreparedPage(["1", "2", "3"], [Chunk([0, 5, 9, 6, 9, 7, 9, 1], [0, 1, 2])], "")
+    assert predict_pages(_AllOtherBackend(False), [page]) == [[0, 0, 0]]
+    assert predict_pages(_AllOtherBackend(True), [page, None]) == [[0, 0, 1], None]
+    # margins are -5, -4.5, -4: a threshold of -4.6 makes the last two main
+    assert predict_pages(_AllOtherBackend(False, -4.6), [page]) == [[0, 1, 1]]
+    assert predict_pages(_AllOtherBackend(True, -4.6), [page]) == [[0, 1, 1]]
