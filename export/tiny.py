@@ -68,10 +68,12 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     return tokenizer
 
 
-def tiny_config(vocab_size: int):
+def eurobert_config(shape: dict, init_std: float):
+    """A ``EuroBertConfig`` for a 2-label token classifier with the real special-token ids and
+    RoPE theta; ``shape``: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+    num_attention_heads."""
     from transformers import EuroBertConfig
 
-    shape = {**TINY_SHAPE, "vocab_size": vocab_size}
     return EuroBertConfig(
         **shape,
         num_labels=2,
@@ -83,9 +85,13 @@ def tiny_config(vocab_size: int):
         pad_token_id=SPECIAL_TOKENS.index(PAD_TOKEN),
         mask_token_id=SPECIAL_TOKENS.index(MASK_TOKEN),
         max_position_embeddings=8192,
-        initializer_range=TINY_INIT_STD,
+        initializer_range=init_std,
         architectures=["EuroBertForTokenClassification"],
     )
+
+
+def tiny_config(vocab_size: int):
+    return eurobert_config({**TINY_SHAPE, "vocab_size": vocab_size}, TINY_INIT_STD)
 
 
 def _calibration_chunks(tokenizer, pages: list[dict], max_tokens: int = 1024) -> list[list[int]]:
@@ -136,6 +142,37 @@ def _tokenizer_config(max_tokens: int = 8192) -> dict:
     }
 
 
+def save_checkpoint_files(model, out: Path) -> None:
+    """``model.save_pretrained`` as the export reads it back."""
+    model.save_pretrained(out, safe_serialization=True)
+    # The published checkpoints' config.json carries a top-level rope_theta (read by the
+    # reference's fix_rotary_embeddings); transformers 5 reads rope_parameters. Keep both equal.
+    config_path = out / "config.json"
+    raw = json.loads(config_path.read_text(encoding="utf-8"))
+    raw["rope_theta"] = ROPE_THETA
+    raw.pop("transformers_version", None)
+    config_path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "generation_config.json").unlink(missing_ok=True)
+
+
+def write_tokenizer_files(tokenizer, out: Path, max_tokens: int = 8192) -> None:
+    """``tokenizer.json`` with the transformers side files (config, special-token map)."""
+    tokenizer.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(_tokenizer_config(max_tokens), indent=2) + "\n", encoding="utf-8"
+    )
+    special_map = {
+        "bos_token": BOS_TOKEN,
+        "eos_token": EOS_TOKEN,
+        "pad_token": PAD_TOKEN,
+        "mask_token": MASK_TOKEN,
+        "additional_special_tokens": [SEP_TOKEN],
+    }
+    (out / "special_tokens_map.json").write_text(
+        json.dumps(special_map, indent=2) + "\n", encoding="utf-8"
+    )
+
+
 def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0) -> Path:
     """Write a tiny random EuroBERT token classifier + tokenizer to ``out_dir``; return it."""
     import torch
@@ -161,30 +198,8 @@ def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0) -> Path:
         model.classifier.bias[1] -= shift / 2
         model.classifier.bias[0] += shift / 2
 
-    model.save_pretrained(out, safe_serialization=True)
-    # The published checkpoints' config.json carries a top-level rope_theta (read by the
-    # reference's fix_rotary_embeddings); transformers 5 reads rope_parameters. Keep both equal.
-    config_path = out / "config.json"
-    raw = json.loads(config_path.read_text(encoding="utf-8"))
-    raw["rope_theta"] = ROPE_THETA
-    raw.pop("transformers_version", None)
-    config_path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "generation_config.json").unlink(missing_ok=True)
-
-    tokenizer.save(str(out / "tokenizer.json"))
-    (out / "tokenizer_config.json").write_text(
-        json.dumps(_tokenizer_config(), indent=2) + "\n", encoding="utf-8"
-    )
-    special_map = {
-        "bos_token": BOS_TOKEN,
-        "eos_token": EOS_TOKEN,
-        "pad_token": PAD_TOKEN,
-        "mask_token": MASK_TOKEN,
-        "additional_special_tokens": [SEP_TOKEN],
-    }
-    (out / "special_tokens_map.json").write_text(
-        json.dumps(special_map, indent=2) + "\n", encoding="utf-8"
-    )
+    save_checkpoint_files(model, out)
+    write_tokenizer_files(tokenizer, out)
     return out
 
 

@@ -20,7 +20,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +28,13 @@ import numpy as np
 from pulpie_rt.export.tiny import (
     BOS_TOKEN,
     EOS_TOKEN,
-    MASK_TOKEN,
     PAD_TOKEN,
-    ROPE_THETA,
     SEP_TOKEN,
     SPECIAL_TOKENS,
-    _tokenizer_config,
+    eurobert_config,
+    save_checkpoint_files,
     train_tokenizer,
+    write_tokenizer_files,
 )
 from pulpie_rt.runtime.chunks import pack_chunks
 from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
@@ -64,7 +64,6 @@ class Recipe:
     init_std: float = 0.02
     threads: int = 2
     corpus: str = "train"
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -78,13 +77,7 @@ def build_tokenizer(records: list[dict], recipe: Recipe, out_dir: Path):
     blocks = [block for record in records for block in record["blocks"]]
     tokenizer = train_tokenizer(blocks, recipe.vocab_size)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(out_dir / "tokenizer.json"))
-    (out_dir / "tokenizer_config.json").write_text(
-        json.dumps(_tokenizer_config(recipe.max_tokens), indent=2) + "\n", encoding="utf-8")
-    special_map = {"bos_token": BOS_TOKEN, "eos_token": EOS_TOKEN, "pad_token": PAD_TOKEN,
-                   "mask_token": MASK_TOKEN, "additional_special_tokens": [SEP_TOKEN]}
-    (out_dir / "special_tokens_map.json").write_text(
-        json.dumps(special_map, indent=2) + "\n", encoding="utf-8")
+    write_tokenizer_files(tokenizer, out_dir, recipe.max_tokens)
     return load_tokenizer(out_dir / "tokenizer.json")
 
 
@@ -110,26 +103,11 @@ def build_chunks(records: list[dict], tokenizer, max_tokens: int) -> list[TrainC
 
 
 def model_config(recipe: Recipe, vocab_size: int):
-    from transformers import EuroBertConfig
-
-    return EuroBertConfig(
-        vocab_size=vocab_size,
-        hidden_size=recipe.hidden_size,
-        intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.num_hidden_layers,
-        num_attention_heads=recipe.num_attention_heads,
-        num_labels=2,
-        id2label={0: "other", 1: "main"},
-        label2id={"other": 0, "main": 1},
-        rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA},
-        bos_token_id=SPECIAL_TOKENS.index(BOS_TOKEN),
-        eos_token_id=SPECIAL_TOKENS.index(EOS_TOKEN),
-        pad_token_id=SPECIAL_TOKENS.index(PAD_TOKEN),
-        mask_token_id=SPECIAL_TOKENS.index(MASK_TOKEN),
-        max_position_embeddings=8192,
-        initializer_range=recipe.init_std,
-        architectures=["EuroBertForTokenClassification"],
-    )
+    shape = {"vocab_size": vocab_size, "hidden_size": recipe.hidden_size,
+             "intermediate_size": recipe.intermediate_size,
+             "num_hidden_layers": recipe.num_hidden_layers,
+             "num_attention_heads": recipe.num_attention_heads}
+    return eurobert_config(shape, recipe.init_std)
 
 
 def _batches(chunks: list[TrainChunk], batch_chunks: int, rng: random.Random
@@ -168,7 +146,8 @@ def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=p
     ``second_epochs`` at ``second_learning_rate`` with a fresh optimizer and its own seeded
     order. ``first_phase``: the model the first phase gave (saved by ``python -m
     pulpie_rt.train``), to run only the second; the result is the same as running both.
-    ``after_first_phase(model)`` is called between the phases (to save the first one).
+    ``after_first_phase(model)`` is called between the phases (to save the first one), when
+    there is a second.
     """
     import torch
     from transformers import EuroBertForTokenClassification
@@ -188,7 +167,7 @@ def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=p
             f"{sum(p.numel() for p in model.parameters()):,} parameters")
         _run_phase(model, chunks, recipe, recipe.epochs, recipe.learning_rate,
                    recipe.warmup_steps, random.Random(recipe.seed), weights, log)
-        if after_first_phase is not None:
+        if after_first_phase is not None and recipe.second_epochs:
             after_first_phase(model)
     else:
         model = first_phase
@@ -240,13 +219,7 @@ def _run_phase(model, chunks: list[TrainChunk], recipe: Recipe, epochs: float,
 
 def save_checkpoint(model, recipe: Recipe, out_dir: Path) -> Path:
     """``config.json`` + safetensors beside the tokenizer files, as ``pulpie_rt.export`` reads."""
-    model.save_pretrained(out_dir, safe_serialization=True)
-    config_path = out_dir / "config.json"
-    raw = json.loads(config_path.read_text(encoding="utf-8"))
-    raw["rope_theta"] = ROPE_THETA
-    raw.pop("transformers_version", None)
-    config_path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out_dir / "generation_config.json").unlink(missing_ok=True)
+    save_checkpoint_files(model, out_dir)
     (out_dir / "recipe.json").write_text(json.dumps(asdict(recipe), indent=2) + "\n",
                                          encoding="utf-8")
     return out_dir
