@@ -51,6 +51,11 @@ def sep_margins(sep_logits: np.ndarray) -> np.ndarray:
     return logits[:, 1] - logits[:, 0]
 
 
+def margin_labels(margins: np.ndarray, threshold: float) -> list[int]:
+    """1 where the margin is above ``threshold`` (a bundle's ``main_margin``), else 0."""
+    return (np.asarray(margins) > threshold).astype(int).tolist()
+
+
 def keep_best_block(
     predictions: list[int], chunk_block_indices: Sequence[Sequence[int]],
     chunk_margins: Sequence[np.ndarray]

@@ -24,6 +24,7 @@ from pulpie_rt.runtime.labels import (
     block_predictions,
     keep_best_block,
     labels_from_predictions,
+    margin_labels,
     sep_margins,
 )
 from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
@@ -181,7 +182,7 @@ def predict_pages(
         if threshold is None:
             preds[key] = argmax_labels(logits)
         else:
-            preds[key] = (margins[key] > threshold).astype(int).tolist()
+            preds[key] = margin_labels(margins[key], threshold)
 
     items = [
         ((page_index, chunk_index), chunk.token_ids)

@@ -141,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(bundle)
     export_bundle(checkpoint, bundle, precision="fp32", verify=True,
                   max_tokens=recipe.max_tokens, log=log)
-    set_decoding(bundle, keep_best_block=True)
     main_margin, calibration = choose_main_margin(bundle, recipe.threads, log=log)
     set_decoding(bundle, keep_best_block=True, main_margin=main_margin)
     log(f"decoding: main_margin {main_margin:+.2f}, keep_best_block")

@@ -17,6 +17,7 @@ from pulpie_rt.runtime.labels import (
     block_predictions,
     keep_best_block,
     labels_from_predictions,
+    margin_labels,
     sep_margins,
 )
 
@@ -69,7 +70,7 @@ def choose_main_margin(bundle_dir: Path, threads: int | None = None, log=print
         for page, prepared, margins in scored:
             blocks = [c.block_indices for c in prepared.chunks]
             preds = block_predictions(prepared.n_blocks, blocks,
-                                      [(m > threshold).astype(int).tolist() for m in margins])
+                                      [margin_labels(m, threshold) for m in margins])
             preds = keep_best_block(preds, blocks, margins)
             labels = labels_from_predictions(prepared.item_ids, preds)
             texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
