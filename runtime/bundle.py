@@ -16,6 +16,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
+      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1",
+                   "margin_weight": float},                              (optional)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -31,6 +33,10 @@ take the argmax at each SEP); the embedded default model uses it:
   the argmax, i.e. margin > 0); calibrated on held-out pages by ``pulpie_rt.train``;
 - ``keep_best_block``: when no block of a page is main, the block with the largest margin is
   kept anyway, so a page with blocks never comes out empty.
+
+``rescorer`` (the default model only): a tree ensemble over block features read from the page
+(``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
+times its margin, and ``main_margin`` and ``keep_best_block`` apply to that score.
 """
 
 from __future__ import annotations
@@ -89,6 +95,20 @@ class Bundle:
         return None if value is None else float(value)
 
     @property
+    def rescorer(self):
+        """The bundle's ``BlockRescorer`` (cached), or None when it has none."""
+        spec = self.manifest.get("rescorer")
+        if not spec:
+            return None
+        from pulpie_rt.runtime.rescore import load_rescorer
+
+        return load_rescorer(self.path / spec["file"], spec["margin_weight"], spec["features"])
+
+    @property
+    def has_rescorer(self) -> bool:
+        return bool(self.manifest.get("rescorer"))
+
+    @property
     def max_tokens(self) -> int:
         return int(self.manifest.get("max_tokens", 8192))
 
@@ -114,7 +134,10 @@ def load_bundle(path: str | Path) -> Bundle:
         raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
                           f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
     bundle = Bundle(root, manifest)
-    for needed in (bundle.onnx_path, bundle.tokenizer_path):
+    needed_files = [bundle.onnx_path, bundle.tokenizer_path]
+    if bundle.has_rescorer:
+        needed_files.append(root / manifest["rescorer"]["file"])
+    for needed in needed_files:
         if not needed.is_file():
             raise BundleError(f"{root}: bundle is missing {needed.name}")
     return bundle

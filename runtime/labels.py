@@ -56,26 +56,28 @@ def margin_labels(margins: np.ndarray, threshold: float) -> list[int]:
     return (np.asarray(margins) > threshold).astype(int).tolist()
 
 
-def keep_best_block(
-    predictions: list[int], chunk_block_indices: Sequence[Sequence[int]],
+def block_margins(
+    n_blocks: int, chunk_block_indices: Sequence[Sequence[int]],
     chunk_margins: Sequence[np.ndarray]
-) -> list[int]:
-    """``predictions`` with the most main-like block made main when no block is.
+) -> np.ndarray:
+    """One margin per block, mapped exactly as ``block_predictions`` maps predictions (NaN
+    where a chunk ran short)."""
+    margins = np.full(n_blocks, np.nan, dtype=np.float32)
+    for block_indices, values in zip(chunk_block_indices, chunk_margins, strict=True):
+        count = min(len(block_indices), len(values))
+        margins[list(block_indices[:count])] = values[:count]
+    return margins
 
-    Margins map to blocks exactly as ``block_predictions`` maps predictions; a page without
-    any SEP prediction is left alone.
+
+def keep_best_block(predictions: list[int], scores: np.ndarray) -> list[int]:
+    """``predictions`` with the block of the highest score made main when no block is.
+
+    ``scores`` has one value per block (NaN: none); a page without any score is left alone.
     """
-    if 1 in predictions:
-        return predictions
-    best, best_margin = None, -np.inf
-    for block_indices, margins in zip(chunk_block_indices, chunk_margins, strict=True):
-        for block_index, margin in zip(block_indices, margins, strict=False):
-            if margin > best_margin:
-                best, best_margin = block_index, float(margin)
-    if best is None:
+    if 1 in predictions or len(scores) == 0 or np.isnan(scores).all():
         return predictions
     kept = list(predictions)
-    kept[best] = 1
+    kept[int(np.nanargmax(scores))] = 1
     return kept
 
 

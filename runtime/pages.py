@@ -21,6 +21,7 @@ from pulpie_rt.runtime.blocks import extract_blocks
 from pulpie_rt.runtime.chunks import Chunk, pack_chunks
 from pulpie_rt.runtime.labels import (
     argmax_labels,
+    block_margins,
     block_predictions,
     keep_best_block,
     labels_from_predictions,
@@ -61,6 +62,7 @@ class PreparedPage:
     item_ids: list[str | None]
     chunks: list[Chunk]
     map_html: str
+    features: np.ndarray | None = None  # block_features, when the bundle has a rescorer
 
     @property
     def n_blocks(self) -> int:
@@ -113,16 +115,19 @@ class Preparer:
         eos_id: int | None,
         max_tokens: int = 8192,
         cutoff_length: int = 500,
+        block_features: bool = False,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
         self.max_tokens = max_tokens
         self.cutoff_length = cutoff_length
+        self.block_features = block_features
         self._tokenizer = None
 
     @classmethod
     def from_bundle(cls, bundle, cutoff_length: int = 500) -> Preparer:
-        """The preparer for a model bundle's tokenizer, special tokens and chunk size."""
+        """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
+        block features, when the bundle has a rescorer)."""
         return cls(
             bundle.tokenizer_path,
             bundle.sep_id,
@@ -130,6 +135,7 @@ class Preparer:
             bundle.eos_id,
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
+            block_features=bundle.has_rescorer,
         )
 
     def __getstate__(self) -> dict:
@@ -158,7 +164,15 @@ class Preparer:
             )
         except Exception as exc:
             raise PageError("tokenize", describe(exc)) from exc
-        return PreparedPage(item_ids, chunks, map_html)
+        features = None
+        if self.block_features:
+            from pulpie_rt.runtime.features import block_features
+
+            try:
+                features = block_features(map_html, item_ids)
+            except Exception as exc:
+                raise PageError("features", describe(exc)) from exc
+        return PreparedPage(item_ids, chunks, map_html, features)
 
 
 def predict_pages(
@@ -168,21 +182,18 @@ def predict_pages(
 
     A batch that fails is retried row by row, so one page that breaks the engine fails alone.
     The backend's bundle may ask for its own ``decoding`` (see ``runtime.bundle``): a margin
-    threshold instead of the argmax, and ``keep_best_block`` (``labels.keep_best_block``).
+    threshold instead of the argmax, ``keep_best_block`` (``labels.keep_best_block``) and a
+    block rescorer (``runtime.rescore``); see ``decide_blocks``.
     """
     bundle = getattr(backend, "bundle", None)
     keep_best = bool(bundle is not None and bundle.keep_best_block)
     threshold = bundle.main_margin if bundle is not None else None
-    margins: dict[tuple[int, int], np.ndarray] = {}
-    preds: dict[tuple[int, int], list[int]] = {}
+    rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
+    need_margins = keep_best or threshold is not None or rescorer is not None
+    outputs_by_key: dict[tuple[int, int], np.ndarray] = {}  # margins, or argmax predictions
 
     def decode(key: tuple[int, int], logits: np.ndarray) -> None:
-        if keep_best or threshold is not None:
-            margins[key] = sep_margins(logits)
-        if threshold is None:
-            preds[key] = argmax_labels(logits)
-        else:
-            preds[key] = margin_labels(margins[key], threshold)
+        outputs_by_key[key] = sep_margins(logits) if need_margins else argmax_labels(logits)
 
     items = [
         ((page_index, chunk_index), chunk.token_ids)
@@ -215,14 +226,32 @@ def predict_pages(
         elif page_index in failed:
             results.append(failed[page_index])
         else:
-            chunk_preds = [preds[(page_index, i)] for i in range(len(page.chunks))]
+            chunk_outputs = [outputs_by_key[(page_index, i)] for i in range(len(page.chunks))]
             chunk_blocks = [c.block_indices for c in page.chunks]
-            page_preds = block_predictions(page.n_blocks, chunk_blocks, chunk_preds)
-            if keep_best:
-                chunk_margins = [margins[(page_index, i)] for i in range(len(page.chunks))]
-                page_preds = keep_best_block(page_preds, chunk_blocks, chunk_margins)
-            results.append(page_preds)
+            if not need_margins:
+                results.append(block_predictions(page.n_blocks, chunk_blocks, chunk_outputs))
+                continue
+            try:
+                results.append(decide_blocks(page, chunk_outputs, threshold, keep_best, rescorer))
+            except Exception as exc:
+                results.append(PageError("rescore", describe(exc)))
     return results
+
+
+def decide_blocks(page: PreparedPage, chunk_margins: list[np.ndarray], threshold: float | None,
+                  keep_best: bool, rescorer=None) -> list[int]:
+    """A bundle's own decoding of one page: per-block scores (the margins, or the rescorer's
+    scores when the bundle has one) above ``threshold`` (None: 0) are main, and with
+    ``keep_best`` a page without any main block keeps its best-scoring one."""
+    scores = block_margins(page.n_blocks, [c.block_indices for c in page.chunks], chunk_margins)
+    if rescorer is not None:
+        if page.features is None:
+            raise ValueError("the bundle has a rescorer but the page has no block features "
+                             "(prepared without Preparer.from_bundle?)")
+        scores = rescorer.scores(page.features, scores)
+    predictions = margin_labels(np.nan_to_num(scores, nan=-np.inf),
+                                0.0 if threshold is None else threshold)
+    return keep_best_block(predictions, scores) if keep_best else predictions
 
 
 def finish_page(page: PreparedPage, predictions: list[int]) -> ExtractionResult:

@@ -15,7 +15,7 @@ from pulpie_rt.bench.quality import groundtruth_pages, score_pages
 from pulpie_rt.runtime.batches import Bucket
 from pulpie_rt.runtime.bundle import load_bundle
 from pulpie_rt.runtime.chunks import Chunk
-from pulpie_rt.runtime.labels import keep_best_block
+from pulpie_rt.runtime.labels import block_margins, keep_best_block
 from pulpie_rt.runtime.models import MODEL_ENV, embedded_model_dir, resolve_model
 from pulpie_rt.runtime.pages import PreparedPage, predict_pages
 
@@ -87,14 +87,18 @@ def test_quality_on_groundtruth_pages_matches_the_training_run(results, default_
 # ── keep_best_block decoding ─────────────────────────────────────────────────────────────
 
 
-def test_keep_best_block_marks_the_most_main_like_block_only_when_none_is_main():
+def test_block_margins_map_like_block_predictions_and_keep_best_block_uses_them():
     blocks = [[0, 1], [2, 3]]
-    margins = [np.array([-3.0, -0.5]), np.array([-2.0, -4.0])]
-    assert keep_best_block([0, 0, 0, 0], blocks, margins) == [0, 1, 0, 0]
-    assert keep_best_block([0, 0, 1, 0], blocks, margins) == [0, 0, 1, 0]
+    margins = block_margins(4, blocks, [np.array([-3.0, -0.5]), np.array([-2.0, -4.0])])
+    assert margins.tolist() == [-3.0, -0.5, -2.0, -4.0]
+    assert keep_best_block([0, 0, 0, 0], margins) == [0, 1, 0, 0]
+    assert keep_best_block([0, 0, 1, 0], margins) == [0, 0, 1, 0]
     # a chunk that ran short of SEPs (literal <|sep|> quirk) leaves its tail without margins
-    assert keep_best_block([0, 0, 0], [[0, 1, 2]], [np.array([-1.0])]) == [1, 0, 0]
-    assert keep_best_block([], [], []) == []
+    short = block_margins(3, [[0, 1, 2]], [np.array([-1.0])])
+    assert np.isnan(short[1:]).all()
+    assert keep_best_block([0, 0, 0], short) == [1, 0, 0]
+    assert keep_best_block([0, 0], np.array([np.nan, np.nan])) == [0, 0]
+    assert keep_best_block([], np.zeros(0)) == []
 
 
 class _AllOtherBackend:

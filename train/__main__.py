@@ -4,8 +4,9 @@
     make default-model
 
 Steps: blocks + rule labels of the train pages -> tokenizer -> chunks -> training -> Hugging
-Face checkpoint (``WORK/checkpoint``) -> verified fp32 ONNX bundle (``WORK/bundle``) -> word-F1
-on the dev pages with ground truth -> the bundle and its model card into ``--out``.
+Face checkpoint (``WORK/checkpoint``) -> verified fp32 ONNX bundle (``WORK/bundle``) -> block
+rescorer (``train.rescorer``) -> decoding calibrated on held-out pages (``train.calibrate``) ->
+word-F1 on the dev pages with ground truth -> the bundle and its model card into ``--out``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.runtime.bundle import MANIFEST_NAME
-from pulpie_rt.train.calibrate import choose_main_margin
+from pulpie_rt.train.calibrate import choose_decoding
 from pulpie_rt.train.card import model_card
 from pulpie_rt.train.fit import (
     Recipe,
@@ -32,6 +33,7 @@ from pulpie_rt.train.fit import (
 )
 
 BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
+RESCORER_FILE = "rescorer.onnx"
 
 
 def evaluate_bundle(bundle: Path, threads: int) -> dict:
@@ -56,15 +58,22 @@ def count_parameters(checkpoint: Path) -> int:
     return total
 
 
-def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None = None) -> None:
-    """The bundle's ``decoding`` (see ``pulpie_rt.runtime.bundle``): a small model is unsure on
-    some pages, and an empty result is the worst answer there; its margin threshold is
-    calibrated (``train.calibrate``)."""
+def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None = None,
+                 margin_weight: float | None = None) -> None:
+    """The bundle's ``decoding`` and ``rescorer`` entries (see ``pulpie_rt.runtime.bundle``): a
+    small model is unsure on some pages, and an empty result is the worst answer there; the
+    threshold and the rescorer's margin weight are calibrated (``train.calibrate``)."""
     path = bundle / MANIFEST_NAME
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["decoding"] = {"keep_best_block": keep_best_block}
     if main_margin is not None:
         manifest["decoding"]["main_margin"] = main_margin
+    manifest.pop("rescorer", None)
+    if margin_weight is not None:
+        from pulpie_rt.runtime.features import FEATURES_VERSION
+
+        manifest["rescorer"] = {"file": RESCORER_FILE, "features": FEATURES_VERSION,
+                                "margin_weight": margin_weight}
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -141,17 +150,25 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(bundle)
     export_bundle(checkpoint, bundle, precision="fp32", verify=True,
                   max_tokens=recipe.max_tokens, log=log)
-    main_margin, calibration = choose_main_margin(bundle, recipe.threads, log=log)
-    set_decoding(bundle, keep_best_block=True, main_margin=main_margin)
-    log(f"decoding: main_margin {main_margin:+.2f}, keep_best_block")
+    rescorer = None
+    if recipe.rescorer_rounds:
+        from pulpie_rt.train.rescorer import write_rescorer
+
+        rescorer = write_rescorer(bundle, recipe, log=log)
+        set_decoding(bundle, keep_best_block=True, margin_weight=0.0)  # read by calibration
+    margin_weight, main_margin, calibration = choose_decoding(bundle, recipe.threads, log=log)
+    set_decoding(bundle, keep_best_block=True, main_margin=main_margin,
+                 margin_weight=margin_weight)
+    log(f"decoding: main_margin {main_margin:+.2f}, keep_best_block"
+        + ("" if margin_weight is None else f", rescorer margin_weight {margin_weight:.2f}"))
     scores = evaluate_bundle(bundle, recipe.threads)
     log(f"dev pages with ground truth: word F1 {scores['f1']:.4f} (P {scores['precision']:.4f}, "
         f"R {scores['recall']:.4f}), ROUGE-5 F1 {scores['rouge5_f1']:.4f}, "
         f"{scores['empty']} empty, {scores['errors']} errors")
     results = {"recipe": asdict(recipe), "data": data, "parameters": data.pop("parameters"),
                "decoding": {"main_margin": main_margin, "keep_best_block": True,
-                            "calibration_f1": {f"{t:+.2f}": round(v, 4)
-                                               for t, v in calibration.items()}},
+                            "margin_weight": margin_weight, "calibration_f1": calibration},
+               "rescorer": rescorer,
                "train_minutes": train_minutes,
                "total_minutes": round((time.perf_counter() - started) / 60, 1),
                "dev_groundtruth": {k: v for k, v in scores.items() if k != "per_page"},
@@ -161,10 +178,12 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    for name in BUNDLE_FILES:
+    files = BUNDLE_FILES + ((RESCORER_FILE,) if rescorer else ())
+    (out / RESCORER_FILE).unlink(missing_ok=True)
+    for name in files:
         shutil.copyfile(bundle / name, out / name)
     shutil.copyfile(work / "results.json", out / "results.json")
-    size = sum((out / n).stat().st_size for n in BUNDLE_FILES)
+    size = sum((out / n).stat().st_size for n in files)
     manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
     (out / "README.md").write_text(model_card(results, manifest, size), encoding="utf-8")
     log(f"bundle and model card -> {out} ({size / 1e6:.1f} MB)")

@@ -1,10 +1,12 @@
-"""Calibrate the default model's decision threshold on held-out pages.
+"""Calibrate the default model's decoding on held-out pages.
 
 Class-weighted training leaves the logit margin's zero point somewhere near, not at, the best
-cut. ``choose_main_margin`` picks the margin threshold (``decoding.main_margin`` in the bundle)
-that gives the best mean word-F1 on the calibration pages: the dev corpus's
-mozilla/readability pages, whose references are Readability.js's expected output. They share no
-page with the training corpus or with the ground-truth pages the model is scored on.
+cut, and how much the transformer's margin should count beside the rescorer's log-odds is not
+known from training either (the rescorer never sees the margin). ``choose_decoding`` picks the
+rescorer's ``margin_weight`` and the threshold (``decoding.main_margin``) that give the best
+mean word-F1 on the calibration pages: the dev corpus's mozilla/readability pages, whose
+references are Readability.js's expected output. They share no page with the training corpus
+or with the ground-truth pages the model is scored on.
 """
 
 from __future__ import annotations
@@ -13,16 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.labels import (
-    block_predictions,
-    keep_best_block,
-    labels_from_predictions,
-    margin_labels,
-    sep_margins,
-)
+from pulpie_rt.runtime.labels import labels_from_predictions, sep_margins
 
 CALIBRATION_SOURCE = "mozilla/readability"
 MARGIN_GRID = tuple(-0.25 * i + 0.0 for i in range(9))  # 0, -0.25 … -2 (+ 0.0: no "-0.00")
+WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0)  # margin_weight, with a rescorer
 
 
 def calibration_pages() -> list[dict]:
@@ -54,28 +51,43 @@ def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None
     return out
 
 
-def choose_main_margin(bundle_dir: Path, threads: int | None = None, log=print
-                       ) -> tuple[float, dict[float, float]]:
-    """The best threshold of ``MARGIN_GRID`` (ties: the one nearest 0) and every F1 tried."""
+def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
+                    ) -> tuple[float | None, float, dict[str, float]]:
+    """``(margin_weight, main_margin, every F1 tried)``: the best pair of ``WEIGHT_GRID`` x
+    ``MARGIN_GRID`` (``margin_weight`` None and the margin grid alone when the bundle has no
+    rescorer); ties go to the smaller weight, then the threshold nearest 0."""
     from pulpie_rt.bench.quality import score_pages
+    from pulpie_rt.runtime.bundle import load_bundle
     from pulpie_rt.runtime.markdown import to_text
+    from pulpie_rt.runtime.pages import decide_blocks
     from pulpie_rt.runtime.reconstruct import extract_main_html
+    from pulpie_rt.runtime.rescore import BlockRescorer
 
+    bundle = load_bundle(bundle_dir)
+    spec = bundle.manifest.get("rescorer")
     pages = calibration_pages()
     scored = page_margins(bundle_dir, pages, threads)
     references = {p["id"]: p["reference"] for p in pages}
-    f1: dict[float, float] = {}
-    for threshold in MARGIN_GRID:
-        texts = {}
-        for page, prepared, margins in scored:
-            blocks = [c.block_indices for c in prepared.chunks]
-            preds = block_predictions(prepared.n_blocks, blocks,
-                                      [margin_labels(m, threshold) for m in margins])
-            preds = keep_best_block(preds, blocks, margins)
-            labels = labels_from_predictions(prepared.item_ids, preds)
-            texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
-        f1[threshold] = score_pages(texts, references)["f1"]
-        log(f"calibration on {len(pages)} {CALIBRATION_SOURCE} pages: main_margin "
-            f"{threshold:+.2f} -> word F1 {f1[threshold]:.4f}")
-    best = max(MARGIN_GRID, key=lambda t: (round(f1[t], 4), t))
-    return best, f1
+    weights: tuple[float | None, ...] = (None,)
+    rescorers: dict[float | None, BlockRescorer | None] = {None: None}
+    if spec:
+        weights = WEIGHT_GRID
+        rescorers = {w: BlockRescorer(bundle_dir / spec["file"], w, spec["features"])
+                     for w in weights}
+    f1: dict[str, float] = {}
+    best: tuple[float | None, float] | None = None
+    for weight in weights:
+        for threshold in MARGIN_GRID:
+            texts = {}
+            for page, prepared, margins in scored:
+                preds = decide_blocks(prepared, margins, threshold, True, rescorers[weight])
+                labels = labels_from_predictions(prepared.item_ids, preds)
+                texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
+            name = f"{threshold:+.2f}" if weight is None else f"w{weight:.2f} {threshold:+.2f}"
+            f1[name] = round(score_pages(texts, references)["f1"], 4)
+            log(f"calibration on {len(pages)} {CALIBRATION_SOURCE} pages: "
+                + ("" if weight is None else f"margin_weight {weight:.2f}, ")
+                + f"main_margin {threshold:+.2f} -> word F1 {f1[name]:.4f}")
+            if best is None or f1[name] > best[2]:
+                best = (weight, threshold, f1[name])
+    return best[0], best[1], f1

@@ -64,6 +64,11 @@ class Recipe:
     init_std: float = 0.02
     threads: int = 2
     corpus: str = "train"
+    # the block rescorer (train.rescorer): LightGBM over runtime.features; 0 rounds: none
+    rescorer_rounds: int = 150
+    rescorer_learning_rate: float = 0.1
+    rescorer_leaves: int = 63
+    rescorer_min_leaf: int = 50
 
 
 @dataclass

@@ -1,0 +1,122 @@
+"""The block rescorer: LightGBM -> ONNX parity, the runtime's checks, and how a bundle's
+rescorer decides blocks in predict_pages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from rt_helpers import tiny_bundle
+
+from pulpie_rt.runtime.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.chunks import Chunk
+from pulpie_rt.runtime.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.rescore import BlockRescorer, RescorerError
+from pulpie_rt.train.fit import Recipe
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("onnxmltools")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, N_FEATURES)).astype(np.float32)
+    x[:, 0] = rng.integers(0, 10, size=len(x))  # categorical tag columns
+    x[:, 1] = rng.integers(0, 10, size=len(x))
+    words = FEATURE_NAMES.index("words")
+    y = ((x[:, words] + (x[:, 0] == 3) + 0.3 * rng.normal(size=len(x))) > 0.5).astype(int)
+    recipe = replace(Recipe(), rescorer_rounds=30, rescorer_min_leaf=20, threads=1)
+    booster = fit_rescorer(x, y, recipe)
+    path = tmp_path_factory.mktemp("rescorer") / "rescorer.onnx"
+    check = save_rescorer(booster, path, x[:500])
+    return booster, path, x, check
+
+
+def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
+    booster, path, x, check = trained
+    assert check["rows"] == 500 and check["rows_off_by_over_1e-4"] == 0
+    assert check["max_abs_probability_difference"] < 1e-5
+    rescorer = BlockRescorer(path, margin_weight=0.0, features=FEATURES_VERSION)
+    assert rescorer.log_odds(x[:1000]) == pytest.approx(
+        booster.predict(x[:1000], raw_score=True), abs=2e-3)
+    assert rescorer.log_odds(np.zeros((0, N_FEATURES), np.float32)).shape == (0,)
+
+
+def test_rescorer_scores_add_the_weighted_margin_and_ignore_missing_ones(trained):
+    _, path, x, _ = trained
+    rescorer = BlockRescorer(path, margin_weight=0.5, features=FEATURES_VERSION)
+    base = rescorer.log_odds(x[:3])
+    scores = rescorer.scores(x[:3], np.array([2.0, np.nan, -4.0], np.float32))
+    assert scores == pytest.approx(base + np.array([1.0, 0.0, -2.0]), abs=1e-6)
+
+
+def test_rescorer_refuses_other_feature_layouts(trained):
+    _, path, x, _ = trained
+    with pytest.raises(RescorerError, match="rescorer reads features 'blocks-v0', this "
+                                            "runtime computes 'blocks-v1'"):
+        BlockRescorer(path, margin_weight=0.0, features="blocks-v0")
+    rescorer = BlockRescorer(path, margin_weight=0.0, features=FEATURES_VERSION)
+    with pytest.raises(RescorerError, match=f"features have 3 columns, the rescorer reads "
+                                            f"{N_FEATURES}"):
+        rescorer.log_odds(x[:2, :3])
+
+
+def test_a_bundle_naming_a_missing_rescorer_is_refused(tmp_path):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle(), bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["rescorer"] = {"file": "rescorer.onnx", "features": FEATURES_VERSION,
+                            "margin_weight": 0.25}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="bundle is missing rescorer.onnx"):
+        load_bundle(bundle)
+
+
+class _FirstColumnRescorer:
+    """Score = feature column 0 + the margin (a stand-in for the ONNX ensemble)."""
+
+    def scores(self, features, margins):
+        return features[:, 0] + np.nan_to_num(margins, nan=0.0)
+
+
+class _MarginBackend:
+    """Margins -1, 0, +1 along each chunk's SEPs; its bundle has a rescorer."""
+
+    def __init__(self, main_margin: float):
+        self.bundle = SimpleNamespace(keep_best_block=True, main_margin=main_margin,
+                                      has_rescorer=True, rescorer=_FirstColumnRescorer())
+
+    def buckets(self):
+        return None
+
+    def predict(self, batch):
+        out = []
+        for row in range(batch.rows):
+            n_sep = int((batch.row(row) == 9).sum())
+            out.append(np.stack([np.zeros(n_sep), np.linspace(-1.0, 1.0, n_sep)], axis=1))
+        return out
+
+
+def test_predict_pages_decides_by_the_rescorers_scores():
+    chunk = Chunk([0, 5, 9, 6, 9, 7, 9, 1], [0, 1, 2])
+    features = np.zeros((3, N_FEATURES), np.float32)
+    features[:, 0] = [3.0, -1.0, -3.0]  # scores: 3 - 1 = 2, -1 + 0 = -1, -3 + 1 = -2
+    page = PreparedPage(["1", "2", "3"], [chunk], "", features)
+    assert predict_pages(_MarginBackend(-1.5), [page]) == [[1, 1, 0]]
+    assert predict_pages(_MarginBackend(0.0), [page]) == [[1, 0, 0]]
+    # nothing above the threshold: keep_best_block keeps the best score, not the best margin
+    assert predict_pages(_MarginBackend(5.0), [page]) == [[1, 0, 0]]
+    # a page prepared without features fails alone, naming the stage and the reason
+    bare = PreparedPage(["1", "2", "3"], [chunk], "")
+    outcome = predict_pages(_MarginBackend(0.0), [bare, page])
+    assert str(outcome[0]) == ("rescore: ValueError: the bundle has a rescorer but the page has "
+                               "no block features (prepared without Preparer.from_bundle?)")
+    assert outcome[1] == [1, 0, 0]
