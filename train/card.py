@@ -21,8 +21,42 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
         phases += (f" Then {recipe['second_epochs']} more at {recipe['second_learning_rate']} "
                    f"({recipe['second_warmup_steps']} warm-up steps) with a fresh optimizer and "
                    "its own seeded order.")
-    calibration = ", ".join(f"{t}: {f:.3f}"
-                            for t, f in results["decoding"]["calibration_f1"].items())
+    decoding = results["decoding"]
+    calibration_f1 = decoding["calibration_f1"]
+    best = max(calibration_f1.values())
+    rescorer = results.get("rescorer")
+    if rescorer:
+        check = rescorer["onnx_check"]
+        rescorer_text = f"""
+- A block rescorer (`rescorer.onnx`, manifest `rescorer`): a LightGBM ensemble of
+  {rescorer['trees']} trees over {rescorer['features']} block features
+  (`pulpie_rt.runtime.features`: words, link density, the ancestors' tags and class/id words,
+  position, the Readability-style container of the page's prose, repeated texts), read from
+  the page's DOM, which a 1,024-token window cannot see. Trained on the same blocks and labels
+  ({rescorer['blocks']:,} blocks; LightGBM learning rate {recipe['rescorer_learning_rate']},
+  {recipe['rescorer_leaves']} leaves, at least {recipe['rescorer_min_leaf']} blocks per leaf,
+  seeded and deterministic) and saved as ONNX `ai.onnx.ml` tree operators, so onnxruntime
+  runs it. Against LightGBM on every training block: max |Δp| {
+            check['max_abs_probability_difference']:.1e}, {check['rows_off_by_over_1e-4']} rows
+  off by over 1e-4 (float32 thresholds).
+- Decoding (manifest `decoding`): a block's score is the rescorer's log-odds plus
+  `margin_weight` = {decoding['margin_weight']:.2f} times the transformer's margin
+  (logit(main) - logit(other)); the block is main when the score is above `main_margin` =
+  {decoding['main_margin']:+.2f}. Both were chosen together on held-out calibration pages (the
+  dev corpus's {CALIBRATION_SOURCE} pages, Readability.js's expected output as reference;
+  none is a training or a ground-truth page): word F1 {best:.3f} there, of
+  {len(calibration_f1)} pairs tried (all in `results.json`). `keep_best_block`: when no block
+  of a page is main, its best-scoring block is kept, so a page with blocks never comes out
+  empty."""
+    else:
+        rescorer_text = f"""
+- Decoding (manifest `decoding`): a block is main when logit(main) - logit(other) >
+  `main_margin` = {decoding['main_margin']:+.2f}, chosen on held-out calibration pages (the
+  dev corpus's {CALIBRATION_SOURCE} pages, Readability.js's expected output as reference;
+  none is a training or a ground-truth page): word F1 {best:.3f} there, of
+  {len(calibration_f1)} thresholds tried (all in `results.json`). `keep_best_block`: when no
+  block of a page is main, its most main-like block is kept, so a page with blocks never
+  comes out empty."""
     row = (f"| {dev['f1']:.3f} | {dev['precision']:.3f} | {dev['recall']:.3f} "
            f"| {dev['rouge5_f1']:.3f} | {dev['empty']} | {dev['errors']} |")
     return f"""# pulpie-rt default model
@@ -46,13 +80,7 @@ by their authors on far more data.
   its own byte-level BPE tokenizer ({model['vocab_size']:,} tokens with the EuroBERT special
   tokens) trained on the blocks of the training pages. Chunks of at most
   {recipe['max_tokens']:,} tokens (the manifest's `max_tokens`; the Orange models use 8,192).
-  Bundle size {bundle_bytes / 1e6:.1f} MB.
-- Decoding (manifest `decoding`): a block is main when logit(main) - logit(other) >
-  `main_margin` = {results['decoding']['main_margin']:+.2f}, chosen on held-out calibration
-  pages (the dev corpus's {CALIBRATION_SOURCE} pages, Readability.js's expected output as
-  reference; none is a training or a ground-truth page) from {calibration}; and
-  `keep_best_block`: when no block of a page is main, its most main-like block is kept, so a
-  page with blocks never comes out empty.
+  Bundle size {bundle_bytes / 1e6:.1f} MB.{rescorer_text}
 
 ## Training data and labels
 

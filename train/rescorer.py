@@ -109,6 +109,7 @@ def save_rescorer(booster, path: Path, check_features: np.ndarray) -> dict:
         booster, initial_types=[("features", FloatTensorType([None, N_FEATURES]))],
         target_opset=ONNX_ML_OPSET, zipmap=False)
     model.doc_string = f"pulpie-rt block rescorer over {FEATURES_VERSION} features"
+    model.graph.name = "pulpie_rt_block_rescorer"  # onnxmltools names it by a random uuid
     path.write_bytes(model.SerializeToString())
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (probabilities,) = session.run(["probabilities"],
