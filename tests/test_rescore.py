@@ -37,11 +37,11 @@ def trained(tmp_path_factory):
     booster = fit_rescorer(x, y, recipe)
     path = tmp_path_factory.mktemp("rescorer") / "rescorer.onnx"
     check = save_rescorer(booster, path, x[:500])
-    return booster, path, x, check
+    return booster, path, x, check, y
 
 
 def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
-    booster, path, x, check = trained
+    booster, path, x, check, _ = trained
     assert check["rows"] == 500 and check["rows_off_by_over_1e-4"] == 0
     assert check["max_abs_probability_difference"] < 1e-5
     rescorer = BlockRescorer(path, margin_weight=0.0, features=FEATURES_VERSION)
@@ -51,7 +51,7 @@ def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
 
 
 def test_rescorer_scores_add_the_weighted_margin_and_ignore_missing_ones(trained):
-    _, path, x, _ = trained
+    _, path, x, _, _ = trained
     rescorer = BlockRescorer(path, margin_weight=0.5, features=FEATURES_VERSION)
     base = rescorer.log_odds(x[:3])
     scores = rescorer.scores(x[:3], np.array([2.0, np.nan, -4.0], np.float32))
@@ -59,7 +59,7 @@ def test_rescorer_scores_add_the_weighted_margin_and_ignore_missing_ones(trained
 
 
 def test_rescorer_refuses_other_feature_layouts(trained):
-    _, path, x, _ = trained
+    _, path, x, _, _ = trained
     with pytest.raises(RescorerError, match="rescorer reads features 'blocks-v0', this "
                                             "runtime computes 'blocks-v1'"):
         BlockRescorer(path, margin_weight=0.0, features="blocks-v0")
@@ -120,3 +120,13 @@ def test_predict_pages_decides_by_the_rescorers_scores():
     assert str(outcome[0]) == ("rescore: ValueError: the bundle has a rescorer but the page has "
                                "no block features (prepared without Preparer.from_bundle?)")
     assert outcome[1] == [1, 0, 0]
+
+
+def test_the_same_recipe_gives_a_byte_identical_rescorer(trained, tmp_path):
+    from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
+
+    _, path, x, _, y = trained
+    recipe = replace(Recipe(), rescorer_rounds=30, rescorer_min_leaf=20, threads=1)
+    again = tmp_path / "again.onnx"
+    save_rescorer(fit_rescorer(x, y, recipe), again, x[:10])
+    assert again.read_bytes() == path.read_bytes()
