@@ -130,4 +130,8 @@ the figures are in the project README.
 - Trained on 986 pages, mostly English; it has seen few pages of other languages and scripts.
 - A 1,024-token chunk holds roughly 25-50 blocks: the model sees that much context.
 - Its labels are its own: they are not meant to match the reference `pulpie` models.
+- The rescorer reads link density as a sign of boilerplate: a page whose main content is one
+  long list of links (a sitemap, an index) can lose it.
+- How much each part contributes on the ground-truth pages (transformer only, rescorer only,
+  both): `python -m pulpie_rt.bench.default_model_parts`.
 """
