@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -175,12 +176,49 @@ class Preparer:
         return PreparedPage(item_ids, chunks, map_html, features)
 
 
+def run_chunks(
+    backend, pages: list[PreparedPage | None], read,
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+) -> tuple[dict[tuple[int, int], Any], dict[int, PageError]]:
+    """Every chunk of ``pages`` through the one batcher and ``backend``: ``read(logits)`` per
+    ``(page index, chunk index)``, and the pages whose inference failed.
+
+    A batch that fails is retried row by row, so one page that breaks the engine fails alone.
+    """
+    items = [
+        ((page_index, chunk_index), chunk.token_ids)
+        for page_index, page in enumerate(pages)
+        if page is not None
+        for chunk_index, chunk in enumerate(page.chunks)
+    ]
+    outputs: dict[tuple[int, int], Any] = {}
+    failed: dict[int, PageError] = {}
+    attention = getattr(backend, "attention_budget", None)
+    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention):
+        try:
+            batch_logits = backend.predict(batch)
+        except Exception:
+            batch_logits = None
+        if batch_logits is not None:
+            for key, logits in zip(batch.keys, batch_logits, strict=True):
+                outputs[key] = read(logits)
+            continue
+        for row, key in enumerate(batch.keys):
+            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
+            try:
+                (logits,) = backend.predict(single[0])
+                outputs[key] = read(logits)
+            except Exception as exc:
+                failed[key[0]] = PageError("inference", describe(exc))
+    return outputs, failed
+
+
 def predict_pages(
     backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
 ) -> list[list[int] | PageError | None]:
-    """Per page its block predictions (``None`` pages stay ``None``).
+    """Per page its block predictions (``None`` pages stay ``None``; a page whose inference
+    failed gets its ``PageError``, see ``run_chunks``).
 
-    A batch that fails is retried row by row, so one page that breaks the engine fails alone.
     The backend's bundle may ask for its own ``decoding`` (see ``runtime.bundle``): a margin
     threshold instead of the argmax, ``keep_best_block`` (``labels.keep_best_block``) and a
     block rescorer (``runtime.rescore``); see ``decide_blocks``.
@@ -190,35 +228,8 @@ def predict_pages(
     threshold = bundle.main_margin if bundle is not None else None
     rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
     need_margins = keep_best or threshold is not None or rescorer is not None
-    outputs_by_key: dict[tuple[int, int], np.ndarray] = {}  # margins, or argmax predictions
-
-    def decode(key: tuple[int, int], logits: np.ndarray) -> None:
-        outputs_by_key[key] = sep_margins(logits) if need_margins else argmax_labels(logits)
-
-    items = [
-        ((page_index, chunk_index), chunk.token_ids)
-        for page_index, page in enumerate(pages)
-        if page is not None
-        for chunk_index, chunk in enumerate(page.chunks)
-    ]
-    failed: dict[int, PageError] = {}
-    attention = getattr(backend, "attention_budget", None)
-    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention):
-        try:
-            outputs = backend.predict(batch)
-        except Exception:
-            outputs = None
-        if outputs is not None:
-            for key, logits in zip(batch.keys, outputs, strict=True):
-                decode(key, logits)
-            continue
-        for row, key in enumerate(batch.keys):
-            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
-            try:
-                (logits,) = backend.predict(single[0])
-                decode(key, logits)
-            except Exception as exc:
-                failed[key[0]] = PageError("inference", describe(exc))
+    read = sep_margins if need_margins else argmax_labels
+    outputs_by_key, failed = run_chunks(backend, pages, read, max_batch_tokens)
     results: list[list[int] | PageError | None] = []
     for page_index, page in enumerate(pages):
         if page is None:

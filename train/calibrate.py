@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from pulpie_rt.runtime.labels import labels_from_predictions, sep_margins
 
 CALIBRATION_SOURCE = "mozilla/readability"
@@ -32,23 +30,18 @@ def calibration_pages() -> list[dict]:
 def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:
     """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU."""
     from pulpie_rt.runtime.backends import create_backend
-    from pulpie_rt.runtime.batches import make_batches
     from pulpie_rt.runtime.bundle import load_bundle
-    from pulpie_rt.runtime.pages import Preparer
+    from pulpie_rt.runtime.pages import Preparer, run_chunks
 
     bundle = load_bundle(bundle_dir)
     backend = create_backend(bundle, "onnxruntime", "cpu", threads=threads)
     preparer = Preparer.from_bundle(bundle)
-    out = []
-    for page in pages:
-        prepared = preparer.prepare(page["html"])
-        items = [(i, chunk.token_ids) for i, chunk in enumerate(prepared.chunks)]
-        margins: dict[int, np.ndarray] = {}
-        for batch in make_batches(items, 16384, backend.buckets()):
-            for key, logits in zip(batch.keys, backend.predict(batch), strict=True):
-                margins[key] = sep_margins(logits)
-        out.append((page, prepared, [margins[i] for i in range(len(prepared.chunks))]))
-    return out
+    prepared = [preparer.prepare(page["html"]) for page in pages]
+    margins, failed = run_chunks(backend, prepared, sep_margins, 16384)
+    if failed:
+        raise RuntimeError(f"calibration pages failed: {sorted(failed.items())[:3]}")
+    return [(page, ready, [margins[(i, c)] for c in range(len(ready.chunks))])
+            for i, (page, ready) in enumerate(zip(pages, prepared, strict=True))]
 
 
 def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
