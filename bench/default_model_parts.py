@@ -28,16 +28,10 @@ TRANSFORMER_ONLY_MARGIN = -1.5  # the transformer-only bundle's calibrated thres
 def run(model: Path, out: Path | None) -> dict:
     from pulpie_rt.bench.quality import groundtruth_pages, score_pages
     from pulpie_rt.runtime.bundle import load_bundle
-    from pulpie_rt.runtime.labels import labels_from_predictions
-    from pulpie_rt.runtime.markdown import to_text
-    from pulpie_rt.runtime.pages import decide_blocks
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-    from pulpie_rt.runtime.rescore import BlockRescorer
-    from pulpie_rt.train.calibrate import page_margins
+    from pulpie_rt.train.calibrate import decoded_texts, page_margins
 
     bundle = load_bundle(model)
-    spec = bundle.manifest["rescorer"]
-    shipped_weight = float(spec["margin_weight"])
+    shipped_weight = float(bundle.manifest["rescorer"]["margin_weight"])
     shipped_margin = bundle.main_margin
     calibration = json.loads((model / "results.json").read_text(encoding="utf-8"))[
         "decoding"]["calibration_f1"]
@@ -54,14 +48,8 @@ def run(model: Path, out: Path | None) -> dict:
     ]
     results = {}
     for name, weight, threshold in rows:
-        rescorer = None if weight is None else BlockRescorer(
-            model / spec["file"], weight, spec["features"])
-        texts = {}
-        for page, prepared, margins in scored:
-            preds = decide_blocks(prepared, margins, threshold, True, rescorer)
-            labels = labels_from_predictions(prepared.item_ids, preds)
-            texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
-        scores = score_pages(texts, references)
+        rescorer = None if weight is None else bundle.load_rescorer(weight)
+        scores = score_pages(decoded_texts(scored, threshold, rescorer), references)
         results[name] = {"margin_weight": weight, "main_margin": threshold,
                          **{k: scores[k] for k in ("f1", "precision", "recall", "empty")}}
         print(f"{name:42s} weight {'-' if weight is None else f'{weight:.2f}':>4s} "

@@ -95,18 +95,26 @@ class Bundle:
         return None if value is None else float(value)
 
     @property
-    def rescorer(self):
-        """The bundle's ``BlockRescorer`` (cached), or None when it has none."""
-        spec = self.manifest.get("rescorer")
-        if not spec:
-            return None
-        from pulpie_rt.runtime.rescore import load_rescorer
-
-        return load_rescorer(self.path / spec["file"], spec["margin_weight"], spec["features"])
-
-    @property
     def has_rescorer(self) -> bool:
         return bool(self.manifest.get("rescorer"))
+
+    @property
+    def rescorer_path(self) -> Path | None:
+        return self.path / self.manifest["rescorer"]["file"] if self.has_rescorer else None
+
+    @property
+    def rescorer(self):
+        """The bundle's ``BlockRescorer`` (cached), or None when it has none."""
+        return self.load_rescorer() if self.has_rescorer else None
+
+    def load_rescorer(self, margin_weight: float | None = None):
+        """The bundle's rescorer with its own ``margin_weight``, or with the one given (the
+        calibration tries several); cached per weight."""
+        from pulpie_rt.runtime.rescore import load_rescorer
+
+        spec = self.manifest["rescorer"]
+        weight = spec["margin_weight"] if margin_weight is None else margin_weight
+        return load_rescorer(self.rescorer_path, weight, spec["features"])
 
     @property
     def max_tokens(self) -> int:
@@ -136,7 +144,7 @@ def load_bundle(path: str | Path) -> Bundle:
     bundle = Bundle(root, manifest)
     needed_files = [bundle.onnx_path, bundle.tokenizer_path]
     if bundle.has_rescorer:
-        needed_files.append(root / manifest["rescorer"]["file"])
+        needed_files.append(bundle.rescorer_path)
     for needed in needed_files:
         if not needed.is_file():
             raise BundleError(f"{root}: bundle is missing {needed.name}")

@@ -21,9 +21,9 @@ from collections import Counter
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
+from pulpie_rt.runtime.reconstruct import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+
 FEATURES_VERSION = "blocks-v1"
-ITEM_ID_ATTR = "_item_id"
-RUN_WRAPPER_TAG = "cc-alg-uc-text"
 
 _WORD = re.compile(r"\w+")
 _PUNCT = re.compile(r"[.,;:!?]")

@@ -116,13 +116,13 @@ class Preparer:
         eos_id: int | None,
         max_tokens: int = 8192,
         cutoff_length: int = 500,
-        block_features: bool = False,
+        with_features: bool = False,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
         self.max_tokens = max_tokens
         self.cutoff_length = cutoff_length
-        self.block_features = block_features
+        self.with_features = with_features
         self._tokenizer = None
 
     @classmethod
@@ -136,7 +136,7 @@ class Preparer:
             bundle.eos_id,
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
-            block_features=bundle.has_rescorer,
+            with_features=bundle.has_rescorer,
         )
 
     def __getstate__(self) -> dict:
@@ -166,7 +166,7 @@ class Preparer:
         except Exception as exc:
             raise PageError("tokenize", describe(exc)) from exc
         features = None
-        if self.block_features:
+        if self.with_features:
             from pulpie_rt.runtime.features import block_features
 
             try:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.runtime.bundle import MANIFEST_NAME
+from pulpie_rt.runtime.features import FEATURES_VERSION
 from pulpie_rt.train.calibrate import choose_decoding
 from pulpie_rt.train.card import model_card
 from pulpie_rt.train.fit import (
@@ -31,9 +32,9 @@ from pulpie_rt.train.fit import (
     save_checkpoint,
     train_model,
 )
+from pulpie_rt.train.rescorer import RESCORER_NAME, write_rescorer
 
 BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
-RESCORER_FILE = "rescorer.onnx"
 
 
 def evaluate_bundle(bundle: Path, threads: int) -> dict:
@@ -70,9 +71,7 @@ def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None 
         manifest["decoding"]["main_margin"] = main_margin
     manifest.pop("rescorer", None)
     if margin_weight is not None:
-        from pulpie_rt.runtime.features import FEATURES_VERSION
-
-        manifest["rescorer"] = {"file": RESCORER_FILE, "features": FEATURES_VERSION,
+        manifest["rescorer"] = {"file": RESCORER_NAME, "features": FEATURES_VERSION,
                                 "margin_weight": margin_weight}
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
@@ -152,8 +151,6 @@ def main(argv: list[str] | None = None) -> int:
                   max_tokens=recipe.max_tokens, log=log)
     rescorer = None
     if recipe.rescorer_rounds:
-        from pulpie_rt.train.rescorer import write_rescorer
-
         rescorer = write_rescorer(bundle, recipe, log=log)
         set_decoding(bundle, keep_best_block=True, margin_weight=0.0)  # read by calibration
     margin_weight, main_margin, calibration = choose_decoding(bundle, recipe.threads, log=log)
@@ -178,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    files = BUNDLE_FILES + ((RESCORER_FILE,) if rescorer else ())
-    (out / RESCORER_FILE).unlink(missing_ok=True)
+    files = BUNDLE_FILES + ((RESCORER_NAME,) if rescorer else ())
+    (out / RESCORER_NAME).unlink(missing_ok=True)
     for name in files:
         shutil.copyfile(bundle / name, out / name)
     shutil.copyfile(work / "results.json", out / "results.json")

@@ -44,6 +44,21 @@ def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None
             for i, (page, ready) in enumerate(zip(pages, prepared, strict=True))]
 
 
+def decoded_texts(scored: list, threshold: float, rescorer=None) -> dict[str, str]:
+    """Per page id of ``page_margins``' output: the main-content text under one decoding
+    (``runtime.pages.decide_blocks`` with ``keep_best_block``)."""
+    from pulpie_rt.runtime.markdown import to_text
+    from pulpie_rt.runtime.pages import decide_blocks
+    from pulpie_rt.runtime.reconstruct import extract_main_html
+
+    texts = {}
+    for page, prepared, margins in scored:
+        preds = decide_blocks(prepared, margins, threshold, True, rescorer)
+        labels = labels_from_predictions(prepared.item_ids, preds)
+        texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
+    return texts
+
+
 def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
                     ) -> tuple[float | None, float, dict[str, float]]:
     """``(margin_weight, main_margin, every F1 tried)``: the best pair of ``WEIGHT_GRID`` x
@@ -51,31 +66,18 @@ def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
     rescorer); ties go to the smaller weight, then the threshold nearest 0."""
     from pulpie_rt.bench.quality import score_pages
     from pulpie_rt.runtime.bundle import load_bundle
-    from pulpie_rt.runtime.markdown import to_text
-    from pulpie_rt.runtime.pages import decide_blocks
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-    from pulpie_rt.runtime.rescore import BlockRescorer
 
     bundle = load_bundle(bundle_dir)
-    spec = bundle.manifest.get("rescorer")
     pages = calibration_pages()
     scored = page_margins(bundle_dir, pages, threads)
     references = {p["id"]: p["reference"] for p in pages}
-    weights: tuple[float | None, ...] = (None,)
-    rescorers: dict[float | None, BlockRescorer | None] = {None: None}
-    if spec:
-        weights = WEIGHT_GRID
-        rescorers = {w: BlockRescorer(bundle_dir / spec["file"], w, spec["features"])
-                     for w in weights}
+    weights = WEIGHT_GRID if bundle.has_rescorer else (None,)
     f1: dict[str, float] = {}
-    best: tuple[float | None, float] | None = None
+    best: tuple[float | None, float, float] | None = None
     for weight in weights:
+        rescorer = None if weight is None else bundle.load_rescorer(weight)
         for threshold in MARGIN_GRID:
-            texts = {}
-            for page, prepared, margins in scored:
-                preds = decide_blocks(prepared, margins, threshold, True, rescorers[weight])
-                labels = labels_from_predictions(prepared.item_ids, preds)
-                texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
+            texts = decoded_texts(scored, threshold, rescorer)
             name = f"{threshold:+.2f}" if weight is None else f"w{weight:.2f} {threshold:+.2f}"
             f1[name] = round(score_pages(texts, references)["f1"], 4)
             log(f"calibration on {len(pages)} {CALIBRATION_SOURCE} pages: "
