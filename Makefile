@@ -15,9 +15,9 @@ OUT     ?= $(BUILD)/main-content.jsonl
 PRECISION ?= fp16
 BUILD   := build
 
-.PHONY: venv run test lint onnx engine bench bench-check quality golden tiny default-model clean
+.PHONY: venv core run test lint onnx engine bench bench-check quality golden tiny default-model clean
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed $(VENV)/.core
 
 # torch==2.13.0 resolves to the CPU wheel on this machine's disk; any other torch spec may pull
 # gigabytes of CUDA wheels. The reference pulpie==0.0.2 is a test oracle: installed --no-deps
@@ -29,6 +29,15 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev,export]' selectolax==0.4.10 transformers==5.23.0
 	$(PIP) install -q --no-deps pulpie==0.0.2
+	touch $@
+
+# The compiled core of simplify (runtime/simplify_rs): `pip install -e .` builds it with
+# setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
+# rebuilt here whenever its sources change.
+CORE_SOURCES := runtime/simplify_rs/Cargo.toml $(wildcard runtime/simplify_rs/src/*.rs)
+core: $(VENV)/.core
+$(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
+	$(PIP) install -q --no-deps -e .
 	touch $@
 
 # The main job. MODEL is only passed on when given on the command line (`make run

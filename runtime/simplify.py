@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import re
 
+from pulpie_rt.runtime import simplify_native
 from pulpie_rt.runtime.dom import (
     Node,
-    build_tree,
     deep_copy,
+    lexbor_serialization,
+    parse_serialized,
     serialize_html,
 )
 
-__all__ = ["simplify", "SimplifyError"]
+__all__ = ["simplify", "simplify_python", "SimplifyError"]
 
 # Inline tags: they do not start a block.
 INLINE_TAGS = frozenset(
@@ -693,18 +695,51 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``.
 
     Same contract and output as ``pulpie.simplify.simplify``; see the module docstring.
+    Runs on the compiled core (``simplify_native``) where it is built and handles the page,
+    on the Python implementation below otherwise: the output is the same.
     Raises ``SimplifyError`` for input that is not a string.
     """
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    original = build_tree(html)
+    scan = simplify_native.scan_page(html)
+    if scan is None:
+        has_non_xml_chars = _NOT_XML_CHAR_RE.search(html) is not None
+        serialized = lexbor_serialization(html)
+    else:
+        has_non_xml_chars, slash_tag_starts = scan
+        serialized = lexbor_serialization(html, slash_tag_starts)
+    has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
+    result = simplify_native.simplify_serialized(
+        serialized, cutoff_length, has_raw_text, has_non_xml_chars
+    )
+    if result is not None:
+        return result
+    return _simplify_serialized(serialized, cutoff_length, has_raw_text, has_non_xml_chars)
+
+
+def simplify_python(html: str, cutoff_length: int = 500) -> tuple[str, str]:
+    """``simplify`` on the Python implementation only (the compiled core's specification)."""
+    if not isinstance(html, str):
+        raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
+    return _simplify_serialized(
+        lexbor_serialization(html),
+        cutoff_length,
+        _HAS_RAW_TEXT_RE.search(html) is not None,
+        _NOT_XML_CHAR_RE.search(html) is not None,
+    )
+
+
+def _simplify_serialized(
+    serialized: str, cutoff_length: int, has_raw_text: bool, has_non_xml_chars: bool
+) -> tuple[str, str]:
+    """The segmentation of lexbor's serialization of a page (the flags say whether the raw
+    page has raw-text elements or characters XML does not allow: passes skipped otherwise)."""
+    original = parse_serialized(serialized)
     # the page without REMOVED_TAGS subtrees (and their tail text)
     processing = deep_copy(original, skip=REMOVED_TAGS)
     _remove_hidden(processing)
     paragraphs = _Segmenter(processing).run()
 
-    has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
-    has_non_xml_chars = _NOT_XML_CHAR_RE.search(html) is not None
     blocks: list[str] = []
     item_id = 1
     for para_root, content_type, original_parent in paragraphs:

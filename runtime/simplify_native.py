@@ -1,0 +1,165 @@
+"""The compiled core of ``simplify`` (``runtime/simplify_rs``, Rust, std only), through ctypes.
+
+``simplify`` spends most of its time in per-node Python work: replaying lexbor's
+serialization as libxml2's tree, segmenting it and writing blocks back out. The Rust crate in
+``runtime/simplify_rs`` does those same steps (the Python code in ``dom.py``/``simplify.py``
+stays the specification; tests compare the two on every real page), several times faster —
+see ``python -m pulpie_rt.bench.cpu_stages``.
+
+The library is optional. ``pip install`` builds it where a Rust toolchain exists
+(setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``,
+``simplify`` runs the Python implementation and gives the same output, only slower. Pages the
+core does not handle (serializations outside the regular shape it reads, which it refuses
+rather than guesses) and any failure inside it also fall back to Python, page by page.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+__all__ = [
+    "LIBRARY_ENV", "PURE_PYTHON_ENV", "library_path", "available", "scan_page",
+    "simplify_serialized",
+]
+
+# an explicit library file (a build elsewhere); otherwise the one pip built into the package
+# folder (`make core` rebuilds it after a change to runtime/simplify_rs)
+LIBRARY_ENV = "PULPIE_RT_SIMPLIFY_LIB"
+PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
+
+FLAG_RAW_TEXT = 1
+FLAG_NON_XML_CHARS = 2
+
+_HERE = Path(__file__).resolve().parent
+
+
+class _ScanOutput(ctypes.Structure):
+    _fields_ = [
+        ("has_non_xml_chars", ctypes.c_uint8),
+        ("starts_ptr", ctypes.POINTER(ctypes.c_uint64)),
+        ("starts_len", ctypes.c_size_t),
+    ]
+
+
+class _Output(ctypes.Structure):
+    _fields_ = [
+        ("simplified_ptr", ctypes.c_void_p),
+        ("simplified_len", ctypes.c_size_t),
+        ("map_ptr", ctypes.c_void_p),
+        ("map_len", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+def library_path() -> Path | None:
+    """Where the compiled core is, or None."""
+    explicit = os.environ.get(LIBRARY_ENV)
+    if explicit:
+        return Path(explicit)
+    candidates = sorted(_HERE.glob("_simplify_rs*.so")) + sorted(_HERE.glob("_simplify_rs*.pyd"))
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# the loaded library, per process (a cache: None until first use, False when absent)
+_LIBRARY_CACHE: list = []
+
+
+def _library() -> ctypes.CDLL | None:
+    if not _LIBRARY_CACHE:
+        lib = None
+        path = library_path()
+        if path is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
+            lib = ctypes.CDLL(str(path))
+            lib.pulpie_rt_simplify.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32,
+                ctypes.POINTER(_Output),
+            ]
+            lib.pulpie_rt_simplify.restype = ctypes.c_int32
+            lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            lib.pulpie_rt_free.restype = None
+            lib.pulpie_rt_scan_page.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_ScanOutput),
+            ]
+            lib.pulpie_rt_scan_page.restype = ctypes.c_int32
+            lib.pulpie_rt_free_starts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+            lib.pulpie_rt_free_starts.restype = None
+        _LIBRARY_CACHE.append(lib)
+    return _LIBRARY_CACHE[0]
+
+
+def available() -> bool:
+    """Whether ``simplify`` runs on the compiled core in this process."""
+    return _library() is not None
+
+
+def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
+    try:
+        return ctypes.string_at(ptr, size).decode("utf-8") if size else ""
+    finally:
+        lib.pulpie_rt_free(ptr, size)
+
+
+def scan_page(html: str) -> tuple[bool, list[int]] | None:
+    """One pass over the raw page: (holds characters XML does not allow, character offsets
+    where ``dom._SLASH_TAG_RE`` matches), or None where the core is absent or the page is not
+    UTF-8-encodable (lone surrogates); the caller then uses the regular expressions."""
+    lib = _library()
+    if lib is None:
+        return None
+    try:
+        data = html.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    out = _ScanOutput()
+    if lib.pulpie_rt_scan_page(data, len(data), ctypes.byref(out)) != 0:
+        return None
+    try:
+        starts = out.starts_ptr[: out.starts_len] if out.starts_len else []
+    finally:
+        lib.pulpie_rt_free_starts(out.starts_ptr, out.starts_len)
+    return bool(out.has_non_xml_chars), starts
+
+
+def simplify_serialized(
+    serialized: str, cutoff_length: int, has_raw_text: bool, has_non_xml_chars: bool
+) -> tuple[str, str] | None:
+    """``(simplified_html, map_html)`` of lexbor's serialization of a page, or None where the
+    core is absent or does not handle this page (the caller then runs the Python code)."""
+    lib = _library()
+    if lib is None:
+        return None
+    try:
+        data = serialized.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: only the Python path handles them
+        return None
+    flags = (FLAG_RAW_TEXT if has_raw_text else 0) | (
+        FLAG_NON_XML_CHARS if has_non_xml_chars else 0
+    )
+    out = _Output()
+    status = lib.pulpie_rt_simplify(data, len(data), cutoff_length, flags, ctypes.byref(out))
+    if status != 0:
+        return None
+    simplified = _take(lib, out.simplified_ptr, out.simplified_len)
+    map_html = _take(lib, out.map_ptr, out.map_len)
+    return simplified, map_html
+
+
+def last_reason_for(serialized: str) -> str | None:
+    """Why the core refuses this serialization (None if it handles it): for tests and
+    reports of the fallback rate."""
+    lib = _library()
+    if lib is None:
+        return "no compiled core"
+    data = serialized.encode("utf-8")
+    out = _Output()
+    status = lib.pulpie_rt_simplify(data, len(data), 500, 0, ctypes.byref(out))
+    if status == 0:
+        lib.pulpie_rt_free(out.simplified_ptr, out.simplified_len)
+        lib.pulpie_rt_free(out.map_ptr, out.map_len)
+        return None
+    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"

@@ -1,0 +1,211 @@
+//! Compiled core of `pulpie_rt.runtime.simplify`: lexbor's serialization of a page in,
+//! `(simplified_html, map_html)` out, through the same libxml2-shaped tree and the same
+//! segmentation as the Python implementation (`runtime/dom.py`, `runtime/simplify.py`),
+//! which stays the specification: tests compare the two on every real page.
+//!
+//! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
+//! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
+//! runs the Python implementation too, so one page never takes the process down).
+
+mod simplify;
+mod tree;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+#[repr(C)]
+pub struct SimplifyOutput {
+    pub simplified_ptr: *mut u8,
+    pub simplified_len: usize,
+    pub map_ptr: *mut u8,
+    pub map_len: usize,
+    /// static, NUL-terminated reason for status 1 (or null)
+    pub reason: *const u8,
+}
+
+pub const FLAG_RAW_TEXT: u32 = 1;
+pub const FLAG_NON_XML_CHARS: u32 = 2;
+
+fn leak(s: String) -> (*mut u8, usize) {
+    let boxed = s.into_bytes().into_boxed_slice();
+    let len = boxed.len();
+    (Box::into_raw(boxed) as *mut u8, len)
+}
+
+/// # Safety
+/// `input` points to `len` bytes of UTF-8; `out` to a writable `SimplifyOutput`. Buffers
+/// written into `out` are released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_simplify(
+    input: *const u8,
+    len: usize,
+    cutoff: usize,
+    flags: u32,
+    out: *mut SimplifyOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = SimplifyOutput {
+        simplified_ptr: std::ptr::null_mut(),
+        simplified_len: 0,
+        map_ptr: std::ptr::null_mut(),
+        map_len: 0,
+        reason: std::ptr::null(),
+    };
+    let bytes = std::slice::from_raw_parts(input, len);
+    let Ok(serialized) = std::str::from_utf8(bytes) else {
+        out.reason = b"not UTF-8\0".as_ptr();
+        return 1;
+    };
+    let page_flags = simplify::Flags {
+        has_raw_text: flags & FLAG_RAW_TEXT != 0,
+        has_non_xml_chars: flags & FLAG_NON_XML_CHARS != 0,
+    };
+    let result =
+        catch_unwind(AssertUnwindSafe(|| simplify::simplify_serialized(serialized, cutoff, &page_flags)));
+    match result {
+        Ok(Ok((simplified, map_html))) => {
+            (out.simplified_ptr, out.simplified_len) = leak(simplified);
+            (out.map_ptr, out.map_len) = leak(map_html);
+            0
+        }
+        Ok(Err(tree::Unsupported(reason))) => {
+            out.reason = reason_ptr(reason);
+            1
+        }
+        Err(_) => {
+            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
+            2
+        }
+    }
+}
+
+thread_local! {
+    /// The last panic's message, NUL-terminated (valid until the next call on this thread).
+    static PANIC_MESSAGE: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0]);
+}
+
+/// Panics are caught and reported through `reason` instead of printed to stderr.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let mut message = format!("panic: {info}").replace('\0', " ").into_bytes();
+            message.push(0);
+            PANIC_MESSAGE.with(|m| *m.borrow_mut() = message);
+        }));
+    });
+}
+
+fn reason_ptr(reason: &'static str) -> *const u8 {
+    // reasons are short literals; keep NUL-terminated copies for C callers
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static REASONS: OnceLock<Mutex<HashMap<&'static str, &'static [u8]>>> = OnceLock::new();
+    let map = REASONS.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(reason)
+        .or_insert_with(|| Box::leak(format!("{reason}\0").into_bytes().into_boxed_slice()))
+        .as_ptr()
+}
+
+/// # Safety
+/// `ptr`/`len` come from a `SimplifyOutput` filled by `pulpie_rt_simplify`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_free(ptr: *mut u8, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
+    }
+}
+
+#[repr(C)]
+pub struct ScanOutput {
+    pub has_non_xml_chars: u8,
+    pub starts_ptr: *mut u64,
+    pub starts_len: usize,
+}
+
+/// What `simplify` asks of the raw page before lexbor parses it, in one pass over its bytes:
+/// whether it holds characters XML does not allow (`_NOT_XML_CHAR_RE`, surrogates aside: the
+/// caller handles pages that cannot be UTF-8), and where `dom._SLASH_TAG_RE` matches (a start
+/// tag with white space then "/" before the next "<"), as character offsets.
+///
+/// # Safety
+/// `input` points to `len` bytes of UTF-8; `out` to a writable `ScanOutput`; `starts_ptr` is
+/// released with `pulpie_rt_free_starts`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_scan_page(input: *const u8, len: usize, out: *mut ScanOutput) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = ScanOutput { has_non_xml_chars: 0, starts_ptr: std::ptr::null_mut(), starts_len: 0 };
+    let bytes = std::slice::from_raw_parts(input, len);
+    let Ok(html) = std::str::from_utf8(bytes) else { return 1 };
+    let result = catch_unwind(|| scan_page(html));
+    let Ok((non_xml, starts)) = result else { return 2 };
+    out.has_non_xml_chars = non_xml as u8;
+    let boxed = starts.into_boxed_slice();
+    out.starts_len = boxed.len();
+    out.starts_ptr = Box::into_raw(boxed) as *mut u64;
+    0
+}
+
+/// # Safety
+/// `ptr`/`len` come from a `ScanOutput`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_free_starts(ptr: *mut u64, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
+    }
+}
+
+fn scan_page(html: &str) -> (bool, Vec<u64>) {
+    let b = html.as_bytes();
+    let non_xml = b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
+        || b.windows(3).any(|w| w[0] == 0xef && w[1] == 0xbf && (w[2] == 0xbe || w[2] == 0xbf));
+    let mut starts = Vec::new();
+    // character offsets: count the bytes that start a character, up to each match
+    let (mut counted_to, mut chars) = (0usize, 0u64);
+    let mut pos = 0usize;
+    while let Some(k) = b[pos..].iter().position(|&c| c == b'<') {
+        let p = pos + k;
+        let next_lt = b[p + 1..].iter().position(|&c| c == b'<').map_or(b.len(), |k| p + 1 + k);
+        pos = next_lt;
+        if p + 1 >= b.len() || !b[p + 1].is_ascii_alphabetic() {
+            continue;
+        }
+        // \s then "/" with the \s at or after p + 2, before the next "<"
+        let found = (p + 3..next_lt).any(|i| b[i] == b'/' && ends_with_space(&b[p + 2..i]));
+        if found {
+            chars += b[counted_to..p].iter().filter(|&&c| c & 0xc0 != 0x80).count() as u64;
+            counted_to = p;
+            starts.push(chars);
+        }
+        if pos >= b.len() {
+            break;
+        }
+    }
+    (non_xml, starts)
+}
+
+/// Whether `b` ends with a character Python's `\s` matches.
+fn ends_with_space(b: &[u8]) -> bool {
+    let n = b.len();
+    match b.last() {
+        None => false,
+        Some(&c) if c < 0x80 => matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' '),
+        Some(_) => {
+            // the multi-byte white space characters: U+0085, U+00A0 (2 bytes), the rest 3
+            (n >= 2 && b[n - 2] == 0xc2 && (b[n - 1] == 0x85 || b[n - 1] == 0xa0))
+                || (n >= 3 && {
+                    let t = &b[n - 3..];
+                    matches!(
+                        (t[0], t[1], t[2]),
+                        (0xe1, 0x9a, 0x80)
+                            | (0xe2, 0x80, 0x80..=0x8a)
+                            | (0xe2, 0x80, 0xa8 | 0xa9 | 0xaf)
+                            | (0xe2, 0x81, 0x9f)
+                            | (0xe3, 0x80, 0x80)
+                    )
+                })
+        }
+    }
+}

@@ -1,0 +1,1039 @@
+//! The segmentation: the compiled twin of `runtime/simplify.py` (`simplify` after the
+//! parse). Same steps, same order, same quirks; comments there say why each exists.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::tree::{has_non_space, py_strip, Attrs, Res, Tag, Tree, NONE};
+
+pub fn is_inline_tag(tag: &str) -> bool {
+    matches!(
+        tag,
+        "map" | "optgroup" | "span" | "input" | "time" | "u" | "strong" | "small" | "sub"
+            | "samp" | "blink" | "b" | "code" | "nobr" | "strike" | "bdo" | "basefont"
+            | "abbr" | "var" | "i" | "cccode-inline" | "s" | "pic" | "label" | "mark"
+            | "object" | "ccmath-inline" | "svg" | "button" | "a" | "font" | "dfn" | "sup"
+            | "kbd" | "q" | "script" | "acronym" | "option" | "img" | "big" | "cite" | "em"
+            | "marked-tail" | "marked-text"
+    )
+}
+
+fn is_table_tag(tag: &str) -> bool {
+    matches!(tag, "caption" | "colgroup" | "col" | "thead" | "tbody" | "tfoot" | "tr" | "td"
+        | "th" | "br")
+}
+
+pub fn is_removed_tag(tag: &str) -> bool {
+    matches!(tag, "title" | "head" | "style" | "script" | "link" | "meta" | "iframe" | "frame"
+        | "nav")
+}
+
+fn is_no_block(tag: &str) -> bool {
+    tag == "math"
+}
+
+fn is_no_length(tag: &str) -> bool {
+    tag == "math" || tag == "table"
+}
+
+fn invisible_style(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "display" => "none",
+        "font-size" => "0px",
+        "color" => "transparent",
+        "visibility" => "hidden",
+        "opacity" => "0",
+        _ => return None,
+    })
+}
+
+/// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
+/// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+
+const TAIL_BLOCK_TAG: &str = "cc-alg-uc-text";
+const ITEM_ID_ATTR: &str = "_item_id";
+const ELLIPSIS: &str = "...";
+const NO_BLOCK_FLAG: u8 = 1;
+
+fn is_raw_text_in_blocks(tag: &str) -> bool {
+    matches!(tag, "xmp" | "noembed" | "noframes" | "plaintext")
+}
+
+/// `_NOT_XML_CHAR_RE` (surrogates cannot occur in Rust strings).
+fn is_not_xml_char(c: char) -> bool {
+    matches!(c, '\x00'..='\x08' | '\x0b' | '\x0c' | '\x0e'..='\x1f' | '\u{fffe}' | '\u{ffff}')
+}
+
+fn has_not_xml(s: &str) -> bool {
+    s.chars().any(is_not_xml_char)
+}
+
+fn replace_not_xml(s: &str) -> String {
+    s.chars().map(|c| if is_not_xml_char(c) { '\u{fffd}' } else { c }).collect()
+}
+
+fn bad_name(tag: &str) -> bool {
+    tag.bytes().any(|b| b"&<>/\"'\t\n\x0b\x0c\r ".contains(&b))
+}
+
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn index_of(tree: &Tree, parent: usize, node: usize) -> Option<usize> {
+    tree.nodes[parent].children.iter().position(|&c| c == node)
+}
+
+// ── cleaning the page ──────────────────────────────────────────────────────────────────
+
+fn is_hidden(tree: &Tree, node: usize) -> bool {
+    let n = &tree.nodes[node];
+    let parent = n.parent;
+    let attrs = &tree.attrs[n.attrs];
+    if !attrs.is_empty() {
+        let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
+        if (get("class") == Some("nav") || get("id") == Some("nav"))
+            && parent != NONE
+            && tree.nodes[parent].tag == "body"
+        {
+            return true;
+        }
+        if let Some(style) = get("style") {
+            for declaration in style.split(';') {
+                let Some((key, value)) = declaration.split_once(':') else { continue };
+                if invisible_style(py_strip(key)) == Some(py_strip(value)) {
+                    return true;
+                }
+            }
+        }
+    }
+    if parent != NONE && tree.nodes[parent].tag == "details" {
+        if n.tag == "summary" {
+            return false;
+        }
+        return tree.attr(parent, "open").is_none();
+    }
+    false
+}
+
+fn remove_hidden(tree: &mut Tree, root: usize) {
+    let mut order = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        order.push(node);
+        stack.extend(tree.nodes[node].children.iter().copied());
+    }
+    for &node in order.iter().rev() {
+        let parent = tree.nodes[node].parent;
+        if parent == NONE || !is_hidden(tree, node) {
+            continue;
+        }
+        let tail = tree.nodes[node].tail.take().unwrap_or_default();
+        let index = index_of(tree, parent, node).expect("node is a child of its parent");
+        if index > 0 {
+            let prev = tree.nodes[parent].children[index - 1];
+            let p = &mut tree.nodes[prev];
+            if let Some(t) = &mut p.tail {
+                t.push_str(&tail);
+            } else if let Some(t) = &mut p.text {
+                t.push_str(&tail); // sic: into the previous sibling's leading text
+            } else {
+                p.text = Some(tail);
+            }
+        } else {
+            let p = &mut tree.nodes[parent];
+            match &mut p.text {
+                Some(t) => t.push_str(&tail),
+                None => p.text = Some(tail),
+            }
+        }
+        tree.nodes[parent].children.remove(index);
+        tree.nodes[node].parent = NONE;
+    }
+}
+
+// ── block structure ────────────────────────────────────────────────────────────────────
+
+fn nearest(tree: &Tree, node: usize, tags: &[&str]) -> usize {
+    let mut current = node;
+    while current != NONE && !tags.contains(&tree.nodes[current].tag.as_str()) {
+        current = tree.nodes[current].parent;
+    }
+    current
+}
+
+fn owned_by(tree: &Tree, table: usize, node: usize) -> bool {
+    let mut ancestor = tree.nodes[node].parent;
+    while ancestor != NONE {
+        if ancestor == table {
+            return true;
+        }
+        if tree.nodes[ancestor].tag == "table" {
+            return false;
+        }
+        ancestor = tree.nodes[ancestor].parent;
+    }
+    false
+}
+
+fn is_data_table(tree: &Tree, table: usize) -> bool {
+    let all = tree.iter(table);
+    let descendants = &all[1..];
+    for &node in descendants {
+        let tag = tree.nodes[node].tag.as_str();
+        if (matches!(tag, "caption" | "col" | "colgroup")
+            || (matches!(tag, "td" | "th") && tree.attr(node, "headers").is_some()))
+            && owned_by(tree, table, node)
+        {
+            return true;
+        }
+    }
+    if tree.attr(table, "role") == Some("table")
+        || tree.attr(table, "data-table").is_some_and(|v| !v.is_empty())
+    {
+        return true;
+    }
+    descendants.iter().all(|&node| {
+        let tag = tree.nodes[node].tag.as_str();
+        is_table_tag(tag) || is_inline_tag(tag)
+    })
+}
+
+fn lxml_accepts(tree: &Tree, node: usize) -> bool {
+    let n = &tree.nodes[node];
+    !bad_name(&n.tag) && !tree.attrs[n.attrs].iter().any(|(_, v)| has_not_xml(v))
+}
+
+fn replace_non_xml_chars(tree: &mut Tree, root: usize) {
+    for node in tree.iter(root).into_iter().skip(1) {
+        let n = &mut tree.nodes[node];
+        if let Some(t) = &n.text {
+            if has_not_xml(t) {
+                n.text = Some(replace_not_xml(t));
+            }
+        }
+        if let Some(t) = &n.tail {
+            if has_not_xml(t) {
+                n.tail = Some(replace_not_xml(t));
+            }
+        }
+        let a = n.attrs;
+        if tree.attrs[a].iter().any(|(_, v)| has_not_xml(v)) {
+            let fresh: Attrs =
+                tree.attrs[a].iter().map(|(k, v)| (k.clone(), replace_not_xml(v))).collect();
+            let id = tree.new_attrs(fresh);
+            tree.nodes[node].attrs = id;
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ContentType {
+    UnwrappedText,
+    InlineElements,
+    Mixed,
+    BlockElement,
+}
+
+enum Content {
+    Element(usize),
+    DirectText(String),
+    TailText(String),
+}
+
+/// One frame of `_process`: a node, the index of its next child, inline content so far.
+struct Frame {
+    node: usize,
+    index: usize,
+    content: Vec<Content>,
+}
+
+#[derive(Hash, PartialEq, Eq)]
+enum KeyPart {
+    Block,
+    Id(usize),
+    Text(String),
+}
+
+struct Segmenter<'a> {
+    tree: &'a mut Tree,
+    table_types: FastMap<usize, bool>,
+    list_types: FastMap<usize, bool>,
+    paragraphs: Vec<(usize, ContentType, usize)>,
+    seen: FastSet<Vec<KeyPart>>,
+    memo: Option<FastMap<usize, bool>>,
+    /// scratch stack of has_block_descendants (kept to spare an allocation per call)
+    scratch: Vec<usize>,
+}
+
+impl Segmenter<'_> {
+    /// `is_block_element`: None where a cell or item has no table or list.
+    fn is_block(&self, node: usize) -> bool {
+        let tree = &*self.tree;
+        let tag = tree.nodes[node].tag.as_str();
+        let owner_type = |owner: usize, types: &FastMap<usize, bool>| {
+            owner != NONE && !types.get(&owner).copied().unwrap_or(false)
+        };
+        match tag {
+            "td" | "th" => owner_type(nearest(tree, node, &["table"]), &self.table_types),
+            "li" => owner_type(nearest(tree, node, &["ul", "ol"]), &self.list_types),
+            "dt" | "dd" => owner_type(nearest(tree, node, &["dl"]), &self.list_types),
+            _ => !(is_no_block(tag) || is_inline_tag(tag)),
+        }
+    }
+
+    fn has_block_descendants(&mut self, node: usize) -> bool {
+        if let Some(memo) = &self.memo {
+            if let Some(&cached) = memo.get(&node) {
+                return cached;
+            }
+        }
+        let result = self.has_block_descendants_uncached(node);
+        if let Some(memo) = &mut self.memo {
+            memo.insert(node, result);
+        }
+        result
+    }
+
+    fn has_block_descendants_uncached(&mut self, node: usize) -> bool {
+        if is_no_block(&self.tree.nodes[node].tag) {
+            return false;
+        }
+        // lazy pre-order, as the Python iterator (it stops at the first block)
+        let mut stack = std::mem::take(&mut self.scratch);
+        stack.clear();
+        stack.extend(self.tree.nodes[node].children.iter().rev());
+        let found = self.find_block_descendant(node, &mut stack);
+        self.scratch = stack;
+        found
+    }
+
+    fn find_block_descendant(&mut self, node: usize, stack: &mut Vec<usize>) -> bool {
+        while let Some(child) = stack.pop() {
+            let parent = self.tree.nodes[child].parent;
+            if parent != NONE {
+                let p = &self.tree.nodes[parent];
+                if is_no_block(&p.tag) || p.flags & NO_BLOCK_FLAG != 0 {
+                    self.tree.nodes[child].flags |= NO_BLOCK_FLAG;
+                }
+            }
+            if self.tree.nodes[child].flags & NO_BLOCK_FLAG == 0 && self.is_block(child) {
+                if is_inline_tag(&self.tree.nodes[node].tag) {
+                    let orig = self.tree.nodes[node].orig;
+                    self.tree.set_attr(orig, "cc-block-type", "true");
+                }
+                return true;
+            }
+            stack.extend(self.tree.nodes[child].children.iter().rev());
+        }
+        false
+    }
+
+    fn is_content_list(&mut self, lst: usize) -> bool {
+        let tree = &*self.tree;
+        let n = &tree.nodes[lst];
+        let allowed: &[&str] = if matches!(n.tag.as_str(), "ul" | "ol") { &["li"] } else { &["dt", "dd"] };
+        let items: Vec<usize> = n
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| matches!(tree.nodes[c].tag.as_str(), "li" | "dt" | "dd"))
+            .collect();
+        if items.is_empty() {
+            return false;
+        }
+        if n.children.iter().any(|&c| !allowed.contains(&tree.nodes[c].tag.as_str())) {
+            return false;
+        }
+        if n.text.as_deref().is_some_and(has_non_space) {
+            return false;
+        }
+        if n.children.iter().any(|&c| tree.nodes[c].tail.as_deref().is_some_and(has_non_space)) {
+            return false;
+        }
+        items.into_iter().all(|item| !self.has_block_descendants(item))
+    }
+
+    fn run(&mut self, root: usize) {
+        let mut tables = Vec::new();
+        let mut lists = Vec::new();
+        for node in self.tree.iter(root).into_iter().skip(1) {
+            match self.tree.nodes[node].tag.as_str() {
+                "table" => tables.push(node),
+                "ul" | "ol" | "dl" => lists.push(node),
+                _ => {}
+            }
+        }
+        for table in tables {
+            let data = is_data_table(self.tree, table);
+            self.table_types.insert(table, data);
+        }
+        for lst in lists {
+            let content = self.is_content_list(lst);
+            self.list_types.insert(lst, content);
+        }
+        self.memo = Some(FastMap::default());
+        self.process(root);
+    }
+
+    fn emit(&mut self, root: usize, content_type: ContentType, original: usize, key: Vec<KeyPart>) {
+        if self.seen.contains(&key) {
+            return;
+        }
+        self.seen.insert(key);
+        self.paragraphs.push((root, content_type, original));
+    }
+
+    fn start_content(&self, node: usize) -> Vec<Content> {
+        match self.tree.nodes[node].text.as_deref() {
+            Some(t) if has_non_space(t) => vec![Content::DirectText(py_strip(t).to_string())],
+            _ => Vec::new(),
+        }
+    }
+
+    fn flush(&mut self, node: usize, content: &[Content], final_: bool) {
+        let all_direct = content.iter().all(|c| matches!(c, Content::DirectText(_)));
+        let all_elements = content.iter().all(|c| matches!(c, Content::Element(_)));
+        let no_elements = content.iter().all(|c| !matches!(c, Content::Element(_)));
+        let content_type = if all_direct {
+            ContentType::UnwrappedText
+        } else if all_elements {
+            ContentType::InlineElements
+        } else if final_ && no_elements {
+            ContentType::UnwrappedText
+        } else {
+            ContentType::Mixed
+        };
+        if !lxml_accepts(self.tree, node) {
+            return;
+        }
+        let (tag, attrs, orig) = {
+            let n = &self.tree.nodes[node];
+            (n.tag.clone(), n.attrs, n.orig)
+        };
+        let clone = self.tree.new_node(tag, attrs);
+        self.tree.nodes[clone].orig = orig;
+        let mut key = vec![KeyPart::Id(orig)];
+        let mut last_inserted = NONE;
+        let last_index = content.len().wrapping_sub(1);
+        for (index, item) in content.iter().enumerate() {
+            let text = match item {
+                Content::Element(element) => {
+                    let element = *element;
+                    let copy = self.tree.deep_copy(element, false);
+                    if index == last_index && self.tree.nodes[copy].tag == "br" {
+                        self.tree.nodes[copy].tail = None;
+                    }
+                    self.tree.nodes[copy].parent = clone;
+                    self.tree.nodes[clone].children.push(copy);
+                    key.push(KeyPart::Id(self.tree.nodes[element].orig));
+                    last_inserted = element;
+                    continue;
+                }
+                Content::DirectText(t) | Content::TailText(t) => t,
+            };
+            if has_not_xml(text) {
+                return; // lxml refuses the text: the reference drops this block
+            }
+            if last_inserted == NONE {
+                let c = &mut self.tree.nodes[clone];
+                c.text = Some(match c.text.take() {
+                    Some(t) if !t.is_empty() => t + " " + text,
+                    _ => text.clone(),
+                });
+                key.push(KeyPart::Text(text.clone()));
+            } else {
+                // sic: onto the tail of the processing tree's element, not the copy
+                let n = &mut self.tree.nodes[last_inserted];
+                match &mut n.tail {
+                    None => n.tail = Some(text.clone()),
+                    Some(t) => {
+                        t.push(' ');
+                        t.push_str(text);
+                    }
+                }
+            }
+        }
+        self.emit(clone, content_type, orig, key);
+    }
+
+    fn push_tail(&self, frame: &mut Frame, child: usize) {
+        if let Some(t) = self.tree.nodes[child].tail.as_deref() {
+            if has_non_space(t) {
+                frame.content.push(Content::TailText(py_strip(t).to_string()));
+            }
+        }
+    }
+
+    fn process(&mut self, top: usize) {
+        let first = self.start_content(top);
+        let mut stack = vec![Frame { node: top, index: 0, content: first }];
+        while let Some(frame) = stack.last_mut() {
+            let node = frame.node;
+            let index = frame.index;
+            if index >= self.tree.nodes[node].children.len() {
+                let frame = stack.pop().unwrap();
+                if !frame.content.is_empty() {
+                    self.flush(node, &frame.content, true);
+                }
+                if let Some(parent) = stack.last_mut() {
+                    if let Some(t) = self.tree.nodes[node].tail.as_deref() {
+                        if has_non_space(t) {
+                            parent.content.push(Content::TailText(py_strip(t).to_string()));
+                        }
+                    }
+                }
+                continue;
+            }
+            let child = self.tree.nodes[node].children[index];
+            frame.index = index + 1;
+            let child_is_br = self.tree.nodes[child].tag == "br";
+            if self.is_block(child) || self.has_block_descendants(child) {
+                let frame = stack.last_mut().unwrap();
+                if child_is_br {
+                    frame.content.push(Content::Element(child));
+                }
+                if !frame.content.is_empty() {
+                    let content = std::mem::take(&mut frame.content);
+                    self.flush(node, &content, false);
+                }
+                if !child_is_br {
+                    if self.table_types.get(&child).copied().unwrap_or(false)
+                        || !self.has_block_descendants(child)
+                    {
+                        self.emit_block(child);
+                    } else {
+                        let content = self.start_content(child);
+                        stack.push(Frame { node: child, index: 0, content });
+                        continue;
+                    }
+                }
+                self.push_tail(stack.last_mut().unwrap(), child);
+            } else {
+                let frame = stack.last_mut().unwrap();
+                frame.content.push(Content::Element(child));
+                self.push_tail(frame, child);
+            }
+        }
+    }
+
+    fn emit_block(&mut self, child: usize) {
+        if !lxml_accepts(self.tree, child)
+            || self.tree.nodes[child].text.as_deref().is_some_and(has_not_xml)
+        {
+            return;
+        }
+        let (tag, attrs, orig, text, children) = {
+            let n = &self.tree.nodes[child];
+            (n.tag.clone(), n.attrs, n.orig, n.text.clone(), n.children.clone())
+        };
+        let clone = self.tree.new_node(tag, attrs);
+        self.tree.nodes[clone].orig = orig;
+        self.tree.nodes[clone].text = text.filter(|t| !t.is_empty());
+        for grandchild in children {
+            let copy = self.tree.deep_copy(grandchild, false);
+            self.tree.nodes[copy].parent = clone;
+            self.tree.nodes[clone].children.push(copy);
+        }
+        self.emit(clone, ContentType::BlockElement, orig, vec![KeyPart::Block, KeyPart::Id(orig)]);
+    }
+}
+
+// ── blocks: clean, mark the map, write ─────────────────────────────────────────────────
+
+fn fragment_root(tree: &mut Tree, root: usize) -> Option<usize> {
+    match tree.nodes[root].tag.as_str() {
+        "body" => {
+            let r = &tree.nodes[root];
+            if r.text.as_deref().is_some_and(has_non_space) || r.children.len() != 1 {
+                return None;
+            }
+            let element = r.children[0];
+            if tree.nodes[element].tail.as_deref().is_some_and(has_non_space) {
+                return None;
+            }
+            tree.nodes[element].tail = None;
+            tree.nodes[element].parent = NONE;
+            Some(element)
+        }
+        "html" => None,
+        _ => Some(root),
+    }
+}
+
+fn escape_raw_text(tree: &mut Tree, root: usize) {
+    for node in tree.iter(root) {
+        let n = &mut tree.nodes[node];
+        if is_raw_text_in_blocks(&n.tag) {
+            if let Some(t) = &n.text {
+                if !t.is_empty() {
+                    n.text = Some(t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"));
+                }
+            }
+        }
+    }
+}
+
+/// `_prepare_block`: (holds a long list, meaningful, length upper bound).
+fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
+    let (mut long_list, mut meaningful, mut length) = (false, false, 0usize);
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let mut kept: Attrs = Vec::new();
+        {
+            let n = &tree.nodes[node];
+            let attrs = &tree.attrs[n.attrs];
+            if !attrs.is_empty() {
+                let get = |k: &str| {
+                    attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str()).unwrap_or("")
+                };
+                if n.tag == "img" {
+                    let src = py_strip(get("src"));
+                    if !src.is_empty() && !src.starts_with("data:image/") {
+                        kept.push(("src".into(), src.into()));
+                    }
+                    let alt = py_strip(get("alt"));
+                    if !alt.is_empty() {
+                        kept.push(("alt".into(), alt.into()));
+                    }
+                }
+                let class = py_strip(get("class"));
+                if !class.is_empty() {
+                    kept.push(("class".into(), class.into()));
+                }
+                let id = py_strip(get("id"));
+                if !id.is_empty() {
+                    kept.push(("id".into(), id.into()));
+                }
+            }
+        }
+        let has_src = kept.iter().any(|(k, _)| k == "src");
+        let a = tree.new_attrs(kept);
+        let n = &mut tree.nodes[node];
+        n.attrs = a;
+        if n.text.as_deref() == Some("") {
+            n.text = None;
+        }
+        if n.tail.as_deref() == Some("") {
+            n.tail = None;
+        }
+        if let Some(text) = &n.text {
+            length += char_len(text);
+            if !meaningful && has_non_space(text) {
+                meaningful = true;
+            }
+        }
+        if let Some(tail) = &n.tail {
+            length += char_len(tail);
+        }
+        if !meaningful {
+            if n.tag == "img" {
+                meaningful = has_src;
+            } else if n.tail.as_deref().is_some_and(has_non_space) {
+                meaningful = true;
+            }
+        }
+        if !n.children.is_empty() {
+            if n.children.len() > 2 && matches!(n.tag.as_str(), "ul" | "ol" | "dl") {
+                long_list = true;
+            }
+            stack.extend(n.children.iter().copied());
+        }
+    }
+    (long_list, meaningful, length)
+}
+
+fn ellipsis_span(tree: &mut Tree, parent: usize) -> usize {
+    let a = tree.new_attrs(Vec::new());
+    let span = tree.new_node(Tag::new("span"), a);
+    tree.nodes[span].text = Some(ELLIPSIS.into());
+    tree.nodes[span].parent = parent;
+    span
+}
+
+fn simplify_lists(tree: &mut Tree, root: usize) {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let children = tree.nodes[node].children.clone();
+        let tag = tree.nodes[node].tag.clone();
+        let mut new_children = children.clone();
+        if (tag == "ul" || tag == "ol") && children.len() > 2 {
+            let span = ellipsis_span(tree, node);
+            new_children = vec![children[0], span, *children.last().unwrap()];
+        } else if tag == "dl" && children.len() > 2 {
+            let dts: Vec<usize> = children
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| tree.nodes[c].tag == "dt")
+                .map(|(i, _)| i)
+                .collect();
+            if dts.len() > 1 {
+                let span = ellipsis_span(tree, node);
+                let mut v: Vec<usize> = children[dts[0]..dts[1]].to_vec();
+                v.push(span);
+                v.extend_from_slice(&children[*dts.last().unwrap()..]);
+                new_children = v;
+            }
+        }
+        stack.extend(new_children.iter().rev());
+        tree.nodes[node].children = new_children;
+    }
+}
+
+fn drop_following(tree: &mut Tree, mut node: usize, root: usize) {
+    while node != root && tree.nodes[node].parent != NONE {
+        let parent = tree.nodes[node].parent;
+        let index = index_of(tree, parent, node).expect("node is a child of its parent");
+        tree.nodes[parent].children.truncate(index + 1);
+        node = parent;
+    }
+}
+
+fn truncate(tree: &mut Tree, root: usize, max_length: usize) {
+    enum Item {
+        Node(usize),
+        Tail(usize),
+    }
+    let mut excluded: FastMap<usize, bool> = FastMap::default();
+    excluded.insert(root, is_no_length(&tree.nodes[root].tag));
+    let mut total = 0usize;
+    let mut entries: Vec<(usize, bool, bool)> = Vec::new(); // (node, is_tail, can_modify)
+    let mut stack = vec![Item::Node(root)];
+    while let Some(item) = stack.pop() {
+        match item {
+            Item::Tail(node) => {
+                if let Some(tail) = tree.nodes[node].tail.as_deref().filter(|t| !t.is_empty()) {
+                    total += char_len(tail);
+                    let parent = tree.nodes[node].parent;
+                    let can_modify =
+                        !(parent != NONE && excluded.get(&parent).copied().unwrap_or(false));
+                    entries.push((node, true, can_modify));
+                }
+            }
+            Item::Node(node) => {
+                let node_excluded = excluded[&node];
+                let n = &tree.nodes[node];
+                if let Some(text) = n.text.as_deref().filter(|t| !t.is_empty()) {
+                    if !node_excluded {
+                        total += char_len(text);
+                        entries.push((node, false, true));
+                    }
+                }
+                if node != root || n.tail.as_deref().is_some_and(|t| !t.is_empty()) {
+                    stack.push(Item::Tail(node));
+                }
+                for &child in n.children.iter().rev() {
+                    excluded.insert(child, node_excluded || is_no_length(&tree.nodes[child].tag));
+                    stack.push(Item::Node(child));
+                }
+            }
+        }
+    }
+    if total <= max_length {
+        return;
+    }
+    let mut current = 0usize;
+    let mut done = false;
+    for (node, is_tail, can_modify) in entries {
+        if done {
+            if is_tail {
+                tree.nodes[node].tail = None;
+            } else {
+                tree.nodes[node].text = None;
+            }
+            continue;
+        }
+        let n = &tree.nodes[node];
+        let text = if is_tail { n.tail.as_deref() } else { n.text.as_deref() }.unwrap_or("");
+        let len = char_len(text);
+        if current + len <= max_length {
+            current += len;
+        } else if can_modify {
+            let keep = max_length.saturating_sub(current);
+            let mut cut: String = text.chars().take(keep).collect();
+            if max_length < current {
+                // Python's text[:negative]: all but the last (current - max_length) chars
+                let drop = current - max_length;
+                cut = text.chars().take(len.saturating_sub(drop)).collect();
+            }
+            cut.push_str(ELLIPSIS);
+            if is_tail {
+                tree.nodes[node].tail = Some(cut);
+            } else {
+                tree.nodes[node].text = Some(cut);
+            }
+            current = max_length;
+            done = true;
+            drop_following(tree, node, root);
+        } else {
+            current += len;
+        }
+    }
+}
+
+fn copy_cc_select(tree: &mut Tree, target: usize, source: usize) {
+    if let Some(value) = tree.attr(source, "cc-select").map(str::to_string) {
+        tree.set_attr(target, "cc-select", &value);
+    }
+}
+
+fn wrapper(tree: &mut Tree, item_id: &str) -> usize {
+    let a = tree.new_attrs(vec![(ITEM_ID_ATTR.into(), item_id.into())]);
+    tree.new_node(Tag::new(TAIL_BLOCK_TAG), a)
+}
+
+fn wrap_text(tree: &mut Tree, item_id: &str, parent: usize, index: usize, text: String) {
+    let w = wrapper(tree, item_id);
+    copy_cc_select(tree, w, parent);
+    tree.nodes[w].text = Some(text);
+    tree.nodes[w].parent = parent;
+    tree.nodes[parent].children.insert(index, w);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mark_map(
+    tree: &mut Tree,
+    item_id: &str,
+    content_type: ContentType,
+    original_parent: usize,
+    root_orig: usize,
+    root_tag: &str,
+    root_children: &[usize],
+    root_text: Option<&str>,
+) -> bool {
+    if original_parent == NONE {
+        return true;
+    }
+    if content_type == ContentType::BlockElement {
+        tree.set_attr(original_parent, ITEM_ID_ATTR, item_id);
+        for node in tree.iter(original_parent).into_iter().skip(1) {
+            if let Some(v) = tree.attr(node, "cc-select").map(str::to_string) {
+                tree.set_attr(original_parent, "cc-select", &v);
+                break;
+            }
+        }
+        return true;
+    }
+    if !root_children.is_empty() {
+        if is_inline_tag(root_tag)
+            && tree.nodes[root_orig].tag != "body"
+            && tree.attr(root_orig, "cc-block-type") != Some("true")
+        {
+            tree.set_attr(root_orig, ITEM_ID_ATTR, item_id);
+            return true;
+        }
+        let first = root_children[0];
+        let last = *root_children.last().unwrap();
+        let (Some(start), Some(stop)) =
+            (index_of(tree, original_parent, first), index_of(tree, original_parent, last))
+        else {
+            return false;
+        };
+        let w = wrapper(tree, item_id);
+        copy_cc_select(tree, w, original_parent);
+        let trailing = tree.nodes[last].tail.clone();
+        let leading = if start == 0 {
+            tree.nodes[original_parent].text.clone()
+        } else {
+            tree.nodes[tree.nodes[original_parent].children[start - 1]].tail.clone()
+        };
+        if let Some(leading) = leading.filter(|t| !t.is_empty()) {
+            tree.nodes[w].text = Some(leading);
+            if start == 0 {
+                tree.nodes[original_parent].text = None;
+            } else {
+                let prev = tree.nodes[original_parent].children[start - 1];
+                tree.nodes[prev].tail = None;
+            }
+        }
+        // Python's siblings[start:stop + 1] (empty when stop < start)
+        let to_wrap: Vec<usize> = if stop >= start {
+            tree.nodes[original_parent].children[start..=stop].to_vec()
+        } else {
+            Vec::new()
+        };
+        for &node in &to_wrap {
+            tree.nodes[node].parent = w;
+        }
+        tree.nodes[w].children = to_wrap;
+        tree.nodes[w].parent = original_parent;
+        let end = if stop >= start { stop + 1 } else { start };
+        tree.nodes[original_parent].children.splice(start..end, [w]);
+        if tree.nodes[last].tag == "br" {
+            if let Some(t) = trailing.filter(|t| !t.is_empty()) {
+                tree.nodes[w].tail = Some(t);
+                tree.nodes[last].tail = None;
+            }
+        }
+        return true;
+    }
+    if content_type == ContentType::InlineElements {
+        tree.set_attr(root_orig, ITEM_ID_ATTR, item_id);
+        return true;
+    }
+    let Some(wanted) = root_text.map(py_strip).filter(|t| !t.is_empty()) else {
+        return true;
+    };
+    if let Some(text) = tree.nodes[original_parent].text.clone() {
+        if !text.is_empty() && py_strip(&text) == wanted {
+            wrap_text(tree, item_id, original_parent, 0, text);
+            tree.nodes[original_parent].text = None;
+            return true;
+        }
+    }
+    let children = tree.nodes[original_parent].children.clone();
+    for (index, child) in children.into_iter().enumerate() {
+        if let Some(tail) = tree.nodes[child].tail.clone() {
+            if !tail.is_empty() && py_strip(&tail) == wanted {
+                wrap_text(tree, item_id, original_parent, index + 1, tail);
+                tree.nodes[child].tail = None;
+                break;
+            }
+        }
+    }
+    true
+}
+
+/// `_collapse_whitespace`: runs of whitespace outside tags become one space, then strip.
+fn collapse_whitespace(html: &str) -> String {
+    let b = html.as_bytes();
+    let mut out = String::with_capacity(html.len());
+    let mut pos = 0;
+    while pos < b.len() {
+        if b[pos] == b'<' {
+            // <[^>]+>: kept as it is
+            if pos + 1 < b.len() && b[pos + 1] != b'>' {
+                if let Some(k) = html[pos + 1..].find('>') {
+                    let end = pos + 1 + k + 1;
+                    out.push_str(&html[pos..end]);
+                    pos = end;
+                    continue;
+                }
+            }
+            out.push('<');
+            pos += 1;
+            continue;
+        }
+        let stop = html[pos..].find('<').map_or(b.len(), |k| pos + k);
+        let mut in_space = false;
+        for c in html[pos..stop].chars() {
+            if crate::tree::py_isspace(c) {
+                if !in_space {
+                    out.push(' ');
+                    in_space = true;
+                }
+            } else {
+                out.push(c);
+                in_space = false;
+            }
+        }
+        pos = stop;
+    }
+    py_strip(&out).to_string()
+}
+
+pub struct Flags {
+    pub has_raw_text: bool,
+    pub has_non_xml_chars: bool,
+}
+
+/// `simplify.simplify` after the parse: (simplified_html, map_html) of lexbor's
+/// serialization of the page.
+pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Res<(String, String)> {
+    let mut tree = Tree::default();
+    let original = crate::tree::parse_serialized(&mut tree, serialized)?;
+    let processing = tree.deep_copy(original, true);
+    remove_hidden(&mut tree, processing);
+    let paragraphs = {
+        let mut seg = Segmenter {
+            tree: &mut tree,
+            table_types: FastMap::default(),
+            list_types: FastMap::default(),
+            paragraphs: Vec::new(),
+            seen: FastSet::default(),
+            memo: None,
+            scratch: Vec::new(),
+        };
+        seg.run(processing);
+        seg.paragraphs
+    };
+
+    let mut out = String::from("<html><head><meta charset=\"utf-8\"></head><body>");
+    let mut block = String::new();
+    let mut item_id = 1usize;
+    for (para_root, content_type, original_parent) in paragraphs {
+        let Some(root) = fragment_root(&mut tree, para_root) else { continue };
+        let root_orig = tree.nodes[root].orig;
+        let root_tag = tree.nodes[root].tag.clone();
+        let root_children: Vec<usize> =
+            tree.nodes[root].children.iter().map(|&c| tree.nodes[c].orig).collect();
+        let root_text = tree.nodes[root].text.clone();
+        if flags.has_raw_text {
+            escape_raw_text(&mut tree, root);
+        }
+        if flags.has_non_xml_chars {
+            replace_non_xml_chars(&mut tree, root);
+        }
+        let (long_list, mut meaningful, mut length) = prepare_block(&mut tree, root);
+        if long_list {
+            simplify_lists(&mut tree, root);
+            (_, meaningful, length) = prepare_block(&mut tree, root);
+        }
+        if !meaningful {
+            continue;
+        }
+        if length > cutoff {
+            truncate(&mut tree, root, cutoff);
+        }
+        let current = item_id.to_string();
+        tree.set_attr(root, ITEM_ID_ATTR, &current);
+        if !mark_map(
+            &mut tree,
+            &current,
+            content_type,
+            original_parent,
+            root_orig,
+            &root_tag,
+            &root_children,
+            root_text.as_deref(),
+        ) {
+            continue;
+        }
+        item_id += 1;
+        block.clear();
+        crate::tree::serialize_html(&tree, root, &mut block);
+        out.push_str(py_strip(&block));
+    }
+    out.push_str("</body></html>");
+    let simplified = collapse_whitespace(&out);
+    let mut map_html = String::with_capacity(serialized.len());
+    crate::tree::serialize_html(&tree, original, &mut map_html);
+    Ok((simplified, map_html))
+}

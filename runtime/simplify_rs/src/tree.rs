@@ -1,0 +1,867 @@
+//! The libxml2-shaped tree of lexbor's serialization and libxml2's HTML serializer: the
+//! compiled twin of `runtime/dom.py` (`parse_serialized`, `serialize_html`). Every rule here
+//! is that module's rule; comments there say why each exists.
+//!
+//! Input outside the regular shape a serializer writes (a start tag the greedy reading cannot
+//! close, non-ASCII names, entities other than the five a serializer emits, characters that
+//! Python's case-insensitive matching folds onto ASCII) is refused with `Unsupported`: the
+//! caller then runs the Python implementation, so output is identical either way.
+
+pub const NONE: usize = usize::MAX;
+
+#[derive(Debug)]
+pub struct Unsupported(pub &'static str);
+
+pub type Res<T> = Result<T, Unsupported>;
+
+/// An element name: shared between an element and its copies (no allocation per copy).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Tag(std::rc::Rc<str>);
+
+impl Tag {
+    pub fn new(name: &str) -> Tag {
+        Tag(std::rc::Rc::from(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Tag {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Tag {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<str> for Tag {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+pub struct Node {
+    pub tag: Tag,
+    /// index into `Tree::attrs`: copies share one attribute list until it is replaced, as
+    /// the Python tree shares attribute dicts
+    pub attrs: usize,
+    pub text: Option<String>,
+    pub tail: Option<String>,
+    pub children: Vec<usize>,
+    pub parent: usize,
+    pub orig: usize,
+    pub flags: u8,
+}
+
+pub type Attrs = Vec<(String, String)>;
+
+#[derive(Default)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+    pub attrs: Vec<Attrs>,
+}
+
+/// Python's `str.isspace` (also what `\s` matches in a `str` pattern).
+#[inline]
+pub fn py_isspace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\x0b' | '\x0c' | '\r' | '\x1c'..='\x1f' | ' ' | '\u{85}' | '\u{a0}'
+            | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}'
+            | '\u{205f}' | '\u{3000}'
+    )
+}
+
+/// Python's `str.strip()`.
+#[inline]
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(py_isspace)
+}
+
+/// Whether `s.strip()` is non-empty.
+#[inline]
+pub fn has_non_space(s: &str) -> bool {
+    s.chars().any(|c| !py_isspace(c))
+}
+
+/// Byte length of the whitespace character (Python's `\s`) at byte `i`, 0 if none.
+#[inline]
+fn ws_len(src: &str, i: usize) -> usize {
+    let b = src.as_bytes()[i];
+    if b < 0x80 {
+        return matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' ') as usize;
+    }
+    if b < 0xc0 {
+        return 0; // inside a character (scans step byte by byte through names)
+    }
+    let c = src[i..].chars().next().unwrap();
+    if py_isspace(c) {
+        c.len_utf8()
+    } else {
+        0
+    }
+}
+
+impl Tree {
+    pub fn new_attrs(&mut self, attrs: Attrs) -> usize {
+        self.attrs.push(attrs);
+        self.attrs.len() - 1
+    }
+
+    pub fn new_node(&mut self, tag: Tag, attrs: usize) -> usize {
+        let id = self.nodes.len();
+        self.nodes.push(Node {
+            tag,
+            attrs,
+            text: None,
+            tail: None,
+            children: Vec::new(),
+            parent: NONE,
+            orig: id,
+            flags: 0,
+        });
+        id
+    }
+
+    pub fn attr(&self, node: usize, name: &str) -> Option<&str> {
+        self.attrs[self.nodes[node].attrs]
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Set an attribute in place (every node sharing the list sees it, as in Python).
+    pub fn set_attr(&mut self, node: usize, name: &str, value: &str) {
+        let list = &mut self.attrs[self.nodes[node].attrs];
+        if let Some(entry) = list.iter_mut().find(|(k, _)| k == name) {
+            entry.1 = value.to_string();
+        } else {
+            list.push((name.to_string(), value.to_string()));
+        }
+    }
+
+    /// Document-order pre-order of `node`'s subtree (the node itself first).
+    pub fn iter(&self, node: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            out.push(n);
+            stack.extend(self.nodes[n].children.iter().rev());
+        }
+        out
+    }
+
+    /// `dom.deep_copy`: copies keep `orig` and share attribute lists; with `skip_removed`,
+    /// descendants whose tag is in `REMOVED_TAGS` are left out.
+    pub fn deep_copy(&mut self, node: usize, skip_removed: bool) -> usize {
+        let top = self.copy_one(node);
+        let mut stack = vec![(node, top)];
+        while let Some((src, dst)) = stack.pop() {
+            for k in 0..self.nodes[src].children.len() {
+                let child = self.nodes[src].children[k];
+                if skip_removed && crate::simplify::is_removed_tag(&self.nodes[child].tag) {
+                    continue;
+                }
+                let copy = self.copy_one(child);
+                self.nodes[copy].parent = dst;
+                self.nodes[dst].children.push(copy);
+                if !self.nodes[child].children.is_empty() {
+                    stack.push((child, copy));
+                }
+            }
+        }
+        top
+    }
+
+    fn copy_one(&mut self, node: usize) -> usize {
+        let n = &self.nodes[node];
+        let (tag, attrs, orig) = (n.tag.clone(), n.attrs, n.orig);
+        let (text, tail) = (n.text.clone(), n.tail.clone());
+        let copy = self.new_node(tag, attrs);
+        let c = &mut self.nodes[copy];
+        c.orig = orig;
+        c.text = text;
+        c.tail = tail;
+        copy
+    }
+}
+
+// ── libxml2's tree construction ────────────────────────────────────────────────────────
+
+fn is_libxml_void(tag: &str) -> bool {
+    matches!(
+        tag,
+        "area" | "base" | "basefont" | "br" | "col" | "frame" | "hr" | "img" | "input"
+            | "isindex" | "link" | "meta" | "param"
+    )
+}
+
+fn is_html5_void(tag: &str) -> bool {
+    matches!(
+        tag,
+        "area" | "base" | "basefont" | "bgsound" | "br" | "col" | "embed" | "frame" | "hr"
+            | "img" | "input" | "keygen" | "link" | "meta" | "param" | "source" | "track"
+            | "wbr"
+    )
+}
+
+fn is_select_content(tag: &str) -> bool {
+    matches!(tag, "option" | "optgroup" | "hr" | "script" | "template")
+}
+
+fn is_raw_text(tag: &str) -> bool {
+    matches!(tag, "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "plaintext")
+}
+
+const P_CLOSERS: &[&str] = &[
+    "address", "blockquote", "caption", "center", "colgroup", "dd", "dir", "div", "dl", "dt",
+    "fieldset", "form", "h1", "h2", "h3", "h4", "h5", "h6", "li", "listing", "menu", "ol", "p",
+    "pre", "table", "tbody", "td", "tfoot", "th", "tr", "ul",
+];
+const HEADING_CLOSERS: &[&str] = &["fieldset", "form", "li", "p", "table"];
+
+/// `dom._CLOSED_BY`: the start tags that close an open element of this name.
+fn closed_by(open: &str) -> Option<&'static [&'static str]> {
+    Some(match open {
+        "a" => &["a", "fieldset", "table", "td", "th"],
+        "address" => &["dd", "dl", "dt", "form", "li", "ul"],
+        "b" => &["center", "p", "td", "th"],
+        "big" => &["p"],
+        "caption" => &["colgroup", "tbody", "tfoot", "thead", "tr"],
+        "colgroup" => &["colgroup", "tbody", "tfoot", "thead", "tr"],
+        "dd" => &["dt"],
+        "dir" => &["dd", "dl", "dt", "form", "ul"],
+        "dl" => &["form", "li"],
+        "dt" => &["dd", "dl"],
+        "font" => &["center", "td", "th"],
+        "form" => &["form"],
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => HEADING_CLOSERS,
+        "head" => &["body"],
+        "i" => &["center", "p", "td", "th"],
+        "legend" => &["fieldset"],
+        "li" => &["li"],
+        "listing" => &["dd", "dl", "dt", "fieldset", "form", "li", "table", "ul"],
+        "menu" => &["dd", "dl", "dt", "form", "ul"],
+        "ol" => &["form"],
+        "option" => &["optgroup", "option"],
+        "p" => P_CLOSERS,
+        "pre" => &["dd", "dl", "dt", "fieldset", "form", "li", "table", "ul"],
+        "s" => &["p"],
+        "small" => &["p"],
+        "span" => &["td", "th"],
+        "strike" => &["p"],
+        "tbody" => &["tbody", "tfoot"],
+        "td" => &["tbody", "td", "tfoot", "th", "tr"],
+        "tfoot" => &["tbody"],
+        "th" => &["tbody", "td", "tfoot", "th", "tr"],
+        "thead" => &["tbody", "tfoot"],
+        "tr" => &["tbody", "tfoot", "tr"],
+        "tt" => &["p"],
+        "u" => &["p", "td", "th"],
+        "ul" => &["address", "form", "menu", "pre"],
+        _ => return None,
+    })
+}
+
+fn end_priority(tag: &str) -> u32 {
+    match tag {
+        "div" => 150,
+        "td" | "th" => 160,
+        "tr" => 170,
+        "thead" | "tbody" | "tfoot" => 180,
+        "table" => 190,
+        "head" | "body" => 200,
+        "html" => 220,
+        _ => 100,
+    }
+}
+
+pub const NAMELESS_ATTR_MARK: &str = "pulpie-rt-nameless";
+
+/// `html.unescape` for what a serializer writes: the five entities it emits; any other
+/// character reference (which `html.unescape` would resolve through its table) is refused.
+pub fn unescape(s: &str) -> Res<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (rep, used) = if after.starts_with("amp;") {
+            ('&', 4)
+        } else if after.starts_with("lt;") {
+            ('<', 3)
+        } else if after.starts_with("gt;") {
+            ('>', 3)
+        } else if after.starts_with("quot;") {
+            ('"', 5)
+        } else if after.starts_with("nbsp;") {
+            ('\u{a0}', 5)
+        } else {
+            match after.chars().next() {
+                // html.unescape leaves "&" alone before these (and at the end)
+                None | Some('\t') | Some('\n') | Some('\x0c') | Some(' ') | Some('<')
+                | Some('&') | Some(';') => ('&', 0),
+                _ => return Err(Unsupported("character reference")),
+            }
+        };
+        out.push(rep);
+        rest = &after[used..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn find_char(hay: &str, from: usize, needle: char) -> Option<usize> {
+    hay[from..].find(needle).map(|i| i + from)
+}
+
+fn find_from(hay: &str, from: usize, needle: &str) -> Option<usize> {
+    hay[from..].find(needle).map(|i| i + from)
+}
+
+/// `dom._script_end`: offset of the `</script` that ends a script's content at `pos`.
+fn script_end(s: &str, pos: usize) -> usize {
+    let b = s.as_bytes();
+    let n = b.len();
+    let (mut escaped, mut double) = (false, false);
+    let mut i = pos;
+    while i < n {
+        let c = b[i];
+        if c == b'<' {
+            if b[i..].starts_with(b"<!--") {
+                if !escaped {
+                    escaped = true;
+                }
+                i += 4;
+                continue;
+            }
+            let slash = i + 1 < n && b[i + 1] == b'/';
+            let name_at = i + 1 + slash as usize;
+            if name_at + 6 < n
+                && b[name_at..name_at + 6].eq_ignore_ascii_case(b"script")
+                && (b[name_at + 6] == b'/' || b[name_at + 6] == b'>' || ws_len(s, name_at + 6) > 0)
+            {
+                let len = name_at + 6 - i + ws_len(s, name_at + 6).max(1);
+                if slash {
+                    if double {
+                        double = false;
+                    } else {
+                        return i;
+                    }
+                } else if escaped {
+                    double = true;
+                }
+                i += len;
+                continue;
+            }
+        } else if c == b'-' && b[i..].starts_with(b"-->") {
+            escaped = false;
+            double = false;
+            i += 3;
+            continue;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The start of `</tag[\s/>]` (ASCII case-insensitive) at or after `from`, or the end.
+fn raw_end(s: &str, from: usize, tag: &str) -> usize {
+    let b = s.as_bytes();
+    let t = tag.as_bytes();
+    let mut i = from;
+    while let Some(at) = find_from(s, i, "</") {
+        let name_at = at + 2;
+        let after = name_at + t.len();
+        if after < b.len()
+            && b[name_at..after].eq_ignore_ascii_case(t)
+            && (b[after] == b'/' || b[after] == b'>' || ws_len(s, after) > 0)
+        {
+            return at;
+        }
+        i = at + 2;
+    }
+    b.len()
+}
+
+/// One start tag read the way `dom._TOKEN_RE` reads a serializer's start tag, greedily:
+/// (name, attributes as `_parse_attrs` gives them, self-closing, end offset).
+struct StartTag {
+    name: String,
+    attrs: Attrs,
+    self_closing: bool,
+    end: usize,
+}
+
+fn is_name_stop(src: &str, i: usize, extra: &[u8]) -> bool {
+    let c = src.as_bytes()[i];
+    c == b'/' || c == b'>' || extra.contains(&c) || ws_len(src, i) > 0
+}
+
+/// `None`: no start tag here (the regex falls through to text `<`); `Err`: a start tag the
+/// greedy reading does not close (the regex would backtrack): refused.
+fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
+    let b = s.as_bytes();
+    let n = b.len();
+    let mut i = pos + 1;
+    while i < n && !is_name_stop(s, i, b"!?") {
+        i += 1;
+    }
+    if i == pos + 1 {
+        return Ok(None);
+    }
+    let raw_name = &s[pos + 1..i];
+    if !raw_name.is_ascii() {
+        return Err(Unsupported("non-ASCII tag name"));
+    }
+    if i < n && (b[i] == b'!' || b[i] == b'?') {
+        return Err(Unsupported("tag name with ! or ?"));
+    }
+    let name = raw_name.to_ascii_lowercase();
+    let mut attrs: Attrs = Vec::new();
+    loop {
+        // \s* then either the end (/?>) or another attribute
+        while i < n {
+            let w = ws_len(s, i);
+            if w == 0 {
+                break;
+            }
+            i += w;
+        }
+        if i >= n {
+            return Err(Unsupported("unterminated start tag"));
+        }
+        if b[i] == b'>' {
+            return Ok(Some(StartTag { name, attrs, self_closing: false, end: i + 1 }));
+        }
+        if b[i] == b'/' {
+            if i + 1 < n && b[i + 1] == b'>' {
+                return Ok(Some(StartTag { name, attrs, self_closing: true, end: i + 2 }));
+            }
+            return Err(Unsupported("'/' inside a start tag"));
+        }
+        // attribute name: "=" [^\s=/>]* | [^\s=/>]+
+        let name_start = i;
+        if b[i] == b'=' {
+            i += 1;
+        }
+        while i < n && !is_name_stop(s, i, b"=") {
+            i += 1;
+        }
+        let attr_name = &s[name_start..i];
+        if !attr_name.is_ascii() {
+            return Err(Unsupported("non-ASCII attribute name"));
+        }
+        // (\s*=\s*("…"|'…'|[^\s>]*))?
+        let mut j = i;
+        while j < n {
+            let w = ws_len(s, j);
+            if w == 0 {
+                break;
+            }
+            j += w;
+        }
+        let mut value: Option<&str> = None;
+        if j < n && b[j] == b'=' {
+            j += 1;
+            while j < n {
+                let w = ws_len(s, j);
+                if w == 0 {
+                    break;
+                }
+                j += w;
+            }
+            if j < n && (b[j] == b'"' || b[j] == b'\'') {
+                let quote = b[j] as char;
+                match s[j + 1..].find(quote) {
+                    Some(k) => {
+                        value = Some(&s[j + 1..j + 1 + k]);
+                        i = j + 1 + k + 1;
+                    }
+                    None => return Err(Unsupported("unclosed attribute quote")),
+                }
+            } else {
+                let v0 = j;
+                while j < n && b[j] != b'>' && ws_len(s, j) == 0 {
+                    j += 1;
+                }
+                value = Some(&s[v0..j]);
+                i = j;
+            }
+        }
+        let mut key = attr_name.to_ascii_lowercase();
+        if key == NAMELESS_ATTR_MARK {
+            key.clear();
+        }
+        if !attrs.iter().any(|(k, _)| *k == key) {
+            let v = value.unwrap_or("");
+            let v = if v.contains('&') { unescape(v)? } else { v.to_string() };
+            attrs.push((key, v));
+        }
+    }
+}
+
+/// `dom.parse_serialized`: the libxml2-shaped tree of a serializer's output; returns the
+/// `<html>` root.
+pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
+    if s.contains('\u{17f}') || s.contains('\u{212a}') {
+        // Python's case-insensitive matching folds these onto "s" and "k"
+        return Err(Unsupported("long s or Kelvin sign"));
+    }
+    let empty = tree.new_attrs(Vec::new());
+    let root = tree.new_node(Tag::new("html"), empty);
+    // one shared name per distinct tag of the page
+    let mut names: std::collections::HashMap<String, Tag> = Default::default();
+    let mut stack: Vec<usize> = vec![root];
+    let (mut seen_head, mut seen_body, mut seen_html) = (false, false, false);
+    let mut open_selects = 0usize;
+    let mut dropped_in_select: std::collections::HashMap<String, usize> = Default::default();
+    let b = s.as_bytes();
+    let n = b.len();
+    let mut pos = 0usize;
+    while pos < n {
+        if b[pos] == b'<' {
+            // comments, declarations, processing instructions: dropped
+            if b[pos..].starts_with(b"<!--") {
+                if let Some(e) = find_from(s, pos + 4, "-->") {
+                    pos = e + 3;
+                    continue;
+                }
+            }
+            if pos + 1 < n && (b[pos + 1] == b'!' || b[pos + 1] == b'?') {
+                if let Some(e) = find_char(s, pos + 2, '>') {
+                    pos = e + 1;
+                    continue;
+                }
+                add_text(tree, &stack, "<");
+                pos += 1;
+                continue;
+            }
+            if pos + 1 < n && b[pos + 1] == b'/' {
+                let mut i = pos + 2;
+                while i < n && !is_name_stop(s, i, b"") {
+                    i += 1;
+                }
+                let close = if i > pos + 2 { find_char(s, i, '>') } else { None };
+                let Some(close) = close else {
+                    add_text(tree, &stack, "<");
+                    pos += 1;
+                    continue;
+                };
+                let raw = &s[pos + 2..i];
+                if !raw.is_ascii() {
+                    return Err(Unsupported("non-ASCII end tag name"));
+                }
+                pos = close + 1;
+                let tag = raw.to_ascii_lowercase();
+                if tag == "html" || tag == "body" {
+                    continue;
+                }
+                if let Some(count) = dropped_in_select.get_mut(&tag) {
+                    if *count > 0 {
+                        *count -= 1;
+                        continue;
+                    }
+                }
+                let priority = end_priority(&tag);
+                let mut k = stack.len() - 1;
+                while k > 0 {
+                    let open_tag = &tree.nodes[stack[k]].tag;
+                    if open_tag.as_str() == tag {
+                        if open_selects > 0 {
+                            for &closed in &stack[k..] {
+                                if tree.nodes[closed].tag == "select" {
+                                    open_selects -= 1;
+                                }
+                            }
+                        }
+                        stack.truncate(k);
+                        break;
+                    }
+                    if end_priority(open_tag) > priority {
+                        break;
+                    }
+                    k -= 1;
+                }
+                continue;
+            }
+            let Some(st) = read_start_tag(s, pos)? else {
+                add_text(tree, &stack, "<");
+                pos += 1;
+                continue;
+            };
+            pos = st.end;
+            let tag = st.name;
+            if tag == "html" {
+                if !seen_html {
+                    let a = tree.new_attrs(st.attrs);
+                    tree.nodes[root].attrs = a;
+                    seen_html = true;
+                }
+                continue;
+            }
+            if tag == "head" {
+                if seen_head || seen_body {
+                    continue;
+                }
+                seen_head = true;
+            } else if tag == "body" {
+                if seen_body {
+                    continue;
+                }
+                seen_body = true;
+            }
+            if open_selects > 0 && !is_select_content(&tag) {
+                if !is_html5_void(&tag) {
+                    *dropped_in_select.entry(tag).or_insert(0) += 1;
+                }
+                continue;
+            }
+            while stack.len() > 1 {
+                match closed_by(&tree.nodes[*stack.last().unwrap()].tag) {
+                    Some(closers) if closers.contains(&tag.as_str()) => {
+                        stack.pop();
+                    }
+                    _ => break,
+                }
+            }
+            let a = tree.new_attrs(st.attrs);
+            let name = match names.get(&tag) {
+                Some(name) => name.clone(),
+                None => names.entry(tag.clone()).or_insert_with(|| Tag::new(&tag)).clone(),
+            };
+            let node = tree.new_node(name, a);
+            let parent = *stack.last().unwrap();
+            tree.nodes[node].parent = parent;
+            tree.nodes[parent].children.push(node);
+            let tag = tree.nodes[node].tag.as_str();
+            if is_libxml_void(tag) || st.self_closing {
+                continue;
+            }
+            stack.push(node);
+            if tag == "select" {
+                open_selects += 1;
+            }
+            if is_raw_text(tag) {
+                let start = pos;
+                let stop = if tag == "script" { script_end(s, start) } else { raw_end(s, start, tag) };
+                if stop > start {
+                    tree.nodes[node].text = Some(s[start..stop].to_string());
+                }
+                pos = stop;
+            }
+        } else {
+            let stop = find_char(s, pos, '<').unwrap_or(n);
+            let raw = &s[pos..stop];
+            if raw.contains('&') {
+                let text = unescape(raw)?;
+                add_text(tree, &stack, &text);
+            } else {
+                add_text(tree, &stack, raw);
+            }
+            pos = stop;
+        }
+    }
+    Ok(root)
+}
+
+fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {
+    let parent = *stack.last().unwrap();
+    let target = match tree.nodes[parent].children.last() {
+        Some(&last) => &mut tree.nodes[last].tail,
+        None => &mut tree.nodes[parent].text,
+    };
+    match target {
+        Some(t) => t.push_str(text),
+        None => *target = Some(text.to_string()),
+    }
+}
+
+// ── libxml2's HTML serializer ──────────────────────────────────────────────────────────
+
+fn is_boolean_attr(name: &str) -> bool {
+    matches!(
+        name,
+        "checked" | "compact" | "declare" | "defer" | "disabled" | "ismap" | "multiple"
+            | "nohref" | "noresize" | "noshade" | "nowrap" | "readonly" | "selected"
+    )
+}
+
+pub fn escape_text_into(out: &mut String, text: &str) {
+    let b = text.as_bytes();
+    let mut last = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let rep = match c {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            _ => continue,
+        };
+        out.push_str(&text[last..i]);
+        out.push_str(rep);
+        last = i + 1;
+    }
+    out.push_str(&text[last..]);
+}
+
+fn is_uri_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}".contains(&b)
+}
+
+fn escape_uri(value: &str) -> String {
+    let value = value.trim_start_matches([' ', '\t', '\n', '\r']);
+    if value.bytes().all(is_uri_safe) {
+        return value.to_string();
+    }
+    let mut out = String::with_capacity(value.len() * 2);
+    for b in value.bytes() {
+        if is_uri_safe(b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `&` (unless before `{`), `<`, `>` escaped.
+fn attr_escape_into(out: &mut String, value: &str) {
+    let b = value.as_bytes();
+    let mut last = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let rep = match c {
+            b'&' if b.get(i + 1) != Some(&b'{') => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            _ => continue,
+        };
+        out.push_str(&value[last..i]);
+        out.push_str(rep);
+        last = i + 1;
+    }
+    out.push_str(&value[last..]);
+}
+
+/// `dom.escape_attr_value`: whole `<!-- … -->` runs are left as they are.
+fn escape_attr_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 8);
+    if !value.contains("<!--") {
+        attr_escape_into(&mut out, value);
+        return out;
+    }
+    let mut pos = 0;
+    while let Some(start) = find_from(value, pos, "<!--") {
+        let Some(stop) = find_from(value, start + 4, "-->") else { break };
+        attr_escape_into(&mut out, &value[pos..start]);
+        out.push_str(&value[start..stop + 3]);
+        pos = stop + 3;
+    }
+    attr_escape_into(&mut out, &value[pos..]);
+    out
+}
+
+fn serialize_attr(out: &mut String, tag: &str, name: &str, value: &str) {
+    out.push(' ');
+    out.push_str(name);
+    if is_boolean_attr(name) {
+        return;
+    }
+    let is_uri = matches!(name, "href" | "action" | "src") || (name == "name" && tag == "a");
+    if !is_uri && !value.bytes().any(|c| matches!(c, b'&' | b'<' | b'>' | b'"')) {
+        out.push_str("=\"");
+        out.push_str(value);
+        out.push('"');
+        return;
+    }
+    let uri;
+    let value = if is_uri {
+        uri = escape_uri(value);
+        uri.as_str()
+    } else {
+        value
+    };
+    let escaped = escape_attr_value(value);
+    if escaped.contains('"') {
+        if escaped.contains('\'') {
+            out.push_str("=\"");
+            out.push_str(&escaped.replace('"', "&quot;"));
+            out.push('"');
+        } else {
+            out.push_str("='");
+            out.push_str(&escaped);
+            out.push('\'');
+        }
+    } else {
+        out.push_str("=\"");
+        out.push_str(&escaped);
+        out.push('"');
+    }
+}
+
+/// `dom.serialize_html`: `lxml.etree.tostring(node, method="html", with_tail=False)`.
+pub fn serialize_html(tree: &Tree, top: usize, out: &mut String) {
+    enum Item {
+        Open(usize),
+        Close(usize),
+    }
+    let mut stack = vec![Item::Open(top)];
+    while let Some(item) = stack.pop() {
+        let id = match item {
+            Item::Close(id) => {
+                let node = &tree.nodes[id];
+                out.push_str("</");
+                out.push_str(&node.tag);
+                out.push('>');
+                if id != top {
+                    if let Some(tail) = &node.tail {
+                        escape_text_into(out, tail);
+                    }
+                }
+                continue;
+            }
+            Item::Open(id) => id,
+        };
+        let node = &tree.nodes[id];
+        let tag = node.tag.as_str();
+        out.push('<');
+        out.push_str(tag);
+        for (name, value) in &tree.attrs[node.attrs] {
+            serialize_attr(out, tag, name, value);
+        }
+        out.push('>');
+        let tail = if id != top { node.tail.as_deref() } else { None };
+        if is_libxml_void(tag) {
+            if let Some(t) = tail {
+                escape_text_into(out, t);
+            }
+            continue;
+        }
+        match &node.text {
+            Some(text) if !text.is_empty() => {
+                if tag == "script" || tag == "style" {
+                    out.push_str(text);
+                } else {
+                    escape_text_into(out, text);
+                }
+            }
+            None if tag == "li" && node.children.is_empty() => {
+                // libxml2 omits the end tag of an empty <li>
+                if let Some(t) = tail {
+                    escape_text_into(out, t);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        stack.push(Item::Close(id));
+        stack.extend(node.children.iter().rev().map(|&c| Item::Open(c)));
+    }
+}
