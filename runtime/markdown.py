@@ -13,6 +13,7 @@ import html as _html
 import re
 
 import html2text
+import html2text.config
 import html2text.utils
 from selectolax.lexbor import LexborHTMLParser
 
@@ -38,20 +39,58 @@ def strip_spacer_images(html: str) -> str:
     return _SPACER_IMG_RE.sub("", html)
 
 
-# html2text escapes every text run with four regex substitutions (a quarter of its time);
-# they can only change a run that holds a backslash, "+", "-" or a digit before ".".
-# While our converter runs, runs without any of these are returned as they are and all others
-# go to html2text's own function, so the output is unchanged for every input (html2text looks
-# the function up in its module globals at each call; other html2text users in the process
-# get the same results either way).
+# html2text escapes every text run with four regex substitutions, and three of them are
+# anchored with "^\s*" in MULTILINE mode: each line start rescans the whitespace that follows
+# it, which is quadratic on whitespace-heavy runs (0.9 s for one dev page whose text has long
+# blank runs). A run can only change when it holds what one of their matches must contain: a
+# backslash, a digit "." whitespace, "+" whitespace, or a "-" at a line start or after
+# whitespace that is followed by whitespace or "-". While a conversion runs here, other runs
+# are returned as they are and the rest go to html2text's own function, so the output is
+# unchanged for every input (html2text looks the function up in its module globals at each
+# call; other html2text users in the process get the same results either way). Likewise
+# escape_md (link URLs, titles, alt texts) skips its substitution when its pattern finds
+# nothing to escape.
 _md_section_escape = html2text.utils.escape_md_section
-_MD_SECTION_CANDIDATE_RE = re.compile(r"[\\+-]|\d\.")
+_md_escape = html2text.utils.escape_md
+# (every branch starts with a literal, so the regex engine skips ahead to those characters)
+_MD_SECTION_CANDIDATE_RE = re.compile(r"\\|\+\s|-(?<!\S-)[\s-]|\.(?<=\d\.)\s")
+_MD_CHARS_RE = html2text.config.RE_MD_CHARS_MATCHER
 
 
 def _escape_md_section(text: str, snob: bool = False) -> str:
     if not snob and _MD_SECTION_CANDIDATE_RE.search(text) is None:
         return text
     return _md_section_escape(text, snob=snob)
+
+
+def _escape_md(text: str) -> str:
+    if _MD_CHARS_RE.search(text) is None:
+        return text
+    return _md_escape(text)
+
+
+# html2text's HTML2Text.o collapses the whitespace of every text run with
+# re.sub(r"\s+", r" ", data), through re's pattern cache. While our converter runs, html2text's
+# module sees this object as ``re``: that one call uses a compiled pattern, and returns the run
+# as it is when it holds no whitespace but single spaces (str.isprintable is false for every
+# whitespace character except " "); every other name is the ``re`` module's.
+_WHITESPACE_RUN_RE = re.compile(r"\s+")
+
+
+class _Html2TextRe:
+    def __getattr__(self, name: str):
+        return getattr(re, name)
+
+    @staticmethod
+    def sub(pattern, repl, string, count=0, flags=0):
+        if pattern == r"\s+" and repl == " " and not count and not flags:
+            if string.isprintable() and "  " not in string:
+                return string
+            return _WHITESPACE_RUN_RE.sub(" ", string)
+        return re.sub(pattern, repl, string, count=count, flags=flags)
+
+
+_html2text_re = _Html2TextRe()
 
 
 def _converter() -> html2text.HTML2Text:
@@ -68,27 +107,26 @@ def to_markdown(html: str) -> str:
     HTML as libxml2 writes it (what ``extract_main_html`` returns) is tokenized here instead,
     with one regex per token, into exactly the calls ``html.parser`` would make; anything
     outside that regular subset goes through ``html.parser`` as in the reference.
+    (The shortcut calls ``handle_tag`` with the attribute dict, as html2text's
+    ``handle_starttag``/``handle_endtag`` do, and skips those two wrappers.)
     """
     if not isinstance(html, str):
         raise TypeError(f"html must be str, not {type(html).__name__}")
     cleaned = strip_spacer_images(html)
     # what HTML2Text.feed does to its input before tokenizing
     data = cleaned.replace("</' + 'script>", "</ignore>")
-    events = _html_parser_events(data)
-    if events is None:
-        return _converter().handle(cleaned).strip()
     converter = _converter()
-    handlers = (converter.handle_data, converter.handle_starttag, converter.handle_endtag,
-                converter.handle_entityref, converter.handle_charref)
     html2text.escape_md_section = _escape_md_section
+    html2text.escape_md = _escape_md
+    html2text.re = _html2text_re
     try:
-        for kind, arg, attrs in events:
-            if kind == 1:
-                handlers[1](arg, attrs)
-            else:
-                handlers[kind](arg)
+        if not _feed_html(data, converter):
+            # (the converter took part of the page: start again with html.parser)
+            return _converter().handle(cleaned).strip()
     finally:
         html2text.escape_md_section = _md_section_escape
+        html2text.escape_md = _md_escape
+        html2text.re = re
     markdown = converter.optwrap(converter.finish())
     if converter.pad_tables:
         markdown = html2text.pad_tables_in_text(markdown)
@@ -99,7 +137,6 @@ def to_markdown(html: str) -> str:
 _CHARREF_RE = re.compile("&#(?:[0-9]+|[xX][0-9a-fA-F]+)[^0-9a-fA-F]")
 _ENTITYREF_RE = re.compile("&([a-zA-Z][-.a-zA-Z0-9]*)[^a-zA-Z0-9]")
 _INCOMPLETE_RE = re.compile("&[a-zA-Z#]")
-_TEXT_RE = re.compile("[^<&]+")
 # A start tag as libxml2 writes it: quoted or bare attributes, nothing html.parser's tolerant
 # rules would read differently.
 _START_TAG_RE = re.compile(
@@ -114,71 +151,90 @@ _CDATA_END_RE = {
 _unescape = _html.unescape
 
 
-def _html_parser_events(data: str) -> list[tuple[int, str, list]] | None:
-    """The handler calls ``html.parser`` (``convert_charrefs=False``) makes for ``data``:
-    ``(kind, arg, attrs)`` with kind 0 data, 1 start tag, 2 end tag, 3 entity, 4 char ref;
-    ``None`` when ``data`` leaves the subset handled here."""
-    events: list[tuple[int, str, list]] = []
-    add = events.append
+def _feed_html(data: str, converter: html2text.HTML2Text) -> bool:
+    """Make on ``converter`` the handler calls ``html.parser`` (``convert_charrefs=False``)
+    makes for ``data``, a start or end tag as html2text's ``handle_tag(tag, attrs, start)``;
+    ``False`` as soon as ``data`` leaves the subset handled here (part of it is fed by then)."""
+    handle_data = converter.handle_data
+    handle_tag = converter.handle_tag
     pos = 0
     end = len(data)
-    text_match = _TEXT_RE.match
+    # next "<" and "&" at or after pos (end when none): a text run stops at the nearer one
+    next_lt = data.find("<")
+    if next_lt < 0:
+        next_lt = end
+    next_amp = data.find("&")
+    if next_amp < 0:
+        next_amp = end
+    start_tag = _START_TAG_RE.match
+    end_tag = _END_TAG_RE.match
+    attr_findall = _ATTR_RE.findall
     while pos < end:
         char = data[pos]
         if char == "<":
-            m = _START_TAG_RE.match(data, pos)
-            if m is not None:
-                tag = m.group(1).lower()
-                attrs = []
-                raw = m.group(2)
-                if raw:
-                    for name, value in _ATTR_RE.findall(raw):
-                        if value:
-                            value = value[2:-1]
-                            if value and "&" in value:
-                                value = _unescape(value)
-                        else:
-                            value = None
-                        attrs.append((name.lower(), value))
-                add((1, tag, attrs))
+            if data.startswith("</", pos):
+                m = end_tag(data, pos)
+                if m is None:
+                    return False
+                handle_tag(m.group(1).lower(), {}, False)
                 pos = m.end()
-                if tag == "script" or tag == "style":
-                    close = _CDATA_END_RE[tag].search(data, pos)
-                    if close is None:
-                        return None
-                    if close.start() > pos:
-                        add((0, data[pos : close.start()], None))
-                    add((2, tag, None))
-                    pos = close.end()
                 continue
-            m = _END_TAG_RE.match(data, pos)
+            m = start_tag(data, pos)
             if m is None:
-                return None
-            add((2, m.group(1).lower(), None))
+                return False
+            tag = m.group(1).lower()
+            attrs = {}
+            raw = m.group(2)
+            if raw:
+                for name, value in attr_findall(raw):
+                    if value:
+                        value = value[2:-1]
+                        if value and "&" in value:
+                            value = _unescape(value)
+                    else:
+                        value = None
+                    attrs[name.lower()] = value  # a repeated name: the last value, as dict()
+            handle_tag(tag, attrs, True)
             pos = m.end()
+            if tag == "script" or tag == "style":
+                close = _CDATA_END_RE[tag].search(data, pos)
+                if close is None:
+                    return False
+                if close.start() > pos:
+                    handle_data(data[pos : close.start()])
+                handle_tag(tag, {}, False)
+                pos = close.end()
         elif char == "&":
             if data.startswith("&#", pos):
                 m = _CHARREF_RE.match(data, pos)
                 if m is None:
-                    return None
-                add((4, m.group()[2:-1], None))
+                    return False
+                converter.handle_charref(m.group()[2:-1])
             else:
                 m = _ENTITYREF_RE.match(data, pos)
                 if m is None:
                     if _INCOMPLETE_RE.match(data, pos) or pos + 1 >= end:
-                        return None
-                    add((0, "&", None))
+                        return False
+                    handle_data("&")
                     pos += 1
                     continue
-                add((3, m.group(1), None))
+                converter.handle_entityref(m.group(1))
             pos = m.end()
             if data[pos - 1] != ";":
                 pos -= 1
         else:
-            m = text_match(data, pos)
-            add((0, m.group(), None))
-            pos = m.end()
-    return events
+            if next_lt < pos:
+                next_lt = data.find("<", pos)
+                if next_lt < 0:
+                    next_lt = end
+            if next_amp < pos:
+                next_amp = data.find("&", pos)
+                if next_amp < 0:
+                    next_amp = end
+            stop = next_lt if next_lt < next_amp else next_amp
+            handle_data(data[pos:stop])
+            pos = stop
+    return True
 
 
 # ── plain text ───────────────────────────────────────────────────────────────────────────

@@ -47,4 +47,7 @@ def encode_blocks(tokenizer: Tokenizer, blocks: list[str]) -> list[list[int]]:
     """Token ids of each block, no special tokens added, in one batch call."""
     if not blocks:
         return []
-    return [enc.ids for enc in tokenizer.encode_batch(blocks, add_special_tokens=False)]
+    # encode_batch_fast (tokenizers >= 0.21) gives the same ids without computing offsets,
+    # which we never read: about a quarter less time on real pages.
+    encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
+    return [enc.ids for enc in encode(blocks, add_special_tokens=False)]

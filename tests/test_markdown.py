@@ -14,8 +14,10 @@ from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_rt.bench.record_golden import sha256
 from pulpie_rt.runtime.markdown import (
+    _escape_md,
     _escape_md_section,
-    _html_parser_events,
+    _feed_html,
+    _html2text_re,
     strip_spacer_images,
     to_markdown,
     to_text,
@@ -163,7 +165,8 @@ class _Recorder(HTMLParser):
         self.events.append((0, data, None))
 
     def handle_starttag(self, tag, attrs):
-        self.events.append((1, tag, attrs))
+        # html2text's handle_starttag passes dict(attrs) on: that is what it sees
+        self.events.append((1, tag, dict(attrs)))
 
     def handle_endtag(self, tag):
         self.events.append((2, tag, None))
@@ -188,6 +191,31 @@ class _Recorder(HTMLParser):
 
     def unknown_decl(self, data):
         self.events.append(("unknown", data, None))
+
+
+class _Sink:
+    """The converter methods ``_feed_html`` calls, recording them as ``_Recorder`` does."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def handle_data(self, data):
+        self.events.append((0, data, None))
+
+    def handle_tag(self, tag, attrs, start):
+        self.events.append((1, tag, attrs) if start else (2, tag, None))
+
+    def handle_entityref(self, name):
+        self.events.append((3, name, None))
+
+    def handle_charref(self, name):
+        self.events.append((4, name, None))
+
+
+def _html_parser_events(data: str) -> list | None:
+    """Our tokenizer's calls for ``data``; None where it declines."""
+    sink = _Sink()
+    return sink.events if _feed_html(data, sink) else None
 
 
 def _parser_events(data: str) -> list:
@@ -238,13 +266,30 @@ def test_tokenizer_agrees_with_html_parser_or_declines(html):
 
 def test_escape_shortcut_equals_html2text():
     rng = random.Random(7)
-    alphabet = " \n\t\\+-.1a2*_#!`[]()x"
-    for _ in range(20_000):
+    alphabet = " \n\t\r\xa0\u2028\\+-.1a2\u0663*_#!`[]()x"
+    for _ in range(40_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         assert _escape_md_section(text) == html2text.utils.escape_md_section(text), text
-    # html2text's own function is back in place after each conversion
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _escape_md(text) == html2text.utils.escape_md(text), text
+    # html2text's own functions are back in place after each conversion
     to_markdown("<p>x</p>")
     assert html2text.escape_md_section is html2text.utils.escape_md_section
+    assert html2text.escape_md is html2text.utils.escape_md
+
+
+def test_whitespace_collapse_shortcut_equals_re():
+    rng = random.Random(11)
+    alphabet = [" ", "a", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2003",
+                "\u2028", "\u3000", "\x00", "\u200b", "é"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        assert _html2text_re.sub(r"\s+", r" ", text) == re.sub(r"\s+", r" ", text), repr(text)
+    assert _html2text_re.sub("a", "b", "aXa", count=1) == "bXa"
+    assert _html2text_re.compile is re.compile
+    to_markdown("<p>x</p>")
+    assert html2text.re is re
 
 
 @pytest.mark.parametrize(
