@@ -99,10 +99,9 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
     writer = _Writer(tree, labels)
     html = writer.write(top, top_tag)
     if writer.rescan:
-        # the pattern also occurs in text or inside a value: write again undecoded and
-        # decode the whole output as the reference does
-        writer.decode = False
-        html = _decode_http_urls(writer.write(top, top_tag))
+        # the pattern also occurs in text or inside a value: the output with the start tags
+        # as written undecoded, decoded as a whole as the reference does
+        html = _decode_http_urls(writer.undecoded_html())
     return html
 
 
@@ -132,12 +131,13 @@ def _fragment_top(tree: LexborHTMLParser, text: str):
     return body, ("div" if block else "span")
 
 
-def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bool]:
+def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bool, bool]:
     """The attributes as libxml2 writes them, with the reference's URL decoding applied
-    (``decode``); and whether a value holds ``="`` (where the reference's pattern may match
-    too)."""
+    (``decode``); whether a value holds ``="`` (where the reference's pattern may match
+    too); and whether a value was decoded."""
     parts = []
     inner_match = False
+    decoded = False
     for name, value in attributes.items():
         name = name.lower()
         if value is None or name in BOOLEAN_ATTRS or (not value and name[0] == "="):
@@ -160,10 +160,11 @@ def _attr_html(tag: str, attributes: dict, decode: bool = True) -> tuple[str, bo
         if (decode and "&" in value and name.endswith(_URL_ATTR_SUFFIXES)
                 and value.startswith(_HTTP_PREFIXES)):
             value = _html.unescape(value)  # the reference's decode_http_urls_only, in place
+            decoded = True
         elif '="' in value:
             inner_match = True
         parts.append(" " + name + '="' + value + '"')
-    return "".join(parts), inner_match
+    return "".join(parts), inner_match, decoded
 
 
 def _decode_http_urls(html: str) -> str:
@@ -285,7 +286,10 @@ class _Writer:
         self.main = main
         self.ancestors = ancestors
         self.rescan = False
-        self.decode = True
+        # the last output's pieces, and (index, piece) for each start tag that holds a URL
+        # decoded in place, as written without that decoding
+        self.out: list[str] = []
+        self.undecoded: list[tuple[int, str]] = []
         self.recalled = self._recall_brs(tree) if main else set()
 
     # ── which elements stay ──────────────────────────────────────────────────────────
@@ -366,15 +370,24 @@ class _Writer:
 
     # ── writing ──────────────────────────────────────────────────────────────────────
 
+    def undecoded_html(self) -> str:
+        """The last output as written without decoding URLs in attribute values."""
+        out = list(self.out)
+        for index, piece in self.undecoded:
+            out[index] = piece
+        return "".join(out)
+
     def write(self, top, top_tag: str) -> str:
         out: list[str] = []
         w = out.append
+        undecoded: list[tuple[int, str]] = []
         names = self.names
         main, ancestors, recalled = self.main, self.ancestors, self.recalled
         attrs = top.attributes
-        decode = self.decode
-        attr_html, rescan = _attr_html(top_tag, attrs, decode) if attrs else ("", False)
+        attr_html, rescan, decoded = _attr_html(top_tag, attrs) if attrs else ("", False, False)
         w("<" + top_tag + attr_html + ">")
+        if decoded:
+            undecoded.append((0, "<" + top_tag + _attr_html(top_tag, attrs, False)[0] + ">"))
         stack = [_frame(top.child, top_tag, top.mem_id in main, "</" + top_tag + ">", False)]
         while stack:
             frame = stack[-1]
@@ -447,14 +460,18 @@ class _Writer:
                     attributes = _foreign_attributes(node, attributes)
                 if name == "meta" and _is_drop_meta(name, attributes):
                     continue
-                attr_html, inner_match = _attr_html(name, attributes, decode)
+                attr_html, inner_match, decoded = _attr_html(name, attributes)
                 if inner_match:
                     rescan = True
             else:
                 attr_html = ""
+                decoded = False
             if name == RUN_WRAPPER_TAG:
                 end = ""
             else:
+                if decoded:
+                    undecoded.append((len(out), "<" + name
+                                      + _attr_html(name, attributes, False)[0] + ">"))
                 w("<" + name + attr_html + ">")
                 if name in LIBXML_VOID:
                     continue
@@ -472,4 +489,6 @@ class _Writer:
                 stack.append([node.child, name, full, None, True, end, False,
                               name in _RAW_CONTENT, foreign])
         self.rescan = rescan
+        self.out = out
+        self.undecoded = undecoded
         return "".join(out)
