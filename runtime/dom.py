@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html as html_lib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -273,15 +273,18 @@ def _mark_nameless_attrs(html: str, slash_tag_starts: list[int] | None = None) -
     return "".join(parts)
 
 
-def lexbor_serialization(html: str, slash_tag_starts: list[int] | None = None) -> str:
+def lexbor_serialization(
+    html: str, find_slash_tags: Callable[[str], list[int] | None] | None = None
+) -> str:
     """Parse ``html`` with lexbor and serialize it again, less any ``<?xml …?>`` declaration:
     the text whose libxml2-shaped tree (``parse_serialized``) the reference walks.
-    ``slash_tag_starts``: see ``_mark_nameless_attrs``."""
+    ``find_slash_tags``: a faster equivalent of ``_SLASH_TAG_RE`` (see ``_mark_nameless_attrs``;
+    it may answer None)."""
     if "</>" in html:
         html = _keep_empty_end_tags(html)
-        slash_tag_starts = None  # offsets of the page before this rewrite
     if " /" in html or "\n/" in html or "\t/" in html or "\r/" in html:
-        html = _mark_nameless_attrs(html, slash_tag_starts)
+        starts = find_slash_tags(html) if find_slash_tags is not None else None
+        html = _mark_nameless_attrs(html, starts)
     serialized = LexborHTMLParser(html).html or ""
     if "<?xml" in serialized:
         serialized = _XML_DECL_RE.sub("", serialized)

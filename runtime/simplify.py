@@ -701,20 +701,20 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     """
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    scan = simplify_native.scan_page(html)
-    if scan is None:
-        has_non_xml_chars = _NOT_XML_CHAR_RE.search(html) is not None
-        serialized = lexbor_serialization(html)
-    else:
-        has_non_xml_chars, slash_tag_starts = scan
-        serialized = lexbor_serialization(html, slash_tag_starts)
-    has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
-    result = simplify_native.simplify_serialized(
-        serialized, cutoff_length, has_raw_text, has_non_xml_chars
-    )
-    if result is not None:
+    serialized = lexbor_serialization(html, simplify_native.slash_tag_starts)
+    result = simplify_native.simplify_serialized(serialized, cutoff_length, None)
+    if result is simplify_native.NEEDS_NON_XML_FLAG:
+        result = simplify_native.simplify_serialized(
+            serialized, cutoff_length, _NOT_XML_CHAR_RE.search(html) is not None
+        )
+    if isinstance(result, tuple):
         return result
-    return _simplify_serialized(serialized, cutoff_length, has_raw_text, has_non_xml_chars)
+    return _simplify_serialized(
+        serialized,
+        cutoff_length,
+        _HAS_RAW_TEXT_RE.search(html) is not None,
+        _NOT_XML_CHAR_RE.search(html) is not None,
+    )
 
 
 def simplify_python(html: str, cutoff_length: int = 500) -> tuple[str, str]:

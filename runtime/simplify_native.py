@@ -20,8 +20,8 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "PURE_PYTHON_ENV", "library_path", "available", "scan_page",
-    "simplify_serialized",
+    "LIBRARY_ENV", "NEEDS_NON_XML_FLAG", "PURE_PYTHON_ENV", "library_path", "available",
+    "simplify_serialized", "slash_tag_starts",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -29,15 +29,14 @@ __all__ = [
 LIBRARY_ENV = "PULPIE_RT_SIMPLIFY_LIB"
 PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
 
-FLAG_RAW_TEXT = 1
 FLAG_NON_XML_CHARS = 2
+FLAG_NON_XML_UNKNOWN = 4
 
 _HERE = Path(__file__).resolve().parent
 
 
-class _ScanOutput(ctypes.Structure):
+class _StartsOutput(ctypes.Structure):
     _fields_ = [
-        ("has_non_xml_chars", ctypes.c_uint8),
         ("starts_ptr", ctypes.POINTER(ctypes.c_uint64)),
         ("starts_len", ctypes.c_size_t),
     ]
@@ -82,10 +81,10 @@ def _library() -> ctypes.CDLL | None:
             lib.pulpie_rt_simplify.restype = ctypes.c_int32
             lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
             lib.pulpie_rt_free.restype = None
-            lib.pulpie_rt_scan_page.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_ScanOutput),
+            lib.pulpie_rt_slash_tag_starts.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_StartsOutput),
             ]
-            lib.pulpie_rt_scan_page.restype = ctypes.c_int32
+            lib.pulpie_rt_slash_tag_starts.restype = ctypes.c_int32
             lib.pulpie_rt_free_starts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
             lib.pulpie_rt_free_starts.restype = None
         _LIBRARY_CACHE.append(lib)
@@ -97,17 +96,23 @@ def available() -> bool:
     return _library() is not None
 
 
+# str straight from the library's UTF-8 buffer (ctypes.string_at would copy it to bytes first)
+_decode_utf8 = ctypes.pythonapi.PyUnicode_DecodeUTF8
+_decode_utf8.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_char_p]
+_decode_utf8.restype = ctypes.py_object
+
+
 def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
     try:
-        return ctypes.string_at(ptr, size).decode("utf-8") if size else ""
+        return _decode_utf8(ptr, size, None) if size else ""
     finally:
         lib.pulpie_rt_free(ptr, size)
 
 
-def scan_page(html: str) -> tuple[bool, list[int]] | None:
-    """One pass over the raw page: (holds characters XML does not allow, character offsets
-    where ``dom._SLASH_TAG_RE`` matches), or None where the core is absent or the page is not
-    UTF-8-encodable (lone surrogates); the caller then uses the regular expressions."""
+def slash_tag_starts(html: str) -> list[int] | None:
+    """Where ``dom._SLASH_TAG_RE`` matches in ``html`` (character offsets), in one pass over
+    its bytes; None where the core is absent or the page is not UTF-8-encodable (lone
+    surrogates): the caller then runs the regular expression."""
     lib = _library()
     if lib is None:
         return None
@@ -115,21 +120,30 @@ def scan_page(html: str) -> tuple[bool, list[int]] | None:
         data = html.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    out = _ScanOutput()
-    if lib.pulpie_rt_scan_page(data, len(data), ctypes.byref(out)) != 0:
+    out = _StartsOutput()
+    if lib.pulpie_rt_slash_tag_starts(data, len(data), ctypes.byref(out)) != 0:
         return None
     try:
-        starts = out.starts_ptr[: out.starts_len] if out.starts_len else []
+        return out.starts_ptr[: out.starts_len] if out.starts_len else []
     finally:
         lib.pulpie_rt_free_starts(out.starts_ptr, out.starts_len)
-    return bool(out.has_non_xml_chars), starts
+
+
+# simplify_serialized's answer when the raw page's has_non_xml_chars is needed
+NEEDS_NON_XML_FLAG = "needs has_non_xml_chars"
 
 
 def simplify_serialized(
-    serialized: str, cutoff_length: int, has_raw_text: bool, has_non_xml_chars: bool
-) -> tuple[str, str] | None:
+    serialized: str, cutoff_length: int, has_non_xml_chars: bool | None
+) -> tuple[str, str] | str | None:
     """``(simplified_html, map_html)`` of lexbor's serialization of a page, or None where the
-    core is absent or does not handle this page (the caller then runs the Python code)."""
+    core is absent or does not handle this page (the caller then runs the Python code).
+
+    ``has_non_xml_chars`` (whether the raw page holds characters XML does not allow) may be
+    None: it only matters when the serialization holds such characters itself, and then the
+    answer is ``NEEDS_NON_XML_FLAG`` (ask again with it) — scanning every raw page for them
+    costs more than the rest of the core's work. (The raw page's other flag, whether it has
+    raw-text elements, the core reads off the tree itself.)"""
     lib = _library()
     if lib is None:
         return None
@@ -137,11 +151,14 @@ def simplify_serialized(
         data = serialized.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: only the Python path handles them
         return None
-    flags = (FLAG_RAW_TEXT if has_raw_text else 0) | (
-        FLAG_NON_XML_CHARS if has_non_xml_chars else 0
-    )
+    if has_non_xml_chars is None:
+        flags = FLAG_NON_XML_UNKNOWN
+    else:
+        flags = FLAG_NON_XML_CHARS if has_non_xml_chars else 0
     out = _Output()
     status = lib.pulpie_rt_simplify(data, len(data), cutoff_length, flags, ctypes.byref(out))
+    if status == 3:
+        return NEEDS_NON_XML_FLAG
     if status != 0:
         return None
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)

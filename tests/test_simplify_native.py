@@ -13,12 +13,7 @@ import pytest
 from test_simplify import TRICKY_PAGES
 
 from pulpie_rt.runtime import dom, simplify_native
-from pulpie_rt.runtime.simplify import (
-    _HAS_RAW_TEXT_RE,
-    _NOT_XML_CHAR_RE,
-    simplify,
-    simplify_python,
-)
+from pulpie_rt.runtime.simplify import simplify, simplify_python
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,6 +65,9 @@ HOSTILE = {
     "</p>",
     "quotes-in-attributes": "<p title='a\"b' class=\"c'd\" id='e\"f&apos;g'>q</p>",
     "attr-with-comment": '<p title="<!-- a > b -->&c">q</p>',
+    # the raw-text flag: the core reads it off the tree, Python off the raw page
+    "raw-text-tags-only-in-comments": "<!-- <xmp> --><p>a > b</p><script>'<noembed>'</script>",
+    "raw-text-upper-case": "<div><XMP>a > b &amp; <c></XMP> t</div><p><NOFRAMES>x<y</NOFRAMES></p>",
 }
 
 
@@ -102,20 +100,31 @@ def test_character_references_outside_the_serializers_five_are_refused():
     assert simplify_native.last_reason_for("<html><body><p>&amp; &lt; x</p></body></html>") is None
 
 
-def test_scan_page_matches_the_regular_expressions(dev_pages):
+def test_slash_tag_starts_match_the_regular_expression(dev_pages):
     synthetic = ["<a /", "<a<b /x", "< a /", "<a\xa0/", "<a\u3000/>", "<ab/ /", "x<a b\x0c/c",
-                 "<a", "<1 /", "<a b= / <c d /", "\x01<p />", "\ufffe", "<A\n/"]
+                 "<a", "<1 /", "<a b= / <c d /", "\x01<p />", "\ufffe", "<A\n/", "<<a /",
+                 "<a \u00e9 /", "<a\u2028/", "<a\u20ac /", "\u00e9<b\u0085/", "<a b\u1680/"]
     for html in synthetic + [page["html"] for page in dev_pages]:
-        has_non_xml, starts = simplify_native.scan_page(html)
+        starts = simplify_native.slash_tag_starts(html)
         assert starts == [m.start() for m in dom._SLASH_TAG_RE.finditer(html)], html[:60]
-        assert has_non_xml == (_NOT_XML_CHAR_RE.search(html) is not None), html[:60]
-    # raw-text flag stays with the regular expression (it is cheap); sanity of its use
-    assert _HAS_RAW_TEXT_RE.search("<XMP>") is not None
+
+
+def test_raw_page_flag_asked_for_only_when_it_matters():
+    # a character reference lexbor decodes to a control character: the raw page has none,
+    # the serialization does, and the block pass depends on the raw page's answer
+    for html in ["<p>a&#1;b</p><div>c<b>d&#2;</b></div>", "<p>a\x01b</p>"]:
+        serialized = dom.lexbor_serialization(html)
+        assert simplify_native.simplify_serialized(serialized, 500, None) is (
+            simplify_native.NEEDS_NON_XML_FLAG
+        )
+        assert simplify(html) == simplify_python(html)
+    clean = dom.lexbor_serialization("<p>a\x00b</p>")  # lexbor drops the NUL
+    assert isinstance(simplify_native.simplify_serialized(clean, 500, None), tuple)
 
 
 def test_lone_surrogates_run_on_python():
     html = "<p>a\ud800b</p><p>ok</p>"
-    assert simplify_native.scan_page(html) is None
+    assert simplify_native.slash_tag_starts(html) is None
     assert simplify(html) == simplify_python(html)
 
 

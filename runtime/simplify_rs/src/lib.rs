@@ -5,7 +5,8 @@
 //!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
-//! runs the Python implementation too, so one page never takes the process down).
+//! runs the Python implementation too, so one page never takes the process down), 3 the raw
+//! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
 
 mod simplify;
 mod tree;
@@ -22,8 +23,12 @@ pub struct SimplifyOutput {
     pub reason: *const u8,
 }
 
-pub const FLAG_RAW_TEXT: u32 = 1;
+/// The raw page has characters XML does not allow (`simplify._NOT_XML_CHAR_RE`).
 pub const FLAG_NON_XML_CHARS: u32 = 2;
+/// The caller did not look for them: that answer only matters when the serialization holds
+/// such characters itself (the block pass it guards changes nothing otherwise), and then the
+/// core returns status 3 to ask for it.
+pub const FLAG_NON_XML_UNKNOWN: u32 = 4;
 
 fn leak(s: String) -> (*mut u8, usize) {
     let boxed = s.into_bytes().into_boxed_slice();
@@ -56,8 +61,10 @@ pub unsafe extern "C" fn pulpie_rt_simplify(
         out.reason = b"not UTF-8\0".as_ptr();
         return 1;
     };
+    if flags & FLAG_NON_XML_UNKNOWN != 0 && has_non_xml_bytes(bytes) {
+        return 3;
+    }
     let page_flags = simplify::Flags {
-        has_raw_text: flags & FLAG_RAW_TEXT != 0,
         has_non_xml_chars: flags & FLAG_NON_XML_CHARS != 0,
     };
     let result =
@@ -96,6 +103,12 @@ fn install_panic_hook() {
     });
 }
 
+/// Whether UTF-8 `b` holds a character of `_NOT_XML_CHAR_RE` (surrogates cannot occur).
+fn has_non_xml_bytes(b: &[u8]) -> bool {
+    b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
+        || b.windows(3).any(|w| w == [0xef, 0xbf, 0xbe] || w == [0xef, 0xbf, 0xbf])
+}
+
 fn reason_ptr(reason: &'static str) -> *const u8 {
     // reasons are short literals; keep NUL-terminated copies for C callers
     use std::collections::HashMap;
@@ -118,30 +131,30 @@ pub unsafe extern "C" fn pulpie_rt_free(ptr: *mut u8, len: usize) {
 }
 
 #[repr(C)]
-pub struct ScanOutput {
-    pub has_non_xml_chars: u8,
+pub struct StartsOutput {
     pub starts_ptr: *mut u64,
     pub starts_len: usize,
 }
 
-/// What `simplify` asks of the raw page before lexbor parses it, in one pass over its bytes:
-/// whether it holds characters XML does not allow (`_NOT_XML_CHAR_RE`, surrogates aside: the
-/// caller handles pages that cannot be UTF-8), and where `dom._SLASH_TAG_RE` matches (a start
-/// tag with white space then "/" before the next "<"), as character offsets.
+/// Where `dom._SLASH_TAG_RE` (`<[a-zA-Z][^<]*?\s/`) matches in the raw page, as character
+/// offsets: a start tag with white space then "/" before the next "<" (the only places
+/// `dom._mark_nameless_attrs` looks at). The regular expression's lazy scan costs most of a
+/// second on the dev pages; this is one pass over the bytes.
 ///
 /// # Safety
-/// `input` points to `len` bytes of UTF-8; `out` to a writable `ScanOutput`; `starts_ptr` is
-/// released with `pulpie_rt_free_starts`.
+/// `input` points to `len` bytes of UTF-8; `out` to a writable `StartsOutput`, whose buffer
+/// is released with `pulpie_rt_free_starts`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_scan_page(input: *const u8, len: usize, out: *mut ScanOutput) -> i32 {
+pub unsafe extern "C" fn pulpie_rt_slash_tag_starts(
+    input: *const u8,
+    len: usize,
+    out: *mut StartsOutput,
+) -> i32 {
     install_panic_hook();
     let out = &mut *out;
-    *out = ScanOutput { has_non_xml_chars: 0, starts_ptr: std::ptr::null_mut(), starts_len: 0 };
+    *out = StartsOutput { starts_ptr: std::ptr::null_mut(), starts_len: 0 };
     let bytes = std::slice::from_raw_parts(input, len);
-    let Ok(html) = std::str::from_utf8(bytes) else { return 1 };
-    let result = catch_unwind(|| scan_page(html));
-    let Ok((non_xml, starts)) = result else { return 2 };
-    out.has_non_xml_chars = non_xml as u8;
+    let Ok(starts) = catch_unwind(|| slash_tag_starts(bytes)) else { return 2 };
     let boxed = starts.into_boxed_slice();
     out.starts_len = boxed.len();
     out.starts_ptr = Box::into_raw(boxed) as *mut u64;
@@ -149,7 +162,7 @@ pub unsafe extern "C" fn pulpie_rt_scan_page(input: *const u8, len: usize, out: 
 }
 
 /// # Safety
-/// `ptr`/`len` come from a `ScanOutput`, freed once.
+/// `ptr`/`len` come from a `StartsOutput`, freed once.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_free_starts(ptr: *mut u64, len: usize) {
     if !ptr.is_null() {
@@ -157,55 +170,66 @@ pub unsafe extern "C" fn pulpie_rt_free_starts(ptr: *mut u64, len: usize) {
     }
 }
 
-fn scan_page(html: &str) -> (bool, Vec<u64>) {
-    let b = html.as_bytes();
-    let non_xml = b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
-        || b.windows(3).any(|w| w[0] == 0xef && w[1] == 0xbf && (w[2] == 0xbe || w[2] == 0xbf));
+fn slash_tag_starts(b: &[u8]) -> Vec<u64> {
     let mut starts = Vec::new();
-    // character offsets: count the bytes that start a character, up to each match
     let (mut counted_to, mut chars) = (0usize, 0u64);
-    let mut pos = 0usize;
-    while let Some(k) = b[pos..].iter().position(|&c| c == b'<') {
-        let p = pos + k;
-        let next_lt = b[p + 1..].iter().position(|&c| c == b'<').map_or(b.len(), |k| p + 1 + k);
-        pos = next_lt;
-        if p + 1 >= b.len() || !b[p + 1].is_ascii_alphabetic() {
+    let n = b.len();
+    let mut i = 0;
+    while let Some(k) = b[i..].iter().position(|&c| c == b'<') {
+        let p = i + k;
+        i = p + 1;
+        if !(p + 1 < n && b[p + 1].is_ascii_alphabetic()) {
             continue;
         }
-        // \s then "/" with the \s at or after p + 2, before the next "<"
-        let found = (p + 3..next_lt).any(|i| b[i] == b'/' && ends_with_space(&b[p + 2..i]));
-        if found {
-            chars += b[counted_to..p].iter().filter(|&&c| c & 0xc0 != 0x80).count() as u64;
-            counted_to = p;
-            starts.push(chars);
+        // the first "/" after a \s (at or after p + 2) before the next "<"
+        let mut j = p + 2;
+        while let Some(k) = b.get(j..).and_then(|rest| rest.iter().position(|&c| c == b'<' || c == b'/')) {
+            let q = j + k;
+            if b[q] == b'<' {
+                i = q;
+                break;
+            }
+            if q > p + 2 && ends_with_space(&b[p + 2..q]) {
+                // character offsets: count the bytes that start a character
+                chars += b[counted_to..p].iter().filter(|&&x| x & 0xc0 != 0x80).count() as u64;
+                counted_to = p;
+                starts.push(chars);
+                i = q + 1;
+                break;
+            }
+            j = q + 1;
+            i = j;
         }
-        if pos >= b.len() {
+        if i >= n {
             break;
         }
     }
-    (non_xml, starts)
+    starts
 }
 
 /// Whether `b` ends with a character Python's `\s` matches.
 fn ends_with_space(b: &[u8]) -> bool {
     let n = b.len();
-    match b.last() {
-        None => false,
-        Some(&c) if c < 0x80 => matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' '),
-        Some(_) => {
-            // the multi-byte white space characters: U+0085, U+00A0 (2 bytes), the rest 3
-            (n >= 2 && b[n - 2] == 0xc2 && (b[n - 1] == 0x85 || b[n - 1] == 0xa0))
-                || (n >= 3 && {
-                    let t = &b[n - 3..];
-                    matches!(
-                        (t[0], t[1], t[2]),
-                        (0xe1, 0x9a, 0x80)
-                            | (0xe2, 0x80, 0x80..=0x8a)
-                            | (0xe2, 0x80, 0xa8 | 0xa9 | 0xaf)
-                            | (0xe2, 0x81, 0x9f)
-                            | (0xe3, 0x80, 0x80)
-                    )
-                })
-        }
+    match b[n - 1] {
+        c if c < 0x80 => matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' '),
+        _ => ends_with_multibyte_space(b),
     }
+}
+
+/// Whether `b` ends with a multi-byte character Python's `\s` matches (U+0085, U+00A0,
+/// U+1680, U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+fn ends_with_multibyte_space(b: &[u8]) -> bool {
+    let n = b.len();
+    (n >= 2 && b[n - 2] == 0xc2 && (b[n - 1] == 0x85 || b[n - 1] == 0xa0))
+        || (n >= 3 && {
+            let t = &b[n - 3..];
+            matches!(
+                (t[0], t[1], t[2]),
+                (0xe1, 0x9a, 0x80)
+                    | (0xe2, 0x80, 0x80..=0x8a)
+                    | (0xe2, 0x80, 0xa8 | 0xa9 | 0xaf)
+                    | (0xe2, 0x81, 0x9f)
+                    | (0xe3, 0x80, 0x80)
+            )
+        })
 }

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::tree::{has_non_space, py_strip, Attrs, Res, Tag, Tree, NONE};
+use crate::tree::{append, has_non_space, py_strip, Attrs, Res, Tag, Text, Tree, NONE};
 
 pub fn is_inline_tag(tag: &str) -> bool {
     matches!(
@@ -155,24 +155,19 @@ fn remove_hidden(tree: &mut Tree, root: usize) {
         if parent == NONE || !is_hidden(tree, node) {
             continue;
         }
-        let tail = tree.nodes[node].tail.take().unwrap_or_default();
+        let tail = tree.nodes[node].tail.take();
+        let tail = tail.as_deref().unwrap_or("");
         let index = index_of(tree, parent, node).expect("node is a child of its parent");
         if index > 0 {
             let prev = tree.nodes[parent].children[index - 1];
             let p = &mut tree.nodes[prev];
-            if let Some(t) = &mut p.tail {
-                t.push_str(&tail);
-            } else if let Some(t) = &mut p.text {
-                t.push_str(&tail); // sic: into the previous sibling's leading text
+            if p.tail.is_some() {
+                append(&mut p.tail, tail);
             } else {
-                p.text = Some(tail);
+                append(&mut p.text, tail); // sic: into the previous sibling's leading text
             }
         } else {
-            let p = &mut tree.nodes[parent];
-            match &mut p.text {
-                Some(t) => t.push_str(&tail),
-                None => p.text = Some(tail),
-            }
+            append(&mut tree.nodes[parent].text, tail);
         }
         tree.nodes[parent].children.remove(index);
         tree.nodes[node].parent = NONE;
@@ -236,12 +231,12 @@ fn replace_non_xml_chars(tree: &mut Tree, root: usize) {
         let n = &mut tree.nodes[node];
         if let Some(t) = &n.text {
             if has_not_xml(t) {
-                n.text = Some(replace_not_xml(t));
+                n.text = Some(replace_not_xml(t).into());
             }
         }
         if let Some(t) = &n.tail {
             if has_not_xml(t) {
-                n.tail = Some(replace_not_xml(t));
+                n.tail = Some(replace_not_xml(t).into());
             }
         }
         let a = n.attrs;
@@ -465,20 +460,17 @@ impl Segmenter<'_> {
             if last_inserted == NONE {
                 let c = &mut self.tree.nodes[clone];
                 c.text = Some(match c.text.take() {
-                    Some(t) if !t.is_empty() => t + " " + text,
-                    _ => text.clone(),
+                    Some(t) if !t.is_empty() => Text::from(format!("{t} {text}")),
+                    _ => Text::from(text.as_str()),
                 });
                 key.push(KeyPart::Text(text.clone()));
             } else {
                 // sic: onto the tail of the processing tree's element, not the copy
                 let n = &mut self.tree.nodes[last_inserted];
-                match &mut n.tail {
-                    None => n.tail = Some(text.clone()),
-                    Some(t) => {
-                        t.push(' ');
-                        t.push_str(text);
-                    }
-                }
+                n.tail = Some(match n.tail.take() {
+                    None => Text::from(text.as_str()),
+                    Some(t) => Text::from(format!("{t} {text}")),
+                });
             }
         }
         self.emit(clone, content_type, orig, key);
@@ -594,7 +586,8 @@ fn escape_raw_text(tree: &mut Tree, root: usize) {
         if is_raw_text_in_blocks(&n.tag) {
             if let Some(t) = &n.text {
                 if !t.is_empty() {
-                    n.text = Some(t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;"));
+                    let escaped = t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+                    n.text = Some(escaped.into());
                 }
             }
         }
@@ -785,9 +778,9 @@ fn truncate(tree: &mut Tree, root: usize, max_length: usize) {
             }
             cut.push_str(ELLIPSIS);
             if is_tail {
-                tree.nodes[node].tail = Some(cut);
+                tree.nodes[node].tail = Some(cut.into());
             } else {
-                tree.nodes[node].text = Some(cut);
+                tree.nodes[node].text = Some(cut.into());
             }
             current = max_length;
             done = true;
@@ -809,7 +802,7 @@ fn wrapper(tree: &mut Tree, item_id: &str) -> usize {
     tree.new_node(Tag::new(TAIL_BLOCK_TAG), a)
 }
 
-fn wrap_text(tree: &mut Tree, item_id: &str, parent: usize, index: usize, text: String) {
+fn wrap_text(tree: &mut Tree, item_id: &str, parent: usize, index: usize, text: Text) {
     let w = wrapper(tree, item_id);
     copy_cc_select(tree, w, parent);
     tree.nodes[w].text = Some(text);
@@ -960,7 +953,6 @@ fn collapse_whitespace(html: &str) -> String {
 }
 
 pub struct Flags {
-    pub has_raw_text: bool,
     pub has_non_xml_chars: bool,
 }
 
@@ -995,7 +987,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
         let root_children: Vec<usize> =
             tree.nodes[root].children.iter().map(|&c| tree.nodes[c].orig).collect();
         let root_text = tree.nodes[root].text.clone();
-        if flags.has_raw_text {
+        if tree.has_raw_text_in_blocks {
             escape_raw_text(&mut tree, root);
         }
         if flags.has_non_xml_chars {

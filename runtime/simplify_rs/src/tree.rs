@@ -53,8 +53,8 @@ pub struct Node {
     /// index into `Tree::attrs`: copies share one attribute list until it is replaced, as
     /// the Python tree shares attribute dicts
     pub attrs: usize,
-    pub text: Option<String>,
-    pub tail: Option<String>,
+    pub text: Option<Text>,
+    pub tail: Option<Text>,
     pub children: Vec<usize>,
     pub parent: usize,
     pub orig: usize,
@@ -63,10 +63,26 @@ pub struct Node {
 
 pub type Attrs = Vec<(String, String)>;
 
+/// Text and tail strings: shared between an element and its copies (the page is copied once
+/// for processing and again block by block; a change makes a new string).
+pub type Text = std::rc::Rc<str>;
+
+/// `slot += s` (Python's `text + s` on an optional string).
+pub fn append(slot: &mut Option<Text>, s: &str) {
+    *slot = Some(match slot.take() {
+        Some(t) => Text::from(format!("{t}{s}")),
+        None => Text::from(s),
+    });
+}
+
 #[derive(Default)]
 pub struct Tree {
     pub nodes: Vec<Node>,
     pub attrs: Vec<Attrs>,
+    /// the page has an element whose text blocks carry escaped (xmp, noembed, noframes,
+    /// plaintext): exactly when `simplify._HAS_RAW_TEXT_RE` matters, since such an element
+    /// only comes from such a start tag in the raw page
+    pub has_raw_text_in_blocks: bool,
 }
 
 /// Python's `str.isspace` (also what `\s` matches in a `str` pattern).
@@ -639,6 +655,9 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
                 None => names.entry(tag.clone()).or_insert_with(|| Tag::new(&tag)).clone(),
             };
             let node = tree.new_node(name, a);
+            if matches!(tag.as_str(), "xmp" | "noembed" | "noframes" | "plaintext") {
+                tree.has_raw_text_in_blocks = true;
+            }
             let parent = *stack.last().unwrap();
             tree.nodes[node].parent = parent;
             tree.nodes[parent].children.push(node);
@@ -654,7 +673,7 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
                 let start = pos;
                 let stop = if tag == "script" { script_end(s, start) } else { raw_end(s, start, tag) };
                 if stop > start {
-                    tree.nodes[node].text = Some(s[start..stop].to_string());
+                    tree.nodes[node].text = Some(Text::from(&s[start..stop]));
                 }
                 pos = stop;
             }
@@ -679,10 +698,7 @@ fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {
         Some(&last) => &mut tree.nodes[last].tail,
         None => &mut tree.nodes[parent].text,
     };
-    match target {
-        Some(t) => t.push_str(text),
-        None => *target = Some(text.to_string()),
-    }
+    append(target, text);
 }
 
 // ── libxml2's HTML serializer ──────────────────────────────────────────────────────────
