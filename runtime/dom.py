@@ -274,18 +274,24 @@ def _mark_nameless_attrs(html: str, slash_tag_starts: list[int] | None = None) -
 
 
 def lexbor_serialization(
-    html: str, find_slash_tags: Callable[[str], list[int] | None] | None = None
+    html: str,
+    find_slash_tags: Callable[[str], tuple[list[int], bytes] | None] | None = None,
 ) -> str:
     """Parse ``html`` with lexbor and serialize it again, less any ``<?xml …?>`` declaration:
     the text whose libxml2-shaped tree (``parse_serialized``) the reference walks.
-    ``find_slash_tags``: a faster equivalent of ``_SLASH_TAG_RE`` (see ``_mark_nameless_attrs``;
-    it may answer None)."""
+    ``find_slash_tags``: a faster equivalent of ``_SLASH_TAG_RE`` (see ``_mark_nameless_attrs``)
+    that also gives the page's UTF-8 bytes it read (lexbor parses those instead of encoding the
+    page once more); it may answer None."""
     if "</>" in html:
         html = _keep_empty_end_tags(html)
+    source: str | bytes = html
     if " /" in html or "\n/" in html or "\t/" in html or "\r/" in html:
-        starts = find_slash_tags(html) if find_slash_tags is not None else None
-        html = _mark_nameless_attrs(html, starts)
-    serialized = LexborHTMLParser(html).html or ""
+        found = find_slash_tags(html) if find_slash_tags is not None else None
+        marked = _mark_nameless_attrs(html, found[0] if found is not None else None)
+        # selectolax encodes a str to UTF-8 (dropping lone surrogates, which the bytes
+        # cannot hold): the same bytes
+        source = found[1] if found is not None and marked is html else marked
+    serialized = LexborHTMLParser(source).html or ""
     if "<?xml" in serialized:
         serialized = _XML_DECL_RE.sub("", serialized)
     return serialized

@@ -109,10 +109,10 @@ def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
         lib.pulpie_rt_free(ptr, size)
 
 
-def slash_tag_starts(html: str) -> list[int] | None:
+def slash_tag_starts(html: str) -> tuple[list[int], bytes] | None:
     """Where ``dom._SLASH_TAG_RE`` matches in ``html`` (character offsets), in one pass over
-    its bytes; None where the core is absent or the page is not UTF-8-encodable (lone
-    surrogates): the caller then runs the regular expression."""
+    its bytes, and those UTF-8 bytes; None where the core is absent or the page is not
+    UTF-8-encodable (lone surrogates): the caller then runs the regular expression."""
     lib = _library()
     if lib is None:
         return None
@@ -124,9 +124,10 @@ def slash_tag_starts(html: str) -> list[int] | None:
     if lib.pulpie_rt_slash_tag_starts(data, len(data), ctypes.byref(out)) != 0:
         return None
     try:
-        return out.starts_ptr[: out.starts_len] if out.starts_len else []
+        starts = out.starts_ptr[: out.starts_len] if out.starts_len else []
     finally:
         lib.pulpie_rt_free_starts(out.starts_ptr, out.starts_len)
+    return starts, data
 
 
 # simplify_serialized's answer when the raw page's has_non_xml_chars is needed

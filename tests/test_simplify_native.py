@@ -105,8 +105,9 @@ def test_slash_tag_starts_match_the_regular_expression(dev_pages):
                  "<a", "<1 /", "<a b= / <c d /", "\x01<p />", "\ufffe", "<A\n/", "<<a /",
                  "<a \u00e9 /", "<a\u2028/", "<a\u20ac /", "\u00e9<b\u0085/", "<a b\u1680/"]
     for html in synthetic + [page["html"] for page in dev_pages]:
-        starts = simplify_native.slash_tag_starts(html)
+        starts, data = simplify_native.slash_tag_starts(html)
         assert starts == [m.start() for m in dom._SLASH_TAG_RE.finditer(html)], html[:60]
+        assert data == html.encode("utf-8")
 
 
 def test_raw_page_flag_asked_for_only_when_it_matters():
