@@ -33,6 +33,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser
 
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.dom import (
     BOOLEAN_ATTRS,
     LIBXML_VOID,
@@ -89,6 +90,18 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
         return ""
     if not isinstance(map_html, str):
         raise TypeError(f"map_html must be str, not {type(map_html).__name__}")
+    # the compiled core (runtime/native.py) where it is built and handles the page
+    main_html = native.extract_main_html(map_html, labels)
+    if main_html is not None:
+        return main_html
+    return extract_main_html_python(map_html, labels)
+
+
+def extract_main_html_python(map_html: str, labels: dict[str, str]) -> str:
+    """``extract_main_html`` on the Python implementation only (the compiled core's
+    specification)."""
+    if not map_html:
+        return ""
     tree = LexborHTMLParser(map_html.encode("utf-8", "surrogatepass"))
     if _FULL_HTML_RE.match(map_html):
         top, top_tag = tree.root, "html"
@@ -343,9 +356,12 @@ class _Writer:
             if self._name(prev) != "br" and self._in_main(prev):
                 recalled.add(br.mem_id)
                 continue
+            # the next element in document order outside the <br> (up to the root: the
+            # reference parity was measured with this loop, whose old stop at the grandparent
+            # compared fresh selectolax wrappers by identity and so never held)
             nxt = None
             node = br
-            while node is not None and node is not parent.parent:
+            while node is not None:
                 nxt = node.next
                 while nxt is not None and not nxt.is_element_node:
                     nxt = nxt.next

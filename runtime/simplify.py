@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from pulpie_rt.runtime import simplify_native
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.dom import (
     Node,
     deep_copy,
@@ -695,16 +695,16 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``.
 
     Same contract and output as ``pulpie.simplify.simplify``; see the module docstring.
-    Runs on the compiled core (``simplify_native``) where it is built and handles the page,
+    Runs on the compiled core (``native``) where it is built and handles the page,
     on the Python implementation below otherwise: the output is the same.
     Raises ``SimplifyError`` for input that is not a string.
     """
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    serialized = lexbor_serialization(html, simplify_native.slash_tag_starts)
-    result = simplify_native.simplify_serialized(serialized, cutoff_length, None)
-    if result is simplify_native.NEEDS_NON_XML_FLAG:
-        result = simplify_native.simplify_serialized(
+    serialized = lexbor_serialization(html, native.slash_tag_starts)
+    result = native.simplify_serialized(serialized, cutoff_length, None)
+    if result is native.NEEDS_NON_XML_FLAG:
+        result = native.simplify_serialized(
             serialized, cutoff_length, _NOT_XML_CHAR_RE.search(html) is not None
         )
     if isinstance(result, tuple):

@@ -732,7 +732,7 @@ fn is_uri_safe(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}".contains(&b)
 }
 
-fn escape_uri(value: &str) -> String {
+pub fn escape_uri(value: &str) -> String {
     let value = value.trim_start_matches([' ', '\t', '\n', '\r']);
     if value.bytes().all(is_uri_safe) {
         return value.to_string();
@@ -767,7 +767,7 @@ fn attr_escape_into(out: &mut String, value: &str) {
 }
 
 /// `dom.escape_attr_value`: whole `<!-- … -->` runs are left as they are.
-fn escape_attr_value(value: &str) -> String {
+pub fn escape_attr_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 8);
     if !value.contains("<!--") {
         attr_escape_into(&mut out, value);

@@ -1,16 +1,19 @@
-"""The compiled core of ``simplify`` (``runtime/simplify_rs``, Rust, std only), through ctypes.
+"""The compiled core of ``simplify`` and ``reconstruct`` (``runtime/core_rs``, Rust, std
+only), through ctypes.
 
-``simplify`` spends most of its time in per-node Python work: replaying lexbor's
-serialization as libxml2's tree, segmenting it and writing blocks back out. The Rust crate in
-``runtime/simplify_rs`` does those same steps (the Python code in ``dom.py``/``simplify.py``
-stays the specification; tests compare the two on every real page), several times faster —
-see ``python -m pulpie_rt.bench.cpu_stages``.
+Both stages spend most of their time in per-node Python work: ``simplify`` replays lexbor's
+serialization as libxml2's tree, segments it and writes blocks back out; ``reconstruct``
+walks the page's tree and writes the kept part as libxml2 does. The Rust crate in
+``runtime/core_rs`` does the same steps several times faster (``python -m
+pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
+``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
+pulpie_rt.bench.native_core`` compare the two on real pages.
 
 The library is optional. ``pip install`` builds it where a Rust toolchain exists
-(setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``,
-``simplify`` runs the Python implementation and gives the same output, only slower. Pages the
-core does not handle (serializations outside the regular shape it reads, which it refuses
-rather than guesses) and any failure inside it also fall back to Python, page by page.
+(setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``, both
+stages run the Python implementation, only slower. Pages the core does not handle (input
+outside the regular shape it reads, which it refuses rather than guesses) and any failure
+inside it also fall back to Python, page by page.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "NEEDS_NON_XML_FLAG", "PURE_PYTHON_ENV", "library_path", "available",
-    "simplify_serialized", "slash_tag_starts",
+    "LIBRARY_ENV", "NEEDS_NON_XML_FLAG", "PURE_PYTHON_ENV", "available", "extract_main_html",
+    "library_path", "simplify_serialized", "slash_tag_starts",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
-# folder (`make core` rebuilds it after a change to runtime/simplify_rs)
-LIBRARY_ENV = "PULPIE_RT_SIMPLIFY_LIB"
+# folder (`make core` rebuilds it after a change to runtime/core_rs)
+LIBRARY_ENV = "PULPIE_RT_NATIVE_LIB"
 PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
 
 FLAG_NON_XML_CHARS = 2
@@ -39,6 +42,14 @@ class _StartsOutput(ctypes.Structure):
     _fields_ = [
         ("starts_ptr", ctypes.POINTER(ctypes.c_uint64)),
         ("starts_len", ctypes.c_size_t),
+    ]
+
+
+class _TextOutput(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
     ]
 
 
@@ -57,7 +68,7 @@ def library_path() -> Path | None:
     explicit = os.environ.get(LIBRARY_ENV)
     if explicit:
         return Path(explicit)
-    candidates = sorted(_HERE.glob("_simplify_rs*.so")) + sorted(_HERE.glob("_simplify_rs*.pyd"))
+    candidates = sorted(_HERE.glob("_core_rs*.so")) + sorted(_HERE.glob("_core_rs*.pyd"))
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -87,12 +98,17 @@ def _library() -> ctypes.CDLL | None:
             lib.pulpie_rt_slash_tag_starts.restype = ctypes.c_int32
             lib.pulpie_rt_free_starts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
             lib.pulpie_rt_free_starts.restype = None
+            lib.pulpie_rt_reconstruct.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+                ctypes.POINTER(_TextOutput),
+            ]
+            lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
         _LIBRARY_CACHE.append(lib)
     return _LIBRARY_CACHE[0]
 
 
 def available() -> bool:
-    """Whether ``simplify`` runs on the compiled core in this process."""
+    """Whether ``simplify`` and ``reconstruct`` run on the compiled core in this process."""
     return _library() is not None
 
 
@@ -165,6 +181,38 @@ def simplify_serialized(
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
     return simplified, map_html
+
+
+def extract_main_html(map_html: str, labels: dict[str, str]) -> str | None:
+    """``reconstruct.extract_main_html`` on the compiled core, or None where the core is
+    absent or does not handle this page (the caller then runs the Python code)."""
+    lib = _library()
+    if lib is None:
+        return None
+    try:
+        data = map_html.encode("utf-8")
+        ids = "\n".join(i for i, label in labels.items() if label == "main").encode("utf-8")
+    except (UnicodeEncodeError, AttributeError, TypeError):
+        return None
+    out = _TextOutput()
+    if lib.pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out)) != 0:
+        return None
+    return _take(lib, out.ptr, out.len)
+
+
+def reconstruct_reason(map_html: str, labels: dict[str, str]) -> str | None:
+    """Why the core refuses to reconstruct this page (None if it handles it)."""
+    lib = _library()
+    if lib is None:
+        return "no compiled core"
+    data = map_html.encode("utf-8")
+    ids = "\n".join(i for i, label in labels.items() if label == "main").encode("utf-8")
+    out = _TextOutput()
+    status = lib.pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out))
+    if status == 0:
+        lib.pulpie_rt_free(out.ptr, out.len)
+        return None
+    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
 
 
 def last_reason_for(serialized: str) -> str | None:

@@ -1,10 +1,11 @@
-"""The compiled core of simplify (runtime/simplify_rs) against its specification, the Python
+"""The compiled core of simplify (runtime/core_rs) against its specification, the Python
 implementation: identical output on every real dev page and on hostile and tricky markup,
 and a page it does not handle falls back to Python instead of failing or differing."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,25 +13,26 @@ import sys
 import pytest
 from test_simplify import TRICKY_PAGES
 
-from pulpie_rt.runtime import dom, simplify_native
+from pulpie_rt.runtime import dom, native
+from pulpie_rt.runtime.reconstruct import extract_main_html, extract_main_html_python
 from pulpie_rt.runtime.simplify import simplify, simplify_python
 
 
 @pytest.fixture(scope="module", autouse=True)
 def core() -> None:
-    if simplify_native.available():
+    if native.available():
         return
-    if shutil.which("cargo") and not os.environ.get(simplify_native.PURE_PYTHON_ENV):
+    if shutil.which("cargo") and not os.environ.get(native.PURE_PYTHON_ENV):
         pytest.fail(
             "cargo is on PATH but the compiled core is not built: `make venv` (pip install -e .) "
-            "builds runtime/_simplify_rs*.so"
+            "builds runtime/_core_rs*.so"
         )
     pytest.skip("no compiled core here (no Rust toolchain): simplify runs on Python")
 
 
 def _handled(html: str) -> str | None:
     """None where the core handles the page, else its reason to refuse it."""
-    return simplify_native.last_reason_for(dom.lexbor_serialization(html))
+    return native.last_reason_for(dom.lexbor_serialization(html))
 
 
 def test_core_equals_python_on_every_dev_page(dev_pages):
@@ -94,10 +96,10 @@ def test_pages_the_core_refuses_fall_back_to_python(html, reason):
 def test_character_references_outside_the_serializers_five_are_refused():
     # lexbor writes only &amp; &lt; &gt; &quot; &nbsp;; anything else would need
     # html.unescape's whole table, so the core hands such text to Python
-    assert simplify_native.last_reason_for("<html><body><p>&copy; x</p></body></html>") == (
+    assert native.last_reason_for("<html><body><p>&copy; x</p></body></html>") == (
         "character reference"
     )
-    assert simplify_native.last_reason_for("<html><body><p>&amp; &lt; x</p></body></html>") is None
+    assert native.last_reason_for("<html><body><p>&amp; &lt; x</p></body></html>") is None
 
 
 def test_slash_tag_starts_match_the_regular_expression(dev_pages):
@@ -105,7 +107,7 @@ def test_slash_tag_starts_match_the_regular_expression(dev_pages):
                  "<a", "<1 /", "<a b= / <c d /", "\x01<p />", "\ufffe", "<A\n/", "<<a /",
                  "<a \u00e9 /", "<a\u2028/", "<a\u20ac /", "\u00e9<b\u0085/", "<a b\u1680/"]
     for html in synthetic + [page["html"] for page in dev_pages]:
-        starts, data = simplify_native.slash_tag_starts(html)
+        starts, data = native.slash_tag_starts(html)
         assert starts == [m.start() for m in dom._SLASH_TAG_RE.finditer(html)], html[:60]
         assert data == html.encode("utf-8")
 
@@ -115,23 +117,95 @@ def test_raw_page_flag_asked_for_only_when_it_matters():
     # the serialization does, and the block pass depends on the raw page's answer
     for html in ["<p>a&#1;b</p><div>c<b>d&#2;</b></div>", "<p>a\x01b</p>"]:
         serialized = dom.lexbor_serialization(html)
-        assert simplify_native.simplify_serialized(serialized, 500, None) is (
-            simplify_native.NEEDS_NON_XML_FLAG
+        assert native.simplify_serialized(serialized, 500, None) is (
+            native.NEEDS_NON_XML_FLAG
         )
         assert simplify(html) == simplify_python(html)
     clean = dom.lexbor_serialization("<p>a\x00b</p>")  # lexbor drops the NUL
-    assert isinstance(simplify_native.simplify_serialized(clean, 500, None), tuple)
+    assert isinstance(native.simplify_serialized(clean, 500, None), tuple)
 
 
 def test_lone_surrogates_run_on_python():
     html = "<p>a\ud800b</p><p>ok</p>"
-    assert simplify_native.slash_tag_starts(html) is None
+    assert native.slash_tag_starts(html) is None
     assert simplify(html) == simplify_python(html)
 
 
 def test_pure_python_switch():
-    code = "from pulpie_rt.runtime import simplify_native as s; print(s.available())"
-    env = {**os.environ, simplify_native.PURE_PYTHON_ENV: "1"}
+    code = "from pulpie_rt.runtime import native as s; print(s.available())"
+    env = {**os.environ, native.PURE_PYTHON_ENV: "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+# ── reconstruct ───────────────────────────────────────────────────────────────────────────
+
+ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')
+
+
+def _label_sets(simplified: str) -> dict[str, dict[str, str]]:
+    ids = ITEM_ID_RE.findall(simplified)
+    return {
+        "alternating": {i: "main" if int(i) % 2 == 0 else "other" for i in ids},
+        "all-main": dict.fromkeys(ids, "main"),
+        "all-other": dict.fromkeys(ids, "other"),
+    }
+
+
+def test_core_reconstruct_equals_python_on_every_dev_page(dev_pages):
+    refused = {}
+    differ = []
+    for page in dev_pages:
+        simplified, map_html = simplify(page["html"])
+        for name, labels in _label_sets(simplified).items():
+            reason = native.reconstruct_reason(map_html, labels)
+            if reason is not None:
+                refused[page["id"], name] = reason
+            if extract_main_html(map_html, labels) != extract_main_html_python(map_html, labels):
+                differ.append((page["id"], name))
+    assert differ == []
+    # the core carries the load: what it refuses (non-ASCII names, character references)
+    # runs on Python
+    assert len(refused) <= 8, refused
+
+
+@pytest.mark.parametrize(
+    ("map_html", "labels", "reason"),
+    [
+        ("<p _item_id='1'>fragment</p>", {"1": "main"}, "not a whole document"),
+        ('<html><body><p _item_id="1"><a href="http://x/?a=1&amp;copy=2&reg">l</a></p>'
+         "</body></html>", {"1": "main"}, "character reference"),
+    ],
+    ids=["fragment", "entity-table"],
+)
+def test_maps_the_core_refuses_fall_back_to_python(map_html, labels, reason):
+    assert native.reconstruct_reason(map_html, labels) == reason
+    assert extract_main_html(map_html, labels) == extract_main_html_python(map_html, labels)
+
+
+RECONSTRUCT_CASES = {
+    # the reference's URL pattern in text: its last pass decodes over the whole output
+    "url-pattern-in-text": '<html><body><p _item_id="1">code: &lt;a href="http://a/?x=1&amp;y=2"'
+    '&gt; <a href="http://b/?p=1&amp;q=2">b</a></p></body></html>',
+    "url-pattern-in-value": '<html><body><p _item_id="1" title=\'src="x"\'>'
+    '<img src="//c/?a&amp;b" data-src="http://d/?e&amp;f">t</p></body></html>',
+    # a <br> recalled by the next element in document order, beyond its grandparent
+    "br-recalled-far": '<html><body><div><div><p><span _item_id="1">a</span><br></p></div>'
+    '</div><div _item_id="2">b</div></body></html>',
+    "blank-text-rules": '<html><body>\n<div _item_id="1"> <b>x</b> <img src="i"> \n<ul> <li>'
+    ' </li> </ul></div>\n </body></html>',
+    "empty-li-and-meta": '<html><head><meta http-equiv="Content-Type" content="c"></head><body>'
+    '<ul _item_id="1"><li></li><li>x</li></ul></body></html>',
+    "run-wrappers": '<html><body><p><cc-alg-uc-text _item_id="1">a<br></cc-alg-uc-text>'
+    '<cc-alg-uc-text _item_id="2"> b </cc-alg-uc-text><br></p></body></html>',
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECONSTRUCT_CASES))
+@pytest.mark.parametrize("main", [("1",), ("2",), ("1", "2")], ids=["1", "2", "1+2"])
+def test_core_reconstruct_equals_python_on_tricky_maps(name, main):
+    map_html = RECONSTRUCT_CASES[name]
+    labels = {"1": "other", "2": "other"} | dict.fromkeys(main, "main")
+    assert native.reconstruct_reason(map_html, labels) is None
+    assert extract_main_html(map_html, labels) == extract_main_html_python(map_html, labels)

@@ -1,13 +1,16 @@
-//! Compiled core of `pulpie_rt.runtime.simplify`: lexbor's serialization of a page in,
-//! `(simplified_html, map_html)` out, through the same libxml2-shaped tree and the same
-//! segmentation as the Python implementation (`runtime/dom.py`, `runtime/simplify.py`),
-//! which stays the specification: tests compare the two on every real page.
+//! Compiled core of `pulpie_rt.runtime.simplify` and `.reconstruct`: lexbor's serialization
+//! of a page in, `(simplified_html, map_html)` out, through the same libxml2-shaped tree and
+//! the same segmentation as the Python implementation (`runtime/dom.py`,
+//! `runtime/simplify.py`); and `map_html` plus the main-labelled ids in, the main-content HTML
+//! out (`runtime/reconstruct.py`). The Python code stays the specification: tests compare
+//! the two on every real page (`runtime/native.py` loads this library).
 //!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
 //! runs the Python implementation too, so one page never takes the process down), 3 the raw
 //! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
 
+mod reconstruct;
 mod simplify;
 mod tree;
 
@@ -232,4 +235,53 @@ fn ends_with_multibyte_space(b: &[u8]) -> bool {
                     | (0xe3, 0x80, 0x80)
             )
         })
+}
+
+#[repr(C)]
+pub struct TextOutput {
+    pub ptr: *mut u8,
+    pub len: usize,
+    /// static, NUL-terminated reason for status 1 (or the panic message for status 2)
+    pub reason: *const u8,
+}
+
+/// `reconstruct.extract_main_html(map_html, labels)`: `main_ids` holds the main-labelled
+/// block ids, one per line. Status codes as for `pulpie_rt_simplify`.
+///
+/// # Safety
+/// `map_html` and `main_ids` point to `map_len` and `ids_len` bytes of UTF-8; `out` to a
+/// writable `TextOutput`, whose buffer is released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_reconstruct(
+    map_html: *const u8,
+    map_len: usize,
+    main_ids: *const u8,
+    ids_len: usize,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let (Ok(map_html), Ok(ids)) = (
+        std::str::from_utf8(std::slice::from_raw_parts(map_html, map_len)),
+        std::str::from_utf8(std::slice::from_raw_parts(main_ids, ids_len)),
+    ) else {
+        out.reason = b"not UTF-8\0".as_ptr();
+        return 1;
+    };
+    let main: std::collections::HashSet<&str> = ids.split('\n').filter(|s| !s.is_empty()).collect();
+    match catch_unwind(AssertUnwindSafe(|| reconstruct::extract_main_html(map_html, &main))) {
+        Ok(Ok(html)) => {
+            (out.ptr, out.len) = leak(html);
+            0
+        }
+        Ok(Err(tree::Unsupported(reason))) => {
+            out.reason = reason_ptr(reason);
+            1
+        }
+        Err(_) => {
+            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
+            2
+        }
+    }
 }

@@ -1,0 +1,432 @@
+//! Main-content HTML from `map_html` and the main-labelled block ids: the compiled twin of
+//! `runtime/reconstruct.py` (`extract_main_html`), which stays the specification. The Python
+//! code walks lexbor's tree of `map_html` and reproduces where libxml2's tree (the
+//! reference's) differs; here `tree::parse_serialized` builds libxml2's tree itself, so those
+//! differences (lexbor-only void elements, `<template>` content, foreign attribute names) need
+//! no handling. What is not handled — a page that is not a whole document, output the
+//! reference's URL pattern would rescan, character references beyond the serializer's — is
+//! refused, and Python runs for that page.
+
+use std::collections::HashSet;
+
+use crate::tree::{escape_text_into, escape_uri, escape_attr_value, Res, Tree, Unsupported, NONE};
+
+/// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
+fn allows_pcdata(tag: &str) -> bool {
+    matches!(
+        tag,
+        "a" | "abbr" | "acronym" | "address" | "applet" | "b" | "bdo" | "big" | "blockquote"
+            | "body" | "button" | "caption" | "center" | "cite" | "code" | "dd" | "del" | "dfn"
+            | "div" | "dt" | "em" | "font" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
+            | "i" | "iframe" | "ins" | "kbd" | "label" | "legend" | "li" | "noframes"
+            | "noscript" | "object" | "p" | "pre" | "q" | "s" | "samp" | "small" | "span"
+            | "strike" | "strong" | "td" | "th" | "tt" | "u" | "var"
+    )
+}
+
+/// Raw-text / RCDATA content in libxml2: never dropped as blank.
+fn is_raw_content(tag: &str) -> bool {
+    matches!(
+        tag,
+        "script" | "style" | "iframe" | "noembed" | "noframes" | "xmp" | "plaintext" | "textarea"
+            | "title"
+    )
+}
+
+fn is_libxml_void(tag: &str) -> bool {
+    matches!(
+        tag,
+        "area" | "base" | "basefont" | "br" | "col" | "frame" | "hr" | "img" | "input"
+            | "isindex" | "link" | "meta" | "param"
+    )
+}
+
+fn is_boolean_attr(name: &str) -> bool {
+    matches!(
+        name,
+        "checked" | "compact" | "declare" | "defer" | "disabled" | "ismap" | "multiple"
+            | "nohref" | "noresize" | "noshade" | "nowrap" | "readonly" | "selected"
+    )
+}
+
+const RUN_WRAPPER_TAG: &str = "cc-alg-uc-text";
+const ITEM_ID_ATTR: &str = "_item_id";
+const HTTP_PREFIXES: [&str; 7] = ["http://", "https://", "ftp://", "HTTP://", "HTTPS://", "FTP://", "//"];
+
+/// Whether libxml2 drops this text as blank (`remove_blank_text`): only " \t\n\f\r", and
+/// no `allowPCData` element before it (or as its parent when it comes first).
+fn is_dropped_blank(text: &str, parent_tag: &str, prev: Option<&str>) -> bool {
+    if !text.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0c' | b'\r')) {
+        return false;
+    }
+    if parent_tag == "html" || parent_tag == "head" {
+        return true;
+    }
+    match prev {
+        None => !allows_pcdata(parent_tag),
+        Some(prev) => !allows_pcdata(prev),
+    }
+}
+
+/// The reference's URL pattern (`(?:href|src)="`, any case) in a text.
+fn has_url_attr_start(text: &str) -> bool {
+    if !text.contains("=\"") {
+        return false;
+    }
+    let lower = text.to_ascii_lowercase();
+    lower.contains("href=\"") || lower.contains("src=\"")
+}
+
+/// `reconstruct._attr_html`, with the URL decoding applied when `w.decode`; a value holding
+/// `="` sets `w.rescan` (the reference's pattern may match inside it).
+fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) -> Res<()> {
+    let out = &mut w.out;
+    for (raw_name, value) in &tree.attrs[tree.nodes[node].attrs] {
+        let name = raw_name.as_str();
+        if is_boolean_attr(name) || (value.is_empty() && name.starts_with('=')) {
+            out.push(' ');
+            out.push_str(name);
+            continue;
+        }
+        let mut value = if value.contains(['&', '<', '>']) {
+            escape_attr_value(value)
+        } else {
+            value.clone()
+        };
+        if matches!(name, "href" | "src" | "action") || (name == "name" && tag == "a") {
+            value = escape_uri(&value);
+        }
+        if value.contains('"') {
+            if value.contains('\'') {
+                value = value.replace('"', "&quot;");
+            } else {
+                if value.contains("=\"") {
+                    w.rescan = true;
+                }
+                out.push(' ');
+                out.push_str(name);
+                out.push_str("='");
+                out.push_str(&value);
+                out.push('\'');
+                continue;
+            }
+        }
+        if w.decode
+            && value.contains('&')
+            && (name.ends_with("href") || name.ends_with("src"))
+            && HTTP_PREFIXES.iter().any(|p| value.starts_with(p))
+        {
+            // the reference's decode_http_urls_only, in place
+            value = crate::tree::unescape(&value)?;
+        } else if value.contains("=\"") {
+            w.rescan = true;
+        }
+        out.push(' ');
+        out.push_str(name);
+        out.push_str("=\"");
+        out.push_str(&value);
+        out.push('"');
+    }
+    Ok(())
+}
+
+fn is_drop_meta(tree: &Tree, node: usize) -> bool {
+    matches!(tree.attrs[tree.nodes[node].attrs].first(),
+             Some((name, value)) if name == "http-equiv" && value == "Content-Type")
+}
+
+struct Selection {
+    main: HashSet<usize>,
+    ancestors: HashSet<usize>,
+    recalled: HashSet<usize>,
+}
+
+impl Selection {
+    fn new(tree: &Tree, root: usize, main_ids: &HashSet<&str>) -> Selection {
+        let mut first: std::collections::HashMap<&str, usize> = Default::default();
+        let order = tree.iter(root);
+        for &node in &order {
+            if let Some(iid) = tree.attr(node, ITEM_ID_ATTR) {
+                first.entry(iid).or_insert(node);
+            }
+        }
+        let mut main = HashSet::new();
+        let mut ancestors = HashSet::new();
+        for iid in main_ids {
+            let Some(&node) = first.get(iid) else { continue };
+            main.insert(node);
+            let mut parent = tree.nodes[node].parent;
+            while parent != NONE && ancestors.insert(parent) {
+                parent = tree.nodes[parent].parent;
+            }
+        }
+        let mut selection = Selection { main, ancestors, recalled: HashSet::new() };
+        if !selection.main.is_empty() {
+            selection.recalled = selection.recall_brs(tree, &order);
+        }
+        selection
+    }
+
+    /// `node` stays: a main element, an ancestor of one, or inside one.
+    fn in_main(&self, tree: &Tree, node: usize) -> bool {
+        if self.main.contains(&node) || self.ancestors.contains(&node) {
+            return true;
+        }
+        let mut parent = tree.nodes[node].parent;
+        while parent != NONE {
+            if self.main.contains(&parent) {
+                return true;
+            }
+            if self.ancestors.contains(&parent) {
+                return false;
+            }
+            parent = tree.nodes[parent].parent;
+        }
+        false
+    }
+
+    fn next_element(tree: &Tree, node: usize) -> usize {
+        let parent = tree.nodes[node].parent;
+        if parent == NONE {
+            return NONE;
+        }
+        let siblings = &tree.nodes[parent].children;
+        match siblings.iter().position(|&c| c == node) {
+            Some(i) if i + 1 < siblings.len() => siblings[i + 1],
+            _ => NONE,
+        }
+    }
+
+    /// `<br>`s whose neighbouring element in document order stays and is no `<br>`.
+    fn recall_brs(&self, tree: &Tree, order: &[usize]) -> HashSet<usize> {
+        let mut recalled = HashSet::new();
+        for &br in order {
+            if tree.nodes[br].tag != "br" {
+                continue;
+            }
+            let parent = tree.nodes[br].parent;
+            if parent == NONE || !self.ancestors.contains(&parent) {
+                continue;
+            }
+            let siblings = &tree.nodes[parent].children;
+            let index = siblings.iter().position(|&c| c == br).unwrap_or(0);
+            let mut prev = if index > 0 { siblings[index - 1] } else { parent };
+            if index > 0 {
+                // the deepest last element of the previous sibling
+                while let Some(&last) = tree.nodes[prev].children.last() {
+                    prev = last;
+                }
+            }
+            if tree.nodes[prev].tag != "br" && self.in_main(tree, prev) {
+                recalled.insert(br);
+                continue;
+            }
+            // the next element in document order outside the <br>: its next sibling, else
+            // the next sibling of its nearest ancestor that has one (the Python loop's stop at
+            // the grandparent compares fresh selectolax wrappers by identity, so it never
+            // stops there; this is the behaviour the reference parity was measured with)
+            let mut next = NONE;
+            let mut node = br;
+            while node != NONE {
+                next = Self::next_element(tree, node);
+                if next != NONE {
+                    break;
+                }
+                node = tree.nodes[node].parent;
+            }
+            if next != NONE && tree.nodes[next].tag != "br" && self.in_main(tree, next) {
+                recalled.insert(br);
+            }
+        }
+        recalled
+    }
+}
+
+struct Frame {
+    node: usize,
+    /// index of the next child to visit
+    index: usize,
+    /// inside a main-labelled element: everything stays
+    full: bool,
+    /// writes an end tag (the run wrapper has none)
+    end: bool,
+    /// anything written inside (an empty `<li>` gets no end tag)
+    written: bool,
+}
+
+struct Writer {
+    out: String,
+    /// decode URLs in attribute values as they are written
+    decode: bool,
+    /// the reference's URL pattern shows in a text or a value: its last step, a pass over
+    /// the whole output, would rewrite more than the values
+    rescan: bool,
+}
+
+/// `reconstruct.extract_main_html` for a whole document.
+pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> Res<String> {
+    let trimmed = map_html.trim_start_matches(crate::tree::py_isspace);
+    let head = trimmed.get(..9).unwrap_or(trimmed).to_ascii_lowercase();
+    if !(head.starts_with("<html") || head.starts_with("<!doctype")) {
+        return Err(Unsupported("not a whole document"));
+    }
+    // libxml2, like an HTML5 parser, reads "\r\n" and a lone "\r" as "\n" (a raw "\r" reaches
+    // map_html from a character reference in the page)
+    let normalized;
+    let map_html = if map_html.contains('\r') {
+        normalized = map_html.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        map_html
+    };
+    let mut tree = Tree::default();
+    let root = crate::tree::parse_serialized(&mut tree, map_html)?;
+    let sel = Selection::new(&tree, root, main_ids);
+    let mut w = Writer { out: String::with_capacity(map_html.len() / 4), decode: true, rescan: false };
+    write(&mut w, &tree, root, &sel)?;
+    if !w.rescan {
+        return Ok(w.out);
+    }
+    // written again undecoded, then decoded the way the reference does, over everything
+    let mut w = Writer { out: String::with_capacity(w.out.len()), decode: false, rescan: false };
+    write(&mut w, &tree, root, &sel)?;
+    decode_http_urls(&w.out)
+}
+
+/// `reconstruct._decode_http_urls`: entities decoded in every `href="…"`/`src="…"` (any
+/// case, also inside longer names and in text) whose value holds "&" and is an http(s)/ftp/
+/// `//` URL.
+fn decode_http_urls(html: &str) -> Res<String> {
+    if !html.contains('&') {
+        return Ok(html.to_string());
+    }
+    let b = html.as_bytes();
+    let mut out = String::with_capacity(html.len());
+    let (mut last, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        let name_len = if b[i..].len() >= 6 && b[i..i + 6].eq_ignore_ascii_case(b"href=\"") {
+            6
+        } else if b[i..].len() >= 5 && b[i..i + 5].eq_ignore_ascii_case(b"src=\"") {
+            5
+        } else {
+            i += 1;
+            continue;
+        };
+        let start = i + name_len;
+        let Some(k) = html[start..].find('"') else { break };
+        let url = &html[start..start + k];
+        if !url.contains('&') {
+            i += 1; // (?:href|src)=" then [^"&]*&[^"]*" fails here: the search moves on
+            continue;
+        }
+        if HTTP_PREFIXES.iter().any(|p| url.starts_with(p)) {
+            out.push_str(&html[last..start]);
+            out.push_str(&crate::tree::unescape(url)?);
+            last = start + k;
+        }
+        i = start + k + 1;
+    }
+    out.push_str(&html[last..]);
+    Ok(out)
+}
+
+fn write(w: &mut Writer, tree: &Tree, root: usize, sel: &Selection) -> Res<()> {
+    w.out.push_str("<html");
+    write_attrs(w, tree, root, "html")?;
+    w.out.push('>');
+    let mut stack = vec![Frame {
+        node: root,
+        index: 0,
+        full: sel.main.contains(&root),
+        end: true,
+        written: false,
+    }];
+    write_text(w, tree, &mut stack)?;
+    while let Some(frame) = stack.last_mut() {
+        let node = frame.node;
+        let n = &tree.nodes[node];
+        if frame.index >= n.children.len() {
+            let frame = stack.pop().unwrap();
+            if frame.end && (frame.written || n.tag != "li") {
+                w.out.push_str("</");
+                w.out.push_str(&n.tag);
+                w.out.push('>');
+            }
+            if !stack.is_empty() {
+                write_tail(w, tree, node, &mut stack)?;
+            }
+            continue;
+        }
+        let child = n.children[frame.index];
+        frame.index += 1;
+        let tag = tree.nodes[child].tag.as_str();
+        let full = if frame.full || sel.main.contains(&child) {
+            true
+        } else if sel.ancestors.contains(&child) || (tag == "br" && sel.recalled.contains(&child)) {
+            false
+        } else {
+            continue; // dropped, and its tail with it
+        };
+        frame.written = true;
+        if tag == "meta" && is_drop_meta(tree, child) {
+            write_tail(w, tree, child, &mut stack)?;
+            continue;
+        }
+        let wrapper = tag == RUN_WRAPPER_TAG;
+        if !wrapper {
+            w.out.push('<');
+            w.out.push_str(tag);
+            write_attrs(w, tree, child, tag)?;
+            w.out.push('>');
+            if is_libxml_void(tag) {
+                write_tail(w, tree, child, &mut stack)?;
+                continue;
+            }
+        }
+        stack.push(Frame { node: child, index: 0, full, end: !wrapper, written: false });
+        write_text(w, tree, &mut stack)?;
+    }
+    Ok(())
+}
+
+/// The text of the element of the top frame (before its first child).
+fn write_text(w: &mut Writer, tree: &Tree, stack: &mut [Frame]) -> Res<()> {
+    let frame = stack.last_mut().expect("a frame");
+    let n = &tree.nodes[frame.node];
+    let Some(text) = n.text.as_deref().filter(|t| !t.is_empty()) else { return Ok(()) };
+    if write_run(w, text, &n.tag, None) {
+        frame.written = true;
+    }
+    Ok(())
+}
+
+/// The tail of `child`, a kept child of the element of the top frame.
+fn write_tail(w: &mut Writer, tree: &Tree, child: usize, stack: &mut [Frame]) -> Res<()> {
+    let n = &tree.nodes[child];
+    let Some(tail) = n.tail.as_deref().filter(|t| !t.is_empty()) else { return Ok(()) };
+    let frame = stack.last_mut().expect("a parent frame");
+    let parent_tag = tree.nodes[frame.node].tag.as_str();
+    if write_run(w, tail, parent_tag, Some(n.tag.as_str())) {
+        frame.written = true;
+    }
+    Ok(())
+}
+
+/// One text run of an element `parent_tag` (after element `prev`); whether it was written.
+fn write_run(w: &mut Writer, text: &str, parent_tag: &str, prev: Option<&str>) -> bool {
+    if is_raw_content(parent_tag) {
+        if parent_tag == "script" || parent_tag == "style" {
+            w.out.push_str(text);
+        } else {
+            escape_text_into(&mut w.out, text);
+        }
+    } else if is_dropped_blank(text, parent_tag, prev) {
+        return false;
+    } else {
+        escape_text_into(&mut w.out, text);
+    }
+    if has_url_attr_start(text) {
+        w.rescan = true;
+    }
+    true
+}
