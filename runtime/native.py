@@ -191,7 +191,10 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str | None:
         return None
     try:
         data = map_html.encode("utf-8")
-        ids = "\n".join(i for i, label in labels.items() if label == "main").encode("utf-8")
+        main_ids = [i for i, label in labels.items() if label == "main"]
+        if any("\n" in i for i in main_ids):
+            return None  # the ids travel one per line
+        ids = "\n".join(main_ids).encode("utf-8")
     except (UnicodeEncodeError, AttributeError, TypeError):
         return None
     out = _TextOutput()
