@@ -5,7 +5,6 @@ and a page it does not handle falls back to Python instead of failing or differi
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import sys
 import pytest
 from test_simplify import TRICKY_PAGES
 
+from pulpie_rt.bench.native_core import label_sets
 from pulpie_rt.runtime import dom, native
 from pulpie_rt.runtime.reconstruct import extract_main_html, extract_main_html_python
 from pulpie_rt.runtime.simplify import simplify, simplify_python
@@ -141,24 +141,12 @@ def test_pure_python_switch():
 
 # ── reconstruct ───────────────────────────────────────────────────────────────────────────
 
-ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')
-
-
-def _label_sets(simplified: str) -> dict[str, dict[str, str]]:
-    ids = ITEM_ID_RE.findall(simplified)
-    return {
-        "alternating": {i: "main" if int(i) % 2 == 0 else "other" for i in ids},
-        "all-main": dict.fromkeys(ids, "main"),
-        "all-other": dict.fromkeys(ids, "other"),
-    }
-
-
 def test_core_reconstruct_equals_python_on_every_dev_page(dev_pages):
     refused = {}
     differ = []
     for page in dev_pages:
         simplified, map_html = simplify(page["html"])
-        for name, labels in _label_sets(simplified).items():
+        for name, labels in label_sets(simplified).items():
             reason = native.reconstruct_reason(map_html, labels)
             if reason is not None:
                 refused[page["id"], name] = reason

@@ -9,7 +9,10 @@
 
 use std::collections::HashSet;
 
-use crate::tree::{escape_text_into, escape_uri, escape_attr_value, Res, Tree, Unsupported, NONE};
+use crate::tree::{
+    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Res,
+    Tree, Unsupported, NONE,
+};
 
 /// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
 fn allows_pcdata(tag: &str) -> bool {
@@ -30,22 +33,6 @@ fn is_raw_content(tag: &str) -> bool {
         tag,
         "script" | "style" | "iframe" | "noembed" | "noframes" | "xmp" | "plaintext" | "textarea"
             | "title"
-    )
-}
-
-fn is_libxml_void(tag: &str) -> bool {
-    matches!(
-        tag,
-        "area" | "base" | "basefont" | "br" | "col" | "frame" | "hr" | "img" | "input"
-            | "isindex" | "link" | "meta" | "param"
-    )
-}
-
-fn is_boolean_attr(name: &str) -> bool {
-    matches!(
-        name,
-        "checked" | "compact" | "declare" | "defer" | "disabled" | "ismap" | "multiple"
-            | "nohref" | "noresize" | "noshade" | "nowrap" | "readonly" | "selected"
     )
 }
 
@@ -103,11 +90,7 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) -> Res<()> {
                 if value.contains("=\"") {
                     w.rescan = true;
                 }
-                out.push(' ');
-                out.push_str(name);
-                out.push_str("='");
-                out.push_str(&value);
-                out.push('\'');
+                push_attr(out, name, '\'', &value);
                 continue;
             }
         }
@@ -121,11 +104,7 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) -> Res<()> {
         } else if value.contains("=\"") {
             w.rescan = true;
         }
-        out.push(' ');
-        out.push_str(name);
-        out.push_str("=\"");
-        out.push_str(&value);
-        out.push('"');
+        push_attr(out, name, '"', &value);
     }
     Ok(())
 }

@@ -212,7 +212,7 @@ impl Tree {
 
 // ── libxml2's tree construction ────────────────────────────────────────────────────────
 
-fn is_libxml_void(tag: &str) -> bool {
+pub fn is_libxml_void(tag: &str) -> bool {
     matches!(
         tag,
         "area" | "base" | "basefont" | "br" | "col" | "frame" | "hr" | "img" | "input"
@@ -703,7 +703,7 @@ fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {
 
 // ── libxml2's HTML serializer ──────────────────────────────────────────────────────────
 
-fn is_boolean_attr(name: &str) -> bool {
+pub fn is_boolean_attr(name: &str) -> bool {
     matches!(
         name,
         "checked" | "compact" | "declare" | "defer" | "disabled" | "ismap" | "multiple"
@@ -711,12 +711,18 @@ fn is_boolean_attr(name: &str) -> bool {
     )
 }
 
+/// Text as libxml2's HTML serializer writes it: `&`, `<`, `>` escaped.
 pub fn escape_text_into(out: &mut String, text: &str) {
+    escape_into(out, text, false);
+}
+
+/// `&` (unless before `{` in an attribute value), `<`, `>` escaped.
+fn escape_into(out: &mut String, text: &str, attribute: bool) {
     let b = text.as_bytes();
     let mut last = 0;
     for (i, &c) in b.iter().enumerate() {
         let rep = match c {
-            b'&' => "&amp;",
+            b'&' if !(attribute && b.get(i + 1) == Some(&b'{')) => "&amp;",
             b'<' => "&lt;",
             b'>' => "&gt;",
             _ => continue,
@@ -748,22 +754,8 @@ pub fn escape_uri(value: &str) -> String {
     out
 }
 
-/// `&` (unless before `{`), `<`, `>` escaped.
 fn attr_escape_into(out: &mut String, value: &str) {
-    let b = value.as_bytes();
-    let mut last = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let rep = match c {
-            b'&' if b.get(i + 1) != Some(&b'{') => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            _ => continue,
-        };
-        out.push_str(&value[last..i]);
-        out.push_str(rep);
-        last = i + 1;
-    }
-    out.push_str(&value[last..]);
+    escape_into(out, value, true);
 }
 
 /// `dom.escape_attr_value`: whole `<!-- … -->` runs are left as they are.
@@ -784,17 +776,25 @@ pub fn escape_attr_value(value: &str) -> String {
     out
 }
 
-fn serialize_attr(out: &mut String, tag: &str, name: &str, value: &str) {
+/// ` name="value"` (or `'value'`), the value already escaped.
+pub fn push_attr(out: &mut String, name: &str, quote: char, value: &str) {
     out.push(' ');
     out.push_str(name);
+    out.push('=');
+    out.push(quote);
+    out.push_str(value);
+    out.push(quote);
+}
+
+fn serialize_attr(out: &mut String, tag: &str, name: &str, value: &str) {
     if is_boolean_attr(name) {
+        out.push(' ');
+        out.push_str(name);
         return;
     }
     let is_uri = matches!(name, "href" | "action" | "src") || (name == "name" && tag == "a");
     if !is_uri && !value.bytes().any(|c| matches!(c, b'&' | b'<' | b'>' | b'"')) {
-        out.push_str("=\"");
-        out.push_str(value);
-        out.push('"');
+        push_attr(out, name, '"', value);
         return;
     }
     let uri;
@@ -805,20 +805,12 @@ fn serialize_attr(out: &mut String, tag: &str, name: &str, value: &str) {
         value
     };
     let escaped = escape_attr_value(value);
-    if escaped.contains('"') {
-        if escaped.contains('\'') {
-            out.push_str("=\"");
-            out.push_str(&escaped.replace('"', "&quot;"));
-            out.push('"');
-        } else {
-            out.push_str("='");
-            out.push_str(&escaped);
-            out.push('\'');
-        }
+    if !escaped.contains('"') {
+        push_attr(out, name, '"', &escaped);
+    } else if escaped.contains('\'') {
+        push_attr(out, name, '"', &escaped.replace('"', "&quot;"));
     } else {
-        out.push_str("=\"");
-        out.push_str(&escaped);
-        out.push('"');
+        push_attr(out, name, '\'', &escaped);
     }
 }
 
