@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,21 @@ def load_golden(name: str) -> dict:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)
+
+
+class _Timeout(Exception):
+    pass
+
+
+@pytest.fixture
+def time_limit():
+    """Hostile pages must not hang: fail after 60 s (a guard, not a speed assertion)."""
+
+    def _raise(signum, frame):
+        raise _Timeout("took over 60 s")
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -60,6 +60,7 @@ HOSTILE = {
     "nul-bytes": "<p>a\x00b</p><p>\x00\x00</p>",
     "deep": "<div>" * 20000 + "deep text" + "</div>" * 20000,
     "many-blocks": "<body>" + "".join(f"<p>block {i}</p>" for i in range(60000)) + "</body>",
+    "many-inline-runs": "<div>" + "<b>x</b> tail<br>" * 3000 + "</div>",
     "control-chars-and-refs": "<p>a&#1;b\x01c</p><div title='x\x02'>t</div><p>\ufffe</p>",
     "long-block": "<div>" + "word " * 400 + "<b>" + "x" * 300 + "</b>tail</div>",
     "unicode-spaces": "<p>\u3000a\u00a0\u2003b\x1c</p><p>\u205f</p><pre>\x0bc</pre>",
@@ -77,6 +78,14 @@ HOSTILE = {
 def test_core_equals_python_on_hostile_and_tricky_markup(name):
     html = HOSTILE.get(name, TRICKY_PAGES.get(name))
     assert simplify(html) == simplify_python(html)
+
+
+def test_60000_inline_runs_in_one_element_stay_fast(time_limit):
+    # each run is wrapped in map_html where it stands among its siblings: a position hint
+    # keeps that linear (a plain search made this page quadratic)
+    simplified, map_html = simplify("<div>" + "<b>x</b> tail<br>" * 60000 + "</div>")
+    assert simplified.count("_item_id=") == 60000
+    assert map_html.count("<cc-alg-uc-text") == 60000
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 
 import pytest
 from conftest import load_golden
@@ -96,24 +95,6 @@ def test_hidden_and_navigation_content_removed():
     )
     assert "menu" not in simplified and "hidden" not in simplified and "closed" not in simplified
     assert "kept" in simplified and "sum" in simplified
-
-
-class _Timeout(Exception):
-    pass
-
-
-@pytest.fixture
-def time_limit():
-    """Hostile pages must not hang: fail after 60 s (a guard, not a speed assertion)."""
-
-    def _raise(signum, frame):
-        raise _Timeout("simplify took over 60 s")
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 EMPTY_DOC = '<html><head><meta charset="utf-8"></head><body></body></html>'

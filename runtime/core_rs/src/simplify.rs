@@ -107,6 +107,20 @@ fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
+/// `index_of`, looking first at and after `hint` (blocks come in document order, so the
+/// next one's children usually follow the last one found: a page of 60,000 inline runs in one
+/// element stays linear instead of quadratic). A node is at most once in a child list, so the
+/// answer is the same.
+fn index_of_near(tree: &Tree, parent: usize, node: usize, hint: usize) -> Option<usize> {
+    let children = &tree.nodes[parent].children;
+    let hint = hint.min(children.len());
+    children[hint..]
+        .iter()
+        .position(|&c| c == node)
+        .map(|i| i + hint)
+        .or_else(|| children[..hint].iter().position(|&c| c == node))
+}
+
 fn index_of(tree: &Tree, parent: usize, node: usize) -> Option<usize> {
     tree.nodes[parent].children.iter().position(|&c| c == node)
 }
@@ -820,6 +834,7 @@ fn mark_map(
     root_tag: &str,
     root_children: &[usize],
     root_text: Option<&str>,
+    hints: &mut FastMap<usize, usize>,
 ) -> bool {
     if original_parent == NONE {
         return true;
@@ -844,9 +859,10 @@ fn mark_map(
         }
         let first = root_children[0];
         let last = *root_children.last().unwrap();
-        let (Some(start), Some(stop)) =
-            (index_of(tree, original_parent, first), index_of(tree, original_parent, last))
-        else {
+        let hint = hints.get(&original_parent).copied().unwrap_or(0);
+        let start = index_of_near(tree, original_parent, first, hint);
+        let stop = start.and_then(|i| index_of_near(tree, original_parent, last, i));
+        let (Some(start), Some(stop)) = (start, stop) else {
             return false;
         };
         let w = wrapper(tree, item_id);
@@ -879,6 +895,7 @@ fn mark_map(
         tree.nodes[w].parent = original_parent;
         let end = if stop >= start { stop + 1 } else { start };
         tree.nodes[original_parent].children.splice(start..end, [w]);
+        hints.insert(original_parent, start + 1);
         if tree.nodes[last].tag == "br" {
             if let Some(t) = trailing.filter(|t| !t.is_empty()) {
                 tree.nodes[w].tail = Some(t);
@@ -980,6 +997,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     let mut out = String::from("<html><head><meta charset=\"utf-8\"></head><body>");
     let mut block = String::new();
     let mut item_id = 1usize;
+    let mut hints = FastMap::default();
     for (para_root, content_type, original_parent) in paragraphs {
         let Some(root) = fragment_root(&mut tree, para_root) else { continue };
         let root_orig = tree.nodes[root].orig;
@@ -1015,6 +1033,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
             &root_tag,
             &root_children,
             root_text.as_deref(),
+            &mut hints,
         ) {
             continue;
         }
