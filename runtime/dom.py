@@ -273,24 +273,29 @@ def _mark_nameless_attrs(html: str, slash_tag_starts: list[int] | None = None) -
     return "".join(parts)
 
 
-def lexbor_serialization(
-    html: str,
-    find_slash_tags: Callable[[str], tuple[list[int], bytes] | None] | None = None,
-) -> str:
+def lexbor_serialization(html: str, scan_raw_page: Callable | None = None) -> str:
     """Parse ``html`` with lexbor and serialize it again, less any ``<?xml …?>`` declaration:
     the text whose libxml2-shaped tree (``parse_serialized``) the reference walks.
-    ``find_slash_tags``: a faster equivalent of ``_SLASH_TAG_RE`` (see ``_mark_nameless_attrs``)
-    that also gives the page's UTF-8 bytes it read (lexbor parses those instead of encoding the
-    page once more); it may answer None."""
-    if "</>" in html:
+
+    ``scan_raw_page``: ``native.scan_raw_page`` (or None): the page's UTF-8 bytes, whether it
+    holds "</>" or a "/" after white space, and where ``_SLASH_TAG_RE`` matches, from passes
+    over bytes instead of searches over the string (lexbor then parses those bytes: selectolax
+    would encode the page again). It may answer None; the string is searched then."""
+    scan = scan_raw_page(html) if scan_raw_page is not None else None
+    if scan.has_empty_end_tag if scan is not None else "</>" in html:
         html = _keep_empty_end_tags(html)
-    source: str | bytes = html
-    if " /" in html or "\n/" in html or "\t/" in html or "\r/" in html:
-        found = find_slash_tags(html) if find_slash_tags is not None else None
-        marked = _mark_nameless_attrs(html, found[0] if found is not None else None)
-        # selectolax encodes a str to UTF-8 (dropping lone surrogates, which the bytes
-        # cannot hold): the same bytes
-        source = found[1] if found is not None and marked is html else marked
+        scan = scan_raw_page(html) if scan_raw_page is not None else None
+    # selectolax encodes a str to UTF-8 (dropping lone surrogates, which the bytes cannot
+    # hold): the same bytes
+    source: str | bytes = html if scan is None else scan.data
+    if (
+        scan.has_slash_after_space
+        if scan is not None
+        else (" /" in html or "\n/" in html or "\t/" in html or "\r/" in html)
+    ):
+        marked = _mark_nameless_attrs(html, scan.slash_tag_starts if scan is not None else None)
+        if marked is not html:
+            source = marked
     serialized = LexborHTMLParser(source).html or ""
     if "<?xml" in serialized:
         serialized = _XML_DECL_RE.sub("", serialized)

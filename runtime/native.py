@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "LIBRARY_ENV", "NEEDS_NON_XML_FLAG", "PURE_PYTHON_ENV", "available", "extract_main_html",
-    "library_path", "simplify_serialized", "slash_tag_starts",
+    "RawPageScan", "library_path", "scan_raw_page", "simplify_serialized",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -38,11 +39,16 @@ FLAG_NON_XML_UNKNOWN = 4
 _HERE = Path(__file__).resolve().parent
 
 
-class _StartsOutput(ctypes.Structure):
+class _RawScanOutput(ctypes.Structure):
     _fields_ = [
+        ("flags", ctypes.c_uint32),
         ("starts_ptr", ctypes.POINTER(ctypes.c_uint64)),
         ("starts_len", ctypes.c_size_t),
     ]
+
+
+_RAW_EMPTY_END_TAG = 1
+_RAW_SLASH_GATE = 2
 
 
 class _TextOutput(ctypes.Structure):
@@ -92,10 +98,10 @@ def _library() -> ctypes.CDLL | None:
             lib.pulpie_rt_simplify.restype = ctypes.c_int32
             lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
             lib.pulpie_rt_free.restype = None
-            lib.pulpie_rt_slash_tag_starts.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_StartsOutput),
+            lib.pulpie_rt_scan_raw_page.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_RawScanOutput),
             ]
-            lib.pulpie_rt_slash_tag_starts.restype = ctypes.c_int32
+            lib.pulpie_rt_scan_raw_page.restype = ctypes.c_int32
             lib.pulpie_rt_free_starts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
             lib.pulpie_rt_free_starts.restype = None
             lib.pulpie_rt_reconstruct.argtypes = [
@@ -125,10 +131,19 @@ def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
         lib.pulpie_rt_free(ptr, size)
 
 
-def slash_tag_starts(html: str) -> tuple[list[int], bytes] | None:
-    """Where ``dom._SLASH_TAG_RE`` matches in ``html`` (character offsets), in one pass over
-    its bytes, and those UTF-8 bytes; None where the core is absent or the page is not
-    UTF-8-encodable (lone surrogates): the caller then runs the regular expression."""
+@dataclass(frozen=True)
+class RawPageScan:
+    """What ``dom.lexbor_serialization`` asks of a raw page, from one call into the core."""
+
+    data: bytes  # the page as UTF-8 (lexbor parses these bytes: no second encoding)
+    has_empty_end_tag: bool  # "</>" is in the page
+    has_slash_after_space: bool  # " /", "\n/", "\t/" or "\r/" is in the page
+    slash_tag_starts: list[int]  # where dom._SLASH_TAG_RE matches (when the above holds)
+
+
+def scan_raw_page(html: str) -> RawPageScan | None:
+    """``RawPageScan`` of ``html``, or None where the core is absent or the page is not
+    UTF-8-encodable (lone surrogates): the caller then searches the string itself."""
     lib = _library()
     if lib is None:
         return None
@@ -136,14 +151,15 @@ def slash_tag_starts(html: str) -> tuple[list[int], bytes] | None:
         data = html.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    out = _StartsOutput()
-    if lib.pulpie_rt_slash_tag_starts(data, len(data), ctypes.byref(out)) != 0:
+    out = _RawScanOutput()
+    if lib.pulpie_rt_scan_raw_page(data, len(data), ctypes.byref(out)) != 0:
         return None
     try:
         starts = out.starts_ptr[: out.starts_len] if out.starts_len else []
     finally:
         lib.pulpie_rt_free_starts(out.starts_ptr, out.starts_len)
-    return starts, data
+    return RawPageScan(data, bool(out.flags & _RAW_EMPTY_END_TAG),
+                       bool(out.flags & _RAW_SLASH_GATE), starts)
 
 
 # simplify_serialized's answer when the raw page's has_non_xml_chars is needed

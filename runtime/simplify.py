@@ -701,7 +701,7 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     """
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    serialized = lexbor_serialization(html, native.slash_tag_starts)
+    serialized = lexbor_serialization(html, native.scan_raw_page)
     result = native.simplify_serialized(serialized, cutoff_length, None)
     if result is native.NEEDS_NON_XML_FLAG:
         result = native.simplify_serialized(

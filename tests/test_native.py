@@ -111,14 +111,19 @@ def test_character_references_outside_the_serializers_five_are_refused():
     assert native.last_reason_for("<html><body><p>&amp; &lt; x</p></body></html>") is None
 
 
-def test_slash_tag_starts_match_the_regular_expression(dev_pages):
+def test_raw_page_scan_matches_the_string_searches(dev_pages):
     synthetic = ["<a /", "<a<b /x", "< a /", "<a\xa0/", "<a\u3000/>", "<ab/ /", "x<a b\x0c/c",
                  "<a", "<1 /", "<a b= / <c d /", "\x01<p />", "\ufffe", "<A\n/", "<<a /",
-                 "<a \u00e9 /", "<a\u2028/", "<a\u20ac /", "\u00e9<b\u0085/", "<a b\u1680/"]
+                 "<a \u00e9 /", "<a\u2028/", "<a\u20ac /", "\u00e9<b\u0085/", "<a b\u1680/",
+                 "x</>y", "</ >", "<br\r/>", "a/", "/"]
     for html in synthetic + [page["html"] for page in dev_pages]:
-        starts, data = native.slash_tag_starts(html)
-        assert starts == [m.start() for m in dom._SLASH_TAG_RE.finditer(html)], html[:60]
-        assert data == html.encode("utf-8")
+        scan = native.scan_raw_page(html)
+        assert scan.data == html.encode("utf-8")
+        assert scan.has_empty_end_tag == ("</>" in html)
+        gate = any(s in html for s in (" /", "\n/", "\t/", "\r/"))
+        assert scan.has_slash_after_space == gate, html[:60]
+        if gate:
+            assert scan.slash_tag_starts == [m.start() for m in dom._SLASH_TAG_RE.finditer(html)]
 
 
 def test_raw_page_flag_asked_for_only_when_it_matters():
@@ -136,7 +141,7 @@ def test_raw_page_flag_asked_for_only_when_it_matters():
 
 def test_lone_surrogates_run_on_python():
     html = "<p>a\ud800b</p><p>ok</p>"
-    assert native.slash_tag_starts(html) is None
+    assert native.scan_raw_page(html) is None
     assert simplify(html) == simplify_python(html)
 
 

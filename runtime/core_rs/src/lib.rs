@@ -134,30 +134,62 @@ pub unsafe extern "C" fn pulpie_rt_free(ptr: *mut u8, len: usize) {
 }
 
 #[repr(C)]
-pub struct StartsOutput {
+pub struct RawScanOutput {
+    /// `RAW_EMPTY_END_TAG` | `RAW_SLASH_GATE`
+    pub flags: u32,
     pub starts_ptr: *mut u64,
     pub starts_len: usize,
 }
 
-/// Where `dom._SLASH_TAG_RE` (`<[a-zA-Z][^<]*?\s/`) matches in the raw page, as character
-/// offsets: a start tag with white space then "/" before the next "<" (the only places
-/// `dom._mark_nameless_attrs` looks at). The regular expression's lazy scan costs most of a
-/// second on the dev pages; this is one pass over the bytes.
+/// The raw page holds "</>" (`dom._keep_empty_end_tags` rewrites it).
+pub const RAW_EMPTY_END_TAG: u32 = 1;
+/// The raw page holds " /", "\n/", "\t/" or "\r/": `dom._mark_nameless_attrs` looks at it.
+pub const RAW_SLASH_GATE: u32 = 2;
+
+/// What `dom.lexbor_serialization` asks of the raw page before lexbor parses it, in passes over
+/// its bytes instead of substring searches and a regular expression over Python's string:
+/// the two flags above and, behind the second, where `dom._SLASH_TAG_RE`
+/// (`<[a-zA-Z][^<]*?\s/`) matches, as character offsets (its lazy scan costs most of a second
+/// on the dev pages).
 ///
 /// # Safety
-/// `input` points to `len` bytes of UTF-8; `out` to a writable `StartsOutput`, whose buffer
+/// `input` points to `len` bytes of UTF-8; `out` to a writable `RawScanOutput`, whose buffer
 /// is released with `pulpie_rt_free_starts`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_slash_tag_starts(
+pub unsafe extern "C" fn pulpie_rt_scan_raw_page(
     input: *const u8,
     len: usize,
-    out: *mut StartsOutput,
+    out: *mut RawScanOutput,
 ) -> i32 {
     install_panic_hook();
     let out = &mut *out;
-    *out = StartsOutput { starts_ptr: std::ptr::null_mut(), starts_len: 0 };
+    *out = RawScanOutput { flags: 0, starts_ptr: std::ptr::null_mut(), starts_len: 0 };
     let bytes = std::slice::from_raw_parts(input, len);
-    let Ok(starts) = catch_unwind(|| slash_tag_starts(bytes)) else { return 2 };
+    let Ok((flags, starts)) = catch_unwind(|| {
+        // both flags are about the bytes around a "/"
+        let mut flags = 0;
+        let mut i = 0;
+        while let Some(k) = bytes[i..].iter().position(|&c| c == b'/') {
+            let j = i + k;
+            if j > 0 {
+                match bytes[j - 1] {
+                    b' ' | b'\n' | b'\t' | b'\r' => flags |= RAW_SLASH_GATE,
+                    b'<' if bytes.get(j + 1) == Some(&b'>') => flags |= RAW_EMPTY_END_TAG,
+                    _ => {}
+                }
+            }
+            if flags == RAW_SLASH_GATE | RAW_EMPTY_END_TAG {
+                break;
+            }
+            i = j + 1;
+        }
+        let starts =
+            if flags & RAW_SLASH_GATE != 0 { slash_tag_starts(bytes) } else { Vec::new() };
+        (flags, starts)
+    }) else {
+        return 2;
+    };
+    out.flags = flags;
     let boxed = starts.into_boxed_slice();
     out.starts_len = boxed.len();
     out.starts_ptr = Box::into_raw(boxed) as *mut u64;
@@ -165,7 +197,7 @@ pub unsafe extern "C" fn pulpie_rt_slash_tag_starts(
 }
 
 /// # Safety
-/// `ptr`/`len` come from a `StartsOutput`, freed once.
+/// `ptr`/`len` come from a `RawScanOutput`, freed once.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_free_starts(ptr: *mut u64, len: usize) {
     if !ptr.is_null() {
