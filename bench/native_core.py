@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         pages += 1
         html = page["html"]
-        reason = native.last_reason_for(dom.lexbor_serialization(html))
+        reason = native.simplify_reason(dom.lexbor_serialization(html))
         if reason is not None:
             simplify_refused[reason] += 1
         start = time.process_time()

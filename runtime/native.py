@@ -234,7 +234,7 @@ def reconstruct_reason(map_html: str, labels: dict[str, str]) -> str | None:
     return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
 
 
-def last_reason_for(serialized: str) -> str | None:
+def simplify_reason(serialized: str) -> str | None:
     """Why the core refuses this serialization (None if it handles it): for tests and
     reports of the fallback rate."""
     lib = _library()
