@@ -14,6 +14,10 @@ Outputs:
 - ``map_html``: the original page (as libxml2 parsed it) with the same ``_item_id``s on block
   elements and ``<cc-alg-uc-text _item_id="N">`` wrappers around unwrapped text runs. What
   ``reconstruct`` maps labels back onto.
+
+``simplify`` runs on the compiled core (``runtime/core_rs``, see ``native.py``) where it is
+built and handles the page; the Python code here is its specification and its fallback
+(``simplify_python``).
 """
 
 from __future__ import annotations
