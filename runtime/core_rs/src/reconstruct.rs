@@ -259,7 +259,7 @@ pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> Res<String
         map_html
     };
     let mut tree = Tree::default();
-    let root = crate::tree::parse_serialized(&mut tree, map_html)?;
+    let root = crate::tree::parse(&mut tree, map_html, true)?;
     let sel = Selection::new(&tree, root, main_ids);
     let mut w = Writer { out: String::with_capacity(map_html.len() / 4), decode: true, rescan: false };
     write(&mut w, &tree, root, &sel)?;

@@ -528,6 +528,16 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
 /// `dom.parse_serialized`: the libxml2-shaped tree of a serializer's output; returns the
 /// `<html>` root.
 pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
+    parse(tree, s, false)
+}
+
+/// `parse_serialized`, or with `map_html` the tree libxml2 2.14 builds of a page it parses
+/// itself (the reference's parse of `map_html` in reconstruct), which differs in two places:
+/// the content of `<textarea>` and `<title>` is text up to the end tag, character references
+/// decoded (in lexbor's serialization such content is escaped text anyway; in `map_html` these
+/// elements can hold elements); and a `<select>` keeps what it holds (the "in select" rule
+/// reproduces the reference's Modest parse of the raw page, which only simplify sees).
+pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
     if s.contains('\u{17f}') || s.contains('\u{212a}') {
         // Python's case-insensitive matching folds these onto "s" and "k"
         return Err(Unsupported("long s or Kelvin sign"));
@@ -635,7 +645,7 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
                 }
                 seen_body = true;
             }
-            if open_selects > 0 && !is_select_content(&tag) {
+            if open_selects > 0 && !map_html && !is_select_content(&tag) {
                 if !is_html5_void(&tag) {
                     *dropped_in_select.entry(tag).or_insert(0) += 1;
                 }
@@ -674,6 +684,15 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
                 let stop = if tag == "script" { script_end(s, start) } else { raw_end(s, start, tag) };
                 if stop > start {
                     tree.nodes[node].text = Some(Text::from(&s[start..stop]));
+                }
+                pos = stop;
+            } else if map_html && (tag == "textarea" || tag == "title") {
+                let start = pos;
+                let stop = raw_end(s, start, tag);
+                if stop > start {
+                    let raw = &s[start..stop];
+                    let text = if raw.contains('&') { unescape(raw)? } else { raw.to_string() };
+                    tree.nodes[node].text = Some(Text::from(text));
                 }
                 pos = stop;
             }
