@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "NEEDS_NON_XML_FLAG", "PURE_PYTHON_ENV", "available", "extract_main_html",
+    "LIBRARY_ENV", "PURE_PYTHON_ENV", "available", "extract_main_html",
     "RawPageScan", "library_path", "scan_raw_page", "simplify_serialized",
 ]
 
@@ -81,7 +82,7 @@ def library_path() -> Path | None:
     return None
 
 
-# the loaded library, per process (a cache: None until first use, False when absent)
+# the loaded library, per process (a cache: empty until first use, then [CDLL or None])
 _LIBRARY_CACHE: list = []
 
 
@@ -162,41 +163,57 @@ def scan_raw_page(html: str) -> RawPageScan | None:
                        bool(out.flags & _RAW_SLASH_GATE), starts)
 
 
-# simplify_serialized's answer when the raw page's has_non_xml_chars is needed
-NEEDS_NON_XML_FLAG = "needs has_non_xml_chars"
+def _simplify(serialized: str, cutoff_length: int, flags: int) -> tuple[int, _Output]:
+    """The core's status and output for lexbor's serialization of a page."""
+    data = serialized.encode("utf-8")
+    out = _Output()
+    status = _library().pulpie_rt_simplify(data, len(data), cutoff_length, flags,
+                                           ctypes.byref(out))
+    return status, out
 
 
 def simplify_serialized(
-    serialized: str, cutoff_length: int, has_non_xml_chars: bool | None
-) -> tuple[str, str] | str | None:
+    serialized: str, cutoff_length: int, has_non_xml_chars: Callable[[], bool]
+) -> tuple[str, str] | None:
     """``(simplified_html, map_html)`` of lexbor's serialization of a page, or None where the
     core is absent or does not handle this page (the caller then runs the Python code).
 
-    ``has_non_xml_chars`` (whether the raw page holds characters XML does not allow) may be
-    None: it only matters when the serialization holds such characters itself, and then the
-    answer is ``NEEDS_NON_XML_FLAG`` (ask again with it) — scanning every raw page for them
-    costs more than the rest of the core's work. (The raw page's other flag, whether it has
-    raw-text elements, the core reads off the tree itself.)"""
+    ``has_non_xml_chars`` answers whether the raw page holds characters XML does not allow.
+    It is asked only when the serialization holds such characters itself, the one case where
+    the answer changes the output: scanning every raw page for them costs more than the rest
+    of the core's work. (The raw page's other flag, whether it has raw-text elements, the core
+    reads off the tree itself.)"""
     lib = _library()
     if lib is None:
         return None
     try:
-        data = serialized.encode("utf-8")
+        status, out = _simplify(serialized, cutoff_length, FLAG_NON_XML_UNKNOWN)
+        if status == 3:
+            flags = FLAG_NON_XML_CHARS if has_non_xml_chars() else 0
+            status, out = _simplify(serialized, cutoff_length, flags)
     except UnicodeEncodeError:  # lone surrogates: only the Python path handles them
         return None
-    if has_non_xml_chars is None:
-        flags = FLAG_NON_XML_UNKNOWN
-    else:
-        flags = FLAG_NON_XML_CHARS if has_non_xml_chars else 0
-    out = _Output()
-    status = lib.pulpie_rt_simplify(data, len(data), cutoff_length, flags, ctypes.byref(out))
-    if status == 3:
-        return NEEDS_NON_XML_FLAG
     if status != 0:
         return None
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
     return simplified, map_html
+
+
+def _reconstruct(map_html: str, labels: dict[str, str]) -> tuple[int, _TextOutput]:
+    """The core's status and output for ``map_html`` and ``labels``; status -1 where the
+    input cannot travel (not UTF-8-encodable, ids that are not strings or hold a newline)."""
+    out = _TextOutput()
+    try:
+        data = map_html.encode("utf-8")
+        main_ids = [i for i, label in labels.items() if label == "main"]
+        if any("\n" in i for i in main_ids):
+            return -1, out  # the ids travel one per line
+        ids = "\n".join(main_ids).encode("utf-8")
+    except (UnicodeEncodeError, AttributeError, TypeError):
+        return -1, out
+    status = _library().pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out))
+    return status, out
 
 
 def extract_main_html(map_html: str, labels: dict[str, str]) -> str | None:
@@ -205,18 +222,22 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str | None:
     lib = _library()
     if lib is None:
         return None
-    try:
-        data = map_html.encode("utf-8")
-        main_ids = [i for i, label in labels.items() if label == "main"]
-        if any("\n" in i for i in main_ids):
-            return None  # the ids travel one per line
-        ids = "\n".join(main_ids).encode("utf-8")
-    except (UnicodeEncodeError, AttributeError, TypeError):
+    status, out = _reconstruct(map_html, labels)
+    return _take(lib, out.ptr, out.len) if status == 0 else None
+
+
+def _reason(lib: ctypes.CDLL, status: int, out: _Output | _TextOutput) -> str | None:
+    """Why the core refused (None after a success, whose buffers are released here)."""
+    if status == 0:
+        if isinstance(out, _Output):
+            lib.pulpie_rt_free(out.simplified_ptr, out.simplified_len)
+            lib.pulpie_rt_free(out.map_ptr, out.map_len)
+        else:
+            lib.pulpie_rt_free(out.ptr, out.len)
         return None
-    out = _TextOutput()
-    if lib.pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out)) != 0:
-        return None
-    return _take(lib, out.ptr, out.len)
+    if status == -1:
+        return "input that cannot be passed to the core"
+    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
 
 
 def reconstruct_reason(map_html: str, labels: dict[str, str]) -> str | None:
@@ -224,14 +245,7 @@ def reconstruct_reason(map_html: str, labels: dict[str, str]) -> str | None:
     lib = _library()
     if lib is None:
         return "no compiled core"
-    data = map_html.encode("utf-8")
-    ids = "\n".join(i for i, label in labels.items() if label == "main").encode("utf-8")
-    out = _TextOutput()
-    status = lib.pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out))
-    if status == 0:
-        lib.pulpie_rt_free(out.ptr, out.len)
-        return None
-    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
+    return _reason(lib, *_reconstruct(map_html, labels))
 
 
 def simplify_reason(serialized: str) -> str | None:
@@ -240,11 +254,4 @@ def simplify_reason(serialized: str) -> str | None:
     lib = _library()
     if lib is None:
         return "no compiled core"
-    data = serialized.encode("utf-8")
-    out = _Output()
-    status = lib.pulpie_rt_simplify(data, len(data), 500, 0, ctypes.byref(out))
-    if status == 0:
-        lib.pulpie_rt_free(out.simplified_ptr, out.simplified_len)
-        lib.pulpie_rt_free(out.map_ptr, out.map_len)
-        return None
-    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
+    return _reason(lib, *_simplify(serialized, 500, 0))

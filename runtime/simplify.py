@@ -706,38 +706,26 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
     serialized = lexbor_serialization(html, native.scan_raw_page)
-    result = native.simplify_serialized(serialized, cutoff_length, None)
-    if result is native.NEEDS_NON_XML_FLAG:
-        result = native.simplify_serialized(
-            serialized, cutoff_length, _NOT_XML_CHAR_RE.search(html) is not None
-        )
-    if isinstance(result, tuple):
-        return result
-    return _simplify_serialized(
-        serialized,
-        cutoff_length,
-        _HAS_RAW_TEXT_RE.search(html) is not None,
-        _NOT_XML_CHAR_RE.search(html) is not None,
+    result = native.simplify_serialized(
+        serialized, cutoff_length, lambda: _NOT_XML_CHAR_RE.search(html) is not None
     )
+    if result is not None:
+        return result
+    return _simplify_serialized(serialized, cutoff_length, html)
 
 
 def simplify_python(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     """``simplify`` on the Python implementation only (the compiled core's specification)."""
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    return _simplify_serialized(
-        lexbor_serialization(html),
-        cutoff_length,
-        _HAS_RAW_TEXT_RE.search(html) is not None,
-        _NOT_XML_CHAR_RE.search(html) is not None,
-    )
+    return _simplify_serialized(lexbor_serialization(html), cutoff_length, html)
 
 
-def _simplify_serialized(
-    serialized: str, cutoff_length: int, has_raw_text: bool, has_non_xml_chars: bool
-) -> tuple[str, str]:
-    """The segmentation of lexbor's serialization of a page (the flags say whether the raw
-    page has raw-text elements or characters XML does not allow: passes skipped otherwise)."""
+def _simplify_serialized(serialized: str, cutoff_length: int, html: str) -> tuple[str, str]:
+    """The segmentation of lexbor's serialization of the page ``html`` (whether the raw page
+    has raw-text elements or characters XML does not allow decides two passes over blocks)."""
+    has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
+    has_non_xml_chars = _NOT_XML_CHAR_RE.search(html) is not None
     original = parse_serialized(serialized)
     # the page without REMOVED_TAGS subtrees (and their tail text)
     processing = deep_copy(original, skip=REMOVED_TAGS)

@@ -64,27 +64,34 @@ pub unsafe extern "C" fn pulpie_rt_simplify(
         out.reason = b"not UTF-8\0".as_ptr();
         return 1;
     };
-    if flags & FLAG_NON_XML_UNKNOWN != 0 && has_non_xml_bytes(bytes) {
+    if flags & FLAG_NON_XML_UNKNOWN != 0 && simplify::has_not_xml(serialized) {
         return 3;
     }
     let page_flags = simplify::Flags {
         has_non_xml_chars: flags & FLAG_NON_XML_CHARS != 0,
     };
-    let result =
-        catch_unwind(AssertUnwindSafe(|| simplify::simplify_serialized(serialized, cutoff, &page_flags)));
-    match result {
-        Ok(Ok((simplified, map_html))) => {
+    match run(&mut out.reason, || simplify::simplify_serialized(serialized, cutoff, &page_flags)) {
+        Ok((simplified, map_html)) => {
             (out.simplified_ptr, out.simplified_len) = leak(simplified);
             (out.map_ptr, out.map_len) = leak(map_html);
             0
         }
-        Ok(Err(tree::Unsupported(reason))) => {
-            out.reason = reason_ptr(reason);
-            1
+        Err(status) => status,
+    }
+}
+
+/// `work` with panics caught: its value, or the status for the caller with `reason` set
+/// (1 and the refusal's reason, 2 and the panic message).
+fn run<T>(reason: &mut *const u8, work: impl FnOnce() -> tree::Res<T>) -> Result<T, i32> {
+    match catch_unwind(AssertUnwindSafe(work)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(tree::Unsupported(why))) => {
+            *reason = reason_ptr(why);
+            Err(1)
         }
         Err(_) => {
-            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
-            2
+            *reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
+            Err(2)
         }
     }
 }
@@ -104,12 +111,6 @@ fn install_panic_hook() {
             PANIC_MESSAGE.with(|m| *m.borrow_mut() = message);
         }));
     });
-}
-
-/// Whether UTF-8 `b` holds a character of `_NOT_XML_CHAR_RE` (surrogates cannot occur).
-fn has_non_xml_bytes(b: &[u8]) -> bool {
-    b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
-        || b.windows(3).any(|w| w == [0xef, 0xbf, 0xbe] || w == [0xef, 0xbf, 0xbf])
 }
 
 fn reason_ptr(reason: &'static str) -> *const u8 {
@@ -302,18 +303,11 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
         return 1;
     };
     let main: std::collections::HashSet<&str> = ids.split('\n').filter(|s| !s.is_empty()).collect();
-    match catch_unwind(AssertUnwindSafe(|| reconstruct::extract_main_html(map_html, &main))) {
-        Ok(Ok(html)) => {
+    match run(&mut out.reason, || reconstruct::extract_main_html(map_html, &main)) {
+        Ok(html) => {
             (out.ptr, out.len) = leak(html);
             0
         }
-        Ok(Err(tree::Unsupported(reason))) => {
-            out.reason = reason_ptr(reason);
-            1
-        }
-        Err(_) => {
-            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
-            2
-        }
+        Err(status) => status,
     }
 }

@@ -29,11 +29,7 @@ fn allows_pcdata(tag: &str) -> bool {
 
 /// Raw-text / RCDATA content in libxml2: never dropped as blank.
 fn is_raw_content(tag: &str) -> bool {
-    matches!(
-        tag,
-        "script" | "style" | "iframe" | "noembed" | "noframes" | "xmp" | "plaintext" | "textarea"
-            | "title"
-    )
+    crate::tree::is_raw_text(tag) || crate::tree::is_rcdata(tag)
 }
 
 const RUN_WRAPPER_TAG: &str = "cc-alg-uc-text";

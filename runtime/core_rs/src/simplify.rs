@@ -82,7 +82,7 @@ const ITEM_ID_ATTR: &str = "_item_id";
 const ELLIPSIS: &str = "...";
 const NO_BLOCK_FLAG: u8 = 1;
 
-fn is_raw_text_in_blocks(tag: &str) -> bool {
+pub fn is_raw_text_in_blocks(tag: &str) -> bool {
     matches!(tag, "xmp" | "noembed" | "noframes" | "plaintext")
 }
 
@@ -91,8 +91,12 @@ fn is_not_xml_char(c: char) -> bool {
     matches!(c, '\x00'..='\x08' | '\x0b' | '\x0c' | '\x0e'..='\x1f' | '\u{fffe}' | '\u{ffff}')
 }
 
-fn has_not_xml(s: &str) -> bool {
-    s.chars().any(is_not_xml_char)
+/// Whether `s` holds a character of `is_not_xml_char`, read off its UTF-8 bytes (it also
+/// runs over whole serializations): the C0 controls but tab, LF and CR, and U+FFFE/U+FFFF.
+pub fn has_not_xml(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
+        || b.windows(3).any(|w| w == [0xef, 0xbf, 0xbe] || w == [0xef, 0xbf, 0xbf])
 }
 
 fn replace_not_xml(s: &str) -> String {
@@ -107,10 +111,10 @@ fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
-/// `index_of`, looking first at and after `hint` (blocks come in document order, so the
-/// next one's children usually follow the last one found: a page of 60,000 inline runs in one
-/// element stays linear instead of quadratic). A node is at most once in a child list, so the
-/// answer is the same.
+/// Where `node` is among `parent`'s children, looking first at and after `hint` (blocks come
+/// in document order, so the next one's children usually follow the last one found: a page of
+/// 60,000 inline runs in one element stays linear instead of quadratic). A node is at most
+/// once in a child list, so the answer does not depend on the hint.
 fn index_of_near(tree: &Tree, parent: usize, node: usize, hint: usize) -> Option<usize> {
     let children = &tree.nodes[parent].children;
     let hint = hint.min(children.len());
@@ -121,9 +125,6 @@ fn index_of_near(tree: &Tree, parent: usize, node: usize, hint: usize) -> Option
         .or_else(|| children[..hint].iter().position(|&c| c == node))
 }
 
-fn index_of(tree: &Tree, parent: usize, node: usize) -> Option<usize> {
-    tree.nodes[parent].children.iter().position(|&c| c == node)
-}
 
 // ── cleaning the page ──────────────────────────────────────────────────────────────────
 
@@ -171,7 +172,7 @@ fn remove_hidden(tree: &mut Tree, root: usize) {
         }
         let tail = tree.nodes[node].tail.take();
         let tail = tail.as_deref().unwrap_or("");
-        let index = index_of(tree, parent, node).expect("node is a child of its parent");
+        let index = index_of_near(tree, parent, node, 0).expect("node is a child of its parent");
         if index > 0 {
             let prev = tree.nodes[parent].children[index - 1];
             let p = &mut tree.nodes[prev];
@@ -717,7 +718,7 @@ fn simplify_lists(tree: &mut Tree, root: usize) {
 fn drop_following(tree: &mut Tree, mut node: usize, root: usize) {
     while node != root && tree.nodes[node].parent != NONE {
         let parent = tree.nodes[node].parent;
-        let index = index_of(tree, parent, node).expect("node is a child of its parent");
+        let index = index_of_near(tree, parent, node, 0).expect("node is a child of its parent");
         tree.nodes[parent].children.truncate(index + 1);
         node = parent;
     }

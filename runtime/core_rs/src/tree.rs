@@ -233,7 +233,13 @@ fn is_select_content(tag: &str) -> bool {
     matches!(tag, "option" | "optgroup" | "hr" | "script" | "template")
 }
 
-fn is_raw_text(tag: &str) -> bool {
+/// Elements whose content libxml2 2.14 reads as text, character references decoded, when it
+/// parses a page itself (see `parse`).
+pub fn is_rcdata(tag: &str) -> bool {
+    tag == "textarea" || tag == "title"
+}
+
+pub fn is_raw_text(tag: &str) -> bool {
     matches!(tag, "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "plaintext")
 }
 
@@ -665,7 +671,7 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                 None => names.entry(tag.clone()).or_insert_with(|| Tag::new(&tag)).clone(),
             };
             let node = tree.new_node(name, a);
-            if matches!(tag.as_str(), "xmp" | "noembed" | "noframes" | "plaintext") {
+            if crate::simplify::is_raw_text_in_blocks(&tag) {
                 tree.has_raw_text_in_blocks = true;
             }
             let parent = *stack.last().unwrap();
@@ -686,7 +692,7 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                     tree.nodes[node].text = Some(Text::from(&s[start..stop]));
                 }
                 pos = stop;
-            } else if map_html && (tag == "textarea" || tag == "title") {
+            } else if map_html && is_rcdata(tag) {
                 let start = pos;
                 let stop = raw_end(s, start, tag);
                 if stop > start {
