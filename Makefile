@@ -31,10 +31,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps pulpie==0.0.2
 	touch $@
 
-# The compiled core of simplify and reconstruct (runtime/core_rs): `pip install -e .` builds it with
+# The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
 # setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
 # rebuilt here whenever its sources change.
-CORE_SOURCES := runtime/core_rs/Cargo.toml $(wildcard runtime/core_rs/src/*.rs)
+CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs)
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
 	$(PIP) install -q --no-deps -e .

@@ -1,4 +1,4 @@
-"""The compiled core (``runtime/core_rs``) against the Python implementation, on a corpus file.
+"""The compiled core (``core``) against the Python implementation, on a corpus file.
 
     python -m pulpie_rt.bench.native_core --corpus train     # 986 pages, a few minutes
 

@@ -1,10 +1,10 @@
-"""The compiled core of ``simplify`` and ``reconstruct`` (``runtime/core_rs``, Rust, std
+"""The compiled core of ``simplify`` and ``reconstruct`` (``core``, Rust, std
 only), through ctypes.
 
 Both stages spend most of their time in per-node Python work: ``simplify`` replays lexbor's
 serialization as libxml2's tree, segments it and writes blocks back out; ``reconstruct``
 walks the page's tree and writes the kept part as libxml2 does. The Rust crate in
-``runtime/core_rs`` does the same steps several times faster (``python -m
+``core`` does the same steps several times faster (``python -m
 pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
 ``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
 pulpie_rt.bench.native_core`` compare the two on real pages.
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
-# folder (`make core` rebuilds it after a change to runtime/core_rs)
+# folder (`make core` rebuilds it after a change to core)
 LIBRARY_ENV = "PULPIE_RT_NATIVE_LIB"
 PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
 

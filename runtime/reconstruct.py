@@ -25,7 +25,7 @@ for a serializer's output is reproduced on the way (measured against lxml 6.1 / 
 
 Nothing here recurses: 20,000-deep pages are fine.
 
-``extract_main_html`` runs on the compiled core (``runtime/core_rs``, see ``native.py``) where
+``extract_main_html`` runs on the compiled core (``core``, see ``native.py``) where
 it is built and handles the page; this Python implementation is its specification and its
 fallback (``extract_main_html_python``). The core builds libxml2's tree of ``map_html``
 itself, so the lexbor differences above need no handling there.

@@ -15,7 +15,7 @@ Outputs:
   elements and ``<cc-alg-uc-text _item_id="N">`` wrappers around unwrapped text runs. What
   ``reconstruct`` maps labels back onto.
 
-``simplify`` runs on the compiled core (``runtime/core_rs``, see ``native.py``) where it is
+``simplify`` runs on the compiled core (``core``, see ``native.py``) where it is
 built and handles the page; the Python code here is its specification and its fallback
 (``simplify_python``).
 """

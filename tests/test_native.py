@@ -1,4 +1,4 @@
-"""The compiled core of simplify (runtime/core_rs) against its specification, the Python
+"""The compiled core of simplify (core) against its specification, the Python
 implementation: identical output on every real dev page and on hostile and tricky markup,
 and a page it does not handle falls back to Python instead of failing or differing."""
 
