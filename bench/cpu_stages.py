@@ -35,7 +35,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import REPO_ROOT, SideBySide, format_table, side_by_side
+from pulpie_rt.bench.harness import SideBySide, side_by_side
+from pulpie_rt.eval.report import REPO_ROOT, format_table
 
 STAGES = ("simplify", "tokenize_pack", "reconstruct", "markdown", "cpu_path", "cpu_path_tokens")
 DEFAULT_CHECKPOINT = REPO_ROOT / "tests" / "fixtures" / "tiny-eurobert"
@@ -132,9 +133,9 @@ def reference_functions() -> dict[str, Callable]:
 
 
 def our_functions() -> dict[str, Callable]:
-    from pulpie_rt.runtime.markdown import to_markdown
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.markdown import to_markdown
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     return {"simplify": simplify, "reconstruct": extract_main_html, "markdown": to_markdown}
 

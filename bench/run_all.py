@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import bench_pages, machine_info, write_result
+from pulpie_rt.eval.pages import bench_pages
+from pulpie_rt.eval.report import machine_info, write_result
 
 DEFAULT_E2E_PAGES = 12
 

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from pulpie_rt.runtime.backends import BACKEND_NAMES, BackendError
-from pulpie_rt.runtime.models import DEFAULT_MODEL, ModelError
+from pulpie_rt.runtime.model.backends import BACKEND_NAMES, BackendError
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError
 
 WRITE_EVERY_PAGES = 64
 WRITE_EVERY_S = 2.0
@@ -20,7 +20,7 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from pulpie_rt.runtime.extractor import ExtractionError, Extractor
+    from pulpie_rt.runtime.flow.extractor import ExtractionError, Extractor
 
     source = "<stdin>" if args.page == "-" else args.page
     try:
@@ -57,8 +57,8 @@ def _record(page, result) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from pulpie_rt.runtime.flow.pipeline import PageInput, Pipeline
     from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
-    from pulpie_rt.runtime.pipeline import PageInput, Pipeline
 
     inputs = [Path(p) for p in args.inputs]
     out = Path(args.out)

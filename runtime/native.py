@@ -7,7 +7,7 @@ walks the page's tree and writes the kept part as libxml2 does. The Rust crate i
 ``core`` does the same steps several times faster (``python -m
 pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
 ``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
-pulpie_rt.bench.native_core`` compare the two on real pages.
+pulpie_rt.parity.native_core`` compare the two on real pages.
 
 The library is optional. ``pip install`` builds it where a Rust toolchain exists
 (setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``, both

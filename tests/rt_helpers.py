@@ -33,7 +33,7 @@ def dev_subset(step: int = 3) -> tuple[dict, ...]:
 @lru_cache(maxsize=4)
 def simplified(step: int = 3) -> tuple[tuple[str, str, str], ...]:
     """``(page_id, simplified_html, map_html)`` of ``dev_subset(step)``."""
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     return tuple((p["id"], *simplify(p["html"])) for p in dev_subset(step))
 

@@ -28,8 +28,8 @@ from pulpie_rt.bench.gpus import (
     peak_pages_per_second,
     price_table,
 )
-from pulpie_rt.bench.harness import spread
 from pulpie_rt.bench.token_report import percentile, token_distribution
+from pulpie_rt.eval.pages import spread
 
 # ---------------------------------------------------------------- gate
 

@@ -81,8 +81,8 @@ def test_one_line_errors_without_traceback(tmp_path):
     pages.write_text('{"id": "a", "html": "<p>x</p>"}\n')
     cases.append((("run", pages, "--out", tmp_path / "o.jsonl", "--model", tmp_path / "nope"),
                   f"pulpie-rt run: model '{tmp_path / 'nope'}': no such file or directory, "
-                  "and not a hub name (default, orange-small, orange-base, orange-large or "
-                  "owner/name)"))
+                  "and not a hub name (default, orange-small, orange-base, orange-large, small, "
+                  "base, large or owner/name)"))
     for args, message in cases:
         done = run_cli(*args)
         assert done.returncode == 2

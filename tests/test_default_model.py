@@ -11,13 +11,14 @@ import pytest
 from rt_helpers import tiny_bundle
 
 from pulpie_rt import Extractor
-from pulpie_rt.bench.quality import groundtruth_pages, score_pages
-from pulpie_rt.runtime.batches import Bucket
-from pulpie_rt.runtime.bundle import load_bundle
-from pulpie_rt.runtime.chunks import Chunk
-from pulpie_rt.runtime.labels import block_margins, keep_best_block
-from pulpie_rt.runtime.models import MODEL_ENV, embedded_model_dir, resolve_model
-from pulpie_rt.runtime.pages import PreparedPage, predict_pages
+from pulpie_rt.eval.metrics import score_pages
+from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.model.bundle import load_bundle
+from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
+from pulpie_rt.runtime.stages.batches import Bucket
+from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.labels import block_margins, keep_best_block
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024
 SUBSET = 16  # ground-truth dev pages re-scored here (the training run scored all 65)
@@ -109,6 +110,9 @@ class _AllOtherBackend:
 
     def __init__(self, keep_best: bool, main_margin: float | None = None):
         self.bundle = SimpleNamespace(keep_best_block=keep_best, main_margin=main_margin)
+
+    def is_padded(self) -> bool:
+        return True
 
     def buckets(self) -> list[Bucket] | None:
         return None

@@ -38,11 +38,12 @@ from pulpie_rt.export.profiles import (
     profiles_for,
 )
 from pulpie_rt.export.verify import VerifySettings, mixed_batches, pad_batch, select_spread
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.bundle import load_bundle
-from pulpie_rt.runtime.chunks import pack_chunks
-from pulpie_rt.runtime.simplify import simplify
-from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+from pulpie_rt.runtime.model.bundle import load_bundle
+from pulpie_rt.runtime.model.hub import HubError, hub_id_for
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.chunks import pack_chunks
+from pulpie_rt.runtime.stages.simplify import simplify
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-eurobert"
 # Short chunks keep the tiny model's CPU time low; the full-size test uses long ones.
@@ -142,7 +143,7 @@ def test_hub_name_offline_fails_at_once_with_the_fix(tmp_path, monkeypatch, caps
         "pulpie-rt export: cannot fetch 'feyninc/pulpie-orange-small' for model 'small': "
         "HF_HUB_OFFLINE is set and it is not in the local cache. On a machine with internet "
         "access run `hf download feyninc/pulpie-orange-small --local-dir DIR`, copy DIR here "
-        "and pass it instead: `pulpie-rt export DIR --out OUT`."
+        "and pass DIR as the model instead."
     )
 
 
@@ -154,7 +155,7 @@ def test_unreachable_hub_fails_fast(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.setattr("huggingface_hub.model_info", unreachable)
-    with pytest.raises(ckpt.HubUnavailableError) as err:
+    with pytest.raises(HubError) as err:
         ckpt.resolve_model("orange-large")
     assert str(err.value).startswith(
         "cannot fetch 'feyninc/pulpie-orange-large' for model 'orange-large': the Hugging Face "
@@ -163,9 +164,11 @@ def test_unreachable_hub_fails_fast(tmp_path, monkeypatch):
 
 
 def test_hub_names():
-    assert ckpt.HUB_MODELS["small"] == ckpt.HUB_MODELS["orange-small"] == \
-        "feyninc/pulpie-orange-small"
-    assert ckpt.HUB_MODELS["large"] == "feyninc/pulpie-orange-large"
+    """One list of names for the runtime and the exporter."""
+    assert hub_id_for("small") == hub_id_for("orange-small") == "feyninc/pulpie-orange-small"
+    assert hub_id_for("large") == "feyninc/pulpie-orange-large"
+    assert hub_id_for("someone/model") == "someone/model"
+    assert hub_id_for("./models/x") is None and hub_id_for("plain-word") is None
     with pytest.raises(CheckpointError, match="neither a checkpoint directory nor a model name"):
         ckpt.resolve_model("no-such-dir")
     with pytest.raises(CheckpointError, match="neither a checkpoint directory"):

@@ -12,8 +12,8 @@ import pytest
 from postprocess_cases import golden, main_htmls
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_rt.bench.record_golden import sha256
-from pulpie_rt.runtime.markdown import (
+from pulpie_rt.runtime.digest import text_sha256 as sha256
+from pulpie_rt.runtime.stages.markdown import (
     _escape_md,
     _escape_md_section,
     _feed_html,

@@ -13,10 +13,11 @@ import sys
 import pytest
 from test_simplify import TRICKY_PAGES
 
-from pulpie_rt.bench.native_core import label_sets
-from pulpie_rt.runtime import dom, native
-from pulpie_rt.runtime.reconstruct import extract_main_html, extract_main_html_python
-from pulpie_rt.runtime.simplify import simplify, simplify_python
+from pulpie_rt.parity.label_sets import item_ids_of, label_sets
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.stages import dom
+from pulpie_rt.runtime.stages.reconstruct import extract_main_html, extract_main_html_python
+from pulpie_rt.runtime.stages.simplify import simplify, simplify_python
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -169,7 +170,7 @@ def test_core_reconstruct_equals_python_on_every_dev_page(dev_pages):
     differ = []
     for page in dev_pages:
         simplified, map_html = simplify(page["html"])
-        for name, labels in label_sets(simplified).items():
+        for name, labels in label_sets(item_ids_of(simplified)).items():
             reason = native.reconstruct_reason(map_html, labels)
             if reason is not None:
                 refused[page["id"], name] = reason
@@ -274,7 +275,7 @@ def test_core_on_random_markup():
         html = random_page(rng)
         simplified, map_html = simplify(html)
         assert (simplified, map_html) == simplify_python(html), html
-        for labels in label_sets(simplified).values():
+        for labels in label_sets(item_ids_of(simplified)).values():
             ours = extract_main_html(map_html, labels)
             python = extract_main_html_python(map_html, labels)
             if ours == python:

@@ -7,8 +7,8 @@ import time
 import pytest
 from postprocess_cases import LABEL_SETS, golden, main_htmls
 
-from pulpie_rt.bench.record_golden import sha256
-from pulpie_rt.runtime.reconstruct import extract_main_html
+from pulpie_rt.runtime.digest import text_sha256 as sha256
+from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
 
 def test_dev_pages_match_reference_hashes():

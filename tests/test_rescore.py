@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from rt_helpers import tiny_bundle
 
-from pulpie_rt.runtime.bundle import BundleError, load_bundle
-from pulpie_rt.runtime.chunks import Chunk
-from pulpie_rt.runtime.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
-from pulpie_rt.runtime.pages import PreparedPage, predict_pages
-from pulpie_rt.runtime.rescore import BlockRescorer, RescorerError
+from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.rescore import BlockRescorer, RescorerError
 from pulpie_rt.train.fit import Recipe
 
 pytest.importorskip("lightgbm")
@@ -93,6 +93,9 @@ class _MarginBackend:
     def __init__(self, main_margin: float):
         self.bundle = SimpleNamespace(keep_best_block=True, main_margin=main_margin,
                                       has_rescorer=True, rescorer=_FirstColumnRescorer())
+
+    def is_padded(self) -> bool:
+        return True
 
     def buckets(self):
         return None

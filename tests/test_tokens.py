@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rt_helpers import TINY_CHECKPOINT, reference_tokenizer, simplified, train_tokenizer
 
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.tokens import SEP_TOKEN, encode_blocks, load_tokenizer, sep_id
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.tokens import SEP_TOKEN, encode_blocks, load_tokenizer, sep_id
 
 TRICKY = [
     "plain text",

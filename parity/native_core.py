@@ -1,6 +1,6 @@
 """The compiled core (``core``) against the Python implementation, on a corpus file.
 
-    python -m pulpie_rt.bench.native_core --corpus train     # 986 pages, a few minutes
+    python -m pulpie_rt.parity.native_core --corpus train     # 986 pages, a few minutes
 
 simplify: for every page, whether the core handles it (or refuses it, and why: ``simplify``
 then runs Python), and whether ``simplify`` and ``simplify_python`` give exactly the same
@@ -21,25 +21,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import re
 import sys
 import time
 
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.runtime import dom, native
-from pulpie_rt.runtime.reconstruct import extract_main_html, extract_main_html_python
-from pulpie_rt.runtime.simplify import simplify, simplify_python
-
-_ITEM_ID = re.compile(r'_item_id="(\d+)"')
-
-
-def label_sets(simplified: str) -> dict[str, dict[str, str]]:
-    ids = _ITEM_ID.findall(simplified)
-    return {
-        "alternating": {i: "main" if int(i) % 2 == 0 else "other" for i in ids},
-        "all-main": dict.fromkeys(ids, "main"),
-        "all-other": dict.fromkeys(ids, "other"),
-    }
+from pulpie_rt.parity.label_sets import item_ids_of, label_sets
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.stages import dom
+from pulpie_rt.runtime.stages.reconstruct import extract_main_html, extract_main_html_python
+from pulpie_rt.runtime.stages.simplify import simplify, simplify_python
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             simplify_differ += 1
             print(f"DIFF simplify {page['id']}", flush=True)
         simplified, map_html = core
-        for name, labels in label_sets(simplified).items():
+        for name, labels in label_sets(item_ids_of(simplified)).items():
             cases += 1
             reason = native.reconstruct_reason(map_html, labels)
             if reason is not None:

@@ -8,9 +8,7 @@ position, so any difference in segmentation shifts every later label.
 
 from __future__ import annotations
 
-import re
-
-ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')
+from pulpie_rt.runtime.constants import ITEM_ID_RE
 
 
 def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:

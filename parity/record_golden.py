@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import re
 import sys
@@ -22,38 +21,17 @@ import time
 from pathlib import Path
 
 from pulpie_rt.corpus import iter_pages
+from pulpie_rt.parity.label_sets import item_ids_of, label_sets
+from pulpie_rt.runtime.digest import text_sha256
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
 PREPOST_PATH = GOLDEN_DIR / "prepost.json.gz"
-ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')
 _ASCII_WS = re.compile(r"[ \t\n\r\f\v]+")
 
 
 def normalize_ws(text: str) -> str:
     """Runs of ASCII whitespace collapsed to one space, stripped (the parity criterion)."""
     return _ASCII_WS.sub(" ", text).strip()
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-LABEL_SETS = ("all_main", "all_other", "alternating")
-
-
-def label_set(name: str, item_ids: list[str]) -> dict[str, str]:
-    """One of the label assignments the parity checks use: all main, all other, or
-    alternating (odd ids main)."""
-    if name == "all_main":
-        return {i: "main" for i in item_ids}
-    if name == "all_other":
-        return {i: "other" for i in item_ids}
-    return {i: ("main" if int(i) % 2 else "other") for i in item_ids}
-
-
-def label_sets(item_ids: list[str]) -> dict[str, dict[str, str]]:
-    """The three label assignments the parity tests use."""
-    return {name: label_set(name, item_ids) for name in LABEL_SETS}
 
 
 def record_prepost(out: Path = PREPOST_PATH) -> dict:
@@ -65,13 +43,14 @@ def record_prepost(out: Path = PREPOST_PATH) -> dict:
     start = time.perf_counter()
     for n, page in enumerate(iter_pages("dev"), 1):
         simplified, map_html = simplify(page["html"])
-        item_ids = ITEM_ID_RE.findall(simplified)
+        item_ids = item_ids_of(simplified)
         recon = {}
         for name, labels in label_sets(item_ids).items():
             main_html = extract_main_html(map_html, labels)
-            recon[name] = {"html_sha": sha256(main_html), "md_sha": sha256(to_markdown(main_html))}
+            recon[name] = {"html_sha": text_sha256(main_html),
+                          "md_sha": text_sha256(to_markdown(main_html))}
         golden[page["id"]] = {
-            "simplified_sha": sha256(normalize_ws(simplified)),
+            "simplified_sha": text_sha256(normalize_ws(simplified)),
             "n_blocks": len(item_ids),
             "item_ids": item_ids,
             "recon": recon,
@@ -92,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record_prepost()
     if not args.skip_labels:
-        from pulpie_rt.bench import record_golden_labels
+        from pulpie_rt.parity import record_golden_labels
 
         record_golden_labels.main([])
     return 0

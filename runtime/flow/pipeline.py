@@ -20,55 +20,29 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
 
-from pulpie_rt.runtime.backends import BackendError, create_backend
-from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_TOKENS
-from pulpie_rt.runtime.models import DEFAULT_MODEL, resolve_model
-from pulpie_rt.runtime.pages import (
-    ExtractionResult,
+from pulpie_rt.runtime.flow.pages import (
     PageError,
+    PageInput,
+    PageResult,
     PreparedPage,
     Preparer,
+    RunStats,
     describe,
-    finish_page,
+    failure_of,
+    finish,
     predict_pages,
+    prepare,
+    result_for,
 )
+from pulpie_rt.runtime.model.backends import BackendError, create_backend, gpu_devices
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
+from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS
 
 CALIBRATION_PAGES = 8
 # Pages an inference thread gathers before running them (more pages: fuller batches).
 GROUP_PAGES = 32
 GROUP_WAIT_S = 0.02
-
-
-@dataclass
-class PageInput:
-    """One page for the pipeline; ``page_id`` and ``metadata`` are echoed on its result."""
-
-    html: str | bytes
-    page_id: Any = 0
-    metadata: dict | None = None
-
-
-@dataclass
-class PageResult:
-    """One page's output; ``error`` ("<stage>: <reason>") is set, and content empty, on failure."""
-
-    page_id: Any
-    labels: dict[str, str] = field(default_factory=dict)
-    html: str = ""
-    markdown: str = ""
-    error: str | None = None
-    metadata: dict | None = None
-
-    @property
-    def n_main(self) -> int:
-        return sum(1 for v in self.labels.values() if v == "main")
-
-    @property
-    def n_other(self) -> int:
-        return len(self.labels) - self.n_main
 
 
 # ---------------------------------------------------------------------------- worker side
@@ -90,23 +64,9 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _prepare(html: str | bytes, preparer: Preparer | None = None) -> PreparedPage | str:
+def _prepare(html: str | bytes | None) -> PreparedPage | str:
     """Worker: a prepared page, or the page's error string."""
-    try:
-        return (preparer or _worker_preparer).prepare(html)
-    except PageError as exc:
-        return str(exc)
-    except Exception as exc:  # a bug of ours: still only this page fails
-        return f"prepare: {describe(exc)}"
-
-
-def _finish(page: PreparedPage, predictions: list[int]) -> ExtractionResult | str:
-    try:
-        return finish_page(page, predictions)
-    except PageError as exc:
-        return str(exc)
-    except Exception as exc:
-        return f"finish: {describe(exc)}"
+    return prepare(_worker_preparer, html)
 
 
 def _noop() -> None:
@@ -137,7 +97,7 @@ class Pipeline:
 
     ``devices``: e.g. ``["cuda:0", "cuda:1"]`` or ``"cpu"``; None: every GPU (TensorRT / ORT
     CUDA) or else the CPU. ``workers``: CPU processes for pre/post-processing (None: sized from
-    measured stage speeds; 0: no processes).
+    measured stage speeds; 0: no processes). ``stats`` counts pages, errors and fallbacks.
     """
 
     def __init__(
@@ -152,21 +112,26 @@ class Pipeline:
     ):
         resolved = resolve_model(model)
         self.bundle = resolved.bundle
+        self.stats = RunStats()
         if isinstance(devices, str):
             devices = [devices]
         auto_devices = devices is None
         if devices is None:
-            devices = _default_devices()
+            devices = gpu_devices() or ["cpu"]
         try:
             self.backends = [
                 create_backend(self.bundle, backend, d, engine_path=resolved.engine_paths)
                 for d in devices
             ]
-        except BackendError:
+        except BackendError as exc:
             if not auto_devices or backend == "tensorrt":
                 raise
             # a GPU but neither an engine nor onnxruntime-gpu: run on the CPU
+            self.stats.fell_back(f"no GPU backend could be created ({exc}): CPU instead")
             self.backends = [create_backend(self.bundle, backend, "cpu")]
+        for created in self.backends:
+            if created.fallback:
+                self.stats.fell_back(created.fallback)
         self.devices = [b.device for b in self.backends]
         self.workers = workers
         self.max_batch_tokens = max_batch_tokens
@@ -174,12 +139,19 @@ class Pipeline:
         self.preparer = Preparer.from_bundle(self.bundle, cutoff_length)
         self.stage_seconds: dict[str, float] = {}
 
-    def extract_batch(self, pages: Iterable[PageInput | str]) -> list[PageResult]:
+    def extract_batch(self, pages: Iterable[PageInput | str | bytes]) -> list[PageResult]:
         """All results, in input order."""
         return list(self.run(pages))
 
-    def run(self, pages: Iterable[PageInput | str]) -> Iterator[PageResult]:
+    def run(self, pages: Iterable[PageInput | str | bytes]) -> Iterator[PageResult]:
         """Stream results in input order; at most ``window`` pages held at once."""
+        for result in self._run(pages):
+            self.stats.count((result,))
+            yield result
+
+    # -- internals
+
+    def _run(self, pages: Iterable[PageInput | str | bytes]) -> Iterator[PageResult]:
         source = iter(pages)
         calibration = []
         if self.workers is None:
@@ -206,8 +178,6 @@ class Pipeline:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    # -- internals
-
     def _calibrate(self, pages: list[PageInput]) -> Iterator[PageResult]:
         """Run the first pages serially, timing each stage, and size the worker pool."""
         if not pages:
@@ -216,20 +186,20 @@ class Pipeline:
         results = []
         for page in pages:
             t0 = time.perf_counter()
-            prepared = _prepare(page.html, self.preparer)
+            prepared = prepare(self.preparer, page.html)
             t1 = time.perf_counter()
             preds: list[int] | PageError | None = None
             if isinstance(prepared, PreparedPage):
-                (preds,) = predict_pages(self.backends[0], [prepared], self.max_batch_tokens)
+                (preds,) = predict_pages(self.backends[0], [prepared], self.max_batch_tokens,
+                                         self.stats)
             t2 = time.perf_counter()
-            result = self._result(page, prepared, preds)
-            if result is None:
-                result = _to_result(page, _finish(prepared, preds))
+            failure = failure_of(prepared, preds)
+            results.append(result_for(page, failure if failure is not None
+                                      else finish(prepared, preds)))
             t3 = time.perf_counter()
             prepare_s += t1 - t0
             infer_s += t2 - t1
             finish_s += t3 - t2
-            results.append(result)
         n = len(pages)
         self.stage_seconds = {"prepare": prepare_s / n, "infer": infer_s / n,
                               "finish": finish_s / n}
@@ -237,15 +207,6 @@ class Pipeline:
         self.workers = size_workers(prepare_s / n, finish_s / n, infer_s / n,
                                     len(self.backends), os.cpu_count() or 1, cpu_infer)
         yield from results
-
-    @staticmethod
-    def _result(page: PageInput, prepared, preds) -> PageResult | None:
-        """The final result when a page failed before finishing, else None."""
-        if isinstance(prepared, str):
-            return PageResult(page.page_id, error=prepared, metadata=page.metadata)
-        if isinstance(preds, PageError):
-            return PageResult(page.page_id, error=str(preds), metadata=page.metadata)
-        return None
 
     def _stream(self, source: Iterator, pool: Executor, in_process: bool) -> Iterator[PageResult]:
         prepared_q: queue.Queue = queue.Queue()
@@ -271,7 +232,7 @@ class Pipeline:
                 outcome = future.result()
             except Exception as exc:
                 outcome = f"finish: {describe(exc)}"
-            finished(index, _to_result(inputs[index], outcome))
+            finished(index, result_for(inputs[index], outcome))
 
         def next_group() -> list | None:
             """Up to GROUP_PAGES prepared pages (waits for the first); None at the end."""
@@ -299,17 +260,18 @@ class Pipeline:
                     if isinstance(prepared, PreparedPage):
                         ready.append((index, prepared))
                     else:
-                        finished(index, self._result(inputs[index], prepared, None))
+                        finished(index, result_for(inputs[index], prepared))
                 try:
-                    preds = predict_pages(backend, [p for _, p in ready], self.max_batch_tokens)
+                    preds = predict_pages(backend, [p for _, p in ready], self.max_batch_tokens,
+                                          self.stats)
                 except Exception as exc:  # predict_pages isolates pages; this is a bug guard
                     preds = [PageError("inference", describe(exc))] * len(ready)
                 for (index, prepared), page_preds in zip(ready, preds, strict=True):
-                    failed = self._result(inputs[index], prepared, page_preds)
-                    if failed is not None:
-                        finished(index, failed)
+                    failure = failure_of(prepared, page_preds)
+                    if failure is not None:
+                        finished(index, result_for(inputs[index], failure))
                         continue
-                    future = pool.submit(_finish, prepared, page_preds)
+                    future = pool.submit(finish, prepared, page_preds)
                     future.add_done_callback(lambda f, i=index: on_finished(i, f))
 
         threads = [threading.Thread(target=infer_loop, args=(b,), daemon=True)
@@ -317,37 +279,36 @@ class Pipeline:
         for thread in threads:
             thread.start()
         n_in = n_out = 0
+
+        def take_next() -> PageResult:
+            nonlocal n_out
+            with done_changed:
+                done_changed.wait_for(lambda k=n_out: k in done)
+                result = done.pop(n_out)
+            inputs.pop(n_out)
+            n_out += 1
+            return result
+
         try:
             for page in source:
-                # keep the window: wait for the oldest page before taking a new one
-                while n_in - n_out >= self.window:
-                    with done_changed:
-                        done_changed.wait_for(lambda k=n_out: k in done)
-                        result = done.pop(n_out)
-                    inputs.pop(n_out)
-                    n_out += 1
-                    yield result
+                while n_in - n_out >= self.window:  # keep the window: wait for the oldest
+                    yield take_next()
                 page = _as_input(page)
                 inputs[n_in] = page
-                args = (page.html, self.preparer) if in_process else (page.html,)
-                future = pool.submit(_prepare, *args)
+                if in_process:
+                    future = pool.submit(prepare, self.preparer, page.html)
+                else:
+                    future = pool.submit(_prepare, page.html)
                 future.add_done_callback(lambda f, i=n_in: on_prepared(i, f))
                 n_in += 1
                 while True:  # yield what is already done, in order, without waiting
                     with done_changed:
-                        result = done.pop(n_out, None)
-                    if result is None:
+                        ready_now = n_out in done
+                    if not ready_now:
                         break
-                    inputs.pop(n_out)
-                    n_out += 1
-                    yield result
+                    yield take_next()
             while n_out < n_in:
-                with done_changed:
-                    done_changed.wait_for(lambda k=n_out: k in done)
-                    result = done.pop(n_out)
-                inputs.pop(n_out)
-                n_out += 1
-                yield result
+                yield take_next()
         finally:
             prepared_q.put(stop)
             for thread in threads:
@@ -356,23 +317,3 @@ class Pipeline:
 
 def _as_input(page: PageInput | str | bytes) -> PageInput:
     return page if isinstance(page, PageInput) else PageInput(html=page)
-
-
-def _to_result(page: PageInput, outcome: ExtractionResult | str) -> PageResult:
-    if isinstance(outcome, str):
-        return PageResult(page.page_id, error=outcome, metadata=page.metadata)
-    return PageResult(page.page_id, outcome.labels, outcome.html, outcome.markdown,
-                      metadata=page.metadata)
-
-
-def _default_devices() -> list[str]:
-    """Every usable GPU, else the CPU."""
-    from pulpie_rt.runtime.backends import gpu_available
-
-    if not gpu_available():
-        return ["cpu"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        return [f"cuda:{i}" for i in range(len(visible.split(",")))]
-    count = len([p for p in os.listdir("/dev") if p.startswith("nvidia") and p[6:].isdigit()])
-    return [f"cuda:{i}" for i in range(max(count, 1))]

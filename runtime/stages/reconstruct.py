@@ -39,16 +39,14 @@ import re
 from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.dom import (
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+from pulpie_rt.runtime.stages.dom import (
     BOOLEAN_ATTRS,
     LIBXML_VOID,
     escape_attr_value,
     escape_text,
     escape_uri,
 )
-
-ITEM_ID_ATTR = "_item_id"
-RUN_WRAPPER_TAG = "cc-alg-uc-text"
 
 _WS = " \t\n\f\r"
 # Elements whose whitespace-only text libxml2 keeps (its "allowPCData" list, HTML 4.01 loose).

@@ -1,15 +1,22 @@
-"""Per-page stages around the model, shared by ``Extractor``, ``Pipeline`` and the CLI.
+"""The page flow: what happens to every page, whoever asks (``Extractor``, ``Pipeline``, the
+CLI, the integrations).
 
-``Preparer.prepare(html)``: simplify -> blocks -> tokens -> chunks (CPU, picklable result).
+``prepare(preparer, html)``: simplify -> blocks -> tokens -> chunks (CPU; picklable result).
 ``predict_pages(backend, pages)``: every page's chunks through the one batcher and a backend.
-``finish_page(page, predictions)``: labels -> reconstruct -> Markdown.
+``finish(page, predictions)``: labels -> reconstruct -> Markdown.
+``extract_pages(preparer, backend, pages)``: the three in a row, serially; ``Pipeline``
+overlaps the same three steps over worker processes and devices.
 
-A failing stage raises ``PageError`` naming the stage and the reason; callers that process many
-pages turn it into that page's ``error`` and carry on.
+Every step returns a page's failure instead of raising it: ``"<stage>: <reason>"``, which
+becomes that page's ``PageResult.error``, so one page never takes down a batch.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.chunks import Chunk, pack_chunks
-from pulpie_rt.runtime.labels import (
+from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
+from pulpie_rt.runtime.stages.labels import (
     argmax_labels,
     block_margins,
     block_predictions,
@@ -29,7 +36,9 @@ from pulpie_rt.runtime.labels import (
     margin_labels,
     sep_margins,
 )
-from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
+
+logger = logging.getLogger("pulpie_rt")
 
 
 class PageError(Exception):
@@ -71,17 +80,30 @@ class PreparedPage:
 
 
 @dataclass
-class ExtractionResult:
-    """What ``Extractor.extract`` returns (the reference's fields, plus text and counts)."""
+class PageInput:
+    """One page to extract; ``page_id`` and ``metadata`` are echoed on its result."""
 
-    html: str
-    markdown: str
+    html: str | bytes | None
+    page_id: Any = 0
+    metadata: dict | None = None
+
+
+@dataclass
+class PageResult:
+    """One page's output: the main content as HTML and Markdown, each block's label, or
+    ``error`` ("<stage>: <reason>") with empty content."""
+
+    page_id: Any = None
+    html: str = ""
+    markdown: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    metadata: dict | None = None
 
     @cached_property
     def text(self) -> str:
-        from pulpie_rt.runtime.markdown import to_text
+        """Plain text of the main content (``stages.markdown.to_text``)."""
+        from pulpie_rt.runtime.stages.markdown import to_text
 
         return to_text(self.html) if self.html else ""
 
@@ -99,10 +121,14 @@ class ExtractionResult:
 
     def __repr__(self) -> str:
         return (
-            f"ExtractionResult(blocks={self.n_blocks}, main={self.n_main}, "
+            f"PageResult(page_id={self.page_id!r}, blocks={self.n_blocks}, main={self.n_main}, "
             f"other={self.n_other}, markdown_len={len(self.markdown)}"
             + (f", error={self.error!r})" if self.error else ")")
         )
+
+
+# The reference's name for what ``Extractor.extract`` returns: the same type.
+ExtractionResult = PageResult
 
 
 class Preparer:
@@ -149,7 +175,7 @@ class Preparer:
         return self._tokenizer
 
     def prepare(self, html: str | bytes) -> PreparedPage:
-        from pulpie_rt.runtime.simplify import simplify
+        from pulpie_rt.runtime.stages.simplify import simplify
 
         html = as_text(html)
         try:
@@ -167,7 +193,7 @@ class Preparer:
             raise PageError("tokenize", describe(exc)) from exc
         features = None
         if self.with_features:
-            from pulpie_rt.runtime.features import block_features
+            from pulpie_rt.runtime.stages.features import block_features
 
             try:
                 features = block_features(map_html, item_ids)
@@ -176,14 +202,52 @@ class Preparer:
         return PreparedPage(item_ids, chunks, map_html, features)
 
 
+class RunStats:
+    """What a run did besides extracting: pages, failed pages, and every fallback it took (a
+    slower or other path than the one asked for), so that a user sees when a run fell back.
+    Shared by a run's threads."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.errors = 0
+        self.fallbacks: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, results: Sequence[PageResult]) -> None:
+        with self._lock:
+            self.pages += len(results)
+            self.errors += sum(1 for r in results if r.error is not None)
+
+    def fell_back(self, what: str, times: int = 1) -> None:
+        """Record a fallback (logged once per kind, counted every time)."""
+        with self._lock:
+            first = what not in self.fallbacks
+            self.fallbacks[what] += times
+        if first:
+            logger.warning("pulpie-rt fell back: %s", what)
+
+    def summary(self) -> str:
+        """``"N pages, E errors"`` and the fallbacks taken, for a run's last line."""
+        with self._lock:
+            text = f"{self.pages} pages, {self.errors} errors"
+            if self.fallbacks:
+                text += "; fell back: " + ", ".join(
+                    f"{what} ({n}x)" for what, n in sorted(self.fallbacks.items()))
+        return text
+
+
+FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
+
+
 def run_chunks(
     backend, pages: list[PreparedPage | None], read,
-    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS, stats: RunStats | None = None,
 ) -> tuple[dict[tuple[int, int], Any], dict[int, PageError]]:
     """Every chunk of ``pages`` through the one batcher and ``backend``: ``read(logits)`` per
     ``(page index, chunk index)``, and the pages whose inference failed.
 
-    A batch that fails is retried row by row, so one page that breaks the engine fails alone.
+    A batch that fails is retried row by row (counted in ``stats``), so one page that breaks
+    the engine fails alone.
     """
     items = [
         ((page_index, chunk_index), chunk.token_ids)
@@ -194,7 +258,8 @@ def run_chunks(
     outputs: dict[tuple[int, int], Any] = {}
     failed: dict[int, PageError] = {}
     attention = getattr(backend, "attention_budget", None)
-    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention):
+    padded = backend.is_padded()
+    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention, padded):
         try:
             batch_logits = backend.predict(batch)
         except Exception:
@@ -203,8 +268,11 @@ def run_chunks(
             for key, logits in zip(batch.keys, batch_logits, strict=True):
                 outputs[key] = read(logits)
             continue
+        if stats is not None and batch.rows > 1:
+            stats.fell_back(FALLBACK_ROW_BY_ROW)
         for row, key in enumerate(batch.keys):
-            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets())
+            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets(),
+                                  padded=padded)
             try:
                 (logits,) = backend.predict(single[0])
                 outputs[key] = read(logits)
@@ -214,7 +282,8 @@ def run_chunks(
 
 
 def predict_pages(
-    backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    stats: RunStats | None = None,
 ) -> list[list[int] | PageError | None]:
     """Per page its block predictions (``None`` pages stay ``None``; a page whose inference
     failed gets its ``PageError``, see ``run_chunks``).
@@ -229,7 +298,7 @@ def predict_pages(
     rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
     need_margins = keep_best or threshold is not None or rescorer is not None
     read = sep_margins if need_margins else argmax_labels
-    outputs_by_key, failed = run_chunks(backend, pages, read, max_batch_tokens)
+    outputs_by_key, failed = run_chunks(backend, pages, read, max_batch_tokens, stats)
     results: list[list[int] | PageError | None] = []
     for page_index, page in enumerate(pages):
         if page is None:
@@ -265,10 +334,10 @@ def decide_blocks(page: PreparedPage, chunk_margins: list[np.ndarray], threshold
     return keep_best_block(predictions, scores) if keep_best else predictions
 
 
-def finish_page(page: PreparedPage, predictions: list[int]) -> ExtractionResult:
-    """labels -> main HTML -> Markdown."""
-    from pulpie_rt.runtime.markdown import to_markdown
-    from pulpie_rt.runtime.reconstruct import extract_main_html
+def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
+    """labels -> main HTML -> Markdown; ``PageError`` names the failing stage."""
+    from pulpie_rt.runtime.stages.markdown import to_markdown
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
     labels = labels_from_predictions(page.item_ids, predictions)
     try:
@@ -279,7 +348,61 @@ def finish_page(page: PreparedPage, predictions: list[int]) -> ExtractionResult:
         markdown = to_markdown(main_html)
     except Exception as exc:
         raise PageError("markdown", describe(exc)) from exc
-    return ExtractionResult(html=main_html, markdown=markdown, labels=labels)
+    return PageResult(html=main_html, markdown=markdown, labels=labels)
+
+
+def prepare(preparer: Preparer, html: str | bytes | None) -> PreparedPage | str:
+    """simplify -> blocks -> tokens -> chunks for one page, or the page's error string."""
+    try:
+        return preparer.prepare(html)
+    except PageError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug of ours: still only this page fails
+        return f"prepare: {describe(exc)}"
+
+
+def finish(page: PreparedPage, predictions: list[int]) -> PageResult | str:
+    """labels -> reconstruct -> Markdown for one page, or the page's error string."""
+    try:
+        return _finish(page, predictions)
+    except PageError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug of ours: still only this page fails
+        return f"finish: {describe(exc)}"
+
+
+def failure_of(prepared: PreparedPage | str, predictions) -> str | None:
+    """A page's error when it failed before finishing (in ``prepare`` or in inference)."""
+    if isinstance(prepared, str):
+        return prepared
+    if isinstance(predictions, PageError):
+        return str(predictions)
+    return None
+
+
+def result_for(page: PageInput, outcome: PageResult | PageError | str) -> PageResult:
+    """``page``'s result: ``outcome`` with the page's id and metadata, or its error."""
+    if isinstance(outcome, PageResult):
+        outcome.page_id, outcome.metadata = page.page_id, page.metadata
+        return outcome
+    return PageResult(page.page_id, error=str(outcome), metadata=page.metadata)
+
+
+def extract_pages(preparer: Preparer, backend, pages: Sequence[PageInput],
+                  max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                  stats: RunStats | None = None) -> list[PageResult]:
+    """The serial page flow: every page prepared, all chunks through the batcher and
+    ``backend`` together, every page finished; results in input order."""
+    prepared = [prepare(preparer, page.html) for page in pages]
+    ready = [p if isinstance(p, PreparedPage) else None for p in prepared]
+    predictions = predict_pages(backend, ready, max_batch_tokens, stats)
+    results = []
+    for page, outcome, preds in zip(pages, prepared, predictions, strict=True):
+        failure = failure_of(outcome, preds)
+        results.append(result_for(page, failure if failure is not None else finish(outcome, preds)))
+    if stats is not None:
+        stats.count(results)
+    return results
 
 
 def chunk_lengths(pages: list[PreparedPage]) -> np.ndarray:

@@ -110,7 +110,7 @@ class Bundle:
     def load_rescorer(self, margin_weight: float | None = None):
         """The bundle's rescorer with its own ``margin_weight``, or with the one given (the
         calibration tries several); cached per weight."""
-        from pulpie_rt.runtime.rescore import load_rescorer
+        from pulpie_rt.runtime.stages.rescore import load_rescorer
 
         spec = self.manifest["rescorer"]
         weight = spec["margin_weight"] if margin_weight is None else margin_weight

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.dom import (
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+from pulpie_rt.runtime.stages.dom import (
     Node,
     deep_copy,
     lexbor_serialization,
@@ -59,8 +60,6 @@ INVISIBLE_STYLES = {
     "visibility": "hidden",
     "opacity": "0",
 }
-TAIL_BLOCK_TAG = "cc-alg-uc-text"
-ITEM_ID_ATTR = "_item_id"
 ELLIPSIS = "..."
 
 # Node.flags bits
@@ -641,7 +640,7 @@ def _mark_map(
         except ValueError:
             return False
         to_wrap = siblings[start : stop + 1]
-        wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
+        wrapper = Node(RUN_WRAPPER_TAG, {ITEM_ID_ATTR: item_id})
         _copy_cc_select(wrapper, original_parent)
         leading = original_parent.text if start == 0 else siblings[start - 1].tail
         trailing = last.tail
@@ -680,7 +679,7 @@ def _mark_map(
 
 def _wrap_text(item_id: str, parent: Node, index: int, text: str) -> None:
     """Insert a ``<cc-alg-uc-text>`` run wrapper holding ``text`` at ``index``."""
-    wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
+    wrapper = Node(RUN_WRAPPER_TAG, {ITEM_ID_ATTR: item_id})
     _copy_cc_select(wrapper, parent)
     wrapper.text = text
     wrapper.parent = parent

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -27,15 +26,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.runtime.bundle import Bundle, BundleError, is_bundle, load_bundle
+from pulpie_rt.runtime.digest import files_sha256
+from pulpie_rt.runtime.model.bundle import Bundle, BundleError, is_bundle, load_bundle
+from pulpie_rt.runtime.model.hub import HubError, fetch_checkpoint, hub_id_for, model_names
 
 DEFAULT_MODEL = "default"
 MODEL_ENV = "PULPIE_RT_MODEL"
-HUB_MODELS = {
-    "orange-small": "feyninc/pulpie-orange-small",
-    "orange-base": "feyninc/pulpie-orange-base",
-    "orange-large": "feyninc/pulpie-orange-large",
-}
 ENGINE_SUFFIXES = (".engine", ".plan")
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 
@@ -59,9 +55,9 @@ class ResolvedModel:
 
 def embedded_model_dir() -> Path:
     """The bundle shipped inside the package (the model card is its ``README.md``)."""
-    import pulpie_rt
+    from importlib.resources import files
 
-    return Path(pulpie_rt.__file__).resolve().parent / "default_model"
+    return Path(str(files("pulpie_rt") / "default_model"))
 
 
 def cache_dir() -> Path:
@@ -77,15 +73,9 @@ def is_checkpoint(path: Path) -> bool:
 
 def checkpoint_key(path: Path) -> str:
     """sha256 of the weight files and configs: the cache key of an exported checkpoint."""
-    digest = hashlib.sha256()
     names = sorted({p.name for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
     names += [n for n in ("config.json", "tokenizer.json") if (path / n).is_file()]
-    for name in names:
-        digest.update(name.encode())
-        with (path / name).open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    return files_sha256((path / name for name in names), with_names=True)
 
 
 def export_checkpoint(path: Path, verify: bool = True) -> Path:
@@ -111,17 +101,6 @@ def export_checkpoint(path: Path, verify: bool = True) -> Path:
         if not is_bundle(out):
             raise
     return out
-
-
-def download(repo_id: str) -> Path:
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(repo_id))
-    except Exception as exc:  # offline, unknown repo, auth: all one line for the user
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"model {repo_id!r}: download from the Hugging Face hub failed "
-                         f"({reason})") from exc
 
 
 def _engine_bundle(engine: Path) -> Path:
@@ -172,11 +151,15 @@ def resolve_model(
         engines = _find_engines(path)
     else:
         name = str(model)
-        repo_id = HUB_MODELS.get(name, name)
-        if "/" not in repo_id or name.startswith((".", "/", "~")):
+        hub_id = hub_id_for(name)
+        if hub_id is None:
             raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
-                             f"({DEFAULT_MODEL}, {', '.join(HUB_MODELS)} or owner/name)")
-        path = export_checkpoint(download(repo_id), verify_export)
+                             f"({DEFAULT_MODEL}, {model_names()} or owner/name)")
+        try:
+            checkpoint, _revision = fetch_checkpoint(name, hub_id)
+        except HubError as exc:
+            raise ModelError(str(exc)) from exc
+        path = export_checkpoint(checkpoint, verify_export)
         engines = _find_engines(path)
     try:
         return ResolvedModel(load_bundle(path), engines)

@@ -1,6 +1,7 @@
 """Labels for training: which blocks of a page are main content, read off its ground truth.
 
-The rule (about 0.97 word-F1 when applied perfectly, see ``python -m pulpie_rt.train.labels``):
+The rule (the "rule labels (ceiling)" row of ``make quality``: its word-F1 when applied
+perfectly):
 walk the blocks in page order; a block is main when at least ``MIN_AVAILABLE`` of its words
 are still available in the ground truth's remaining word counts, and only a main block uses
 those counts up. Plain set membership would also mark the second, third … copy of a
@@ -15,14 +16,10 @@ import html as html_lib
 import re
 from collections import Counter
 
-WORD_RE = re.compile(r"\w+")
+from pulpie_rt.eval.metrics import words
+
 TAG_RE = re.compile(r"<[^>]*>")
 MIN_AVAILABLE = 0.7
-
-
-def words(text: str) -> list[str]:
-    """WCXB's tokens: lowercase ``\\w+`` runs."""
-    return WORD_RE.findall(text.lower())
 
 
 def block_text(block_html: str) -> str:

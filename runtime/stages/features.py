@@ -21,7 +21,7 @@ from collections import Counter
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_rt.runtime.reconstruct import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
 
 FEATURES_VERSION = "blocks-v1"
 

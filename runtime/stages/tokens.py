@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer
 
-SEP_TOKEN = "<|sep|>"
+from pulpie_rt.runtime.constants import SEP_TOKEN
+
 TOKENIZER_FILE = "tokenizer.json"
 
 

@@ -3,7 +3,7 @@
 The reference (``pulpie==0.0.2``, eager attention on CPU) is slow, so it runs once, here; the
 runtime tests compare ONNX Runtime CPU output against the file it writes::
 
-    python -m pulpie_rt.bench.record_golden_labels [--model tests/fixtures/tiny-eurobert]
+    python -m pulpie_rt.parity.record_golden_labels [--model tests/fixtures/tiny-eurobert]
 
 ``tests/golden/labels_tiny.json.gz``::
 
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import sys
 import time
 from pathlib import Path
 
 from pulpie_rt.corpus import iter_pages
+from pulpie_rt.runtime.digest import files_sha256, text_sha256
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CHECKPOINT = REPO / "tests" / "fixtures" / "tiny-eurobert"
@@ -35,17 +35,10 @@ GOLDEN_PATH = REPO / "tests" / "golden" / "labels_tiny.json.gz"
 
 def weights_sha256(checkpoint: Path) -> str:
     """sha256 over the checkpoint's weight files (sorted by name)."""
-    digest = hashlib.sha256()
     files = sorted(checkpoint.glob("*.safetensors")) or sorted(checkpoint.glob("*.bin"))
     if not files:
         raise FileNotFoundError(f"{checkpoint}: no *.safetensors or *.bin weights")
-    for path in files:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return files_sha256(files)
 
 
 def encode_labels(labels: dict[str, str]) -> tuple[list[str], str]:

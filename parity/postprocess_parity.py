@@ -6,19 +6,16 @@ the form our own ``simplify`` writes). For the label sets ``all_main``, ``all_ot
 ``alternating`` (odd block ids main), ``extract_main_html`` must equal the reference's byte
 for byte, and ``to_markdown`` of it the reference's Markdown.
 
-    python -m pulpie_rt.bench.postprocess_parity [--corpus dev|train] [--step N]
+    python -m pulpie_rt.parity.postprocess_parity [--corpus dev|train] [--step N]
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
-from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
 from pulpie_rt.corpus import load_pages
-
-_ITEM_ID = re.compile(r'_item_id="(\d+)"')
+from pulpie_rt.parity.label_sets import LABEL_SETS, item_ids_of, label_set
 
 
 def run(corpus: str = "dev", step: int = 1) -> dict[str, list[str]]:
@@ -28,15 +25,15 @@ def run(corpus: str = "dev", step: int = 1) -> dict[str, list[str]]:
     from pulpie.simplify import simplify as ref_simplify
     from selectolax.lexbor import LexborHTMLParser
 
-    from pulpie_rt.runtime.markdown import to_markdown
-    from pulpie_rt.runtime.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.markdown import to_markdown
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
     pages = load_pages(corpus)[::step]
     mismatches: dict[str, list[str]] = {}
     for n, page in enumerate(pages, 1):
         simplified, map_html = ref_simplify(page["html"])
         reserialized = LexborHTMLParser(map_html).html or ""
-        item_ids = _ITEM_ID.findall(simplified)
+        item_ids = item_ids_of(simplified)
         for name in LABEL_SETS:
             labels = label_set(name, item_ids)
             expected = ref_reconstruct(map_html, labels)

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from pulpie_rt.runtime.batches import DEFAULT_MAX_BATCH_ATTENTION, Batch, Bucket
-from pulpie_rt.runtime.bundle import Bundle
+from pulpie_rt.runtime.model.bundle import Bundle
+from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_ATTENTION, Batch, Bucket
 
 BACKEND_NAMES = ("auto", "tensorrt", "onnxruntime")
 
@@ -38,6 +41,7 @@ class BackendError(RuntimeError):
 class Backend(Protocol):
     name: str
     device: str
+    fallback: str | None  # why this backend is not the one the machine suggests, or None
 
     def is_padded(self) -> bool: ...
 
@@ -66,6 +70,7 @@ class OnnxRuntimeBackend:
     """ONNX Runtime on the CPU or CUDA execution provider."""
 
     name = "onnxruntime"
+    fallback: str | None = None  # set by create_backend
     # the exported graph computes eager attention: cap rows * length**2 per batch
     attention_budget: int | None = DEFAULT_MAX_BATCH_ATTENTION
 
@@ -114,14 +119,17 @@ class OnnxRuntimeBackend:
 
     def predict(self, batch: Batch) -> list[np.ndarray]:
         input_ids, attention_mask = batch.padded(self.pad_id)
-        available = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "position_ids": np.broadcast_to(
-                np.arange(input_ids.shape[1], dtype=np.int64), input_ids.shape
-            ),
-        }
-        feed = {name: available[name].astype(self.input_dtypes[name]) for name in self.input_names}
+        feed = {}
+        for name in self.input_names:
+            if name == "input_ids":
+                value = input_ids
+            elif name == "attention_mask":
+                value = attention_mask
+            elif name == "position_ids":  # graphs exported with explicit positions
+                value = batch.padded_positions()
+            else:
+                raise BackendError(f"{self.bundle.onnx_path}: unknown model input {name!r}")
+            feed[name] = value.astype(self.input_dtypes[name], copy=False)
         (logits,) = self.session.run([self.output_name], feed)
         return sep_logits(logits, input_ids, batch.lengths, self.sep_id)
 
@@ -150,6 +158,7 @@ class _Profile:
         self.min_length = int(_min_shape[1])
         labels = int(engine.get_tensor_shape(output_name)[-1])
         self.host: dict[str, np.ndarray] = {}
+        self.host_ptr: dict[str, int] = {}
         self.device_ptr: dict[str, int] = {}
         half = "HALF" in str(engine.get_tensor_dtype(output_name))
         out_dtype = np.float16 if half else np.float32
@@ -160,16 +169,29 @@ class _Profile:
                 dtype = np.int32
             nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
             host_ptr = _cuda_check(cudart.cudaMallocHost(nbytes))  # pinned: async copies
+            self.host_ptr[name] = int(host_ptr)
             buffer = np.ctypeslib.as_array((ctypes.c_byte * nbytes).from_address(int(host_ptr)))
             self.host[name] = buffer.view(dtype)
             self.device_ptr[name] = int(_cuda_check(cudart.cudaMalloc(nbytes)))
             self.context.set_tensor_address(name, self.device_ptr[name])
+
+    def free(self, cudart) -> None:
+        """Release the profile's pinned host and device buffers (once)."""
+        self.host.clear()
+        for pointer in self.host_ptr.values():
+            cudart.cudaFreeHost(pointer)
+        for pointer in self.device_ptr.values():
+            cudart.cudaFree(pointer)
+        self.host_ptr.clear()
+        self.device_ptr.clear()
+        self.context = None
 
 
 class TensorRTBackend:
     """A serialized TensorRT engine (built by ``pulpie-rt engine``) on one GPU."""
 
     name = "tensorrt"
+    fallback: str | None = None
     attention_budget: int | None = None  # the engine profiles' row caps bound memory
 
     def __init__(self, engine_path: str | Path, bundle: Bundle, device: str = "cuda:0"):
@@ -205,6 +227,21 @@ class TensorRTBackend:
             for i in range(self.engine.num_optimization_profiles)
         ]
         self.profiles.sort(key=lambda p: p.max_length)
+
+    def close(self) -> None:
+        """Free the engine's buffers, contexts and stream (also when garbage-collected)."""
+        profiles, self.profiles = getattr(self, "profiles", []), []
+        for profile in profiles:
+            profile.free(self.cudart)
+        stream, self.stream = getattr(self, "stream", None), None
+        if stream is not None:
+            self.cudart.cudaStreamDestroy(stream)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: CUDA may already be gone
+            pass
 
     def is_padded(self) -> bool:
         return True
@@ -247,11 +284,50 @@ class TensorRTBackend:
 # ---------------------------------------------------------------------------- selection
 
 
+def gpu_devices() -> list[str]:
+    """``cuda:N`` for every NVIDIA GPU this process may use, found without importing any CUDA
+    library (``CUDA_VISIBLE_DEVICES`` honoured); empty without one."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return []
+    if not (Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()):
+        return []
+    if visible:
+        return [f"cuda:{i}" for i in range(len(visible.split(",")))]
+    count = sum(1 for name in os.listdir("/dev")
+                if name.startswith("nvidia") and name[6:].isdigit())
+    return [f"cuda:{i}" for i in range(max(count, 1))]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    compute_capability: str
+    memory_mib: int
+
+
+def detect_gpu() -> GpuInfo | None:
+    """The first NVIDIA GPU as ``nvidia-smi`` reports it (name, compute capability, memory: what
+    engine builds and GPU benchmarks need), or None (no driver, no GPU)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not out:
+        return None
+    name, capability, memory = (part.strip() for part in out[0].split(","))
+    return GpuInfo(name, capability, int(float(memory)))
+
+
 def gpu_available() -> bool:
-    """True when an NVIDIA GPU is visible (checked without importing any CUDA library)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return False
-    return Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()
+    """True when an NVIDIA GPU is visible (see ``gpu_devices``)."""
+    return bool(gpu_devices())
 
 
 def create_backend(
@@ -265,7 +341,9 @@ def create_backend(
 
     ``auto``: TensorRT when an engine file (the first of ``engine_path`` that loads here) and a
     GPU are present, then ONNX Runtime CUDA, then ONNX Runtime CPU. ``device`` None picks the
-    GPU when one is usable, else the CPU.
+    GPU when one is usable, else the CPU. When ``auto`` had to take a slower path than the
+    machine suggests (an engine that does not load, a GPU without onnxruntime's CUDA provider),
+    the backend's ``fallback`` says so (else it is None); the page flow reports it.
     """
     if backend not in BACKEND_NAMES:
         raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_NAMES)}")
@@ -274,17 +352,23 @@ def create_backend(
         if not engines:
             raise BackendError("tensorrt backend needs an engine file (pulpie-rt engine ...)")
         return _first_engine(engines, bundle, device or "cuda:0")
+    fallback = None
     if backend == "auto" and device != "cpu" and engines and gpu_available():
         try:
             return _first_engine(engines, bundle, device or "cuda:0")
-        except BackendError:
-            pass  # fall through to ONNX Runtime
+        except BackendError as exc:
+            fallback = f"the TensorRT engine did not load ({exc}): ONNX Runtime instead"
     if device is None:
         import onnxruntime as ort
 
         has_cuda = "CUDAExecutionProvider" in ort.get_available_providers()
         device = "cuda:0" if has_cuda and gpu_available() else "cpu"
-    return OnnxRuntimeBackend(bundle, device, threads=threads)
+        if device == "cpu" and gpu_available():
+            fallback = fallback or ("a GPU is present but onnxruntime has no "
+                                    "CUDAExecutionProvider (install onnxruntime-gpu): CPU instead")
+    created = OnnxRuntimeBackend(bundle, device, threads=threads)
+    created.fallback = fallback
+    return created
 
 
 def _first_engine(engines: list, bundle: Bundle, device: str) -> TensorRTBackend:

@@ -1,6 +1,6 @@
 """Parity of our ``simplify`` with the reference's, live, on a whole corpus file.
 
-    python -m pulpie_rt.bench.simplify_parity --corpus train     # 986 pages, several minutes
+    python -m pulpie_rt.parity.simplify_parity --corpus train     # 986 pages, several minutes
 
 The tests compare the dev pages against recorded golden files; this runs the reference itself
 (slow), for the other real pages. Prints each differing page and the count.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pulpie_rt.bench.record_golden import normalize_ws
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.runtime.simplify import simplify
+from pulpie_rt.parity.record_golden import normalize_ws
+from pulpie_rt.runtime.stages.simplify import simplify
 
 
 def first_difference(a: str, b: str, context: int = 120) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.features import FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.features import FEATURES_VERSION, N_FEATURES
 
 
 class RescorerError(ValueError):

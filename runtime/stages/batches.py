@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-try:  # the engine profiles' buckets (pure data, no torch), when the export package is present
-    from pulpie_rt.export.profiles import SEQ_BUCKETS as DEFAULT_BUCKETS
-except ImportError:  # runtime-only install
-    DEFAULT_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
+# Sequence-length buckets: a batch is padded to the smallest that holds its longest chunk. The
+# TensorRT engine builder (``export.profiles``) makes one optimisation profile per bucket.
+SEQ_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
 DEFAULT_MAX_BATCH_TOKENS = 16384
 # rows * length**2 cap for engines whose attention materialises [rows, heads, L, L] scores
 # (ONNX Runtime's eager graph): as much memory as one full 8192-token chunk, no more.
@@ -71,6 +70,15 @@ class Batch:
             mask[index, :n] = 1
         return ids, mask
 
+    def padded_positions(self, length: int | None = None) -> np.ndarray:
+        """``position_ids`` as ``[rows, length]`` int64, right-padded with 0."""
+        length = length or self.max_length
+        positions = np.zeros((self.rows, length), dtype=np.int64)
+        starts = self.cumulative_seq_lengths
+        for index, n in enumerate(self.lengths):
+            positions[index, :n] = self.position_ids[starts[index]:starts[index] + n]
+        return positions
+
 
 def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
     """The smallest bucket that holds ``length`` tokens (an unbounded one past the last)."""
@@ -81,8 +89,8 @@ def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
 
 
 def as_buckets(bounds: Iterable[int | Bucket] | None) -> list[Bucket]:
-    """Sorted buckets from lengths or ``Bucket``s (``DEFAULT_BUCKETS`` when None)."""
-    items = DEFAULT_BUCKETS if bounds is None else bounds
+    """Sorted buckets from lengths or ``Bucket``s (``SEQ_BUCKETS`` when None)."""
+    items = SEQ_BUCKETS if bounds is None else bounds
     return sorted(
         (b if isinstance(b, Bucket) else Bucket(int(b)) for b in items),
         key=lambda b: b.max_length,
@@ -109,10 +117,13 @@ def make_batches(
     max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     buckets: Iterable[int | Bucket] | None = None,
     max_batch_attention: int | None = None,
+    padded: bool = True,
 ) -> list[Batch]:
     """Group ``(key, token_ids)`` items into batches, shortest first.
 
-    Within a batch ``rows * longest <= max_batch_tokens``, ``rows * longest**2 <=
+    The token budget counts what the engine computes: ``rows * longest <= max_batch_tokens``
+    for a backend that pads every row to the longest (``Backend.is_padded()``), the sum of the
+    rows' lengths for one that does not. Within a batch also ``rows * longest**2 <=
     max_batch_attention`` (when given) and ``rows <= bucket.max_rows`` (a single row over a
     budget is allowed: it must run somehow); rows of one batch share a bucket.
     """
@@ -122,19 +133,22 @@ def make_batches(
     keys: list[Hashable] = []
     sequences: list[Sequence[int]] = []
     current: Bucket | None = None
+    unpadded_tokens = 0  # sum of the lengths in the current batch
     for key, sequence in ordered:
         bucket = bucket_for(len(sequence), bucket_list)
         rows = len(keys) + 1
-        length = len(sequence)
+        length = len(sequence)  # the longest so far: items come shortest first
         too_many = current is not None and current.max_rows is not None and rows > current.max_rows
-        over = rows * length > max_batch_tokens or (
+        tokens = rows * length if padded else unpadded_tokens + length
+        over = tokens > max_batch_tokens or (
             max_batch_attention is not None and rows * length * length > max_batch_attention
         )
         if keys and (bucket != current or over or too_many):
             batches.append(make_batch(keys, sequences, current))
-            keys, sequences = [], []
+            keys, sequences, unpadded_tokens = [], [], 0
         keys.append(key)
         sequences.append(sequence)
+        unpadded_tokens += length
         current = bucket
     if keys:
         batches.append(make_batch(keys, sequences, current))
