@@ -28,7 +28,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail("extract", f"{source}: cannot read ({exc.strerror or exc})")
     try:
-        extractor = Extractor(args.model, backend=args.backend, device=args.device)
+        extractor = Extractor(args.model, backend=args.backend, device=args.device,
+                              limits=_limits(args))
     except (ModelError, BackendError) as exc:
         return _fail("extract", str(exc))
     try:
@@ -48,6 +49,8 @@ def _record(page, result) -> dict:
         "n_main": result.n_main,
         "n_other": result.n_other,
         "error": page.error or result.error,
+        "truncated": result.truncated,
+        "empty_reason": result.empty_reason,
     }
     if page.url is not None:
         record["url"] = page.url
@@ -70,12 +73,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail("run", str(exc))
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
-                            backend=args.backend)
+                            backend=args.backend, limits=_limits(args))
     except (ModelError, BackendError) as exc:
         return _fail("run", str(exc))
 
     n_skip = len(done_ids)
-    stats = {"pages": 0, "errors": 0, "mismatch": None}
+    stats = {"pages": 0, "errors": 0, "truncated": 0, "mismatch": None}
 
     def pages():
         for position, page in enumerate(iter_inputs(inputs, args.html_field, args.id_field)):
@@ -97,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             pending.append(_record(result.metadata["page"], result))
             stats["pages"] += 1
             stats["errors"] += pending[-1]["error"] is not None
+            stats["truncated"] += pending[-1]["truncated"] is not None
             bar.update(1)
             if len(pending) >= WRITE_EVERY_PAGES or time.monotonic() - last_write > WRITE_EVERY_S:
                 writer.write(pending)
@@ -115,9 +119,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     rate = stats["pages"] / elapsed if elapsed > 0 else 0.0
     skipped = f" ({n_skip} already done)" if n_skip else ""
+    fallbacks = pipeline.stats.fallbacks
+    fell_back = ("; fell back: " + ", ".join(f"{what} ({n}x)" for what, n in
+                                             sorted(fallbacks.items()))) if fallbacks else ""
     print(f"pulpie-rt run: {stats['pages']} pages{skipped}, {stats['errors']} errors, "
-          f"{rate:.1f} pages/s, {elapsed:.1f} s -> {out}", file=sys.stderr)
+          f"{stats['truncated']} truncated, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}"
+          f"{fell_back}", file=sys.stderr)
     return 0
+
+
+def _limits(args: argparse.Namespace):
+    from pulpie_rt.runtime.flow.pages import PageLimits
+
+    def off_if_zero(value: int) -> int | None:
+        return None if value == 0 else value
+
+    return PageLimits(max_input_bytes=off_if_zero(args.max_input_bytes),
+                      max_page_tokens=off_if_zero(args.max_page_tokens))
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -125,7 +143,17 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="default (the embedded model, or $PULPIE_RT_MODEL when set), a hub "
                              "name (orange-small|orange-base|orange-large), checkpoint dir, "
                              f"bundle dir or engine file (default {DEFAULT_MODEL})")
+    from pulpie_rt.runtime.flow.pages import PageLimits
+
     parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    defaults = PageLimits()
+    parser.add_argument("--max-input-bytes", type=int, default=defaults.max_input_bytes,
+                        help="cut a longer page to its first N bytes before parsing (0: no "
+                             f"limit; default {defaults.max_input_bytes:,})")
+    parser.add_argument("--max-page-tokens", type=int, default=defaults.max_page_tokens,
+                        help="the model reads a page's first chunks up to N tokens; later "
+                             "blocks come out as other (0: no limit; default "
+                             f"{defaults.max_page_tokens:,})")
 
 
 def register(subparsers) -> None:
@@ -139,8 +167,8 @@ def register(subparsers) -> None:
     run = subparsers.add_parser(
         "run", help="bulk extraction of JSONL / WARC / Parquet inputs (resumable)",
         description="Extract every page of INPUT files into OUT: one record per page "
-                    "{id, markdown, n_main, n_other, error}. Rerunning with the same --out "
-                    "resumes after the pages already written.")
+                    "{id, markdown, n_main, n_other, error, truncated, empty_reason}. "
+                    "Rerunning with the same --out resumes after the pages already written.")
     run.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="*.jsonl[.gz], *.warc[.gz] or *.parquet")
     run.add_argument("--out", required=True, help="output file (jsonl) or directory (parquet)")

@@ -105,6 +105,21 @@ def tiny_bundle() -> Path:
     return out
 
 
+def short_context_bundle(tmp_path: Path, max_tokens: int = 128) -> Path:
+    """The tiny bundle packing chunks of ``max_tokens``: many chunks per page, so the
+    60,000-block page takes seconds, not minutes, and page limits cut real pages (8192-token
+    packing is checked against the reference in test_chunks)."""
+    source = tiny_bundle()
+    bundle = tmp_path / f"short-bundle-{max_tokens}"
+    bundle.mkdir()
+    for item in source.iterdir():
+        (bundle / item.name).symlink_to(item)
+    manifest = json.loads((source / "manifest.json").read_text())
+    (bundle / "manifest.json").unlink()
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "max_tokens": max_tokens}))
+    return bundle
+
+
 GOLDEN_LABELS = Path(__file__).parent / "golden" / "labels_tiny.json.gz"
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from rt_helpers import small_dev_pages, tiny_bundle
+from rt_helpers import short_context_bundle, small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor
 
@@ -88,20 +88,6 @@ def test_one_line_errors_without_traceback(tmp_path):
         assert done.returncode == 2
         assert done.stderr.decode().strip() == message
         assert b"Traceback" not in done.stderr
-
-
-def short_context_bundle(tmp_path, max_tokens: int = 128):
-    """The tiny bundle packing chunks of ``max_tokens``: the 60,000-block page in seconds, not
-    minutes (8192-token packing is checked against the reference in test_chunks)."""
-    source = tiny_bundle()
-    bundle = tmp_path / "short-bundle"
-    bundle.mkdir()
-    for item in source.iterdir():
-        (bundle / item.name).symlink_to(item)
-    manifest = json.loads((source / "manifest.json").read_text())
-    (bundle / "manifest.json").unlink()
-    (bundle / "manifest.json").write_text(json.dumps({**manifest, "max_tokens": max_tokens}))
-    return bundle
 
 
 def test_hostile_pages_one_record_each(tmp_path):
@@ -205,4 +191,5 @@ def test_parquet_output(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     table = pq.read_table(out)
     assert table.column("id").to_pylist() == [p["id"] for p in base]
-    assert table.column_names == ["id", "markdown", "n_main", "n_other", "error"]
+    assert table.column_names == ["id", "markdown", "n_main", "n_other", "error", "truncated",
+                                  "empty_reason"]

@@ -21,7 +21,6 @@ from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.labels import block_margins, keep_best_block
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024
-SUBSET = 16  # ground-truth dev pages re-scored here (the training run scored all 65)
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +48,6 @@ def test_embedded_bundle_is_complete_small_and_documented(results):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "python -m pulpie_rt.train" in card
     assert f"{results['dev_groundtruth']['f1']:.3f}" in card
-    # The issue's target (the whole page, every block main, scores 0.707).
-    assert results["dev_groundtruth"]["f1"] >= 0.80
 
 
 def test_no_model_means_the_embedded_one_offline(monkeypatch, default_extractor):
@@ -71,13 +68,16 @@ def test_a_configured_model_replaces_the_embedded_one(monkeypatch):
     assert resolve_model().bundle.path == embedded_model_dir()
 
 
-def test_quality_on_groundtruth_pages_matches_the_training_run(results, default_extractor):
-    """Same per-page word F1 as recorded by the training run, on a spread subset; never an
-    empty output for a page whose blocks were kept."""
-    pages = groundtruth_pages(limit=SUBSET)
+def test_quality_on_groundtruth_pages_is_measured_here(results, default_extractor):
+    """Word F1 on all the ground-truth dev pages, computed in this run: at least 0.80 (the
+    whole page, every block main, scores 0.707), the same per page as the training run
+    recorded, and never an empty output for a page whose blocks were kept."""
+    pages = groundtruth_pages()
+    assert len(pages) == 65
     outputs = default_extractor.extract_batch([p["html"] for p in pages])
     texts = {p["id"]: r.text for p, r in zip(pages, outputs, strict=True)}
     scores = score_pages(texts, {p["id"]: p["reference"] for p in pages}, per_page=True)
+    assert scores["f1"] >= 0.80, scores["f1"]
     recorded = results["dev_groundtruth_per_page"]
     for page in pages:
         assert scores["per_page"][page["id"]]["f1"] == pytest.approx(

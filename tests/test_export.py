@@ -353,9 +353,12 @@ def test_profiles_cover_every_length_once():
             assert after.min_seq == before.max_seq + 1
             assert after.max_batch <= before.max_batch
         assert all(p.min_batch == 1 <= p.opt_batch <= p.max_batch for p in profiles)
+    # a wider model (Orange Large's 1728) gets batches scaled down by its width, never below
+    # one row, and short buckets stay at the preset's row cap
     wide = profiles_for("l4", hidden_size=1728)
-    assert wide[-1].max_batch == 1 and wide[0].max_batch < profiles_for("l4")[0].max_batch or \
-        wide[0].max_batch == GPU_PRESETS["l4"].max_batch
+    assert [p.max_batch for p in wide] == [64, 56, 28, 14, 7, 3, 1]
+    assert [p.max_batch for p in profiles_for("l4")] == [64, 64, 64, 32, 16, 8, 4]
+    assert wide[0].max_batch == GPU_PRESETS["l4"].max_batch
     assert bucket_for(1) == 128 and bucket_for(129) == 256 and bucket_for(8192) == 8192
     with pytest.raises(ValueError):
         bucket_for(8193)

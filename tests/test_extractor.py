@@ -53,8 +53,12 @@ def test_labels_and_markdown_match_reference(extractor):
     assert blocks > 1000
     # labels are mixed (a constant model would make this check pass trivially)
     assert 0.1 < sum(r.n_main for r in results) / blocks < 0.9
-    assert same_blocks / blocks >= 0.999, (same_blocks, blocks)
-    assert same_markdown / len(pages) >= 0.98, (same_markdown, len(pages))
+    # Every label and every page's Markdown, as the README claims. Labels are argmaxes of
+    # floats: on these pages the smallest |logit margin| at a SEP is 6e-3 (ONNX Runtime CPU),
+    # far above what another CPU (AVX2 / AVX-512) changes in fp32, so identity holds on any
+    # machine of this kind.
+    assert same_blocks == blocks, (same_blocks, blocks)
+    assert same_markdown == len(pages), (same_markdown, len(pages))
 
 
 def test_result_fields(extractor):

@@ -23,22 +23,13 @@ from pulpie_rt.runtime.stages.markdown import (
     to_text,
 )
 
-# pages whose map_html from our simplify differs from the reference's (see test_reconstruct)
-_MAP_HTML_DIFFERS = {
-    "trafilatura/cache/laviedesidees.fr.evaluation.html",
-    "wcxb/dev/0594",
-    "wcxb/dev/2102",
-    "wcxb/dev/4078",
-}
-
-
 def test_dev_pages_match_reference_markdown_hashes():
     gold = golden()
     mismatched: dict[str, list[str]] = {}
     for (page_id, name), html in main_htmls().items():
         if sha256(to_markdown(html)) != gold[page_id]["recon"][name]["md_sha"]:
             mismatched.setdefault(page_id, []).append(name)
-    assert set(mismatched) <= _MAP_HTML_DIFFERS, sorted(mismatched.items())
+    assert mismatched == {}
 
 
 def test_markdown_matches_reference_on_given_html():

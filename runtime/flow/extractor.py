@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 
 from pulpie_rt.runtime.flow.pages import (
+    DEFAULT_LIMITS,
     PageInput,
+    PageLimits,
     PageResult,
     Preparer,
     RunStats,
@@ -31,7 +33,8 @@ class Extractor:
     ``model``: hub name, checkpoint directory, bundle directory or engine file (see
     ``pulpie_rt.runtime.model.resolve``). ``backend``: ``auto``, ``tensorrt`` or
     ``onnxruntime``. ``device``: ``cpu``, ``cuda`` or ``cuda:N``; None picks a GPU when one is
-    usable. ``stats`` counts the pages, errors and fallbacks of every call.
+    usable. ``limits`` bounds what one page may cost (``PageLimits``; a result says what was
+    cut in ``truncated``). ``stats`` counts the pages, errors and fallbacks of every call.
     """
 
     def __init__(
@@ -42,6 +45,7 @@ class Extractor:
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         cutoff_length: int = 500,
         threads: int | None = None,
+        limits: PageLimits = DEFAULT_LIMITS,
     ):
         resolved = resolve_model(model)
         self.bundle = resolved.bundle
@@ -52,7 +56,7 @@ class Extractor:
         if self.backend.fallback:
             self.stats.fell_back(self.backend.fallback)
         self.max_batch_tokens = max_batch_tokens
-        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length)
+        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length, limits)
 
     @property
     def device(self) -> str:

@@ -13,6 +13,7 @@ becomes that page's ``PageResult.error``, so one page never takes down a batch.
 
 from __future__ import annotations
 
+import html as html_lib
 import logging
 import threading
 from collections import Counter
@@ -28,6 +29,7 @@ from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batc
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
 from pulpie_rt.runtime.stages.labels import (
+    MAIN,
     argmax_labels,
     block_margins,
     block_predictions,
@@ -65,14 +67,40 @@ def as_text(html: str | bytes | None) -> str:
     raise PageError("input", f"html must be str or bytes, not {type(html).__name__}")
 
 
+@dataclass(frozen=True)
+class PageLimits:
+    """What one page may cost, so that no page stalls a run of a billion.
+
+    ``max_input_bytes``: a longer page is cut to its first ``max_input_bytes`` (UTF-8) before
+    parsing (Common Crawl already cuts records at 1 MiB; the dev and train pages reach 5.3 MB).
+    ``max_page_tokens``: the model reads the page's first chunks up to this many tokens; blocks
+    in later chunks are not classified and come out as "other". The default, 16 chunks of
+    8,192 tokens, leaves every one of the 1,240 dev and train pages whole with the default
+    model's tokenizer (their largest is 122,555 tokens; p99 51,267) and bounds the model's
+    work on a page to 16 full chunks. None turns a limit off.
+    """
+
+    max_input_bytes: int | None = 16 * 1024 * 1024
+    max_page_tokens: int | None = 131_072
+
+
+DEFAULT_LIMITS = PageLimits()
+
+
 @dataclass
 class PreparedPage:
-    """A page ready for the model: its blocks' ids, chunks and the map HTML to rebuild from."""
+    """A page ready for the model: its blocks' ids, chunks and the map HTML to rebuild from.
+
+    ``n_classified``: the blocks the chunks hold (the first ones); the rest were cut by
+    ``PageLimits`` and ``truncated`` says what was cut (None: nothing).
+    """
 
     item_ids: list[str | None]
     chunks: list[Chunk]
     map_html: str
     features: np.ndarray | None = None  # block_features, when the bundle has a rescorer
+    truncated: str | None = None
+    n_classified: int | None = None  # None: every block
 
     @property
     def n_blocks(self) -> int:
@@ -99,6 +127,8 @@ class PageResult:
     labels: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     metadata: dict | None = None
+    truncated: str | None = None  # what PageLimits cut from the page (None: nothing)
+    empty_reason: str | None = None  # why ``markdown`` is empty when there is no error
 
     @cached_property
     def text(self) -> str:
@@ -143,16 +173,19 @@ class Preparer:
         max_tokens: int = 8192,
         cutoff_length: int = 500,
         with_features: bool = False,
+        limits: PageLimits = DEFAULT_LIMITS,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
         self.max_tokens = max_tokens
         self.cutoff_length = cutoff_length
         self.with_features = with_features
+        self.limits = limits
         self._tokenizer = None
 
     @classmethod
-    def from_bundle(cls, bundle, cutoff_length: int = 500) -> Preparer:
+    def from_bundle(cls, bundle, cutoff_length: int = 500,
+                    limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
         block features, when the bundle has a rescorer)."""
         return cls(
@@ -163,6 +196,7 @@ class Preparer:
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
             with_features=bundle.has_rescorer,
+            limits=limits,
         )
 
     def __getstate__(self) -> dict:
@@ -178,6 +212,7 @@ class Preparer:
         from pulpie_rt.runtime.stages.simplify import simplify
 
         html = as_text(html)
+        html, input_cut = cut_input(html, self.limits.max_input_bytes)
         try:
             simplified, map_html = simplify(html, cutoff_length=self.cutoff_length)
         except Exception as exc:
@@ -191,6 +226,12 @@ class Preparer:
             )
         except Exception as exc:
             raise PageError("tokenize", describe(exc)) from exc
+        chunks, n_classified = keep_chunks(chunks, self.limits.max_page_tokens)
+        cuts = [input_cut] if input_cut else []
+        if n_classified < len(item_ids):
+            cuts.append(f"{len(item_ids) - n_classified} of {len(item_ids)} blocks past the "
+                        f"first {self.limits.max_page_tokens:,} tokens were not classified "
+                        "(labelled other)")
         features = None
         if self.with_features:
             from pulpie_rt.runtime.stages.features import block_features
@@ -199,7 +240,37 @@ class Preparer:
                 features = block_features(map_html, item_ids)
             except Exception as exc:
                 raise PageError("features", describe(exc)) from exc
-        return PreparedPage(item_ids, chunks, map_html, features)
+        return PreparedPage(item_ids, chunks, map_html, features,
+                            "; ".join(cuts) or None, n_classified)
+
+
+def cut_input(html: str, max_bytes: int | None) -> tuple[str, str | None]:
+    """``html`` cut to its first ``max_bytes`` of UTF-8 (at a character boundary), and what was
+    cut (None when nothing was)."""
+    if max_bytes is None or len(html) <= max_bytes // 4:  # 4 bytes per character at most
+        return html, None
+    data = html.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return html, None
+    kept = data[:max_bytes].decode("utf-8", "ignore")  # drops a character cut in two
+    return kept, (f"the input was cut to its first {max_bytes:,} of {len(data):,} bytes")
+
+
+def keep_chunks(chunks: list[Chunk], max_page_tokens: int | None) -> tuple[list[Chunk], int]:
+    """The page's first chunks up to ``max_page_tokens`` tokens (at least one), and how many
+    blocks they hold (the first blocks of the page: chunks hold blocks in order)."""
+    if not chunks:
+        return chunks, 0
+    kept = len(chunks)
+    if max_page_tokens is not None:
+        total = 0
+        for index, chunk in enumerate(chunks):
+            total += len(chunk)
+            if total > max_page_tokens and index > 0:
+                kept = index
+                break
+    kept_chunks = chunks[:kept]
+    return kept_chunks, max(kept_chunks[-1].block_indices, default=-1) + 1
 
 
 class RunStats:
@@ -329,16 +400,31 @@ def decide_blocks(page: PreparedPage, chunk_margins: list[np.ndarray], threshold
             raise ValueError("the bundle has a rescorer but the page has no block features "
                              "(prepared without Preparer.from_bundle?)")
         scores = rescorer.scores(page.features, scores)
+        if page.n_classified is not None:
+            # blocks the limits cut are "other", whatever the rescorer makes of their features
+            scores[page.n_classified:] = np.nan
     predictions = margin_labels(np.nan_to_num(scores, nan=-np.inf),
                                 0.0 if threshold is None else threshold)
     return keep_best_block(predictions, scores) if keep_best else predictions
 
 
+EMPTY_NO_TEXT = "the page has no visible text"
+EMPTY_NO_MAIN = "no block was labelled main"
+EMPTY_MAIN_WITHOUT_TEXT = "the blocks labelled main hold no text"
+
+
 def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
-    """labels -> main HTML -> Markdown; ``PageError`` names the failing stage."""
+    """labels -> main HTML -> Markdown; ``PageError`` names the failing stage.
+
+    A page without blocks (plain text, text outside any element the segmentation keeps) has
+    nothing to label: its whole visible text is its main content. An empty result says why
+    it is empty (``empty_reason``).
+    """
     from pulpie_rt.runtime.stages.markdown import to_markdown
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
+    if page.n_blocks == 0:
+        return _whole_text(page)
     labels = labels_from_predictions(page.item_ids, predictions)
     try:
         main_html = extract_main_html(page.map_html, labels)
@@ -348,7 +434,27 @@ def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
         markdown = to_markdown(main_html)
     except Exception as exc:
         raise PageError("markdown", describe(exc)) from exc
-    return PageResult(html=main_html, markdown=markdown, labels=labels)
+    empty_reason = None
+    if not markdown:
+        empty_reason = EMPTY_MAIN_WITHOUT_TEXT if MAIN in labels.values() else EMPTY_NO_MAIN
+    return PageResult(html=main_html, markdown=markdown, labels=labels,
+                      truncated=page.truncated, empty_reason=empty_reason)
+
+
+def _whole_text(page: PreparedPage) -> PageResult:
+    """The result of a page without blocks: its visible text, one paragraph per line."""
+    from pulpie_rt.runtime.stages.markdown import to_markdown, to_text
+
+    try:
+        lines = to_text(page.map_html).splitlines()
+        if not lines:
+            return PageResult(truncated=page.truncated, empty_reason=EMPTY_NO_TEXT)
+        main_html = ("<html><body>" + "".join(f"<p>{html_lib.escape(line)}</p>" for line in lines)
+                     + "</body></html>")
+        markdown = to_markdown(main_html)
+    except Exception as exc:
+        raise PageError("markdown", describe(exc)) from exc
+    return PageResult(html=main_html, markdown=markdown, truncated=page.truncated)
 
 
 def prepare(preparer: Preparer, html: str | bytes | None) -> PreparedPage | str:

@@ -22,8 +22,10 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 from pulpie_rt.runtime.flow.pages import (
+    DEFAULT_LIMITS,
     PageError,
     PageInput,
+    PageLimits,
     PageResult,
     PreparedPage,
     Preparer,
@@ -97,7 +99,8 @@ class Pipeline:
 
     ``devices``: e.g. ``["cuda:0", "cuda:1"]`` or ``"cpu"``; None: every GPU (TensorRT / ORT
     CUDA) or else the CPU. ``workers``: CPU processes for pre/post-processing (None: sized from
-    measured stage speeds; 0: no processes). ``stats`` counts pages, errors and fallbacks.
+    measured stage speeds; 0: no processes). ``limits`` bounds what one page may cost
+    (``PageLimits``). ``stats`` counts pages, errors and fallbacks.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class Pipeline:
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         window: int = 512,
         cutoff_length: int = 500,
+        limits: PageLimits = DEFAULT_LIMITS,
     ):
         resolved = resolve_model(model)
         self.bundle = resolved.bundle
@@ -136,7 +140,7 @@ class Pipeline:
         self.workers = workers
         self.max_batch_tokens = max_batch_tokens
         self.window = max(window, GROUP_PAGES)
-        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length)
+        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length, limits)
         self.stage_seconds: dict[str, float] = {}
 
     def extract_batch(self, pages: Iterable[PageInput | str | bytes]) -> list[PageResult]:
