@@ -23,6 +23,7 @@ from pulpie_rt.runtime.stages.markdown import (
     to_text,
 )
 
+
 def test_dev_pages_match_reference_markdown_hashes():
     gold = golden()
     mismatched: dict[str, list[str]] = {}
