@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,36 @@ from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError
 
 WRITE_EVERY_PAGES = 64
 WRITE_EVERY_S = 2.0
+PARQUET_ROWS_PER_PART = 2048  # one row group per part file
+PARQUET_PART_EVERY_S = 60.0
+EXIT_OUTPUT_FAILED = 3  # the output could not be written (disk full, read-only)
+EXIT_TERMINATED = 143  # SIGTERM, after writing every finished page (128 + 15)
+EXIT_INTERRUPTED = 130  # Ctrl-C, likewise
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: stop taking pages, write the finished ones, exit."""
+
+
+class _SigtermGuard:
+    """Turns SIGTERM into ``Terminated`` in the main thread, except while a batch of records
+    is being written: then it is raised right after the write, so no record is torn or
+    written twice."""
+
+    def __init__(self) -> None:
+        self.writing = False
+        self.pending = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.writing:
+            self.pending = True
+        else:
+            raise Terminated()
+
+    def after_write(self) -> None:
+        self.writing = False
+        if self.pending:
+            raise Terminated()
 
 
 def _fail(command: str, message: str, code: int = 2) -> int:
@@ -60,7 +91,8 @@ def _record(page, result) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from pulpie_rt.runtime.flow.pipeline import PageInput, Pipeline
+    from pulpie_rt.runtime.flow.pages import PageInput
+    from pulpie_rt.runtime.flow.pipeline import Pipeline
     from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
 
     inputs = [Path(p) for p in args.inputs]
@@ -71,6 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         done_ids = writer.existing_ids()
     except InputError as exc:
         return _fail("run", str(exc))
+    except OSError as exc:
+        return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
                             backend=args.backend, limits=_limits(args))
@@ -78,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail("run", str(exc))
 
     n_skip = len(done_ids)
-    stats = {"pages": 0, "errors": 0, "truncated": 0, "mismatch": None}
+    stats = {"pages": 0, "written": 0, "errors": 0, "truncated": 0, "mismatch": None}
 
     def pages():
         for position, page in enumerate(iter_inputs(inputs, args.html_field, args.id_field)):
@@ -90,27 +124,56 @@ def cmd_run(args: argparse.Namespace) -> int:
             html = None if page.error else page.html
             yield PageInput(html=html, page_id=page.id, metadata={"page": page})
 
+    # JSONL is flushed often (a killed run loses little); a Parquet part is one row group, so
+    # parts are larger (a table of many tiny row groups reads slowly)
+    every_pages, every_s = ((WRITE_EVERY_PAGES, WRITE_EVERY_S) if args.format == "jsonl"
+                            else (PARQUET_ROWS_PER_PART, PARQUET_PART_EVERY_S))
     start = time.perf_counter()
     pending: list[dict] = []
     last_write = time.monotonic()
+
+    guard = _SigtermGuard()
+
+    def flush() -> None:
+        nonlocal pending, last_write
+        guard.writing = True
+        writer.write(pending)
+        stats["written"] += len(pending)
+        pending, last_write = [], time.monotonic()
+        guard.after_write()
+
     bar = tqdm(desc="pulpie-rt", unit="page", initial=0, file=sys.stderr, dynamic_ncols=True,
                mininterval=1.0, disable=args.quiet)
+    results = pipeline.run(pages())
+    previous_handler = signal.signal(signal.SIGTERM, guard)
     try:
-        for result in pipeline.run(pages()):
+        for result in results:
             pending.append(_record(result.metadata["page"], result))
             stats["pages"] += 1
             stats["errors"] += pending[-1]["error"] is not None
             stats["truncated"] += pending[-1]["truncated"] is not None
             bar.update(1)
-            if len(pending) >= WRITE_EVERY_PAGES or time.monotonic() - last_write > WRITE_EVERY_S:
-                writer.write(pending)
-                pending, last_write = [], time.monotonic()
-        writer.write(pending)
+            if len(pending) >= every_pages or time.monotonic() - last_write > every_s:
+                flush()
+        flush()
     except InputError as exc:
-        writer.write(pending)
-        bar.close()
+        flush()
         return _fail("run", str(exc))
+    except OSError as exc:  # the output disk is full or read-only: what is written stays
+        return _fail("run", f"{out}: cannot write ({exc.strerror or exc}); "
+                            f"{n_skip + stats['written']} pages are written, rerun with the "
+                            "same --out to resume", code=EXIT_OUTPUT_FAILED)
+    except (Terminated, KeyboardInterrupt) as exc:
+        guard.pending = False
+        flush()  # the pages that are finished: a rerun resumes after them
+        terminated = isinstance(exc, Terminated)
+        return _fail("run", f"{'SIGTERM' if terminated else 'interrupted'}: "
+                            f"{n_skip + stats['written']} pages are written to {out}, rerun "
+                            "with the same --out to resume",
+                     code=EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        results.close()  # stops the pipeline's threads and worker processes
         bar.close()
     if stats["mismatch"] is not None:
         position, found, expected = stats["mismatch"]

@@ -193,3 +193,108 @@ def test_parquet_output(tmp_path):
     assert table.column("id").to_pylist() == [p["id"] for p in base]
     assert table.column_names == ["id", "markdown", "n_main", "n_other", "error", "truncated",
                                   "empty_reason"]
+
+
+def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):
+    base = small_dev_pages(20_000)
+    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(2) for p in base]
+    inp = tmp_path / "pages.jsonl"
+    inp.write_text("".join(json.dumps({"id": i, "html": h}) + "\n" for i, h in pages))
+    out = tmp_path / "out.jsonl"
+    args = [*CLI, "run", str(inp), "--out", str(out), "--model", str(tiny_bundle()),
+            "--workers", "1", "--quiet"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.exists() and out.stat().st_size > 0:
+            break
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.fail("the run ended before SIGTERM could be sent")
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr.decode()
+    written = read_jsonl(out)  # whole records only: the handler let no write tear
+    last = stderr.decode().strip().splitlines()[-1]
+    assert last == (f"pulpie-rt run: SIGTERM: {len(written)} pages are written to {out}, "
+                    "rerun with the same --out to resume")
+    assert 0 < len(written) < len(pages)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in workers)
+    done = subprocess.run(args, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()
+    assert [r["id"] for r in read_jsonl(out)] == [i for i, _ in pages]
+
+
+def _run_in_process(argv: list[str]) -> int:
+    from pulpie_rt.cli import main
+
+    return main([str(a) for a in argv])
+
+
+def test_a_full_disk_stops_with_a_clear_error_and_a_resumable_output(tmp_path, monkeypatch,
+                                                                     capsys):
+    """ENOSPC at the second write: the first batch stays, the error says how to go on."""
+    from pulpie_rt.runtime import io
+
+    base = small_dev_pages(20_000)[:6]
+    inp = tmp_path / "pages.jsonl"
+    inp.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]}) + "\n" for p in base))
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr("pulpie_rt.runtime.cli.WRITE_EVERY_PAGES", 2)
+    monkeypatch.setattr("pulpie_rt.runtime.cli.WRITE_EVERY_S", 1e9)
+    real_write = io.JsonlWriter.write
+    calls = []
+
+    def write_until_full(self, records):
+        calls.append(len(records))
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_write(self, records)
+
+    monkeypatch.setattr(io.JsonlWriter, "write", write_until_full)
+    argv = ["run", inp, "--out", out, "--model", tiny_bundle(), "--workers", "0", "--quiet"]
+    assert _run_in_process(argv) == 3
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"pulpie-rt run: {out}: cannot write (No space left on device); 2 pages are written, "
+        "rerun with the same --out to resume")
+    assert [r["id"] for r in read_jsonl(out)] == [p["id"] for p in base[:2]]
+    monkeypatch.setattr(io.JsonlWriter, "write", real_write)
+    assert _run_in_process(argv) == 0
+    assert [r["id"] for r in read_jsonl(out)] == [p["id"] for p in base]
+
+
+def test_an_output_folder_it_cannot_write_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    """A read-only output folder (injected: as root, chmod does not stop writes)."""
+    from pathlib import Path
+
+    def read_only(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    inp = tmp_path / "pages.jsonl"
+    inp.write_text('{"id": "a", "html": "<p>x</p>"}\n')
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    out = tmp_path / "ro" / "o.jsonl"
+    assert _run_in_process(["run", inp, "--out", out, "--model", tiny_bundle()]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"pulpie-rt run: {out}: cannot write there (Permission denied)")
+
+
+def test_parquet_parts_are_single_row_groups_read_as_one_table(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    base = small_dev_pages(20_000)[:5]
+    inp = tmp_path / "pages.jsonl"
+    inp.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]}) + "\n" for p in base))
+    out = tmp_path / "out"
+    monkeypatch.setattr("pulpie_rt.runtime.cli.PARQUET_ROWS_PER_PART", 2)
+    argv = ["run", inp, "--out", out, "--format", "parquet", "--model", tiny_bundle(),
+            "--workers", "0", "--quiet"]
+    assert _run_in_process(argv) == 0
+    parts = sorted(out.glob("part-*.parquet"))
+    assert [pq.ParquetFile(p).metadata.num_row_groups for p in parts] == [1, 1, 1]
+    assert [pq.ParquetFile(p).metadata.num_rows for p in parts] == [2, 2, 1]
+    assert pq.read_table(out).column("id").to_pylist() == [p["id"] for p in base]
