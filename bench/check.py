@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -134,10 +135,15 @@ def export_commit(commit: str, dest: Path) -> Path:
 def package_dirs(src: Path) -> dict[str, str]:
     """``[tool.setuptools] package-dir`` of the tree's pyproject: which folder is which
     ``pulpie_rt`` sub-package (the repository maps top-level folders into the package)."""
-    import tomllib  # Python >= 3.11; the gate runs in the project's venv
-
-    config = tomllib.loads((src / "pyproject.toml").read_text(encoding="utf-8"))
-    mapping = config.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    text = (src / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib  # Python >= 3.11
+    except ImportError:  # 3.10: the one inline table this needs, read by pattern
+        line = re.search(r"^package-dir\s*=\s*\{(.*)\}\s*$", text, re.MULTILINE)
+        mapping = dict(re.findall(r'"([\w.]+)"\s*=\s*"([^"]+)"', line.group(1))) if line else {}
+    else:
+        config = tomllib.loads(text)
+        mapping = config.get("tool", {}).get("setuptools", {}).get("package-dir", {})
     return mapping or {"pulpie_rt": "pulpie_rt"}
 
 
