@@ -119,3 +119,19 @@ def test_checkpoint_directory_is_exported_once_into_the_cache(tmp_path, monkeypa
     assert again.bundle.path == first.bundle.path
     assert manifest.stat().st_mtime_ns == stamp  # reused, not exported again
 
+
+def test_a_checkpoint_without_the_export_extra_says_how_to_get_it(monkeypatch, tmp_path):
+    """In the run environment (no torch) a model that must be exported first fails at once,
+    naming the extra, instead of a child process's ModuleNotFoundError."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: (
+        None if name == "torch" else real_find_spec(name, *args)))
+    monkeypatch.setenv("PULPIE_RT_CACHE", str(tmp_path))  # nothing exported yet
+    with pytest.raises(ModelError) as err:
+        resolve_model(TINY_CHECKPOINT)
+    assert str(err.value) == (
+        f"{TINY_CHECKPOINT}: exporting a checkpoint to ONNX needs the export extra (torch "
+        "missing here): pip install 'pulpie-rt[export]' (`make run MODEL=...` installs it), or "
+        "pass a bundle directory")
