@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -208,7 +208,7 @@ class Tree:
     core_note: str
 
 
-def prepare_trees(base_spec: str | None, log=print) -> tuple[Tree, Tree]:
+def prepare_trees(base_spec: str | None, log: Callable[[str], None] = print) -> tuple[Tree, Tree]:
     """The working tree and its base, each importable from a shim, cores built."""
     head_commit = _git("rev-parse", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
@@ -307,7 +307,7 @@ class StageTimes:
 
 
 def measure(head: Worker, base: Worker, stages: Sequence[str], n_pages: int, repeats: int,
-            log=print) -> dict[str, StageTimes]:
+            log: Callable[[str], None] = print) -> dict[str, StageTimes]:
     """``repeats`` timed passes over the pages after a warm-up on a few of them (which also
     sizes each stage's loop count); per page and stage both sides back to back, the first
     side alternating."""
