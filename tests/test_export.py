@@ -71,6 +71,9 @@ def reference_pages() -> list[dict]:
 
 
 def test_loading_matches_the_reference_loader_exactly():
+    """Bitwise equal logits: the same weights through the same modules, both forward passes in
+    this process, so the same kernels on any CPU; a loader that changed a weight, the RoPE
+    frequencies or the attention implementation would not be bitwise equal."""
     from pulpie.model_utils import load_model_and_tokenizer
 
     ours = load_checkpoint(TINY)
@@ -133,11 +136,22 @@ def test_wrong_shape_is_refused(tmp_path):
 
 
 def test_hub_name_offline_fails_at_once_with_the_fix(tmp_path, monkeypatch, capsys):
+    """Offline: the fix, and not one connection attempted (asserted directly, not by timing)."""
+    import socket
+
+    attempts: list = []
+
+    def no_network(*args, **_kwargs):
+        attempts.append(args[1:] if args else ())
+        raise OSError("network use in an offline test")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # empty cache
-    start = time.perf_counter()
     rc = cli_main(["export", "small", "--out", str(tmp_path / "out")])
-    assert time.perf_counter() - start < 30  # import time only, never network retries
+    assert attempts == []
     assert rc == 2
     assert capsys.readouterr().err.strip() == (
         "pulpie-rt export: cannot fetch 'feyninc/pulpie-orange-small' for model 'small': "
@@ -307,9 +321,11 @@ def test_chunk_selection_and_mixed_batches():
 
 @pytest.mark.skipif(detect_gpu() is not None, reason="this machine has an NVIDIA GPU")
 def test_engine_without_gpu_exits_at_once_with_the_onnx_fallback(fp32_bundle, capsys):
-    start = time.perf_counter()
+    """At once: seconds of this process's CPU time, not wall time (a loaded machine stretches
+    that); building an engine would take minutes of it."""
+    start = time.process_time()
     rc = cli_main(["engine", str(fp32_bundle), "--gpu", "l4"])
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert rc == 3
     assert capsys.readouterr().err.strip() == (
         "pulpie-rt engine: no NVIDIA GPU found; TensorRT engines are built on the GPU type "

@@ -37,6 +37,11 @@ def test_golden_file_matches_the_tiny_checkpoint():
 
 
 def test_labels_and_markdown_match_reference(extractor):
+    """Our ONNX Runtime labels against the golden file the reference (PyTorch) recorded on
+    another run: two float32 implementations, so agreement is required to 99.9% of blocks, not
+    bitwise. On these 56 pages the smallest |SEP margin| is 6.2e-3, over 300 times the
+    largest ORT-vs-PyTorch logit difference measured (1.8e-5), so another CPU's kernels do not
+    move a label either."""
     pages = small_dev_pages()
     assert len(pages) >= 50
     golden = golden_labels()["pages"]
@@ -117,3 +122,20 @@ def test_checkpoint_directory_is_exported_once_into_the_cache(tmp_path, monkeypa
     again = resolve_model(TINY_CHECKPOINT, verify_export=False)
     assert again.bundle.path == first.bundle.path
     assert manifest.stat().st_mtime_ns == stamp  # reused, not exported again
+
+
+def test_a_checkpoint_without_the_export_extra_says_how_to_get_it(monkeypatch, tmp_path):
+    """In the run environment (no torch) a model that must be exported first fails at once,
+    naming the extra, instead of a child process's ModuleNotFoundError."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: (
+        None if name == "torch" else real_find_spec(name, *args)))
+    monkeypatch.setenv("PULPIE_RT_CACHE", str(tmp_path))  # nothing exported yet
+    with pytest.raises(ModelError) as err:
+        resolve_model(TINY_CHECKPOINT)
+    assert str(err.value) == (
+        f"{TINY_CHECKPOINT}: exporting a checkpoint to ONNX needs the export extra (torch "
+        "missing here): pip install 'pulpie-rt[export]' (`make run MODEL=...` installs it), or "
+        "pass a bundle directory")

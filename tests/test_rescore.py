@@ -41,6 +41,8 @@ def trained(tmp_path_factory):
 
 
 def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
+    """Two implementations (LightGBM in double, the ONNX tree ensemble in float32), compared
+    on this machine: the tolerances are the float32 conversion's, on any CPU."""
     booster, path, x, check, _ = trained
     assert check["rows"] == 500 and check["rows_off_by_over_1e-4"] == 0
     assert check["max_abs_probability_difference"] < 1e-5
@@ -126,6 +128,9 @@ def test_predict_pages_decides_by_the_rescorers_scores():
 
 
 def test_the_same_recipe_gives_a_byte_identical_rescorer(trained, tmp_path):
+    """Byte-identical ONNX file from the same data and recipe, both fits on this machine in
+    this process (one thread). Across CPUs the histogram sums LightGBM splits on may differ in
+    the last bits, so no cross-machine claim is made."""
     from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
 
     _, path, x, _, y = trained

@@ -61,6 +61,10 @@ def test_training_chunks_are_the_runtime_chunks_with_one_label_per_sep():
 
 
 def test_training_is_seeded():
+    """Same seed, same recipe: bitwise identical weights, both runs on this machine in this
+    process (one thread, the same kernels). Nothing is claimed across CPUs: the training
+    matmuls and reductions run ISA-specific kernels, so another CPU's weights may differ in the
+    last bits (``make default-model``'s byte-identical rerun is a same-machine claim too)."""
     pytest.importorskip("torch")
     tokenizer = load_tokenizer(tiny_bundle())
     blocks = [f'<li _item_id="{i}">item {i}</li>' for i in range(40)]
@@ -79,6 +83,8 @@ def test_training_is_seeded():
 
 
 def test_second_phase_from_a_saved_first_phase_equals_both_phases_in_one_run(tmp_path):
+    """Bitwise identical on this machine (both runs in this process; saving and loading
+    float32 weights is exact); a same-machine claim like ``test_training_is_seeded``."""
     pytest.importorskip("torch")
     from transformers import EuroBertForTokenClassification
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -34,6 +35,8 @@ DEFAULT_MODEL = "default"
 MODEL_ENV = "PULPIE_RT_MODEL"
 ENGINE_SUFFIXES = (".engine", ".plan")
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+# what ``pulpie-rt export`` imports (the ``export`` extra); the runtime itself needs none of them
+EXPORT_MODULES = ("torch", "transformers", "onnx")
 
 
 class ModelError(ValueError):
@@ -86,6 +89,11 @@ def export_checkpoint(path: Path, verify: bool = True) -> Path:
     out = cache_dir() / "bundles" / checkpoint_key(path)[:20]
     if is_bundle(out):
         return out
+    missing = [name for name in EXPORT_MODULES if importlib.util.find_spec(name) is None]
+    if missing:  # the run environment (make run) has no torch unless a MODEL needs it
+        raise ModelError(f"{path}: exporting a checkpoint to ONNX needs the export extra "
+                         f"({', '.join(missing)} missing here): pip install 'pulpie-rt[export]' "
+                         f"(`make run MODEL=...` installs it), or pass a bundle directory")
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + f".tmp-{os.getpid()}")
     command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(path), "--out", str(partial)]
