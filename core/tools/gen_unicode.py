@@ -40,7 +40,7 @@ def classes_from_ucd() -> bytearray:
     try:
         import unicodedata2 as ucd
     except ImportError:
-        sys.exit(f"needs unicodedata2=={UNICODE_VERSION}: pip install unicodedata2=={UNICODE_VERSION}")
+        sys.exit(f"needs unicodedata2: pip install unicodedata2=={UNICODE_VERSION}")
     if ucd.unidata_version != UNICODE_VERSION:
         sys.exit(f"unicodedata2 is Unicode {ucd.unidata_version}, this table follows "
                  f"{UNICODE_VERSION}: pip install unicodedata2=={UNICODE_VERSION}")
@@ -68,7 +68,8 @@ def classes_from_oniguruma() -> bytearray:
     for bit, pattern in ((LETTER, r"\p{L}"), (NUMBER, r"\p{N}"), (WHITE_SPACE, r"\s")):
         matched = bytearray(b"\x01") * len(code_points)
         # "removed" keeps what does not match, with character offsets
-        for _piece, (start, end) in pre_tokenizers.Split(Regex(pattern), "removed").pre_tokenize_str(text):
+        split = pre_tokenizers.Split(Regex(pattern), "removed")
+        for _piece, (start, end) in split.pre_tokenize_str(text):
             matched[start:end] = bytes(end - start)
         for index, hit in enumerate(matched):
             if hit:
