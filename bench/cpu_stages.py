@@ -238,7 +238,7 @@ def run_cpu_stages(pages: Sequence[dict], checkpoint: Path | None = None, repeat
             llama3 = _llama3_checkpoint()
             plan["tokenize_pack_llama3"] = ([p["simplified"] for p in prepared],
                                             ours_tokenize_pack(llama3), ref_tokenize_pack(llama3))
-        except ImportError as exc:
+        except (ImportError, FileNotFoundError) as exc:
             skipped["tokenize_pack_llama3"] = str(exc)
     if ours_tp is not None:
         plan["tokenize_pack"] = ([p["simplified"] for p in prepared], ours_tp, ref_tp)

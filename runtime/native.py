@@ -357,13 +357,15 @@ class CoreTokenizer:
             reason = out.reason.decode("utf-8", "replace") if out.reason else ""
             raise RuntimeError(f"core tokenizer failed (status {status}): {reason}")
         try:
-            flat = memoryview((ctypes.c_uint32 * out.len).from_address(out.ptr)).cast("B")
-            flat = flat.cast("I").tolist()
+            # the buffer: each text's end, then all ids (see lib.rs, TokenIdsOutput)
+            flat = memoryview((ctypes.c_uint32 * out.len).from_address(out.ptr))
+            flat = flat.cast("B").cast("I")
+            n = len(texts)
+            ids, start = [], n
+            for end in flat[:n].tolist():
+                ids.append(flat[start:n + end].tolist())
+                start = n + end
+            return ids
         finally:
+            flat = None  # no view may outlive the buffer
             self._lib.pulpie_rt_free_u32(out.ptr, out.len)
-        n = len(texts)
-        ids, start = [], n
-        for end in flat[:n]:
-            ids.append(flat[start:n + end])
-            start = n + end
-        return ids

@@ -359,8 +359,9 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
         let mut loaded = match (json, path) {
             (Some(json), _) => tokenizer::Tokenizer::from_json(json)?,
             (None, Some(path)) => {
-                let path = std::str::from_utf8(path).map_err(|_| "the path is not UTF-8")?;
-                let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+                let path = path_of(path)?;
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 tokenizer::Tokenizer::from_json(&bytes)?
             }
             (None, None) => return Err("neither JSON nor a path".into()),
@@ -383,6 +384,19 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
     };
     (out.error_ptr, out.error_len) = leak(message);
     status
+}
+
+/// A file path from its bytes (any bytes on Unix, as the OS takes them; UTF-8 elsewhere).
+fn path_of(bytes: &[u8]) -> Result<std::path::PathBuf, String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::ffi::OsStr::from_bytes(bytes).into())
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes).map(Into::into).map_err(|_| "the path is not UTF-8".into())
+    }
 }
 
 /// # Safety
