@@ -206,6 +206,18 @@ def test_no_tokenizers_import_at_run_time(core):
     assert out.stdout.strip() == "False"
 
 
+def test_without_the_core_the_library_encodes_the_same(core):
+    code = ("from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer, sep_id\n"
+            f"tokenizer = load_tokenizer({str(TINY_CHECKPOINT)!r})\n"
+            "print(type(tokenizer).__module__, sep_id(tokenizer))\n"
+            f"print(encode_blocks(tokenizer, {list(EDGE_CASES[:40])!r}))")
+    env = {**os.environ, native.PURE_PYTHON_ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert out[0] == "tokenizers 4"
+    assert out[1] == repr(encode_blocks(load_tokenizer(TINY_CHECKPOINT), list(EDGE_CASES[:40])))
+
+
 UNSUPPORTED = [
     (lambda t: t.update(normalizer={"type": "NFC"}),
      'normalizer "NFC" is not supported (only null)'),
