@@ -135,10 +135,10 @@ def compare(tokenizer_path: Path, sources: Iterable[tuple[str, list[tuple[str, l
     """The core vs ``tokenizers`` on every text of every source ``(label, [(where, texts)])``."""
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.constants import SEP_TOKEN
-    from pulpie_rt.runtime.stages.tokens import _library_tokenizer, encode_blocks
+    from pulpie_rt.runtime.stages.tokens import encode_blocks, library_tokenizer
 
     ours = native.CoreTokenizer(tokenizer_path, ensure_specials=(SEP_TOKEN,))
-    theirs = _library_tokenizer(tokenizer_path)
+    theirs = library_tokenizer(tokenizer_path)
     results = []
     for label, groups in sources:
         comparison = Comparison(label)

@@ -26,8 +26,8 @@ from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.tokens import (
     SEP_TOKEN,
-    _library_tokenizer,
     encode_blocks,
+    library_tokenizer,
     load_tokenizer,
     sep_id,
 )
@@ -124,7 +124,7 @@ def core_tokenizer_files(core, tokenizer_dirs) -> list[Path]:
 
 
 def _library_ids(path: Path, texts: list[str]) -> list[list[int]]:
-    library = _library_tokenizer(path)
+    library = library_tokenizer(path)
     return [e.ids for e in library.encode_batch_fast(texts, add_special_tokens=False)]
 
 
@@ -137,7 +137,7 @@ def test_core_ids_equal_tokenizers_on_dev_blocks(core):
     pages = [extract_blocks(simple)[0] for _id, simple, _map in simplified()]
     for path in (TINY_CHECKPOINT / "tokenizer.json", DEFAULT_MODEL_TOKENIZER):
         ours = load_tokenizer(path)
-        library = _library_tokenizer(path)
+        library = library_tokenizer(path)
         assert ours.token_to_id(SEP_TOKEN) == library.token_to_id(SEP_TOKEN)
         n = 0
         for blocks in pages:
@@ -168,7 +168,7 @@ def test_sep_added_after_the_vocabulary_when_missing(core):
     llama3 = llama3_tokenizer_path()
     if llama3 is not None:
         assert sep_id(load_tokenizer(llama3)) == 128256
-        assert _library_tokenizer(llama3).token_to_id(SEP_TOKEN) == 128256
+        assert library_tokenizer(llama3).token_to_id(SEP_TOKEN) == 128256
 
 
 def test_lone_surrogates_raise(core):

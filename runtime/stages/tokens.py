@@ -40,11 +40,13 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         raise FileNotFoundError(f"tokenizer file not found: {path}")
     if native.available():
         return native.CoreTokenizer(path, ensure_specials=(SEP_TOKEN,))
-    return _library_tokenizer(path)
+    return library_tokenizer(path)
 
 
-def _library_tokenizer(path: Path) -> Tokenizer:
-    """The same tokenizer from the ``tokenizers`` library (where the core is absent)."""
+def library_tokenizer(path: str | Path) -> Tokenizer:
+    """The same tokenizer from the ``tokenizers`` library, set up as the reference sets it up:
+    the runtime's tokenizer where the core is absent, and the core's oracle in the parity
+    command and the tests."""
     from tokenizers import AddedToken
     from tokenizers import Tokenizer as LibraryTokenizer
 
@@ -69,8 +71,9 @@ def sep_id(tokenizer: Tokenizer) -> int:
 def encode_blocks(tokenizer: Tokenizer, blocks: list[str]) -> list[list[int]]:
     """Token ids of each block, no special tokens added, in one call for the page.
 
-    A block holding a lone surrogate (possible in a Python string, never in UTF-8) raises
-    ``UnicodeEncodeError`` on both paths, as it does in the reference's tokenizer."""
+    A block holding a lone surrogate (possible in a Python string, never in UTF-8) fails the
+    page, as it does in the reference's tokenizer: ``UnicodeEncodeError`` on the core, a
+    ``TypeError`` from the ``tokenizers`` library."""
     if not blocks:
         return []
     if isinstance(tokenizer, native.CoreTokenizer):
