@@ -291,6 +291,8 @@ def _declare_tokenizer(lib: ctypes.CDLL) -> None:
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
     ]
     lib.pulpie_rt_tokenizer_token_to_id.restype = ctypes.c_int64
+    lib.pulpie_rt_tokenizer_vocab_size.argtypes = [ctypes.c_void_p, ctypes.c_uint8]
+    lib.pulpie_rt_tokenizer_vocab_size.restype = ctypes.c_uint64
     lib.pulpie_rt_tokenizer_encode.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64),
         ctypes.c_size_t, ctypes.POINTER(_TokenIdsOutput),
@@ -339,6 +341,10 @@ class CoreTokenizer:
         data = token.encode("utf-8")
         found = self._lib.pulpie_rt_tokenizer_token_to_id(self._handle, data, len(data))
         return None if found < 0 else found
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        """How many tokens there are, as ``tokenizers.Tokenizer.get_vocab_size`` counts them."""
+        return self._lib.pulpie_rt_tokenizer_vocab_size(self._handle, with_added_tokens)
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text, no special tokens added, in one call.

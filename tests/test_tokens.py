@@ -154,6 +154,13 @@ def test_core_ids_equal_tokenizers_on_edge_cases(core_tokenizer_files):
         assert encode_blocks(load_tokenizer(path), texts) == _library_ids(path, texts), path
 
 
+def test_vocab_size_as_tokenizers_counts_it(core_tokenizer_files):
+    for path in [TINY_CHECKPOINT / "tokenizer.json", *core_tokenizer_files]:
+        ours, library = load_tokenizer(path), library_tokenizer(path)
+        for with_added in (True, False):
+            assert ours.get_vocab_size(with_added) == library.get_vocab_size(with_added), path
+
+
 def test_literal_special_tokens_in_text(core_tokenizer_files):
     for path in core_tokenizer_files:
         ours = load_tokenizer(path)

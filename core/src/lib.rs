@@ -429,6 +429,22 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_token_to_id(
     .unwrap_or(-2)
 }
 
+/// `tokenizers`' `get_vocab_size(with_added_tokens)`: the model vocabulary's size, plus the
+/// added tokens it does not hold when `with_added_tokens` is nonzero (0 after a panic).
+///
+/// # Safety
+/// `handle` is a live tokenizer.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_vocab_size(
+    handle: *const tokenizer::Tokenizer,
+    with_added_tokens: u8,
+) -> u64 {
+    install_panic_hook();
+    let tokenizer = &*handle;
+    catch_unwind(AssertUnwindSafe(|| tokenizer.vocab_size(with_added_tokens != 0) as u64))
+        .unwrap_or(0)
+}
+
 #[repr(C)]
 pub struct TokenIdsOutput {
     /// one buffer: for each of the n texts the end of its ids, then all ids (text i's ids are

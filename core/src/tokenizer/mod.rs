@@ -54,6 +54,12 @@ pub struct Tokenizer {
     normalized_trie: TokenTrie,
 }
 
+// one tokenizer serves several threads at once (the C ABI hands out one handle)
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Tokenizer>()
+};
+
 type Res<T> = Result<T, String>;
 
 fn field<'v>(value: &'v Value, key: &str, within: &str) -> Res<&'v Value> {
@@ -133,6 +139,17 @@ impl Tokenizer {
     /// The id of a token: an added token's, else the model vocabulary's.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         self.added_ids.get(token).or_else(|| self.vocab.get(token)).copied()
+    }
+
+    /// How many tokens there are, as `tokenizers`' `get_vocab_size` counts them: the model
+    /// vocabulary's, and with `with_added_tokens` the added tokens it does not hold too.
+    pub fn vocab_size(&self, with_added_tokens: bool) -> usize {
+        let added = if with_added_tokens {
+            self.added_ids.keys().filter(|token| !self.vocab.contains_key(*token)).count()
+        } else {
+            0
+        };
+        self.vocab.len() + added
     }
 
     /// Adds `content` as a special token (not normalized) unless the tokenizer already has a
@@ -442,6 +459,7 @@ mod tests {
         let mut t = Tokenizer::from_json(tiny(BYTE_LEVEL, added).as_bytes()).unwrap();
         // the written id 9 is not read: a new added token comes after the 7-token vocabulary
         assert_eq!(t.token_to_id("<x>"), Some(7));
+        assert_eq!((t.vocab_size(false), t.vocab_size(true)), (7, 8));
         assert_eq!(ids(&t, "ab ab<x>c"), [4, 5, 7, 2]);
         assert_eq!(ids(&t, ""), Vec::<u32>::new());
         assert_eq!(t.ensure_special_token("<|sep|>"), Some(8));
