@@ -309,7 +309,7 @@ def cpu_stages_table(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from pulpie_rt.bench.harness import bench_pages
+    from pulpie_rt.eval.pages import bench_pages
 
     parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.cpu_stages",
                                      description=__doc__.split("\n")[0])
