@@ -62,7 +62,7 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 # setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
 # rebuilt here whenever its sources change. Both environments' editable installs load the
 # same library file (runtime/_core_rs*.so).
-CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs)
+CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs core/src/*/*.rs)
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
 	$(PIP) install -q --no-deps -e .

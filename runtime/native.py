@@ -19,6 +19,7 @@ inside it also fall back to Python, page by page.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from pathlib import Path
 __all__ = [
     "LIBRARY_ENV", "PURE_PYTHON_ENV", "available", "extract_main_html",
     "RawPageScan", "library_path", "scan_raw_page", "simplify_serialized",
+    "CoreTokenizer", "TokenizerLoadError",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -110,6 +112,7 @@ def _library() -> ctypes.CDLL | None:
                 ctypes.POINTER(_TextOutput),
             ]
             lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
+            _declare_tokenizer(lib)
         _LIBRARY_CACHE.append(lib)
     return _LIBRARY_CACHE[0]
 
@@ -255,3 +258,120 @@ def simplify_reason(serialized: str) -> str | None:
     if lib is None:
         return "no compiled core"
     return _reason(lib, *_simplify(serialized, 500, 0))
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+class _TokenizerLoadOutput(ctypes.Structure):
+    _fields_ = [
+        ("handle", ctypes.c_void_p),
+        ("error_ptr", ctypes.c_void_p),
+        ("error_len", ctypes.c_size_t),
+    ]
+
+
+class _TokenIdsOutput(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+def _declare_tokenizer(lib: ctypes.CDLL) -> None:
+    lib.pulpie_rt_tokenizer_load.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TokenizerLoadOutput),
+    ]
+    lib.pulpie_rt_tokenizer_load.restype = ctypes.c_int32
+    lib.pulpie_rt_tokenizer_free.argtypes = [ctypes.c_void_p]
+    lib.pulpie_rt_tokenizer_free.restype = None
+    lib.pulpie_rt_tokenizer_token_to_id.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+    ]
+    lib.pulpie_rt_tokenizer_token_to_id.restype = ctypes.c_int64
+    lib.pulpie_rt_tokenizer_vocab_size.argtypes = [ctypes.c_void_p, ctypes.c_uint8]
+    lib.pulpie_rt_tokenizer_vocab_size.restype = ctypes.c_uint64
+    lib.pulpie_rt_tokenizer_encode.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64),
+        ctypes.c_size_t, ctypes.POINTER(_TokenIdsOutput),
+    ]
+    lib.pulpie_rt_tokenizer_encode.restype = ctypes.c_int32
+    lib.pulpie_rt_free_u32.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.pulpie_rt_free_u32.restype = None
+
+
+class TokenizerLoadError(ValueError):
+    """A ``tokenizer.json`` the core cannot load: unreadable, not JSON, or a configuration it
+    does not support (the message names it)."""
+
+
+class CoreTokenizer:
+    """The compiled core's byte-level BPE tokenizer (``core/src/tokenizer``): the ids of
+    ``tokenizers.Tokenizer.encode_batch_fast(texts, add_special_tokens=False)``.
+
+    Immutable once loaded: threads may share one (each call releases the GIL)."""
+
+    def __init__(self, path: str | Path, ensure_specials: tuple[str, ...] = ()) -> None:
+        """From a ``tokenizer.json`` file; each of ``ensure_specials`` is added as a special
+        token where the tokenizer has no token of that content."""
+        lib = _library()
+        if lib is None:
+            raise RuntimeError("the compiled core is not available")
+        self._lib = lib
+        self._handle = None
+        path_bytes = os.fsencode(path)
+        specials = "\n".join(ensure_specials).encode("utf-8")
+        out = _TokenizerLoadOutput()
+        status = lib.pulpie_rt_tokenizer_load(None, 0, path_bytes, len(path_bytes), specials,
+                                              len(specials), ctypes.byref(out))
+        if status != 0:
+            message = _take(lib, out.error_ptr, out.error_len)
+            raise TokenizerLoadError(f"{path}: {message}")
+        self._handle = out.handle
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None):
+            self._lib.pulpie_rt_tokenizer_free(self._handle)
+            self._handle = None
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of ``token`` (an added token's, else the vocabulary's), or None."""
+        data = token.encode("utf-8")
+        found = self._lib.pulpie_rt_tokenizer_token_to_id(self._handle, data, len(data))
+        return None if found < 0 else found
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        """How many tokens there are, as ``tokenizers.Tokenizer.get_vocab_size`` counts them."""
+        return self._lib.pulpie_rt_tokenizer_vocab_size(self._handle, with_added_tokens)
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, no special tokens added, in one call.
+
+        A text holding a lone surrogate cannot be UTF-8 and raises ``UnicodeEncodeError``,
+        as ``tokenizers`` does (its Rust strings cannot hold one either)."""
+        if not texts:
+            return []
+        encoded = [text.encode("utf-8") for text in texts]
+        ends = (ctypes.c_uint64 * len(encoded))(*itertools.accumulate(map(len, encoded)))
+        data = b"".join(encoded)
+        out = _TokenIdsOutput()
+        status = self._lib.pulpie_rt_tokenizer_encode(self._handle, data, len(data), ends,
+                                                      len(encoded), ctypes.byref(out))
+        if status != 0:
+            reason = out.reason.decode("utf-8", "replace") if out.reason else ""
+            raise RuntimeError(f"core tokenizer failed (status {status}): {reason}")
+        try:
+            # the buffer: each text's end, then all ids (see lib.rs, TokenIdsOutput)
+            flat = memoryview((ctypes.c_uint32 * out.len).from_address(out.ptr))
+            flat = flat.cast("B").cast("I")
+            n = len(texts)
+            ids, start = [], n
+            for end in flat[:n].tolist():
+                ids.append(flat[start:n + end].tolist())
+                start = n + end
+            return ids
+        finally:
+            flat = None  # no view may outlive the buffer
+            self._lib.pulpie_rt_free_u32(out.ptr, out.len)

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from pulpie_rt.bench import check, gate_worker
-from pulpie_rt.bench.cpu_stages import STAGES, parse_slowdown, run_cpu_stages
+from pulpie_rt.bench.cpu_stages import STAGES, main, parse_slowdown, run_cpu_stages
 from pulpie_rt.bench.flops import (
     ORANGE_SMALL_SHAPE,
     chunk_flops,
@@ -255,6 +255,14 @@ def test_cpu_stage_report_schema(small_real_pages):
                                              / row["ref_pages_per_cpu_s"])
         assert row["errors"] == {"ours": 0, "ref": 0}
         assert row["same_output_pages"] == 3  # ours equals the reference on real pages
+
+
+def test_cpu_stages_command_prints_ours_beside_the_reference(capsys):
+    assert main(["--stages", "tokenize_pack", "--pages", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "ours p/s/core  ref p/s/core" in table
+    assert [line.split()[-1] for line in table.splitlines()
+            if line.startswith("tokenize_pack ")] == ["2/2"]
 
 
 def test_gpu_side_figures_and_projected_price_table():

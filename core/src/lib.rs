@@ -5,13 +5,18 @@
 //! out (`runtime/reconstruct.py`). The Python code stays the specification: tests compare
 //! the two on every real page (`runtime/native.py` loads this library).
 //!
+//! The byte-level BPE tokenizer of `runtime/stages/tokens.py` is here too (`tokenizer`, with the JSON
+//! reader it loads `tokenizer.json` with, `json`): its ids equal the `tokenizers` library's.
+//!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
 //! runs the Python implementation too, so one page never takes the process down), 3 the raw
 //! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
 
+pub mod json;
 mod reconstruct;
 mod simplify;
+pub mod tokenizer;
 mod tree;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -309,5 +314,202 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
             0
         }
         Err(status) => status,
+    }
+}
+
+// ---------------------------------------------------------------- tokenizer
+
+#[repr(C)]
+pub struct TokenizerLoadOutput {
+    /// the tokenizer (status 0), released with `pulpie_rt_tokenizer_free`
+    pub handle: *mut tokenizer::Tokenizer,
+    /// why loading failed (status 1 or 2), UTF-8, released with `pulpie_rt_free`
+    pub error_ptr: *mut u8,
+    pub error_len: usize,
+}
+
+/// Loads a tokenizer from the content of a `tokenizer.json` (`json`), or from the file at
+/// `path` when `json` is null. `ensure_specials` lists tokens, one per line, to add as special
+/// tokens where the tokenizer has no token of that content (`runtime/stages/tokens.py` passes
+/// `<|sep|>`). Status: 0 done, 1 the file cannot be read or is not a tokenizer this core
+/// supports (the message says why), 2 a panic (its message). The tokenizer is immutable:
+/// several threads may encode with one handle at once.
+///
+/// # Safety
+/// `json` (or `path`) and `ensure_specials` point to that many bytes (UTF-8 for the path and
+/// the specials); `out` to a writable `TokenizerLoadOutput`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
+    json: *const u8,
+    json_len: usize,
+    path: *const u8,
+    path_len: usize,
+    ensure_specials: *const u8,
+    specials_len: usize,
+    out: *mut TokenizerLoadOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TokenizerLoadOutput { handle: std::ptr::null_mut(), error_ptr: std::ptr::null_mut(), error_len: 0 };
+    let json = (!json.is_null()).then(|| std::slice::from_raw_parts(json, json_len));
+    let path = (!path.is_null()).then(|| std::slice::from_raw_parts(path, path_len));
+    let specials = std::slice::from_raw_parts(ensure_specials, specials_len);
+    let loaded = catch_unwind(|| -> Result<tokenizer::Tokenizer, String> {
+        let specials = std::str::from_utf8(specials).map_err(|_| "ensure_specials is not UTF-8")?;
+        let mut loaded = match (json, path) {
+            (Some(json), _) => tokenizer::Tokenizer::from_json(json)?,
+            (None, Some(path)) => {
+                let path = path_of(path)?;
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                tokenizer::Tokenizer::from_json(&bytes)?
+            }
+            (None, None) => return Err("neither JSON nor a path".into()),
+        };
+        for special in specials.split('\n').filter(|s| !s.is_empty()) {
+            loaded.ensure_special_token(special);
+        }
+        Ok(loaded)
+    });
+    let (status, message) = match loaded {
+        Ok(Ok(loaded)) => {
+            out.handle = Box::into_raw(Box::new(loaded));
+            return 0;
+        }
+        Ok(Err(message)) => (1, message),
+        Err(_) => (2, PANIC_MESSAGE.with(|m| {
+            let m = m.borrow();
+            String::from_utf8_lossy(&m[..m.len().saturating_sub(1)]).into_owned()
+        })),
+    };
+    (out.error_ptr, out.error_len) = leak(message);
+    status
+}
+
+/// A file path from its bytes (any bytes on Unix, as the OS takes them; UTF-8 elsewhere).
+fn path_of(bytes: &[u8]) -> Result<std::path::PathBuf, String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::ffi::OsStr::from_bytes(bytes).into())
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes).map(Into::into).map_err(|_| "the path is not UTF-8".into())
+    }
+}
+
+/// # Safety
+/// `handle` comes from `pulpie_rt_tokenizer_load` (or is null), freed once, when no other
+/// thread uses it.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_free(handle: *mut tokenizer::Tokenizer) {
+    if !handle.is_null() {
+        drop(Box::from_raw(handle));
+    }
+}
+
+/// The id of `token` (an added token's, else the vocabulary's); -1 if it has none, -2 after a
+/// panic.
+///
+/// # Safety
+/// `handle` is a live tokenizer; `token` points to `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_token_to_id(
+    handle: *const tokenizer::Tokenizer,
+    token: *const u8,
+    len: usize,
+) -> i64 {
+    install_panic_hook();
+    let tokenizer = &*handle;
+    let token = std::slice::from_raw_parts(token, len);
+    catch_unwind(AssertUnwindSafe(|| {
+        std::str::from_utf8(token).ok().and_then(|t| tokenizer.token_to_id(t)).map_or(-1, i64::from)
+    }))
+    .unwrap_or(-2)
+}
+
+/// `tokenizers`' `get_vocab_size(with_added_tokens)`: the model vocabulary's size, plus the
+/// added tokens it does not hold when `with_added_tokens` is nonzero (0 after a panic).
+///
+/// # Safety
+/// `handle` is a live tokenizer.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_vocab_size(
+    handle: *const tokenizer::Tokenizer,
+    with_added_tokens: u8,
+) -> u64 {
+    install_panic_hook();
+    let tokenizer = &*handle;
+    catch_unwind(AssertUnwindSafe(|| tokenizer.vocab_size(with_added_tokens != 0) as u64))
+        .unwrap_or(0)
+}
+
+#[repr(C)]
+pub struct TokenIdsOutput {
+    /// one buffer: for each of the n texts the end of its ids, then all ids (text i's ids are
+    /// `ptr[n + end(i-1) .. n + end(i)]`); released with `pulpie_rt_free_u32`
+    pub ptr: *mut u32,
+    pub len: usize,
+    /// static, NUL-terminated reason for status 1 (or the panic message for status 2)
+    pub reason: *const u8,
+}
+
+/// Token ids of `n_texts` texts (a page's blocks) in one call: `texts` holds them one after
+/// another as UTF-8, `text_ends[i]` is the byte offset where text i ends. No special tokens
+/// are added. Status codes: 0 done, 1 invalid input (`reason`), 2 a panic.
+///
+/// # Safety
+/// `handle` is a live tokenizer; `texts` points to `texts_len` bytes, `text_ends` to
+/// `n_texts` offsets; `out` to a writable `TokenIdsOutput`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_encode(
+    handle: *const tokenizer::Tokenizer,
+    texts: *const u8,
+    texts_len: usize,
+    text_ends: *const u64,
+    n_texts: usize,
+    out: *mut TokenIdsOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TokenIdsOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let tokenizer = &*handle;
+    let bytes = std::slice::from_raw_parts(texts, texts_len);
+    let ends = std::slice::from_raw_parts(text_ends, n_texts);
+    let encoded = run(&mut out.reason, || {
+        let all = std::str::from_utf8(bytes).map_err(|_| tree::Unsupported("not UTF-8"))?;
+        let mut texts = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for &end in ends {
+            let end = usize::try_from(end).unwrap_or(usize::MAX);
+            if end < start || end > all.len() || !all.is_char_boundary(end) {
+                return Err(tree::Unsupported("text ends out of order or inside a character"));
+            }
+            texts.push(&all[start..end]);
+            start = end;
+        }
+        let (ids, id_ends) = tokenizer.encode_all(texts);
+        let mut buffer = id_ends;
+        buffer.extend_from_slice(&ids);
+        Ok(buffer)
+    });
+    match encoded {
+        Ok(buffer) => {
+            let boxed = buffer.into_boxed_slice();
+            out.len = boxed.len();
+            out.ptr = Box::into_raw(boxed) as *mut u32;
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// # Safety
+/// `ptr`/`len` come from a `TokenIdsOutput`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_free_u32(ptr: *mut u32, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
     }
 }

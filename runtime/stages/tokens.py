@@ -1,32 +1,56 @@
-"""Tokens: encode blocks with the bundle's ``tokenizer.json`` via ``tokenizers`` (no transformers).
+"""Tokens: encode blocks with the bundle's ``tokenizer.json`` on the compiled core's byte-level
+BPE tokenizer (``core/src/tokenizer``; no transformers, no ``tokenizers`` at run time).
 
 Ids must equal the reference's ``AutoTokenizer.encode(block, add_special_tokens=False)``:
 
 - the reference adds ``<|sep|>`` as an *added special token* when the vocabulary lacks it, so a
   literal ``<|sep|>`` in page text becomes the SEP id there; ``load_tokenizer`` does the same;
-- transformers turns off any truncation/padding stored in ``tokenizer.json`` before encoding,
-  so we do too.
+- transformers turns off any truncation/padding stored in ``tokenizer.json`` before encoding;
+  the core never applies them.
+
+The core's ids are those of ``tokenizers.Tokenizer.encode_batch_fast`` configured that way,
+on every block of the dev and train pages for our tokenizers (``python -m
+pulpie_rt.parity.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
+another model or pre-tokenizer) is refused with a message that names what. Without the
+compiled core (no Rust toolchain at install, or ``PULPIE_RT_PURE_PYTHON=1``) the
+``tokenizers`` library encodes instead, configured as above.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from tokenizers import AddedToken, Tokenizer
-
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.constants import SEP_TOKEN
 
 TOKENIZER_FILE = "tokenizer.json"
 
+# what load_tokenizer returns: a native.CoreTokenizer, or a tokenizers.Tokenizer without the core
+Tokenizer = Any
+
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """A ``tokenizers.Tokenizer`` from a ``tokenizer.json`` file or a directory holding one."""
+    """The tokenizer of a ``tokenizer.json`` file or a directory holding one; it has
+    ``token_to_id(token) -> int | None`` and goes to ``encode_blocks``."""
     path = Path(path)
     if path.is_dir():
         path = path / TOKENIZER_FILE
     if not path.is_file():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
-    tokenizer = Tokenizer.from_file(str(path))
+    if native.available():
+        return native.CoreTokenizer(path, ensure_specials=(SEP_TOKEN,))
+    return library_tokenizer(path)
+
+
+def library_tokenizer(path: str | Path) -> Tokenizer:
+    """The same tokenizer from the ``tokenizers`` library, set up as the reference sets it up:
+    the runtime's tokenizer where the core is absent, and the core's oracle in the parity
+    command and the tests."""
+    from tokenizers import AddedToken
+    from tokenizers import Tokenizer as LibraryTokenizer
+
+    tokenizer = LibraryTokenizer.from_file(str(path))
     tokenizer.no_truncation()
     tokenizer.no_padding()
     if tokenizer.token_to_id(SEP_TOKEN) is None:
@@ -45,10 +69,15 @@ def sep_id(tokenizer: Tokenizer) -> int:
 
 
 def encode_blocks(tokenizer: Tokenizer, blocks: list[str]) -> list[list[int]]:
-    """Token ids of each block, no special tokens added, in one batch call."""
+    """Token ids of each block, no special tokens added, in one call for the page.
+
+    A block holding a lone surrogate (possible in a Python string, never in UTF-8) fails the
+    page, as it does in the reference's tokenizer: ``UnicodeEncodeError`` on the core, a
+    ``TypeError`` from the ``tokenizers`` library."""
     if not blocks:
         return []
-    # encode_batch_fast (tokenizers >= 0.21) gives the same ids without computing offsets,
-    # which we never read: about a quarter less time on real pages.
+    if isinstance(tokenizer, native.CoreTokenizer):
+        return tokenizer.encode(blocks)
+    # encode_batch_fast (tokenizers >= 0.21) gives the same ids without computing offsets
     encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
     return [enc.ids for enc in encode(blocks, add_special_tokens=False)]
