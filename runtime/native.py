@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "PURE_PYTHON_ENV", "available", "extract_main_html",
-    "RawPageScan", "library_path", "scan_raw_page", "simplify_serialized",
+    "LIBRARY_ENV", "PURE_PYTHON_ENV", "SpecificationRaises", "available", "extract_main_html",
+    "RawPageScan", "library_path", "markdown", "scan_raw_page", "simplify_serialized", "text",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -110,6 +110,12 @@ def _library() -> ctypes.CDLL | None:
                 ctypes.POINTER(_TextOutput),
             ]
             lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
+            for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
+                function = getattr(lib, name, None)  # absent from a library built before them
+                if function is not None:
+                    function.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.POINTER(_TextOutput)]
+                    function.restype = ctypes.c_int32
         _LIBRARY_CACHE.append(lib)
     return _LIBRARY_CACHE[0]
 
@@ -255,3 +261,55 @@ def simplify_reason(serialized: str) -> str | None:
     if lib is None:
         return "no compiled core"
     return _reason(lib, *_simplify(serialized, 500, 0))
+
+
+# ── Markdown and plain text ───────────────────────────────────────────────────────────────
+
+_STATUS_SPEC_RAISES = 4
+# the exceptions the Markdown specification can raise (html.parser, int(), html2text asserts)
+_SPEC_EXCEPTIONS = {"AssertionError": AssertionError, "ValueError": ValueError}
+
+
+class SpecificationRaises(Exception):
+    """The core's answer where the Python specification raises for an input: ``exception``
+    is the exception it raises (same type and message)."""
+
+    def __init__(self, exception: Exception) -> None:
+        super().__init__(str(exception))
+        self.exception = exception
+
+
+def _text_call(name: str, html: str) -> str | None:
+    """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
+    writes them), None where the library lacks it or fails; ``SpecificationRaises`` where
+    the specification raises."""
+    lib = _library()
+    function = getattr(lib, name, None) if lib is not None else None
+    if function is None:
+        return None
+    data = html.encode("utf-8", "surrogatepass")
+    out = _TextOutput()
+    status = function(data, len(data), ctypes.byref(out))
+    if status == 0:
+        try:
+            return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
+        finally:
+            lib.pulpie_rt_free(out.ptr, out.len)
+    if status == _STATUS_SPEC_RAISES:
+        kind, _, message = (out.reason or b"").decode("utf-8", "replace").partition(": ")
+        raise SpecificationRaises(_SPEC_EXCEPTIONS.get(kind, RuntimeError)(message)
+                                  if message else _SPEC_EXCEPTIONS.get(kind, RuntimeError)())
+    return None
+
+
+def markdown(html: str) -> str | None:
+    """``markdown.to_markdown`` on the compiled core, or None where the core is absent or
+    failed (the caller then runs the Python specification). Raises ``SpecificationRaises``
+    where the specification raises."""
+    return _text_call("pulpie_rt_markdown", html)
+
+
+def text(html: str) -> str | None:
+    """``markdown.to_text`` on the compiled core, or None where the core is absent or
+    failed."""
+    return _text_call("pulpie_rt_text", html)

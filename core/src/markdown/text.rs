@@ -1,0 +1,4 @@
+//! placeholder
+pub fn to_text(_html: &[u8]) -> Vec<u8> {
+    Vec::new()
+}
