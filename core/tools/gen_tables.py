@@ -102,8 +102,6 @@ def main() -> None:
                  "sorted by name's bytes.\npub static HTML5: &[(&str, &str)] = &[\n")
     parts += [f"    ({rust_str(k)}, {rust_str(v)}),\n" for k, v in entities]
     parts.append("];\n\n")
-    parts.append("/// The longest name in `HTML5`, in characters.\n"
-                 f"pub const HTML5_LONGEST: usize = {max(len(k) for k in html.entities.html5)};\n\n")
     parts.append("/// `html2text.config.UNIFIABLE` as a converter sees it (its constructor sets "
                  "`nbsp` to the placeholder `finish` replaces), sorted by name.\n"
                  "pub static UNIFIABLE: &[(&str, &str)] = &[\n")
@@ -112,7 +110,8 @@ def main() -> None:
     parts.append("];\n\n")
     parts.append("/// `html2text.utils.unifiable_n`: code point -> text, sorted.\n"
                  "pub static UNIFIABLE_N: &[(u32, &str)] = &[\n")
-    parts += [f"    (0x{k:x}, {rust_str(v)}),\n" for k, v in sorted(html2text.utils.unifiable_n.items())]
+    parts += [f"    (0x{k:x}, {rust_str(v)}),\n"
+              for k, v in sorted(html2text.utils.unifiable_n.items())]
     parts.append("];\n\n")
     parts.append("/// `html2text.utils.control_character_replacements`, sorted.\n"
                  "pub static CONTROL_CHARACTER_REPLACEMENTS: &[(u32, u32)] = &[\n")
@@ -136,7 +135,8 @@ def main() -> None:
     parts.append(range_table("PY_PRINTABLE", "`str.isprintable` (what `repr` leaves unescaped).",
                              ranges(str.isprintable)))
     parts.append("/// Non-ASCII characters that a case-insensitive `re` pattern matches with an "
-                 "ASCII letter: (character, letter).\npub static IGNORECASE_FOLDS: &[(u32, u8)] = &[\n")
+                 "ASCII letter: (character, letter).\n"
+                 "pub static IGNORECASE_FOLDS: &[(u32, u8)] = &[\n")
     parts += [f"    (0x{c:x}, b'{letter}'),\n" for c, letter in folds]
     parts.append("];\n\n")
     parts.append("/// Non-ASCII characters whose `str.lower()` is one ASCII character.\n"

@@ -225,10 +225,6 @@ pub fn py_repr(s: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The number of characters in `s`.
-pub fn char_count(s: &[u8]) -> usize {
-    s.iter().filter(|&&x| x & 0xc0 != 0x80).count()
-}
 
 /// Byte offset of the `count`-th character boundary of `s` from `start` (or `s.len()`).
 pub fn advance_chars(s: &[u8], start: usize, count: usize) -> usize {

@@ -2235,9 +2235,6 @@ pub static HTML5: &[(&str, &str)] = &[
     ("zwnj;", "\u{200c}"),
 ];
 
-/// The longest name in `HTML5`, in characters.
-pub const HTML5_LONGEST: usize = 32;
-
 /// `html2text.config.UNIFIABLE` as a converter sees it (its constructor sets `nbsp` to the placeholder `finish` replaces), sorted by name.
 pub static UNIFIABLE: &[(&str, &str)] = &[
     ("aacute", "a"),
