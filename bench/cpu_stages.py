@@ -270,3 +270,30 @@ def cpu_stages_table(report: dict[str, Any]) -> str:
                           "same output"], rows)
     notes = [f"  {name}: skipped ({why})" for name, why in report["skipped"].items()]
     return "\n".join([table, *notes])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pulpie_rt.bench.cpu_stages [--stages markdown cpu_path] [--pages N]``: the
+    table of the chosen stages, ours vs the reference, on the dev pages."""
+    import argparse
+
+    from pulpie_rt.bench.harness import bench_pages
+
+    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.cpu_stages",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="dev", help="corpus file(s): dev, train, dev+train")
+    parser.add_argument("--pages", type=int, default=None, help="N pages, evenly spread")
+    parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
+    parser.add_argument("--repeats", type=int, default=1, help="passes over the pages")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="checkpoint whose tokenizer the tokenize_pack stages use")
+    args = parser.parse_args(argv)
+    report = run_cpu_stages(bench_pages(args.pages, corpus=args.corpus),
+                            checkpoint=args.checkpoint, repeats=args.repeats,
+                            stages=args.stages)
+    print(cpu_stages_table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

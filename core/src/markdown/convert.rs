@@ -922,9 +922,7 @@ fn last_char(s: &[u8]) -> u32 {
     super::chars::decode_before(s, s.len())
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
+use super::find_bytes as find;
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     find(hay, needle).is_some()

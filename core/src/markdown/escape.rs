@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::chars::{decode, is_decimal, space_len, skip_space};
+use super::chars::{decode, is_decimal, skip_space, space_len};
 
 /// `escape_md_section(text, snob=False)`: its four substitutions in order.
 pub fn escape_md_section(text: &[u8]) -> Cow<'_, [u8]> {
@@ -113,39 +113,56 @@ pub fn escape_md_into(out: &mut Vec<u8>, text: &[u8]) {
     }
 }
 
+/// The length of the whitespace character at `k` (0 if none), reading only the lead bytes
+/// a multi-byte space can start with (U+0085/U+00A0, U+1680, U+2000-U+205F, U+3000).
+#[inline(always)]
+fn space_at(data: &[u8], k: usize) -> usize {
+    match data[k] {
+        0x09..=0x0d | 0x1c..=0x20 => 1,
+        0xc2 | 0xe1 | 0xe2 | 0xe3 => space_len(data, k),
+        _ => 0,
+    }
+}
+
 /// `re.sub(r"\s+", " ", data)`.
 pub fn collapse_whitespace(data: &[u8]) -> Cow<'_, [u8]> {
-    let mut clean = true;
-    let mut previous_space = false;
-    for (k, &c) in data.iter().enumerate() {
-        let space = if c < 0x80 {
-            matches!(c, 0x09..=0x0d | 0x1c..=0x20)
-        } else if c >= 0xc0 {
-            space_len(data, k) > 0
-        } else {
-            false
-        };
-        if space && (c != b' ' || previous_space) {
-            clean = false;
-            break;
-        }
-        previous_space = space;
-    }
-    if clean {
-        return Cow::Borrowed(data);
-    }
-    let mut out = Vec::with_capacity(data.len());
+    // the first run that is not a lone " "
     let mut k = 0;
+    let dirty = loop {
+        if k >= data.len() {
+            return Cow::Borrowed(data);
+        }
+        let n = space_at(data, k);
+        if n == 0 {
+            k += 1;
+            continue;
+        }
+        if data[k] != b' ' || (k + 1 < data.len() && space_at(data, k + 1) > 0) {
+            break k;
+        }
+        k += 1;
+    };
+    let mut out = Vec::with_capacity(data.len());
+    out.extend_from_slice(&data[..dirty]);
+    let mut k = dirty;
     while k < data.len() {
-        let n = space_len(data, k);
-        if n > 0 {
+        if space_at(data, k) > 0 {
             out.push(b' ');
-            k = skip_space(data, k);
+            while k < data.len() {
+                let n = space_at(data, k);
+                if n == 0 {
+                    break;
+                }
+                k += n;
+            }
         } else {
-            // a whole character: a byte inside one could read as a space
-            let n = if data[k] < 0x80 { 1 } else { decode(data, k).1 };
-            out.extend_from_slice(&data[k..k + n]);
-            k += n;
+            // up to the next byte that may start a space (continuation bytes never do)
+            let start = k;
+            k += 1;
+            while k < data.len() && !matches!(data[k], 0x09..=0x0d | 0x1c..=0x20 | 0xc2 | 0xe1 | 0xe2 | 0xe3) {
+                k += 1;
+            }
+            out.extend_from_slice(&data[start..k]);
         }
     }
     Cow::Owned(out)

@@ -61,8 +61,21 @@ pub fn to_markdown(html: &[u8]) -> Result<Vec<u8>, SpecError> {
     Ok(chars::strip(&text).to_vec())
 }
 
+/// Where `needle` (non-empty) first occurs in `hay`.
+pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(k) = hay.get(i..)?.iter().position(|&c| c == needle[0]) {
+        let at = i + k;
+        if hay[at..].starts_with(needle) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    find_bytes(hay, needle).is_some()
 }
 
 fn replace(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
