@@ -84,6 +84,12 @@ fn is_formatting(tag: &[u8]) -> bool {
     )
 }
 
+/// What a table's rows and sections may hold where HTML5 does not move it out of the table.
+fn is_table_structure(tag: &[u8]) -> bool {
+    is_table_part(tag)
+        || matches!(tag, b"table" | b"style" | b"script" | b"template" | b"input" | b"form")
+}
+
 fn is_table_part(tag: &[u8]) -> bool {
     matches!(
         tag,
@@ -144,10 +150,23 @@ struct Open {
     foreign: bool,
     /// hides its content (an invisible element, or a head element that comes after the head)
     hides: bool,
+    /// a table: where text and elements HTML5 moves out of it go (before it, in `pieces`)
+    foster_at: usize,
+    /// an element moved before its table: the output position to go back to when it closes
+    fostered_from: Option<Cursor>,
+}
+
+/// Where output goes: appended, or inserted before a table (foster parenting).
+#[derive(Clone, Copy, PartialEq)]
+enum Cursor {
+    End,
+    /// inserted at the foster position of the open table at this stack index
+    Before(usize),
 }
 
 struct Builder {
     stack: Vec<Open>,
+    cursor: Cursor,
     mode: Mode,
     /// open elements that hide their content (the head counts while it is open)
     hidden: usize,
@@ -156,6 +175,53 @@ struct Builder {
 }
 
 impl Builder {
+    /// Output at the cursor.
+    fn emit(&mut self, bytes: &[u8]) {
+        match self.cursor {
+            Cursor::End => self.pieces.extend_from_slice(bytes),
+            Cursor::Before(table) => {
+                let at = self.stack[table].foster_at;
+                self.pieces.splice(at..at, bytes.iter().copied());
+                // every recorded position at or after the insertion moves with it
+                for open in self.stack.iter_mut() {
+                    if open.foster_at >= at {
+                        open.foster_at += bytes.len();
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit_byte(&mut self, byte: u8) {
+        if self.cursor == Cursor::End {
+            self.pieces.push(byte);
+        } else {
+            self.emit(&[byte]);
+        }
+    }
+
+    /// Where output would go now (the position a table started at records).
+    fn position(&self) -> usize {
+        match self.cursor {
+            Cursor::End => self.pieces.len(),
+            Cursor::Before(table) => self.stack[table].foster_at,
+        }
+    }
+
+    /// The current node is a table, or a table section or row (not a cell): HTML5 moves
+    /// text and other elements that come there before the table.
+    fn table_context(&self) -> Option<usize> {
+        let top = self.stack.last()?;
+        if top.foreign || !matches!(top.name.as_slice(), b"table" | b"tbody" | b"thead" | b"tfoot" | b"tr") {
+            return None;
+        }
+        self.stack.iter().rposition(|o| o.name == b"table" && !o.foreign)
+    }
+
+    fn in_template(&self) -> bool {
+        self.stack.iter().any(|o| o.name == b"template" && !o.foreign)
+    }
+
     fn in_foreign(&self) -> bool {
         self.stack.last().is_some_and(|o| o.foreign && !is_integration_point(&o.name))
     }
@@ -177,14 +243,16 @@ impl Builder {
             if name == b"pre" {
                 self.pre += 1;
             }
-            if !visible {
-            } else if is_block(name) {
-                self.pieces.push(LINE_BREAK);
+        }
+        let foster_at = self.position();
+        if !foreign && visible {
+            if is_block(name) {
+                self.emit_byte(LINE_BREAK);
             } else if name == b"td" || name == b"th" {
-                self.pieces.push(CELL);
+                self.emit_byte(CELL);
             }
         }
-        self.stack.push(Open { name: name.to_vec(), foreign, hides });
+        self.stack.push(Open { name: name.to_vec(), foreign, hides, foster_at, fostered_from: None });
     }
 
     fn pop(&mut self) {
@@ -197,8 +265,11 @@ impl Builder {
                     self.pre -= 1;
                 }
                 if self.hidden == 0 && is_block(&open.name) {
-                    self.pieces.push(LINE_BREAK);
+                    self.emit_byte(LINE_BREAK);
                 }
+            }
+            if let Some(cursor) = open.fostered_from {
+                self.cursor = cursor;
             }
         }
     }
@@ -215,12 +286,11 @@ impl Builder {
             return;
         }
         if name == b"br" {
-            self.pieces.push(if self.pre > 0 { PRE_BREAK } else { LINE_BREAK });
+            self.emit_byte(if self.pre > 0 { PRE_BREAK } else { LINE_BREAK });
         } else if is_block(name) {
-            self.pieces.push(LINE_BREAK);
-            self.pieces.push(LINE_BREAK);
+            self.emit(&[LINE_BREAK, LINE_BREAK]);
         } else if name == b"td" || name == b"th" {
-            self.pieces.push(CELL);
+            self.emit_byte(CELL);
         }
     }
 
@@ -230,29 +300,42 @@ impl Builder {
         }
         let in_head_element = matches!(self.mode, Mode::InHead | Mode::InHeadNoscript)
             && self.stack.last().is_some_and(|o| o.name != b"head" && o.name != b"noscript");
-        if self.mode != Mode::InBody && !in_head_element && !is_all_space(text) {
+        if self.mode != Mode::InBody
+            && !in_head_element
+            && !self.in_template()
+            && !is_all_space(text)
+        {
             // text before the body, outside a head element's own text: it closes the head
             // and opens the body
             let lead = skip_space(text, 0);
             self.leave_head();
             return self.text(&text[lead..]);
         }
-        if self.hidden > 0 || self.mode != Mode::InBody {
+        if self.hidden > 0 {
             return;
         }
+        let saved = self.cursor;
+        if !is_all_space(text) {
+            if let Some(table) = self.table_context() {
+                self.cursor = Cursor::Before(table);
+            }
+        }
         if self.pre > 0 {
+            let mut line = Vec::with_capacity(text.len());
             let mut k = 0;
             while k < text.len() {
                 if text[k] == b'\r' && text.get(k + 1) == Some(&b'\n') {
                     k += 1;
                     continue;
                 }
-                self.pieces.push(if text[k] == b'\n' { PRE_BREAK } else { text[k] });
+                line.push(if text[k] == b'\n' { PRE_BREAK } else { text[k] });
                 k += 1;
             }
+            self.emit(&line);
         } else {
-            self.pieces.extend_from_slice(text);
+            self.emit(text);
         }
+        self.cursor = saved;
     }
 
     /// Close the head (or skip it) and open the body.
@@ -272,7 +355,9 @@ impl Builder {
 
     /// A start tag; returns how its content is read.
     fn start_tag(&mut self, name: &[u8], self_closing: bool) -> Content {
-        match self.mode {
+        // a template's content follows the body's rules wherever the template is
+        let mode = if self.in_template() { Mode::InBody } else { self.mode };
+        match mode {
             Mode::BeforeHead => {
                 if name == b"html" {
                     return Content::Markup;
@@ -362,6 +447,52 @@ impl Builder {
         if is_table_part(name) && !self.has_open(b"table") {
             return Content::Markup;
         }
+        if is_table_part(name) {
+            // a new cell closes the open cell of the same table, a new row or section also the
+            // open row, a new section also the open section
+            if let Some(k) = self.find_in_table_scope(&[b"td", b"th"]) {
+                self.pop_to(k);
+            }
+            if name != b"td" && name != b"th" {
+                if let Some(k) = self.find_in_table_scope(&[b"tr"]) {
+                    self.pop_to(k);
+                }
+                if name != b"tr" {
+                    if let Some(k) = self.find_in_table_scope(&[b"tbody", b"thead", b"tfoot"]) {
+                        self.pop_to(k);
+                    }
+                }
+            }
+        }
+        if let Some(table) = self.table_context() {
+            if name == b"table" {
+                // a table started where a table's rows go closes that table first
+                self.pop_to(table);
+            } else if !is_table_structure(name) {
+                // HTML5 moves the element (and what it holds) before the table
+                let saved = self.cursor;
+                self.cursor = Cursor::Before(table);
+                if is_void(name) || (self_closing && matches!(name, b"svg" | b"math")) {
+                    self.empty_element(name);
+                    self.cursor = saved;
+                    return Content::Markup;
+                }
+                let content = match name {
+                    b"svg" | b"math" => {
+                        self.push(name, true);
+                        Content::Markup
+                    }
+                    _ => {
+                        self.push(name, false);
+                        content_of(name)
+                    }
+                };
+                if let Some(open) = self.stack.last_mut() {
+                    open.fostered_from = Some(saved);
+                }
+                return content;
+            }
+        }
         match name {
             b"html" | b"head" => return Content::Markup,
             b"body" => return Content::Markup,
@@ -405,7 +536,8 @@ impl Builder {
     }
 
     fn end_tag(&mut self, name: &[u8]) {
-        match self.mode {
+        let mode = if self.in_template() { Mode::InBody } else { self.mode };
+        match mode {
             Mode::BeforeHead => {
                 if !matches!(name, b"head" | b"body" | b"html" | b"br") {
                     return;
@@ -499,6 +631,13 @@ impl Builder {
             }
             return;
         }
+        if is_table_part(name) || name == b"table" {
+            // table parts close through the cells and rows inside them (table scope)
+            if let Some(k) = self.find_in_table_scope(&[name]) {
+                self.pop_to(k);
+            }
+            return;
+        }
         if is_special(name) {
             if let Some(k) = self.find_in_scope(name) {
                 self.pop_to(k);
@@ -516,6 +655,21 @@ impl Builder {
                 return;
             }
         }
+    }
+
+    /// The nearest open element named one of `names` inside the current table (HTML5's
+    /// table scope: the search stops at a table, the root or a template).
+    fn find_in_table_scope(&self, names: &[&[u8]]) -> Option<usize> {
+        for k in (0..self.stack.len()).rev() {
+            let open = &self.stack[k];
+            if !open.foreign && names.contains(&open.name.as_slice()) {
+                return Some(k);
+            }
+            if open.foreign || matches!(open.name.as_slice(), b"table" | b"html" | b"template") {
+                return None;
+            }
+        }
+        None
     }
 
     fn find_in_scope(&self, name: &[u8]) -> Option<usize> {
@@ -727,8 +881,14 @@ pub fn to_text(html: &[u8]) -> Vec<u8> {
     }
     let html = normalize_newlines(html);
     let b: &[u8] = &html;
-    let mut builder =
-        Builder { stack: Vec::new(), mode: Mode::BeforeHead, hidden: 0, pre: 0, pieces: Vec::with_capacity(b.len() / 2) };
+    let mut builder = Builder {
+        stack: Vec::new(),
+        cursor: Cursor::End,
+        mode: Mode::BeforeHead,
+        hidden: 0,
+        pre: 0,
+        pieces: Vec::with_capacity(b.len() / 2),
+    };
     let mut decoded = Vec::new();
     let mut i = 0;
     while i < b.len() {
