@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps pulpie==0.0.2
 	touch $@
 
-# The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
+# The compiled core of simplify, reconstruct and Markdown (core): `pip install -e .` builds it with
 # setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
 # rebuilt here whenever its sources change.
 CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs) $(wildcard core/src/markdown/*.rs)

@@ -1,4 +1,4 @@
-"""The compiled core of ``simplify`` and ``reconstruct`` (``core``, Rust, std
+"""The compiled core of ``simplify``, ``reconstruct`` and ``markdown`` (``core``, Rust, std
 only), through ctypes.
 
 Both stages spend most of their time in per-node Python work: ``simplify`` replays lexbor's
@@ -7,7 +7,9 @@ walks the page's tree and writes the kept part as libxml2 does. The Rust crate i
 ``core`` does the same steps several times faster (``python -m
 pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
 ``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
-pulpie_rt.bench.native_core`` compare the two on real pages.
+pulpie_rt.bench.native_core`` compare the two on real pages. Markdown is html2text ported
+(its specification is html2text itself: ``tests/test_markdown.py``, ``python -m
+pulpie_rt.bench.markdown_parity``).
 
 The library is optional. ``pip install`` builds it where a Rust toolchain exists
 (setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``, both

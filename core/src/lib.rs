@@ -2,13 +2,16 @@
 //! of a page in, `(simplified_html, map_html)` out, through the same libxml2-shaped tree and
 //! the same segmentation as the Python implementation (`runtime/dom.py`,
 //! `runtime/simplify.py`); and `map_html` plus the main-labelled ids in, the main-content HTML
-//! out (`runtime/reconstruct.py`). The Python code stays the specification: tests compare
-//! the two on every real page (`runtime/native.py` loads this library).
+//! out (`runtime/reconstruct.py`); and the main content's Markdown and plain text
+//! (`markdown`, specified by html2text itself and `runtime/markdown.py`'s `to_text_python`).
+//! The Python code stays the specification: tests compare the two on every real page
+//! (`runtime/native.py` loads this library).
 //!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
 //! runs the Python implementation too, so one page never takes the process down), 3 the raw
-//! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
+//! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`), 4 the specification
+//! raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
 
 mod markdown;
 mod reconstruct;

@@ -128,4 +128,24 @@ mod tests {
         assert_eq!(md("<a href=\"http://a\">http://a</a>"), "<http://a>");
         assert_eq!(md("<ol start=\"3\"><li>a<li>b</ol>"), "3. a\n  4. b");
     }
+
+    #[test]
+    fn html2text_state() {
+        assert_eq!(md("<abbr title=\"Hyper\">HT</abbr> and <q>q</q>"), "HT and \"q\"\n  *[HT]: Hyper");
+        assert_eq!(md("<ul><li>a<ol><li>b<li>c</ol></ul>"), "* a\n    1. b\n    2. c");
+        assert_eq!(md("<pre>x\ny</pre>"), "x\n    y");
+        assert_eq!(md("<blockquote>a<br>b</blockquote>"), "> a  \n> b");
+        assert_eq!(md("<a href=\"u\"><h2>T</h2></a>"), "## [T](u)");
+        assert_eq!(md("<em>a</em>b<b>c</b>"), "_a_ b**c**");
+        // a stray </head> takes "quiet" below zero: nothing shows until <body> resets it
+        assert_eq!(md("<script>x</script>quiet</head>still<body>loud"), "quietloud");
+    }
+
+    #[test]
+    fn tokenizer_passes() {
+        // html.parser stops a pass at "&#" that is no reference (after handing it on as text);
+        // html2text runs three passes, and the last hands all that is left on as text
+        assert_eq!(md("a&#12a;b&#12a;c&#12a;d&amp;e&#12a;f"), "a&#12a;b&#12a;c&#12a;d&amp;e&#12a;f");
+        assert_eq!(md("<p>x &#1"), "x &#1");
+    }
 }

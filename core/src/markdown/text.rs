@@ -1042,4 +1042,14 @@ mod tests {
         assert_eq!(text("   "), "");
         assert_eq!(text("<html></html>"), "");
     }
+
+    #[test]
+    fn html5_moves_and_markers() {
+        // text in a table's rows goes before the table (foster parenting), elements too
+        assert_eq!(text("<table><tr><td>a</td></tr>b</table>"), "b\na");
+        assert_eq!(text("<table><tr><td>a<p>b</tr>c</table>"), "c\na\nb");
+        assert_eq!(text("<head><title>t</title></head><p>x</p>"), "x");
+        // a character that is the cell marker splits like a cell, as in the Python version
+        assert_eq!(text("<p>a&#1;b</p>"), "a | b");
+    }
 }
