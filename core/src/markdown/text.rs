@@ -154,6 +154,8 @@ struct Open {
     foster_at: usize,
     /// an element moved before its table: the output position to go back to when it closes
     fostered_from: Option<Cursor>,
+    /// where output went when the element opened (a table's content and end go there)
+    opened_at: Cursor,
 }
 
 /// Where output goes: appended, or inserted before a table (foster parenting).
@@ -178,6 +180,10 @@ impl Builder {
     /// Output at the cursor.
     fn emit(&mut self, bytes: &[u8]) {
         match self.cursor {
+            // (a cursor naming a table no longer open writes at the end)
+            Cursor::Before(table) if table >= self.stack.len() => {
+                self.pieces.extend_from_slice(bytes)
+            }
             Cursor::End => self.pieces.extend_from_slice(bytes),
             Cursor::Before(table) => {
                 let at = self.stack[table].foster_at;
@@ -203,8 +209,8 @@ impl Builder {
     /// Where output would go now (the position a table started at records).
     fn position(&self) -> usize {
         match self.cursor {
-            Cursor::End => self.pieces.len(),
-            Cursor::Before(table) => self.stack[table].foster_at,
+            Cursor::Before(table) if table < self.stack.len() => self.stack[table].foster_at,
+            _ => self.pieces.len(),
         }
     }
 
@@ -252,11 +258,17 @@ impl Builder {
                 self.emit_byte(CELL);
             }
         }
-        self.stack.push(Open { name: name.to_vec(), foreign, hides, foster_at, fostered_from: None });
+        let opened_at = self.cursor;
+        self.stack.push(Open { name: name.to_vec(), foreign, hides, foster_at, fostered_from: None, opened_at });
     }
 
     fn pop(&mut self) {
         if let Some(open) = self.stack.pop() {
+            // a table that closes while text is being moved before it: its end goes where
+            // its content went
+            if matches!(self.cursor, Cursor::Before(t) if t >= self.stack.len()) {
+                self.cursor = open.opened_at;
+            }
             if open.hides {
                 self.hidden -= 1;
             }
@@ -624,6 +636,26 @@ impl Builder {
                     let open = self.stack.remove(k);
                     if open.hides {
                         self.hidden -= 1;
+                    }
+                    // what it held stays where it was moved to until the element that takes
+                    // its place closes
+                    if let (Some(cursor), Some(next)) = (open.fostered_from, self.stack.get_mut(k)) {
+                        next.fostered_from.get_or_insert(cursor);
+                    }
+                    // cursors name open tables by their place in the stack: those above moved
+                    let shift = |cursor: &mut Cursor| {
+                        if let Cursor::Before(t) = cursor {
+                            if *t > k {
+                                *t -= 1;
+                            }
+                        }
+                    };
+                    shift(&mut self.cursor);
+                    for open in self.stack.iter_mut() {
+                        shift(&mut open.opened_at);
+                        if let Some(cursor) = open.fostered_from.as_mut() {
+                            shift(cursor);
+                        }
                     }
                 } else {
                     self.pop_to(k);
