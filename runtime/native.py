@@ -1,4 +1,4 @@
-"""The compiled core of ``simplify`` and ``reconstruct`` (``core``, Rust, std
+"""The compiled core of ``simplify``, ``reconstruct`` and ``markdown`` (``core``, Rust, std
 only), through ctypes.
 
 Both stages spend most of their time in per-node Python work: ``simplify`` replays lexbor's
@@ -7,7 +7,9 @@ walks the page's tree and writes the kept part as libxml2 does. The Rust crate i
 ``core`` does the same steps several times faster (``python -m
 pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
 ``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
-pulpie_rt.parity.native_core`` compare the two on real pages.
+pulpie_rt.parity.native_core`` compare the two on real pages. Markdown is html2text ported
+(its specification is html2text itself: ``tests/test_markdown.py``, ``python -m
+pulpie_rt.parity.markdown_parity``).
 
 The library is optional. ``pip install`` builds it where a Rust toolchain exists
 (setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``, both
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "PURE_PYTHON_ENV", "available", "extract_main_html",
-    "RawPageScan", "library_path", "scan_raw_page", "simplify_serialized",
+    "LIBRARY_ENV", "PURE_PYTHON_ENV", "SpecificationRaises", "available", "extract_main_html",
+    "RawPageScan", "library_path", "markdown", "scan_raw_page", "simplify_serialized", "text",
     "CoreTokenizer", "TokenizerLoadError",
 ]
 
@@ -113,6 +115,12 @@ def _library() -> ctypes.CDLL | None:
             ]
             lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
             _declare_tokenizer(lib)
+            for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
+                function = getattr(lib, name, None)  # absent from a library built before them
+                if function is not None:
+                    function.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.POINTER(_TextOutput)]
+                    function.restype = ctypes.c_int32
         _LIBRARY_CACHE.append(lib)
     return _LIBRARY_CACHE[0]
 
@@ -375,3 +383,53 @@ class CoreTokenizer:
         finally:
             flat = None  # no view may outlive the buffer
             self._lib.pulpie_rt_free_u32(out.ptr, out.len)
+# ── Markdown and plain text ───────────────────────────────────────────────────────────────
+
+_STATUS_SPEC_RAISES = 4
+# the exceptions the Markdown specification can raise (html.parser, int(), html2text asserts)
+_SPEC_EXCEPTIONS = {"AssertionError": AssertionError, "ValueError": ValueError}
+
+
+class SpecificationRaises(Exception):
+    """The core's answer where the Python specification raises for an input: ``exception``
+    is the exception it raises (same type and message)."""
+
+    def __init__(self, exception: Exception) -> None:
+        super().__init__(str(exception))
+        self.exception = exception
+
+
+def _text_call(name: str, html: str) -> str | None:
+    """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
+    writes them), None where the library lacks it or fails; ``SpecificationRaises`` where
+    the specification raises."""
+    lib = _library()
+    function = getattr(lib, name, None) if lib is not None else None
+    if function is None:
+        return None
+    data = html.encode("utf-8", "surrogatepass")
+    out = _TextOutput()
+    status = function(data, len(data), ctypes.byref(out))
+    if status == 0:
+        try:
+            return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
+        finally:
+            lib.pulpie_rt_free(out.ptr, out.len)
+    if status == _STATUS_SPEC_RAISES:
+        kind, _, message = (out.reason or b"").decode("utf-8", "replace").partition(": ")
+        raise SpecificationRaises(_SPEC_EXCEPTIONS.get(kind, RuntimeError)(message)
+                                  if message else _SPEC_EXCEPTIONS.get(kind, RuntimeError)())
+    return None
+
+
+def markdown(html: str) -> str | None:
+    """``markdown.to_markdown`` on the compiled core, or None where the core is absent or
+    failed (the caller then runs the Python specification). Raises ``SpecificationRaises``
+    where the specification raises."""
+    return _text_call("pulpie_rt_markdown", html)
+
+
+def text(html: str) -> str | None:
+    """``markdown.to_text`` on the compiled core, or None where the core is absent or
+    failed."""
+    return _text_call("pulpie_rt_text", html)

@@ -2,8 +2,10 @@
 //! of a page in, `(simplified_html, map_html)` out, through the same libxml2-shaped tree and
 //! the same segmentation as the Python implementation (`runtime/dom.py`,
 //! `runtime/simplify.py`); and `map_html` plus the main-labelled ids in, the main-content HTML
-//! out (`runtime/reconstruct.py`). The Python code stays the specification: tests compare
-//! the two on every real page (`runtime/native.py` loads this library).
+//! out (`runtime/reconstruct.py`); and the main content's Markdown and plain text
+//! (`markdown`, specified by html2text itself and `runtime/markdown.py`'s `to_text_python`).
+//! The Python code stays the specification: tests compare the two on every real page
+//! (`runtime/native.py` loads this library).
 //!
 //! The byte-level BPE tokenizer of `runtime/stages/tokens.py` is here too (`tokenizer`, with the JSON
 //! reader it loads `tokenizer.json` with, `json`): its ids equal the `tokenizers` library's.
@@ -11,9 +13,11 @@
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
 //! runs the Python implementation too, so one page never takes the process down), 3 the raw
-//! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
+//! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`), 4 the specification
+//! raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
 
 pub mod json;
+mod markdown;
 mod reconstruct;
 mod simplify;
 pub mod tokenizer;
@@ -512,4 +516,71 @@ pub unsafe extern "C" fn pulpie_rt_free_u32(ptr: *mut u32, len: usize) {
     if !ptr.is_null() {
         drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
     }
+}
+
+thread_local! {
+    /// The last `STATUS_SPEC_RAISES` reason, NUL-terminated (valid until the next call on
+    /// this thread).
+    static SPEC_ERROR: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0]);
+}
+
+/// Status of `pulpie_rt_markdown`: the Python specification raises for this input; `reason`
+/// is `"ExceptionType: message"` (Python's type name and message).
+pub const STATUS_SPEC_RAISES: i32 = 4;
+
+/// `markdown::to_markdown` (the reference's Markdown) of `len` bytes of UTF-8 (lone
+/// surrogates written as Python's `surrogatepass` writes them are allowed, and come back the
+/// same way). Status 0 done, 2 a panic (message in `reason`), 4 see `STATUS_SPEC_RAISES`.
+///
+/// # Safety
+/// `input` points to `len` readable bytes; `out` to a writable `TextOutput`, whose buffer is
+/// released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_markdown(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(input, len) };
+    match run(&mut out.reason, || Ok(markdown::to_markdown(bytes))) {
+        Ok(Ok(markdown)) => {
+            (out.ptr, out.len) = leak_bytes(markdown);
+            0
+        }
+        Ok(Err(error)) => {
+            let mut reason = format!("{}: {}", error.kind, error.message).replace('\0', " ").into_bytes();
+            reason.push(0);
+            out.reason = SPEC_ERROR.with(|m| {
+                *m.borrow_mut() = reason;
+                m.borrow().as_ptr()
+            });
+            STATUS_SPEC_RAISES
+        }
+        Err(status) => status,
+    }
+}
+
+/// `markdown::to_text` (the runtime's plain text) of `len` bytes of UTF-8 (lone surrogates
+/// allowed as for `pulpie_rt_markdown`). Status 0 done, 2 a panic (message in `reason`).
+///
+/// # Safety
+/// As for `pulpie_rt_markdown`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_text(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(input, len) };
+    match run(&mut out.reason, || Ok(markdown::to_text(bytes))) {
+        Ok(text) => {
+            (out.ptr, out.len) = leak_bytes(text);
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
+    let boxed = bytes.into_boxed_slice();
+    let len = boxed.len();
+    (Box::into_raw(boxed) as *mut u8, len)
 }

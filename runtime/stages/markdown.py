@@ -1,21 +1,23 @@
 """Main-content HTML -> Markdown (the reference's exact output) or plain text.
 
 ``to_markdown`` is the reference ``pulpie.markdown.to_markdown``: spacer/tracking ``<img>``
-tags removed with the same pattern, then html2text (the reference's library) with no line
-wrapping, links and images kept, and the result stripped.
+tags removed with the same pattern, then html2text 2025.4.15 (the reference's library) with no
+line wrapping, links and images kept, and the result stripped. It runs on the compiled core
+(``core/src/markdown``, a port of html2text and of the ``html.parser`` it runs on), byte for
+byte the same: ``python -m pulpie_rt.parity.markdown_parity`` and ``tests/test_markdown.py``
+compare it with the specification, ``tests/spec/markdown_spec.py`` (html2text itself).
+Without the core, html2text runs here (then it must be installed; it is a test dependency).
 
 ``to_text`` is for users who do not need Markdown: the visible text, one line per block.
 """
 
 from __future__ import annotations
 
-import html as _html
 import re
 
-import html2text
-import html2text.config
-import html2text.utils
 from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_rt.runtime import native
 
 # <img> tags that carry no content: width/height 1, spacer/transparent/blank/pixel/1x1/clear
 # images, data-URI placeholders (matched on the whole tag, case-insensitively).
@@ -29,212 +31,42 @@ _SPACER_IMG_RE = re.compile(
 )
 
 
-_IMG_RE = re.compile("<img", re.IGNORECASE)
-
-
 def strip_spacer_images(html: str) -> str:
     """``html`` without zero-content / tracking-pixel ``<img>`` tags."""
-    if _IMG_RE.search(html) is None:
-        return html
     return _SPACER_IMG_RE.sub("", html)
-
-
-# html2text escapes every text run with four regex substitutions, and three of them are
-# anchored with "^\s*" in MULTILINE mode: each line start rescans the whitespace that follows
-# it, which is quadratic on whitespace-heavy runs (0.9 s for one dev page whose text has long
-# blank runs). A run can only change when it holds what one of their matches must contain: a
-# backslash, a digit "." whitespace, "+" whitespace, or a "-" at a line start or after
-# whitespace that is followed by whitespace or "-". While a conversion runs here, other runs
-# are returned as they are and the rest go to html2text's own function, so the output is
-# unchanged for every input (html2text looks the function up in its module globals at each
-# call; other html2text users in the process get the same results either way). Likewise
-# escape_md (link URLs, titles, alt texts) skips its substitution when its pattern finds
-# nothing to escape.
-_md_section_escape = html2text.utils.escape_md_section
-_md_escape = html2text.utils.escape_md
-# (every branch starts with a literal, so the regex engine skips ahead to those characters)
-_MD_SECTION_CANDIDATE_RE = re.compile(r"\\|\+\s|-(?<!\S-)[\s-]|\.(?<=\d\.)\s")
-_MD_CHARS_RE = html2text.config.RE_MD_CHARS_MATCHER
-
-
-def _escape_md_section(text: str, snob: bool = False) -> str:
-    if not snob and _MD_SECTION_CANDIDATE_RE.search(text) is None:
-        return text
-    return _md_section_escape(text, snob=snob)
-
-
-def _escape_md(text: str) -> str:
-    if _MD_CHARS_RE.search(text) is None:
-        return text
-    return _md_escape(text)
-
-
-# html2text's HTML2Text.o collapses the whitespace of every text run with
-# re.sub(r"\s+", r" ", data), through re's pattern cache. While our converter runs, html2text's
-# module sees this object as ``re``: that one call uses a compiled pattern, and returns the run
-# as it is when it holds no whitespace but single spaces (str.isprintable is false for every
-# whitespace character except " "); every other name is the ``re`` module's.
-_WHITESPACE_RUN_RE = re.compile(r"\s+")
-
-
-class _Html2TextRe:
-    def __getattr__(self, name: str):
-        return getattr(re, name)
-
-    @staticmethod
-    def sub(pattern, repl, string, count=0, flags=0):
-        if pattern == r"\s+" and repl == " " and not count and not flags:
-            if string.isprintable() and "  " not in string:
-                return string
-            return _WHITESPACE_RUN_RE.sub(" ", string)
-        return re.sub(pattern, repl, string, count=count, flags=flags)
-
-
-_html2text_re = _Html2TextRe()
-
-
-def _converter() -> html2text.HTML2Text:
-    converter = html2text.HTML2Text(bodywidth=0)
-    converter.ignore_links = False
-    converter.ignore_images = False
-    return converter
 
 
 def to_markdown(html: str) -> str:
     """Markdown of main-content HTML, exactly as the reference renders it.
 
-    html2text is an ``html.parser.HTMLParser``; about half its time goes to that tokenizer.
-    HTML as libxml2 writes it (what ``extract_main_html`` returns) is tokenized here instead,
-    with one regex per token, into exactly the calls ``html.parser`` would make; anything
-    outside that regular subset goes through ``html.parser`` as in the reference.
-    (The shortcut calls ``handle_tag`` with the attribute dict, as html2text's
-    ``handle_starttag``/``handle_endtag`` do, and skips those two wrappers.)
+    Where the reference raises for an input (html.parser's assertions on unknown marked
+    sections, ``int()``'s digit limit, html2text's on ``<ol start>`` without a value), the
+    same exception is raised here.
     """
     if not isinstance(html, str):
         raise TypeError(f"html must be str, not {type(html).__name__}")
-    cleaned = strip_spacer_images(html)
-    # what HTML2Text.feed does to its input before tokenizing
-    data = cleaned.replace("</' + 'script>", "</ignore>")
-    converter = _converter()
-    html2text.escape_md_section = _escape_md_section
-    html2text.escape_md = _escape_md
-    html2text.re = _html2text_re
     try:
-        if not _feed_html(data, converter):
-            # (the converter took part of the page: start again with html.parser)
-            return _converter().handle(cleaned).strip()
-    finally:
-        html2text.escape_md_section = _md_section_escape
-        html2text.escape_md = _md_escape
-        html2text.re = re
-    markdown = converter.optwrap(converter.finish())
-    if converter.pad_tables:
-        markdown = html2text.pad_tables_in_text(markdown)
-    return markdown.strip()
+        markdown = native.markdown(html)
+    except native.SpecificationRaises as raised:
+        raise raised.exception from None
+    if markdown is not None:
+        return markdown
+    return to_markdown_python(html)
 
 
-# html.parser's own patterns (CPython 3.10-3.13), for the tokens handled here
-_CHARREF_RE = re.compile("&#(?:[0-9]+|[xX][0-9a-fA-F]+)[^0-9a-fA-F]")
-_ENTITYREF_RE = re.compile("&([a-zA-Z][-.a-zA-Z0-9]*)[^a-zA-Z0-9]")
-_INCOMPLETE_RE = re.compile("&[a-zA-Z#]")
-# A start tag as libxml2 writes it: quoted or bare attributes, nothing html.parser's tolerant
-# rules would read differently.
-_START_TAG_RE = re.compile(
-    r"<([a-zA-Z][^\t\n\r\f />\x00]*)"
-    r"((?:\s+[^\s/>\"'=<][^\s/>\"'=]*(?:=\"[^\"]*\"|='[^']*')?)*)\s*>"
-)
-_ATTR_RE = re.compile(r"([^\s/>\"'=<][^\s/>\"'=]*)(=(?:\"[^\"]*\"|'[^']*'))?")
-_END_TAG_RE = re.compile(r"</([a-zA-Z][-.a-zA-Z0-9:_]*)>")
-_CDATA_END_RE = {
-    tag: re.compile(rf"</\s*{tag}\s*>", re.IGNORECASE) for tag in ("script", "style")
-}
-_unescape = _html.unescape
-
-
-def _feed_html(data: str, converter: html2text.HTML2Text) -> bool:
-    """Make on ``converter`` the handler calls ``html.parser`` (``convert_charrefs=False``)
-    makes for ``data``, a start or end tag as html2text's ``handle_tag(tag, attrs, start)``;
-    ``False`` as soon as ``data`` leaves the subset handled here (part of it is fed by then)."""
-    handle_data = converter.handle_data
-    handle_tag = converter.handle_tag
-    pos = 0
-    end = len(data)
-    # next "<" and "&" at or after pos (end when none): a text run stops at the nearer one
-    next_lt = data.find("<")
-    if next_lt < 0:
-        next_lt = end
-    next_amp = data.find("&")
-    if next_amp < 0:
-        next_amp = end
-    start_tag = _START_TAG_RE.match
-    end_tag = _END_TAG_RE.match
-    attr_findall = _ATTR_RE.findall
-    while pos < end:
-        char = data[pos]
-        if char == "<":
-            if data.startswith("</", pos):
-                m = end_tag(data, pos)
-                if m is None:
-                    return False
-                handle_tag(m.group(1).lower(), {}, False)
-                pos = m.end()
-                continue
-            m = start_tag(data, pos)
-            if m is None:
-                return False
-            tag = m.group(1).lower()
-            attrs = {}
-            raw = m.group(2)
-            if raw:
-                for name, value in attr_findall(raw):
-                    if value:
-                        value = value[2:-1]
-                        if value and "&" in value:
-                            value = _unescape(value)
-                    else:
-                        value = None
-                    attrs[name.lower()] = value  # a repeated name: the last value, as dict()
-            handle_tag(tag, attrs, True)
-            pos = m.end()
-            if tag == "script" or tag == "style":
-                close = _CDATA_END_RE[tag].search(data, pos)
-                if close is None:
-                    return False
-                if close.start() > pos:
-                    handle_data(data[pos : close.start()])
-                handle_tag(tag, {}, False)
-                pos = close.end()
-        elif char == "&":
-            if data.startswith("&#", pos):
-                m = _CHARREF_RE.match(data, pos)
-                if m is None:
-                    return False
-                converter.handle_charref(m.group()[2:-1])
-            else:
-                m = _ENTITYREF_RE.match(data, pos)
-                if m is None:
-                    if _INCOMPLETE_RE.match(data, pos) or pos + 1 >= end:
-                        return False
-                    handle_data("&")
-                    pos += 1
-                    continue
-                converter.handle_entityref(m.group(1))
-            pos = m.end()
-            if data[pos - 1] != ";":
-                pos -= 1
-        else:
-            if next_lt < pos:
-                next_lt = data.find("<", pos)
-                if next_lt < 0:
-                    next_lt = end
-            if next_amp < pos:
-                next_amp = data.find("&", pos)
-                if next_amp < 0:
-                    next_amp = end
-            stop = next_lt if next_lt < next_amp else next_amp
-            handle_data(data[pos:stop])
-            pos = stop
-    return True
+def to_markdown_python(html: str) -> str:
+    """``to_markdown`` without the compiled core: html2text, as the reference runs it."""
+    try:
+        import html2text
+    except ImportError as exc:
+        raise RuntimeError(
+            "Markdown needs the compiled core (make core, with a Rust toolchain) or html2text "
+            "(pip install 'html2text==2025.4.15')"
+        ) from exc
+    converter = html2text.HTML2Text(bodywidth=0)
+    converter.ignore_links = False
+    converter.ignore_images = False
+    return converter.handle(strip_spacer_images(html)).strip()
 
 
 # ── plain text ───────────────────────────────────────────────────────────────────────────
@@ -257,7 +89,7 @@ _LINE_BREAK = "\x02"  # a block boundary (text keeps its own "\\n" until collaps
 
 
 def to_text(html: str) -> str:
-    """Plain text of main-content HTML.
+    """Plain text of main-content HTML (on the compiled core; ``to_text_python`` without it).
 
     Behaviour: every block element (paragraph, heading, list item, table row, ``div`` …)
     and every ``<br>`` starts a new line; table cells on a row are separated by `` | ``;
@@ -267,6 +99,15 @@ def to_text(html: str) -> str:
     ``<img alt>``. ``<noscript>`` content counts: reconstruction keeps it when it holds main
     blocks (server-rendered forums put the whole thread there), and so does the Markdown.
     """
+    if not isinstance(html, str):
+        raise TypeError(f"html must be str, not {type(html).__name__}")
+    text = native.text(html)
+    return text if text is not None else to_text_python(html)
+
+
+def to_text_python(html: str) -> str:
+    """``to_text`` on lexbor's HTML5 tree of ``html``: the specification the compiled core
+    (``core/src/markdown/text.rs``) is compared with, and what runs without it."""
     if not isinstance(html, str):
         raise TypeError(f"html must be str, not {type(html).__name__}")
     if not html.strip():
