@@ -1,4 +1,5 @@
-"""``make bench`` / ``pulpie-rt bench``: CPU stages + end to end (+ tokens), tables and one JSON.
+"""``make bench`` / ``pulpie-rt bench``: CPU stages + end to end (+ tokens, + the service vs
+``Pipeline``), tables and one JSON.
 
     python -m pulpie_rt.bench.run_all                       # all dev pages for CPU stages,
                                                             # 12 for end to end (tiny model)
@@ -42,7 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2,
                         help="pre/post-processing workers of both Pipelines (default 2)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["cpu", "e2e", "pipelines", "tokens"], help="parts to leave out")
+                        choices=["cpu", "e2e", "pipelines", "tokens", "serve"],
+                        help="parts to leave out")
+    parser.add_argument("--serve-pages", type=int, default=None,
+                        help="dev pages for the service vs Pipeline row (default: "
+                             "bench.serve's)")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -80,6 +85,17 @@ def run(args: argparse.Namespace) -> int:
             print(tables[-1], flush=True)
         except ImportError as exc:
             print(f"Token distribution: skipped ({exc})")
+    if "serve" not in args.skip:
+        try:
+            from pulpie_rt.bench.serve import DEFAULT_PAGES, run_serve_bench, serve_table
+
+            pages = bench_pages(args.serve_pages or DEFAULT_PAGES, args.inputs, args.corpus)
+            print(f"Service vs Pipeline: {len(pages)} pages", flush=True)
+            report["serve"] = run_serve_bench(pages)
+            tables.append(serve_table(report["serve"]))
+            print(tables[-1], flush=True)
+        except ImportError as exc:  # the serve extra (starlette, uvicorn) or httpx missing
+            print(f"Service vs Pipeline: skipped ({exc})")
     from pulpie_rt.bench.gpu import gpu_name
 
     if gpu_name() is None:
