@@ -66,7 +66,8 @@ def run_serve_bench(pages: list[dict], callers: int = DEFAULT_CALLERS,
     workers = workers if workers is not None else default_workers()
     pipeline = Pipeline(model, workers=workers)
     pipeline.extract_batch([p["html"] for p in pages[:2]])  # warm-up
-    options = [model, "--workers", str(workers)]
+    # throughput, not latency: a page may wait behind the others for longer than the default
+    options = [model, "--workers", str(workers), "--request-timeout", "3600"]
     passes: dict[str, list[float]] = {"Pipeline": [], "serve": []}
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-bench-serve-") as tmp, \
             LocalServer(options, Path(tmp) / "serve.log") as server:

@@ -1,2 +1,3 @@
-"""pulpie-rt inside other systems: the HTTP service (``serve``) and adapters for other
-frameworks. Each integration brings its own extra; the base install pulls none of them."""
+"""pulpie-rt as a step of the batch engines crawl teams already run: Ray Data (``ray``, extra
+``[ray]``) and datatrove (``datatrove``, extra ``[datatrove]``). Each module imports only its
+own engine; the base install pulls neither."""

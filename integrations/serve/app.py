@@ -4,7 +4,7 @@
     GET  /health       200 once the model is loaded, 503 before (and while shutting down)
     GET  /info         model, backend, device, limits, version
     GET  /metrics      Prometheus text format (``metrics.py``)
-    GET  /openapi.json the API (``openapi.py``); /docs is the same
+    GET  /openapi.json the API (``openapi.py``); /docs redirects there
 
 Every error answer is JSON ``{"error": "<message>", "error_type": "<kind>"}`` with the status
 of ``ERRORS``. A request whose body is refused is still read to its end (up to
@@ -25,7 +25,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pulpie_rt.integrations.serve.openapi import openapi_document
@@ -200,7 +200,7 @@ class ServeApp:
             Route("/info", self.info, methods=["GET"]),
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/openapi.json", self.openapi, methods=["GET"]),
-            Route("/docs", self.openapi, methods=["GET"]),
+            Route("/docs", self.docs, methods=["GET"]),
         ], lifespan=self.lifespan)
 
     @contextlib.asynccontextmanager
@@ -239,6 +239,9 @@ class ServeApp:
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document(self.limits))
+
+    async def docs(self, request: Request) -> Response:
+        return RedirectResponse("/openapi.json")
 
     async def extract(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -293,13 +296,14 @@ class ServeApp:
         pages, output_format = (await asyncio.to_thread(parse) if len(data) > OFF_LOOP_BYTES
                                 else parse())
         loop = asyncio.get_running_loop()
-        tickets = [self.service.submit(page, loop) for page in pages]
+        with_text = output_format == "text"
+        tickets = [self.service.submit(page, loop, with_text) for page in pages]
         timeout = self.limits.request_timeout_s
         _, unfinished = await asyncio.wait([t.future for t in tickets], timeout=timeout)
         if unfinished:
             late = [t for t in tickets if not t.future.done()]
             for ticket in late:
-                ticket.cancelled = True
+                ticket.cancel()
             return error_response(
                 "timeout", f"the request timed out after {timeout:g} s with {len(late)} of "
                 f"{len(tickets)} pages not finished", unfinished=[t.page.page_id for t in late])

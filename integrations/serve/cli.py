@@ -63,6 +63,18 @@ def _stopped(signum, frame) -> None:
     """SIGTERM after uvicorn's graceful shutdown: nothing left to do."""
 
 
+def _positive(kind):
+    """An argparse type: a number of ``kind`` above 0."""
+
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+
+    return parse
+
+
 def register(subparsers) -> None:
     serve = subparsers.add_parser(
         "serve", help="HTTP service: POST /v1/extract, pages batched across requests",
@@ -77,26 +89,28 @@ def register(subparsers) -> None:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
-    serve.add_argument("--workers", type=int, default=None,
+    serve.add_argument("--workers", type=_positive(int), default=None,
                        help="CPU worker processes for prepare/finish (default: cores - 1, "
                             f"here {default_workers()})")
-    serve.add_argument("--threads", type=int, default=None,
+    serve.add_argument("--threads", type=_positive(int), default=None,
                        help="ONNX Runtime intra-op threads (default: onnxruntime's)")
-    serve.add_argument("--max-batch-tokens", type=int, default=_DEFAULTS.max_batch_tokens,
+    serve.add_argument("--max-batch-tokens", type=_positive(int),
+                       default=_DEFAULTS.max_batch_tokens,
                        help="chunk tokens per batch across requests (default %(default)s)")
     serve.add_argument("--max-batch-wait-ms", type=float, default=_DEFAULTS.max_batch_wait_ms,
                        help="longest wait for a batch to fill when the engine is idle "
                             "(default %(default)s)")
-    serve.add_argument("--max-concurrent-requests", type=int,
+    serve.add_argument("--max-concurrent-requests", type=_positive(int),
                        default=_DEFAULTS.max_concurrent_requests,
                        help="requests served at once; past it 429 with Retry-After "
                             "(default %(default)s)")
-    serve.add_argument("--max-client-batch-size", type=int,
+    serve.add_argument("--max-client-batch-size", type=_positive(int),
                        default=_DEFAULTS.max_client_batch_size,
                        help="pages in one request; past it 413 (default %(default)s)")
-    serve.add_argument("--payload-limit", type=int, default=_DEFAULTS.payload_limit,
+    serve.add_argument("--payload-limit", type=_positive(int), default=_DEFAULTS.payload_limit,
                        help="bytes of one request body; past it 413 (default %(default)s)")
-    serve.add_argument("--request-timeout", type=float, default=_DEFAULTS.request_timeout_s,
+    serve.add_argument("--request-timeout", type=_positive(float),
+                       default=_DEFAULTS.request_timeout_s,
                        help="seconds a request may take; past it 504 listing the pages not "
                             "finished (default %(default)s)")
     serve.add_argument("--log-level", default="info",

@@ -49,16 +49,26 @@ logger = logging.getLogger("pulpie_rt.serve")
 class PageTicket:
     """One page of one request, from its request to its result."""
 
-    __slots__ = ("page", "loop", "future", "prepared", "tokens", "enqueued_at", "cancelled")
+    __slots__ = ("page", "loop", "with_text", "future", "prepared", "tokens", "enqueued_at",
+                 "cancelled", "prepare_future")
 
-    def __init__(self, page: PageInput, loop: asyncio.AbstractEventLoop):
+    def __init__(self, page: PageInput, loop: asyncio.AbstractEventLoop, with_text: bool):
         self.page = page
         self.loop = loop
+        self.with_text = with_text  # the request wants the plain text (made in the worker)
         self.future: asyncio.Future = loop.create_future()
         self.prepared: PreparedPage | None = None
         self.tokens = 0
         self.enqueued_at = 0.0
         self.cancelled = False  # set by the request when it gives up; the batcher skips it
+        self.prepare_future: Future | None = None
+
+    def cancel(self) -> None:
+        """The request gave up on this page: drop it wherever it is (a worker already
+        preparing it finishes; a batch already running it runs it)."""
+        self.cancelled = True
+        if self.prepare_future is not None:
+            self.prepare_future.cancel()
 
     def deliver(self, result: PageResult) -> None:
         """Hand ``result`` to the request (from any thread)."""
@@ -175,14 +185,17 @@ class ExtractionService:
 
     # -- pages
 
-    def submit(self, page: PageInput, loop: asyncio.AbstractEventLoop) -> PageTicket:
-        """Start ``page`` on its way; its ``PageResult`` arrives in ``ticket.future``."""
-        ticket = PageTicket(page, loop)
+    def submit(self, page: PageInput, loop: asyncio.AbstractEventLoop,
+               with_text: bool = False) -> PageTicket:
+        """Start ``page`` on its way; its ``PageResult`` arrives in ``ticket.future`` (with
+        ``text`` already made when ``with_text``: the event loop never parses HTML)."""
+        ticket = PageTicket(page, loop, with_text)
         try:
             future = self._pool.submit(prepare_timed, page.html, page.content_type)
         except RuntimeError as exc:  # the pool is shutting down
             self._answer(ticket, f"prepare: {describe(exc)}")
             return ticket
+        ticket.prepare_future = future
         future.add_done_callback(partial(self._on_prepared, ticket))
         return ticket
 
@@ -207,6 +220,7 @@ class ExtractionService:
         if ticket.cancelled:
             return
         ticket.prepared = outcome
+        ticket.prepare_future = None
         ticket.tokens = sum(len(chunk) for chunk in outcome.chunks)
         ticket.enqueued_at = time.monotonic()
         self._batcher.put(ticket)
@@ -232,7 +246,8 @@ class ExtractionService:
                 self._answer(ticket, failure)
                 continue
             try:
-                future = self._pool.submit(finish_timed, page, page_predictions)
+                future = self._pool.submit(finish_timed, page, page_predictions,
+                                           ticket.with_text)
             except RuntimeError as exc:  # the pool is shutting down
                 self._answer(ticket, f"finish: {describe(exc)}")
                 continue

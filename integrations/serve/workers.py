@@ -55,10 +55,15 @@ def prepare_timed(html: str | bytes | None, content_type: str | None
     return outcome, time.perf_counter() - start
 
 
-def finish_timed(page: PreparedPage, predictions: list[int]) -> tuple[PageResult | str, float]:
-    """labels -> reconstruct -> Markdown for one page (``pages.finish``) and its seconds."""
+def finish_timed(page: PreparedPage, predictions: list[int], with_text: bool = False
+                 ) -> tuple[PageResult | str, float]:
+    """labels -> reconstruct -> Markdown for one page (``pages.finish``) and its seconds;
+    ``with_text``: the plain text too (``PageResult.text`` is cached on the result, so it
+    travels back with it)."""
     start = time.perf_counter()
     outcome = finish(page, predictions)
+    if with_text and isinstance(outcome, PageResult):
+        outcome.text  # noqa: B018 (computed here, in the worker, not in the event loop)
     return outcome, time.perf_counter() - start
 
 
