@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from pulpie_rt.integrations.serve.openapi import openapi_document
 from pulpie_rt.integrations.serve.service import ExtractionService
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult
@@ -233,9 +234,7 @@ class ServeApp:
                              "limits": self.limits.as_dict(), "formats": list(FORMATS)})
 
     async def metrics_text(self, request: Request) -> Response:
-        from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE
-
-        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
+        return Response(self.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document(self.limits))

@@ -12,6 +12,10 @@ from pulpie_rt.runtime.model.backends import BACKEND_NAMES
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 _DEFAULTS = Limits()
+# Seconds an idle keep-alive connection stays open. uvicorn's default (5 s) equals httpx's own
+# idle expiry: a client that reuses a connection just as the server closes it gets a dropped
+# connection. Longer than common clients' expiry, the client always closes first.
+KEEP_ALIVE_S = 75
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -43,7 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     config = uvicorn.Config(create_app(service, on_load_failed), host=args.host, port=args.port,
                             log_level=args.log_level, access_log=args.access_log,
-                            lifespan="on")
+                            lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler it
     # found installed; Python's default one would end the process with status 143. A graceful
