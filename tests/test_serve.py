@@ -76,7 +76,7 @@ def parity_pages() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def load_pages_() -> list[dict]:
+def smallest_pages() -> list[dict]:
     """The 16 smallest real dev pages: 400 requests of them stay cheap."""
     return sorted(load_pages("dev"), key=lambda p: len(p["html"]))[:16]
 
@@ -234,10 +234,10 @@ def test_a_bad_page_fails_alone(server, extractor, parity_pages):
 # ---------------------------------------------------------------------------- load
 
 
-def test_32_callers_400_requests_only_200s_batched_and_counted(server, extractor, load_pages_):
-    expected = {e["id"]: e for e in expected_json(extractor, load_pages_, "markdown")}
+def test_32_callers_400_requests_only_200s_batched_and_counted(server, extractor, smallest_pages):
+    expected = {e["id"]: e for e in expected_json(extractor, smallest_pages, "markdown")}
     bodies = [{"pages": [{"id": p["id"], "html": p["html"]}]}
-              for p in (load_pages_[i % len(load_pages_)] for i in range(400))]
+              for p in (smallest_pages[i % len(smallest_pages)] for i in range(400))]
     before = scrape(server.url)
     answers = asyncio.run(load(server.url, bodies, callers=32))
     after = scrape(server.url)
@@ -260,15 +260,15 @@ def test_32_callers_400_requests_only_200s_batched_and_counted(server, extractor
     assert counter(after, "pulpie_rt_requests_in_progress") == 0
 
 
-def test_past_max_concurrent_requests_429_with_retry_after(small_server, extractor, load_pages_):
+def test_past_max_concurrent_requests_429_with_retry_after(small_server, extractor, smallest_pages):
     bodies = [{"pages": [{"id": p["id"], "html": p["html"]}]}
-              for p in (load_pages_[i % len(load_pages_)] for i in range(160))]
+              for p in (smallest_pages[i % len(smallest_pages)] for i in range(160))]
     before = scrape(small_server.url)
     answers = asyncio.run(load(small_server.url, bodies, callers=32))
     after = scrape(small_server.url)
     statuses = [status for status, _, _ in answers]
     assert set(statuses) == {200, 429}
-    expected = {e["id"]: e for e in expected_json(extractor, load_pages_, "markdown")}
+    expected = {e["id"]: e for e in expected_json(extractor, smallest_pages, "markdown")}
     for (status, body, headers), sent in zip(answers, bodies, strict=True):
         if status == 200:
             assert body["results"] == [expected[sent["pages"][0]["id"]]]

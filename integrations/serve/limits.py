@@ -4,7 +4,7 @@ the ``serve`` extra here, so the command registers without it)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS
@@ -22,7 +22,7 @@ class Limits:
     request_timeout_s: float = 120.0
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 def default_workers() -> int:
