@@ -94,7 +94,8 @@ def expected_json(extractor: Extractor, pages: list[dict], output_format: str) -
     content = {"markdown": lambda r: r.markdown, "html": lambda r: r.html,
                "text": lambda r: r.text}[output_format]
     return [{"id": p["id"], "content": content(r), "error": r.error, "n_blocks": r.n_blocks,
-             "n_main": r.n_main} for p, r in zip(pages, results, strict=True)]
+             "n_main": r.n_main, "truncated": r.truncated, "empty_reason": r.empty_reason}
+            for p, r in zip(pages, results, strict=True)]
 
 
 def extract(url: str, pages: list[dict], output_format: str | None = None,
@@ -227,7 +228,8 @@ def test_a_bad_page_fails_alone(server, extractor, parity_pages):
     good, missing, number = response.json()["results"]
     assert good == {**expected_json(extractor, [parity_pages[1]], "markdown")[0], "id": "good"}
     assert missing == {"id": "no-html", "content": "", "n_blocks": 0, "n_main": 0,
-                       "error": "input: html must be str or bytes, not NoneType"}
+                       "error": "input: html must be str or bytes, not NoneType",
+                       "truncated": None, "empty_reason": None}
     assert number["id"] == 7 and number["error"] == "input: html must be str or bytes, not int"
 
 
@@ -371,7 +373,8 @@ def test_a_5_mb_page_is_extracted(server, extractor, parity_pages):
     big, small = response.json()["results"]
     expected = extractor.extract(FIVE_MB_PAGE)
     assert big == {"id": "5mb", "content": expected.markdown, "error": None,
-                   "n_blocks": expected.n_blocks, "n_main": expected.n_main}
+                   "n_blocks": expected.n_blocks, "n_main": expected.n_main,
+                   "truncated": expected.truncated, "empty_reason": expected.empty_reason}
     assert len(big["content"]) > 4_000_000
     assert small == {**expected_json(extractor, [parity_pages[3]], "markdown")[0], "id": "small"}
 
@@ -384,7 +387,8 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
     (expected,) = extractor.extract_batch([binary])
     assert response.json()["results"] == [{
         "id": 0, "content": expected.markdown, "error": expected.error,
-        "n_blocks": expected.n_blocks, "n_main": expected.n_main}]
+        "n_blocks": expected.n_blocks, "n_main": expected.n_main,
+        "truncated": expected.truncated, "empty_reason": expected.empty_reason}]
     still_answers(server.url, parity_pages[2])
 
 

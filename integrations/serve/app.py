@@ -168,7 +168,9 @@ def check_format(output_format: Any) -> None:
 
 
 def result_json(result: PageResult, output_format: str) -> dict[str, Any]:
-    """One page's answer: its id, its content in ``output_format``, its error, block counts."""
+    """One page's answer: its id, its content in ``output_format``, its error, block counts,
+    what the page limits cut (``truncated``) and why a page without error has no content
+    (``empty_reason``)."""
     if result.error is not None:
         content = ""
     elif output_format == "markdown":
@@ -178,7 +180,8 @@ def result_json(result: PageResult, output_format: str) -> dict[str, Any]:
     else:
         content = result.text
     return {"id": result.page_id, "content": content, "error": result.error,
-            "n_blocks": result.n_blocks, "n_main": result.n_main}
+            "n_blocks": result.n_blocks, "n_main": result.n_main,
+            "truncated": result.truncated, "empty_reason": result.empty_reason}
 
 
 def render_json(payload: Any) -> bytes:

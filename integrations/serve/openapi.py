@@ -84,6 +84,10 @@ def openapi_document(limits) -> dict[str, Any]:
                 "error": {"type": ["string", "null"],
                           "description": '"<stage>: <reason>" when the page failed'},
                 "n_blocks": {"type": "integer"}, "n_main": {"type": "integer"},
+                "truncated": {"type": ["string", "null"],
+                              "description": "what the page limits cut from the page"},
+                "empty_reason": {"type": ["string", "null"],
+                                 "description": "why a page without error has no content"},
             }},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},
