@@ -128,7 +128,9 @@ def _alive(pid: int) -> bool:
 
 def test_killed_run_resumes_with_every_page_once(tmp_path):
     base = small_dev_pages(20_000)
-    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(2) for p in base]
+    # ten copies: the first write comes after 64 pages, and the ~300 left take seconds even on
+    # a fast machine (two copies once finished between that write and the signal)
+    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(10) for p in base]
     inp = tmp_path / "pages.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "html": h}) + "\n" for i, h in pages))
     out = tmp_path / "out.jsonl"
@@ -185,7 +187,9 @@ def test_parquet_output(tmp_path):
 
 def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):
     base = small_dev_pages(20_000)
-    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(2) for p in base]
+    # ten copies: the first write comes after 64 pages, and the ~300 left take seconds even on
+    # a fast machine (two copies once finished between that write and the signal)
+    pages = [(f"{copy}/{p['id']}", p["html"]) for copy in range(10) for p in base]
     inp = tmp_path / "pages.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "html": h}) + "\n" for i, h in pages))
     out = tmp_path / "out.jsonl"
