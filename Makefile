@@ -32,9 +32,11 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
-# setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
-# rebuilt here whenever its sources change.
-CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs)
+# setuptools-rust (cargo and a C compiler needed); rebuilt here whenever its sources change.
+# core/build.rs fetches lexbor's C sources once into build/lexbor and keeps the compiled
+# library there, so rebuilds and `cargo test` do not fetch or compile them again.
+CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs)
+export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
 	$(PIP) install -q --no-deps -e .
