@@ -47,6 +47,20 @@ pub fn markup_at(s: &str, pos: usize) -> Markup {
     }
 }
 
+/// A tag or attribute name as libxml2 keeps it: ASCII letters in lower case, NUL as U+FFFD,
+/// and only the characters that fit its 100-byte name buffer.
+fn name(raw: &str) -> String {
+    const BUFFER: usize = 100;
+    let mut out = String::with_capacity(raw.len().min(BUFFER));
+    for c in raw.chars() {
+        let c = if c == '\0' { '\u{fffd}' } else { c.to_ascii_lowercase() };
+        if out.len() + c.len_utf8() <= BUFFER {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Just after the first `>` at or after `from`, or the end.
 fn after_gt(b: &[u8], from: usize) -> usize {
     b[from..].iter().position(|&c| c == b'>').map_or(b.len(), |k| from + k + 1)
@@ -83,7 +97,7 @@ fn attributes(s: &str, mut i: usize) -> Option<(Vec<(String, String)>, bool, usi
     // the first of each name; a value NUL-free (libxml2 reads NUL as U+FFFD), or
     // `tree::VALUELESS` for none
     let add = |name: &str, value: Option<&str>, attrs: &mut Vec<(String, String)>| {
-        let name = name.to_ascii_lowercase();
+        let name = self::name(name);
         if !attrs.iter().any(|(k, _)| *k == name) {
             let value = match value {
                 Some(v) => crate::charref::libxml2_unescape(v, true).replace('\0', "\u{fffd}"),
@@ -172,12 +186,12 @@ fn start_tag(s: &str, pos: usize) -> Markup {
     let name_end = tag_name_end(b, pos + 1);
     match attributes(s, name_end) {
         Some((attrs, self_closing, end)) => Markup::StartTag {
-            name: s[pos + 1..name_end].to_ascii_lowercase(),
+            name: name(&s[pos + 1..name_end]),
             attrs,
             self_closing,
             end,
         },
-        None => Markup::CutStartTag { name: s[pos + 1..name_end].to_ascii_lowercase() },
+        None => Markup::CutStartTag { name: name(&s[pos + 1..name_end]) },
     }
 }
 
@@ -185,7 +199,7 @@ fn end_tag(s: &str, pos: usize) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 2);
     match attributes(s, name_end) {
-        Some((_, _, end)) => Markup::EndTag { name: s[pos + 2..name_end].to_ascii_lowercase(), end },
+        Some((_, _, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end]), end },
         None => Markup::Skip(b.len()),
     }
 }

@@ -73,33 +73,46 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
     }
 }
 
-/// lexbor's serialization, for tests and benchmarks: with `whole_step` 0, what selectolax's
-/// `LexborHTMLParser(data).html` returns for these bytes; with 1, the specification's
-/// `lexbor_serialization(page)` (the raw page's rewrites first, `<?xml …>` removed after;
-/// `data` as for `pulpie_rt_simplify_page`).
+/// One step of the simplify stage on its own, for tests and benchmarks (`step`):
+/// - 0: lexbor's serialization of `data`, what selectolax's `LexborHTMLParser(data).html`
+///   returns for these bytes;
+/// - 1: the specification's `lexbor_serialization(page)` (the raw page's rewrites first,
+///   `<?xml …>` removed after; `data` as for `pulpie_rt_simplify_page`);
+/// - 2: the libxml2-shaped tree the specification reads a serialization as, written back
+///   (`serialize_html(parse_serialized(data))`).
 ///
 /// # Safety
 /// `data` points to `len` bytes; `out` to a writable `TextOutput`, whose buffer is released
 /// with `pulpie_rt_free`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_lexbor_serialize(
+pub unsafe extern "C" fn pulpie_rt_simplify_step(
     data: *const u8,
     len: usize,
-    whole_step: u32,
+    step: u32,
     out: *mut TextOutput,
 ) -> i32 {
     install_panic_hook();
     let out = &mut *out;
     *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
     let bytes = std::slice::from_raw_parts(data, len);
-    let serialized = run(&mut out.reason, || {
-        if whole_step != 0 {
-            return page::lexbor_serialization(&page::Page::new(bytes)?);
+    let text = run(&mut out.reason, || match step {
+        0 => {
+            let html = lexbor::selectolax_html(bytes).map_err(|e| tree::Unsupported(e.message()))?;
+            String::from_utf8(html).map_err(|_| tree::Unsupported("lexbor's serialization is not UTF-8"))
         }
-        let html = lexbor::selectolax_html(bytes).map_err(|e| tree::Unsupported(e.message()))?;
-        String::from_utf8(html).map_err(|_| tree::Unsupported("lexbor's serialization is not UTF-8"))
+        1 => page::lexbor_serialization(&page::Page::new(bytes)?),
+        2 => {
+            let serialized =
+                std::str::from_utf8(bytes).map_err(|_| tree::Unsupported("not UTF-8"))?;
+            let mut tree = tree::Tree::default();
+            let root = tree::parse_serialized(&mut tree, serialized);
+            let mut html = String::with_capacity(serialized.len());
+            tree::serialize_html(&tree, root, &mut html);
+            Ok(html)
+        }
+        _ => Err(tree::Unsupported("unknown step")),
     });
-    match serialized {
+    match text {
         Ok(html) => {
             (out.ptr, out.len) = leak(html);
             0
