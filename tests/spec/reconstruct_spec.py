@@ -25,10 +25,10 @@ for a serializer's output is reproduced on the way (measured against lxml 6.1 / 
 
 Nothing here recurses: 20,000-deep pages are fine.
 
-``extract_main_html`` runs on the compiled core (``core``, see ``native.py``) where
-it is built and handles the page; this Python implementation is its specification and its
-fallback (``extract_main_html_python``). The core builds libxml2's tree of ``map_html``
-itself, so the lexbor differences above need no handling there.
+Specification: ``pulpie_rt.runtime.reconstruct.extract_main_html`` runs the compiled core
+(``core/``: ``reconstruct.rs``), which builds libxml2's tree of ``map_html`` itself, so the
+lexbor differences above need no handling there. Where the two differ,
+``bench/native_core.py`` asks the reference which one is right.
 """
 
 from __future__ import annotations
@@ -38,17 +38,15 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_rt.runtime import native
-from pulpie_rt.runtime.dom import (
+from pulpie_rt.runtime.reconstruct import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+
+from .dom_spec import (
     BOOLEAN_ATTRS,
     LIBXML_VOID,
     escape_attr_value,
     escape_text,
     escape_uri,
 )
-
-ITEM_ID_ATTR = "_item_id"
-RUN_WRAPPER_TAG = "cc-alg-uc-text"
 
 _WS = " \t\n\f\r"
 # Elements whose whitespace-only text libxml2 keeps (its "allowPCData" list, HTML 4.01 loose).
@@ -95,18 +93,6 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
         return ""
     if not isinstance(map_html, str):
         raise TypeError(f"map_html must be str, not {type(map_html).__name__}")
-    # the compiled core (runtime/native.py) where it is built and handles the page
-    main_html = native.extract_main_html(map_html, labels)
-    if main_html is not None:
-        return main_html
-    return extract_main_html_python(map_html, labels)
-
-
-def extract_main_html_python(map_html: str, labels: dict[str, str]) -> str:
-    """``extract_main_html`` on the Python implementation only (the compiled core's
-    specification)."""
-    if not map_html:
-        return ""
     tree = LexborHTMLParser(map_html.encode("utf-8", "surrogatepass"))
     if _FULL_HTML_RE.match(map_html):
         top, top_tag = tree.root, "html"

@@ -15,17 +15,18 @@ Outputs:
   elements and ``<cc-alg-uc-text _item_id="N">`` wrappers around unwrapped text runs. What
   ``reconstruct`` maps labels back onto.
 
-``simplify`` runs on the compiled core (``core``, see ``native.py``) where it is
-built and handles the page; the Python code here is its specification and its fallback
-(``simplify_python``).
+Specification: ``pulpie_rt.runtime.simplify.simplify`` runs the compiled core (``core/``:
+``page.rs``, ``simplify.rs``); this readable Python implementation is what it is checked against
+(``tests/test_native.py``, ``bench/native_core.py``).
 """
 
 from __future__ import annotations
 
 import re
 
-from pulpie_rt.runtime import native
-from pulpie_rt.runtime.dom import (
+from pulpie_rt.runtime.simplify import SimplifyError
+
+from .dom_spec import (
     Node,
     deep_copy,
     lexbor_serialization,
@@ -33,7 +34,7 @@ from pulpie_rt.runtime.dom import (
     serialize_html,
 )
 
-__all__ = ["simplify", "simplify_python", "SimplifyError"]
+__all__ = ["simplify"]
 
 # Inline tags: they do not start a block.
 INLINE_TAGS = frozenset(
@@ -77,10 +78,6 @@ _BAD_NAME_RE = re.compile(r"[&<>/\"'\t\n\x0b\x0c\r ]")
 _NOT_XML_CHAR_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _TEXT_RUN_RE = re.compile(r"(<[^>]+>)|([^<]+)")
 _WS_RE = re.compile(r"\s+")
-
-
-class SimplifyError(ValueError):
-    """A page that cannot be segmented (not text, say); the message names the reason."""
 
 
 # ── cleaning the page ─────────────────────────────────────────────────────────────────────
@@ -696,26 +693,8 @@ def _collapse_whitespace(html: str) -> str:
 
 
 def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
-    """Segment a page into blocks: ``(simplified_html, map_html)``.
-
-    Same contract and output as ``pulpie.simplify.simplify``; see the module docstring.
-    Runs on the compiled core (``native``) where it is built and handles the page,
-    on the Python implementation below otherwise: the output is the same.
-    Raises ``SimplifyError`` for input that is not a string.
-    """
-    if not isinstance(html, str):
-        raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    serialized = lexbor_serialization(html, native.scan_raw_page)
-    result = native.simplify_serialized(
-        serialized, cutoff_length, lambda: _NOT_XML_CHAR_RE.search(html) is not None
-    )
-    if result is not None:
-        return result
-    return _simplify_serialized(serialized, cutoff_length, html)
-
-
-def simplify_python(html: str, cutoff_length: int = 500) -> tuple[str, str]:
-    """``simplify`` on the Python implementation only (the compiled core's specification)."""
+    """Segment a page into blocks: ``(simplified_html, map_html)``, as
+    ``pulpie.simplify.simplify`` does; see the module docstring."""
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
     return _simplify_serialized(lexbor_serialization(html), cutoff_length, html)

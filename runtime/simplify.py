@@ -1,0 +1,57 @@
+"""html -> (simplified_html, map_html): the segmentation the Pulpie models were trained on.
+
+The Orange models were distilled on MinerU-HTML's ``simplify_html`` segmentation (as the
+reference ``pulpie.simplify`` reproduces it). One block differing means the model reads a page
+it was never trained on, so this stage reproduces that segmentation's output exactly,
+including its quirks.
+
+Outputs:
+- ``simplified_html``: ``<html><head><meta charset="utf-8"></head><body>`` + one element per
+  block, each carrying ``_item_id="N"`` (N = 1, 2, …) + ``</body></html>``, whitespace
+  collapsed. What the model reads.
+- ``map_html``: the original page (as libxml2 parsed it) with the same ``_item_id``s on block
+  elements and ``<cc-alg-uc-text _item_id="N">`` wrappers around unwrapped text runs. What
+  ``reconstruct`` maps labels back onto.
+
+The stage runs in the compiled core (``core/``, through ``native``): lexbor, linked into it,
+parses and serializes the page; the core builds libxml2's tree of that serialization and
+segments it, without recursion (20,000-deep pages keep their text). Its readable
+specification, the Python implementation it is tested against, is
+``tests/spec/simplify_spec.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from pulpie_rt.runtime import native
+
+__all__ = ["simplify", "SimplifyError"]
+
+
+class SimplifyError(ValueError):
+    """A page that cannot be segmented (not text, say); the message names the reason."""
+
+
+def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
+    """Segment a page into blocks: ``(simplified_html, map_html)``.
+
+    Same contract and output as ``pulpie.simplify.simplify``; see the module docstring. A
+    lone surrogate in ``html`` (a ``str`` can hold one) is ignored, as the reference's parser
+    ignores it; it still counts as a character XML does not allow (which changes how blocks
+    are cleaned, as in the reference).
+    Raises ``SimplifyError`` for input that is not a string, a negative ``cutoff_length``,
+    or a page the core cannot take (the message names the reason).
+    """
+    if not isinstance(html, str):
+        raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
+    try:
+        cutoff = operator.index(cutoff_length)
+    except TypeError:
+        cutoff = -1
+    if cutoff < 0:
+        raise SimplifyError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
+    try:
+        return native.simplify_page(html, cutoff)
+    except native.CoreError as exc:
+        raise SimplifyError(str(exc)) from exc
