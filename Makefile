@@ -59,10 +59,12 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 	touch $@
 
 # The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
-# setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
-# rebuilt here whenever its sources change. Both environments' editable installs load the
-# same library file (runtime/_core_rs*.so).
-CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs core/src/*/*.rs)
+# setuptools-rust (cargo and a C compiler needed); rebuilt here whenever its sources change.
+# Both environments' editable installs load the same library file (runtime/_core_rs*.so).
+# core/build.rs fetches lexbor's C sources once into build/lexbor and keeps the compiled
+# library there, so rebuilds and `cargo test` do not fetch or compile them again.
+CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs)
+export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
 	$(PIP) install -q --no-deps -e .

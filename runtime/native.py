@@ -1,21 +1,15 @@
-"""The compiled core of ``simplify``, ``reconstruct`` and ``markdown`` (``core``, Rust, std
-only), through ctypes.
+"""The compiled core (``core/``: Rust, std only, with lexbor linked in), through ctypes.
 
-Both stages spend most of their time in per-node Python work: ``simplify`` replays lexbor's
-serialization as libxml2's tree, segments it and writes blocks back out; ``reconstruct``
-walks the page's tree and writes the kept part as libxml2 does. The Rust crate in
-``core`` does the same steps several times faster (``python -m
-pulpie_rt.bench.cpu_stages``). The Python code (``dom.py``, ``simplify.py``,
-``reconstruct.py``) stays the specification; ``tests/test_native.py`` and ``python -m
-pulpie_rt.parity.native_core`` compare the two on real pages. Markdown is html2text ported
-(its specification is html2text itself: ``tests/test_markdown.py``, ``python -m
-pulpie_rt.parity.markdown_parity``).
+``simplify`` and ``reconstruct`` run here: the core parses and serializes the raw page with
+lexbor, builds libxml2's tree of that serialization, segments it and writes blocks and
+``map_html``; and it builds libxml2's tree of ``map_html`` and writes the main content. Their
+Python specification lives in ``tests/spec/``; ``tests/test_native.py`` and ``python -m
+pulpie_rt.parity.native_core`` compare the two on real pages. The byte-level BPE tokenizer
+(``CoreTokenizer``, ids identical to the ``tokenizers`` library's) and Markdown / plain text
+(html2text ported; specification ``tests/spec/markdown_spec.py``) run here too.
 
-The library is optional. ``pip install`` builds it where a Rust toolchain exists
-(setuptools-rust, ``pyproject.toml``); without one, or with ``PULPIE_RT_PURE_PYTHON=1``, both
-stages run the Python implementation, only slower. Pages the core does not handle (input
-outside the regular shape it reads, which it refuses rather than guesses) and any failure
-inside it also fall back to Python, page by page.
+``pip install`` builds the library (setuptools-rust and cargo, ``pyproject.toml``; lexbor's C
+sources are fetched by ``core/build.rs``). ``PULPIE_RT_NATIVE_LIB`` loads another build of it.
 """
 
 from __future__ import annotations
@@ -23,37 +17,28 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "LIBRARY_ENV", "PURE_PYTHON_ENV", "SpecificationRaises", "available", "extract_main_html",
-    "RawPageScan", "library_path", "markdown", "scan_raw_page", "simplify_serialized", "text",
+    "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
+    "STEP_LEXBOR_HTML", "STEP_LEXBOR_SERIALIZATION", "STEP_TREE", "library_path",
+    "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
     "CoreTokenizer", "TokenizerLoadError",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
-# folder (`make core` rebuilds it after a change to core)
+# folder (`make core` rebuilds it after a change to core/)
 LIBRARY_ENV = "PULPIE_RT_NATIVE_LIB"
-PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
-
-FLAG_NON_XML_CHARS = 2
-FLAG_NON_XML_UNKNOWN = 4
 
 _HERE = Path(__file__).resolve().parent
 
 
-class _RawScanOutput(ctypes.Structure):
-    _fields_ = [
-        ("flags", ctypes.c_uint32),
-        ("starts_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("starts_len", ctypes.c_size_t),
-    ]
+class CoreError(RuntimeError):
+    """The core could not run on this input; the message says why."""
 
 
-_RAW_EMPTY_END_TAG = 1
-_RAW_SLASH_GATE = 2
+class CoreMissing(RuntimeError):
+    """No compiled core in this installation."""
 
 
 class _TextOutput(ctypes.Structure):
@@ -64,7 +49,7 @@ class _TextOutput(ctypes.Structure):
     ]
 
 
-class _Output(ctypes.Structure):
+class _SimplifyOutput(ctypes.Structure):
     _fields_ = [
         ("simplified_ptr", ctypes.c_void_p),
         ("simplified_len", ctypes.c_size_t),
@@ -86,48 +71,51 @@ def library_path() -> Path | None:
     return None
 
 
-# the loaded library, per process (a cache: empty until first use, then [CDLL or None])
-_LIBRARY_CACHE: list = []
+# the loaded library, per process (a cache: empty until first use, then [CDLL])
+_LIBRARY_CACHE: list[ctypes.CDLL] = []
 
 
-def _library() -> ctypes.CDLL | None:
-    if not _LIBRARY_CACHE:
-        lib = None
-        path = library_path()
-        if path is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0"):
-            lib = ctypes.CDLL(str(path))
-            lib.pulpie_rt_simplify.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32,
-                ctypes.POINTER(_Output),
-            ]
-            lib.pulpie_rt_simplify.restype = ctypes.c_int32
-            lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-            lib.pulpie_rt_free.restype = None
-            lib.pulpie_rt_scan_raw_page.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_RawScanOutput),
-            ]
-            lib.pulpie_rt_scan_raw_page.restype = ctypes.c_int32
-            lib.pulpie_rt_free_starts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
-            lib.pulpie_rt_free_starts.restype = None
-            lib.pulpie_rt_reconstruct.argtypes = [
-                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-                ctypes.POINTER(_TextOutput),
-            ]
-            lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
-            _declare_tokenizer(lib)
-            for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
-                function = getattr(lib, name, None)  # absent from a library built before them
-                if function is not None:
-                    function.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                         ctypes.POINTER(_TextOutput)]
-                    function.restype = ctypes.c_int32
-        _LIBRARY_CACHE.append(lib)
-    return _LIBRARY_CACHE[0]
+def _library() -> ctypes.CDLL:
+    if _LIBRARY_CACHE:
+        return _LIBRARY_CACHE[0]
+    path = library_path()
+    if path is None:
+        raise CoreMissing(
+            "pulpie_rt's compiled core is not built: reinstall with a Rust toolchain (cargo) "
+            "on the PATH (`pip install .`, or `make core` in a checkout)"
+        )
+    lib = ctypes.CDLL(str(path))
+    lib.pulpie_rt_simplify_page.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(_SimplifyOutput),
+    ]
+    lib.pulpie_rt_simplify_page.restype = ctypes.c_int32
+    lib.pulpie_rt_simplify_step.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(_TextOutput),
+    ]
+    lib.pulpie_rt_simplify_step.restype = ctypes.c_int32
+    lib.pulpie_rt_reconstruct.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(_TextOutput),
+    ]
+    lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
+    lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.pulpie_rt_free.restype = None
+    _declare_tokenizer(lib)
+    for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
+        function = getattr(lib, name)
+        function.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TextOutput)]
+        function.restype = ctypes.c_int32
+    _LIBRARY_CACHE.append(lib)
+    return lib
 
 
 def available() -> bool:
-    """Whether ``simplify`` and ``reconstruct`` run on the compiled core in this process."""
-    return _library() is not None
+    """Whether the compiled core can be loaded in this process."""
+    try:
+        _library()
+    except (CoreMissing, OSError):
+        return False
+    return True
 
 
 # str straight from the library's UTF-8 buffer (ctypes.string_at would copy it to bytes first)
@@ -143,129 +131,85 @@ def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
         lib.pulpie_rt_free(ptr, size)
 
 
-@dataclass(frozen=True)
-class RawPageScan:
-    """What ``dom.lexbor_serialization`` asks of a raw page, from one call into the core."""
-
-    data: bytes  # the page as UTF-8 (lexbor parses these bytes: no second encoding)
-    has_empty_end_tag: bool  # "</>" is in the page
-    has_slash_after_space: bool  # " /", "\n/", "\t/" or "\r/" is in the page
-    slash_tag_starts: list[int]  # where dom._SLASH_TAG_RE matches (when the above holds)
-
-
-def scan_raw_page(html: str) -> RawPageScan | None:
-    """``RawPageScan`` of ``html``, or None where the core is absent or the page is not
-    UTF-8-encodable (lone surrogates): the caller then searches the string itself."""
-    lib = _library()
-    if lib is None:
-        return None
-    try:
-        data = html.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    out = _RawScanOutput()
-    if lib.pulpie_rt_scan_raw_page(data, len(data), ctypes.byref(out)) != 0:
-        return None
-    try:
-        starts = out.starts_ptr[: out.starts_len] if out.starts_len else []
-    finally:
-        lib.pulpie_rt_free_starts(out.starts_ptr, out.starts_len)
-    return RawPageScan(data, bool(out.flags & _RAW_EMPTY_END_TAG),
-                       bool(out.flags & _RAW_SLASH_GATE), starts)
-
-
-def _simplify(serialized: str, cutoff_length: int, flags: int) -> tuple[int, _Output]:
-    """The core's status and output for lexbor's serialization of a page."""
-    data = serialized.encode("utf-8")
-    out = _Output()
-    status = _library().pulpie_rt_simplify(data, len(data), cutoff_length, flags,
-                                           ctypes.byref(out))
-    return status, out
-
-
-def simplify_serialized(
-    serialized: str, cutoff_length: int, has_non_xml_chars: Callable[[], bool]
-) -> tuple[str, str] | None:
-    """``(simplified_html, map_html)`` of lexbor's serialization of a page, or None where the
-    core is absent or does not handle this page (the caller then runs the Python code).
-
-    ``has_non_xml_chars`` answers whether the raw page holds characters XML does not allow.
-    It is asked only when the serialization holds such characters itself, the one case where
-    the answer changes the output: scanning every raw page for them costs more than the rest
-    of the core's work. (The raw page's other flag, whether it has raw-text elements, the core
-    reads off the tree itself.)"""
-    lib = _library()
-    if lib is None:
-        return None
-    try:
-        status, out = _simplify(serialized, cutoff_length, FLAG_NON_XML_UNKNOWN)
-        if status == 3:
-            flags = FLAG_NON_XML_CHARS if has_non_xml_chars() else 0
-            status, out = _simplify(serialized, cutoff_length, flags)
-    except UnicodeEncodeError:  # lone surrogates: only the Python path handles them
-        return None
+def _check(status: int, reason: bytes | None) -> None:
     if status != 0:
-        return None
+        why = reason.decode("utf-8", "replace") if reason else f"status {status}"
+        raise CoreError(f"the compiled core failed on this input: {why}")
+
+
+def _page_bytes(html: str) -> bytes:
+    """``html`` as the core takes a page: UTF-8, a lone surrogate as the 3 bytes of its code
+    point (``surrogatepass``; the core ignores it as selectolax did, and counts it as a
+    character XML does not allow, as the specification does)."""
+    try:
+        return html.encode("utf-8")
+    except UnicodeEncodeError:
+        return html.encode("utf-8", "surrogatepass")
+
+
+def simplify_page(html: str, cutoff_length: int) -> tuple[str, str]:
+    """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``)."""
+    lib = _library()
+    data = _page_bytes(html)
+    out = _SimplifyOutput()
+    status = lib.pulpie_rt_simplify_page(data, len(data), cutoff_length, ctypes.byref(out))
+    _check(status, out.reason)
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
     return simplified, map_html
 
 
-def _reconstruct(map_html: str, labels: dict[str, str]) -> tuple[int, _TextOutput]:
-    """The core's status and output for ``map_html`` and ``labels``; status -1 where the
-    input cannot travel (not UTF-8-encodable, ids that are not strings or hold a newline)."""
+# the steps of pulpie_rt_simplify_step
+STEP_LEXBOR_HTML = 0
+STEP_LEXBOR_SERIALIZATION = 1
+STEP_TREE = 2
+
+
+def simplify_step(data: str | bytes, step: int) -> str:
+    """One step of the stage on its own, for tests and benchmarks:
+
+    - ``STEP_LEXBOR_HTML``: selectolax's ``LexborHTMLParser(data).html`` (bytes as they are,
+      a str as selectolax encodes it);
+    - ``STEP_LEXBOR_SERIALIZATION``: the specification's ``lexbor_serialization(page)`` (the
+      raw page's rewrites, lexbor, the ``<?xml`` removal);
+    - ``STEP_TREE``: ``serialize_html(parse_serialized(data))`` of a serialization.
+    """
+    lib = _library()
+    if isinstance(data, str):
+        if step == STEP_LEXBOR_HTML:
+            data = data.encode("utf-8", "ignore")
+        elif step == STEP_LEXBOR_SERIALIZATION:
+            data = _page_bytes(data)
+        else:
+            data = data.encode("utf-8")
     out = _TextOutput()
+    status = lib.pulpie_rt_simplify_step(data, len(data), step, ctypes.byref(out))
+    _check(status, out.reason)
+    return _take(lib, out.ptr, out.len)
+
+
+def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
+    """``reconstruct.extract_main_html`` of a non-empty ``map_html``."""
+    lib = _library()
     try:
         data = map_html.encode("utf-8")
-        main_ids = [i for i, label in labels.items() if label == "main"]
-        if any("\n" in i for i in main_ids):
-            return -1, out  # the ids travel one per line
-        ids = "\n".join(main_ids).encode("utf-8")
-    except (UnicodeEncodeError, AttributeError, TypeError):
-        return -1, out
-    status = _library().pulpie_rt_reconstruct(data, len(data), ids, len(ids), ctypes.byref(out))
-    return status, out
-
-
-def extract_main_html(map_html: str, labels: dict[str, str]) -> str | None:
-    """``reconstruct.extract_main_html`` on the compiled core, or None where the core is
-    absent or does not handle this page (the caller then runs the Python code)."""
-    lib = _library()
-    if lib is None:
-        return None
-    status, out = _reconstruct(map_html, labels)
-    return _take(lib, out.ptr, out.len) if status == 0 else None
-
-
-def _reason(lib: ctypes.CDLL, status: int, out: _Output | _TextOutput) -> str | None:
-    """Why the core refused (None after a success, whose buffers are released here)."""
-    if status == 0:
-        if isinstance(out, _Output):
-            lib.pulpie_rt_free(out.simplified_ptr, out.simplified_len)
-            lib.pulpie_rt_free(out.map_ptr, out.map_len)
-        else:
-            lib.pulpie_rt_free(out.ptr, out.len)
-        return None
-    if status == -1:
-        return "input that cannot be passed to the core"
-    return out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
-
-
-def reconstruct_reason(map_html: str, labels: dict[str, str]) -> str | None:
-    """Why the core refuses to reconstruct this page (None if it handles it)."""
-    lib = _library()
-    if lib is None:
-        return "no compiled core"
-    return _reason(lib, *_reconstruct(map_html, labels))
-
-
-def simplify_reason(serialized: str) -> str | None:
-    """Why the core refuses this serialization (None if it handles it): for tests and
-    reports of the fallback rate."""
-    lib = _library()
-    if lib is None:
-        return "no compiled core"
-    return _reason(lib, *_simplify(serialized, 500, 0))
+    except UnicodeEncodeError as exc:
+        raise CoreError(f"map_html is not UTF-8-encodable ({exc.reason})") from exc
+    # the main ids travel each ended by a NUL; an id that is not a str, or holds a NUL or a
+    # lone surrogate, matches no _item_id value of libxml2's tree (it never holds those), so
+    # it is left out
+    ids = []
+    for item_id, label in labels.items():
+        if label == "main" and isinstance(item_id, str) and "\0" not in item_id:
+            try:
+                ids.append(item_id.encode("utf-8") + b"\0")
+            except UnicodeEncodeError:
+                continue
+    joined = b"".join(ids)
+    out = _TextOutput()
+    status = lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined), ctypes.byref(out))
+    _check(status, out.reason)
+    return _take(lib, out.ptr, out.len)
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -325,8 +269,6 @@ class CoreTokenizer:
         """From a ``tokenizer.json`` file; each of ``ensure_specials`` is added as a special
         token where the tokenizer has no token of that content."""
         lib = _library()
-        if lib is None:
-            raise RuntimeError("the compiled core is not available")
         self._lib = lib
         self._handle = None
         path_bytes = os.fsencode(path)
@@ -401,12 +343,10 @@ class SpecificationRaises(Exception):
 
 def _text_call(name: str, html: str) -> str | None:
     """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
-    writes them), None where the library lacks it or fails; ``SpecificationRaises`` where
+    writes them), None where the core failed (a caught panic); ``SpecificationRaises`` where
     the specification raises."""
     lib = _library()
-    function = getattr(lib, name, None) if lib is not None else None
-    if function is None:
-        return None
+    function = getattr(lib, name)
     data = html.encode("utf-8", "surrogatepass")
     out = _TextOutput()
     status = function(data, len(data), ctypes.byref(out))
@@ -423,13 +363,12 @@ def _text_call(name: str, html: str) -> str | None:
 
 
 def markdown(html: str) -> str | None:
-    """``markdown.to_markdown`` on the compiled core, or None where the core is absent or
+    """``markdown.to_markdown`` on the compiled core, or None where the core
     failed (the caller then runs the Python specification). Raises ``SpecificationRaises``
     where the specification raises."""
     return _text_call("pulpie_rt_markdown", html)
 
 
 def text(html: str) -> str | None:
-    """``markdown.to_text`` on the compiled core, or None where the core is absent or
-    failed."""
+    """``markdown.to_text`` on the compiled core, or None where the core failed."""
     return _text_call("pulpie_rt_text", html)

@@ -1,21 +1,20 @@
 //! Main-content HTML from `map_html` and the main-labelled block ids: the compiled twin of
-//! `runtime/reconstruct.py` (`extract_main_html`), which stays the specification. The Python
-//! code walks lexbor's tree of `map_html` and reproduces where libxml2's tree (the
-//! reference's) differs; here `tree::parse_serialized` builds libxml2's tree itself, so those
+//! `tests/spec/reconstruct_spec.py` (`extract_main_html`), the specification. The Python code
+//! walks lexbor's tree of `map_html` and reproduces where libxml2's tree (the reference's)
+//! differs; here `tree::parse` builds libxml2's tree itself (`Reader::Libxml2`), so those
 //! differences (lexbor-only void elements, `<template>` content, foreign attribute names) need
-//! no handling. What is not handled — a page that is not a whole document, output the
-//! reference's URL pattern would rescan, character references beyond the serializer's — is
-//! refused, and Python runs for that page.
+//! no handling. A `map_html` that is not a whole document is read as the reference's
+//! `lxml.html.fromstring` reads it (`fragment_top`).
 
 use std::collections::HashSet;
 
 use crate::tree::{
-    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Res,
-    Tree, Unsupported, NONE,
+    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Tree,
+    NONE,
 };
 
 /// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
-fn allows_pcdata(tag: &str) -> bool {
+pub(crate) fn allows_pcdata(tag: &str) -> bool {
     matches!(
         tag,
         "a" | "abbr" | "acronym" | "address" | "applet" | "b" | "bdo" | "big" | "blockquote"
@@ -62,11 +61,14 @@ fn has_url_attr_start(text: &str) -> bool {
 
 /// `reconstruct._attr_html`, with the URL decoding applied when `w.decode`; a value holding
 /// `="` sets `w.rescan` (the reference's pattern may match inside it).
-fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) -> Res<()> {
+fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
     let out = &mut w.out;
     for (raw_name, value) in &tree.attrs[tree.nodes[node].attrs] {
         let name = raw_name.as_str();
-        if is_boolean_attr(name) || (value.is_empty() && name.starts_with('=')) {
+        if is_boolean_attr(name)
+            || value == crate::tree::VALUELESS
+            || (value.is_empty() && name.starts_with('='))
+        {
             out.push(' ');
             out.push_str(name);
             continue;
@@ -96,13 +98,12 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) -> Res<()> {
             && HTTP_PREFIXES.iter().any(|p| value.starts_with(p))
         {
             // the reference's decode_http_urls_only, in place
-            value = crate::tree::unescape(&value)?;
+            value = crate::charref::py_unescape(&value).into_owned();
         } else if value.contains("=\"") {
             w.rescan = true;
         }
         push_attr(out, name, '"', &value);
     }
-    Ok(())
 }
 
 fn is_drop_meta(tree: &Tree, node: usize) -> bool {
@@ -117,6 +118,8 @@ struct Selection {
 }
 
 impl Selection {
+    /// The elements kept under `root` (the reference's `id_to_element` and `elements_to_remain`
+    /// over `root.iter()`).
     fn new(tree: &Tree, root: usize, main_ids: &HashSet<&str>) -> Selection {
         let mut first: std::collections::HashMap<&str, usize> = Default::default();
         let order = tree.iter(root);
@@ -137,7 +140,7 @@ impl Selection {
         }
         let mut selection = Selection { main, ancestors, recalled: HashSet::new() };
         if !selection.main.is_empty() {
-            selection.recalled = selection.recall_brs(tree, &order);
+            selection.recalled = selection.recall_brs(tree, &order, root);
         }
         selection
     }
@@ -172,11 +175,12 @@ impl Selection {
         }
     }
 
-    /// `<br>`s whose neighbouring element in document order stays and is no `<br>`.
-    fn recall_brs(&self, tree: &Tree, order: &[usize]) -> HashSet<usize> {
+    /// `<br>`s whose neighbouring element in document order (under `root`) stays and is no
+    /// `<br>`.
+    fn recall_brs(&self, tree: &Tree, order: &[usize], root: usize) -> HashSet<usize> {
         let mut recalled = HashSet::new();
         for &br in order {
-            if tree.nodes[br].tag != "br" {
+            if tree.nodes[br].tag != "br" || br == root {
                 continue;
             }
             let parent = tree.nodes[br].parent;
@@ -202,7 +206,7 @@ impl Selection {
             // stops there; this is the behaviour the reference parity was measured with)
             let mut next = NONE;
             let mut node = br;
-            while node != NONE {
+            while node != NONE && node != root {
                 next = Self::next_element(tree, node);
                 if next != NONE {
                     break;
@@ -238,13 +242,70 @@ struct Writer {
     rescan: bool,
 }
 
-/// `reconstruct.extract_main_html` for a whole document.
-pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> Res<String> {
-    let trimmed = map_html.trim_start_matches(crate::tree::py_isspace);
-    let head = trimmed.get(..9).unwrap_or(trimmed).to_ascii_lowercase();
-    if !(head.starts_with("<html") || head.starts_with("<!doctype")) {
-        return Err(Unsupported("not a whole document"));
+/// What lxml's `document_fromstring` gives the reference where libxml2 made no document.
+const EMPTY_DOCUMENT: &str = "<HtmlElement></HtmlElement>";
+
+/// The element the reference reconstructs from (`lxml.html.fromstring(map_html)`) and the tag
+/// it is written with.
+struct Top<'a> {
+    node: usize,
+    tag: &'a str,
+}
+
+/// `lxml.html.fromstring`'s test `^\s*<(?:html|!doctype)` (any case). The reference hands
+/// lxml bytes when `map_html` holds "<?xml", "<meta charset" or "encoding=": `\s` is ASCII
+/// white space then.
+fn looks_like_full_html(map_html: &str) -> bool {
+    let as_bytes = map_html.contains("<?xml") || map_html.contains("<meta charset")
+        || map_html.contains("encoding=");
+    let trimmed = if as_bytes {
+        map_html.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c'])
+    } else {
+        map_html.trim_start_matches(crate::tree::py_isspace)
+    };
+    let head = trimmed.as_bytes();
+    let starts = |prefix: &[u8]| head.len() >= prefix.len() && head[..prefix.len()].eq_ignore_ascii_case(prefix);
+    starts(b"<html") || starts(b"<!doctype")
+}
+
+/// lxml.html's `defs.block_tags` (lxml 6.1): a fragment of several elements is wrapped in
+/// `<div>` when it holds one of them, else in `<span>`.
+fn is_lxml_block_tag(tag: &str) -> bool {
+    matches!(
+        tag,
+        "address" | "blockquote" | "caption" | "center" | "col" | "colgroup" | "dd" | "del"
+            | "dir" | "div" | "dl" | "dt" | "fieldset" | "form" | "h1" | "h2" | "h3" | "h4"
+            | "h5" | "h6" | "hr" | "ins" | "isindex" | "legend" | "li" | "menu" | "noscript"
+            | "ol" | "optgroup" | "option" | "p" | "pre" | "table" | "tbody" | "td" | "tfoot"
+            | "th" | "thead" | "tr" | "ul"
+    )
+}
+
+/// What `lxml.html.fromstring` returns for a string that is not a whole document: the whole
+/// document where libxml2 made a `<head>` or no `<body>`; the body's one element when it holds
+/// only that (white space around it aside); otherwise the body itself, as `<div>` or `<span>`.
+fn fragment_top(tree: &Tree, root: usize) -> Top<'_> {
+    let children = &tree.nodes[root].children;
+    let whole = Top { node: root, tag: "html" };
+    if children.iter().any(|&c| tree.nodes[c].tag == "head") {
+        return whole;
     }
+    let Some(&body) = children.iter().find(|&&c| tree.nodes[c].tag == "body") else {
+        return whole;
+    };
+    let b = &tree.nodes[body];
+    let blank = |t: &Option<crate::tree::Text>| t.as_deref().is_none_or(|t| !crate::tree::has_non_space(t));
+    if b.children.len() == 1 && blank(&b.text) && blank(&tree.nodes[b.children[0]].tail) {
+        let only = b.children[0];
+        return Top { node: only, tag: tree.nodes[only].tag.as_str() };
+    }
+    let block = tree.iter(body).into_iter().any(|n| is_lxml_block_tag(&tree.nodes[n].tag));
+    Top { node: body, tag: if block { "div" } else { "span" } }
+}
+
+/// `reconstruct.extract_main_html`.
+pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> String {
+    let full = looks_like_full_html(map_html);
     // libxml2, like an HTML5 parser, reads "\r\n" and a lone "\r" as "\n" (a raw "\r" reaches
     // map_html from a character reference in the page)
     let normalized;
@@ -255,25 +316,29 @@ pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> Res<String
         map_html
     };
     let mut tree = Tree::default();
-    let root = crate::tree::parse(&mut tree, map_html, true)?;
-    let sel = Selection::new(&tree, root, main_ids);
+    let root = crate::tree::parse(&mut tree, map_html, crate::tree::Reader::Libxml2);
+    if !tree.has_document {
+        return EMPTY_DOCUMENT.to_string();
+    }
+    let top = if full { Top { node: root, tag: "html" } } else { fragment_top(&tree, root) };
+    let sel = Selection::new(&tree, top.node, main_ids);
     let mut w = Writer { out: String::with_capacity(map_html.len() / 4), decode: true, rescan: false };
-    write(&mut w, &tree, root, &sel)?;
+    write(&mut w, &tree, &top, &sel);
     if !w.rescan {
-        return Ok(w.out);
+        return w.out;
     }
     // written again undecoded, then decoded the way the reference does, over everything
     let mut w = Writer { out: String::with_capacity(w.out.len()), decode: false, rescan: false };
-    write(&mut w, &tree, root, &sel)?;
+    write(&mut w, &tree, &top, &sel);
     decode_http_urls(&w.out)
 }
 
 /// `reconstruct._decode_http_urls`: entities decoded in every `href="…"`/`src="…"` (any
 /// case, also inside longer names and in text) whose value holds "&" and is an http(s)/ftp/
 /// `//` URL.
-fn decode_http_urls(html: &str) -> Res<String> {
+fn decode_http_urls(html: &str) -> String {
     if !html.contains('&') {
-        return Ok(html.to_string());
+        return html.to_string();
     }
     let b = html.as_bytes();
     let mut out = String::with_capacity(html.len());
@@ -296,27 +361,51 @@ fn decode_http_urls(html: &str) -> Res<String> {
         }
         if HTTP_PREFIXES.iter().any(|p| url.starts_with(p)) {
             out.push_str(&html[last..start]);
-            out.push_str(&crate::tree::unescape(url)?);
+            out.push_str(&crate::charref::py_unescape(url));
             last = start + k;
         }
         i = start + k + 1;
     }
     out.push_str(&html[last..]);
-    Ok(out)
+    out
 }
 
-fn write(w: &mut Writer, tree: &Tree, root: usize, sel: &Selection) -> Res<()> {
-    w.out.push_str("<html");
-    write_attrs(w, tree, root, "html")?;
+/// The kept part of `top`'s subtree as libxml2 writes it, run wrappers unwrapped — except
+/// where `top` is not the document and nothing in it is kept: the reference then detaches it,
+/// keeps it whole and writes it with its tail (its wrappers stay: its search for them runs over
+/// the document it left).
+fn write(w: &mut Writer, tree: &Tree, top: &Top, sel: &Selection) {
+    let root = top.node;
+    let is_document = tree.nodes[root].parent == NONE;
+    let keep_all = !is_document && !sel.in_main(tree, root);
+    w.out.push('<');
+    w.out.push_str(top.tag);
+    write_attrs(w, tree, root, top.tag);
     w.out.push('>');
+    let own_tag = tree.nodes[root].tag.as_str();
+    if !is_document && is_libxml_void(own_tag) {
+        write_top_tail(w, tree, root);
+        return;
+    }
+    if !is_document && !keep_all && own_tag == RUN_WRAPPER_TAG {
+        // the reference's drop_tag moves the wrapper's children out of it, not its text
+        if let Some(text) = tree.nodes[root].text.as_deref().filter(|t| !t.is_empty()) {
+            write_run(w, text, own_tag, None);
+        }
+        w.out.push_str("</");
+        w.out.push_str(top.tag);
+        w.out.push('>');
+        write_top_tail(w, tree, root);
+        return;
+    }
     let mut stack = vec![Frame {
         node: root,
         index: 0,
-        full: sel.main.contains(&root),
+        full: keep_all || sel.main.contains(&root),
         end: true,
         written: false,
     }];
-    write_text(w, tree, &mut stack)?;
+    write_text(w, tree, &mut stack);
     while let Some(frame) = stack.last_mut() {
         let node = frame.node;
         let n = &tree.nodes[node];
@@ -324,11 +413,11 @@ fn write(w: &mut Writer, tree: &Tree, root: usize, sel: &Selection) -> Res<()> {
             let frame = stack.pop().unwrap();
             if frame.end && (frame.written || n.tag != "li") {
                 w.out.push_str("</");
-                w.out.push_str(&n.tag);
+                w.out.push_str(if stack.is_empty() { top.tag } else { &n.tag });
                 w.out.push('>');
             }
             if !stack.is_empty() {
-                write_tail(w, tree, node, &mut stack)?;
+                write_tail(w, tree, node, &mut stack);
             }
             continue;
         }
@@ -344,47 +433,55 @@ fn write(w: &mut Writer, tree: &Tree, root: usize, sel: &Selection) -> Res<()> {
         };
         frame.written = true;
         if tag == "meta" && is_drop_meta(tree, child) {
-            write_tail(w, tree, child, &mut stack)?;
+            write_tail(w, tree, child, &mut stack);
             continue;
         }
-        let wrapper = tag == RUN_WRAPPER_TAG;
+        let wrapper = tag == RUN_WRAPPER_TAG && !keep_all;
         if !wrapper {
             w.out.push('<');
             w.out.push_str(tag);
-            write_attrs(w, tree, child, tag)?;
+            write_attrs(w, tree, child, tag);
             w.out.push('>');
             if is_libxml_void(tag) {
-                write_tail(w, tree, child, &mut stack)?;
+                write_tail(w, tree, child, &mut stack);
                 continue;
             }
         }
         stack.push(Frame { node: child, index: 0, full, end: !wrapper, written: false });
-        write_text(w, tree, &mut stack)?;
+        write_text(w, tree, &mut stack);
     }
-    Ok(())
+    if !is_document {
+        write_top_tail(w, tree, root);
+    }
+}
+
+/// The tail of a fragment's top element (lxml writes an element with its tail).
+fn write_top_tail(w: &mut Writer, tree: &Tree, top: usize) {
+    let n = &tree.nodes[top];
+    let Some(tail) = n.tail.as_deref().filter(|t| !t.is_empty()) else { return };
+    let parent_tag = tree.nodes[n.parent].tag.as_str();
+    write_run(w, tail, parent_tag, Some(n.tag.as_str()));
 }
 
 /// The text of the element of the top frame (before its first child).
-fn write_text(w: &mut Writer, tree: &Tree, stack: &mut [Frame]) -> Res<()> {
+fn write_text(w: &mut Writer, tree: &Tree, stack: &mut [Frame]) {
     let frame = stack.last_mut().expect("a frame");
     let n = &tree.nodes[frame.node];
-    let Some(text) = n.text.as_deref().filter(|t| !t.is_empty()) else { return Ok(()) };
+    let Some(text) = n.text.as_deref().filter(|t| !t.is_empty()) else { return };
     if write_run(w, text, &n.tag, None) {
         frame.written = true;
     }
-    Ok(())
 }
 
 /// The tail of `child`, a kept child of the element of the top frame.
-fn write_tail(w: &mut Writer, tree: &Tree, child: usize, stack: &mut [Frame]) -> Res<()> {
+fn write_tail(w: &mut Writer, tree: &Tree, child: usize, stack: &mut [Frame]) {
     let n = &tree.nodes[child];
-    let Some(tail) = n.tail.as_deref().filter(|t| !t.is_empty()) else { return Ok(()) };
+    let Some(tail) = n.tail.as_deref().filter(|t| !t.is_empty()) else { return };
     let frame = stack.last_mut().expect("a parent frame");
     let parent_tag = tree.nodes[frame.node].tag.as_str();
     if write_run(w, tail, parent_tag, Some(n.tag.as_str())) {
         frame.written = true;
     }
-    Ok(())
 }
 
 /// One text run of an element `parent_tag` (after element `prev`); whether it was written.

@@ -970,7 +970,11 @@ fn collapse_whitespace(html: &str) -> String {
     py_strip(&out).to_string()
 }
 
+/// What the segmentation reads off the raw page (`raw.rs`).
 pub struct Flags {
+    /// `_HAS_RAW_TEXT_RE`: raw-text elements' text in blocks comes back escaped
+    pub has_raw_text: bool,
+    /// `_NOT_XML_CHAR_RE`: characters XML does not allow are replaced in blocks
     pub has_non_xml_chars: bool,
 }
 
@@ -978,7 +982,7 @@ pub struct Flags {
 /// serialization of the page.
 pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Res<(String, String)> {
     let mut tree = Tree::default();
-    let original = crate::tree::parse_serialized(&mut tree, serialized)?;
+    let original = crate::tree::parse_serialized(&mut tree, serialized);
     let processing = tree.deep_copy(original, true);
     remove_hidden(&mut tree, processing);
     let paragraphs = {
@@ -1006,7 +1010,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
         let root_children: Vec<usize> =
             tree.nodes[root].children.iter().map(|&c| tree.nodes[c].orig).collect();
         let root_text = tree.nodes[root].text.clone();
-        if tree.has_raw_text_in_blocks {
+        if flags.has_raw_text {
             escape_raw_text(&mut tree, root);
         }
         if flags.has_non_xml_chars {

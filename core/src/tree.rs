@@ -1,14 +1,15 @@
 //! The libxml2-shaped tree of lexbor's serialization and libxml2's HTML serializer: the
-//! compiled twin of `runtime/dom.py` (`parse_serialized`, `serialize_html`). Every rule here
-//! is that module's rule; comments there say why each exists.
+//! compiled twin of `tests/spec/dom_spec.py` (`parse_serialized`, `serialize_html`). Every rule
+//! here is that module's rule; comments there say why each exists.
 //!
-//! Input outside the regular shape a serializer writes (a start tag the greedy reading cannot
-//! close, non-ASCII names, entities other than the five a serializer emits, characters that
-//! Python's case-insensitive matching folds onto ASCII) is refused with `Unsupported`: the
-//! caller then runs the Python implementation, so output is identical either way.
+//! A serialization is read one of two ways (`Reader`): as the specification reads lexbor's
+//! (Python's `str.lower` for names, `html.unescape` for references, `re.IGNORECASE` for the
+//! end of raw text), or as libxml2 2.14 reads `map_html` for the reference's `reconstruct`
+//! (ASCII case, HTML5 character references).
 
 pub const NONE: usize = usize::MAX;
 
+/// Input the core cannot take (a page that is not UTF-8, say); the reason is for the caller.
 #[derive(Debug)]
 pub struct Unsupported(pub &'static str);
 
@@ -79,10 +80,9 @@ pub fn append(slot: &mut Option<Text>, s: &str) {
 pub struct Tree {
     pub nodes: Vec<Node>,
     pub attrs: Vec<Attrs>,
-    /// the page has an element whose text blocks carry escaped (xmp, noembed, noframes,
-    /// plaintext): exactly when `simplify._HAS_RAW_TEXT_RE` matters, since such an element
-    /// only comes from such a start tag in the raw page
-    pub has_raw_text_in_blocks: bool,
+    /// (`Reader::Libxml2`) libxml2 made a document: the input held a start tag or text that
+    /// is not blank (otherwise lxml reports "Document is empty")
+    pub has_document: bool,
 }
 
 /// Python's `str.isspace` (also what `\s` matches in a `str` pattern).
@@ -306,39 +306,179 @@ fn end_priority(tag: &str) -> u32 {
     }
 }
 
+/// libxml2 2.14's start tags that close an open element of this name (`htmlStartClose`), for
+/// `Reader::Libxml2`; `closed_by` is the specification's measured subset, which lexbor's
+/// serializations never get past (elements that are void or raw text are left out: they are
+/// never open when a tag starts).
+fn libxml2_closed_by(open: &str) -> Option<&'static [&'static str]> {
+    Some(match open {
+        "caption" => &["col", "colgroup", "tbody", "tfoot", "thead", "tr"],
+        "head" => &[
+            "a", "abbr", "acronym", "address", "b", "bdo", "big", "blockquote", "body", "br",
+            "center", "cite", "code", "dd", "dfn", "dir", "div", "dl", "dt", "em", "fieldset",
+            "font", "form", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "iframe",
+            "img", "kbd", "li", "listing", "map", "menu", "ol", "p", "pre", "q", "s", "samp",
+            "small", "span", "strike", "strong", "sub", "sup", "table", "tt", "u", "ul", "var",
+            "xmp",
+        ],
+        "p" => &[
+            "address", "blockquote", "body", "caption", "center", "col", "colgroup", "dd", "dir",
+            "div", "dl", "dt", "fieldset", "form", "frameset", "h1", "h2", "h3", "h4", "h5",
+            "h6", "head", "hr", "li", "listing", "menu", "ol", "p", "pre", "table", "tbody", "td",
+            "tfoot", "th", "title", "tr", "ul", "xmp",
+        ],
+        other => return closed_by(other),
+    })
+}
+
+/// The blank characters of libxml2's HTML parser.
+fn is_libxml2_blank(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
+}
+
+/// libxml2's `areBlanks` (lxml's `remove_blank_text`) for a blank text run before a `<` (at
+/// the end of the input it is always dropped): dropped in `<html>` and `<head>`, kept after
+/// text, else kept only where the element before it (or the parent, when it comes first)
+/// allows character data.
+fn libxml2_drops_blank(tree: &Tree, stack: &[usize]) -> bool {
+    let parent = &tree.nodes[*stack.last().unwrap()];
+    if parent.tag == "html" || parent.tag == "head" {
+        return true;
+    }
+    match parent.children.last() {
+        Some(&last) => {
+            let last = &tree.nodes[last];
+            !last.tail.as_deref().is_some_and(|t| !t.is_empty())
+                && !crate::reconstruct::allows_pcdata(&last.tag)
+        }
+        None => {
+            !parent.text.as_deref().is_some_and(|t| !t.is_empty())
+                && !crate::reconstruct::allows_pcdata(&parent.tag)
+        }
+    }
+}
+
+/// The value `Reader::Libxml2` gives an attribute written without one (libxml2 writes it
+/// bare). A NUL never reaches a value otherwise: libxml2 reads it as U+FFFD.
+pub const VALUELESS: &str = "\0";
+
+/// What libxml2's `htmlCheckImplied` remembers: whether the first element was made, and
+/// whether a `<head>` or `<body>` was ever open.
+#[derive(Default)]
+struct Libxml2State {
+    started: bool,
+    head_pushed: bool,
+    body_pushed: bool,
+}
+
+impl Libxml2State {
+    fn pushed(&mut self, tag: &str) {
+        self.head_pushed |= tag == "head";
+        self.body_pushed |= tag == "body";
+    }
+
+    /// `htmlCheckImplied(tag)`: a `<head>` for the head's elements while only `<html>` is
+    /// open and no head or body was, a `<body>` for other elements (but frames) while no body
+    /// was open and none or no head is open now.
+    fn imply(&mut self, tree: &mut Tree, stack: &mut Vec<usize>, tag: &str) {
+        if tag == "head" || tag == "body" {
+            return;
+        }
+        let implied = if stack.len() <= 1
+            && matches!(tag, "script" | "style" | "meta" | "link" | "title" | "base")
+        {
+            if self.head_pushed || self.body_pushed {
+                return;
+            }
+            "head"
+        } else if !matches!(tag, "noframes" | "frame" | "frameset") {
+            if self.body_pushed
+                || stack.iter().any(|&n| tree.nodes[n].tag == "body" || tree.nodes[n].tag == "head")
+            {
+                return;
+            }
+            "body"
+        } else {
+            return;
+        };
+        let empty = tree.new_attrs(Vec::new());
+        let node = tree.new_node(Tag::new(implied), empty);
+        let parent = *stack.last().unwrap();
+        tree.nodes[node].parent = parent;
+        tree.nodes[parent].children.push(node);
+        stack.push(node);
+        self.pushed(implied);
+    }
+
+    /// A start tag `tag` closes the open elements it closes (`htmlAutoClose`), then implies
+    /// a head or a body (`htmlCheckImplied`).
+    fn close_and_imply(&mut self, tree: &mut Tree, stack: &mut Vec<usize>, tag: &str) {
+        while stack.len() > 1 {
+            match libxml2_closed_by(&tree.nodes[*stack.last().unwrap()].tag) {
+                Some(closers) if closers.contains(&tag) => {
+                    stack.pop();
+                }
+                _ => break,
+            }
+        }
+        self.imply(tree, stack, tag);
+    }
+
+    /// `htmlStartCharData`: text that is not blank closes an open `<head>` (as a `<p>` would)
+    /// and implies a `<body>`.
+    fn char_data(&mut self, tree: &mut Tree, stack: &mut Vec<usize>) {
+        self.started = true;
+        if stack.len() > 1 && tree.nodes[*stack.last().unwrap()].tag == "head" {
+            stack.pop();
+        }
+        self.imply(tree, stack, "p");
+    }
+}
+
 pub const NAMELESS_ATTR_MARK: &str = "pulpie-rt-nameless";
 
-/// `html.unescape` for what a serializer writes: the five entities it emits; any other
-/// character reference (which `html.unescape` would resolve through its table) is refused.
-pub fn unescape(s: &str) -> Res<String> {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let (rep, used) = if after.starts_with("amp;") {
-            ('&', 4)
-        } else if after.starts_with("lt;") {
-            ('<', 3)
-        } else if after.starts_with("gt;") {
-            ('>', 3)
-        } else if after.starts_with("quot;") {
-            ('"', 5)
-        } else if after.starts_with("nbsp;") {
-            ('\u{a0}', 5)
+/// How a serialization is read (see the module's comment).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Reader {
+    /// lexbor's serialization, as the specification reads it
+    Spec,
+    /// `map_html`, as libxml2 2.14 reads a page (the reference's `extract_main_html`)
+    Libxml2,
+}
+
+impl Reader {
+    /// A tag or attribute name in lower case: Python's `str.lower`, or libxml2's ASCII-only.
+    fn lower(self, name: &str) -> String {
+        if self == Reader::Libxml2 || name.is_ascii() {
+            name.to_ascii_lowercase()
         } else {
-            match after.chars().next() {
-                // html.unescape leaves "&" alone before these (and at the end)
-                None | Some('\t') | Some('\n') | Some('\x0c') | Some(' ') | Some('<')
-                | Some('&') | Some(';') => ('&', 0),
-                _ => return Err(Unsupported("character reference")),
-            }
-        };
-        out.push(rep);
-        rest = &after[used..];
+            name.to_lowercase()
+        }
     }
-    out.push_str(rest);
-    Ok(out)
+
+    /// Text or an attribute value with its character references decoded.
+    fn unescape(self, raw: &str, in_attribute: bool) -> String {
+        if !raw.contains('&') {
+            return raw.to_string();
+        }
+        match self {
+            Reader::Spec => crate::charref::py_unescape(raw).into_owned(),
+            Reader::Libxml2 => crate::charref::libxml2_unescape(raw, in_attribute).into_owned(),
+        }
+    }
+
+    /// The lower-case ASCII `name` at byte `i`, in the case-insensitive matching of this reader:
+    /// its end, or None. Python's `re.IGNORECASE` also matches "i" with U+0130 and U+0131, "k"
+    /// with U+212A and "s" with U+017F.
+    fn name_at(self, b: &[u8], i: usize, name: &[u8]) -> Option<usize> {
+        match self {
+            Reader::Spec => crate::raw::ignorecase_word_at(b, i, name),
+            Reader::Libxml2 => {
+                let end = i + name.len();
+                (end <= b.len() && b[i..end].eq_ignore_ascii_case(name)).then_some(end)
+            }
+        }
+    }
 }
 
 fn find_char(hay: &str, from: usize, needle: char) -> Option<usize> {
@@ -349,8 +489,9 @@ fn find_from(hay: &str, from: usize, needle: &str) -> Option<usize> {
     hay[from..].find(needle).map(|i| i + from)
 }
 
-/// `dom._script_end`: offset of the `</script` that ends a script's content at `pos`.
-fn script_end(s: &str, pos: usize) -> usize {
+/// `_script_end`: offset of the `</script` that ends a script's content at `pos`
+/// (`_SCRIPT_MARK_RE`: `<!--|-->|</?script[\s/>]`, case-insensitive).
+fn script_end(s: &str, pos: usize, reader: Reader) -> usize {
     let b = s.as_bytes();
     let n = b.len();
     let (mut escaped, mut double) = (false, false);
@@ -367,22 +508,25 @@ fn script_end(s: &str, pos: usize) -> usize {
             }
             let slash = i + 1 < n && b[i + 1] == b'/';
             let name_at = i + 1 + slash as usize;
-            if name_at + 6 < n
-                && b[name_at..name_at + 6].eq_ignore_ascii_case(b"script")
-                && (b[name_at + 6] == b'/' || b[name_at + 6] == b'>' || ws_len(s, name_at + 6) > 0)
-            {
-                let len = name_at + 6 - i + ws_len(s, name_at + 6).max(1);
-                if slash {
-                    if double {
-                        double = false;
-                    } else {
-                        return i;
+            if let Some(end) = reader.name_at(b, name_at, b"script") {
+                let stop = if end < n {
+                    if b[end] == b'/' || b[end] == b'>' { 1 } else { ws_len(s, end) }
+                } else {
+                    0
+                };
+                if stop > 0 {
+                    if slash {
+                        if double {
+                            double = false;
+                        } else {
+                            return i;
+                        }
+                    } else if escaped {
+                        double = true;
                     }
-                } else if escaped {
-                    double = true;
+                    i = end + stop;
+                    continue;
                 }
-                i += len;
-                continue;
             }
         } else if c == b'-' && b[i..].starts_with(b"-->") {
             escaped = false;
@@ -395,27 +539,24 @@ fn script_end(s: &str, pos: usize) -> usize {
     n
 }
 
-/// The start of `</tag[\s/>]` (ASCII case-insensitive) at or after `from`, or the end.
-fn raw_end(s: &str, from: usize, tag: &str) -> usize {
+/// The start of `</tag[\s/>]` (case-insensitive) at or after `from`, or the end.
+fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
     let b = s.as_bytes();
-    let t = tag.as_bytes();
     let mut i = from;
     while let Some(at) = find_from(s, i, "</") {
-        let name_at = at + 2;
-        let after = name_at + t.len();
-        if after < b.len()
-            && b[name_at..after].eq_ignore_ascii_case(t)
-            && (b[after] == b'/' || b[after] == b'>' || ws_len(s, after) > 0)
-        {
-            return at;
+        if let Some(after) = reader.name_at(b, at + 2, tag.as_bytes()) {
+            if after < b.len() && (b[after] == b'/' || b[after] == b'>' || ws_len(s, after) > 0) {
+                return at;
+            }
         }
         i = at + 2;
     }
     b.len()
 }
 
-/// One start tag read the way `dom._TOKEN_RE` reads a serializer's start tag, greedily:
-/// (name, attributes as `_parse_attrs` gives them, self-closing, end offset).
+/// One start tag as `_TOKEN_RE` reads it (`token.rs`): lower-case name, attributes as
+/// `_parse_attrs` gives them (first of each name; the nameless mark read as the empty name),
+/// self-closing, end offset.
 struct StartTag {
     name: String,
     attrs: Attrs,
@@ -423,137 +564,108 @@ struct StartTag {
     end: usize,
 }
 
-fn is_name_stop(src: &str, i: usize, extra: &[u8]) -> bool {
-    let c = src.as_bytes()[i];
-    c == b'/' || c == b'>' || extra.contains(&c) || ws_len(src, i) > 0
-}
-
-/// `None`: no start tag here (the regex falls through to text `<`); `Err`: a start tag the
-/// greedy reading does not close (the regex would backtrack): refused.
-fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
-    let b = s.as_bytes();
-    let n = b.len();
-    let mut i = pos + 1;
-    while i < n && !is_name_stop(s, i, b"!?") {
-        i += 1;
-    }
-    if i == pos + 1 {
-        return Ok(None);
-    }
-    let raw_name = &s[pos + 1..i];
-    if !raw_name.is_ascii() {
-        return Err(Unsupported("non-ASCII tag name"));
-    }
-    if i < n && (b[i] == b'!' || b[i] == b'?') {
-        return Err(Unsupported("tag name with ! or ?"));
-    }
-    let name = raw_name.to_ascii_lowercase();
+/// The start tag at `pos` (a `<`), or None where the regex falls through to the text `<`.
+fn read_start_tag(s: &str, pos: usize, reader: Reader) -> Option<StartTag> {
+    let span = crate::token::match_start_tag(s, pos)?;
     let mut attrs: Attrs = Vec::new();
-    loop {
-        // \s* then either the end (/?>) or another attribute
-        while i < n {
-            let w = ws_len(s, i);
-            if w == 0 {
-                break;
-            }
-            i += w;
-        }
-        if i >= n {
-            return Err(Unsupported("unterminated start tag"));
-        }
-        if b[i] == b'>' {
-            return Ok(Some(StartTag { name, attrs, self_closing: false, end: i + 1 }));
-        }
-        if b[i] == b'/' {
-            if i + 1 < n && b[i + 1] == b'>' {
-                return Ok(Some(StartTag { name, attrs, self_closing: true, end: i + 2 }));
-            }
-            return Err(Unsupported("'/' inside a start tag"));
-        }
-        // attribute name: "=" [^\s=/>]* | [^\s=/>]+
-        let name_start = i;
-        if b[i] == b'=' {
-            i += 1;
-        }
-        while i < n && !is_name_stop(s, i, b"=") {
-            i += 1;
-        }
-        let attr_name = &s[name_start..i];
-        if !attr_name.is_ascii() {
-            return Err(Unsupported("non-ASCII attribute name"));
-        }
-        // (\s*=\s*("…"|'…'|[^\s>]*))?
-        let mut j = i;
-        while j < n {
-            let w = ws_len(s, j);
-            if w == 0 {
-                break;
-            }
-            j += w;
-        }
-        let mut value: Option<&str> = None;
-        if j < n && b[j] == b'=' {
-            j += 1;
-            while j < n {
-                let w = ws_len(s, j);
-                if w == 0 {
-                    break;
-                }
-                j += w;
-            }
-            if j < n && (b[j] == b'"' || b[j] == b'\'') {
-                let quote = b[j] as char;
-                match s[j + 1..].find(quote) {
-                    Some(k) => {
-                        value = Some(&s[j + 1..j + 1 + k]);
-                        i = j + 1 + k + 1;
-                    }
-                    None => return Err(Unsupported("unclosed attribute quote")),
-                }
-            } else {
-                let v0 = j;
-                while j < n && b[j] != b'>' && ws_len(s, j) == 0 {
-                    j += 1;
-                }
-                value = Some(&s[v0..j]);
-                i = j;
-            }
-        }
-        let mut key = attr_name.to_ascii_lowercase();
+    for (raw_name, value) in crate::token::split_attrs(&s[span.name_end..span.attrs_end]) {
+        let mut key = reader.lower(raw_name);
         if key == NAMELESS_ATTR_MARK {
             key.clear();
         }
         if !attrs.iter().any(|(k, _)| *k == key) {
-            let v = value.unwrap_or("");
-            let v = if v.contains('&') { unescape(v)? } else { v.to_string() };
-            attrs.push((key, v));
+            attrs.push((key, reader.unescape(value, true)));
         }
+    }
+    Some(StartTag {
+        name: reader.lower(&s[pos + 1..span.name_end]),
+        attrs,
+        self_closing: span.self_closing,
+        end: span.end,
+    })
+}
+
+/// What a `<` starts.
+enum Token {
+    /// the text "<"
+    Text,
+    /// a comment, a declaration, a processing instruction (dropped): read on from here
+    Skip(usize),
+    End { name: String, end: usize },
+    Start(StartTag),
+    /// (libxml2) a start tag cut by the end of the input
+    CutStart(String),
+}
+
+/// The token at `pos` (a `<`) as `_TOKEN_RE` reads it: a comment, a declaration or processing
+/// instruction, an end tag, a start tag, or the text "<".
+fn spec_token(s: &str, pos: usize, reader: Reader) -> Token {
+    let b = s.as_bytes();
+    let n = b.len();
+    if b[pos..].starts_with(b"<!--") {
+        if let Some(e) = find_from(s, pos + 4, "-->") {
+            return Token::Skip(e + 3);
+        }
+    }
+    if pos + 1 < n && (b[pos + 1] == b'!' || b[pos + 1] == b'?') {
+        return match find_char(s, pos + 2, '>') {
+            Some(e) => Token::Skip(e + 1),
+            None => Token::Text,
+        };
+    }
+    if pos + 1 < n && b[pos + 1] == b'/' {
+        // </([^\s/>]+)[^>]*>
+        let mut i = pos + 2;
+        while i < n && b[i] != b'/' && b[i] != b'>' && ws_len(s, i) == 0 {
+            i += 1;
+        }
+        let close = if i > pos + 2 { find_char(s, i, '>') } else { None };
+        return match close {
+            Some(close) => Token::End { name: reader.lower(&s[pos + 2..i]), end: close + 1 },
+            None => Token::Text,
+        };
+    }
+    match read_start_tag(s, pos, reader) {
+        Some(st) => Token::Start(st),
+        None => Token::Text,
     }
 }
 
-/// `dom.parse_serialized`: the libxml2-shaped tree of a serializer's output; returns the
-/// `<html>` root.
-pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
-    parse(tree, s, false)
+/// The token at `pos` (a `<`) as libxml2's tokenizer reads it (`html5.rs`).
+fn libxml2_token(s: &str, pos: usize) -> Token {
+    match crate::html5::markup_at(s, pos) {
+        crate::html5::Markup::Text => Token::Text,
+        crate::html5::Markup::Skip(end) => Token::Skip(end),
+        crate::html5::Markup::EndTag { name, end } => Token::End { name, end },
+        crate::html5::Markup::StartTag { name, attrs, self_closing, end } => {
+            Token::Start(StartTag { name, attrs, self_closing, end })
+        }
+        crate::html5::Markup::CutStartTag { name } => Token::CutStart(name),
+    }
 }
 
-/// `parse_serialized`, or with `map_html` the tree libxml2 2.14 builds of a page it parses
-/// itself (the reference's parse of `map_html` in reconstruct), which differs in two places:
+/// `dom_spec.parse_serialized`: the libxml2-shaped tree of a serializer's output; returns the
+/// `<html>` root.
+pub fn parse_serialized(tree: &mut Tree, s: &str) -> usize {
+    parse(tree, s, Reader::Spec)
+}
+
+/// `parse_serialized`, or with `Reader::Libxml2` the tree libxml2 2.14 builds of a page it
+/// parses itself (the reference's parse of `map_html` in reconstruct), which differs in two
+/// places besides names and references:
 /// the content of `<textarea>` and `<title>` is text up to the end tag, character references
 /// decoded (in lexbor's serialization such content is escaped text anyway; in `map_html` these
 /// elements can hold elements); and a `<select>` keeps what it holds (the "in select" rule
 /// reproduces the reference's Modest parse of the raw page, which only simplify sees).
-pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
-    if s.contains('\u{17f}') || s.contains('\u{212a}') {
-        // Python's case-insensitive matching folds these onto "s" and "k"
-        return Err(Unsupported("long s or Kelvin sign"));
-    }
+pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
+    let map_html = reader == Reader::Libxml2;
     let empty = tree.new_attrs(Vec::new());
     let root = tree.new_node(Tag::new("html"), empty);
     // one shared name per distinct tag of the page
     let mut names: std::collections::HashMap<String, Tag> = Default::default();
     let mut stack: Vec<usize> = vec![root];
     let (mut seen_head, mut seen_body, mut seen_html) = (false, false, false);
+    let mut libxml2 = Libxml2State::default();
     let mut open_selects = 0usize;
     let mut dropped_in_select: std::collections::HashMap<String, usize> = Default::default();
     let b = s.as_bytes();
@@ -561,108 +673,118 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
     let mut pos = 0usize;
     while pos < n {
         if b[pos] == b'<' {
-            // comments, declarations, processing instructions: dropped
-            if b[pos..].starts_with(b"<!--") {
-                if let Some(e) = find_from(s, pos + 4, "-->") {
-                    pos = e + 3;
-                    continue;
-                }
-            }
-            if pos + 1 < n && (b[pos + 1] == b'!' || b[pos + 1] == b'?') {
-                if let Some(e) = find_char(s, pos + 2, '>') {
-                    pos = e + 1;
-                    continue;
-                }
-                add_text(tree, &stack, "<");
-                pos += 1;
-                continue;
-            }
-            if pos + 1 < n && b[pos + 1] == b'/' {
-                let mut i = pos + 2;
-                while i < n && !is_name_stop(s, i, b"") {
-                    i += 1;
-                }
-                let close = if i > pos + 2 { find_char(s, i, '>') } else { None };
-                let Some(close) = close else {
+            let token = if map_html { libxml2_token(s, pos) } else { spec_token(s, pos, reader) };
+            let st = match token {
+                Token::Text => {
+                    if map_html {
+                        libxml2.char_data(tree, &mut stack);
+                    }
                     add_text(tree, &stack, "<");
                     pos += 1;
                     continue;
-                };
-                let raw = &s[pos + 2..i];
-                if !raw.is_ascii() {
-                    return Err(Unsupported("non-ASCII end tag name"));
                 }
-                pos = close + 1;
-                let tag = raw.to_ascii_lowercase();
-                if tag == "html" || tag == "body" {
+                Token::Skip(end) => {
+                    pos = end;
                     continue;
                 }
-                if let Some(count) = dropped_in_select.get_mut(&tag) {
-                    if *count > 0 {
-                        *count -= 1;
+                Token::Start(st) => st,
+                Token::CutStart(tag) => {
+                    // its element is never made, but the elements it closes and implies are
+                    libxml2.started = true;
+                    libxml2.close_and_imply(tree, &mut stack, &tag);
+                    break;
+                }
+                Token::End { name: tag, end } => {
+                    pos = end;
+                    if map_html && tag == "html" && libxml2.started {
+                        break; // libxml2 reads nothing after </html> (once <html> is open)
+                    }
+                    if tag == "html" || (tag == "body" && !map_html) {
                         continue;
                     }
-                }
-                let priority = end_priority(&tag);
-                let mut k = stack.len() - 1;
-                while k > 0 {
-                    let open_tag = &tree.nodes[stack[k]].tag;
-                    if open_tag.as_str() == tag {
-                        if open_selects > 0 {
-                            for &closed in &stack[k..] {
-                                if tree.nodes[closed].tag == "select" {
-                                    open_selects -= 1;
+                    if let Some(count) = dropped_in_select.get_mut(&tag) {
+                        if *count > 0 {
+                            *count -= 1;
+                            continue;
+                        }
+                    }
+                    let priority = end_priority(&tag);
+                    let mut k = stack.len() - 1;
+                    while k > 0 {
+                        let open_tag = &tree.nodes[stack[k]].tag;
+                        if open_tag.as_str() == tag {
+                            if open_selects > 0 {
+                                for &closed in &stack[k..] {
+                                    if tree.nodes[closed].tag == "select" {
+                                        open_selects -= 1;
+                                    }
                                 }
                             }
+                            stack.truncate(k);
+                            break;
                         }
-                        stack.truncate(k);
-                        break;
+                        if end_priority(open_tag) > priority {
+                            break;
+                        }
+                        k -= 1;
                     }
-                    if end_priority(open_tag) > priority {
-                        break;
-                    }
-                    k -= 1;
+                    continue;
                 }
-                continue;
-            }
-            let Some(st) = read_start_tag(s, pos)? else {
-                add_text(tree, &stack, "<");
-                pos += 1;
-                continue;
             };
             pos = st.end;
             let tag = st.name;
-            if tag == "html" {
-                if !seen_html {
-                    let a = tree.new_attrs(st.attrs);
-                    tree.nodes[root].attrs = a;
-                    seen_html = true;
-                }
-                continue;
-            }
-            if tag == "head" {
-                if seen_head || seen_body {
-                    continue;
-                }
-                seen_head = true;
-            } else if tag == "body" {
-                if seen_body {
-                    continue;
-                }
-                seen_body = true;
-            }
-            if open_selects > 0 && !map_html && !is_select_content(&tag) {
-                if !is_html5_void(&tag) {
-                    *dropped_in_select.entry(tag).or_insert(0) += 1;
-                }
-                continue;
-            }
-            while stack.len() > 1 {
-                match closed_by(&tree.nodes[*stack.last().unwrap()].tag) {
-                    Some(closers) if closers.contains(&tag.as_str()) => {
-                        stack.pop();
+            if map_html {
+                // libxml2's own rules: the <html> start tag counts only as the first element;
+                // start tags close open elements (its full table), imply a <head> or <body>
+                // where none is open yet; a misplaced <head> or nested <body> is dropped
+                if tag == "html" {
+                    if !libxml2.started {
+                        let a = tree.new_attrs(st.attrs);
+                        tree.nodes[root].attrs = a;
                     }
-                    _ => break,
+                    libxml2.started = true;
+                    continue;
+                }
+                libxml2.started = true;
+                libxml2.close_and_imply(tree, &mut stack, &tag);
+                if (tag == "head" && stack.len() != 1)
+                    || (tag == "body" && stack.iter().any(|&n| tree.nodes[n].tag == "body"))
+                {
+                    continue;
+                }
+            } else {
+                if tag == "html" {
+                    if !seen_html {
+                        let a = tree.new_attrs(st.attrs);
+                        tree.nodes[root].attrs = a;
+                        seen_html = true;
+                    }
+                    continue;
+                }
+                if tag == "head" {
+                    if seen_head || seen_body {
+                        continue;
+                    }
+                    seen_head = true;
+                } else if tag == "body" {
+                    if seen_body {
+                        continue;
+                    }
+                    seen_body = true;
+                }
+                if open_selects > 0 && !is_select_content(&tag) {
+                    if !is_html5_void(&tag) {
+                        *dropped_in_select.entry(tag).or_insert(0) += 1;
+                    }
+                    continue;
+                }
+                while stack.len() > 1 {
+                    match closed_by(&tree.nodes[*stack.last().unwrap()].tag) {
+                        Some(closers) if closers.contains(&tag.as_str()) => {
+                            stack.pop();
+                        }
+                        _ => break,
+                    }
                 }
             }
             let a = tree.new_attrs(st.attrs);
@@ -671,9 +793,6 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                 None => names.entry(tag.clone()).or_insert_with(|| Tag::new(&tag)).clone(),
             };
             let node = tree.new_node(name, a);
-            if crate::simplify::is_raw_text_in_blocks(&tag) {
-                tree.has_raw_text_in_blocks = true;
-            }
             let parent = *stack.last().unwrap();
             tree.nodes[node].parent = parent;
             tree.nodes[parent].children.push(node);
@@ -682,22 +801,27 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                 continue;
             }
             stack.push(node);
+            libxml2.pushed(tag);
             if tag == "select" {
                 open_selects += 1;
             }
             if is_raw_text(tag) {
                 let start = pos;
-                let stop = if tag == "script" { script_end(s, start) } else { raw_end(s, start, tag) };
+                let stop = if tag == "script" {
+                    script_end(s, start, reader)
+                } else {
+                    raw_end(s, start, tag, reader)
+                };
                 if stop > start {
                     tree.nodes[node].text = Some(Text::from(&s[start..stop]));
                 }
                 pos = stop;
             } else if map_html && is_rcdata(tag) {
                 let start = pos;
-                let stop = raw_end(s, start, tag);
+                let stop = raw_end(s, start, tag, reader);
                 if stop > start {
                     let raw = &s[start..stop];
-                    let text = if raw.contains('&') { unescape(raw)? } else { raw.to_string() };
+                    let text = reader.unescape(raw, false);
                     tree.nodes[node].text = Some(Text::from(text));
                 }
                 pos = stop;
@@ -705,16 +829,37 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
         } else {
             let stop = find_char(s, pos, '<').unwrap_or(n);
             let raw = &s[pos..stop];
+            if map_html {
+                // libxml2 decides on the text as decoded
+                let mut text = reader.unescape(raw, false);
+                pos = stop;
+                if stack.len() == 1 {
+                    // (text before any element, or right in <html> after </body>: its leading
+                    // blanks are dropped)
+                    text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8)).to_string();
+                }
+                let blank = text.bytes().all(is_libxml2_blank);
+                if blank && (stop == n || libxml2_drops_blank(tree, &stack)) {
+                    continue;
+                }
+                if !blank {
+                    libxml2.char_data(tree, &mut stack);
+                }
+                if !text.is_empty() {
+                    add_text(tree, &stack, &text);
+                }
+                continue;
+            }
             if raw.contains('&') {
-                let text = unescape(raw)?;
-                add_text(tree, &stack, &text);
+                add_text(tree, &stack, &reader.unescape(raw, false));
             } else {
                 add_text(tree, &stack, raw);
             }
             pos = stop;
         }
     }
-    Ok(root)
+    tree.has_document = libxml2.started;
+    root
 }
 
 fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {

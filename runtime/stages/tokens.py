@@ -11,9 +11,9 @@ Ids must equal the reference's ``AutoTokenizer.encode(block, add_special_tokens=
 The core's ids are those of ``tokenizers.Tokenizer.encode_batch_fast`` configured that way,
 on every block of the dev and train pages for our tokenizers (``python -m
 pulpie_rt.parity.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
-another model or pre-tokenizer) is refused with a message that names what. Without the
-compiled core (no Rust toolchain at install, or ``PULPIE_RT_PURE_PYTHON=1``) the
-``tokenizers`` library encodes instead, configured as above.
+another model or pre-tokenizer) is refused with a message that names what. The
+``tokenizers`` library, configured as above (``library_tokenizer``), is the oracle the parity
+command and the tests compare the core with; ``encode_blocks`` takes either.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pulpie_rt.runtime.constants import SEP_TOKEN
 
 TOKENIZER_FILE = "tokenizer.json"
 
-# what load_tokenizer returns: a native.CoreTokenizer, or a tokenizers.Tokenizer without the core
+# a native.CoreTokenizer (what load_tokenizer returns), or the oracle's tokenizers.Tokenizer
 Tokenizer = Any
 
 
@@ -38,15 +38,12 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         path = path / TOKENIZER_FILE
     if not path.is_file():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
-    if native.available():
-        return native.CoreTokenizer(path, ensure_specials=(SEP_TOKEN,))
-    return library_tokenizer(path)
+    return native.CoreTokenizer(path, ensure_specials=(SEP_TOKEN,))
 
 
 def library_tokenizer(path: str | Path) -> Tokenizer:
     """The same tokenizer from the ``tokenizers`` library, set up as the reference sets it up:
-    the runtime's tokenizer where the core is absent, and the core's oracle in the parity
-    command and the tests."""
+    the core's oracle in the parity command and the tests."""
     from tokenizers import AddedToken
     from tokenizers import Tokenizer as LibraryTokenizer
 

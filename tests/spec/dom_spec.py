@@ -1,4 +1,6 @@
-"""The element tree the Pulpie segmentation walks, built and written without lxml.
+"""Specification: the element tree the Pulpie segmentation walks, built and written without
+lxml. The compiled core (``core/``: ``raw.rs``, ``lexbor.rs``, ``tree.rs``, ``token.rs``)
+implements it; tests compare the two (``tests/test_native.py``, ``bench/native_core.py``).
 
 The Orange models were trained on MinerU-HTML's segmentation, which walks the tree that
 libxml2 (through lxml) builds from an HTML5 parser's serialization, and writes blocks with
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import html as html_lib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -242,17 +244,14 @@ _TEXT_ELEMENT_RE = re.compile(rf"<({_TEXT_ELEMENTS})\b.*?</\1\s*>", re.IGNORECAS
 NAMELESS_ATTR_MARK = "pulpie-rt-nameless"
 
 
-def _mark_nameless_attrs(html: str, slash_tag_starts: list[int] | None = None) -> str:
+def _mark_nameless_attrs(html: str) -> str:
     """Insert NAMELESS_ATTR_MARK where Modest would add a nameless attribute (not inside
     text elements). Only start tags with " /" in them are examined: most pages have none
-    that qualify, and scanning every tag costs more than the rest of the parse.
-    ``slash_tag_starts``: where ``_SLASH_TAG_RE`` matches, when already known (the compiled
-    core finds them in a fraction of the regular expression's time)."""
+    that qualify, and scanning every tag costs more than the rest of the parse."""
     inserts: list[int] = []
     text_spans: list[tuple[int, int]] | None = None
-    if slash_tag_starts is None:
-        slash_tag_starts = [m.start() for m in _SLASH_TAG_RE.finditer(html)]
-    for start in slash_tag_starts:
+    for slash_tag in _SLASH_TAG_RE.finditer(html):
+        start = slash_tag.start()
         m = _NAMELESS_ATTR_RE.match(html, start)
         if m is None:
             continue
@@ -273,30 +272,15 @@ def _mark_nameless_attrs(html: str, slash_tag_starts: list[int] | None = None) -
     return "".join(parts)
 
 
-def lexbor_serialization(html: str, scan_raw_page: Callable | None = None) -> str:
+def lexbor_serialization(html: str) -> str:
     """Parse ``html`` with lexbor and serialize it again, less any ``<?xml …?>`` declaration:
-    the text whose libxml2-shaped tree (``parse_serialized``) the reference walks.
-
-    ``scan_raw_page``: ``native.scan_raw_page`` (or None): the page's UTF-8 bytes, whether it
-    holds "</>" or a "/" after white space, and where ``_SLASH_TAG_RE`` matches, from passes
-    over bytes instead of searches over the string (lexbor then parses those bytes: selectolax
-    would encode the page again). It may answer None; the string is searched then."""
-    scan = scan_raw_page(html) if scan_raw_page is not None else None
-    if scan.has_empty_end_tag if scan is not None else "</>" in html:
+    the text whose libxml2-shaped tree (``parse_serialized``) the reference walks."""
+    if "</>" in html:
         html = _keep_empty_end_tags(html)
-        scan = scan_raw_page(html) if scan_raw_page is not None else None
-    # selectolax encodes a str to UTF-8 (dropping lone surrogates, which the bytes cannot
-    # hold): the same bytes
-    source: str | bytes = html if scan is None else scan.data
-    if (
-        scan.has_slash_after_space
-        if scan is not None
-        else (" /" in html or "\n/" in html or "\t/" in html or "\r/" in html)
-    ):
-        marked = _mark_nameless_attrs(html, scan.slash_tag_starts if scan is not None else None)
-        if marked is not html:
-            source = marked
-    serialized = LexborHTMLParser(source).html or ""
+    if " /" in html or "\n/" in html or "\t/" in html or "\r/" in html:
+        html = _mark_nameless_attrs(html)
+    # selectolax encodes the str to UTF-8, dropping lone surrogates (the bytes cannot hold them)
+    serialized = LexborHTMLParser(html).html or ""
     if "<?xml" in serialized:
         serialized = _XML_DECL_RE.sub("", serialized)
     return serialized

@@ -1,0 +1,273 @@
+//! Builds lexbor (the HTML parser and serializer the core calls, `src/lexbor.rs`) into a static
+//! library linked into the core. lexbor's C sources are not part of this repository: they are
+//! the copy in the selectolax source distribution on PyPI (the version the reference's parser
+//! lock pins, `SELECTOLAX_VERSION`), taken from one of:
+//!
+//! - `PULPIE_RT_LEXBOR_SRC`: a directory holding lexbor's sources (lexbor's own root, with
+//!   `source/lexbor/…`, or an unpacked selectolax sdist, with `lexbor/source/lexbor/…`);
+//! - otherwise the sdist itself, fetched with `python -m pip download`, checked against
+//!   `SDIST_SHA256` and unpacked into `PULPIE_RT_LEXBOR_CACHE` (the Makefile points it at
+//!   `build/lexbor`, so every build of the checkout shares one copy) or else into `OUT_DIR`.
+//!
+//! The modules compiled are what parsing a document and serializing it need (core, dom, html,
+//! tag, ns and the POSIX port), with the system C compiler (`CC`, else `cc`) and archiver
+//! (`AR`, else `ar`); `-O2`, where selectolax's own build uses `-O0`. With a cache directory the
+//! archive is kept there too, keyed by compiler, flags and target, so a new profile or a clean
+//! `target/` does not compile lexbor again.
+
+use std::collections::hash_map::DefaultHasher;
+use std::env;
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The selectolax release whose sdist carries the lexbor sources (lexbor 3.0.0), and the
+/// sha256 of that file on PyPI.
+const SELECTOLAX_VERSION: &str = "0.4.10";
+const SDIST_SHA256: &str = "89764b4d1e32d38e635dfb270a639fc707af4315b863fd161357a517321e5046";
+
+/// lexbor modules under `source/lexbor/` that parsing and serializing a document link against
+/// (css, selectors, style, url, … are not needed).
+const MODULES: &[&str] = &["core", "dom", "html", "tag", "ns", "ports/posix"];
+const CFLAGS: &[&str] = &["-O2", "-fPIC", "-std=c99", "-DLEXBOR_STATIC", "-w"];
+const LIB_NAME: &str = "lexbor_pulpie";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=PULPIE_RT_LEXBOR_SRC");
+    println!("cargo:rerun-if-env-changed=PULPIE_RT_LEXBOR_CACHE");
+    println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-env-changed=AR");
+    if let Err(message) = build() {
+        eprintln!("\nerror: cannot build lexbor for pulpie_rt_core\n\n{message}\n");
+        std::process::exit(1);
+    }
+}
+
+fn build() -> Result<(), String> {
+    if env::var("CARGO_CFG_TARGET_FAMILY").as_deref() != Ok("unix") {
+        return Err("lexbor is built here for Unix-like targets only (its POSIX port)".into());
+    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let cache = env::var_os("PULPIE_RT_LEXBOR_CACHE").map(PathBuf::from);
+    let root = lexbor_root(cache.as_deref().unwrap_or(&out_dir))?;
+    let source = root.join("source");
+    check_notice(&root);
+
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
+    let ar = env::var("AR").unwrap_or_else(|_| "ar".into());
+    let target = env::var("TARGET").unwrap_or_default();
+    let files = c_files(&source)?;
+    let mut key = DefaultHasher::new();
+    (SELECTOLAX_VERSION, &cc, CFLAGS, &target, &source, files.len()).hash(&mut key);
+    let lib_dir = match &cache {
+        Some(dir) => dir.join(format!("lib-{:016x}", key.finish())),
+        None => out_dir.join("lexbor-lib"),
+    };
+    let archive = lib_dir.join(format!("lib{LIB_NAME}.a"));
+    if !archive.is_file() {
+        compile(&cc, &ar, &source, &files, &out_dir.join("lexbor-obj"), &lib_dir, &archive)?;
+    }
+    println!("cargo:rustc-link-search=native={}", lib_dir.display());
+    println!("cargo:rustc-link-lib=static={LIB_NAME}");
+    Ok(())
+}
+
+/// lexbor's root directory (the one holding `source/lexbor`), from `PULPIE_RT_LEXBOR_SRC` or
+/// from the sdist unpacked under `dir`.
+fn lexbor_root(dir: &Path) -> Result<PathBuf, String> {
+    if let Some(given) = env::var_os("PULPIE_RT_LEXBOR_SRC") {
+        let given = PathBuf::from(given);
+        for root in [given.clone(), given.join("lexbor")] {
+            if is_lexbor_root(&root) {
+                return Ok(root);
+            }
+        }
+        return Err(format!(
+            "PULPIE_RT_LEXBOR_SRC={} holds no lexbor sources (looked for source/lexbor/html/ \
+             and lexbor/source/lexbor/html/ in it)",
+            given.display()
+        ));
+    }
+    let root = dir.join(format!("selectolax-{SELECTOLAX_VERSION}-lexbor"));
+    if is_lexbor_root(&root) {
+        return Ok(root);
+    }
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    fetch_sdist(dir, &root)?;
+    if !is_lexbor_root(&root) {
+        return Err(format!("{} holds no lexbor sources after unpacking", root.display()));
+    }
+    Ok(root)
+}
+
+fn is_lexbor_root(root: &Path) -> bool {
+    root.join("source/lexbor/html/serialize.c").is_file()
+}
+
+/// Download the selectolax sdist with pip, check its sha256 and unpack its `lexbor/` folder as
+/// `root` (in a temporary folder first, then renamed: concurrent builds never see half a copy).
+fn fetch_sdist(dir: &Path, root: &Path) -> Result<(), String> {
+    const SCRIPT: &str = r#"
+import hashlib, os, subprocess, sys, tarfile, tempfile
+version, sha256, dir, root = sys.argv[1:5]
+with tempfile.TemporaryDirectory(dir=dir) as tmp:
+    base = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "--no-binary", ":all:", "--dest", tmp, f"selectolax=={version}"]
+    # pip prepares the sdist's metadata; without build isolation it needs no other download
+    # (the environment must have setuptools), so that is tried first
+    if subprocess.run(base + ["--no-build-isolation"], stderr=subprocess.DEVNULL).returncode:
+        subprocess.run(base, check=True)
+    sdist = os.path.join(tmp, f"selectolax-{version}.tar.gz")
+    with open(sdist, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    if digest != sha256:
+        sys.exit(f"{sdist}: sha256 {digest}, expected {sha256}")
+    prefix = f"selectolax-{version}/lexbor/"
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix)
+                   and (m.isfile() or m.isdir())]
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(tmp, members=members, filter="data")
+        else:
+            tar.extractall(tmp, members=members)
+    try:
+        os.rename(os.path.join(tmp, prefix.rstrip("/")), root)
+    except OSError:
+        if not os.path.isdir(root):  # another build may have put it there meanwhile
+            raise
+"#;
+    let python = env::var("PYO3_PYTHON")
+        .or_else(|_| env::var("PYTHON_SYS_EXECUTABLE"))
+        .unwrap_or_else(|_| "python3".into());
+    let status = Command::new(&python)
+        .arg("-c")
+        .arg(SCRIPT)
+        .args([SELECTOLAX_VERSION, SDIST_SHA256])
+        .arg(dir)
+        .arg(root)
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!(
+            "`{python} -m pip download selectolax=={SELECTOLAX_VERSION} --no-binary :all:` \
+             (lexbor's C sources) failed ({s}); see its message above.\n\
+             Without network access to PyPI, download selectolax-{SELECTOLAX_VERSION}.tar.gz \
+             elsewhere (sha256 {SDIST_SHA256}), unpack it and set \
+             PULPIE_RT_LEXBOR_SRC=/path/to/selectolax-{SELECTOLAX_VERSION}"
+        )),
+        Err(e) => Err(format!(
+            "cannot run `{python}` to download lexbor's C sources ({e}): set PYO3_PYTHON to a \
+             Python with pip, or PULPIE_RT_LEXBOR_SRC to an unpacked \
+             selectolax-{SELECTOLAX_VERSION} sdist"
+        )),
+    }
+}
+
+/// lexbor's NOTICE and LICENSE must travel with binaries that include it (Apache-2.0 section
+/// 4(a) and 4(d); BSD-2-Clause for parts of its core module): THIRD_PARTY_NOTICES.md reproduces
+/// them (pyproject.toml installs it with the package). Lines of theirs missing there (another
+/// lexbor version) are reported.
+fn check_notice(root: &Path) {
+    let notices = Path::new(env!("CARGO_MANIFEST_DIR")).join("../THIRD_PARTY_NOTICES.md");
+    println!("cargo:rerun-if-changed={}", notices.display());
+    let Ok(ours) = fs::read_to_string(&notices) else {
+        println!("cargo:warning=THIRD_PARTY_NOTICES.md is missing: lexbor's licence notices must ship with the core");
+        return;
+    };
+    for name in ["NOTICE", "LICENSE"] {
+        let Ok(text) = fs::read_to_string(root.join(name)) else {
+            println!("cargo:warning=lexbor's {name} file is missing from its sources");
+            continue;
+        };
+        if let Some(line) =
+            text.lines().map(str::trim).filter(|l| !l.is_empty()).find(|l| !ours.contains(l))
+        {
+            println!("cargo:warning=THIRD_PARTY_NOTICES.md lacks lexbor's {name} line {line:?}");
+        }
+    }
+}
+
+fn c_files(source: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for module in MODULES {
+        let mut stack = vec![source.join("lexbor").join(module)];
+        while let Some(dir) = stack.pop() {
+            let entries =
+                fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            for entry in entries {
+                let path = entry.map_err(|e| e.to_string())?.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|x| x == "c") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Compile every file (as many compilers at once as cargo allows) and archive the objects.
+fn compile(
+    cc: &str,
+    ar: &str,
+    source: &Path,
+    files: &[PathBuf],
+    obj_dir: &Path,
+    lib_dir: &Path,
+    archive: &Path,
+) -> Result<(), String> {
+    fs::create_dir_all(obj_dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(lib_dir).map_err(|e| e.to_string())?;
+    let jobs: usize = env::var("NUM_JOBS").ok().and_then(|n| n.parse().ok()).unwrap_or(1).max(1);
+    let mut objects = Vec::new();
+    let mut running: Vec<(Child, PathBuf)> = Vec::new();
+    let wait = |(mut child, file): (Child, PathBuf)| -> Result<(), String> {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`{cc}` failed ({status}) on {}", file.display()))
+        }
+    };
+    for (i, file) in files.iter().enumerate() {
+        let rel = file.strip_prefix(source).unwrap_or(file);
+        let stem = rel.to_string_lossy().replace(['/', '\\'], "_");
+        let object = obj_dir.join(format!("{i:03}_{stem}.o"));
+        let child = Command::new(cc)
+            .args(CFLAGS)
+            .arg("-I")
+            .arg(source)
+            .arg("-c")
+            .arg(file)
+            .arg("-o")
+            .arg(&object)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run the C compiler `{cc}` ({e}); set CC to one"))?;
+        running.push((child, file.clone()));
+        objects.push(object);
+        if running.len() >= jobs {
+            wait(running.remove(0))?;
+        }
+    }
+    for job in running {
+        wait(job)?;
+    }
+    // archive under a temporary name, then rename: a shared cache never holds half an archive
+    let partial = lib_dir.join(format!("lib{LIB_NAME}.a.{}", std::process::id()));
+    let _ = fs::remove_file(&partial);
+    let status = Command::new(ar)
+        .arg("crs")
+        .arg(&partial)
+        .args(&objects)
+        .status()
+        .map_err(|e| format!("cannot run the archiver `{ar}` ({e}); set AR to one"))?;
+    if !status.success() {
+        return Err(format!("`{ar} crs` failed ({status})"));
+    }
+    fs::rename(&partial, archive).map_err(|e| e.to_string())
+}

@@ -1,0 +1,205 @@
+//! Markup as libxml2 2.14 tokenizes it (its HTML parser's tokenizer follows HTML5's): what a
+//! `<` starts in `map_html`, for `tree::parse` with `Reader::Libxml2`. A serializer's output
+//! reads the same either way; this matters for `map_html` that is not one (fragments a caller
+//! cut, say): a tag the end of the input cuts is dropped, quotes hold `>`, comments follow
+//! HTML5's rules.
+
+/// HTML5's white space ("\r" is read as "\n" before).
+#[inline]
+fn is_space(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0c' | b' ' | b'\r')
+}
+
+pub enum Markup {
+    /// text "<"
+    Text,
+    /// nothing to the tree (a comment, a doctype, a tag the input ends in): read on from here
+    Skip(usize),
+    EndTag { name: String, end: usize },
+    StartTag { name: String, attrs: Vec<(String, String)>, self_closing: bool, end: usize },
+    /// a start tag the end of the input cuts: no element, but libxml2 has read its name and
+    /// closed and implied elements for it
+    CutStartTag { name: String },
+}
+
+/// What the `<` at `pos` starts.
+pub fn markup_at(s: &str, pos: usize) -> Markup {
+    let b = s.as_bytes();
+    let n = b.len();
+    match b.get(pos + 1) {
+        Some(c) if c.is_ascii_alphabetic() => start_tag(s, pos),
+        Some(b'/') => match b.get(pos + 2) {
+            Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos),
+            Some(b'>') => Markup::Skip(pos + 3),
+            None => Markup::Text, // "</" at the end: text
+            Some(_) => Markup::Skip(after_gt(b, pos + 2)), // bogus comment
+        },
+        Some(b'!') => {
+            if b[pos..].starts_with(b"<!--") {
+                Markup::Skip(comment_end(b, pos + 4))
+            } else {
+                Markup::Skip(after_gt(b, pos + 2)) // doctype, bogus comment
+            }
+        }
+        Some(b'?') => Markup::Skip(after_gt(b, pos + 2)),
+        _ if pos + 1 >= n => Markup::Text,
+        _ => Markup::Text,
+    }
+}
+
+/// A tag or attribute name as libxml2 keeps it: ASCII letters in lower case, NUL as U+FFFD,
+/// and only the characters that fit its 100-byte name buffer.
+fn name(raw: &str) -> String {
+    const BUFFER: usize = 100;
+    let mut out = String::with_capacity(raw.len().min(BUFFER));
+    for c in raw.chars() {
+        let c = if c == '\0' { '\u{fffd}' } else { c.to_ascii_lowercase() };
+        if out.len() + c.len_utf8() <= BUFFER {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Just after the first `>` at or after `from`, or the end.
+fn after_gt(b: &[u8], from: usize) -> usize {
+    b[from..].iter().position(|&c| c == b'>').map_or(b.len(), |k| from + k + 1)
+}
+
+/// The end of a comment whose text starts at `from`: `<!-->` and `<!--->` end at once,
+/// otherwise `-->` or `--!>` ends it, or the end of the input.
+fn comment_end(b: &[u8], from: usize) -> usize {
+    if b[from..].starts_with(b">") {
+        return from + 1;
+    }
+    if b[from..].starts_with(b"->") {
+        return from + 2;
+    }
+    let mut i = from;
+    while i < b.len() {
+        if b[i..].starts_with(b"-->") {
+            return i + 3;
+        }
+        if b[i..].starts_with(b"--!>") {
+            return i + 4;
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// Read an attribute list from `i` (HTML5's attribute states) up to the tag's `>`: the
+/// attributes, self-closing, the end; None when the input ends first.
+fn attributes(s: &str, mut i: usize) -> Option<(Vec<(String, String)>, bool, usize)> {
+    let b = s.as_bytes();
+    let n = b.len();
+    let mut attrs: Vec<(String, String)> = Vec::new();
+    // the first of each name; a value NUL-free (libxml2 reads NUL as U+FFFD), or
+    // `tree::VALUELESS` for none
+    let add = |name: &str, value: Option<&str>, attrs: &mut Vec<(String, String)>| {
+        let name = self::name(name);
+        if !attrs.iter().any(|(k, _)| *k == name) {
+            let value = match value {
+                Some(v) => crate::charref::libxml2_unescape(v, true).replace('\0', "\u{fffd}"),
+                None => crate::tree::VALUELESS.to_string(),
+            };
+            attrs.push((name, value));
+        }
+    };
+    loop {
+        // before attribute name
+        while i < n && is_space(b[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return None;
+        }
+        match b[i] {
+            b'>' => return Some((attrs, false, i + 1)),
+            b'/' => {
+                if b.get(i + 1) == Some(&b'>') {
+                    return Some((attrs, true, i + 2));
+                }
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        // attribute name: its first character may be "="
+        let name_start = i;
+        i += 1;
+        while i < n && !is_space(b[i]) && !matches!(b[i], b'/' | b'>' | b'=') {
+            i += 1;
+        }
+        let name_end = i;
+        while i < n && is_space(b[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return None;
+        }
+        if b[i] != b'=' {
+            add(&s[name_start..name_end], None, &mut attrs);
+            continue; // "/" and ">" are read by the next round, anything else starts a name
+        }
+        i += 1;
+        while i < n && is_space(b[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return None;
+        }
+        match b[i] {
+            quote @ (b'"' | b'\'') => {
+                let k = b[i + 1..].iter().position(|&c| c == quote)?;
+                add(&s[name_start..name_end], Some(&s[i + 1..i + 1 + k]), &mut attrs);
+                i = i + 1 + k + 1;
+            }
+            b'>' => {
+                add(&s[name_start..name_end], Some(""), &mut attrs);
+                return Some((attrs, false, i + 1));
+            }
+            _ => {
+                let v = i;
+                while i < n && !is_space(b[i]) && b[i] != b'>' {
+                    i += 1;
+                }
+                if i >= n {
+                    return None;
+                }
+                add(&s[name_start..name_end], Some(&s[v..i]), &mut attrs);
+            }
+        }
+    }
+}
+
+fn tag_name_end(b: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while i < b.len() && !is_space(b[i]) && b[i] != b'/' && b[i] != b'>' {
+        i += 1;
+    }
+    i
+}
+
+fn start_tag(s: &str, pos: usize) -> Markup {
+    let b = s.as_bytes();
+    let name_end = tag_name_end(b, pos + 1);
+    match attributes(s, name_end) {
+        Some((attrs, self_closing, end)) => Markup::StartTag {
+            name: name(&s[pos + 1..name_end]),
+            attrs,
+            self_closing,
+            end,
+        },
+        None => Markup::CutStartTag { name: name(&s[pos + 1..name_end]) },
+    }
+}
+
+fn end_tag(s: &str, pos: usize) -> Markup {
+    let b = s.as_bytes();
+    let name_end = tag_name_end(b, pos + 2);
+    match attributes(s, name_end) {
+        Some((_, _, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end]), end },
+        None => Markup::Skip(b.len()),
+    }
+}
