@@ -10,6 +10,7 @@
 //! runs the Python implementation too, so one page never takes the process down), 3 the raw
 //! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`).
 
+pub mod ort;
 mod reconstruct;
 mod simplify;
 mod tree;
