@@ -34,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 # The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
 # setuptools-rust where cargo exists (optional: simplify falls back to Python without it);
 # rebuilt here whenever its sources change.
-CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs)
+CORE_SOURCES := core/Cargo.toml $(wildcard core/src/*.rs core/src/*/*.rs)
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
 	$(PIP) install -q --no-deps -e .

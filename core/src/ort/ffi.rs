@@ -171,16 +171,18 @@ fn floats(values: Vec<f32>, labels: usize) -> OrtFloats {
     OrtFloats { ptr: Box::into_raw(boxed) as *mut f32, len, labels }
 }
 
-/// `TokenClassifier::run`: `[rows, length]` ids and mask in, `[rows, length, labels]`
-/// logits out.
+/// `TokenClassifier::run`: `[rows, length]` ids and mask in (`ids_len` and `mask_len`
+/// values, checked against rows × length), `[rows, length, labels]` logits out.
 ///
 /// # Safety
-/// Pointers as documented; `input_ids` and `attention_mask` hold `rows * length` values.
+/// Pointers as documented.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_ort_classifier_run(
     classifier: *const TokenClassifier,
     input_ids: *const i64,
+    ids_len: usize,
     attention_mask: *const i64,
+    mask_len: usize,
     rows: usize,
     length: usize,
     out: *mut OrtFloats,
@@ -188,7 +190,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_classifier_run(
 ) -> i32 {
     let classifier = &*classifier;
     match guarded(error, || {
-        classifier.run(slice(input_ids, rows * length), slice(attention_mask, rows * length), rows, length)
+        classifier.run(slice(input_ids, ids_len), slice(attention_mask, mask_len), rows, length)
     }) {
         Ok(logits) => {
             *out = floats(logits.data, logits.labels);

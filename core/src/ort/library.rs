@@ -9,7 +9,8 @@
 //! 2. `libonnxruntime.so.1` in the folder of the library holding this code (found with
 //!    `dladdr`), so a C service can ship the two side by side;
 //! 3. `libonnxruntime.so.1` through the dynamic linker's own search (`LD_LIBRARY_PATH`,
-//!    rpath, `ld.so.cache`).
+//!    rpath, `ld.so.cache`); a library of that soname already loaded in the process (a host
+//!    program linked with ONNX Runtime) is found first and shared.
 //!
 //! glibc ≥ 2.34 has `dlopen`, `dlsym`, `dlerror` and `dladdr` in libc itself (older ones in
 //! libdl, which Rust's std links on Linux), so the declarations below need no crate.
