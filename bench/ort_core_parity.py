@@ -122,7 +122,7 @@ def _core_library() -> ctypes.CDLL:
         function = getattr(lib, name)
         function.argtypes = argtypes
         function.restype = None if name.startswith(("pulpie_rt_free", "pulpie_rt_ort_free")) \
-            or name.endswith(("_release", "_free", "_describe")) else ctypes.c_int32
+            or name.endswith(("_release", "_free")) else ctypes.c_int32
     return lib
 
 
@@ -151,7 +151,7 @@ class CoreOrt:
     def describe(self) -> tuple[str, str]:
         """(library path, ONNX Runtime version)."""
         out = _Message()
-        self.lib.pulpie_rt_ort_describe(self.handle, ctypes.byref(out))
+        self._check(self.lib.pulpie_rt_ort_describe(self.handle, ctypes.byref(out)), out)
         text = ctypes.string_at(out.ptr, out.len).decode()
         self.lib.pulpie_rt_free(out.ptr, out.len)
         path, version = text.split("\n")

@@ -147,6 +147,53 @@ def test_make_batches_matches_python_on_dev_chunk_lengths(core, default_bundle, 
             assert core.make_batches(lengths, tokens, buckets, attention) == python, name
 
 
+def _int32_ids_float16_logits(source: Path, out: Path) -> Path:
+    """``source`` with int32 ``input_ids``/``attention_mask`` (cast to int64 inside) and
+    float16 ``logits`` (cast from float32 at the end): a graph of the other interface."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    for graph_input in graph.input:
+        name = graph_input.name
+        for node in graph.node:
+            node.input[:] = [f"{name}_int64" if i == name else i for i in node.input]
+        graph.node.insert(0, helper.make_node("Cast", [name], [f"{name}_int64"],
+                                              to=TensorProto.INT64))
+        graph_input.type.tensor_type.elem_type = TensorProto.INT32
+    (output,) = graph.output
+    for node in graph.node:
+        node.output[:] = ["logits_float32" if o == output.name else o for o in node.output]
+    graph.node.append(helper.make_node("Cast", ["logits_float32"], [output.name],
+                                       to=TensorProto.FLOAT16))
+    output.type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.save(model, str(out))
+    return out
+
+
+def test_int32_ids_and_float16_logits_read_as_onnxruntime_gives_them(core, default_bundle,
+                                                                     tmp_path):
+    import onnxruntime
+
+    path = _int32_ids_float16_logits(default_bundle.onnx_path, tmp_path / "int32-fp16.onnx")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.type for i in session.get_inputs()] == ["tensor(int32)", "tensor(int32)"]
+    assert session.get_outputs()[0].type == "tensor(float16)"
+    prepared = _prepared(default_bundle, small_dev_pages()[:4])
+    batch = python_make_batches(_items(prepared), DEFAULT_MAX_BATCH_TOKENS, None,
+                                DEFAULT_MAX_BATCH_ATTENTION)[-1]
+    ids, mask = batch.padded(default_bundle.pad_id)
+    (half,) = session.run(["logits"], {"input_ids": ids.astype(np.int32),
+                                       "attention_mask": mask.astype(np.int32)})
+    assert half.dtype == np.float16
+    ours = core.classifier(path, intra_op_threads=1).run(ids, mask)
+    assert ours.dtype == np.float32 and ours.shape == half.shape
+    # one graph, two callers: the same halves, widened exactly (tolerance: half precision)
+    np.testing.assert_allclose(ours, half.astype(np.float32), rtol=0, atol=1e-2)
+    assert (ours.argmax(-1) == half.argmax(-1))[mask.astype(bool)].all()
+
+
 # ---------------------------------------------------------------------------- error paths
 
 
@@ -166,6 +213,32 @@ def test_a_library_that_is_not_onnx_runtime_is_refused():
         CoreOrt(path)
     assert str(error.value) == (
         f"{path} is not an ONNX Runtime library: it has no OrtGetApiBase symbol")
+
+
+def test_an_onnx_runtime_too_old_for_the_api_version_is_refused(tmp_path):
+    """A stand-in library (compiled here) whose OrtGetApiBase serves no table, as ONNX
+    Runtime < 1.11 answers GetApi(11)."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the stand-in library")
+    source = tmp_path / "old_ort.c"
+    source.write_text(
+        "#include <stddef.h>\n#include <stdint.h>\n"
+        "static const void *get_api(uint32_t version) { (void)version; return NULL; }\n"
+        "static const char *version_string(void) { return \"1.10.0\"; }\n"
+        "static const struct { const void *(*get_api)(uint32_t);\n"
+        "  const char *(*version)(void); } base = { get_api, version_string };\n"
+        "const void *OrtGetApiBase(void) { return &base; }\n")
+    library = tmp_path / "libonnxruntime.so.1"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    with pytest.raises(CoreError) as error:
+        CoreOrt(library)
+    assert str(error.value) == (
+        f"{library} is ONNX Runtime 1.10.0, which does not serve C API version 11: pulpie-rt "
+        "needs ONNX Runtime 1.11 or newer")
 
 
 def test_no_library_anywhere_says_where_it_looked():

@@ -69,9 +69,13 @@ impl Ort {
                 ),
             )
         };
-        let Some(cpu_memory) = made.ok().and_then(|()| NonNull::new(memory)) else {
-            unsafe { (api.release_env)(env.as_ptr()) };
-            return Err(OrtError("cannot create ONNX Runtime's CPU memory info".into()));
+        let cpu_memory = match made.map(|()| NonNull::new(memory)) {
+            Ok(Some(memory)) => memory,
+            failed => {
+                unsafe { (api.release_env)(env.as_ptr()) };
+                let why = failed.err().map_or("null".to_string(), |e| e.0);
+                return Err(OrtError(format!("cannot create ONNX Runtime's CPU memory info: {why}")));
+            }
         };
         Ok(Arc::new(Ort { library, env, cpu_memory }))
     }

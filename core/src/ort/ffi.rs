@@ -82,15 +82,24 @@ pub unsafe extern "C" fn pulpie_rt_ort_load(
     }
 }
 
-/// The loaded library's path and version, as "path\nversion" (released with `pulpie_rt_free`).
+/// The loaded library's path and version, as "path\nversion" in `out` (released with
+/// `pulpie_rt_free`).
 ///
 /// # Safety
 /// `ort` comes from `pulpie_rt_ort_load`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_ort_describe(ort: *const Ort, out: *mut OrtMessage) {
-    let ort = &*ort;
-    let (ptr, len) = crate::leak(format!("{}\n{}", ort.library().path(), ort.library().version()));
-    *out = OrtMessage { ptr, len };
+pub unsafe extern "C" fn pulpie_rt_ort_describe(ort: *const Ort, out: *mut OrtMessage) -> i32 {
+    match guarded(out, || {
+        let ort = ort.as_ref().ok_or_else(|| OrtError("no ONNX Runtime handle".into()))?;
+        Ok(format!("{}\n{}", ort.library().path(), ort.library().version()))
+    }) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
 }
 
 /// # Safety
@@ -100,6 +109,16 @@ pub unsafe extern "C" fn pulpie_rt_ort_release(ort: *const Ort) {
     if !ort.is_null() {
         drop(Arc::from_raw(ort));
     }
+}
+
+/// A counted reference to the caller's `Ort` (its own reference stays with the caller).
+unsafe fn shared(ort: *const Ort, error: *mut OrtMessage) -> Option<Arc<Ort>> {
+    if ort.is_null() {
+        let _ = guarded::<()>(error, || Err(OrtError("no ONNX Runtime handle".into())));
+        return None;
+    }
+    Arc::increment_strong_count(ort);
+    Some(Arc::from_raw(ort))
 }
 
 unsafe fn source<'a>(
@@ -132,8 +151,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_classifier_open(
     out: *mut *mut TokenClassifier,
     error: *mut OrtMessage,
 ) -> i32 {
-    Arc::increment_strong_count(ort);
-    let ort = Arc::from_raw(ort);
+    let Some(ort) = shared(ort, error) else { return 1 };
     match guarded(error, || {
         let provider = match provider {
             0 => ExecutionProvider::Cpu,
@@ -226,7 +244,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_classifier_predict(
     }) {
         Ok(sep) => {
             for (row, values) in sep.rows.iter().enumerate() {
-                *sep_counts.add(row) = if sep.labels == 0 { 0 } else { (values.len() / sep.labels) as u64 };
+                *sep_counts.add(row) = values.len().checked_div(sep.labels).unwrap_or(0) as u64;
             }
             *out = floats(sep.rows.concat(), sep.labels);
             0
@@ -267,8 +285,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_open(
     out: *mut *mut BlockRescorer,
     error: *mut OrtMessage,
 ) -> i32 {
-    Arc::increment_strong_count(ort);
-    let ort = Arc::from_raw(ort);
+    let Some(ort) = shared(ort, error) else { return 1 };
     match guarded(error, || BlockRescorer::open(&ort, source(model, model_len, from_bytes)?, margin_weight)) {
         Ok(rescorer) => {
             *out = Box::into_raw(Box::new(rescorer));

@@ -110,7 +110,10 @@ impl OrtLibrary {
         if base.is_null() {
             return Err(OrtError(format!("{path}: OrtGetApiBase() returned null")));
         }
-        let version = c_text((*base).get_version_string)();
+        let version = match ((*base).get_version_string)() {
+            text if text.is_null() => "(unknown version)".to_string(),
+            text => CStr::from_ptr(text).to_string_lossy().into_owned(),
+        };
         let api = ((*base).get_api)(API_VERSION);
         if api.is_null() {
             return Err(OrtError(format!(
@@ -133,18 +136,6 @@ impl OrtLibrary {
 
     pub(crate) fn api(&self) -> &'static OrtApi {
         self.api
-    }
-}
-
-/// `get_version_string` wrapped into an owned `String`.
-fn c_text(get: unsafe extern "C" fn() -> *const c_char) -> impl Fn() -> String {
-    move || unsafe {
-        let text = get();
-        if text.is_null() {
-            "(unknown version)".to_string()
-        } else {
-            CStr::from_ptr(text).to_string_lossy().into_owned()
-        }
     }
 }
 

@@ -70,7 +70,7 @@ impl BlockRescorer {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        if features.len() % rows != 0 {
+        if !features.len().is_multiple_of(rows) {
             return Err(OrtError(format!("{} feature values do not make {rows} rows", features.len())));
         }
         let columns = features.len() / rows;
