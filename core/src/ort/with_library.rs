@@ -169,8 +169,10 @@ fn the_rescorer_gives_probabilities_and_checks_its_width() {
     assert_eq!(error.0, "features have 3 columns, the rescorer reads 166");
 }
 
-/// What `valgrind` runs (see the report): a few batches and the rescorer, everything
-/// dropped before exit.
+/// What `valgrind` runs: a few batches and the rescorer, everything dropped before exit.
+/// `cargo test --no-run` names the test executable, then
+/// `PULPIE_RT_ORT_LIB=… valgrind --leak-check=full --show-leak-kinds=all
+/// target/debug/deps/pulpie_rt_core-<hash> --ignored --exact ort::with_library::valgrind_driver`.
 #[test]
 #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
 fn valgrind_driver() {
