@@ -5,8 +5,9 @@
 //! `markdown`: the main content's Markdown and plain text (specified by html2text itself and
 //! `tests/spec/markdown_spec.py`). `tokenizer`: the byte-level BPE tokenizer of
 //! `runtime/stages/tokens.py`, with the JSON reader it loads `tokenizer.json` with (`json`); its
-//! ids equal the `tokenizers` library's. The Python implementations in `tests/spec/` are the
-//! specification: tests and `parity/` compare the two on every real page.
+//! ids equal the `tokenizers` library's. `ort`: the model through ONNX Runtime's C API (loaded
+//! at run time), the rescorer and batching. The Python implementations in `tests/spec/` are
+//! the specification: tests and `parity/` compare the two on every real page.
 //!
 //! std only (no crates), C ABI, loaded with ctypes by `runtime/native.py`. Status codes: 0
 //! done, 1 input the core cannot take (the reason says why), 2 a panic (caught; never crosses
@@ -19,6 +20,7 @@ mod html5;
 pub mod json;
 mod lexbor;
 mod markdown;
+pub mod ort;
 mod page;
 mod py_word;
 mod raw;
