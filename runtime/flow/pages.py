@@ -86,6 +86,7 @@ class PageInput:
     html: str | bytes | None
     page_id: Any = 0
     metadata: dict | None = None
+    content_type: str | None = None  # the page's Content-Type (charset); decoding ignores it yet
 
 
 @dataclass
