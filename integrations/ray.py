@@ -219,8 +219,11 @@ def extract_dataset(
     cluster holds now (``actors_for_cluster``). ``num_gpus``: GPUs per actor (0: CPU actors;
     0.5: two actors share a GPU). ``cpus_per_actor``: None is 1 for a CPU actor (its ONNX
     Runtime threads) and ``GPU_ACTOR_CPUS`` for a GPU actor (one for inference, the rest worker
-    processes for the CPU stages). ``checkpoint_path``: resume by ``id_column`` (see the module
-    docstring); it takes effect when ``ds`` is read from files and the result is written.
+    processes for the CPU stages). ``batch_size``: pages per call of an actor, and at most the
+    rows of a block (larger blocks are split so that every actor gets some; pass
+    ``min_rows_per_file=`` to ``write_parquet`` for fewer, larger output files).
+    ``checkpoint_path``: resume by ``id_column`` (see the module docstring); it takes effect
+    when ``ds`` is read from files and the result is written.
     """
     gpu = num_gpus > 0
     if cpus_per_actor is None:
@@ -248,7 +251,10 @@ def extract_dataset(
         "workers": max(1, whole_cpus - 1) if gpu else 0,
         "threads": 1 if gpu else whole_cpus,
     }
-    return ds.map_batches(
+    # Ray hands an actor a whole block, and a block read from one file can hold thousands of
+    # pages: blocks of at most a batch let every actor of the pool take a share.
+    blocks = ds.repartition(target_num_rows_per_block=batch_size)
+    return blocks.map_batches(
         PulpieExtractor, fn_constructor_kwargs=constructor, batch_format="pyarrow",
         batch_size=batch_size, compute=compute, num_cpus=cpus_per_actor,
         num_gpus=num_gpus if gpu else None)
