@@ -74,7 +74,8 @@ class PulpieExtractor:
     file); None is the embedded default model. ``device``: ``cpu``, ``cuda`` or ``cuda:N``;
     None takes the GPU Ray gave this actor, else the CPU. ``workers``: CPU processes for
     simplify/tokenize/reconstruct/Markdown (0: in a thread of the actor). ``threads``: ONNX
-    Runtime's threads on the CPU (None: its default, every core of the machine).
+    Runtime's threads on the CPU (None: its default, every core of the machine; in your own
+    ``map_batches`` pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does).
     """
 
     def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",

@@ -49,7 +49,7 @@ def run_job(inputs, out, checkpoint) -> None:
     from pulpie_rt.integrations.ray import extract_dataset
 
     pages = ray.data.read_parquet(str(inputs))
-    extract_dataset(pages, actors=2, batch_size=8, checkpoint_path=checkpoint).write_parquet(
+    extract_dataset(pages, actors=2, batch_size=4, checkpoint_path=checkpoint).write_parquet(
         str(out))
 
 
