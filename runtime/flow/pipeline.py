@@ -99,8 +99,10 @@ class Pipeline:
 
     ``devices``: e.g. ``["cuda:0", "cuda:1"]`` or ``"cpu"``; None: every GPU (TensorRT / ORT
     CUDA) or else the CPU. ``workers``: CPU processes for pre/post-processing (None: sized from
-    measured stage speeds; 0: no processes). ``limits`` bounds what one page may cost
-    (``PageLimits``). ``stats`` counts pages, errors and fallbacks.
+    measured stage speeds; 0: no processes). ``threads``: ONNX Runtime's threads per CPU
+    backend (None: its default, every core), for a process that owns only some of the
+    machine's cores (a Ray actor, a datatrove task). ``limits`` bounds what one page may
+    cost (``PageLimits``). ``stats`` counts pages, errors and fallbacks.
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class Pipeline:
         window: int = 512,
         cutoff_length: int = 500,
         limits: PageLimits = DEFAULT_LIMITS,
+        threads: int | None = None,
     ):
         resolved = resolve_model(model)
         self.bundle = resolved.bundle
@@ -124,7 +127,8 @@ class Pipeline:
             devices = gpu_devices() or ["cpu"]
         try:
             self.backends = [
-                create_backend(self.bundle, backend, d, engine_path=resolved.engine_paths)
+                create_backend(self.bundle, backend, d, engine_path=resolved.engine_paths,
+                               threads=threads)
                 for d in devices
             ]
         except BackendError as exc:
@@ -132,7 +136,7 @@ class Pipeline:
                 raise
             # a GPU but neither an engine nor onnxruntime-gpu: run on the CPU
             self.stats.fell_back(f"no GPU backend could be created ({exc}): CPU instead")
-            self.backends = [create_backend(self.bundle, backend, "cpu")]
+            self.backends = [create_backend(self.bundle, backend, "cpu", threads=threads)]
         for created in self.backends:
             if created.fallback:
                 self.stats.fell_back(created.fallback)
