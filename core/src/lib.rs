@@ -15,14 +15,13 @@
 //! Output buffers are released with `pulpie_rt_free`.
 
 mod charref;
-mod entities;
 mod html5;
 pub mod json;
 mod lexbor;
 mod markdown;
 pub mod ort;
 mod page;
-mod py_word;
+mod py_tables;
 mod raw;
 mod reconstruct;
 mod simplify;

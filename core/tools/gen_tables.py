@@ -1,4 +1,5 @@
-"""Write core/src/markdown/tables.rs: the tables the compiled Markdown converter needs, taken
+"""Write core/src/py_tables.rs: the tables of Python and html2text the compiled core needs
+(Markdown; the HTML5 character references html.unescape and libxml2 read; re's \\w), taken
 from the Python that is its specification (html.entities, html's unescape tables, html2text
 2025.4.15's config and utils, and unicodedata through str methods and the re module), so that
 none is copied by hand.
@@ -22,7 +23,7 @@ import html2text
 import html2text.config
 import html2text.utils
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "markdown" / "tables.rs"
+OUT = Path(__file__).resolve().parent.parent / "src" / "py_tables.rs"
 MAX = sys.maxunicode + 1
 
 
