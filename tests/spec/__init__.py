@@ -1,5 +1,5 @@
 """The readable specification of the stages the compiled core (``core/``) runs, in Python: the
-oracle the core is tested against (``tests/test_native.py``, ``bench/native_core.py``), never
+oracle the core is tested against (``tests/test_native.py``, ``parity/native_core.py``), never
 run by the runtime.
 
 - ``dom_spec``: lexbor's parse and serialization of the raw page and the libxml2-shaped tree of
