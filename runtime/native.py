@@ -27,10 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 __all__ = [
     "LIBRARY_ENV", "PURE_PYTHON_ENV", "SpecificationRaises", "available", "extract_main_html",
     "RawPageScan", "library_path", "markdown", "scan_raw_page", "simplify_serialized", "text",
-    "CoreTokenizer", "TokenizerLoadError",
+    "CoreTokenizer", "TokenizerLoadError", "CoreError", "block_features",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -62,6 +64,20 @@ class _TextOutput(ctypes.Structure):
         ("len", ctypes.c_size_t),
         ("reason", ctypes.c_char_p),
     ]
+
+
+class _FeaturesOutput(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("rows", ctypes.c_size_t),
+        ("cols", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+_NO_ID = ctypes.c_size_t(-1).value  # lib.rs NO_ID: an absent id (None)
+_FEATURES_LIBXML2_TREE = 1
 
 
 class _Output(ctypes.Structure):
@@ -121,6 +137,14 @@ def _library() -> ctypes.CDLL | None:
                     function.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
                                          ctypes.POINTER(_TextOutput)]
                     function.restype = ctypes.c_int32
+            features = getattr(lib, "pulpie_rt_block_features", None)  # likewise
+            if features is not None:
+                features.argtypes = [
+                    ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.c_uint32,
+                    ctypes.POINTER(_FeaturesOutput),
+                ]
+                features.restype = ctypes.c_int32
         _LIBRARY_CACHE.append(lib)
     return _LIBRARY_CACHE[0]
 
@@ -433,3 +457,44 @@ def text(html: str) -> str | None:
     """``markdown.to_text`` on the compiled core, or None where the core is absent or
     failed."""
     return _text_call("pulpie_rt_text", html)
+
+
+# ---------------------------------------------------------------- block features
+
+
+class CoreError(RuntimeError):
+    """The compiled core refused an input or failed on it (the message says why)."""
+
+
+def block_features(map_html: str, item_ids: list[str | None],
+                   libxml2_tree: bool = False) -> np.ndarray:
+    """``features.block_features`` on the compiled core: one float32 row of
+    ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
+    None). ``CoreError`` where the core is absent, refuses the page or fails.
+
+    ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
+    it (template content, HTML-only void elements; see core/src/features): for measurements.
+    """
+    lib = _library()
+    if lib is None:
+        raise CoreError("no compiled core (make core builds it)")
+    if getattr(lib, "pulpie_rt_block_features", None) is None:
+        raise CoreError(f"{library_path()} has no block features: rebuild it (make core)")
+    data = map_html.encode("utf-8", "surrogatepass")
+    encoded = [None if i is None else str(i).encode("utf-8", "surrogatepass") for i in item_ids]
+    ids = b"".join(e for e in encoded if e is not None)
+    lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
+    out = _FeaturesOutput()
+    status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(encoded),
+                                          _FEATURES_LIBXML2_TREE if libxml2_tree else 0,
+                                          ctypes.byref(out))
+    if status != 0:
+        reason = out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
+        raise CoreError(f"block features: {reason}")
+    features = np.empty((out.rows, out.cols), np.float32)
+    try:
+        if out.len:
+            ctypes.memmove(features.ctypes.data, out.ptr, out.len)
+    finally:
+        lib.pulpie_rt_free(out.ptr, out.len)
+    return features

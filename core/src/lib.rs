@@ -9,6 +9,8 @@
 //!
 //! The byte-level BPE tokenizer of `runtime/stages/tokens.py` is here too (`tokenizer`, with the JSON
 //! reader it loads `tokenizer.json` with, `json`): its ids equal the `tokenizers` library's.
+//! And the default model's block features: `map_html` plus the block ids in, one float32 row
+//! per block out (`features`, specified by `tests/spec/features_spec.py`).
 //!
 //! std only (no crates), C ABI, loaded with ctypes. Status codes: 0 done, 1 input this core
 //! does not handle (the caller runs the Python implementation), 2 a panic (caught; the caller
@@ -16,6 +18,7 @@
 //! page's `FLAG_NON_XML_CHARS` is needed (see `FLAG_NON_XML_UNKNOWN`), 4 the specification
 //! raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
 
+mod features;
 pub mod json;
 mod markdown;
 mod reconstruct;
@@ -583,4 +586,89 @@ fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
     let boxed = bytes.into_boxed_slice();
     let len = boxed.len();
     (Box::into_raw(boxed) as *mut u8, len)
+}
+
+// ---------------------------------------------------------------- block features
+
+#[repr(C)]
+pub struct FeaturesOutput {
+    /// `rows` × `cols` float32 values, row-major, as `len` bytes (released with
+    /// `pulpie_rt_free(ptr, len)`)
+    pub ptr: *mut u8,
+    pub len: usize,
+    pub rows: usize,
+    pub cols: usize,
+    /// static, NUL-terminated reason for status 1 (or the panic message for status 2)
+    pub reason: *const u8,
+}
+
+/// Marks an absent id (Python's `None`) in `id_lens`: its row is zeros.
+pub const NO_ID: usize = usize::MAX;
+
+/// `pulpie_rt_block_features` flag: read libxml2's tree of `map_html` as it is, not as the
+/// HTML DOM sees it (`<template>` content, HTML-only void elements; see `features`): for
+/// measuring what that choice changes.
+pub const FEATURES_LIBXML2_TREE: u32 = 1;
+
+/// `features.block_features(map_html, item_ids)`: one row of `features::N_FEATURES` float32
+/// values per id. The ids lie one after another in `ids` (`ids_len` bytes); `id_lens` holds
+/// the byte length of each of the `n_ids` ids, or `NO_ID`. Status codes as for
+/// `pulpie_rt_simplify`. `flags`: 0 or `FEATURES_LIBXML2_TREE`.
+///
+/// # Safety
+/// `map_html` and `ids` point to `map_len` and `ids_len` bytes of UTF-8 (`ids` may be null
+/// when `ids_len` is 0), `id_lens` to `n_ids` lengths whose sum (`NO_ID` counting 0) is
+/// `ids_len`; `out` to a writable `FeaturesOutput`, whose buffer is released with
+/// `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_block_features(
+    map_html: *const u8,
+    map_len: usize,
+    ids: *const u8,
+    ids_len: usize,
+    id_lens: *const usize,
+    n_ids: usize,
+    flags: u32,
+    out: *mut FeaturesOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = FeaturesOutput {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+        rows: 0,
+        cols: features::N_FEATURES,
+        reason: std::ptr::null(),
+    };
+    let ids = if ids_len == 0 { &[][..] } else { std::slice::from_raw_parts(ids, ids_len) };
+    let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
+    let map_html = std::str::from_utf8(std::slice::from_raw_parts(map_html, map_len));
+    let (Ok(map_html), Ok(ids)) = (map_html, std::str::from_utf8(ids)) else {
+        out.reason = b"not UTF-8\0".as_ptr();
+        return 1;
+    };
+    let mut item_ids: Vec<Option<&str>> = Vec::with_capacity(n_ids);
+    let mut at = 0usize;
+    for &len in lens {
+        if len == NO_ID {
+            item_ids.push(None);
+            continue;
+        }
+        let Some(id) = at.checked_add(len).and_then(|end| ids.get(at..end)) else {
+            out.reason = b"id lengths do not match the ids\0".as_ptr();
+            return 1;
+        };
+        item_ids.push(Some(id));
+        at += len;
+    }
+    let libxml2_tree = flags & FEATURES_LIBXML2_TREE != 0;
+    match run(&mut out.reason, || features::block_features(map_html, &item_ids, libxml2_tree)) {
+        Ok(values) => {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            out.rows = n_ids;
+            (out.ptr, out.len) = leak_bytes(bytes);
+            0
+        }
+        Err(status) => status,
+    }
 }

@@ -83,6 +83,12 @@ pub struct Tree {
     /// plaintext): exactly when `simplify._HAS_RAW_TEXT_RE` matters, since such an element
     /// only comes from such a start tag in the raw page
     pub has_raw_text_in_blocks: bool,
+    /// `parse` reads what it otherwise refuses (non-ASCII names, "!"/"?" in tag names, a
+    /// stray "/" in a start tag, character references beyond the serializer's five, long s
+    /// and Kelvin sign) the way an HTML parser does, instead of refusing the page. The
+    /// refusals protect output that must equal the Python reading's; the block features read
+    /// only ASCII tag names and a few attribute values, where those readings agree.
+    pub lenient: bool,
 }
 
 /// Python's `str.isspace` (also what `\s` matches in a `str` pattern).
@@ -311,6 +317,12 @@ pub const NAMELESS_ATTR_MARK: &str = "pulpie-rt-nameless";
 /// `html.unescape` for what a serializer writes: the five entities it emits; any other
 /// character reference (which `html.unescape` would resolve through its table) is refused.
 pub fn unescape(s: &str) -> Res<String> {
+    unescape_with(s, false)
+}
+
+/// `unescape`, or with `lenient` any other "&" left as it is (what an HTML parser does with
+/// an "&" that starts no character reference; the serializer writes no other reference).
+fn unescape_with(s: &str, lenient: bool) -> Res<String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find('&') {
@@ -331,6 +343,7 @@ pub fn unescape(s: &str) -> Res<String> {
                 // html.unescape leaves "&" alone before these (and at the end)
                 None | Some('\t') | Some('\n') | Some('\x0c') | Some(' ') | Some('<')
                 | Some('&') | Some(';') => ('&', 0),
+                _ if lenient => ('&', 0),
                 _ => return Err(Unsupported("character reference")),
             }
         };
@@ -429,19 +442,21 @@ fn is_name_stop(src: &str, i: usize, extra: &[u8]) -> bool {
 }
 
 /// `None`: no start tag here (the regex falls through to text `<`); `Err`: a start tag the
-/// greedy reading does not close (the regex would backtrack): refused.
-fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
+/// greedy reading does not close (the regex would backtrack): refused, or with `lenient`
+/// read as an HTML parser reads it (an unclosed tag is text).
+fn read_start_tag(s: &str, pos: usize, lenient: bool) -> Res<Option<StartTag>> {
     let b = s.as_bytes();
     let n = b.len();
     let mut i = pos + 1;
-    while i < n && !is_name_stop(s, i, b"!?") {
+    let name_stops: &[u8] = if lenient { b"" } else { b"!?" };
+    while i < n && !is_name_stop(s, i, name_stops) {
         i += 1;
     }
     if i == pos + 1 {
         return Ok(None);
     }
     let raw_name = &s[pos + 1..i];
-    if !raw_name.is_ascii() {
+    if !raw_name.is_ascii() && !lenient {
         return Err(Unsupported("non-ASCII tag name"));
     }
     if i < n && (b[i] == b'!' || b[i] == b'?') {
@@ -459,7 +474,7 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
             i += w;
         }
         if i >= n {
-            return Err(Unsupported("unterminated start tag"));
+            return if lenient { Ok(None) } else { Err(Unsupported("unterminated start tag")) };
         }
         if b[i] == b'>' {
             return Ok(Some(StartTag { name, attrs, self_closing: false, end: i + 1 }));
@@ -467,6 +482,10 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
         if b[i] == b'/' {
             if i + 1 < n && b[i + 1] == b'>' {
                 return Ok(Some(StartTag { name, attrs, self_closing: true, end: i + 2 }));
+            }
+            if lenient {
+                i += 1; // HTML: a "/" not before ">" is ignored
+                continue;
             }
             return Err(Unsupported("'/' inside a start tag"));
         }
@@ -479,7 +498,7 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
             i += 1;
         }
         let attr_name = &s[name_start..i];
-        if !attr_name.is_ascii() {
+        if !attr_name.is_ascii() && !lenient {
             return Err(Unsupported("non-ASCII attribute name"));
         }
         // (\s*=\s*("…"|'…'|[^\s>]*))?
@@ -508,6 +527,7 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
                         value = Some(&s[j + 1..j + 1 + k]);
                         i = j + 1 + k + 1;
                     }
+                    None if lenient => return Ok(None),
                     None => return Err(Unsupported("unclosed attribute quote")),
                 }
             } else {
@@ -525,7 +545,7 @@ fn read_start_tag(s: &str, pos: usize) -> Res<Option<StartTag>> {
         }
         if !attrs.iter().any(|(k, _)| *k == key) {
             let v = value.unwrap_or("");
-            let v = if v.contains('&') { unescape(v)? } else { v.to_string() };
+            let v = if v.contains('&') { unescape_with(v, lenient)? } else { v.to_string() };
             attrs.push((key, v));
         }
     }
@@ -544,7 +564,7 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> Res<usize> {
 /// elements can hold elements); and a `<select>` keeps what it holds (the "in select" rule
 /// reproduces the reference's Modest parse of the raw page, which only simplify sees).
 pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
-    if s.contains('\u{17f}') || s.contains('\u{212a}') {
+    if !tree.lenient && (s.contains('\u{17f}') || s.contains('\u{212a}')) {
         // Python's case-insensitive matching folds these onto "s" and "k"
         return Err(Unsupported("long s or Kelvin sign"));
     }
@@ -589,7 +609,7 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                     continue;
                 };
                 let raw = &s[pos + 2..i];
-                if !raw.is_ascii() {
+                if !raw.is_ascii() && !tree.lenient {
                     return Err(Unsupported("non-ASCII end tag name"));
                 }
                 pos = close + 1;
@@ -625,7 +645,7 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                 }
                 continue;
             }
-            let Some(st) = read_start_tag(s, pos)? else {
+            let Some(st) = read_start_tag(s, pos, tree.lenient)? else {
                 add_text(tree, &stack, "<");
                 pos += 1;
                 continue;
@@ -697,7 +717,8 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
                 let stop = raw_end(s, start, tag);
                 if stop > start {
                     let raw = &s[start..stop];
-                    let text = if raw.contains('&') { unescape(raw)? } else { raw.to_string() };
+                    let text =
+                        if raw.contains('&') { unescape_with(raw, tree.lenient)? } else { raw.to_string() };
                     tree.nodes[node].text = Some(Text::from(text));
                 }
                 pos = stop;
@@ -706,7 +727,7 @@ pub fn parse(tree: &mut Tree, s: &str, map_html: bool) -> Res<usize> {
             let stop = find_char(s, pos, '<').unwrap_or(n);
             let raw = &s[pos..stop];
             if raw.contains('&') {
-                let text = unescape(raw)?;
+                let text = unescape_with(raw, tree.lenient)?;
                 add_text(tree, &stack, &text);
             } else {
                 add_text(tree, &stack, raw);
