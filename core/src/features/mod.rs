@@ -570,6 +570,44 @@ mod tests {
     }
 
     #[test]
+    fn template_content_is_outside_the_document_and_html_void_elements_hold_nothing() {
+        let html = "<html><body><div><template><p _item_id=\"1\">hidden</p></template>\
+                    <p _item_id=\"2\">a<template>b</template>c</p><picture>\
+                    <source _item_id=\"3\"><img _item_id=\"4\"></source></picture></div>\
+                    </body></html>";
+        let ids = [Some("1"), Some("2"), Some("3"), Some("4")];
+        let dom = block_features(html, &ids, false).unwrap();
+        assert_eq!(column(&dom, BLOCK + 2), [0.0, 2.0, 0.0, 0.0]); // words: "a c"
+        assert_eq!(column(&dom, BLOCK + 3), [0.0, 3.0, 0.0, 0.0]); // chars
+        assert_eq!(column(&dom, BLOCK + 6), [0.0, 0.0, 0.0, 1.0]); // images
+        assert_eq!(column(&dom, BLOCK + 9), [0.0, 2.0, 3.0, 3.0]); // depth: img beside source
+        let libxml2 = block_features(html, &ids, true).unwrap();
+        assert_eq!(column(&libxml2, BLOCK + 2), [1.0, 3.0, 0.0, 0.0]);
+        assert_eq!(column(&libxml2, BLOCK + 6), [0.0, 0.0, 1.0, 1.0]);
+        assert_eq!(column(&libxml2, BLOCK + 9), [3.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn markup_a_strict_reading_refuses_is_read() {
+        // the strict reading (simplify, reconstruct) refuses all of these
+        for html in [
+            "<html><body><p _item_id=\"1\" \u{2014}=\"x\" class=\"nav\">one</p></body></html>",
+            "<html><body><p _item_id=\"1\" class=\"nav &{x}\">one</p></body></html>",
+            "<html><body><p _item_id=\"1\" / class=\"nav\">one</p></body></html>",
+            "<html><body><caf\u{e9} class=\"nav\"><p _item_id=\"1\">one</p></caf\u{e9}>\
+             </body></html>",
+            "<html><body><p _item_id=\"1\" class=\"nav\">\u{212a}elvin</p></body></html>",
+        ] {
+            let mut strict = Tree::default();
+            assert!(crate::tree::parse(&mut strict, html, true).is_err(), "{html}");
+            let x = block_features(html, &[Some("1")], false).unwrap();
+            assert_eq!(x[BLOCK + 2], 1.0, "{html}"); // one word
+            let nav = KEYWORDS.iter().position(|k| *k == "nav").unwrap(); // own or an ancestor's
+            assert_eq!(x[OWN_KW + nav].max(x[ANCESTOR_KW + nav]), 1.0, "{html}");
+        }
+    }
+
+    #[test]
     fn an_empty_page_gives_rows_of_zeros_and_no_ids_no_rows() {
         assert!(block_features("", &[], false).unwrap().is_empty());
         let x = block_features("", &[Some("1")], false).unwrap();
