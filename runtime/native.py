@@ -466,6 +466,15 @@ class CoreError(RuntimeError):
     """The compiled core refused an input or failed on it (the message says why)."""
 
 
+def _encoded_id(item_id: str | None) -> bytes | None:
+    if not isinstance(item_id, str):
+        return None
+    try:
+        return item_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def block_features(map_html: str, item_ids: list[str | None],
                    libxml2_tree: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
@@ -480,8 +489,11 @@ def block_features(map_html: str, item_ids: list[str | None],
         raise CoreError("no compiled core (make core builds it)")
     if getattr(lib, "pulpie_rt_block_features", None) is None:
         raise CoreError(f"{library_path()} has no block features: rebuild it (make core)")
-    data = map_html.encode("utf-8", "surrogatepass")
-    encoded = [None if i is None else str(i).encode("utf-8", "surrogatepass") for i in item_ids]
+    # lone surrogates (no UTF-8 for them) are dropped, as the specification's parser drops
+    # them (selectolax encodes with errors="ignore"); an id holding one, or one that is not a
+    # string, matches no element there, as here
+    data = map_html.encode("utf-8", "ignore")
+    encoded = [_encoded_id(i) for i in item_ids]
     ids = b"".join(e for e in encoded if e is not None)
     lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
     out = _FeaturesOutput()

@@ -86,6 +86,16 @@ def test_block_features_give_zero_rows_for_unknown_ids_and_handle_empty_pages(fe
     assert block_features("", ["1"]).shape == (1, N_FEATURES)
 
 
+def test_lone_surrogates_and_ids_that_match_nothing_read_as_in_the_specification():
+    # selectolax drops lone surrogates from the page; an id holding one, or an id that is
+    # not a string, matches no element
+    map_html = _page('<p _item_id="1">a\ud800b c</p><p _item_id="2">x</p>')
+    ids = ["1", "2\ud800", 2, None]
+    core = block_features(map_html, ids)
+    assert_same_features(core, spec_features(map_html, ids))
+    assert column(core, "words") == [2, 0, 0, 0]
+
+
 def test_block_features_walk_deep_pages_without_recursion():
     # 5,000 levels: far past Python's recursion limit (and the core's stack, were it to recurse)
     html = "<div>" * 5000 + "deep text" + "</div>" * 5000
