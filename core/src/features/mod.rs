@@ -8,10 +8,14 @@
 //! (`tree::parse`, as `reconstruct` does), seen as the HTML DOM sees a document (`DomView`):
 //! a `<template>`'s content is not part of the document, and the elements HTML makes void
 //! hold nothing (libxml2 makes `source`, `wbr` … containers of their following siblings).
-//! Both are what the specification's tree gives, and the rescorer was trained on its values.
-//! Elsewhere the two parsers' trees of the same text can still differ (misnested markup);
-//! `python -m pulpie_rt.bench.features_parity` measures where, and with `LIBXML2_TREE` the
-//! features are read from libxml2's tree as it is, for that comparison.
+//! Both are what the specification's tree gives, and the rescorer was trained on its values
+//! (read as libxml2 has them, template blocks change the default model's labels on dev pages).
+//! Elsewhere the two parsers' trees of the same text still differ where markup is misnested
+//! or a `<pre>` starts with a newline (a few train pages, no dev page); there the
+//! core keeps libxml2's tree: it is the reference pipeline's own (lxml's) reading of
+//! `map_html`, and the tree the blocks were cut from. `python -m
+//! pulpie_rt.bench.features_parity` measures all this; with `libxml2_tree` (the FFI flag
+//! `FEATURES_LIBXML2_TREE`) the features are read from libxml2's tree as it is.
 
 mod text;
 mod unicode;
@@ -135,7 +139,7 @@ struct DomView {
     parent: Vec<usize>,
     /// inside a `<template>` (its content is a separate fragment in the DOM)
     inert: Vec<bool>,
-    /// false: libxml2's tree as it is (`LIBXML2_TREE`)
+    /// false: libxml2's tree as it is (`libxml2_tree`)
     html_dom: bool,
 }
 
