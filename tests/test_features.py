@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from spec.features_spec import block_features as spec_features
 
-from pulpie_rt.bench.features_parity import IS_COUNT, RTOL
+from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (

@@ -1,7 +1,7 @@
 """The default model's block features: the compiled core against the Python specification
 (``tests/spec/features_spec.py``), value by value, and the default model's labels with each.
 
-    python -m pulpie_rt.bench.features_parity [--corpus dev|train] [--limit N] [--all-labels]
+    python -m pulpie_rt.parity.features_parity [--corpus dev|train] [--limit N] [--all-labels]
 
 Every page goes through the default model's own preparation (``Extractor().preparer``:
 simplify -> blocks -> tokens -> chunks -> block features, on the core); then both sides
@@ -11,11 +11,11 @@ count and flag columns (``COUNT_COLUMNS``) must be equal, a ratio column's value
 equal, within ``RTOL`` or different; the table names every column with a value that is not
 bitwise equal.
 
-Labels: the default model's full decoding (``runtime.pages.decide_blocks``: the rescorer's
+Labels: the default model's full decoding (``runtime.flow.pages.decide_blocks``: the rescorer's
 log-odds over the features plus its margin weight times the transformer's margin, the
 bundle's threshold and keep-best-block rule) with the Python features and with the core's,
 on the same transformer margins. The margins are what ``predict_pages`` reads:
-``runtime.pages.run_chunks(extractor.backend, pages, labels.sep_margins)`` over the prepared
+``flow.pages.run_chunks(extractor.backend, pages, stages.labels.sep_margins)`` over the prepared
 pages. The decoding is a function of the features and the margins alone, so a page whose two
 feature matrices are bitwise equal has the same labels on both sides: by default the
 transformer runs only on pages whose matrices differ; ``--all-labels`` runs it on every page
@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from pulpie_rt.bench.harness import REPO_ROOT, format_table, machine_info, write_result
 from pulpie_rt.corpus import iter_pages
+from pulpie_rt.eval.report import REPO_ROOT, format_table, machine_info, write_result
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.features import (
+from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     FEATURE_NAMES,
     KEYWORDS,
@@ -163,8 +163,8 @@ class LabelCheck:
             self.flush()
 
     def flush(self) -> None:
-        from pulpie_rt.runtime.labels import sep_margins
-        from pulpie_rt.runtime.pages import decide_blocks, run_chunks
+        from pulpie_rt.runtime.flow.pages import decide_blocks, run_chunks
+        from pulpie_rt.runtime.stages.labels import sep_margins
 
         if not self.pending:
             return
