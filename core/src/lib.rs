@@ -592,8 +592,9 @@ fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
 
 #[repr(C)]
 pub struct FeaturesOutput {
-    /// `rows` × `cols` float32 values, row-major, as `len` bytes (released with
-    /// `pulpie_rt_free(ptr, len)`)
+    /// `rows` × `cols` float32 values (native byte order), row-major, as `len` bytes: copy
+    /// them out (their alignment is the allocator's), then release them with
+    /// `pulpie_rt_free(ptr, len)`
     pub ptr: *mut u8,
     pub len: usize,
     pub rows: usize,
