@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rt_helpers import hostile_pages
 from spec.features_spec import block_features as spec_features
 
 from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
@@ -114,6 +115,14 @@ def test_core_equals_the_specification_on_dev_pages(dev_pages):
         _, item_ids = extract_blocks(simplified)
         assert_same_features(block_features(map_html, item_ids),
                              spec_features(map_html, item_ids), page["id"])
+
+
+@pytest.mark.parametrize("name", sorted(hostile_pages()))
+def test_core_equals_the_specification_on_hostile_pages(name):
+    simplified, map_html = simplify(hostile_pages()[name])
+    _, item_ids = extract_blocks(simplified)
+    assert_same_features(block_features(map_html, item_ids),
+                         spec_features(map_html, item_ids), name)
 
 
 def _page(body: str) -> str:
