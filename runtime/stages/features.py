@@ -6,7 +6,7 @@ what a boilerplate classifier learns from the page around a block: its link dens
 class/id words of its ancestors (``nav``, ``comment``, ``related`` …), its position, which
 container holds most of the page's prose. ``block_features`` measures those for every block
 (one row per ``item_id``, in block order) from the page's DOM marked with the same ids; the
-bundle's rescorer (``runtime.rescore``) turns them into a score per block.
+bundle's rescorer (``runtime.stages.rescore``) turns them into a score per block.
 
 The compiled core computes them (``core/src/features``, through ``runtime.native``), from the
 same tree of ``map_html`` that ``reconstruct`` reads. ``tests/spec/features_spec.py`` is the
