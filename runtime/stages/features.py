@@ -68,8 +68,9 @@ CATEGORICAL_COLUMNS = (0, 1)  # tag, own_tag
 
 def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     """One float32 row of ``FEATURE_NAMES`` per block of ``item_ids`` (rows of zeros for ids
-    that ``map_html`` does not hold). Raises ``native.CoreError`` where the compiled core is
-    not built (``make core``) or fails on the page."""
+    that ``map_html`` does not hold). Raises ``native.CoreMissing`` where the compiled core is
+    not built (``make core``), ``native.CoreError`` where it fails on the page (a caught
+    panic: no page is refused)."""
     if not item_ids:
         return np.zeros((0, N_FEATURES), np.float32)
     return native.block_features(map_html, item_ids)
