@@ -26,7 +26,6 @@
 //! that does not end it, an unclosed quote) a serializer never writes into `map_html`.
 
 mod text;
-mod unicode;
 
 pub use text::KEYWORDS;
 use text::{count_words, is_digit, keyword_bits, lower, lower_words};
