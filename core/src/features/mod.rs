@@ -328,7 +328,8 @@ pub fn block_features(
     if n == 0 {
         return x;
     }
-    // libxml2, like an HTML5 parser, reads "\r\n" and a lone "\r" as "\n"
+    // an HTML parser (lexbor, the specification's; libxml2) reads "\r\n" and a lone "\r" as
+    // "\n" (a raw "\r" reaches map_html from a character reference in the page)
     let normalized;
     let map_html = if map_html.contains('\r') {
         normalized = map_html.replace("\r\n", "\n").replace('\r', "\n");
