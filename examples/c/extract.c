@@ -10,6 +10,7 @@
  *   --threads N      N threads sharing one engine (default 1); output stays in input order
  *   --batch N        pages per pulpie_rt_extract_batch call (default 1: pulpie_rt_extract)
  *   --ort-threads N  ONNX Runtime's intra-op threads per engine (default: its own)
+ *   --timing         print to stderr the seconds taken to open the engine and to extract
  *
  * Build: cc -O2 -Ibuild/capi examples/c/extract.c -Lbuild/capi -lpulpie_rt -lpthread \
  *           -Wl,-rpath,'$ORIGIN' -o build/capi/extract      (what `make capi` runs)
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     char *id;   /* the JSON text of the input's "id" (NULL: none), or the file name */
@@ -261,6 +263,12 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static long number(const char *flag, const char *value) {
     char *end;
     long n = value ? strtol(value, &end, 10) : 0;
@@ -272,7 +280,7 @@ int main(int argc, char **argv) {
     pulpie_rt_options options;
     pulpie_rt_options_init(&options);
     long threads = 1, batch = 1;
-    int jsonl = 0;
+    int jsonl = 0, timing = 0;
     char **inputs = xmalloc((size_t)argc * sizeof *inputs);
     size_t n_inputs = 0;
     for (int i = 1; i < argc; i++) {
@@ -281,8 +289,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--batch") == 0) batch = number("--batch", argv[++i]);
         else if (strcmp(argv[i], "--ort-threads") == 0) options.threads = (int32_t)number("--ort-threads", argv[++i]);
         else if (strcmp(argv[i], "--jsonl") == 0) jsonl = 1;
+        else if (strcmp(argv[i], "--timing") == 0) timing = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs("usage: extract [--model DIR] [--threads N] [--batch N] [--ort-threads N] "
+            fputs("usage: extract [--model DIR] [--threads N] [--batch N] [--ort-threads N] [--timing] "
                   "(page.html ... | --jsonl pages.jsonl ...)\n", stdout);
             return 0;
         } else inputs[n_inputs++] = argv[i];
@@ -329,7 +338,9 @@ int main(int argc, char **argv) {
 
     char *err = NULL;
     work w = {.pages = pages, .n_pages = n_pages, .batch = (size_t)batch, .next = 0, .failed_call = 0};
+    double opening = now();
     if (pulpie_rt_engine_open(&options, &w.engine, &err) != PULPIE_RT_OK) die("cannot open the model", err);
+    double extracting = now();
     pthread_mutex_init(&w.lock, NULL);
     pthread_t *ids = xmalloc((size_t)threads * sizeof *ids);
     for (long t = 0; t < threads; t++)
@@ -337,6 +348,9 @@ int main(int argc, char **argv) {
     for (long t = 0; t < threads; t++) pthread_join(ids[t], NULL);
     pthread_mutex_destroy(&w.lock);
     free(ids);
+    if (timing)
+        fprintf(stderr, "timing: open %.3f s, extract %.3f s, %zu pages\n", extracting - opening,
+                now() - extracting, n_pages);
 
     int page_failed = 0;
     for (size_t i = 0; i < n_pages; i++) {
