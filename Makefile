@@ -86,8 +86,12 @@ run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 lint: venv
 	$(VENV)/bin/ruff check .
 
+# The core's own tests (cargo test), those that need ONNX Runtime included: its C library
+# from the onnxruntime wheel in the test environment. Then the Python suite.
+ORT_LIBRARY = $(PYTHON) -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))[0])'
 test: venv
 	$(VENV)/bin/ruff check .
+	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
 	$(PYTHON) -m pytest -q -ra
 
 # Verified ONNX bundle only (works on any machine).

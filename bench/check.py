@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pulpie_rt.bench import gate_worker
+from pulpie_rt.bench.cpu_stages import SLOWDOWN_ENV, parse_slowdown
 from pulpie_rt.eval.pages import bench_pages
 from pulpie_rt.eval.report import REPO_ROOT, format_table, machine_info, write_result
 
@@ -54,7 +55,6 @@ DEFAULT_THRESHOLD = 0.15
 MIN_TIMED_UNIT_S = 0.002
 MAX_LOOPS = 200
 TOKENIZER_DIR = REPO_ROOT / "pulpie_rt" / "default_model"  # the run's default tokenizer
-SLOWDOWN_ENV = "PULPIE_RT_BENCH_SLOWDOWN"
 NATIVE_LIBRARY_ENV = "PULPIE_RT_NATIVE_LIB"  # runtime/native.py: which compiled core to load
 PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
 
@@ -62,27 +62,6 @@ PURE_PYTHON_ENV = "PULPIE_RT_PURE_PYTHON"
 class GateError(RuntimeError):
     """The gate cannot measure (no base commit, a core that does not build, a worker that
     does not start); distinct from a measured slowdown."""
-
-
-# ---------------------------------------------------------------- the deliberate slowdown
-
-
-def parse_slowdown(spec: str | None) -> dict[str, float]:
-    """``"simplify=1.5,markdown=2"`` -> ``{"simplify": 1.5, "markdown": 2.0}`` (gate stages)."""
-    factors: dict[str, float] = {}
-    for part in (spec or "").split(","):
-        if not part.strip():
-            continue
-        name, _, value = part.partition("=")
-        name = name.strip()
-        if name not in gate_worker.STAGES:
-            raise ValueError(f"{SLOWDOWN_ENV}: unknown stage {name!r} "
-                             f"(one of {', '.join(gate_worker.STAGES)})")
-        factor = float(value)
-        if factor < 1:
-            raise ValueError(f"{SLOWDOWN_ENV}: factor for {name} must be >= 1, got {factor}")
-        factors[name] = factor
-    return factors
 
 
 # ---------------------------------------------------------------- the two trees
@@ -447,7 +426,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def run(args: argparse.Namespace) -> int:
     try:
-        slowdown = parse_slowdown(os.environ.get(SLOWDOWN_ENV))
+        slowdown = parse_slowdown(os.environ.get(SLOWDOWN_ENV), gate_worker.STAGES)
         pure_python = os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
         head_tree, base_tree = prepare_trees(args.base)
         pages = bench_pages(args.pages)

@@ -61,16 +61,17 @@ class StageUnavailable(RuntimeError):
 # ---------------------------------------------------------------- deliberate slowdown
 
 
-def parse_slowdown(spec: str | None) -> dict[str, float]:
-    """``"simplify=1.3,markdown=2"`` -> ``{"simplify": 1.3, "markdown": 2.0}``."""
+def parse_slowdown(spec: str | None, stages: Sequence[str] = STAGES) -> dict[str, float]:
+    """``"simplify=1.3,markdown=2"`` -> ``{"simplify": 1.3, "markdown": 2.0}``, each name one of
+    ``stages`` (this module's, or the regression gate's)."""
     factors: dict[str, float] = {}
     for part in (spec or "").split(","):
         if not part.strip():
             continue
         name, _, value = part.partition("=")
         name = name.strip()
-        if name not in STAGES:
-            raise ValueError(f"{SLOWDOWN_ENV}: unknown stage {name!r} (one of {', '.join(STAGES)})")
+        if name not in stages:
+            raise ValueError(f"{SLOWDOWN_ENV}: unknown stage {name!r} (one of {', '.join(stages)})")
         factor = float(value)
         if factor < 1:
             raise ValueError(f"{SLOWDOWN_ENV}: factor for {name} must be >= 1, got {factor}")

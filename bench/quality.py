@@ -17,30 +17,8 @@ Rows (systems):
   ``extract_main_html`` -> ``to_text``: the best a model trained on those labels can reach.
 - ``whole page``: the same path with every block main (a floor).
 
-Metrics, per page, then the plain mean over pages (as WCXB's ``evaluate.py``); micro totals
-(sums of overlaps and token counts over all pages) go to the JSON as well.
-
-- Tokens: WCXB's, lowercase ``\\w+`` runs (``pulpie_rt.eval.labels.words``).
-- Word P/R/F1 (WCXB's ``word_f1``): overlap = size of the multiset intersection of the two
-  token lists (a word repeated k times in both counts min of the two counts);
-  P = overlap / #pred tokens, R = overlap / #ref tokens, F1 = 2PR / (P + R), 0 when P + R = 0.
-  Reference without tokens: (1, 1, 1) when the prediction has none either, else (0, 0, 0).
-  Prediction without tokens (reference has some): (0, 0, 0). A page with no prediction at all
-  (missing id, failed extraction) is scored as the empty string.
-- ROUGE-N (N = 5): the same formulas over the multisets of N-grams of consecutive tokens.
-  Short texts: when the reference has fewer than N tokens (but some), N is lowered to the
-  reference's token count for that page, so a 3-word reference is scored on 3-grams (an exact
-  extraction scores 1). The empty cases are those of the word metric (both empty: 1; one
-  empty: 0); a prediction shorter than the (lowered) N has no N-grams and scores 0.
-- empty: pages where the system's text has no token while the reference has some. For ours
-  (and the rule rows), ``empty, blocks kept`` counts those of them where simplify kept blocks
-  (the result has labels), the acceptance criterion being that it stays 0.
-- with / w/o (WCXB's snippet check, only pages with snippets): mean fraction of the ``with``
-  snippets found in the text (higher is better) and of the ``without`` ones (lower is better).
-  WCXB looks for lowercase raw substrings; its snippets have straight quotes and spaced-out
-  code (``f ( x )``) where pages have typographic quotes and ``f(x)``, so here a snippet is
-  found when its token sequence occurs contiguously in the text's tokens (a snippet without
-  tokens counts as not found).
+Metrics: word P/R/F1, ROUGE-5, empty outputs and the snippet checks, as
+``pulpie_rt.eval.metrics`` defines them (one definition for ``bench`` and ``train``).
 
 Throughput (pages/s, wall clock, one process, same pages, same run): ours = ``extract_batch``
 over the pages plus ``.text`` of each result, model load (``Extractor(...)``) excluded and

@@ -107,7 +107,7 @@ _SIGNATURES = {
         _P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, _P, _P,
         ctypes.c_size_t, ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
     "pulpie_rt_free": [ctypes.c_void_p, ctypes.c_size_t],
-    "pulpie_rt_free_starts": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
+    "pulpie_rt_ort_free_u64s": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
 }
 
 
@@ -201,7 +201,7 @@ class CoreOrt:
         for pointer, length in ((out.order_ptr, out.order_len), (out.ends_ptr, out.batches),
                                 (out.bucket_lengths_ptr, out.batches),
                                 (out.bucket_rows_ptr, out.batches)):
-            self.lib.pulpie_rt_free_starts(pointer, length)
+            self.lib.pulpie_rt_ort_free_u64s(pointer, length)
         return result
 
     def close(self) -> None:

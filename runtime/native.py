@@ -6,7 +6,9 @@ lexbor, builds libxml2's tree of that serialization, segments it and writes bloc
 Python specification lives in ``tests/spec/``; ``tests/test_native.py`` and ``python -m
 pulpie_rt.parity.native_core`` compare the two on real pages. The byte-level BPE tokenizer
 (``CoreTokenizer``, ids identical to the ``tokenizers`` library's) and Markdown / plain text
-(html2text ported; specification ``tests/spec/markdown_spec.py``) run here too.
+(html2text ported; specification ``tests/spec/markdown_spec.py``) run here too, and the
+default model's block features (``block_features``, on the same libxml2 tree of ``map_html``
+as ``reconstruct``; specification ``tests/spec/features_spec.py``).
 
 ``pip install`` builds the library (setuptools-rust and cargo, ``pyproject.toml``; lexbor's C
 sources are fetched by ``core/build.rs``). ``PULPIE_RT_NATIVE_LIB`` loads another build of it.
@@ -19,11 +21,13 @@ import itertools
 import os
 from pathlib import Path
 
+import numpy as np
+
 __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
     "STEP_LEXBOR_HTML", "STEP_LEXBOR_SERIALIZATION", "STEP_TREE", "library_path",
     "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
-    "CoreTokenizer", "TokenizerLoadError",
+    "CoreTokenizer", "TokenizerLoadError", "block_features",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -47,6 +51,20 @@ class _TextOutput(ctypes.Structure):
         ("len", ctypes.c_size_t),
         ("reason", ctypes.c_char_p),
     ]
+
+
+class _FeaturesOutput(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("rows", ctypes.c_size_t),
+        ("cols", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+_NO_ID = ctypes.c_size_t(-1).value  # lib.rs NO_ID: an absent id (None)
+_FEATURES_LIBXML2_TREE = 1
 
 
 class _SimplifyOutput(ctypes.Structure):
@@ -105,6 +123,12 @@ def _library() -> ctypes.CDLL:
         function = getattr(lib, name)
         function.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TextOutput)]
         function.restype = ctypes.c_int32
+    lib.pulpie_rt_block_features.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.c_uint32,
+        ctypes.POINTER(_FeaturesOutput),
+    ]
+    lib.pulpie_rt_block_features.restype = ctypes.c_int32
     _LIBRARY_CACHE.append(lib)
     return lib
 
@@ -372,3 +396,49 @@ def markdown(html: str) -> str | None:
 def text(html: str) -> str | None:
     """``markdown.to_text`` on the compiled core, or None where the core failed."""
     return _text_call("pulpie_rt_text", html)
+
+
+# ---------------------------------------------------------------- block features
+
+
+def _encoded_id(item_id: str | None) -> bytes | None:
+    """An id as the core takes it, or None for one that matches no ``_item_id`` of
+    ``map_html``: not a str, holding a lone surrogate (no UTF-8 for it), or holding a NUL
+    (lexbor, the specification's parser, never leaves one in an attribute value; libxml2's
+    tree marks a valueless attribute with one, ``tree::VALUELESS``)."""
+    if not isinstance(item_id, str) or "\0" in item_id:
+        return None
+    try:
+        return item_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def block_features(map_html: str, item_ids: list[str | None],
+                   libxml2_tree: bool = False) -> np.ndarray:
+    """``features.block_features`` on the compiled core: one float32 row of
+    ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
+    None). ``CoreError`` where the core fails on the page.
+
+    ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
+    it (template content, HTML-only void elements; see core/src/features): for measurements.
+    """
+    lib = _library()
+    # lone surrogates (no UTF-8 for them) are dropped, as the specification's parser drops
+    # them (selectolax encodes with errors="ignore")
+    data = map_html.encode("utf-8", "ignore")
+    encoded = [_encoded_id(i) for i in item_ids]
+    ids = b"".join(e for e in encoded if e is not None)
+    lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
+    out = _FeaturesOutput()
+    status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(encoded),
+                                          _FEATURES_LIBXML2_TREE if libxml2_tree else 0,
+                                          ctypes.byref(out))
+    _check(status, out.reason)
+    features = np.empty((out.rows, out.cols), np.float32)
+    try:
+        if out.len:
+            ctypes.memmove(features.ctypes.data, out.ptr, out.len)
+    finally:
+        lib.pulpie_rt_free(out.ptr, out.len)
+    return features

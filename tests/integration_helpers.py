@@ -14,8 +14,9 @@ from pulpie_rt.corpus import load_pages
 
 SUBSET_STEP = 4
 SUBSET_MAX_CHARS = 40_000
-# Rows a wrong integration mishandles: markup with no content in it, and no page at all.
-GARBAGE_HTML = "<<<\x00>>> &#xZZ; </p></div><div <!-- \x7f\x7f\ufffd"
+# Rows a wrong integration mishandles: markup with no visible text in it (a page with text but
+# no blocks gives its text, so this one is empty), and no page at all.
+GARBAGE_HTML = "\x00 </p></div><br><div <!-- \x7f\x7f\ufffd &#xZZ; <<<"
 
 
 @lru_cache(maxsize=1)

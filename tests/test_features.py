@@ -1,12 +1,25 @@
-"""Block features (runtime.features) on a small page whose values can be counted by hand."""
+"""Block features (runtime.features, computed by the compiled core): values counted by hand on
+a small page, and the core against the Python specification (tests/spec/features_spec.py) on
+real and synthetic pages."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from rt_helpers import hostile_pages
+from spec.features_spec import block_features as spec_features
 
+from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.blocks import extract_blocks
-from pulpie_rt.runtime.stages.features import FEATURE_NAMES, N_FEATURES, block_features
+from pulpie_rt.runtime.stages.features import (
+    ANCESTOR_TAGS,
+    FEATURE_NAMES,
+    KEYWORDS,
+    N_FEATURES,
+    TAGS,
+    block_features,
+)
 from pulpie_rt.runtime.stages.simplify import simplify
 
 PAGE = """<html><body><main><article class="post-content"><h1>The title of the story</h1>
@@ -26,6 +39,18 @@ def features():
 
 def column(features, name):
     return features[:, FEATURE_NAMES.index(name)].tolist()
+
+
+def assert_same_features(core: np.ndarray, spec: np.ndarray, where: str = "") -> None:
+    """Counts and flags equal, ratios within a few float32 ulps (bitwise equal on the machine
+    the core was checked on; numpy's float32 sums may take another order elsewhere)."""
+    assert core.shape == spec.shape and core.dtype == spec.dtype == np.float32, where
+    for column_index in np.flatnonzero(~(core == spec).all(0)):
+        name, a, b = FEATURE_NAMES[column_index], core[:, column_index], spec[:, column_index]
+        rows = np.flatnonzero(a != b)[:5].tolist()
+        if IS_COUNT[column_index]:
+            raise AssertionError(f"{where} {name}: rows {rows}: core {a[rows]}, spec {b[rows]}")
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=0, err_msg=f"{where} {name}")
 
 
 def test_feature_layout():
@@ -55,18 +80,152 @@ def test_block_features_count_words_links_ancestors_and_the_prose_container(feat
 
 def test_block_features_give_zero_rows_for_unknown_ids_and_handle_empty_pages(features):
     x, map_html, item_ids = features
-    with_unknown = block_features(map_html, [item_ids[0], "no-such-id"])
-    assert with_unknown[1, :12].tolist() == [0.0] * 12
+    with_unknown = block_features(map_html, [item_ids[0], "no-such-id", None])
+    assert with_unknown[1, :12].tolist() == with_unknown[2, :12].tolist() == [0.0] * 12
     assert with_unknown[0, :12].tolist() == x[0, :12].tolist()
     assert block_features(map_html, []).shape == (0, N_FEATURES)
     assert block_features("", ["1"]).shape == (1, N_FEATURES)
 
 
+def test_lone_surrogates_and_ids_that_match_nothing_read_as_in_the_specification():
+    # selectolax drops lone surrogates from the page; an id holding one, or an id that is
+    # not a string, matches no element
+    map_html = _page('<p _item_id="1">a\ud800b c</p><p _item_id="2">x</p>')
+    ids = ["1", "2\ud800", 2, None]
+    core = block_features(map_html, ids)
+    assert_same_features(core, spec_features(map_html, ids))
+    assert column(core, "words") == [2, 0, 0, 0]
+
+
 def test_block_features_walk_deep_pages_without_recursion():
-    # 5,000 levels: far past Python's recursion limit; 20,000 costs lexbor's parse ~10 s here
+    # 5,000 levels: far past Python's recursion limit (and the core's stack, were it to recurse)
     html = "<div>" * 5000 + "deep text" + "</div>" * 5000
     simplified, map_html = simplify(html)
     _, item_ids = extract_blocks(simplified)
     x = block_features(map_html, item_ids)
     assert x.shape == (len(item_ids), N_FEATURES)
     assert column(x, "depth") == [5000.0]  # the divs and body
+    assert_same_features(x, spec_features(map_html, item_ids))
+
+
+def test_core_equals_the_specification_on_dev_pages(dev_pages):
+    # every third page (the full corpus: python -m pulpie_rt.parity.features_parity)
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"])
+        _, item_ids = extract_blocks(simplified)
+        assert_same_features(block_features(map_html, item_ids),
+                             spec_features(map_html, item_ids), page["id"])
+
+
+@pytest.mark.parametrize("name", sorted(hostile_pages()))
+def test_core_equals_the_specification_on_hostile_pages(name):
+    simplified, map_html = simplify(hostile_pages()[name])
+    _, item_ids = extract_blocks(simplified)
+    assert_same_features(block_features(map_html, item_ids),
+                         spec_features(map_html, item_ids), name)
+
+
+def _page(body: str) -> str:
+    return f"<html><head><title>t</title></head><body>{body}</body></html>"
+
+
+def test_every_tag_keyword_and_ancestor_of_the_layout_reads_the_same():
+    # the core's lists of tags, ancestor tags and keywords are the layout's, in its order
+    # (each where an HTML parser keeps it: table parts in a table, text in cells, the
+    # <tbody> that HTML adds written out, as lexbor's serialization always writes it)
+    in_table = {"td": "<table><tbody><tr>{}</tr></tbody></table>",
+                "th": "<table><tbody><tr>{}</tr></tbody></table>",
+                "tr": "<table><tbody>{}</tbody></table>", "table": "{}"}
+    text = {"tr": "<td>text of a row</td>",
+            "table": "<tbody><tr><td>text of a table</td></tr></tbody>"}
+    blocks = [in_table.get(tag, "{}").format(
+        f'<{tag} _item_id="t{i}">{text.get(tag, f"text of {tag}")}</{tag}>')
+        for i, tag in enumerate(TAGS)]
+    blocks += [f'<{tag} class="wrap"><span _item_id="a{i}">inside {tag}</span></{tag}>'
+               if tag != "table" else
+               f'<table class="wrap"><tbody><tr><td><span _item_id="a{i}">in a table</span>'
+               '</td></tr></tbody></table>' for i, tag in enumerate(ANCESTOR_TAGS)]
+    for i, word in enumerate(KEYWORDS):
+        attribute = ("class", "id", "role", "itemprop")[i % 4]
+        blocks.append(f'<div {attribute}="x-{word.upper()}-y"><p _item_id="k{i}" '
+                      f'{attribute}="{word}">{word} words</p></div>')
+    map_html = _page("".join(blocks))
+    ids = [f"t{i}" for i in range(len(TAGS))] + [f"a{i}" for i in range(len(ANCESTOR_TAGS))]
+    ids += [f"k{i}" for i in range(len(KEYWORDS))]
+    core = block_features(map_html, ids)
+    assert_same_features(core, spec_features(map_html, ids))
+    assert column(core, "tag")[:len(TAGS)] == list(range(1, len(TAGS) + 1))
+    for word in KEYWORDS:
+        assert max(column(core, f"own_kw_{word}")) == 1.0, word
+        assert max(column(core, f"ancestor_kw_{word}")) == 1.0, word
+
+
+UNICODE_TEXTS = [
+    "ΟΔΟΣ ΣΟΦΙΑΣ. Ο ΔΡΟΜΟΣ, ΣΑΣ!",  # final sigma, chosen by its neighbours
+    "İstanbul İSTANBUL ıi",  # İ lowers to "i" + a combining dot: two words
+    "东京都 2024年 ١٢٣ ۴۵ x² Ⅻ ½ ①",  # CJK, Arabic-Indic digits, numerals
+    "e\u0301te\u0301 café naïve – “quoted”… ‘s’",  # combining marks split words
+    "Straße STRASSE ǅemal ǈ ﬁne \u212a\u017f",  # titlecase digraphs, ligature, Kelvin, long s
+    "snake_case CamelCase kebab-case 3.14 1,000 a.b. e.g. i.e. end. Next",
+]
+
+
+def test_words_digits_and_case_follow_python_on_unicode_text():
+    blocks = "".join(f'<p _item_id="{i}" class="Ü-{i} NAVİ">{text} <a href="/x">{text}</a>'
+                     f'</p>' for i, text in enumerate(UNICODE_TEXTS))
+    map_html = _page(blocks + '<div class="\u212aOMMENT side\u017f"><p _item_id="k">x</p></div>')
+    ids = [str(i) for i in range(len(UNICODE_TEXTS))] + ["k"]
+    assert_same_features(block_features(map_html, ids), spec_features(map_html, ids))
+
+
+HTML_DOM_PAGE = _page(
+    '<div class="top"><template id="t"><div class="main-content"><p _item_id="1">hidden '
+    'words</p></div></template><p _item_id="2">shown <template>not <b>this</b></template>'
+    'words</p>'
+    '<picture><source srcset="a.jpg" _item_id="3"><img src="a.jpg" _item_id="4"></source>'
+    '</picture><p _item_id="5">long<wbr>word<wbr><a href="/x">link</a> tail</p>'
+    '<video><source src="v.mp4"><track src="t.vtt"><p _item_id="6">fallback text</p></track>'
+    '</source></video></div>'
+)
+
+
+def test_template_content_and_html_void_elements_read_as_the_html_dom_has_them():
+    ids = [str(i) for i in range(1, 7)]
+    core = block_features(HTML_DOM_PAGE, ids)
+    assert_same_features(core, spec_features(HTML_DOM_PAGE, ids))
+    assert column(core, "words")[:2] == [0, 2]  # a template's content is not in the document
+    assert column(core, "images")[2] == 0  # <source> is void: the <img> is its sibling
+    # libxml2's tree as it is: the template's block is found, <source> holds the <img>
+    libxml2 = native.block_features(HTML_DOM_PAGE, ids, libxml2_tree=True)
+    assert column(libxml2, "words")[:2] == [2, 4]
+    assert column(libxml2, "images")[2] == 1
+    assert column(libxml2, "depth")[5] == column(core, "depth")[5] + 2  # in source and track
+
+
+def test_where_the_two_parsers_build_different_trees_the_core_reads_libxml2s():
+    # what lexbor and libxml2 (the reference's lxml) make of the same serializer output
+    lxml_html = pytest.importorskip("lxml.html")
+    map_html = _page(
+        '<pre _item_id="1">\n\nboot log</pre>'  # HTML drops the first newline, libxml2 not
+        '<ul><li>one<div><li _item_id="2">two</li></div></li></ul>'  # HTML closes the outer li
+    )
+    core, spec = block_features(map_html, ["1", "2"]), spec_features(map_html, ["1", "2"])
+    document = lxml_html.document_fromstring(map_html)
+    pre, li = (document.xpath(f'//*[@_item_id="{i}"]')[0] for i in ("1", "2"))
+    assert column(core, "chars")[0] == len(pre.text) == 10
+    assert column(spec, "chars")[0] == 9
+    assert column(core, "depth")[1] == len(list(li.iterancestors())) - 1 == 4  # html not
+    assert column(spec, "depth")[1] == 2  # ul, body
+
+
+def test_markup_the_old_strict_reading_refused_is_read():
+    # non-ASCII names, "&" starting no reference, Kelvin sign and long s: page content that
+    # map_html can hold (the core's reader of core-features' time refused it)
+    map_html = _page(
+        '<p _item_id="1" — ="x" data-ü="y" class="nav&amp;{x} &{menu}">one / two</p>'
+        '<café-box class="related"><p _item_id="2" class="promo">three</p></café-box>'
+        '<p _item_id="3" class="\u212aOMMENT \u017fide">\u212aelvin \u017ftyle</p>'
+    )
+    core = block_features(map_html, ["1", "2", "3"])
+    assert_same_features(core, spec_features(map_html, ["1", "2", "3"]))
+    assert column(core, "own_kw_menu")[0] == column(core, "ancestor_kw_related")[1] == 1.0

@@ -5,11 +5,11 @@
 //! - `libxml2_unescape`: libxml2 2.14's HTML parser (an HTML5 tokenizer), which the reference's
 //!   `extract_main_html` reads `map_html` with.
 //!
-//! Both read the HTML5 table of named references (`entities.rs`, generated from Python's).
+//! Both read the HTML5 table of named references (`py_tables.rs`, generated from Python's).
 
 use std::borrow::Cow;
 
-use crate::entities::{ENTITIES, INVALID_CHARREFS, INVALID_CODEPOINTS};
+use crate::py_tables::{HTML5 as ENTITIES, INVALID_CHARREFS, INVALID_CODEPOINTS};
 
 fn entity(name: &str) -> Option<&'static str> {
     ENTITIES.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())).ok().map(|i| ENTITIES[i].1)

@@ -9,6 +9,9 @@
 //! at run time), the rescorer and batching. The Python implementations in `tests/spec/` are
 //! the specification: tests and `parity/` compare the two on every real page.
 //!
+//! `features`: the default model's block features, `map_html` plus the block ids in, one
+//! float32 row per block out (specified by `tests/spec/features_spec.py`).
+//!
 //! std only (no crates), C ABI, loaded with ctypes by `runtime/native.py`. Status codes: 0
 //! done, 1 input the core cannot take (the reason says why), 2 a panic (caught; never crosses
 //! the C ABI), 4 the specification raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
@@ -17,14 +20,14 @@
 pub mod capi;
 mod charref;
 pub mod engine;
-mod entities;
+mod features;
 mod html5;
 pub mod json;
 mod lexbor;
 mod markdown;
 pub mod ort;
 mod page;
-mod py_word;
+mod py_tables;
 mod raw;
 mod reconstruct;
 mod simplify;
@@ -498,4 +501,91 @@ fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
     let boxed = bytes.into_boxed_slice();
     let len = boxed.len();
     (Box::into_raw(boxed) as *mut u8, len)
+}
+
+// ---------------------------------------------------------------- block features
+
+#[repr(C)]
+pub struct FeaturesOutput {
+    /// `rows` × `cols` float32 values (native byte order), row-major, as `len` bytes: copy
+    /// them out (their alignment is the allocator's), then release them with
+    /// `pulpie_rt_free(ptr, len)`
+    pub ptr: *mut u8,
+    pub len: usize,
+    pub rows: usize,
+    pub cols: usize,
+    /// static, NUL-terminated reason for status 1 (or the panic message for status 2)
+    pub reason: *const u8,
+}
+
+/// Marks an absent id (Python's `None`) in `id_lens`: its row is zeros.
+pub const NO_ID: usize = usize::MAX;
+
+/// `pulpie_rt_block_features` flag: read libxml2's tree of `map_html` as it is, not as the
+/// HTML DOM sees it (`<template>` content, HTML-only void elements; see `features`): for
+/// measuring what that choice changes.
+pub const FEATURES_LIBXML2_TREE: u32 = 1;
+
+/// `features.block_features(map_html, item_ids)`: one row of `features::N_FEATURES` float32
+/// values per id. The ids lie one after another in `ids` (`ids_len` bytes); `id_lens` holds
+/// the byte length of each of the `n_ids` ids, or `NO_ID`. Status 0 done, 1 input that is
+/// not UTF-8 or ids that do not match their lengths, 2 a panic (message in `reason`); no page
+/// is refused. `flags`: 0 or `FEATURES_LIBXML2_TREE`.
+///
+/// # Safety
+/// `map_html` and `ids` point to `map_len` and `ids_len` bytes of UTF-8 (`ids` may be null
+/// when `ids_len` is 0), `id_lens` to `n_ids` lengths whose sum (`NO_ID` counting 0) is
+/// `ids_len`; `out` to a writable `FeaturesOutput`, whose buffer is released with
+/// `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_block_features(
+    map_html: *const u8,
+    map_len: usize,
+    ids: *const u8,
+    ids_len: usize,
+    id_lens: *const usize,
+    n_ids: usize,
+    flags: u32,
+    out: *mut FeaturesOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = FeaturesOutput {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+        rows: 0,
+        cols: features::N_FEATURES,
+        reason: std::ptr::null(),
+    };
+    let ids = if ids_len == 0 { &[][..] } else { std::slice::from_raw_parts(ids, ids_len) };
+    let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
+    let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
+    let libxml2_tree = flags & FEATURES_LIBXML2_TREE != 0;
+    let features = run(&mut out.reason, || {
+        let not_utf8 = |_| tree::Unsupported("not UTF-8");
+        let map_html = std::str::from_utf8(map_html).map_err(not_utf8)?;
+        let ids = std::str::from_utf8(ids).map_err(not_utf8)?;
+        let mut item_ids: Vec<Option<&str>> = Vec::with_capacity(lens.len());
+        let mut at = 0usize;
+        for &len in lens {
+            if len == NO_ID {
+                item_ids.push(None);
+                continue;
+            }
+            let id = at.checked_add(len).and_then(|end| ids.get(at..end));
+            let id = id.ok_or(tree::Unsupported("id lengths do not match the ids"))?;
+            item_ids.push(Some(id));
+            at += len;
+        }
+        Ok(features::block_features(map_html, &item_ids, libxml2_tree))
+    });
+    match features {
+        Ok(values) => {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            out.rows = n_ids;
+            (out.ptr, out.len) = leak_bytes(bytes);
+            0
+        }
+        Err(status) => status,
+    }
 }

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::py_word::WORD_RANGES;
+use crate::py_tables::PY_WORD as WORD_RANGES;
 
 /// Whether `page` is UTF-8 with lone surrogates allowed: `Ok(holds a surrogate)`, or the byte
 /// offset of the first sequence that is neither.

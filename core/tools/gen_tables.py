@@ -1,7 +1,8 @@
-"""Write core/src/markdown/tables.rs: the tables the compiled Markdown converter needs, taken
-from the Python that is its specification (html.entities, html's unescape tables, html2text
-2025.4.15's config and utils, and unicodedata through str methods and the re module), so that
-none is copied by hand.
+"""Write core/src/py_tables.rs: the tables of Python and html2text the compiled core needs
+(Markdown; the HTML5 character references html.unescape and libxml2 read; re's \\w; the block
+features' str.isdigit and str.lower), taken from the Python that is its specification
+(html.entities, html's unescape tables, html2text 2025.4.15's config and utils, and
+unicodedata through str methods and the re module), so that none is copied by hand.
 
     python core/tools/gen_tables.py        # from the repository root, in the project's venv
 
@@ -22,8 +23,10 @@ import html2text
 import html2text.config
 import html2text.utils
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "markdown" / "tables.rs"
+OUT = Path(__file__).resolve().parent.parent / "src" / "py_tables.rs"
 MAX = sys.maxunicode + 1
+CAPITAL_SIGMA, FINAL_SIGMA, SMALL_SIGMA = "\u03a3", "\u03c2", "\u03c3"
+DOTTED_CAPITAL_I = "\u0130"
 
 
 def rust_str(s: str) -> str:
@@ -57,6 +60,17 @@ def ranges(pred) -> list[tuple[int, int]]:
     return out
 
 
+def runs(code_points: list[int]) -> list[tuple[int, int]]:
+    """Sorted code points as inclusive (first, last) runs."""
+    out: list[tuple[int, int]] = []
+    for c in code_points:
+        if out and out[-1][1] + 1 == c:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return out
+
+
 def range_table(name: str, doc: str, table: list[tuple[int, int]]) -> str:
     body = "".join(f"    (0x{a:x}, 0x{b:x}),\n" for a, b in table)
     return f"/// {doc}\npub static {name}: &[(u32, u32)] = &[\n{body}];\n\n"
@@ -87,6 +101,30 @@ def main() -> None:
         for c in range(128, MAX):
             if pattern.fullmatch(chr(c)):
                 folds.append((c, letter))
+    # str.lower: every character it maps to one other; the one it maps to two (U+0130 ->
+    # "i" U+0307) is written in the code that reads the table
+    lower = []
+    for c in range(MAX):
+        low = chr(c).lower()
+        if low != chr(c):
+            if len(low) == 1:
+                lower.append((c, ord(low)))
+            else:
+                assert chr(c) == DOTTED_CAPITAL_I and low == "i\u0307", hex(c)
+    # the two properties str.lower reads around a capital sigma to choose its final form;
+    # CPython does not expose them, so they are probed through lower() itself: ("a" + c +
+    # "Σ").lower() ends in "ς" when c is case-ignorable or cased, and ("aΣ" + c).lower()[1] is
+    # "σ" when c is cased and not case-ignorable (the rule skips case-ignorable characters
+    # before it looks at casedness, so only those cased ones are written as cased)
+    case_ignorable, cased = [], []
+    for c in range(MAX):
+        ch = chr(c)
+        if ch == CAPITAL_SIGMA:
+            cased.append(c)  # cased, not case-ignorable; as a neighbour it is lowered itself
+        elif ("a" + CAPITAL_SIGMA + ch).lower()[1] == SMALL_SIGMA:
+            cased.append(c)
+        elif ("a" + ch + CAPITAL_SIGMA).lower()[-1] == FINAL_SIGMA:
+            case_ignorable.append(c)
     lower_to_ascii = [(c, chr(c).lower()) for c in range(128, MAX)
                       if 0xD800 > c or c > 0xDFFF
                       if len(chr(c).lower()) == 1 and ord(chr(c).lower()) < 128]
@@ -132,6 +170,15 @@ def main() -> None:
                              "these, each range in blocks of ten from 0 to 9).", decimal_blocks))
     parts.append(range_table("PY_WORD", "`str.isalnum` or `_` (what `\\w` matches).",
                              ranges(lambda ch: ch.isalnum() or ch == "_")))
+    parts.append(range_table("PY_DIGIT", "`str.isdigit`.", ranges(str.isdigit)))
+    parts.append(range_table("PY_CASE_IGNORABLE", "Case_Ignorable, as `str.lower` reads it "
+                             "around a capital sigma.", runs(case_ignorable)))
+    parts.append(range_table("PY_CASED", "Cased and not Case_Ignorable, as `str.lower` reads it "
+                             "around a capital sigma.", runs(cased)))
+    parts.append("/// `str.lower` of the characters it maps to one other character: (character, "
+                 "lowercase), sorted.\npub static PY_LOWER: &[(u32, u32)] = &[\n")
+    parts += [f"    (0x{c:x}, 0x{low:x}),\n" for c, low in lower]
+    parts.append("];\n\n")
     parts.append(range_table("PY_PRINTABLE", "`str.isprintable` (what `repr` leaves unescaped).",
                              ranges(str.isprintable)))
     parts.append("/// Non-ASCII characters that a case-insensitive `re` pattern matches with an "

@@ -8,12 +8,11 @@ Each worker keeps the ``Preparer`` it was started with (its tokenizer loads once
 from __future__ import annotations
 
 import multiprocessing
-import os
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 from pulpie_rt.runtime.flow.pages import PageResult, PreparedPage, Preparer, finish, prepare
+from pulpie_rt.runtime.flow.pipeline import exit_with_parent
 
 # This worker process's preparer, set once by ``start_worker`` (a per-process cache: the
 # tokenizer it loads is reused by every page the worker prepares).
@@ -31,15 +30,7 @@ def start_worker(preparer: Preparer) -> None:
     import pulpie_rt.runtime.stages.markdown  # noqa: F401
     import pulpie_rt.runtime.stages.reconstruct  # noqa: F401
 
-    # A service killed with SIGKILL cannot stop its pool, and a spawned worker holds both
-    # ends of the pool's queues, so it would wait for work forever: it watches its parent.
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-
-
-def _exit_with_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
+    exit_with_parent()
 
 
 def prepare_timed(html: str | bytes | None, content_type: str | None

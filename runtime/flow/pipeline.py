@@ -55,15 +55,21 @@ _worker_preparer: Preparer | None = None
 def _init_worker(preparer: Preparer) -> None:
     global _worker_preparer
     _worker_preparer = preparer
-    # A parent killed with SIGKILL cannot stop its pool: the workers would wait forever.
+    exit_with_parent()
+
+
+def exit_with_parent() -> None:
+    """In a pool worker: end this process when its parent goes away. A parent killed with
+    SIGKILL cannot stop its pool, and a worker holds both ends of the pool's queues, so it
+    would wait for work forever; a daemon thread watches the parent instead."""
     parent = os.getppid()
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
 
-def _exit_with_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _prepare(html: str | bytes | None) -> PreparedPage | str:

@@ -1,6 +1,6 @@
 """Specification: the element tree the Pulpie segmentation walks, built and written without
 lxml. The compiled core (``core/``: ``raw.rs``, ``lexbor.rs``, ``tree.rs``, ``token.rs``)
-implements it; tests compare the two (``tests/test_native.py``, ``bench/native_core.py``).
+implements it; tests compare the two (``tests/test_native.py``, ``parity/native_core.py``).
 
 The Orange models were trained on MinerU-HTML's segmentation, which walks the tree that
 libxml2 (through lxml) builds from an HTML5 parser's serialization, and writes blocks with

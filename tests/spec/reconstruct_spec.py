@@ -1,10 +1,7 @@
 """Main-content HTML from ``map_html`` and block labels, on selectolax's lexbor parser.
 
-Contract (the reference's ``pulpie.reconstruct.extract_main_html``): keep every element
-labelled ``"main"`` with its descendants and ancestors, recall ``<br>`` tags next to kept
-content, drop everything else (an element's tail text goes with it), unwrap the
-``<cc-alg-uc-text>`` run wrappers, and return the result as libxml2 writes HTML, with entities
-decoded inside http(s)/ftp/``//`` ``href``/``src`` values.
+Contract: as ``pulpie_rt.runtime.stages.reconstruct`` documents it (the reference's
+``pulpie.reconstruct.extract_main_html``, byte for byte).
 
 The reference re-parses ``map_html`` with libxml2 (blank text removed, comments removed) and
 serializes with libxml2; the models' users compare against that output byte for byte. Here
@@ -25,10 +22,10 @@ for a serializer's output is reproduced on the way (measured against lxml 6.1 / 
 
 Nothing here recurses: 20,000-deep pages are fine.
 
-Specification: ``pulpie_rt.runtime.reconstruct.extract_main_html`` runs the compiled core
+Specification: ``pulpie_rt.runtime.stages.reconstruct.extract_main_html`` runs the compiled core
 (``core/``: ``reconstruct.rs``), which builds libxml2's tree of ``map_html`` itself, so the
 lexbor differences above need no handling there. Where the two differ,
-``bench/native_core.py`` asks the reference which one is right.
+``parity/native_core.py`` asks the reference which one is right.
 """
 
 from __future__ import annotations

@@ -7,17 +7,12 @@ including its quirks, each noted where it is reproduced — on our own tree (``d
 lxml: no per-node uuids, no deep copies of the whole page, no re-parsing of every block, and no
 recursion (20,000-deep pages keep their text).
 
-Outputs:
-- ``simplified_html``: ``<html><head><meta charset="utf-8"></head><body>`` + one element per
-  block, each carrying ``_item_id="N"`` (N = 1, 2, …) + ``</body></html>``, whitespace
-  collapsed. What the model reads.
-- ``map_html``: the original page (as libxml2 parsed it) with the same ``_item_id``s on block
-  elements and ``<cc-alg-uc-text _item_id="N">`` wrappers around unwrapped text runs. What
-  ``reconstruct`` maps labels back onto.
+Outputs: ``simplified_html`` and ``map_html``, as ``pulpie_rt.runtime.stages.simplify``
+documents them.
 
-Specification: ``pulpie_rt.runtime.simplify.simplify`` runs the compiled core (``core/``:
+Specification: ``pulpie_rt.runtime.stages.simplify.simplify`` runs the compiled core (``core/``:
 ``page.rs``, ``simplify.rs``); this readable Python implementation is what it is checked against
-(``tests/test_native.py``, ``bench/native_core.py``).
+(``tests/test_native.py``, ``parity/native_core.py``).
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 //! The default model's block features (`runtime/stages/features.py`, layout
-//! `bundle::FEATURES_VERSION`) for the engine: one row of `N_FEATURES` float32 values per
-//! block id, read from `map_html`.
-//!
-//! The core's implementation of the features lives on another branch (`core/src/features`);
-//! until it is merged this build has none, and an engine over a bundle with a rescorer is
-//! refused when it opens (`AVAILABLE`), never run with made-up features.
+//! `bundle::FEATURES_VERSION`) for the engine: one row of `features::N_FEATURES` float32
+//! values per block id, read from `map_html` by the core's `features` module, as
+//! `native.block_features` reads them for Python (the HTML DOM's view of libxml2's tree).
 
 /// Whether this build computes block features.
-pub const AVAILABLE: bool = false;
+pub const AVAILABLE: bool = true;
 
-/// `features.block_features(map_html, item_ids)`, row-major.
-pub fn block_features(_map_html: &str, _item_ids: &[Option<String>]) -> Result<Vec<f32>, String> {
-    Err("this build of the core computes no block features".to_string())
+/// `features.block_features(map_html, item_ids)`, row-major (the core refuses no page; a
+/// panic is caught by the engine and fails the page).
+pub fn block_features(map_html: &str, item_ids: &[Option<String>]) -> Result<Vec<f32>, String> {
+    let ids: Vec<Option<&str>> = item_ids.iter().map(Option::as_deref).collect();
+    Ok(crate::features::block_features(map_html, &ids, false))
 }

@@ -1,9 +1,8 @@
 //! Python's view of text, on bytes: the converter reads and writes UTF-8 extended to lone
 //! surrogates (what Python's `surrogatepass` error handler writes), so every `str` Python can
 //! hold travels through it unchanged, and each character class is Python's own (tables from
-//! `tables.rs`).
+//! `crate::py_tables`).
 
-use super::tables;
 
 /// The code point starting at byte `i` of `b` and its byte length. `b` is UTF-8 with lone
 /// surrogates allowed; a stray byte reads as itself (never produced by the caller's encoder).
@@ -70,7 +69,7 @@ pub fn is_space(c: u32) -> bool {
     if c < 0x80 {
         return matches!(c, 0x09..=0x0d | 0x1c..=0x20);
     }
-    in_ranges(tables::PY_SPACE, c)
+    in_ranges(crate::py_tables::PY_SPACE, c)
 }
 
 /// `str.isdecimal` (and `\d`).
@@ -79,7 +78,7 @@ pub fn is_decimal(c: u32) -> bool {
     if c < 0x80 {
         return (0x30..=0x39).contains(&c);
     }
-    in_ranges(tables::PY_DECIMAL, c)
+    in_ranges(crate::py_tables::PY_DECIMAL, c)
 }
 
 /// The value `int()` reads from a decimal character.
@@ -87,8 +86,8 @@ pub fn decimal_value(c: u32) -> u32 {
     if c < 0x80 {
         return c - 0x30;
     }
-    let k = tables::PY_DECIMAL.partition_point(|&(a, _)| a <= c) - 1;
-    (c - tables::PY_DECIMAL[k].0) % 10
+    let k = crate::py_tables::PY_DECIMAL.partition_point(|&(a, _)| a <= c) - 1;
+    (c - crate::py_tables::PY_DECIMAL[k].0) % 10
 }
 
 /// `\w`: `str.isalnum` or `_`.
@@ -97,7 +96,7 @@ pub fn is_word(c: u32) -> bool {
     if c < 0x80 {
         return (c as u8).is_ascii_alphanumeric() || c == 0x5f;
     }
-    in_ranges(tables::PY_WORD, c)
+    in_ranges(crate::py_tables::PY_WORD, c)
 }
 
 /// Whether the whitespace character (Python's `\s`) starts at byte `i`: its length, else 0.
@@ -162,7 +161,7 @@ pub fn ignorecase_len(b: &[u8], i: usize, letter: u8) -> usize {
         return (x.to_ascii_lowercase() == letter) as usize;
     }
     let (c, n) = decode(b, i);
-    if tables::IGNORECASE_FOLDS.iter().any(|&(f, l)| f == c && l == letter) {
+    if crate::py_tables::IGNORECASE_FOLDS.iter().any(|&(f, l)| f == c && l == letter) {
         n
     } else {
         0
@@ -184,7 +183,7 @@ pub fn lower_equals(name: &[u8], target: &str) -> bool {
             i += 1;
         } else {
             let (c, n) = decode(name, i);
-            if !tables::LOWER_TO_ASCII.iter().any(|&(f, l)| f == c && l == t) {
+            if !crate::py_tables::LOWER_TO_ASCII.iter().any(|&(f, l)| f == c && l == t) {
                 return false;
             }
             i += n;
@@ -215,7 +214,7 @@ pub fn py_repr(s: &[u8]) -> String {
                 out.push(quote);
             }
             _ if c >= 0x20 && c < 0x7f => out.push(c as u8),
-            _ if c >= 0x80 && in_ranges(tables::PY_PRINTABLE, c) => push_char(&mut out, c),
+            _ if c >= 0x80 && in_ranges(crate::py_tables::PY_PRINTABLE, c) => push_char(&mut out, c),
             _ if c < 0x100 => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
             _ if c < 0x10000 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
             _ => out.extend_from_slice(format!("\\U{c:08x}").as_bytes()),

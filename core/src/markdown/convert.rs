@@ -12,7 +12,7 @@ use super::chars::{decode, is_space, lower_equals, push_char, strip};
 use super::escape::{collapse_whitespace, escape_md_into, escape_md_section};
 use super::tokenizer::{Attr, Handler};
 use super::unescape::{digits_value, html5, parse_int, INT_MAX_STR_DIGITS};
-use super::{tables, SpecError};
+use super::SpecError;
 
 /// The tag names html2text acts on (html.parser lowers names with `str.lower`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ fn classify(name: &[u8]) -> Tag {
             i += 1;
         } else {
             let (c, n) = decode(name, i);
-            match tables::LOWER_TO_ASCII.iter().find(|&&(f, _)| f == c) {
+            match crate::py_tables::LOWER_TO_ASCII.iter().find(|&&(f, _)| f == c) {
                 Some(&(_, l)) => lower[len] = l,
                 None => return Tag::Other,
             }
@@ -855,11 +855,11 @@ impl Converter {
             c = 0xfffd;
         }
         let mut c = c as u32;
-        if let Ok(k) = tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
-            c = tables::CONTROL_CHARACTER_REPLACEMENTS[k].1;
+        if let Ok(k) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
+            c = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS[k].1;
         }
-        match tables::UNIFIABLE_N.binary_search_by(|&(f, _)| f.cmp(&c)) {
-            Ok(k) => out.extend_from_slice(tables::UNIFIABLE_N[k].1.as_bytes()),
+        match crate::py_tables::UNIFIABLE_N.binary_search_by(|&(f, _)| f.cmp(&c)) {
+            Ok(k) => out.extend_from_slice(crate::py_tables::UNIFIABLE_N[k].1.as_bytes()),
             Err(_) => push_char(out, c),
         }
         Ok(())
@@ -890,8 +890,8 @@ impl Handler for Converter {
     fn entityref(&mut self, name: &[u8]) -> Result<(), SpecError> {
         // `entityref(c)`: UNIFIABLE first (the converter's, with the nbsp placeholder), then
         // html5 (with ";"), else the reference as written
-        let text: Cow<[u8]> = match tables::UNIFIABLE.binary_search_by(|(k, _)| k.as_bytes().cmp(name)) {
-            Ok(k) => Cow::Borrowed(tables::UNIFIABLE[k].1.as_bytes()),
+        let text: Cow<[u8]> = match crate::py_tables::UNIFIABLE.binary_search_by(|(k, _)| k.as_bytes().cmp(name)) {
+            Ok(k) => Cow::Borrowed(crate::py_tables::UNIFIABLE[k].1.as_bytes()),
             Err(_) => {
                 let mut key = name.to_vec();
                 key.push(b';');

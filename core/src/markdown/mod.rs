@@ -18,7 +18,6 @@ pub(crate) mod chars;
 mod convert;
 mod escape;
 mod spacer;
-mod tables;
 mod text;
 mod tokenizer;
 mod unescape;

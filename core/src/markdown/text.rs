@@ -15,7 +15,6 @@
 
 use super::chars::{push_char, skip_space, strip};
 use super::escape::collapse_whitespace;
-use super::tables;
 use super::unescape::html5;
 
 const LINE_BREAK: u8 = 0x02;
@@ -779,8 +778,8 @@ fn char_reference(b: &[u8], amp: usize, out: &mut Vec<u8>) -> Option<usize> {
         if c == 0 || c > 0x10ffff || (0xd800..=0xdfff).contains(&c) {
             c = 0xfffd;
         }
-        if let Ok(i) = tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
-            c = tables::CONTROL_CHARACTER_REPLACEMENTS[i].1;
+        if let Ok(i) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
+            c = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS[i].1;
         }
         push_char(out, c);
         return Some(k);

@@ -2,7 +2,7 @@
 //! decimal string, with the one error both can raise.
 
 use super::chars::{decode, push_char};
-use super::{tables, SpecError};
+use super::SpecError;
 
 /// Python's limit on the digits `int()` converts (`sys.get_int_max_str_digits()`).
 pub const INT_MAX_STR_DIGITS: usize = 4300;
@@ -16,10 +16,10 @@ pub fn int_too_long(digits: usize) -> SpecError {
 
 /// `html.entities.html5[name]`.
 pub fn html5(name: &[u8]) -> Option<&'static str> {
-    tables::HTML5
+    crate::py_tables::HTML5
         .binary_search_by(|(k, _)| k.as_bytes().cmp(name))
         .ok()
-        .map(|k| tables::HTML5[k].1)
+        .map(|k| crate::py_tables::HTML5[k].1)
 }
 
 /// The value of a run of ASCII digits in `base` (16 or 10), saturated above `u32::MAX`.
@@ -108,11 +108,11 @@ fn replace_reference(body: &[u8], out: &mut Vec<u8>) -> Result<(), SpecError> {
             return Err(int_too_long(digits.len()));
         }
         let num = digits_value(digits, base);
-        if let Ok(k) = tables::INVALID_CHARREFS.binary_search_by(|&(c, _)| (c as u64).cmp(&num)) {
-            out.extend_from_slice(tables::INVALID_CHARREFS[k].1.as_bytes());
+        if let Ok(k) = crate::py_tables::INVALID_CHARREFS.binary_search_by(|&(c, _)| (c as u64).cmp(&num)) {
+            out.extend_from_slice(crate::py_tables::INVALID_CHARREFS[k].1.as_bytes());
         } else if (0xd800..=0xdfff).contains(&num) || num > 0x10ffff {
             push_char(out, 0xfffd);
-        } else if tables::INVALID_CODEPOINTS.binary_search(&(num as u32)).is_err() {
+        } else if crate::py_tables::INVALID_CODEPOINTS.binary_search(&(num as u32)).is_err() {
             push_char(out, num as u32);
         }
         return Ok(());

@@ -3,7 +3,7 @@
 //! (`pulpie_rt.h`) takes over. Every function runs under the crate's panic guard and returns
 //! 0 (done), 1 (an error, its message in `error`) or 2 (a panic, its message in `error`);
 //! messages and arrays returned are released with `pulpie_rt_free` /
-//! `pulpie_rt_free_starts` / `pulpie_rt_ort_free_floats`.
+//! `pulpie_rt_ort_free_u64s` / `pulpie_rt_ort_free_floats`.
 
 use super::{
     default_buckets, make_batches, BlockRescorer, Bucket, ExecutionProvider, FlatBatch, ModelSource, Ort,
@@ -271,6 +271,15 @@ pub unsafe extern "C" fn pulpie_rt_ort_free_floats(ptr: *mut f32, len: usize) {
     }
 }
 
+/// # Safety
+/// `ptr`/`len` come from an `OrtBatches` array, released once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_free_u64s(ptr: *mut u64, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
+    }
+}
+
 /// Opens a block rescorer (`model` a path, or with `from_bytes` the ONNX model itself).
 ///
 /// # Safety
@@ -341,7 +350,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_free(rescorer: *mut BlockRescore
 
 /// `make_batches`' result: the item indices in batch order, each batch's end in that list,
 /// and each batch's bucket (`max_rows` 0: none). Arrays released with
-/// `pulpie_rt_free_starts`.
+/// `pulpie_rt_ort_free_u64s`.
 #[repr(C)]
 pub struct OrtBatches {
     pub order_ptr: *mut u64,

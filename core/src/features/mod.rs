@@ -1,0 +1,628 @@
+//! The default model's block features (`runtime/stages/features.py`, layout `blocks-v1`), read
+//! from the core's tree of `map_html`: one row of `N_FEATURES` float32 values per block id.
+//! `tests/spec/features_spec.py` is the specification, column by column; the comments here
+//! say where a value's arithmetic follows numpy's (the order of operations and the precision
+//! per column are the specification's, so that values are equal, not merely close).
+//!
+//! The specification reads selectolax/lexbor's tree of `map_html`; this reads the core's
+//! libxml2-shaped tree of it, built as `simplify` builds its tree of lexbor's serialization
+//! (`tree::parse` with `Reader::Spec`), so it is the tree the blocks were cut from, seen as
+//! the HTML DOM sees a document (`DomView`): a `<template>`'s content is not part of the
+//! document, and the elements HTML makes void hold nothing (libxml2's shape makes `source`,
+//! `wbr` … containers of their following siblings). Both are what the specification's tree
+//! gives, and the rescorer was trained on its values (read as libxml2 has them, template
+//! blocks change the default model's labels on dev pages). Elsewhere the two trees of the
+//! same text still differ where markup is misnested or a `<pre>` starts with a newline (a few
+//! train pages, no dev page); there the core keeps its own tree, which is also libxml2's
+//! (the reference's lxml reading of `map_html`). `python -m
+//! pulpie_rt.parity.features_parity` measures all this; with `libxml2_tree` (the FFI flag
+//! `FEATURES_LIBXML2_TREE`) the features are read from the tree as it is.
+//!
+//! Not `Reader::Libxml2` (`reconstruct`'s exact libxml2 2.14 reading): libxml2 drops
+//! whitespace-only text between elements that lexbor keeps, and the specification's text
+//! joins every text node with a space, so `chars`, `sentences` and `digit_ratio` would
+//! differ on most pages (dev: 8,621 values on 206 of 254 pages, 23 labels). The reader
+//! refuses nothing; what `Reader::Spec` reads unlike an HTML parser (a "/" inside a start tag
+//! that does not end it, an unclosed quote) a serializer never writes into `map_html`.
+
+mod text;
+
+pub use text::KEYWORDS;
+use text::{count_words, is_digit, keyword_bits, lower, lower_words};
+
+use crate::tree::{Reader, Tree, NONE};
+
+pub const N_FEATURES: usize = 166;
+
+/// Column offsets: block columns, own keywords, ancestors' keywords, ancestor tags, page
+/// columns, text statistics (`np.concatenate` order of the specification).
+const BLOCK: usize = 0;
+const OWN_KW: usize = 12;
+const ANCESTOR_KW: usize = OWN_KW + KEYWORDS.len();
+const ANCESTOR_TAG: usize = ANCESTOR_KW + KEYWORDS.len();
+const PAGE: usize = ANCESTOR_TAG + ANCESTOR_TAGS.len();
+const TEXT_STATS: usize = PAGE + 17;
+const _: () = assert!(TEXT_STATS + 3 == N_FEATURES);
+
+const WINDOW: usize = 3;
+const CANDIDATE_LEVELS: usize = 6;
+const RUN_WRAPPER_TAG: &str = "cc-alg-uc-text";
+const ITEM_ID_ATTR: &str = "_item_id";
+
+/// `TAGS` of the specification: the categorical value of a tag (0: any other).
+fn tag_id(tag: &str) -> u8 {
+    match tag {
+        "p" => 1,
+        "div" => 2,
+        "li" => 3,
+        "ul" => 4,
+        "ol" => 5,
+        "h1" => 6,
+        "h2" => 7,
+        "h3" => 8,
+        "h4" => 9,
+        "h5" => 10,
+        "h6" => 11,
+        "a" => 12,
+        "span" => 13,
+        "td" => 14,
+        "th" => 15,
+        "tr" => 16,
+        "table" => 17,
+        "pre" => 18,
+        "code" => 19,
+        "img" => 20,
+        "figure" => 21,
+        "figcaption" => 22,
+        "blockquote" => 23,
+        "form" => 24,
+        "button" => 25,
+        "section" => 26,
+        "article" => 27,
+        "header" => 28,
+        "footer" => 29,
+        "nav" => 30,
+        "aside" => 31,
+        "main" => 32,
+        "dl" => 33,
+        "dt" => 34,
+        "dd" => 35,
+        "label" => 36,
+        "select" => 37,
+        "input" => 38,
+        "time" => 39,
+        "strong" => 40,
+        "em" => 41,
+        "b" => 42,
+        "i" => 43,
+        "small" => 44,
+        "cc-alg-uc-text" => 45,
+        "source" => 46,
+        "picture" => 47,
+        "video" => 48,
+        "iframe" => 49,
+        "address" => 50,
+        _ => 0,
+    }
+}
+
+const H1: u8 = 6;
+
+/// `ANCESTOR_TAGS` of the specification, in column order.
+pub const ANCESTOR_TAGS: [&str; 20] = [
+    "nav", "header", "footer", "aside", "article", "main", "form", "li", "table", "section",
+    "ul", "ol", "a", "button", "h1", "h2", "h3", "figure", "blockquote", "dl",
+];
+
+fn ancestor_index(tag: &str) -> Option<usize> {
+    ANCESTOR_TAGS.iter().position(|t| *t == tag)
+}
+
+/// `_keyword_flags`: the keywords in the node's class, id, role and itemprop values (those
+/// present and not empty, joined by spaces, lowercased as `str.lower()` does). No keyword
+/// holds a space, so no match crosses from one value to the next: each value is scanned on
+/// its own.
+fn keyword_flags(tree: &Tree, node: usize) -> u64 {
+    let mut bits = 0;
+    for (name, value) in &tree.attrs[tree.nodes[node].attrs] {
+        if !matches!(name.as_str(), "class" | "id" | "role" | "itemprop") {
+            continue;
+        }
+        bits |= if value.is_ascii() { keyword_bits(value) } else { keyword_bits(&lower(value)) };
+    }
+    bits
+}
+
+/// Elements the HTML parsing rules make void (lexbor closes them at once) that libxml2 reads
+/// as containers of their following siblings.
+fn is_html_only_void(tag: &str) -> bool {
+    matches!(tag, "bgsound" | "embed" | "keygen" | "source" | "track" | "wbr")
+}
+
+/// How the features see libxml2's tree: as the HTML DOM (lexbor's tree, the specification's)
+/// would have it, or as it is.
+struct DomView {
+    /// the parent in the view: an HTML-only void element's content belongs to its parent
+    parent: Vec<usize>,
+    /// inside a `<template>` (its content is a separate fragment in the DOM)
+    inert: Vec<bool>,
+    /// false: libxml2's tree as it is (`libxml2_tree`)
+    html_dom: bool,
+}
+
+impl DomView {
+    fn new(tree: &Tree, root: usize, html_dom: bool) -> DomView {
+        let n = tree.nodes.len();
+        let mut view = DomView { parent: vec![NONE; n], inert: vec![false; n], html_dom };
+        if !html_dom {
+            for (id, node) in tree.nodes.iter().enumerate() {
+                view.parent[id] = node.parent;
+            }
+            return view;
+        }
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            let node = &tree.nodes[id];
+            let parent = if is_html_only_void(&node.tag) { view.parent[id] } else { id };
+            let inert = view.inert[id] || node.tag.as_str() == "template";
+            for &child in &node.children {
+                view.parent[child] = parent;
+                view.inert[child] = inert;
+                stack.push(child);
+            }
+        }
+        view
+    }
+
+    /// Whether the walk of a subtree enters `node`'s children.
+    fn enters(&self, tree: &Tree, node: usize) -> bool {
+        !self.html_dom || tree.nodes[node].tag.as_str() != "template"
+    }
+
+    /// Whether `node`'s children are its own (not an HTML-only void element's followers).
+    fn holds_children(&self, tree: &Tree, node: usize) -> bool {
+        !self.html_dom || !is_html_only_void(&tree.nodes[node].tag)
+    }
+}
+
+/// What one walk of a block's subtree gives: `node.text(deep=True, separator=" ")` and the
+/// counts of its `a` and `img` elements (selectolax's `node.css` includes the node itself).
+struct Subtree {
+    links: usize,
+    link_words: usize,
+    images: usize,
+}
+
+/// Writes the text of `node`'s subtree into `text` (its text nodes in document order joined
+/// by one space, as selectolax's `text(deep=True, separator=" ")`: libxml2's text and tails
+/// are lexbor's text nodes), and counts links, their words and images.
+///
+/// A link's words are `\w+` matches in its own text; a space is no word character, so that
+/// count is the sum over the link's text nodes, and a text node inside k nested links counts
+/// k times, as the specification counts each link's text.
+fn walk_subtree(tree: &Tree, view: &DomView, node: usize, text: &mut String) -> Subtree {
+    enum Visit {
+        Node(usize, usize),
+        Tail(usize, usize),
+    }
+    let mut out = Subtree { links: 0, link_words: 0, images: 0 };
+    text.clear();
+    let mut first = true;
+    let mut push = |text: &mut String, part: &str, in_links: usize, out: &mut Subtree| {
+        if !first {
+            text.push(' ');
+        }
+        first = false;
+        text.push_str(part);
+        if in_links > 0 {
+            out.link_words += in_links * count_words(part);
+        }
+    };
+    if !view.holds_children(tree, node) {
+        return out; // an HTML-only void element: no text, no links, no images
+    }
+    let mut stack = vec![Visit::Node(node, 0)];
+    while let Some(visit) = stack.pop() {
+        match visit {
+            Visit::Tail(id, in_links) => {
+                if let Some(tail) = &tree.nodes[id].tail {
+                    push(text, tail, in_links, &mut out);
+                }
+            }
+            Visit::Node(id, outer_links) => {
+                let n = &tree.nodes[id];
+                let tag = n.tag.as_str();
+                let mut in_links = outer_links;
+                if tag == "a" {
+                    out.links += 1;
+                    in_links += 1;
+                } else if tag == "img" {
+                    out.images += 1;
+                }
+                if !view.enters(tree, id) {
+                    continue; // a template's content
+                }
+                if let Some(t) = &n.text {
+                    push(text, t, in_links, &mut out);
+                }
+                for &child in n.children.iter().rev() {
+                    stack.push(Visit::Tail(child, in_links));
+                    stack.push(Visit::Node(child, in_links));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Characters, `[.,;:!?]` matches and `str.isdigit()` characters of `text`.
+fn char_counts(text: &str) -> (usize, usize, usize) {
+    let is_punct = |b: &u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?');
+    let punct = text.bytes().filter(is_punct).count();
+    if text.is_ascii() {
+        return (text.len(), punct, text.bytes().filter(u8::is_ascii_digit).count());
+    }
+    let (mut chars, mut digits) = (0, 0);
+    for c in text.chars() {
+        chars += 1;
+        digits += is_digit(c) as usize;
+    }
+    (chars, punct, digits)
+}
+
+/// `a / max(b, 1)` in Python floats (f64), stored as float32.
+fn ratio(a: usize, b: usize) -> f32 {
+    (a as f64 / b.max(1) as f64) as f32
+}
+
+/// `_shift`: `values` moved `by` places later (earlier when negative), zeros coming in.
+fn shifted(values: &[f32], row: usize, by: isize) -> f32 {
+    let from = row as isize - by;
+    if from < 0 || from as usize >= values.len() {
+        0.0
+    } else {
+        values[from as usize]
+    }
+}
+
+/// `np.convolve(np.pad(values, WINDOW), np.ones(2 * WINDOW + 1, np.float32), "valid")` at
+/// `row`: numpy's float32 dot product (OpenBLAS `sdot` below its vector length), a float32
+/// sum from the window's first element to its last.
+fn window_sum(values: &[f32], row: usize) -> f32 {
+    let mut sum = 0.0f32;
+    for k in 0..=2 * WINDOW {
+        let index = row + k;
+        // the padding adds zeros, which leave a sum of non-negative values as it is
+        if index >= WINDOW && index - WINDOW < values.len() {
+            sum += values[index - WINDOW];
+        }
+    }
+    sum
+}
+
+/// `np.median` of float32 values (the middle value, or the float32 mean of the two middle
+/// values), as f64.
+fn median(values: &[f32]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2] as f64
+    } else {
+        ((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0) as f64
+    }
+}
+
+/// One row of `N_FEATURES` per id of `item_ids` (rows of zeros for ids that `map_html` does
+/// not hold, and for `None`), row-major.
+///
+/// `libxml2_tree`: read libxml2's tree as it is instead of as the HTML DOM sees it (see the
+/// module's documentation; for measurements).
+pub fn block_features(
+    map_html: &str,
+    item_ids: &[Option<&str>],
+    libxml2_tree: bool,
+) -> Vec<f32> {
+    let n = item_ids.len();
+    let mut x = vec![0.0f32; n * N_FEATURES];
+    if n == 0 {
+        return x;
+    }
+    // an HTML parser (lexbor, the specification's; libxml2) reads "\r\n" and a lone "\r" as
+    // "\n" (a raw "\r" reaches map_html from a character reference in the page)
+    let normalized;
+    let map_html = if map_html.contains('\r') {
+        normalized = map_html.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        map_html
+    };
+    let mut tree = Tree::default();
+    let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
+    let view = DomView::new(&tree, root, !libxml2_tree);
+    // `parse` numbers the nodes in document order: the first node with an id keeps it
+    let mut by_id: std::collections::HashMap<&str, usize> = Default::default();
+    for node in 0..tree.nodes.len() {
+        if view.inert[node] {
+            continue;
+        }
+        if let Some(id) = tree.attr(node, ITEM_ID_ATTR) {
+            by_id.entry(id).or_insert(node);
+        }
+    }
+
+    let mut words = vec![0.0f32; n];
+    let mut link_ratio = vec![0.0f32; n];
+    let mut prose = vec![0.0f32; n];
+    // the ancestors of each row's block, nearest first, one after another: row r's are
+    // chain_nodes[chain_ends[r - 1]..chain_ends[r]]
+    let mut chain_ends = vec![0usize; n];
+    let mut chain_nodes: Vec<usize> = Vec::new();
+    let mut texts: Vec<String> = vec![String::new(); n];
+    let mut keyword_cache: Vec<Option<u64>> = vec![None; tree.nodes.len()];
+    let mut text = String::new();
+
+    for (row, item_id) in item_ids.iter().enumerate() {
+        let found = item_id.and_then(|id| by_id.get(id).copied());
+        let Some(node) = found else {
+            chain_ends[row] = chain_nodes.len();
+            continue;
+        };
+        let r = &mut x[row * N_FEATURES..(row + 1) * N_FEATURES];
+        let tag = tree.nodes[node].tag.as_str();
+        // a run wrapper stands for text inside its parent: the parent's tag and names matter
+        let parent = view.parent[node];
+        let own = if tag == RUN_WRAPPER_TAG && parent != NONE { parent } else { node };
+        let sub = walk_subtree(&tree, &view, node, &mut text);
+        let (n_chars, n_punct, n_digits) = char_counts(&text);
+        let w = lower_words(&text);
+        let n_words = w.count;
+        let mut link_words = sub.link_words;
+
+        let mut depth = 0usize;
+        let mut in_link = false;
+        let mut ancestor_kw = 0u64;
+        let mut parent = view.parent[own];
+        while parent != NONE && tree.nodes[parent].tag.as_str() != "html" {
+            depth += 1;
+            chain_nodes.push(parent);
+            let flags = match keyword_cache[parent] {
+                Some(flags) => flags,
+                None => {
+                    let flags = keyword_flags(&tree, parent);
+                    keyword_cache[parent] = Some(flags);
+                    flags
+                }
+            };
+            ancestor_kw |= flags;
+            let parent_tag = tree.nodes[parent].tag.as_str();
+            if let Some(index) = ancestor_index(parent_tag) {
+                r[ANCESTOR_TAG + index] = 1.0;
+            }
+            if parent_tag == "a" {
+                in_link = true;
+            }
+            parent = view.parent[parent];
+        }
+        chain_ends[row] = chain_nodes.len();
+        if in_link {
+            link_words = n_words;
+        }
+        r[BLOCK] = tag_id(tag) as f32;
+        r[BLOCK + 1] = tag_id(tree.nodes[own].tag.as_str()) as f32;
+        r[BLOCK + 2] = n_words as f32;
+        r[BLOCK + 3] = n_chars as f32;
+        r[BLOCK + 4] = ratio(link_words, n_words);
+        r[BLOCK + 5] = sub.links as f32;
+        r[BLOCK + 6] = sub.images as f32;
+        r[BLOCK + 7] = ratio(n_punct, n_words);
+        r[BLOCK + 8] = n_punct as f32;
+        r[BLOCK + 9] = depth as f32;
+        r[BLOCK + 10] = in_link as u8 as f32;
+        r[BLOCK + 11] = text.matches(". ").count() as f32;
+        let own_kw = keyword_flags(&tree, own);
+        for k in 0..KEYWORDS.len() {
+            r[OWN_KW + k] = (own_kw >> k & 1) as f32;
+            r[ANCESTOR_KW + k] = (ancestor_kw >> k & 1) as f32;
+        }
+        r[TEXT_STATS] = ratio(w.stopwords, n_words);
+        r[TEXT_STATS + 1] = ratio(n_digits, n_chars);
+        r[TEXT_STATS + 2] = ratio(w.chars, n_words);
+        words[row] = r[BLOCK + 2];
+        link_ratio[row] = r[BLOCK + 4];
+        // `n_words - link_words` in Python ints, stored as float32
+        prose[row] = (n_words as i64 - link_words as i64) as f32;
+        texts[row] = w.joined;
+    }
+
+    page_columns(&mut x, n, &words, &link_ratio, &prose, &chain_ends, &chain_nodes, &texts,
+                 tree.nodes.len());
+    x
+}
+
+/// The page columns (`PAGE_COLUMNS` but the last three, which are per-block text
+/// statistics), from the block columns and the ancestor chains.
+#[allow(clippy::too_many_arguments)]
+fn page_columns(
+    x: &mut [f32],
+    n: usize,
+    words: &[f32],
+    link_ratio: &[f32],
+    prose: &[f32],
+    chain_ends: &[usize],
+    chain_nodes: &[usize],
+    texts: &[String],
+    tree_len: usize,
+) {
+    let chain = |row: usize| {
+        let start = if row == 0 { 0 } else { chain_ends[row - 1] };
+        &chain_nodes[start..chain_ends[row]]
+    };
+    // numpy's float32 sums: exact, the values being whole numbers (below 2^24 in all)
+    let total_words: f32 = words.iter().sum();
+    let total = (total_words as f64).max(1.0);
+    let total32 = total as f32; // numpy: a float32 array divided by a Python float
+    let link_words: Vec<f32> = words.iter().zip(link_ratio).map(|(w, r)| w * r).collect();
+
+    // Readability's candidate: each block's prose scores its parent in full, its
+    // grandparent half, further ancestors 1/(3 * level); f64 sums in the specification's
+    // order, and its max() keeps the first of equal scores (dict order: first scored)
+    let mut score = vec![0.0f64; tree_len];
+    let mut scored = vec![false; tree_len];
+    let mut order: Vec<usize> = Vec::new();
+    for (row, &prose) in prose.iter().enumerate() {
+        let value = prose as f64;
+        for (level, &key) in chain(row).iter().take(CANDIDATE_LEVELS).enumerate() {
+            let weight = if level == 0 {
+                1.0
+            } else if level == 1 {
+                0.5
+            } else {
+                1.0 / (3 * level) as f64
+            };
+            if !scored[key] {
+                scored[key] = true;
+                order.push(key);
+            }
+            score[key] += value * weight;
+        }
+    }
+    let mut best = NONE;
+    for &key in &order {
+        if best == NONE || score[key] > score[best] {
+            best = key;
+        }
+    }
+    let in_candidate: Vec<f32> =
+        (0..n).map(|row| (best != NONE && chain(row).contains(&best)) as u8 as f32).collect();
+    let candidate_words: f32 = words.iter().zip(&in_candidate).map(|(w, c)| w * c).sum();
+    let candidate_share = (candidate_words as f64 / total) as f32;
+
+    let mut counts: std::collections::HashMap<&str, u32> = Default::default();
+    for t in texts {
+        *counts.entry(t.as_str()).or_insert(0) += 1;
+    }
+    let first_h1 = (0..n).find(|&row| x[row * N_FEATURES + BLOCK] == H1 as f32);
+    let median = median(words).max(1.0) as f32;
+
+    let mut words_before = 0.0f32; // np.cumsum(words) - words
+    for row in 0..n {
+        let r = &mut x[row * N_FEATURES..(row + 1) * N_FEATURES];
+        let p = &mut r[PAGE..PAGE + 17];
+        p[0] = (row as f64 / (n - 1).max(1) as f64) as f32;
+        let cumsum = words_before + words[row];
+        p[1] = (cumsum - words[row]) / total32;
+        words_before = cumsum;
+        p[2] = words[row] / total32;
+        p[3] = n as f32;
+        p[4] = total as f32;
+        p[5] = shifted(words, row, 1);
+        p[6] = shifted(words, row, -1);
+        p[7] = shifted(link_ratio, row, 1);
+        p[8] = shifted(link_ratio, row, -1);
+        let window_words = window_sum(words, row);
+        p[9] = window_words;
+        p[10] = window_sum(&link_words, row) / window_words.max(1.0);
+        p[11] = in_candidate[row];
+        // max over the chain of the f64 scores (0 where none), then float32, then / total
+        let best_ancestor = chain(row)
+            .iter()
+            .map(|&k| if scored[k] { score[k] } else { 0.0 })
+            .fold(None, |m: Option<f64>, s| Some(match m {
+                Some(m) if m >= s => m,
+                _ => s,
+            }))
+            .unwrap_or(0.0);
+        p[12] = best_ancestor as f32 / total32;
+        p[13] = candidate_share;
+        p[14] = if texts[row].is_empty() { 0.0 } else { counts[texts[row].as_str()] as f32 };
+        p[15] = match first_h1 {
+            Some(h1) => ((row as f64 - h1 as f64) / n as f64) as f32,
+            None => -2.0,
+        };
+        p[16] = words[row] / median;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(x: &[f32], name_offset: usize) -> Vec<f32> {
+        x.chunks(N_FEATURES).map(|r| r[name_offset]).collect()
+    }
+
+    #[test]
+    fn layout_has_166_columns() {
+        assert_eq!(N_FEATURES, 12 + 57 + 57 + 20 + 17 + 3);
+    }
+
+    #[test]
+    fn counts_words_links_and_keywords_of_a_small_page() {
+        let html = "<html><body><div class=\"post-content\"><p _item_id=\"1\">One two, three. \
+                    Four <a href=\"x\">five six</a></p>\
+                    <p _item_id=\"2\">Ünïcödé wörds ΟΔΟΣ</p>\
+                    </div><footer><p _item_id=\"3\">© 2026</p></footer></body></html>";
+        let ids = [Some("1"), Some("2"), Some("3"), Some("9"), None];
+        let x = block_features(html, &ids, false);
+        assert_eq!(x.len(), 5 * N_FEATURES);
+        assert_eq!(column(&x, BLOCK + 2), [6.0, 3.0, 1.0, 0.0, 0.0]); // words
+        assert_eq!(column(&x, BLOCK + 5), [1.0, 0.0, 0.0, 0.0, 0.0]); // links
+        assert_eq!(column(&x, BLOCK + 4)[0], (2.0f64 / 6.0) as f32); // link ratio
+        assert_eq!(column(&x, BLOCK + 11)[0], 1.0); // ". "
+        let content = KEYWORDS.iter().position(|k| *k == "content").unwrap();
+        assert_eq!(column(&x, ANCESTOR_KW + content), [1.0, 1.0, 0.0, 0.0, 0.0]);
+        let footer = ANCESTOR_TAGS.iter().position(|t| *t == "footer").unwrap();
+        assert_eq!(column(&x, ANCESTOR_TAG + footer), [0.0, 0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(column(&x, PAGE + 3), [5.0; 5]); // page_blocks
+        assert_eq!(column(&x, PAGE + 15), [-2.0; 5]); // no h1
+        // "© 2026": 6 characters of which 4 digits
+        assert_eq!(column(&x, TEXT_STATS + 1)[2], (4.0f64 / 6.0) as f32);
+    }
+
+    #[test]
+    fn template_content_is_outside_the_document_and_html_void_elements_hold_nothing() {
+        let html = "<html><body><div><template><p _item_id=\"1\">hidden</p></template>\
+                    <p _item_id=\"2\">a<template>b</template>c</p><picture>\
+                    <source _item_id=\"3\"><img _item_id=\"4\"></source></picture></div>\
+                    </body></html>";
+        let ids = [Some("1"), Some("2"), Some("3"), Some("4")];
+        let dom = block_features(html, &ids, false);
+        assert_eq!(column(&dom, BLOCK + 2), [0.0, 2.0, 0.0, 0.0]); // words: "a c"
+        assert_eq!(column(&dom, BLOCK + 3), [0.0, 3.0, 0.0, 0.0]); // chars
+        assert_eq!(column(&dom, BLOCK + 6), [0.0, 0.0, 0.0, 1.0]); // images
+        assert_eq!(column(&dom, BLOCK + 9), [0.0, 2.0, 3.0, 3.0]); // depth: img beside source
+        let libxml2 = block_features(html, &ids, true);
+        assert_eq!(column(&libxml2, BLOCK + 2), [1.0, 3.0, 0.0, 0.0]);
+        assert_eq!(column(&libxml2, BLOCK + 6), [0.0, 0.0, 1.0, 1.0]);
+        assert_eq!(column(&libxml2, BLOCK + 9), [3.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn markup_the_old_strict_reading_refused_is_read() {
+        // non-ASCII names, an "&" that starts no reference, the Kelvin sign and long s: all of
+        // them can be in `map_html` (names and values are the page's), and the reader refuses
+        // nothing (the core's reader of core-features' time refused them)
+        for html in [
+            "<html><body><p _item_id=\"1\" \u{2014}=\"x\" class=\"nav\">one</p></body></html>",
+            "<html><body><p _item_id=\"1\" class=\"nav &{x}\">one</p></body></html>",
+            "<html><body><caf\u{e9} class=\"nav\"><p _item_id=\"1\">one</p></caf\u{e9}>\
+             </body></html>",
+            "<html><body><p _item_id=\"1\" class=\"nav\">\u{212a}elvin</p></body></html>",
+            "<html><body><p _item_id=\"1\" class=\"NAV\u{17f}\">\u{17f}tyle</p></body></html>",
+        ] {
+            let x = block_features(html, &[Some("1")], false);
+            assert_eq!(x[BLOCK + 2], 1.0, "{html}"); // one word
+            let nav = KEYWORDS.iter().position(|k| *k == "nav").unwrap(); // own or an ancestor's
+            assert_eq!(x[OWN_KW + nav].max(x[ANCESTOR_KW + nav]), 1.0, "{html}");
+        }
+    }
+
+    #[test]
+    fn an_empty_page_gives_rows_of_zeros_and_no_ids_no_rows() {
+        assert!(block_features("", &[], false).is_empty());
+        let x = block_features("", &[Some("1")], false);
+        assert_eq!(x.len(), N_FEATURES);
+        assert!(x[..PAGE].iter().all(|&v| v == 0.0));
+    }
+}

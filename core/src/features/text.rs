@@ -1,0 +1,327 @@
+//! Python's text semantics that the block features rest on, on `&str`: `str.lower()` (full
+//! Unicode lowercasing with the final-sigma rule), `re`'s `\w` and `str.isdigit()`, from
+//! the tables generated off CPython itself (`crate::py_tables`, `core/tools/gen_tables.py`),
+//! and the keyword scan of `re.findall` over an alternation.
+
+use crate::py_tables::{PY_CASED, PY_CASE_IGNORABLE, PY_DIGIT, PY_LOWER, PY_WORD};
+
+fn in_ranges(table: &[(u32, u32)], c: char) -> bool {
+    let cp = c as u32;
+    // the last run starting at or before cp
+    let after = table.partition_point(|&(first, _)| first <= cp);
+    after > 0 && cp <= table[after - 1].1
+}
+
+/// What `\w` matches in a Python str pattern: `str.isalnum()` or `_`.
+#[inline]
+pub fn is_word(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || c == '_'
+    } else {
+        in_ranges(PY_WORD, c)
+    }
+}
+
+/// Python's `str.isdigit()` of one character.
+#[inline]
+pub fn is_digit(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_digit()
+    } else {
+        in_ranges(PY_DIGIT, c)
+    }
+}
+
+fn is_case_ignorable(c: char) -> bool {
+    in_ranges(PY_CASE_IGNORABLE, c)
+}
+
+fn is_cased(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphabetic()
+    } else {
+        in_ranges(PY_CASED, c)
+    }
+}
+
+const CAPITAL_SIGMA: char = '\u{3a3}';
+
+/// CPython's choice for a capital sigma at byte `at` of `s` (`handle_capital_sigma`): final
+/// (ς) after a cased character and not before one, case-ignorable characters skipped.
+fn lower_sigma(s: &str, at: usize) -> char {
+    let before = s[..at].chars().rev().find(|&c| !is_case_ignorable(c));
+    let mut is_final = before.is_some_and(is_cased);
+    if is_final {
+        let after = s[at + CAPITAL_SIGMA.len_utf8()..].chars().find(|&c| !is_case_ignorable(c));
+        is_final = after.is_none_or(|c| !is_cased(c));
+    }
+    if is_final {
+        '\u{3c2}'
+    } else {
+        '\u{3c3}'
+    }
+}
+
+/// `s.lower()` as CPython writes it, one character at a time into `emit`.
+pub fn for_each_lower(s: &str, mut emit: impl FnMut(char)) {
+    if s.is_ascii() {
+        for b in s.bytes() {
+            emit(b.to_ascii_lowercase() as char);
+        }
+        return;
+    }
+    for (at, c) in s.char_indices() {
+        if c.is_ascii() {
+            emit(c.to_ascii_lowercase());
+        } else if c == CAPITAL_SIGMA {
+            emit(lower_sigma(s, at));
+        } else if c == '\u{130}' {
+            // the one character whose lowercase is two: "i" and a combining dot above
+            emit('i');
+            emit('\u{307}');
+        } else {
+            let cp = c as u32;
+            match PY_LOWER.binary_search_by_key(&cp, |&(from, _)| from) {
+                Ok(k) => emit(char::from_u32(PY_LOWER[k].1).unwrap_or(c)),
+                Err(_) => emit(c),
+            }
+        }
+    }
+}
+
+/// `s.lower()`.
+pub fn lower(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for_each_lower(s, |c| out.push(c));
+    out
+}
+
+/// `len(re.findall(r"\w+", s))`.
+pub fn count_words(s: &str) -> usize {
+    let mut count = 0;
+    let mut in_word = false;
+    if s.is_ascii() {
+        for b in s.bytes() {
+            let w = b.is_ascii_alphanumeric() || b == b'_';
+            count += (w && !in_word) as usize;
+            in_word = w;
+        }
+        return count;
+    }
+    for c in s.chars() {
+        let w = is_word(c);
+        count += (w && !in_word) as usize;
+        in_word = w;
+    }
+    count
+}
+
+/// `" ".join(re.findall(r"\w+", s.lower()))`, with what the features read off the words.
+#[derive(Default, Debug, PartialEq)]
+pub struct Words {
+    pub count: usize,
+    /// the words' lengths in characters, summed
+    pub chars: usize,
+    pub stopwords: usize,
+    /// the words joined by single spaces
+    pub joined: String,
+}
+
+/// The words of `s.lower()` (`re.findall(r"\w+", ...)`), counted and joined.
+pub fn lower_words(s: &str) -> Words {
+    let mut words = Words { joined: String::with_capacity(s.len()), ..Words::default() };
+    let mut word_start: Option<usize> = None; // byte offset of the current word in `joined`
+    let mut word_chars = 0;
+    let finish = |words: &mut Words, start: usize, chars: usize| {
+        words.count += 1;
+        words.chars += chars;
+        if is_stopword(&words.joined[start..]) {
+            words.stopwords += 1;
+        }
+    };
+    for_each_lower(s, |c| {
+        if is_word(c) {
+            if word_start.is_none() {
+                if !words.joined.is_empty() {
+                    words.joined.push(' ');
+                }
+                word_start = Some(words.joined.len());
+                word_chars = 0;
+            }
+            words.joined.push(c);
+            word_chars += 1;
+        } else if let Some(start) = word_start.take() {
+            finish(&mut words, start, word_chars);
+        }
+    });
+    if let Some(start) = word_start {
+        finish(&mut words, start, word_chars);
+    }
+    words
+}
+
+/// `STOPWORDS` of features_spec.py.
+pub fn is_stopword(word: &str) -> bool {
+    matches!(
+        word,
+        "the" | "a" | "an" | "and" | "or" | "of" | "to" | "in" | "is" | "are" | "was" | "were"
+            | "be" | "been" | "it" | "that" | "this" | "with" | "for" | "on" | "as" | "by"
+            | "at" | "from" | "but" | "not" | "have" | "has" | "had" | "which" | "you" | "we"
+            | "they" | "he" | "she" | "his" | "her" | "their" | "its" | "our" | "your"
+            | "will" | "would" | "can" | "could" | "there" | "than" | "then" | "so" | "if"
+            | "into" | "about" | "also" | "more" | "some" | "what" | "when" | "who" | "how"
+            | "all" | "one"
+    )
+}
+
+const N_KEYWORDS: usize = 57;
+
+/// Words looked for in class / id / role / itemprop values, in column order.
+pub const KEYWORDS: [&str; N_KEYWORDS] = [
+    "nav", "menu", "footer", "header", "sidebar", "side", "comment", "related", "share",
+    "social", "breadcrumb", "banner", "cookie", "widget", "promo", "newsletter", "subscribe",
+    "login", "search", "tag", "author", "meta", "date", "card", "product", "price", "review",
+    "rating", "article", "content", "main", "post", "entry", "body", "text", "story", "prose",
+    "blog", "title", "hero", "modal", "popup", "ad", "sponsor", "recommend", "more", "footnote",
+    "toc", "pagination", "cart", "filter", "faq", "answer", "question", "thread", "message",
+    "reply",
+];
+
+/// The keywords `re.findall` finds in `s` (already lowercased as `str.lower()` does; ASCII
+/// letters are folded here, so an ASCII `s` can come as it is) with the alternation of all
+/// of them, longest first: at each position the longest keyword that starts there, then on
+/// after its end (so "header" is found in "header", "ad" is not), as bits in column order.
+pub fn keyword_bits(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let mut bits = 0u64;
+    let mut i = 0;
+    while i < b.len() {
+        // keywords are ASCII: a match starts at an ASCII byte, never inside a character
+        let mut matched = 0;
+        let first = b[i].to_ascii_lowercase();
+        if first.is_ascii_lowercase() {
+            let candidates = &BY_FIRST_LETTER[(first - b'a') as usize];
+            for &k in &candidates.keywords[..candidates.count as usize] {
+                let word = KEYWORDS[k as usize].as_bytes();
+                if b.len() - i >= word.len()
+                    && word[1..].iter().zip(&b[i + 1..]).all(|(w, c)| *w == c.to_ascii_lowercase())
+                {
+                    bits |= 1 << k;
+                    matched = word.len();
+                    break;
+                }
+            }
+        }
+        i += matched.max(1);
+    }
+    bits
+}
+
+/// The keywords starting with one letter, longest first.
+#[derive(Clone, Copy)]
+struct FirstLetter {
+    count: u8,
+    keywords: [u8; 8],
+}
+
+const BY_FIRST_LETTER: [FirstLetter; 26] = by_first_letter();
+
+const fn by_first_letter() -> [FirstLetter; 26] {
+    let mut table = [FirstLetter { count: 0, keywords: [0; 8] }; 26];
+    let mut k = 0;
+    while k < N_KEYWORDS {
+        let index = BY_LENGTH[k];
+        let slot = &mut table[(KEYWORDS[index].as_bytes()[0] - b'a') as usize];
+        slot.keywords[slot.count as usize] = index as u8;
+        slot.count += 1;
+        k += 1;
+    }
+    table
+}
+
+/// Indices into `KEYWORDS`, longest first (ties in column order, as Python's stable sort).
+const BY_LENGTH: [usize; N_KEYWORDS] = by_length();
+
+const fn by_length() -> [usize; N_KEYWORDS] {
+    let mut order = [0usize; N_KEYWORDS];
+    let mut k = 0;
+    while k < N_KEYWORDS {
+        order[k] = k;
+        k += 1;
+    }
+    // insertion sort, stable, longest first
+    let mut i = 1;
+    while i < N_KEYWORDS {
+        let mut j = i;
+        while j > 0 && KEYWORDS[order[j - 1]].len() < KEYWORDS[order[j]].len() {
+            let t = order[j - 1];
+            order[j - 1] = order[j];
+            order[j] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_follow_pythons_word_characters() {
+        // Python: re.findall(r"\w+", s) — letters and digits of every script, "_", and
+        // numerals such as "²" and "Ⅻ" are word characters; combining marks are not
+        assert_eq!(count_words("naïve café_au-lait"), 3);
+        assert_eq!(count_words("东京 2024年 x² Ⅻ"), 4);
+        assert_eq!(count_words("e\u{301}t\u{e9}"), 2); // "e" + U+0301 splits a word
+        assert_eq!(count_words("١٢٣ ۴۵"), 2); // Arabic-Indic digits
+        assert_eq!(count_words("…—«»"), 0);
+        assert_eq!(count_words(""), 0);
+    }
+
+    #[test]
+    fn lower_is_pythons_full_lowercase() {
+        assert_eq!(lower("ÀÉÎ ΣΑΣ"), "àéî σας"); // final sigma
+        // "." is case-ignorable: skipped when looking for a cased neighbour
+        assert_eq!(lower("ΑΣ.Σ"), "ασ.ς");
+        assert_eq!(lower("Σ"), "σ"); // nothing cased before it
+        assert_eq!(lower("İstanbul"), "i\u{307}stanbul");
+        assert_eq!(lower("KELVIN \u{212a}"), "kelvin k");
+        // İ lowers to "i" and a combining dot: two words where the original has one
+        assert_eq!(count_words("İstanbul"), 1);
+        assert_eq!(lower_words("İstanbul").count, 2);
+    }
+
+    #[test]
+    fn lower_words_count_join_and_measure_words() {
+        let w = lower_words("The Cat, and THE dog's bowl.");
+        assert_eq!(w.joined, "the cat and the dog s bowl");
+        assert_eq!((w.count, w.chars, w.stopwords), (7, 20, 3));
+        let greek = lower_words("ΟΔΟΣ ΟΔΟΣ");
+        assert_eq!(greek.joined, "οδος οδος");
+        assert_eq!(greek.chars, 8);
+    }
+
+    #[test]
+    fn digits_are_pythons_isdigit() {
+        assert!(is_digit('7') && is_digit('²') && is_digit('٣') && is_digit('①'));
+        assert!(!is_digit('Ⅻ') && !is_digit('½') && !is_digit('a')); // numeric, not digits
+    }
+
+    #[test]
+    fn keywords_match_longest_first_without_overlap() {
+        let bit = |w: &str| 1u64 << KEYWORDS.iter().position(|k| *k == w).unwrap();
+        assert_eq!(keyword_bits("header"), bit("header")); // not "ad"
+        assert_eq!(keyword_bits("sidebar-left"), bit("sidebar")); // not "side"
+        assert_eq!(keyword_bits("site-nav navbar"), bit("nav"));
+        assert_eq!(keyword_bits("post-content entry"), bit("post") | bit("content") | bit("entry"));
+        assert_eq!(keyword_bits("commentary"), bit("comment"));
+        assert_eq!(keyword_bits("read"), bit("ad")); // substring match, as in Python
+        // "data" is no "date"
+        assert_eq!(keyword_bits("tagline metadata"), bit("tag") | bit("meta"));
+        assert_eq!(keyword_bits("navé menü"), bit("nav"));
+        assert_eq!(keyword_bits("Site-NAV"), bit("nav")); // ASCII letters folded here
+        assert_eq!(keyword_bits(""), 0);
+    }
+}
