@@ -4,6 +4,7 @@
     python -m pulpie_rt.bench.capi                   # pages/s: C path vs Python Pipeline
     python -m pulpie_rt.bench.capi --pages 64 --model build/small-onnx
     python -m pulpie_rt.bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
+    python -m pulpie_rt.bench.capi --parity [--model DIR]   # every dev page: C vs Extractor
 
 The C side is the example program, run as a user runs it: one process, one engine, its
 threads sharing it (``--threads``), pages batched ``--batch`` at a time, timed by the program
@@ -118,6 +119,32 @@ def bench(pages: Sequence[dict], model: str | None = None, threads: int | None =
     }
 
 
+def parity(model: str | None) -> dict:
+    """The example program against ``Extractor(model).extract_batch([html])`` page by page on
+    every dev page: Markdown, error, n_main and n_other."""
+    import tempfile
+
+    from pulpie_rt import Extractor
+    from pulpie_rt.corpus import load_pages
+
+    pages = load_pages("dev")
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-capi-") as tmp:
+        started = time.perf_counter()
+        records = run_extract(write_pages(pages, Path(tmp) / "pages.jsonl"), model)
+        c_seconds = time.perf_counter() - started
+    extractor = Extractor(model) if model else Extractor()
+    started = time.perf_counter()
+    different = []
+    for page, record in zip(pages, records, strict=True):
+        (result,) = extractor.extract_batch([page["html"]])
+        if (record["markdown"], record["error"], record["n_main"], record["n_other"]) != (
+                result.markdown, result.error, result.n_main, result.n_other):
+            different.append(page["id"])
+    return {"pages": len(pages), "model": model or "default", "identical":
+            len(pages) - len(different), "different": different, "c_seconds": c_seconds,
+            "python_seconds": time.perf_counter() - started}
+
+
 def capi_line(row: dict) -> str:
     """The bench row, one line."""
     return (f"C path (build/capi/extract, {row['c_threads']} threads, batch {row['c_batch']}): "
@@ -137,7 +164,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write-pages", nargs=2, metavar=("N", "PATH"),
                         help="write N dev pages of under 60 kB, evenly spread, as the C "
                              "program's JSONL and stop (valgrind runs 20-50x slower)")
+    parser.add_argument("--parity", action="store_true",
+                        help="compare the C program with Extractor on every dev page and stop")
     args = parser.parse_args(argv)
+    if args.parity:
+        build_capi()
+        result = parity(args.model)
+        print(f"C program vs Extractor, model {result['model']}: {result['identical']}/"
+              f"{result['pages']} dev pages identical (C {result['c_seconds']:.0f} s, Python "
+              f"{result['python_seconds']:.0f} s); different: {result['different']}")
+        return 0 if not result["different"] else 1
     if args.write_pages:
         from pulpie_rt.eval.pages import bench_pages, spread
 

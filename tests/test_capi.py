@@ -5,6 +5,12 @@ with no Python in it, must give ``pulpie_rt.Extractor(model).extract(html)``'s M
 embedded default model; 8 threads sharing one engine give what one thread gives; every hostile
 page gives a result or an error.
 
+The tiny checkpoint runs here packing 1,024-token chunks (``short_context_bundle``): the same
+weights and code path, more chunks per page, and a fraction of the cost of its 8,192-token
+chunks, whose eager attention made the 254 dev pages take 19 min in C and 27 min in Python on
+this loaded 2-core machine (they gave 254/254 identical pages; ``python -m
+pulpie_rt.bench.capi --parity --model <tiny bundle>`` runs it).
+
 The library is built here (``make capi``) when cargo and a C compiler are on the PATH; the
 tests are skipped, saying so, when they are not.
 """
@@ -17,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from rt_helpers import hostile_pages, tiny_bundle
+from rt_helpers import hostile_pages, short_context_bundle
 
 from pulpie_rt import Extractor
 from pulpie_rt.bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
@@ -33,6 +39,11 @@ pytestmark = pytest.mark.skipif(
 def capi() -> Path:
     build_capi()
     return EXTRACT
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return short_context_bundle(tmp_path_factory.mktemp("tiny"), 1024)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +75,8 @@ def assert_same(c_records: list[dict], expected: list[dict], ids: list) -> None:
 
 @pytest.mark.parametrize("model", ["tiny", "default"])
 def test_the_c_program_gives_the_extractors_markdown_on_every_dev_page(capi, dev_pages,
-                                                                       dev_jsonl, model):
-    bundle = tiny_bundle() if model == "tiny" else None
+                                                                       dev_jsonl, tiny, model):
+    bundle = tiny if model == "tiny" else None
     c_records = run_extract(dev_jsonl, bundle)
     assert [r["id"] for r in c_records] == [p["id"] for p in dev_pages]
     extractor = Extractor(bundle) if bundle else Extractor()
@@ -74,14 +85,15 @@ def test_the_c_program_gives_the_extractors_markdown_on_every_dev_page(capi, dev
     assert sum(1 for r in c_records if r["markdown"]) >= 0.9 * len(dev_pages)
 
 
-def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_pages, dev_jsonl):
+def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_pages, dev_jsonl,
+                                                                    tiny):
     one = run_extract(dev_jsonl, None, threads=1)
     eight = run_extract(dev_jsonl, None, threads=8)
     assert eight == one
     # batches of pages through pulpie_rt_extract_batch, 8 threads: Extractor.extract_batch's
     # batching is across the call's pages, so compare with it batch by batch
-    batched = run_extract(dev_jsonl, tiny_bundle(), threads=8, batch=5)
-    extractor = Extractor(tiny_bundle())
+    batched = run_extract(dev_jsonl, tiny, threads=8, batch=5)
+    extractor = Extractor(tiny)
     htmls = [p["html"] for p in dev_pages]
     expected = []
     for start in range(0, len(htmls), 5):
@@ -91,11 +103,11 @@ def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_p
 
 
 @pytest.mark.parametrize("model", ["tiny", "default"])
-def test_every_hostile_page_gives_a_result_or_an_error(capi, tmp_path, model):
+def test_every_hostile_page_gives_a_result_or_an_error(capi, tmp_path, tiny, model):
     pages = hostile_pages()
     path = write_pages([{"id": name, "html": html} for name, html in pages.items()],
                        tmp_path / "hostile.jsonl")
-    bundle = tiny_bundle() if model == "tiny" else None
+    bundle = tiny if model == "tiny" else None
     records = run_extract(path, bundle, threads=2)
     assert [r["id"] for r in records] == list(pages)
     extractor = Extractor(bundle) if bundle else Extractor()
@@ -161,22 +173,23 @@ def test_the_header_the_options_and_the_status_codes(capi):
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 1
 
 
-def test_page_limits_cut_as_in_python(capi, dev_pages, tmp_path):
-    """max_page_tokens through the options: the tiny bundle at 8,192 tokens a chunk cuts a
-    long page after its first chunk, with PageLimits' message (via the C ABI, not the
-    program)."""
+def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):
+    """The page limits through the options (via the C ABI, not the program): the input cut
+    to 200,000 bytes and the tokens to 4,096 (4 chunks of the tiny bundle), with
+    PageLimits' messages; the labels in order."""
     from pulpie_rt.runtime.flow.pages import PageLimits
 
     page = max(dev_pages, key=lambda p: len(p["html"]))["html"]
-    bundle = tiny_bundle()
+    bundle = tiny
     expected = Extractor(bundle, limits=PageLimits(max_input_bytes=200_000,
-                                                   max_page_tokens=8192)).extract(page)
-    assert expected.truncated
+                                                   max_page_tokens=4096)).extract(page)
+    assert "the input was cut to its first 200,000 of" in expected.truncated
+    assert "tokens were not classified (labelled other)" in expected.truncated
     lib = ctypes.CDLL(str(LIBRARY))
     options = _Options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     options.model = str(bundle).encode()
-    options.max_input_bytes, options.max_page_tokens = 200_000, 8192
+    options.max_input_bytes, options.max_page_tokens = 200_000, 4096
     engine, result = ctypes.c_void_p(), ctypes.c_void_p()
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 0
     data = page.encode("utf-8")
