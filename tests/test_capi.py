@@ -174,22 +174,23 @@ def test_the_header_the_options_and_the_status_codes(capi):
 
 
 def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):
-    """The page limits through the options (via the C ABI, not the program): the input cut
-    to 200,000 bytes and the tokens to 4,096 (4 chunks of the tiny bundle), with
+    """The page limits through the options (via the C ABI, not the program): the input's
+    last 1,000 bytes cut and the tokens to 2,048 (2 chunks of the tiny bundle), with
     PageLimits' messages; the labels in order."""
     from pulpie_rt.runtime.flow.pages import PageLimits
 
-    page = max(dev_pages, key=lambda p: len(p["html"]))["html"]
+    page = next(p["html"] for p in dev_pages if 100_000 < len(p["html"]) < 300_000)
+    max_input_bytes = len(page.encode("utf-8")) - 1000
     bundle = tiny
-    expected = Extractor(bundle, limits=PageLimits(max_input_bytes=200_000,
-                                                   max_page_tokens=4096)).extract(page)
-    assert "the input was cut to its first 200,000 of" in expected.truncated
+    expected = Extractor(bundle, limits=PageLimits(max_input_bytes=max_input_bytes,
+                                                   max_page_tokens=2048)).extract(page)
+    assert f"the input was cut to its first {max_input_bytes:,} of" in expected.truncated
     assert "tokens were not classified (labelled other)" in expected.truncated
     lib = ctypes.CDLL(str(LIBRARY))
     options = _Options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     options.model = str(bundle).encode()
-    options.max_input_bytes, options.max_page_tokens = 200_000, 4096
+    options.max_input_bytes, options.max_page_tokens = max_input_bytes, 2048
     engine, result = ctypes.c_void_p(), ctypes.c_void_p()
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 0
     data = page.encode("utf-8")
