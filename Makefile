@@ -29,7 +29,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean
+        default-model clean capi capi-valgrind
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -127,6 +127,40 @@ default-model: venv
 # Rebuild the committed tiny random checkpoint the tests use (seeded: same bytes every time).
 tiny: venv
 	$(PYTHON) -m pulpie_rt.export.tiny --out tests/fixtures/tiny-eurobert
+
+# The C library (README "Embedding in C services"): the same crate as the Python package's core,
+# built with the embedded default model (cargo feature embedded-model; its own target folder, so
+# the two builds do not undo each other), the public header, ONNX Runtime beside it (copied from
+# the onnxruntime wheel of whichever Python has it; else set PULPIE_RT_ORT_LIB at run time) and
+# the example program examples/c/extract.c.
+CAPI := $(BUILD)/capi
+CAPI_PYTHON := $(firstword $(wildcard $(PYTHON)) $(PY))
+capi: $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h $(CAPI)/extract $(CAPI)/.ort
+$(CAPI)/libpulpie_rt.so: $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*)
+	mkdir -p $(CAPI)
+	cargo build --release --manifest-path core/Cargo.toml --features embedded-model \
+	    --target-dir $(BUILD)/capi-target
+	cp $(BUILD)/capi-target/release/libpulpie_rt_core.so $@
+$(CAPI)/pulpie_rt.h: core/include/pulpie_rt.h
+	mkdir -p $(CAPI)
+	cp $< $@
+$(CAPI)/extract: examples/c/extract.c $(CAPI)/pulpie_rt.h $(CAPI)/libpulpie_rt.so
+	$(CC) -O2 -Wall -Wextra -I$(CAPI) $< -L$(CAPI) -lpulpie_rt -lpthread -Wl,-rpath,'$$ORIGIN' -o $@
+$(CAPI)/.ort:
+	@ORT=$$($(CAPI_PYTHON) -c "import onnxruntime, pathlib; \
+	    print(sorted(pathlib.Path(onnxruntime.__file__).parent.glob('capi/libonnxruntime.so.1*'))[-1])" \
+	    2>/dev/null) && cp -L "$$ORT" $(CAPI)/libonnxruntime.so.1 && echo "ONNX Runtime: $$ORT" \
+	    || echo "no onnxruntime wheel found: set PULPIE_RT_ORT_LIB to a libonnxruntime.so at run time"
+	touch $@
+
+# valgrind (memcheck) over dev pages through the C library and the example program: no error,
+# no leak (exit status 99 otherwise). VALGRIND_PAGES pages of the dev corpus, default 12.
+VALGRIND_PAGES ?= 12
+capi-valgrind: capi
+	$(PYTHON) -m pulpie_rt.bench.capi --write-pages $(VALGRIND_PAGES) $(CAPI)/valgrind-pages.jsonl
+	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect --suppressions=tests/c/valgrind.supp \
+	    $(CAPI)/extract --jsonl --threads 2 --batch 3 $(CAPI)/valgrind-pages.jsonl > /dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -45,11 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale-pages", type=int, default=None,
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray"],
+                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
                              "bench.serve's)")
+    parser.add_argument("--capi-pages", type=int, default=None,
+                        help="dev pages for the C library vs Pipeline row (default: "
+                             "bench.capi's)")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -114,6 +117,21 @@ def run(args: argparse.Namespace) -> int:
             print(tables[-1], flush=True)
         except ImportError as exc:  # the serve extra (starlette, uvicorn) or httpx missing
             print(f"Service vs Pipeline: skipped ({exc})")
+    if "capi" not in args.skip:
+        from pulpie_rt.bench.capi import DEFAULT_PAGES as CAPI_PAGES
+        from pulpie_rt.bench.capi import bench as capi_bench
+        from pulpie_rt.bench.capi import build_capi, capi_line
+
+        try:
+            build_capi()
+        except RuntimeError as exc:  # no cargo / C compiler here
+            print(f"C library vs Pipeline: skipped ({exc})")
+        else:
+            pages = bench_pages(args.capi_pages or CAPI_PAGES, args.inputs, args.corpus)
+            print(f"C library vs Pipeline: {len(pages)} pages", flush=True)
+            report["capi"] = capi_bench(pages)
+            tables.append(capi_line(report["capi"]))
+            print(tables[-1], flush=True)
     from pulpie_rt.bench.gpu import gpu_name
 
     if gpu_name() is None:

@@ -17,7 +17,9 @@
 //! the C ABI), 4 the specification raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
 //! Output buffers are released with `pulpie_rt_free`.
 
+pub mod capi;
 mod charref;
+pub mod engine;
 mod features;
 mod html5;
 pub mod json;
@@ -154,8 +156,16 @@ thread_local! {
     static PANIC_MESSAGE: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0]);
 }
 
+/// The last panic's message on this thread (`"panic: …"`), for callers that report it.
+pub(crate) fn last_panic_message() -> String {
+    PANIC_MESSAGE.with(|m| {
+        let m = m.borrow();
+        String::from_utf8_lossy(&m[..m.len().saturating_sub(1)]).into_owned()
+    })
+}
+
 /// Panics are caught and reported through `reason` instead of printed to stderr.
-fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {

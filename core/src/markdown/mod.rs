@@ -14,7 +14,7 @@
 //!
 //! Also `to_text`, the runtime's own plain-text rendering (`text.rs`).
 
-mod chars;
+pub(crate) mod chars;
 mod convert;
 mod escape;
 mod spacer;

@@ -1,0 +1,194 @@
+"""The C library (``make capi``: ``build/capi/libpulpie_rt.so`` and the example program
+``build/capi/extract``) against the Python page flow, on the same pages and machine.
+
+    python -m pulpie_rt.bench.capi                   # pages/s: C path vs Python Pipeline
+    python -m pulpie_rt.bench.capi --pages 64 --model build/small-onnx
+    python -m pulpie_rt.bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
+    python -m pulpie_rt.bench.capi --parity [--model DIR]   # every dev page: C vs Extractor
+
+The C side is the example program, run as a user runs it: one process, one engine, its
+threads sharing it (``--threads``), pages batched ``--batch`` at a time, timed by the program
+itself (``--timing``). Model load is in neither side's figure (each side's start-up is timed
+apart; Python's includes its first page). The Python side is
+``pulpie_rt.Pipeline`` (worker processes for the CPU stages) on the same pages. Both must give
+the same Markdown page by page; the row says how many did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pulpie_rt.eval.report import REPO_ROOT
+
+CAPI_DIR = REPO_ROOT / "build" / "capi"
+EXTRACT = CAPI_DIR / "extract"
+LIBRARY = CAPI_DIR / "libpulpie_rt.so"
+
+
+def build_capi() -> None:
+    """``make capi`` (cargo and a C compiler needed); raises with make's output on failure."""
+    missing = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(f"the C library needs {', '.join(missing)} on the PATH")
+    done = subprocess.run(["make", "-s", "capi"], cwd=REPO_ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"make capi failed:\n{done.stdout}\n{done.stderr}")
+
+
+def write_pages(pages: Sequence[dict], path: Path) -> Path:
+    """``pages`` (``id``, ``html``) as the example program's JSONL input."""
+    with open(path, "w", encoding="utf-8") as out:
+        for page in pages:
+            record = {"id": page["id"], "html": page["html"]}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
+
+
+def run_extract(pages_path: Path, model: str | Path | None = None, threads: int = 1,
+                batch: int = 1, ort_threads: int | None = None,
+                env: dict[str, str] | None = None, timing: dict | None = None) -> list[dict]:
+    """The example program's JSONL output for a pages file (one record per page, in order);
+    raises when the process fails (a page's own error is in its record). ``timing``, when
+    given, receives the program's own ``open_s`` and ``extract_s``."""
+    command = [str(EXTRACT), "--jsonl", "--threads", str(threads), "--batch", str(batch),
+               "--timing"]
+    if model is not None:
+        command += ["--model", str(model)]
+    if ort_threads is not None:
+        command += ["--ort-threads", str(ort_threads)]
+    command.append(str(pages_path))
+    done = subprocess.run(command, capture_output=True, env=env)
+    if done.returncode not in (0, 2):  # 2: some page has an error (in its record)
+        raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: "
+                           f"{done.stderr.decode('utf-8', 'replace')[-2000:]}")
+    if timing is not None:
+        found = re.search(rb"timing: open ([0-9.]+) s, extract ([0-9.]+) s", done.stderr)
+        if found:
+            timing.update(open_s=float(found.group(1)), extract_s=float(found.group(2)))
+    return [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()]
+
+
+DEFAULT_PAGES = 48
+
+
+def bench(pages: Sequence[dict], model: str | None = None, threads: int | None = None,
+          batch: int = 4) -> dict:
+    """Pages/s of the C path and of the Python Pipeline on the same pages."""
+    import tempfile
+
+    from pulpie_rt import Pipeline
+    from pulpie_rt.runtime.flow.pages import PageInput
+
+    threads = threads or os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-capi-") as tmp:
+        path = write_pages(pages, Path(tmp) / "pages.jsonl")
+        timing: dict = {}
+        c_records = run_extract(path, model, threads, batch, timing=timing)
+        c_startup, c_seconds = timing["open_s"], timing["extract_s"]
+    started = time.perf_counter()
+    pipeline = Pipeline(model) if model else Pipeline()
+    list(pipeline.run([PageInput(pages[0]["html"], page_id=0)]))
+    py_startup = time.perf_counter() - started
+    started = time.perf_counter()
+    py_results = list(pipeline.run(PageInput(p["html"], page_id=i) for i, p in enumerate(pages)))
+    py_seconds = time.perf_counter() - started
+    close = getattr(pipeline, "close", None)
+    if close is not None:
+        close()
+    same = sum(1 for c, p in zip(c_records, py_results, strict=True) if c["markdown"] == p.markdown)
+    return {
+        "pages": len(pages),
+        "model": model or "default",
+        "c_threads": threads,
+        "c_batch": batch,
+        "c_pages_per_s": len(pages) / c_seconds,
+        "c_startup_s": c_startup,
+        "python_pipeline_pages_per_s": len(pages) / py_seconds,
+        "python_startup_s": py_startup,
+        "speedup": py_seconds / c_seconds,
+        "same_markdown": same,
+        "cpus": os.cpu_count(),
+    }
+
+
+def parity(model: str | None) -> dict:
+    """The example program against ``Extractor(model).extract_batch([html])`` page by page on
+    every dev page: Markdown, error, n_main and n_other."""
+    import tempfile
+
+    from pulpie_rt import Extractor
+    from pulpie_rt.corpus import load_pages
+
+    pages = load_pages("dev")
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-capi-") as tmp:
+        started = time.perf_counter()
+        records = run_extract(write_pages(pages, Path(tmp) / "pages.jsonl"), model)
+        c_seconds = time.perf_counter() - started
+    extractor = Extractor(model) if model else Extractor()
+    started = time.perf_counter()
+    different = []
+    for page, record in zip(pages, records, strict=True):
+        (result,) = extractor.extract_batch([page["html"]])
+        if (record["markdown"], record["error"], record["n_main"], record["n_other"]) != (
+                result.markdown, result.error, result.n_main, result.n_other):
+            different.append(page["id"])
+    return {"pages": len(pages), "model": model or "default", "identical":
+            len(pages) - len(different), "different": different, "c_seconds": c_seconds,
+            "python_seconds": time.perf_counter() - started}
+
+
+def capi_line(row: dict) -> str:
+    """The bench row, one line."""
+    return (f"C path (build/capi/extract, {row['c_threads']} threads, batch {row['c_batch']}): "
+            f"{row['c_pages_per_s']:.2f} pages/s | Python Pipeline: "
+            f"{row['python_pipeline_pages_per_s']:.2f} pages/s | C / Python "
+            f"{row['speedup']:.2f}x | same Markdown {row['same_markdown']}/{row['pages']} | "
+            f"{row['pages']} dev pages, model {row['model']}, {row['cpus']} CPUs")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=DEFAULT_PAGES,
+                        help=f"dev pages, evenly spread (default {DEFAULT_PAGES})")
+    parser.add_argument("--model", default=None, help="a bundle directory (default: embedded)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--write-pages", nargs=2, metavar=("N", "PATH"),
+                        help="write N dev pages of under 60 kB, evenly spread, as the C "
+                             "program's JSONL and stop (valgrind runs 20-50x slower)")
+    parser.add_argument("--parity", action="store_true",
+                        help="compare the C program with Extractor on every dev page and stop")
+    args = parser.parse_args(argv)
+    if args.parity:
+        build_capi()
+        result = parity(args.model)
+        print(f"C program vs Extractor, model {result['model']}: {result['identical']}/"
+              f"{result['pages']} dev pages identical (C {result['c_seconds']:.0f} s, Python "
+              f"{result['python_seconds']:.0f} s); different: {result['different']}")
+        return 0 if not result["different"] else 1
+    if args.write_pages:
+        from pulpie_rt.eval.pages import bench_pages, spread
+
+        small = [page for page in bench_pages(None) if len(page["html"]) < 60_000]
+        write_pages(spread(small, int(args.write_pages[0])), Path(args.write_pages[1]))
+        return 0
+    from pulpie_rt.eval.pages import bench_pages
+    from pulpie_rt.eval.report import write_result
+
+    build_capi()
+    row = bench(bench_pages(args.pages), args.model, args.threads, args.batch)
+    print(capi_line(row))
+    print(f"wrote {write_result('capi', row, None)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+/*
+ * pulpie_rt.h — the C interface of libpulpie_rt: main-content extraction from raw HTML with a
+ * Pulpie model, the whole path (HTML parsing, segmentation, tokenizer, model through ONNX
+ * Runtime, labels, reconstruction, Markdown) in-process, without Python.
+ *
+ *   pulpie_rt_options o;
+ *   pulpie_rt_options_init(&o);                    // o.model NULL: the embedded default model
+ *   pulpie_rt_engine *engine; char *err;
+ *   if (pulpie_rt_engine_open(&o, &engine, &err)) { fprintf(stderr, "%s\n", err);
+ *                                                  pulpie_rt_string_free(err); exit(1); }
+ *   pulpie_rt_result *r;
+ *   if (pulpie_rt_extract(engine, html, html_len, NULL, &r, &err) == PULPIE_RT_OK) {
+ *       if (pulpie_rt_result_error(r)) ... the page failed: the message names the stage
+ *       else fwrite(pulpie_rt_result_markdown(r, &n), 1, n, stdout);
+ *       pulpie_rt_result_free(r);
+ *   }
+ *   pulpie_rt_engine_close(engine);
+ *
+ * Output: for the same model and page, the Markdown, HTML, labels, `truncated` and
+ * `empty_reason` are those of Python's `pulpie_rt.Extractor(model).extract(html)` (and of
+ * `extract_batch` for `pulpie_rt_extract_batch`), byte for byte.
+ *
+ * Threads: an engine is immutable once open; any number of threads may call
+ * pulpie_rt_extract / pulpie_rt_extract_batch on one engine at once. Close it when no thread
+ * uses it any more. A result belongs to the caller; it may be read from any thread.
+ *
+ * Errors: functions returning int return PULPIE_RT_OK (0) or one of the PULPIE_RT_ERR_*
+ * codes below, and then, when `err` is not NULL, set *err to a message (UTF-8) the caller
+ * releases with pulpie_rt_string_free (*err is NULL on success). A page that cannot be
+ * extracted is not a failed call: its result has pulpie_rt_result_error set to
+ * "<stage>: <reason>" and empty content. No input makes the library abort or crash the
+ * process: internal faults are caught and reported (PULPIE_RT_ERR_INTERNAL, or the page's
+ * error).
+ *
+ * ONNX Runtime is loaded at run time (no link-time dependency), from, in this order:
+ * options.ort_library; $PULPIE_RT_ORT_LIB; libonnxruntime.so.1 in the folder of
+ * libpulpie_rt.so (`make capi` links the onnxruntime wheel's capi/libonnxruntime.so.1.* there);
+ * libonnxruntime.so.1 through the dynamic linker's search (LD_LIBRARY_PATH, ld.so.cache). An
+ * explicit path (option or variable) is used alone: a wrong one is an error, not a fallback.
+ * ONNX Runtime 1.18 or newer; the CUDA and TensorRT backends need a GPU build of it (the
+ * onnxruntime-gpu wheel's copy).
+ */
+#ifndef PULPIE_RT_H
+#define PULPIE_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
+#define PULPIE_RT_ABI_VERSION 1
+
+/* Status codes. */
+#define PULPIE_RT_OK 0
+#define PULPIE_RT_ERR_ARGUMENT 1 /* a NULL pointer where one is required, options.struct_size
+                                    too small, an unknown backend, a negative count */
+#define PULPIE_RT_ERR_INTERNAL 2 /* a fault inside the library, caught (a bug: please report
+                                    the message) */
+#define PULPIE_RT_ERR_MODEL 3    /* the model: not a bundle, a missing or unreadable file, a
+                                    manifest this runtime cannot read, no embedded model */
+#define PULPIE_RT_ERR_RUNTIME 4  /* ONNX Runtime: library not found or too old, the model does
+                                    not load, the backend is not available */
+
+typedef struct pulpie_rt_engine pulpie_rt_engine; /* opened once, shared by threads */
+typedef struct pulpie_rt_result pulpie_rt_result; /* owned by the caller */
+
+/*
+ * Options of pulpie_rt_engine_open. Always start from pulpie_rt_options_init, which sets
+ * struct_size and every default; later ABI versions only append fields, and the library
+ * reads no field past struct_size (those keep their defaults).
+ */
+typedef struct {
+    uint32_t struct_size;
+    const char *model;       /* a bundle directory (as `pulpie-rt export` writes it), or NULL:
+                                the default model embedded in the library */
+    const char *backend;     /* "cpu" (NULL: the same), "cuda" or "tensorrt" (ONNX Runtime's
+                                execution providers) */
+    int32_t device_id;       /* the GPU for "cuda" / "tensorrt"; default 0 */
+    int32_t threads;         /* ONNX Runtime's intra-op threads per engine; 0 (default): its
+                                own default, one per physical core */
+    /* ABI 1 additions beyond the minimum: */
+    const char *ort_library; /* the libonnxruntime.so to load; NULL: see the search above */
+    int64_t max_input_bytes; /* a longer page is cut to its first max_input_bytes (UTF-8, at
+                                a character boundary) before parsing; default 16 MiB; < 0: no
+                                limit */
+    int64_t max_page_tokens; /* the model reads a page's first chunks up to this many tokens;
+                                blocks in later chunks come out "other"; default 131072;
+                                < 0: no limit. pulpie_rt_result_truncated says what was cut */
+    int64_t max_batch_tokens; /* padded tokens per model batch; default 16384; > 0 */
+} pulpie_rt_options;
+
+uint32_t pulpie_rt_abi_version(void);
+const char *pulpie_rt_version(void); /* the library's version, e.g. "0.1.0" (static) */
+
+/* Fills *o with the defaults of this ABI (struct_size = sizeof(pulpie_rt_options)). */
+void pulpie_rt_options_init(pulpie_rt_options *o);
+
+/* Opens a model: reads the bundle, loads ONNX Runtime, creates the sessions. o NULL: all
+ * defaults. On success *out is the engine; otherwise *out is NULL. */
+int pulpie_rt_engine_open(const pulpie_rt_options *o, pulpie_rt_engine **out, char **err);
+void pulpie_rt_engine_close(pulpie_rt_engine *e); /* NULL: nothing */
+
+/*
+ * Extracts one page: `html` is `len` bytes, read as UTF-8 (invalid bytes replaced by U+FFFD,
+ * as Python's bytes.decode("utf-8", "replace")); NULL with len 0 is an empty page.
+ * `content_type` (the page's Content-Type header, or NULL) is accepted for the charset and
+ * not used yet: pages are read as UTF-8. On PULPIE_RT_OK *out is the page's result (check
+ * pulpie_rt_result_error); otherwise *out is NULL.
+ */
+int pulpie_rt_extract(pulpie_rt_engine *e, const char *html, size_t len, const char *content_type,
+                      pulpie_rt_result **out, char **err);
+
+/*
+ * Extracts n pages in one call (their chunks share the model's batches: faster than n calls
+ * for small pages). out points to n result pointers the library fills (all NULL when the call
+ * fails); each result is freed with pulpie_rt_result_free.
+ */
+int pulpie_rt_extract_batch(pulpie_rt_engine *e, const char *const *html, const size_t *len,
+                            size_t n, pulpie_rt_result **out, char **err);
+
+/* The main content as Markdown / HTML / plain text: NUL-terminated UTF-8, valid until the
+ * result is freed; *len (when len is not NULL) is its length in bytes without the NUL (the
+ * Markdown may hold NUL bytes the page had). Empty for a failed page. The text is made on
+ * first request (pulpie_rt.PageResult.text). */
+const char *pulpie_rt_result_markdown(const pulpie_rt_result *r, size_t *len);
+const char *pulpie_rt_result_html(const pulpie_rt_result *r, size_t *len);
+const char *pulpie_rt_result_text(const pulpie_rt_result *r, size_t *len);
+
+const char *pulpie_rt_result_error(const pulpie_rt_result *r);        /* NULL when the page succeeded */
+const char *pulpie_rt_result_truncated(const pulpie_rt_result *r);    /* what the limits cut, or NULL */
+const char *pulpie_rt_result_empty_reason(const pulpie_rt_result *r); /* why the Markdown is empty
+                                                                         without an error, or NULL */
+uint32_t pulpie_rt_result_n_main(const pulpie_rt_result *r);  /* blocks labelled main */
+uint32_t pulpie_rt_result_n_other(const pulpie_rt_result *r); /* blocks labelled other */
+
+/* The labelled blocks, in page order: the index-th block's _item_id (NULL past the end) and
+ * *is_main (when not NULL) 1 for main, 0 for other. */
+uint32_t pulpie_rt_result_n_labels(const pulpie_rt_result *r);
+const char *pulpie_rt_result_label(const pulpie_rt_result *r, uint32_t index, int *is_main);
+
+void pulpie_rt_result_free(pulpie_rt_result *r); /* NULL: nothing */
+void pulpie_rt_string_free(char *s);             /* an *err message; NULL: nothing */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PULPIE_RT_H */

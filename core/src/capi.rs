@@ -1,0 +1,527 @@
+//! The public C ABI of `libpulpie_rt` (`core/include/pulpie_rt.h` is its contract, and the
+//! documentation a C user reads): an engine opened once and shared by threads, raw HTML in,
+//! a caller-owned result with the main content's Markdown and HTML out (`engine/`).
+//!
+//! Every exported function runs under `guard` (or catches panics itself): a panic never
+//! crosses the ABI, it becomes `PULPIE_RT_ERR_INTERNAL` with a message, or a page's error.
+//! Status codes and the options struct's layout are part of the ABI (`ABI_VERSION`).
+
+#![allow(non_camel_case_types)]
+
+use crate::engine::bundle::Bundle;
+use crate::engine::{Engine, EngineConfig, Limits, OpenError, PageOutput};
+use crate::ort::{ExecutionProvider, SessionConfig};
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// `PULPIE_RT_ABI_VERSION`: raised when a function, struct layout or status code changes
+/// in a way that an existing program could notice.
+pub const ABI_VERSION: u32 = 1;
+
+pub const OK: c_int = 0;
+pub const ERR_ARGUMENT: c_int = 1;
+pub const ERR_INTERNAL: c_int = 2;
+pub const ERR_MODEL: c_int = 3;
+pub const ERR_RUNTIME: c_int = 4;
+
+/// `pulpie_rt_options`, ABI 1 layout.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pulpie_rt_options {
+    pub struct_size: u32,
+    pub model: *const c_char,
+    pub backend: *const c_char,
+    pub device_id: i32,
+    pub threads: i32,
+    pub ort_library: *const c_char,
+    pub max_input_bytes: i64,
+    pub max_page_tokens: i64,
+    pub max_batch_tokens: i64,
+}
+
+/// The fields a caller must pass at least (the issue's first five).
+const MIN_OPTIONS_SIZE: usize = std::mem::offset_of!(pulpie_rt_options, threads) + 4;
+
+impl Default for pulpie_rt_options {
+    fn default() -> Self {
+        let limits = Limits::default();
+        let config = EngineConfig::default();
+        pulpie_rt_options {
+            struct_size: std::mem::size_of::<pulpie_rt_options>() as u32,
+            model: std::ptr::null(),
+            backend: std::ptr::null(),
+            device_id: 0,
+            threads: 0,
+            ort_library: std::ptr::null(),
+            max_input_bytes: limits.max_input_bytes.map_or(-1, |n| n as i64),
+            max_page_tokens: limits.max_page_tokens.map_or(-1, |n| n as i64),
+            max_batch_tokens: config.max_batch_tokens as i64,
+        }
+    }
+}
+
+/// The opaque engine.
+pub struct pulpie_rt_engine {
+    engine: Engine,
+}
+
+/// A page's result, owned by the caller until `pulpie_rt_result_free`. Every string is kept
+/// NUL-terminated (a length is given too: Markdown may hold NUL bytes a page had).
+pub struct pulpie_rt_result {
+    markdown: Vec<u8>,
+    html: Vec<u8>,
+    error: Option<CString>,
+    truncated: Option<CString>,
+    empty_reason: Option<CString>,
+    labels: Vec<(CString, bool)>,
+    n_main: u32,
+    n_other: u32,
+    /// the plain text of `html`, made on first request (`pulpie_rt_result_text`)
+    text: OnceLock<Vec<u8>>,
+}
+
+fn nul_terminated(text: String) -> Vec<u8> {
+    let mut bytes = text.into_bytes();
+    bytes.push(0);
+    bytes
+}
+
+/// A C string of `text` (a NUL inside becomes a space: messages and ids only).
+fn c_string(text: &str) -> CString {
+    CString::new(text.replace('\0', " ")).expect("NULs replaced")
+}
+
+impl pulpie_rt_result {
+    fn new(out: PageOutput) -> pulpie_rt_result {
+        let n_main = out.n_main() as u32;
+        let n_other = out.n_other() as u32;
+        pulpie_rt_result {
+            markdown: nul_terminated(out.markdown),
+            html: nul_terminated(out.html),
+            error: out.error.as_deref().map(c_string),
+            truncated: out.truncated.as_deref().map(c_string),
+            empty_reason: out.empty_reason.as_deref().map(c_string),
+            labels: out.labels.iter().map(|(id, main)| (c_string(id), *main)).collect(),
+            n_main,
+            n_other,
+            text: OnceLock::new(),
+        }
+    }
+}
+
+/// A failure of a call: its status and message.
+type Failure = (c_int, String);
+
+fn argument(message: impl Into<String>) -> Failure {
+    (ERR_ARGUMENT, message.into())
+}
+
+/// Runs `work` with panics caught; writes the message of a failure into `*err` (when `err`
+/// is not NULL; NULL there on success) and returns the status.
+fn guard(err: *mut *mut c_char, work: impl FnOnce() -> Result<(), Failure>) -> c_int {
+    crate::install_panic_hook();
+    if !err.is_null() {
+        unsafe { *err = std::ptr::null_mut() };
+    }
+    let (status, message) = match catch_unwind(AssertUnwindSafe(work)) {
+        Ok(Ok(())) => return OK,
+        Ok(Err(failure)) => failure,
+        Err(_) => (ERR_INTERNAL, format!("internal error in libpulpie_rt: {}", crate::last_panic_message())),
+    };
+    if !err.is_null() {
+        unsafe { *err = c_string(&message).into_raw() };
+    }
+    status
+}
+
+/// A NUL-terminated UTF-8 argument, or None for NULL.
+unsafe fn optional_str<'a>(ptr: *const c_char, what: &str) -> Result<Option<&'a str>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    CStr::from_ptr(ptr).to_str().map(Some).map_err(|_| argument(format!("{what} is not UTF-8")))
+}
+
+/// The caller's options, read up to its `struct_size` (later fields keep their defaults).
+unsafe fn read_options(options: *const pulpie_rt_options) -> Result<pulpie_rt_options, Failure> {
+    let mut read = pulpie_rt_options::default();
+    if options.is_null() {
+        return Ok(read);
+    }
+    let size = (*(options as *const u32)) as usize;
+    if size < MIN_OPTIONS_SIZE {
+        return Err(argument(format!(
+            "options.struct_size is {size}, smaller than the first fields ({MIN_OPTIONS_SIZE} bytes): \
+             call pulpie_rt_options_init first"
+        )));
+    }
+    let size = size.min(std::mem::size_of::<pulpie_rt_options>());
+    std::ptr::copy_nonoverlapping(options as *const u8, &mut read as *mut pulpie_rt_options as *mut u8, size);
+    Ok(read)
+}
+
+fn limit(value: i64) -> Option<usize> {
+    usize::try_from(value).ok()
+}
+
+fn config_of(options: &pulpie_rt_options) -> Result<(Option<String>, EngineConfig), Failure> {
+    let model = unsafe { optional_str(options.model, "options.model")? }.map(str::to_string);
+    let backend = unsafe { optional_str(options.backend, "options.backend")? };
+    let device_id =
+        u32::try_from(options.device_id).map_err(|_| argument(format!("options.device_id is {}", options.device_id)))?;
+    let provider = match backend.unwrap_or("cpu") {
+        "cpu" => ExecutionProvider::Cpu,
+        "cuda" => ExecutionProvider::Cuda { device_id },
+        "tensorrt" => ExecutionProvider::TensorRt { device_id },
+        other => return Err(argument(format!("unknown backend '{other}': choose cpu, cuda or tensorrt"))),
+    };
+    let threads =
+        usize::try_from(options.threads).map_err(|_| argument(format!("options.threads is {}", options.threads)))?;
+    let ort_library = unsafe { optional_str(options.ort_library, "options.ort_library")? }.map(PathBuf::from);
+    let max_batch_tokens = usize::try_from(options.max_batch_tokens)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| argument(format!("options.max_batch_tokens is {}", options.max_batch_tokens)))?;
+    let config = EngineConfig {
+        session: SessionConfig { intra_op_threads: threads, inter_op_threads: 0, provider },
+        ort_library,
+        limits: Limits {
+            max_input_bytes: limit(options.max_input_bytes),
+            max_page_tokens: limit(options.max_page_tokens),
+        },
+        max_batch_tokens,
+        ..EngineConfig::default()
+    };
+    Ok((model, config))
+}
+
+#[no_mangle]
+pub extern "C" fn pulpie_rt_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// The library's version, e.g. "0.1.0" (static).
+#[no_mangle]
+pub extern "C" fn pulpie_rt_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// # Safety
+/// `options` is NULL or points to a writable ABI-1 `pulpie_rt_options`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_options_init(options: *mut pulpie_rt_options) {
+    if !options.is_null() {
+        options.write(pulpie_rt_options::default());
+    }
+}
+
+/// # Safety
+/// `options` is NULL or points to options whose first field is their size; `out` is
+/// writable; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_engine_open(
+    options: *const pulpie_rt_options,
+    out: *mut *mut pulpie_rt_engine,
+    err: *mut *mut c_char,
+) -> c_int {
+    guard(err, || {
+        if out.is_null() {
+            return Err(argument("out is NULL"));
+        }
+        *out = std::ptr::null_mut();
+        let options = read_options(options)?;
+        let (model, config) = config_of(&options)?;
+        let bundle = match model {
+            Some(dir) => Bundle::load_dir(std::path::Path::new(&dir)).map_err(|e| (ERR_MODEL, e))?,
+            None => Bundle::embedded().unwrap_or_else(|| {
+                Err("this build of libpulpie_rt has no embedded default model (built without the \
+                     cargo feature embedded-model): pass a bundle directory in options.model"
+                    .to_string())
+            })
+            .map_err(|e| (ERR_MODEL, e))?,
+        };
+        let engine = Engine::open(bundle, config).map_err(|e| match e {
+            OpenError::Model(message) => (ERR_MODEL, message),
+            OpenError::Runtime(message) => (ERR_RUNTIME, message),
+        })?;
+        *out = Box::into_raw(Box::new(pulpie_rt_engine { engine }));
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `engine` is NULL or an open engine no other thread uses any more.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_engine_close(engine: *mut pulpie_rt_engine) {
+    if !engine.is_null() {
+        crate::install_panic_hook();
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(engine))));
+    }
+}
+
+unsafe fn page_bytes<'a>(html: *const c_char, len: usize) -> Option<&'a [u8]> {
+    match (html.is_null(), len) {
+        (_, 0) => Some(&[]),
+        (true, _) => None,
+        (false, _) => Some(std::slice::from_raw_parts(html as *const u8, len)),
+    }
+}
+
+/// The pages of a call through the engine: one result per page (a NULL page with a length
+/// gets an input error; it is not read).
+fn extract_pages(engine: &Engine, pages: &[Option<&[u8]>]) -> Vec<*mut pulpie_rt_result> {
+    let present: Vec<&[u8]> = pages.iter().filter_map(|p| *p).collect();
+    let mut outputs = engine.extract_batch(&present).into_iter();
+    pages
+        .iter()
+        .map(|page| {
+            let output = match page {
+                Some(_) => outputs.next().expect("one output per page"),
+                None => PageOutput {
+                    error: Some("input: html is NULL with a non-zero length".to_string()),
+                    ..PageOutput::default()
+                },
+            };
+            Box::into_raw(Box::new(pulpie_rt_result::new(output)))
+        })
+        .collect()
+}
+
+/// # Safety
+/// `engine` is open; `html` points to `len` bytes (or is NULL with `len` 0); `content_type`
+/// is NULL or a C string; `out` is writable; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract(
+    engine: *mut pulpie_rt_engine,
+    html: *const c_char,
+    len: usize,
+    content_type: *const c_char,
+    out: *mut *mut pulpie_rt_result,
+    err: *mut *mut c_char,
+) -> c_int {
+    guard(err, || {
+        if out.is_null() {
+            return Err(argument("out is NULL"));
+        }
+        *out = std::ptr::null_mut();
+        if engine.is_null() {
+            return Err(argument("engine is NULL"));
+        }
+        // the Content-Type's charset is not used yet (the page is read as UTF-8), as in Python
+        let _ = content_type;
+        let results = extract_pages(&(*engine).engine, &[page_bytes(html, len)]);
+        *out = results[0];
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `engine` is open; `html` and `len` point to `n` pointers and lengths (each page as for
+/// `pulpie_rt_extract`); `out` points to `n` writable result pointers; `err` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract_batch(
+    engine: *mut pulpie_rt_engine,
+    html: *const *const c_char,
+    len: *const usize,
+    n: usize,
+    out: *mut *mut pulpie_rt_result,
+    err: *mut *mut c_char,
+) -> c_int {
+    guard(err, || {
+        if n == 0 {
+            return Ok(());
+        }
+        if out.is_null() {
+            return Err(argument("out is NULL"));
+        }
+        let out = std::slice::from_raw_parts_mut(out, n);
+        out.fill(std::ptr::null_mut());
+        if engine.is_null() || html.is_null() || len.is_null() {
+            return Err(argument("engine, html or len is NULL"));
+        }
+        let html = std::slice::from_raw_parts(html, n);
+        let len = std::slice::from_raw_parts(len, n);
+        let pages: Vec<Option<&[u8]>> = html.iter().zip(len).map(|(&h, &l)| page_bytes(h, l)).collect();
+        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
+        Ok(())
+    })
+}
+
+unsafe fn bytes_out(bytes: &[u8], len: *mut usize) -> *const c_char {
+    if !len.is_null() {
+        *len = bytes.len() - 1; // less the NUL kept at the end
+    }
+    bytes.as_ptr() as *const c_char
+}
+
+fn c_or_null(text: &Option<CString>) -> *const c_char {
+    text.as_ref().map_or(std::ptr::null(), |t| t.as_ptr())
+}
+
+/// # Safety
+/// `result` is NULL or a live result; `len` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_markdown(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+    match result.as_ref() {
+        Some(r) => bytes_out(&r.markdown, len),
+        None => bytes_out(b"\0", len),
+    }
+}
+
+/// # Safety
+/// As for `pulpie_rt_result_markdown`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_html(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+    match result.as_ref() {
+        Some(r) => bytes_out(&r.html, len),
+        None => bytes_out(b"\0", len),
+    }
+}
+
+/// # Safety
+/// As for `pulpie_rt_result_markdown`; several threads may ask for one result's text.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_text(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+    crate::install_panic_hook();
+    let Some(r) = result.as_ref() else { return bytes_out(b"\0", len) };
+    let text = r.text.get_or_init(|| {
+        let html = &r.html[..r.html.len() - 1];
+        let mut text = catch_unwind(|| crate::markdown::to_text(html)).unwrap_or_default();
+        text.push(0);
+        text
+    });
+    bytes_out(text, len)
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_error(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.error))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_truncated(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.truncated))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_empty_reason(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.empty_reason))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_n_main(result: *const pulpie_rt_result) -> u32 {
+    result.as_ref().map_or(0, |r| r.n_main)
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_n_other(result: *const pulpie_rt_result) -> u32 {
+    result.as_ref().map_or(0, |r| r.n_other)
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_n_labels(result: *const pulpie_rt_result) -> u32 {
+    result.as_ref().map_or(0, |r| r.labels.len() as u32)
+}
+
+/// The `index`-th labelled block: its `_item_id` (NULL past the end) and, in `*is_main`, 1
+/// for main and 0 for other.
+///
+/// # Safety
+/// `result` is NULL or a live result; `is_main` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_label(
+    result: *const pulpie_rt_result,
+    index: u32,
+    is_main: *mut c_int,
+) -> *const c_char {
+    let Some((id, main)) = result.as_ref().and_then(|r| r.labels.get(index as usize)) else {
+        return std::ptr::null();
+    };
+    if !is_main.is_null() {
+        *is_main = c_int::from(*main);
+    }
+    id.as_ptr()
+}
+
+/// # Safety
+/// `result` is NULL or a result from this library, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_free(result: *mut pulpie_rt_result) {
+    if !result.is_null() {
+        drop(Box::from_raw(result));
+    }
+}
+
+/// # Safety
+/// `text` is NULL or a message from this library's `err`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_string_free(text: *mut c_char) {
+    if !text.is_null() {
+        drop(CString::from_raw(text));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_layout_is_the_headers() {
+        // the layout pulpie_rt.h declares on LP64: offsets of every field and the size
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, model), 8);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, backend), 16);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, device_id), 24);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, threads), 28);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, ort_library), 32);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, max_batch_tokens), 56);
+        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 64);
+        assert_eq!(MIN_OPTIONS_SIZE, 32);
+    }
+
+    #[test]
+    fn bad_arguments_are_statuses_with_messages() {
+        unsafe {
+            let mut options = pulpie_rt_options::default();
+            let backend = CString::new("tpu").unwrap();
+            options.backend = backend.as_ptr();
+            let mut engine = std::ptr::null_mut();
+            let mut err = std::ptr::null_mut();
+            assert_eq!(pulpie_rt_engine_open(&options, &mut engine, &mut err), ERR_ARGUMENT);
+            assert!(engine.is_null());
+            assert_eq!(CStr::from_ptr(err).to_str().unwrap(), "unknown backend 'tpu': choose cpu, cuda or tensorrt");
+            pulpie_rt_string_free(err);
+            options = pulpie_rt_options { struct_size: 8, ..pulpie_rt_options::default() };
+            assert_eq!(pulpie_rt_engine_open(&options, &mut engine, std::ptr::null_mut()), ERR_ARGUMENT);
+            let model = CString::new("/nonexistent/bundle").unwrap();
+            options = pulpie_rt_options { model: model.as_ptr(), ..pulpie_rt_options::default() };
+            assert_eq!(pulpie_rt_engine_open(&options, &mut engine, &mut err), ERR_MODEL);
+            assert_eq!(
+                CStr::from_ptr(err).to_str().unwrap(),
+                "/nonexistent/bundle: not a pulpie-rt bundle (no manifest.json)"
+            );
+            pulpie_rt_string_free(err);
+            let mut result = std::ptr::null_mut();
+            assert_eq!(pulpie_rt_extract(std::ptr::null_mut(), std::ptr::null(), 0, std::ptr::null(), &mut result, &mut err), ERR_ARGUMENT);
+            pulpie_rt_string_free(err);
+            assert!(pulpie_rt_result_error(std::ptr::null()).is_null());
+            let mut len = 7;
+            assert_eq!(*pulpie_rt_result_markdown(std::ptr::null(), &mut len), 0);
+            assert_eq!(len, 0);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The engine's SEP logits → one prediction per block → `{item_id: label}`, as
+//! `runtime/stages/labels.py` and `pages.decide_blocks` do it: the argmax at each SEP for a
+//! plain bundle; the margins, the bundle's rescorer, its `main_margin` threshold and
+//! `keep_best_block` for a bundle that asks for them (the embedded default model).
+
+/// `labels.argmax_labels` of one chunk's `[n_sep × labels]` logits (first maximum on ties).
+pub fn argmax_labels(sep_logits: &[f32], labels: usize) -> Vec<usize> {
+    if labels == 0 {
+        return Vec::new();
+    }
+    sep_logits
+        .chunks_exact(labels)
+        .map(|row| {
+            let mut best = 0;
+            for (index, &value) in row.iter().enumerate() {
+                // NaN wins as in NumPy's argmax (the first NaN)
+                if row[best].is_nan() {
+                    break;
+                }
+                if value > row[best] || value.is_nan() {
+                    best = index;
+                }
+            }
+            best
+        })
+        .collect()
+}
+
+/// `labels.sep_margins`: logit(main) − logit(other) per SEP, in float32.
+pub fn sep_margins(sep_logits: &[f32], labels: usize) -> Vec<f32> {
+    if labels < 2 {
+        return Vec::new();
+    }
+    sep_logits.chunks_exact(labels).map(|row| row[1] - row[0]).collect()
+}
+
+/// `labels.block_predictions`: per block the prediction of its chunk's SEP (0 where a chunk
+/// ran short of SEPs).
+pub fn block_predictions(n_blocks: usize, chunk_blocks: &[&[usize]], chunk_preds: &[Vec<usize>]) -> Vec<usize> {
+    let mut predictions = vec![0; n_blocks];
+    for (blocks, preds) in chunk_blocks.iter().zip(chunk_preds) {
+        for (&block, &pred) in blocks.iter().zip(preds) {
+            predictions[block] = pred;
+        }
+    }
+    predictions
+}
+
+/// `labels.block_margins`: per block the margin of its chunk's SEP (NaN where none).
+pub fn block_margins(n_blocks: usize, chunk_blocks: &[&[usize]], chunk_margins: &[Vec<f32>]) -> Vec<f32> {
+    let mut margins = vec![f32::NAN; n_blocks];
+    for (blocks, values) in chunk_blocks.iter().zip(chunk_margins) {
+        for (&block, &value) in blocks.iter().zip(values) {
+            margins[block] = value;
+        }
+    }
+    margins
+}
+
+/// `margin_labels(np.nan_to_num(scores, nan=-np.inf), threshold)`: 1 where the score is above
+/// `threshold` (a Python float meeting a float32 array: compared as float32, NumPy ≥ 2).
+pub fn margin_labels(scores: &[f32], threshold: f64) -> Vec<usize> {
+    let threshold = threshold as f32;
+    scores.iter().map(|&s| usize::from(!s.is_nan() && s > threshold)).collect()
+}
+
+/// `labels.keep_best_block`: with no block main, the block of the highest score (the first
+/// of equals, NaN skipped) becomes main; a page without any score is left alone.
+pub fn keep_best_block(mut predictions: Vec<usize>, scores: &[f32]) -> Vec<usize> {
+    if predictions.contains(&1) {
+        return predictions;
+    }
+    let mut best: Option<usize> = None;
+    for (index, &score) in scores.iter().enumerate() {
+        if score.is_nan() {
+            continue;
+        }
+        if best.is_none_or(|b| score > scores[b]) {
+            best = Some(index);
+        }
+    }
+    if let Some(best) = best {
+        predictions[best] = 1;
+    }
+    predictions
+}
+
+/// `labels.labels_from_predictions`: `(item_id, main?)` in the order of a Python dict built
+/// block by block (a repeated id keeps its first position and takes the last block's label);
+/// blocks without an id get no label.
+pub fn labels_from_predictions(item_ids: &[Option<String>], predictions: &[usize]) -> Vec<(String, bool)> {
+    let mut labels: Vec<(String, bool)> = Vec::with_capacity(item_ids.len());
+    let mut position: std::collections::HashMap<&str, usize> = Default::default();
+    for (id, &pred) in item_ids.iter().zip(predictions) {
+        let Some(id) = id else { continue };
+        let main = pred == 1;
+        match position.get(id.as_str()) {
+            Some(&at) => labels[at].1 = main,
+            None => {
+                position.insert(id, labels.len());
+                labels.push((id.clone(), main));
+            }
+        }
+    }
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argmax_takes_the_first_maximum_and_margins_subtract() {
+        assert_eq!(argmax_labels(&[1.0, 2.0, 3.0, 3.0, 0.5, -1.0], 2), vec![1, 0, 0]);
+        assert_eq!(argmax_labels(&[0.0, f32::NAN, 5.0, 1.0], 2), vec![1, 0]);
+        assert_eq!(sep_margins(&[1.0, 2.5, 3.0, 1.0], 2), vec![1.5, -2.0]);
+    }
+
+    #[test]
+    fn blocks_get_their_chunks_predictions_in_order() {
+        let blocks: Vec<&[usize]> = vec![&[0, 1, 2], &[3]];
+        assert_eq!(block_predictions(5, &blocks, &[vec![1, 1], vec![1, 0]]), vec![1, 1, 0, 1, 0]);
+        let margins = block_margins(5, &blocks, &[vec![0.5], vec![2.0, 9.0]]);
+        assert_eq!(margins[0], 0.5);
+        assert!(margins[1].is_nan() && margins[4].is_nan());
+        assert_eq!(margins[3], 2.0);
+    }
+
+    #[test]
+    fn threshold_keep_best_and_labels() {
+        assert_eq!(margin_labels(&[-0.5, -1.0, f32::NAN, 3.0], -1.0), vec![1, 0, 0, 1]);
+        assert_eq!(keep_best_block(vec![0, 0, 0], &[f32::NAN, 2.0, 2.0]), vec![0, 1, 0]);
+        assert_eq!(keep_best_block(vec![0, 0], &[f32::NAN, f32::NAN]), vec![0, 0]);
+        assert_eq!(keep_best_block(vec![0, 1], &[5.0, 1.0]), vec![0, 1]);
+        let ids = [Some("1".to_string()), None, Some("2".to_string()), Some("1".to_string())];
+        assert_eq!(
+            labels_from_predictions(&ids, &[1, 1, 0, 0]),
+            vec![("1".to_string(), false), ("2".to_string(), false)]
+        );
+    }
+}

@@ -1,0 +1,432 @@
+//! The whole page flow in the core, for the C library (`capi.rs`): raw HTML in, main-content
+//! Markdown out, with no Python. Each step reproduces `runtime/flow/pages.py` (`Preparer`,
+//! `predict_pages`, `finish`) and its stages exactly, so `pulpie_rt_extract` returns what
+//! `pulpie_rt.Extractor(model).extract(html)` returns:
+//!
+//! - `prepare`: the page decoded as `as_text` decodes bytes (invalid UTF-8 replaced), cut by
+//!   `Limits::max_input_bytes`, simplified, split into blocks, tokenized with the bundle's
+//!   tokenizer, packed into chunks, cut to `Limits::max_page_tokens` (and the default model's
+//!   block features read);
+//! - `predict`: every chunk of the call's pages through `ort::make_batches` (the one batcher,
+//!   across pages, as `Extractor.extract_batch` does) and the model; a batch that fails is
+//!   retried row by row, so one page that breaks the engine fails alone;
+//! - `decide`: SEP logits → block predictions (`decode.rs`);
+//! - `finish`: labels → reconstruct → Markdown, or a page without blocks as its whole text.
+//!
+//! A page's failure is its `PageOutput::error` (`"<stage>: <reason>"`); a panic in one page's
+//! work is caught and fails that page only. The engine is immutable once opened: any number
+//! of threads may call `extract_batch` at once.
+
+pub mod bundle;
+mod decode;
+pub mod features;
+mod prepare;
+pub mod py;
+
+use crate::ort::{
+    default_buckets, make_batches, BlockRescorer, FlatBatch, ModelSource, Ort, SessionConfig, TokenClassifier,
+    DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+};
+use crate::tokenizer::Tokenizer;
+use bundle::{Bundle, Files, FEATURES_VERSION, TOKENIZER_NAME};
+use prepare::Chunk;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `runtime.constants.SEP_TOKEN`, added as a special token where the vocabulary lacks it.
+const SEP_TOKEN: &str = "<|sep|>";
+/// `Preparer`'s `cutoff_length` default.
+pub const DEFAULT_CUTOFF_LENGTH: usize = 500;
+
+pub const EMPTY_NO_TEXT: &str = "the page has no visible text";
+pub const EMPTY_NO_MAIN: &str = "no block was labelled main";
+pub const EMPTY_MAIN_WITHOUT_TEXT: &str = "the blocks labelled main hold no text";
+
+/// `PageLimits`: None turns a limit off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_input_bytes: Option<usize>,
+    pub max_page_tokens: Option<usize>,
+}
+
+impl Default for Limits {
+    /// `DEFAULT_LIMITS`
+    fn default() -> Self {
+        Limits { max_input_bytes: Some(16 * 1024 * 1024), max_page_tokens: Some(131_072) }
+    }
+}
+
+/// How an engine runs.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub session: SessionConfig,
+    /// the ONNX Runtime library file (None: `$PULPIE_RT_ORT_LIB`, then the default search)
+    pub ort_library: Option<PathBuf>,
+    pub limits: Limits,
+    pub max_batch_tokens: usize,
+    pub cutoff_length: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            session: SessionConfig::default(),
+            ort_library: None,
+            limits: Limits::default(),
+            max_batch_tokens: DEFAULT_MAX_BATCH_TOKENS,
+            cutoff_length: DEFAULT_CUTOFF_LENGTH,
+        }
+    }
+}
+
+/// Why an engine did not open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenError {
+    /// the bundle: missing, unreadable, or asking for what this core cannot do
+    Model(String),
+    /// ONNX Runtime: the library, its environment or a session
+    Runtime(String),
+}
+
+/// One page's result (`PageResult`): `labels` in the dict's order, `error` set (and the rest
+/// empty) when the page failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageOutput {
+    pub html: String,
+    pub markdown: String,
+    pub labels: Vec<(String, bool)>,
+    pub error: Option<String>,
+    pub truncated: Option<String>,
+    pub empty_reason: Option<String>,
+}
+
+impl PageOutput {
+    fn failed(error: String) -> PageOutput {
+        PageOutput { error: Some(error), ..PageOutput::default() }
+    }
+
+    pub fn n_main(&self) -> usize {
+        self.labels.iter().filter(|(_, main)| *main).count()
+    }
+
+    pub fn n_other(&self) -> usize {
+        self.labels.len() - self.n_main()
+    }
+}
+
+/// `PreparedPage`.
+struct Prepared {
+    item_ids: Vec<Option<String>>,
+    chunks: Vec<Chunk>,
+    map_html: String,
+    features: Option<Vec<f32>>,
+    truncated: Option<String>,
+    n_classified: usize,
+}
+
+/// An open model: tokenizer, sessions and settings, shared by every thread.
+pub struct Engine {
+    bundle_name: String,
+    manifest: bundle::Manifest,
+    tokenizer: Tokenizer,
+    classifier: TokenClassifier,
+    rescorer: Option<BlockRescorer>,
+    config: EngineConfig,
+}
+
+/// The text of the last panic on this thread (set by `lib.rs`'s hook).
+fn panic_message() -> String {
+    crate::last_panic_message()
+}
+
+impl Engine {
+    pub fn open(bundle: Bundle, config: EngineConfig) -> Result<Engine, OpenError> {
+        let model_error = |e: String| OpenError::Model(e);
+        if let Some(spec) = &bundle.manifest.rescorer {
+            if spec.features != FEATURES_VERSION {
+                return Err(OpenError::Model(format!(
+                    "{}: rescorer reads features '{}', this runtime computes '{FEATURES_VERSION}'",
+                    bundle.name, spec.features
+                )));
+            }
+            if !features::AVAILABLE {
+                return Err(OpenError::Model(format!(
+                    "{}: the bundle has a block rescorer, and this build of the core computes no \
+                     block features yet",
+                    bundle.name
+                )));
+            }
+        }
+        let tokenizer_json = match &bundle.files {
+            Files::Dir(root) => {
+                let path = root.join(TOKENIZER_NAME);
+                std::fs::read(&path).map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))?
+            }
+            Files::Embedded { tokenizer, .. } => tokenizer.to_vec(),
+        };
+        let mut tokenizer = Tokenizer::from_json(&tokenizer_json)
+            .map_err(|e| model_error(format!("{}: {TOKENIZER_NAME}: {e}", bundle.name)))?;
+        tokenizer.ensure_special_token(SEP_TOKEN);
+        let ort = Ort::load(config.ort_library.as_deref()).map_err(|e| OpenError::Runtime(e.0))?;
+        let (model_path, rescorer_path);
+        let (model, rescorer_source) = match &bundle.files {
+            Files::Dir(root) => {
+                model_path = root.join(&bundle.manifest.onnx_file);
+                rescorer_path = bundle.manifest.rescorer.as_ref().map(|r| root.join(&r.file));
+                (ModelSource::File(&model_path), rescorer_path.as_deref().map(ModelSource::File))
+            }
+            Files::Embedded { model, rescorer, .. } => (ModelSource::Bytes(model), rescorer.map(ModelSource::Bytes)),
+        };
+        let classifier = TokenClassifier::open(&ort, model, &config.session, Some(&bundle.manifest.output))
+            .map_err(|e| OpenError::Runtime(e.0))?;
+        let rescorer = match (&bundle.manifest.rescorer, rescorer_source) {
+            (Some(spec), Some(source)) => {
+                Some(BlockRescorer::open(&ort, source, spec.margin_weight).map_err(|e| OpenError::Runtime(e.0))?)
+            }
+            _ => None,
+        };
+        Ok(Engine { bundle_name: bundle.name, manifest: bundle.manifest, tokenizer, classifier, rescorer, config })
+    }
+
+    pub fn bundle_name(&self) -> &str {
+        &self.bundle_name
+    }
+
+    pub fn ort(&self) -> &Arc<Ort> {
+        self.classifier.session().ort()
+    }
+
+    /// `Extractor.extract_batch`: one result per page, in order.
+    pub fn extract_batch(&self, pages: &[&[u8]]) -> Vec<PageOutput> {
+        let prepared: Vec<Result<Prepared, String>> = pages
+            .iter()
+            .map(|page| {
+                catch_unwind(AssertUnwindSafe(|| self.prepare(page)))
+                    .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())))
+            })
+            .collect();
+        let predictions = self.predict(&prepared);
+        prepared
+            .into_iter()
+            .zip(predictions)
+            .map(|(page, predicted)| match (page, predicted) {
+                (Err(error), _) => PageOutput::failed(error),
+                (Ok(_), Err(error)) => PageOutput::failed(error),
+                (Ok(page), Ok(predictions)) => catch_unwind(AssertUnwindSafe(|| self.finish(&page, &predictions)))
+                    .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
+                    .unwrap_or_else(PageOutput::failed),
+            })
+            .collect()
+    }
+
+    /// `Preparer.prepare`.
+    fn prepare(&self, page: &[u8]) -> Result<Prepared, String> {
+        let text = String::from_utf8_lossy(page);
+        let (text, input_cut) = prepare::cut_input(&text, self.config.limits.max_input_bytes);
+        let simplified = catch_unwind(AssertUnwindSafe(|| {
+            crate::page::Page::new(text.as_bytes())
+                .and_then(|page| crate::page::simplify_page(&page, self.config.cutoff_length))
+                .map_err(|crate::tree::Unsupported(why)| why.to_string())
+        }))
+        .unwrap_or_else(|_| Err(panic_message()));
+        let (simplified, map_html) = simplified
+            .map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
+        let (blocks, item_ids) = prepare::extract_blocks(&simplified);
+        let (ids, ends) = self.tokenizer.encode_all(blocks.iter().copied());
+        let mut block_ids: Vec<&[u32]> = Vec::with_capacity(ends.len());
+        let mut start = 0usize;
+        for &end in &ends {
+            block_ids.push(&ids[start..end as usize]);
+            start = end as usize;
+        }
+        let m = &self.manifest;
+        let mut chunks = prepare::pack_chunks(&block_ids, m.max_tokens, m.sep_id, m.bos_id, m.eos_id);
+        let (kept, n_classified) = prepare::keep_chunks(&chunks, self.config.limits.max_page_tokens);
+        chunks.truncate(kept);
+        let mut cuts: Vec<String> = input_cut.into_iter().collect();
+        if n_classified < item_ids.len() {
+            let limit = self.config.limits.max_page_tokens.map_or("None".to_string(), |n| py::thousands(n as u64));
+            cuts.push(format!(
+                "{} of {} blocks past the first {limit} tokens were not classified (labelled other)",
+                item_ids.len() - n_classified,
+                item_ids.len()
+            ));
+        }
+        let features = match self.rescorer {
+            Some(_) => Some(
+                features::block_features(&map_html, &item_ids).map_err(|e| format!("features: {e}"))?,
+            ),
+            None => None,
+        };
+        let truncated = (!cuts.is_empty()).then(|| cuts.join("; "));
+        Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
+    }
+
+    /// Whether the bundle decodes by margins (`predict_pages`' `need_margins`).
+    fn needs_margins(&self) -> bool {
+        self.manifest.keep_best_block || self.manifest.main_margin.is_some() || self.rescorer.is_some()
+    }
+
+    /// `predict_pages`: per page its block predictions, or its error (failed pages stay
+    /// failed).
+    fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<Vec<usize>, String>> {
+        // (page, chunk) of every chunk to run, in `run_chunks`' order
+        let mut keys: Vec<(usize, usize)> = Vec::new();
+        for (page_index, page) in pages.iter().enumerate() {
+            if let Ok(page) = page {
+                keys.extend((0..page.chunks.len()).map(|chunk| (page_index, chunk)));
+            }
+        }
+        let row = |key: (usize, usize)| -> &[i64] {
+            match &pages[key.0] {
+                Ok(page) => &page.chunks[key.1].token_ids,
+                Err(_) => unreachable!("keys hold prepared pages only"),
+            }
+        };
+        let lengths: Vec<usize> = keys.iter().map(|&key| row(key).len()).collect();
+        let plans = make_batches(
+            &lengths,
+            self.config.max_batch_tokens,
+            &default_buckets(),
+            Some(DEFAULT_MAX_BATCH_ATTENTION),
+        );
+        let mut outputs: Vec<Option<(Vec<f32>, usize)>> = vec![None; keys.len()];
+        let mut failed: Vec<Option<String>> = vec![None; pages.len()];
+        for plan in plans {
+            let batch = FlatBatch::from_rows(plan.rows.iter().map(|&i| row(keys[i])));
+            match self.run_batch(&batch) {
+                Ok((labels, rows)) => {
+                    for (&item, logits) in plan.rows.iter().zip(rows) {
+                        outputs[item] = Some((logits, labels));
+                    }
+                }
+                Err(_) => {
+                    for &item in &plan.rows {
+                        let single = FlatBatch::from_rows([row(keys[item])]);
+                        match self.run_batch(&single) {
+                            Ok((labels, mut rows)) => outputs[item] = Some((rows.remove(0), labels)),
+                            Err(why) => failed[keys[item].0] = Some(format!("inference: {why}")),
+                        }
+                    }
+                }
+            }
+        }
+        // each page's chunk outputs, in chunk order
+        let mut per_page: Vec<Vec<(Vec<f32>, usize)>> = vec![Vec::new(); pages.len()];
+        for (item, output) in outputs.into_iter().enumerate() {
+            if let Some(output) = output {
+                per_page[keys[item].0].push(output);
+            }
+        }
+        pages
+            .iter()
+            .zip(per_page)
+            .zip(failed)
+            .map(|((page, chunk_outputs), failed)| {
+                let page = page.as_ref().map_err(Clone::clone)?;
+                if let Some(why) = failed {
+                    return Err(why);
+                }
+                catch_unwind(AssertUnwindSafe(|| self.decide(page, &chunk_outputs)))
+                    .unwrap_or_else(|_| Err(format!("rescore: {}", panic_message())))
+            })
+            .collect()
+    }
+
+    /// One batch through the classifier: the labels count and per row its SEP logits.
+    fn run_batch(&self, batch: &FlatBatch) -> Result<(usize, Vec<Vec<f32>>), String> {
+        catch_unwind(AssertUnwindSafe(|| {
+            self.classifier
+                .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
+                .map(|sep| (sep.labels, sep.rows))
+                .map_err(|e| py::describe("OrtError", &e.0))
+        }))
+        .unwrap_or_else(|_| Err(panic_message()))
+    }
+
+    /// `predict_pages`' per-page decoding: the argmax path, or `decide_blocks`.
+    fn decide(&self, page: &Prepared, chunk_outputs: &[(Vec<f32>, usize)]) -> Result<Vec<usize>, String> {
+        let n_blocks = page.item_ids.len();
+        let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
+        if !self.needs_margins() {
+            let preds: Vec<Vec<usize>> =
+                chunk_outputs.iter().map(|(logits, labels)| decode::argmax_labels(logits, *labels)).collect();
+            return Ok(decode::block_predictions(n_blocks, &chunk_blocks, &preds));
+        }
+        let margins: Vec<Vec<f32>> =
+            chunk_outputs.iter().map(|(logits, labels)| decode::sep_margins(logits, *labels)).collect();
+        let mut scores = decode::block_margins(n_blocks, &chunk_blocks, &margins);
+        if let Some(rescorer) = &self.rescorer {
+            let features = page.features.as_deref().ok_or_else(|| {
+                "rescore: ValueError: the bundle has a rescorer but the page has no block features".to_string()
+            })?;
+            scores = rescorer
+                .scores(features, n_blocks, &scores)
+                .map_err(|e| format!("rescore: {}", py::describe("OrtError", &e.0)))?;
+            // blocks the limits cut are "other", whatever the rescorer makes of their features
+            for score in scores.iter_mut().skip(page.n_classified) {
+                *score = f32::NAN;
+            }
+        }
+        let predictions = decode::margin_labels(&scores, self.manifest.main_margin.unwrap_or(0.0));
+        Ok(if self.manifest.keep_best_block { decode::keep_best_block(predictions, &scores) } else { predictions })
+    }
+
+    /// `pages._finish`: labels → main HTML → Markdown.
+    fn finish(&self, page: &Prepared, predictions: &[usize]) -> Result<PageOutput, String> {
+        if page.item_ids.is_empty() {
+            return whole_text(page);
+        }
+        let labels = decode::labels_from_predictions(&page.item_ids, predictions);
+        let main_html = if page.map_html.is_empty() {
+            String::new()
+        } else {
+            let main: std::collections::HashSet<&str> =
+                labels.iter().filter(|(_, main)| *main).map(|(id, _)| id.as_str()).collect();
+            catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(&page.map_html, &main)))
+                .map_err(|_| {
+                    format!(
+                        "reconstruct: ValueError: the compiled core failed on this input: {}",
+                        panic_message()
+                    )
+                })?
+        };
+        let markdown = markdown(&main_html)?;
+        let empty_reason = markdown.is_empty().then(|| {
+            if labels.iter().any(|(_, main)| *main) { EMPTY_MAIN_WITHOUT_TEXT } else { EMPTY_NO_MAIN }.to_string()
+        });
+        Ok(PageOutput { html: main_html, markdown, labels, error: None, truncated: page.truncated.clone(), empty_reason })
+    }
+}
+
+/// `to_markdown(html)`, or the `"markdown: …"` error where the specification raises.
+fn markdown(html: &str) -> Result<String, String> {
+    match crate::markdown::to_markdown(html.as_bytes()) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(error) => Err(format!("markdown: {}", py::describe(error.kind, &error.message))),
+    }
+}
+
+/// `pages._whole_text`: a page without blocks gives its visible text, one paragraph a line.
+fn whole_text(page: &Prepared) -> Result<PageOutput, String> {
+    let text = crate::markdown::to_text(page.map_html.as_bytes());
+    let text = String::from_utf8_lossy(&text);
+    let lines = py::splitlines(&text);
+    if lines.is_empty() {
+        return Ok(PageOutput {
+            truncated: page.truncated.clone(),
+            empty_reason: Some(EMPTY_NO_TEXT.to_string()),
+            ..PageOutput::default()
+        });
+    }
+    let mut main_html = String::from("<html><body>");
+    for line in lines {
+        main_html.push_str("<p>");
+        py::escape_html(line, &mut main_html);
+        main_html.push_str("</p>");
+    }
+    main_html.push_str("</body></html>");
+    let markdown = markdown(&main_html)?;
+    Ok(PageOutput { html: main_html, markdown, truncated: page.truncated.clone(), ..PageOutput::default() })
+}

@@ -1,0 +1,220 @@
+"""The C library (``make capi``: ``libpulpie_rt.so``, ``pulpie_rt.h``, the example program
+``examples/c/extract.c``) against the Python page flow: the example program, a C program
+with no Python in it, must give ``pulpie_rt.Extractor(model).extract(html)``'s Markdown, error,
+``n_main`` and ``n_other`` on every dev page, with the tiny checkpoint's bundle and with the
+embedded default model; 8 threads sharing one engine give what one thread gives; every hostile
+page gives a result or an error.
+
+The tiny checkpoint runs here packing 1,024-token chunks (``short_context_bundle``): the same
+weights and code path, more chunks per page, and a fraction of the cost of its 8,192-token
+chunks, whose eager attention made the 254 dev pages take 19 min in C and 27 min in Python on
+this loaded 2-core machine (they gave 254/254 identical pages; ``python -m
+pulpie_rt.bench.capi --parity --model <tiny bundle>`` runs it).
+
+The library is built here (``make capi``) when cargo and a C compiler are on the PATH; the
+tests are skipped, saying so, when they are not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from rt_helpers import hostile_pages, short_context_bundle
+
+from pulpie_rt import Extractor
+from pulpie_rt.bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
+from pulpie_rt.eval.report import REPO_ROOT
+
+MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING_TOOLS),
+    reason=f"the C library needs {', '.join(MISSING_TOOLS)} on the PATH to be built")
+
+
+@pytest.fixture(scope="module")
+def capi() -> Path:
+    build_capi()
+    return EXTRACT
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return short_context_bundle(tmp_path_factory.mktemp("tiny"), 1024)
+
+
+@pytest.fixture(scope="module")
+def dev_jsonl(dev_pages, tmp_path_factory) -> Path:
+    return write_pages(dev_pages, tmp_path_factory.mktemp("capi") / "dev.jsonl")
+
+
+def python_records(extractor: Extractor, htmls: list) -> list[dict]:
+    """What the C program writes for each page, from ``Extractor.extract_batch`` page by page
+    (``extract`` raises where ``extract_batch`` gives the page's error)."""
+    records = []
+    for html in htmls:
+        (result,) = extractor.extract_batch([html])
+        records.append({"markdown": result.markdown, "n_main": result.n_main,
+                        "n_other": result.n_other, "error": result.error})
+    return records
+
+
+def assert_same(c_records: list[dict], expected: list[dict], ids: list) -> None:
+    assert len(c_records) == len(expected)
+    different = [
+        (page_id, {k: (c[k], e[k]) for k in e if c[k] != e[k] and k != "markdown"},
+         c["markdown"] == e["markdown"])
+        for page_id, c, e in zip(ids, c_records, expected, strict=True)
+        if {k: c[k] for k in e} != e
+    ]
+    assert not different, f"{len(different)} of {len(ids)} pages differ: {different[:5]}"
+
+
+@pytest.mark.parametrize("model", ["tiny", "default"])
+def test_the_c_program_gives_the_extractors_markdown_on_every_dev_page(capi, dev_pages,
+                                                                       dev_jsonl, tiny, model):
+    bundle = tiny if model == "tiny" else None
+    c_records = run_extract(dev_jsonl, bundle)
+    assert [r["id"] for r in c_records] == [p["id"] for p in dev_pages]
+    extractor = Extractor(bundle) if bundle else Extractor()
+    expected = python_records(extractor, [p["html"] for p in dev_pages])
+    assert_same(c_records, expected, [p["id"] for p in dev_pages])
+    assert sum(1 for r in c_records if r["markdown"]) >= 0.9 * len(dev_pages)
+
+
+def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_pages, dev_jsonl,
+                                                                    tiny):
+    one = run_extract(dev_jsonl, None, threads=1)
+    eight = run_extract(dev_jsonl, None, threads=8)
+    assert eight == one
+    # batches of pages through pulpie_rt_extract_batch, 8 threads: Extractor.extract_batch's
+    # batching is across the call's pages, so compare with it batch by batch
+    batched = run_extract(dev_jsonl, tiny, threads=8, batch=5)
+    extractor = Extractor(tiny)
+    htmls = [p["html"] for p in dev_pages]
+    expected = []
+    for start in range(0, len(htmls), 5):
+        expected += [{"markdown": r.markdown, "n_main": r.n_main, "n_other": r.n_other,
+                      "error": r.error} for r in extractor.extract_batch(htmls[start:start + 5])]
+    assert_same(batched, expected, [p["id"] for p in dev_pages])
+
+
+@pytest.mark.parametrize("model", ["tiny", "default"])
+def test_every_hostile_page_gives_a_result_or_an_error(capi, tmp_path, tiny, model):
+    pages = hostile_pages()
+    path = write_pages([{"id": name, "html": html} for name, html in pages.items()],
+                       tmp_path / "hostile.jsonl")
+    bundle = tiny if model == "tiny" else None
+    records = run_extract(path, bundle, threads=2)
+    assert [r["id"] for r in records] == list(pages)
+    extractor = Extractor(bundle) if bundle else Extractor()
+    expected = python_records(extractor, list(pages.values()))
+    assert_same(records, expected, list(pages))
+
+
+def test_html_files_and_stdin(capi, dev_pages, tmp_path):
+    page = dev_pages[3]
+    file = tmp_path / "page.html"
+    file.write_bytes(page["html"].encode("utf-8"))
+    expected = Extractor().extract(page["html"]).markdown
+    from_file = subprocess.run([str(capi), str(file)], capture_output=True, check=True)
+    assert from_file.stdout.decode("utf-8") == expected + "\n"
+    from_stdin = subprocess.run([str(capi), "-"], input=file.read_bytes(), capture_output=True,
+                                check=True)
+    assert from_stdin.stdout == from_file.stdout
+
+
+def test_a_missing_model_and_a_missing_onnx_runtime_are_named(capi, tmp_path):
+    done = subprocess.run([str(capi), "--model", str(tmp_path / "nowhere"), "-"], input=b"<p>x",
+                          capture_output=True)
+    assert done.returncode == 1
+    assert done.stderr.decode() == (f"extract: cannot open the model: {tmp_path / 'nowhere'}: "
+                                    "not a pulpie-rt bundle (no manifest.json)\n")
+    env = {"PULPIE_RT_ORT_LIB": str(tmp_path / "libonnxruntime.so.1")}
+    done = subprocess.run([str(capi), "-"], input=b"<p>x", capture_output=True, env=env)
+    assert done.returncode == 1
+    missing = tmp_path / "libonnxruntime.so.1"
+    assert done.stderr.decode() == (
+        f"extract: cannot open the model: cannot load the ONNX Runtime library {missing}: "
+        f"{missing}: cannot open shared object file: No such file or directory\n")
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("model", ctypes.c_char_p),
+                ("backend", ctypes.c_char_p), ("device_id", ctypes.c_int32),
+                ("threads", ctypes.c_int32), ("ort_library", ctypes.c_char_p),
+                ("max_input_bytes", ctypes.c_int64), ("max_page_tokens", ctypes.c_int64),
+                ("max_batch_tokens", ctypes.c_int64)]
+
+
+def test_the_header_the_options_and_the_status_codes(capi):
+    header = (REPO_ROOT / "build" / "capi" / "pulpie_rt.h").read_text()
+    assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
+    lib = ctypes.CDLL(str(LIBRARY))
+    lib.pulpie_rt_abi_version.restype = ctypes.c_uint32
+    assert lib.pulpie_rt_abi_version() == 1
+    options = _Options()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    assert options.struct_size == ctypes.sizeof(_Options) == 64
+    assert (options.model, options.backend, options.threads) == (None, None, 0)
+    assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens) == (
+        16 * 1024 * 1024, 131_072, 16_384)
+    engine, err = ctypes.c_void_p(), ctypes.c_char_p()
+    lib.pulpie_rt_string_free.argtypes = [ctypes.c_char_p]
+    options.backend = b"tpu"
+    assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine),
+                                     ctypes.byref(err)) == 1
+    assert err.value == b"unknown backend 'tpu': choose cpu, cuda or tensorrt"
+    assert not engine.value
+    options.backend, options.struct_size = None, 16
+    assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 1
+
+
+def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):
+    """The page limits through the options (via the C ABI, not the program): the input's
+    last 1,000 bytes cut and the tokens to 2,048 (2 chunks of the tiny bundle), with
+    PageLimits' messages; the labels in order."""
+    from pulpie_rt.runtime.flow.pages import PageLimits
+
+    page = next(p["html"] for p in dev_pages if 100_000 < len(p["html"]) < 300_000)
+    max_input_bytes = len(page.encode("utf-8")) - 1000
+    bundle = tiny
+    expected = Extractor(bundle, limits=PageLimits(max_input_bytes=max_input_bytes,
+                                                   max_page_tokens=2048)).extract(page)
+    assert f"the input was cut to its first {max_input_bytes:,} of" in expected.truncated
+    assert "tokens were not classified (labelled other)" in expected.truncated
+    lib = ctypes.CDLL(str(LIBRARY))
+    options = _Options()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    options.model = str(bundle).encode()
+    options.max_input_bytes, options.max_page_tokens = max_input_bytes, 2048
+    engine, result = ctypes.c_void_p(), ctypes.c_void_p()
+    assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 0
+    data = page.encode("utf-8")
+    assert lib.pulpie_rt_extract(engine, data, len(data), None, ctypes.byref(result), None) == 0
+    for name in ("markdown", "html", "text"):
+        getattr(lib, f"pulpie_rt_result_{name}").restype = ctypes.c_void_p
+    for name in ("error", "truncated", "empty_reason", "label"):
+        getattr(lib, f"pulpie_rt_result_{name}").restype = ctypes.c_char_p
+    size = ctypes.c_size_t()
+    markdown = ctypes.string_at(lib.pulpie_rt_result_markdown(result, ctypes.byref(size)),
+                                size.value).decode()
+    html = ctypes.string_at(lib.pulpie_rt_result_html(result, ctypes.byref(size)),
+                            size.value).decode()
+    text = ctypes.string_at(lib.pulpie_rt_result_text(result, ctypes.byref(size)),
+                            size.value).decode()
+    assert (markdown, html, text) == (expected.markdown, expected.html, expected.text)
+    assert lib.pulpie_rt_result_error(result) is None
+    assert lib.pulpie_rt_result_truncated(result).decode() == expected.truncated
+    assert lib.pulpie_rt_result_n_labels(result) == len(expected.labels)
+    is_main = ctypes.c_int()
+    labels = {}
+    for index in range(len(expected.labels)):
+        item_id = lib.pulpie_rt_result_label(result, index, ctypes.byref(is_main)).decode()
+        labels[item_id] = "main" if is_main.value else "other"
+    assert list(labels.items()) == list(expected.labels.items())
+    lib.pulpie_rt_result_free(result)
+    lib.pulpie_rt_engine_close(engine)
