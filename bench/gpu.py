@@ -53,13 +53,9 @@ from pulpie_rt.bench.gpus import (
     peak_pages_per_second,
     price_table,
 )
-from pulpie_rt.bench.harness import (
-    bench_pages,
-    format_table,
-    machine_info,
-    spread,
-    write_result,
-)
+from pulpie_rt.eval.pages import bench_pages, spread
+from pulpie_rt.eval.report import format_table, machine_info, write_result
+from pulpie_rt.runtime.model.backends import detect_gpu
 
 PARITY_GOAL = 0.999
 DEFAULT_GPU_PAGES = 500
@@ -69,16 +65,9 @@ DEFAULT_GPU_PAGES = 500
 
 
 def gpu_name() -> str | None:
-    """Name of GPU 0 from ``nvidia-smi`` (None when there is no usable NVIDIA GPU)."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
-    return names[0] if names else None
+    """Name of GPU 0 (None when there is no usable NVIDIA GPU)."""
+    gpu = detect_gpu()
+    return gpu.name if gpu is not None else None
 
 
 class UtilSampler:
@@ -127,7 +116,7 @@ def page_chunk_lengths(htmls: Sequence[str], tokenizer_dir: Path) -> list[list[i
     """Chunk lengths of each page through our simplify + tokenize + pack (same chunks as the
     reference's: the runtime's tests hold it to that)."""
     from pulpie_rt.bench.ours import tokenize_pack
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     pack = tokenize_pack(tokenizer_dir, 8192)
     lengths = []

@@ -27,9 +27,9 @@ def special_ids(checkpoint: Path, tokenizer) -> tuple[int | None, int | None]:
 
 def tokenize_pack(checkpoint: Path, max_tokens: int) -> Callable[[str], list]:
     """simplified HTML -> our chunks, with the checkpoint's ``tokenizer.json`` (no transformers)."""
-    from pulpie_rt.runtime.blocks import extract_blocks
-    from pulpie_rt.runtime.chunks import pack_chunks
-    from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer, sep_id
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.chunks import pack_chunks
+    from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer, sep_id
 
     tokenizer = load_tokenizer(checkpoint)
     sep = sep_id(tokenizer)

@@ -20,7 +20,7 @@ Rows (systems):
 Metrics, per page, then the plain mean over pages (as WCXB's ``evaluate.py``); micro totals
 (sums of overlaps and token counts over all pages) go to the JSON as well.
 
-- Tokens: WCXB's, lowercase ``\\w+`` runs (``pulpie_rt.train.labels.words``).
+- Tokens: WCXB's, lowercase ``\\w+`` runs (``pulpie_rt.eval.labels.words``).
 - Word P/R/F1 (WCXB's ``word_f1``): overlap = size of the multiset intersection of the two
   token lists (a word repeated k times in both counts min of the two counts);
   P = overlap / #pred tokens, R = overlap / #ref tokens, F1 = 2PR / (P + R), 0 when P + R = 0.
@@ -54,14 +54,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulpie_rt.bench.harness import format_table, machine_info, spread, write_result
-from pulpie_rt.train.labels import words
+from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
+from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.eval.report import format_table, machine_info, write_result
+from pulpie_rt.eval.systems import rule_texts, run_ours, run_trafilatura
 
-ROUGE_N = 5
 SYSTEMS = ("ours", "trafilatura", "ceiling", "whole-page")
 ROW_NAMES = {"ours": "ours", "trafilatura": "trafilatura", "ceiling": "rule labels (ceiling)",
              "whole-page": "whole page"}
@@ -69,209 +69,7 @@ ROW_NAMES = {"ours": "ours", "trafilatura": "trafilatura", "ceiling": "rule labe
 # ---------------------------------------------------------------- metrics (pure)
 
 
-def _prf(overlap: int, n_pred: int, n_ref: int) -> tuple[float, float, float]:
-    """P/R/F1 from counts, with WCXB's conventions for empty sides."""
-    if n_ref == 0:
-        return (1.0, 1.0, 1.0) if n_pred == 0 else (0.0, 0.0, 0.0)
-    if n_pred == 0:
-        return (0.0, 0.0, 0.0)
-    p, r = overlap / n_pred, overlap / n_ref
-    return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
-
-
-def _overlap(pred: Iterable, ref: Iterable) -> tuple[int, int, int]:
-    """(multiset overlap, #pred, #ref) of two sequences of hashable items."""
-    pred_counts, ref_counts = Counter(pred), Counter(ref)
-    overlap = sum((pred_counts & ref_counts).values())
-    return overlap, sum(pred_counts.values()), sum(ref_counts.values())
-
-
-def word_counts(pred: str, ref: str) -> tuple[int, int, int]:
-    """(overlapping tokens, prediction tokens, reference tokens)."""
-    return _overlap(words(pred), words(ref))
-
-
-def word_prf(pred: str, ref: str) -> tuple[float, float, float]:
-    """WCXB's word precision, recall and F1 of ``pred`` against ``ref``."""
-    return _prf(*word_counts(pred, ref))
-
-
-def _ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
-
-
-def rouge_counts(pred: str, ref: str, n: int = ROUGE_N) -> tuple[int, int, int]:
-    """(overlapping n-grams, prediction n-grams, reference n-grams); n lowered to the
-    reference's token count when the reference is shorter (see the module docstring)."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, not {n}")
-    pred_tokens, ref_tokens = words(pred), words(ref)
-    if not ref_tokens:  # counts only decide which empty case applies
-        return 0, len(pred_tokens), 0
-    n = min(n, len(ref_tokens))
-    return _overlap(_ngrams(pred_tokens, n), _ngrams(ref_tokens, n))
-
-
-def rouge_n(pred: str, ref: str, n: int = ROUGE_N) -> tuple[float, float, float]:
-    """ROUGE-N precision, recall and F1 over word tokens (multisets of n-grams)."""
-    return _prf(*rouge_counts(pred, ref, n))
-
-
-def snippet_rate(text: str, snippets: Sequence[str]) -> float | None:
-    """Fraction of ``snippets`` whose token sequence occurs contiguously in ``text``'s tokens;
-    None without snippets (see the module docstring for why tokens, not raw substrings)."""
-    if not snippets:
-        return None
-    haystack = f" {' '.join(words(text))} "
-    found = 0
-    for snippet in snippets:
-        tokens = words(snippet)
-        found += bool(tokens) and f" {' '.join(tokens)} " in haystack
-    return found / len(snippets)
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    kept = [v for v in values if v is not None]
-    return sum(kept) / len(kept) if kept else None
-
-
-def score_pages(texts: Mapping[str, str], references: Mapping[str, str],
-                snippets: Mapping[str, dict | None] | None = None,
-                per_page: bool = False) -> dict[str, Any]:
-    """Scores of ``texts`` against ``references`` (both keyed by page id).
-
-    Every page of ``references`` is scored; one missing from ``texts`` counts as empty.
-    Returns ``pages``, the means ``precision``/``recall``/``f1``/``rouge5_p``/``rouge5_r``/
-    ``rouge5_f1``, ``empty`` (no token while the reference has some), ``micro`` (the same
-    metrics from summed counts), ``with_rate``/``without_rate`` when ``snippets`` is given,
-    and ``per_page`` when asked.
-    """
-    rows: dict[str, dict[str, Any]] = {}
-    sums = [0] * 6
-    for page_id, ref in references.items():
-        text = texts.get(page_id) or ""
-        wc, rc = word_counts(text, ref), rouge_counts(text, ref)
-        p, r, f1 = _prf(*wc)
-        rp, rr, rf = _prf(*rc)
-        for i, v in enumerate((*wc, *rc)):
-            sums[i] += v
-        row = {"precision": p, "recall": r, "f1": f1, "rouge5_p": rp, "rouge5_r": rr,
-               "rouge5_f1": rf, "pred_words": wc[1], "ref_words": wc[2],
-               "empty": wc[1] == 0 and wc[2] > 0}
-        page_snippets = (snippets or {}).get(page_id) or {}
-        if snippets is not None:
-            row["with_rate"] = snippet_rate(text, page_snippets.get("with") or [])
-            row["without_rate"] = snippet_rate(text, page_snippets.get("without") or [])
-        rows[page_id] = row
-    keys = ("precision", "recall", "f1", "rouge5_p", "rouge5_r", "rouge5_f1")
-    result: dict[str, Any] = {"pages": len(rows)}
-    for key in keys:
-        result[key] = _mean(row[key] for row in rows.values())
-    result["empty"] = sum(row["empty"] for row in rows.values())
-    wp, wr, wf = _prf(*sums[:3])
-    rp, rr, rf = _prf(*sums[3:])
-    result["micro"] = {"precision": wp, "recall": wr, "f1": wf, "rouge5_p": rp,
-                       "rouge5_r": rr, "rouge5_f1": rf, "overlap_words": sums[0],
-                       "pred_words": sums[1], "ref_words": sums[2]}
-    if snippets is not None:
-        result["with_rate"] = _mean(row["with_rate"] for row in rows.values())
-        result["without_rate"] = _mean(row["without_rate"] for row in rows.values())
-    if per_page:
-        result["per_page"] = rows
-    return result
-
-
 # ---------------------------------------------------------------- systems
-
-
-def groundtruth_pages(limit: int | None = None, corpus: str = "dev") -> list[dict]:
-    """The corpus pages with a ground-truth reference (``limit``: evenly spread subset)."""
-    from pulpie_rt.corpus import load_pages
-
-    pages = [p for p in load_pages(corpus) if p.get("reference_kind") == "groundtruth"
-             and isinstance(p.get("reference"), str)]
-    return spread(pages, limit)
-
-
-def rule_texts(pages: Sequence[dict]) -> tuple[dict[str, str], dict[str, str],
-                                                 dict[str, int]]:
-    """Texts of the rule-label ceiling and of the whole page, and each page's block count.
-
-    A page that fails in simplify / reconstruct gets "" (and block count 0 when simplify
-    failed).
-    """
-    from pulpie_rt.runtime.blocks import extract_blocks
-    from pulpie_rt.runtime.labels import labels_from_predictions
-    from pulpie_rt.runtime.markdown import to_text
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-    from pulpie_rt.runtime.simplify import simplify
-    from pulpie_rt.train.labels import label_blocks
-
-    ceiling: dict[str, str] = {}
-    whole: dict[str, str] = {}
-    n_blocks: dict[str, int] = {}
-    for page in pages:
-        pid = page["id"]
-        ceiling[pid] = whole[pid] = ""
-        try:
-            simplified, map_html = simplify(page["html"])
-            blocks, item_ids = extract_blocks(simplified)
-        except Exception:  # counted as an empty output, not fatal
-            n_blocks[pid] = 0
-            continue
-        n_blocks[pid] = sum(1 for i in item_ids if i is not None)
-        for target, preds in ((ceiling, label_blocks(blocks, page["reference"])),
-                              (whole, [1] * len(blocks))):
-            try:
-                labels = labels_from_predictions(item_ids, preds)
-                target[pid] = to_text(extract_main_html(map_html, labels))
-            except Exception:
-                pass
-    return ceiling, whole, n_blocks
-
-
-def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
-             batch_pages: int = 32) -> dict[str, Any]:
-    """Our extractor over ``pages``: texts, errors, block counts, load and extraction time."""
-    from pulpie_rt import Extractor
-
-    t0 = time.perf_counter()
-    extractor = Extractor(model, threads=threads)
-    load_s = time.perf_counter() - t0
-    texts: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    n_blocks: dict[str, int] = {}
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    for start in range(0, len(pages), batch_pages):
-        batch = pages[start:start + batch_pages]
-        results = extractor.extract_batch([p["html"] for p in batch])
-        for page, result in zip(batch, results, strict=True):
-            texts[page["id"]] = result.text
-            n_blocks[page["id"]] = result.n_blocks
-            if result.error is not None:
-                errors[page["id"]] = result.error
-    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
-    return {"texts": texts, "errors": errors, "n_blocks": n_blocks, "load_s": load_s,
-            "wall_s": wall_s, "cpu_s": cpu_s, "timed_pages": len(pages),
-            "device": extractor.device}
-
-
-def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
-    """``trafilatura.extract`` (defaults) over ``pages``; raises ImportError without it."""
-    import trafilatura
-
-    texts: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    for page in pages:
-        try:
-            texts[page["id"]] = trafilatura.extract(page["html"]) or ""
-        except Exception as exc:  # a page that fails is scored empty, not fatal
-            texts[page["id"]] = ""
-            errors[page["id"]] = f"{type(exc).__name__}: {exc}"
-    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
-    return {"texts": texts, "errors": errors, "wall_s": wall_s, "cpu_s": cpu_s,
-            "timed_pages": len(pages), "version": getattr(trafilatura, "__version__", None)}
 
 
 def _empty_with_blocks(texts: Mapping[str, str], references: Mapping[str, str],
@@ -312,7 +110,7 @@ def micro_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pulpie_rt.runtime.models import DEFAULT_MODEL
+    from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help=f"what ours loads: hub name, checkpoint, bundle or engine "

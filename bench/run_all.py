@@ -1,4 +1,5 @@
-"""``make bench`` / ``pulpie-rt bench``: CPU stages + end to end (+ tokens), tables and one JSON.
+"""``make bench`` / ``pulpie-rt bench``: CPU stages, end to end (+ tokens, + the service vs
+``Pipeline``, + the Ray Data path vs ``pulpie-rt run``), tables and one JSON.
 
     python -m pulpie_rt.bench.run_all                       # all dev pages for CPU stages,
                                                             # 12 for end to end (tiny model)
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import bench_pages, machine_info, write_result
+from pulpie_rt.eval.pages import bench_pages
+from pulpie_rt.eval.report import machine_info, write_result
 
 DEFAULT_E2E_PAGES = 12
 
@@ -40,8 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="device for end to end (cpu, cuda:0)")
     parser.add_argument("--workers", type=int, default=2,
                         help="pre/post-processing workers of both Pipelines (default 2)")
+    parser.add_argument("--scale-pages", type=int, default=None,
+                        help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["cpu", "e2e", "pipelines", "tokens"], help="parts to leave out")
+                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray"],
+                        help="parts to leave out")
+    parser.add_argument("--serve-pages", type=int, default=None,
+                        help="dev pages for the service vs Pipeline row (default: "
+                             "bench.serve's)")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -69,6 +77,22 @@ def run(args: argparse.Namespace) -> int:
             with_pipelines="pipelines" not in args.skip, workers=args.workers)
         tables.append(end_to_end_table(report["end_to_end"]))
         print(tables[-1], flush=True)
+    if "ray" not in args.skip:
+        from importlib.util import find_spec
+
+        if find_spec("ray") is None:
+            line = "Scale out (Ray Data vs pulpie-rt run): skipped - pip install -e '.[ray]'"
+            report["scale_out"] = line
+            print(line)
+        else:
+            from pulpie_rt.bench.scale_out import run_scale_out, scale_out_table
+
+            pages = bench_pages(args.scale_pages, args.inputs, args.corpus)
+            print(f"Scale out: {len(pages)} pages, Ray Data (2 actors) vs pulpie-rt run",
+                  flush=True)
+            report["scale_out"] = run_scale_out(pages)
+            tables.append(scale_out_table(report["scale_out"]))
+            print(tables[-1], flush=True)
     if "tokens" not in args.skip:
         try:
             from pulpie_rt.bench.token_report import run_token_report, token_report_table
@@ -79,6 +103,17 @@ def run(args: argparse.Namespace) -> int:
             print(tables[-1], flush=True)
         except ImportError as exc:
             print(f"Token distribution: skipped ({exc})")
+    if "serve" not in args.skip:
+        try:
+            from pulpie_rt.bench.serve import DEFAULT_PAGES, run_serve_bench, serve_table
+
+            pages = bench_pages(args.serve_pages or DEFAULT_PAGES, args.inputs, args.corpus)
+            print(f"Service vs Pipeline: {len(pages)} pages", flush=True)
+            report["serve"] = run_serve_bench(pages)
+            tables.append(serve_table(report["serve"]))
+            print(tables[-1], flush=True)
+        except ImportError as exc:  # the serve extra (starlette, uvicorn) or httpx missing
+            print(f"Service vs Pipeline: skipped ({exc})")
     from pulpie_rt.bench.gpu import gpu_name
 
     if gpu_name() is None:

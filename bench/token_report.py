@@ -19,7 +19,7 @@ from typing import Any
 
 from pulpie_rt.bench.flops import ORANGE_SMALL_SHAPE, chunk_flops
 from pulpie_rt.bench.gpus import GPUS, peak_pages_per_second
-from pulpie_rt.bench.harness import format_table
+from pulpie_rt.eval.report import format_table
 
 MAX_TOKENS = 8192
 
@@ -39,7 +39,7 @@ def page_chunk_lengths(pages: Sequence[dict], tokenizer_dir: Path,
                        log: Callable[[str], None] = print) -> list[list[int]]:
     """Chunk lengths (tokens) of every page through our simplify + tokenize + pack."""
     from pulpie_rt.bench.ours import tokenize_pack
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     pack = tokenize_pack(tokenizer_dir, MAX_TOKENS)
     lengths = []
@@ -115,7 +115,8 @@ def token_report_table(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from pulpie_rt.bench.harness import bench_pages, machine_info, write_result
+    from pulpie_rt.eval.pages import bench_pages
+    from pulpie_rt.eval.report import machine_info, write_result
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=None, help="pages (default: all)")

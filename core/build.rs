@@ -139,31 +139,41 @@ with tempfile.TemporaryDirectory(dir=dir) as tmp:
         if not os.path.isdir(root):  # another build may have put it there meanwhile
             raise
 "#;
-    let python = env::var("PYO3_PYTHON")
-        .or_else(|_| env::var("PYTHON_SYS_EXECUTABLE"))
-        .unwrap_or_else(|_| "python3".into());
-    let status = Command::new(&python)
-        .arg("-c")
-        .arg(SCRIPT)
-        .args([SELECTOLAX_VERSION, SDIST_SHA256])
-        .arg(dir)
-        .arg(root)
-        .status();
-    match status {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!(
-            "`{python} -m pip download selectolax=={SELECTOLAX_VERSION} --no-binary :all:` \
-             (lexbor's C sources) failed ({s}); see its message above.\n\
-             Without network access to PyPI, download selectolax-{SELECTOLAX_VERSION}.tar.gz \
-             elsewhere (sha256 {SDIST_SHA256}), unpack it and set \
-             PULPIE_RT_LEXBOR_SRC=/path/to/selectolax-{SELECTOLAX_VERSION}"
-        )),
-        Err(e) => Err(format!(
-            "cannot run `{python}` to download lexbor's C sources ({e}): set PYO3_PYTHON to a \
-             Python with pip, or PULPIE_RT_LEXBOR_SRC to an unpacked \
-             selectolax-{SELECTOLAX_VERSION} sdist"
-        )),
+    // pip's isolated build runs this with PYTHONPATH pointing at its build environment, which
+    // hides the interpreter's own pip: each candidate runs without it, and the next Python is
+    // tried when one has no pip (a venv made without it, say)
+    let mut pythons: Vec<String> = ["PYO3_PYTHON", "PYTHON_SYS_EXECUTABLE"]
+        .iter()
+        .filter_map(|name| env::var(name).ok())
+        .collect();
+    pythons.extend(["python3".to_string(), "python".to_string()]);
+    pythons.dedup();
+    let mut failures = Vec::new();
+    for python in &pythons {
+        let status = Command::new(python)
+            .env_remove("PYTHONPATH")
+            .env_remove("PYTHONNOUSERSITE")
+            .env_remove("PYTHONHOME")
+            .arg("-c")
+            .arg(SCRIPT)
+            .args([SELECTOLAX_VERSION, SDIST_SHA256])
+            .arg(dir)
+            .arg(root)
+            .status();
+        match status {
+            Ok(s) if s.success() => return Ok(()),
+            Ok(s) => failures.push(format!("`{python}`: {s}")),
+            Err(e) => failures.push(format!("`{python}`: {e}")),
+        }
     }
+    Err(format!(
+        "`python -m pip download selectolax=={SELECTOLAX_VERSION} --no-binary :all:` (lexbor's \
+         C sources) failed with every Python tried ({}); see the messages above.\n\
+         Without network access to PyPI, download selectolax-{SELECTOLAX_VERSION}.tar.gz \
+         elsewhere (sha256 {SDIST_SHA256}), unpack it and set \
+         PULPIE_RT_LEXBOR_SRC=/path/to/selectolax-{SELECTOLAX_VERSION}",
+        failures.join("; ")
+    ))
 }
 
 /// lexbor's NOTICE and LICENSE must travel with binaries that include it (Apache-2.0 section

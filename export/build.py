@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from pulpie_rt.runtime.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manifest
+from pulpie_rt.runtime.model.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manifest
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .to_onnx import EXPORT_METHOD, OPSET, OUTPUT_NAME, convert_to_fp16, export_onnx
@@ -27,7 +27,7 @@ def _versions() -> dict:
     import torch
     import transformers
 
-    from pulpie_rt import __version__ as pulpie_rt_version
+    from pulpie_rt.version import __version__ as pulpie_rt_version
 
     return {"pulpie_rt": pulpie_rt_version, "torch": torch.__version__,
             "transformers": transformers.__version__, "onnx": onnx.__version__,
@@ -36,7 +36,7 @@ def _versions() -> dict:
 
 def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
                  verification: dict | None, max_tokens: int = MAX_TOKENS) -> dict:
-    """The bundle manifest (schema: ``pulpie_rt.runtime.bundle``)."""
+    """The bundle manifest (schema: ``pulpie_rt.runtime.model.bundle``)."""
     config = checkpoint.config
     ids = checkpoint.token_ids
     return {

@@ -9,41 +9,24 @@ recomputed from the checkpoint's RoPE theta exactly as the reference does after 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Names accepted on the command line for the published checkpoints.
-HUB_MODELS = {
-    "orange-small": "feyninc/pulpie-orange-small",
-    "orange-base": "feyninc/pulpie-orange-base",
-    "orange-large": "feyninc/pulpie-orange-large",
-    "small": "feyninc/pulpie-orange-small",
-    "base": "feyninc/pulpie-orange-base",
-    "large": "feyninc/pulpie-orange-large",
-}
+from pulpie_rt.runtime.constants import SEP_TOKEN
+from pulpie_rt.runtime.digest import files_sha256
+from pulpie_rt.runtime.model.hub import fetch_checkpoint, hub_id_for, model_names
+
 # The reference (pulpie 0.0.2) recomputes inv_freq with ``getattr(config, "rope_theta",
 # 250000.0)``; a config without any theta therefore means 250000 there, not transformers'
 # EuroBertConfig default of 10000.
 REFERENCE_ROPE_THETA = 250000.0
-SEP_TOKEN = "<|sep|>"
 NUM_LABELS = 2
-HUB_TIMEOUT_S = 5.0
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-_CHECKPOINT_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json",
-                     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be exported faithfully; the message says why and what to do."""
-
-
-class HubUnavailableError(CheckpointError):
-    """A hub model name while the hub cannot be reached (and the model is not cached)."""
 
 
 @dataclass
@@ -67,65 +50,19 @@ def resolve_model(model: str) -> tuple[Path, str, str | None]:
     """``(local directory, source id, revision)`` for a local path or a hub name/id.
 
     A hub name needs the hub or the local Hugging Face cache; when neither has it this fails at
-    once (no retries) with a message naming the hub id and how to pass a local directory.
+    once (no retries) with ``HubError``, naming the hub id and how to pass a local directory.
     """
     local = Path(model).expanduser()
     if local.is_dir():
         return local.resolve(), str(local.resolve()), None
-    hub_id = HUB_MODELS.get(model, model)
-    if not _HUB_ID.fullmatch(hub_id) or local.exists():
+    hub_id = hub_id_for(model)
+    if hub_id is None or local.exists():
         raise CheckpointError(
             f"{model!r} is neither a checkpoint directory nor a model name "
-            f"({', '.join(sorted(HUB_MODELS))} or a hub id like owner/name)"
+            f"({model_names()} or a hub id like owner/name)"
         )
-    return _download(model, hub_id)
-
-
-def _hub_message(model: str, hub_id: str, reason: str) -> str:
-    return (
-        f"cannot fetch {hub_id!r} for model {model!r}: {reason}. On a machine with internet "
-        f"access run `hf download {hub_id} --local-dir DIR`, copy DIR here and "
-        f"pass it instead: `pulpie-rt export DIR --out OUT`."
-    )
-
-
-def _download(model: str, hub_id: str) -> tuple[Path, str, str | None]:
-    from huggingface_hub import snapshot_download
-
-    def from_cache() -> Path | None:
-        try:
-            return Path(snapshot_download(hub_id, allow_patterns=_CHECKPOINT_FILES,
-                                          local_files_only=True))
-        except Exception:  # noqa: BLE001 - any failure here just means "not cached"
-            return None
-
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
-        cached = from_cache()
-        if cached is None:
-            raise HubUnavailableError(_hub_message(
-                model, hub_id, "HF_HUB_OFFLINE is set and it is not in the local cache"))
-        return cached, hub_id, cached.name
-
-    from huggingface_hub import model_info
-
-    try:
-        # One short request decides reachability; snapshot_download alone would retry for long.
-        info = model_info(hub_id, timeout=HUB_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - connection, DNS, proxy, 401/404 all end here
-        cached = from_cache()
-        if cached is not None:
-            return cached, hub_id, cached.name
-        reason = _short_reason(exc)
-        raise HubUnavailableError(_hub_message(model, hub_id, reason)) from None
-    path = Path(snapshot_download(hub_id, revision=info.sha, allow_patterns=_CHECKPOINT_FILES))
-    return path, hub_id, info.sha
-
-
-def _short_reason(exc: Exception) -> str:
-    name = type(exc).__name__
-    if "NotFound" in name or "RepositoryNotFound" in name:
-        return "the hub has no such model (or it is private)"
-    return "the Hugging Face Hub is unreachable"
+    path, revision = fetch_checkpoint(model, hub_id)
+    return path, hub_id, revision
 
 
 def _read_json(path: Path) -> dict:
@@ -185,15 +122,6 @@ def _weight_files(path: Path) -> list[Path]:
         raise CheckpointError(f"{path}: only pytorch_model.bin found; convert it to safetensors "
                               "(the exporter never unpickles weights)")
     raise CheckpointError(f"{path}: no model.safetensors (or sharded index) found")
-
-
-def _sha256(files: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for file in files:
-        with open(file, "rb") as fh:
-            while block := fh.read(1 << 24):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def _tensor_mismatch_message(path: Path, missing: list[str], extra: list[str],
@@ -289,4 +217,4 @@ def load_checkpoint(model: str | Path) -> Checkpoint:
                               f"{', '.join(left_on_meta)}")
     net.eval()
     return Checkpoint(model=net, path=path, source_id=source_id, revision=revision,
-                      weights_sha256=_sha256(files), rope_theta=theta, token_ids=token_ids)
+                      weights_sha256=files_sha256(files), rope_theta=theta, token_ids=token_ids)

@@ -13,7 +13,8 @@ def _print_err(message: str) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from pulpie_rt.runtime.bundle import BundleError
+    from pulpie_rt.runtime.model.bundle import BundleError
+    from pulpie_rt.runtime.model.hub import HubError
 
     from .build import export_bundle
     from .checkpoint import CheckpointError
@@ -22,7 +23,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         out = export_bundle(args.model, args.out, precision=args.precision,
                             verify=not args.no_verify, max_tokens=args.max_tokens)
-    except (CheckpointError, VerificationError, BundleError, FileNotFoundError) as exc:
+    except (CheckpointError, HubError, VerificationError, BundleError, FileNotFoundError) as exc:
         _print_err(f"pulpie-rt export: {exc}")
         return 2
     print(f"bundle ready: {out}")
@@ -30,7 +31,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
-    from pulpie_rt.runtime.bundle import BundleError
+    from pulpie_rt.runtime.model.bundle import BundleError
 
     from .engine import EngineMismatchError, EngineUnavailableError, run_engine_command
 

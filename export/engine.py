@@ -10,16 +10,14 @@ persists the timing cache so rebuilding on the same GPU type is quick. Beside th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.runtime.bundle import Bundle, load_bundle
+from pulpie_rt.runtime.digest import files_sha256
+from pulpie_rt.runtime.model.backends import GpuInfo, detect_gpu
+from pulpie_rt.runtime.model.bundle import Bundle, load_bundle
 
 from .profiles import GPU_PRESETS, GpuPreset, Profile, preset_for_device_name, profiles_for
 from .to_onnx import FP32_SCOPES
@@ -35,31 +33,6 @@ class EngineUnavailableError(RuntimeError):
 
 class EngineMismatchError(RuntimeError):
     """An engine built for another GPU architecture or TensorRT version."""
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    name: str
-    compute_capability: str
-    memory_mib: int
-
-
-def detect_gpu() -> GpuInfo | None:
-    """The first NVIDIA GPU as ``nvidia-smi`` reports it, or None (no driver, no GPU)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if not out:
-        return None
-    name, capability, memory = (part.strip() for part in out[0].split(","))
-    return GpuInfo(name, capability, int(float(memory)))
 
 
 def no_engine_message(bundle: Path, reason: str) -> str:
@@ -125,14 +98,6 @@ def _mark_fp32(network, trt, fp32_softmax: bool) -> int:
     return marked
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 24):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def build_engine(bundle: Bundle, trt, gpu: GpuInfo, preset: GpuPreset, precision: str,
                  out: Path, timing_cache: Path, fp32_softmax: bool = False,
                  log=print) -> dict:
@@ -185,7 +150,7 @@ def build_engine(bundle: Bundle, trt, gpu: GpuInfo, preset: GpuPreset, precision
         # the runtime finds the bundle of an engine through this path (relative to the engine)
         "bundle": os.path.relpath(bundle.path.resolve(), out.parent.resolve()),
         "bundle_source": bundle.manifest["source"],
-        "bundle_onnx_sha256": _sha256(bundle.onnx_path),
+        "bundle_onnx_sha256": files_sha256([bundle.onnx_path]),
         "timing_cache": str(timing_cache), "build_seconds": round(seconds, 1),
     }
     metadata_path(out).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-SEQ_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
+from pulpie_rt.runtime.stages.batches import SEQ_BUCKETS
+
 MAX_TOKENS = SEQ_BUCKETS[-1]
 REFERENCE_HIDDEN_SIZE = 768  # Orange Small; token budgets below are sized for it
 

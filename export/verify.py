@@ -64,10 +64,10 @@ def build_chunks(tokenizer_path: Path, token_ids: dict, settings: VerifySettings
                  ) -> tuple[list[list[int]], int]:
     """Token ids of the chunks to check (spread over lengths, longest included), pages used."""
     from pulpie_rt.corpus import load_pages
-    from pulpie_rt.runtime.blocks import extract_blocks
-    from pulpie_rt.runtime.chunks import pack_chunks
-    from pulpie_rt.runtime.simplify import simplify
-    from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.chunks import pack_chunks
+    from pulpie_rt.runtime.stages.simplify import simplify
+    from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
 
     tokenizer = load_tokenizer(tokenizer_path)
     pages = load_pages(settings.corpus, limit=settings.pages)

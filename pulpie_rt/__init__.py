@@ -9,12 +9,12 @@ Data flow (one module per stage, under ``pulpie_rt.runtime``)::
     print(Extractor("path/to/bundle").extract(html).markdown)
 """
 
-from pulpie_rt.runtime.extractor import ExtractionError, Extractor
-from pulpie_rt.runtime.pages import ExtractionResult
-from pulpie_rt.runtime.pipeline import PageInput, PageResult, Pipeline
-from pulpie_rt.runtime.simplify import simplify
+from pulpie_rt.runtime.flow.extractor import ExtractionError, Extractor
+from pulpie_rt.runtime.flow.pages import ExtractionResult, PageInput, PageResult
+from pulpie_rt.runtime.flow.pipeline import Pipeline
+from pulpie_rt.runtime.stages.simplify import simplify
+from pulpie_rt.version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "ExtractionError",
     "ExtractionResult",

@@ -12,6 +12,7 @@ _COMMAND_MODULES = (
     "pulpie_rt.runtime.cli",  # extract, run
     "pulpie_rt.export.cli",  # export, engine
     "pulpie_rt.bench.cli",  # bench
+    "pulpie_rt.integrations.serve.cli",  # serve
 )
 
 

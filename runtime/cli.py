@@ -3,15 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
 
-from pulpie_rt.runtime.backends import BACKEND_NAMES, BackendError
-from pulpie_rt.runtime.models import DEFAULT_MODEL, ModelError
+from pulpie_rt.runtime.model.backends import BACKEND_NAMES, BackendError
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError
 
 WRITE_EVERY_PAGES = 64
 WRITE_EVERY_S = 2.0
+PARQUET_ROWS_PER_PART = 2048  # one row group per part file
+PARQUET_PART_EVERY_S = 60.0
+EXIT_OUTPUT_FAILED = 3  # the output could not be written (disk full, read-only)
+EXIT_TERMINATED = 143  # SIGTERM, after writing every finished page (128 + 15)
+EXIT_INTERRUPTED = 130  # Ctrl-C, likewise
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: stop taking pages, write the finished ones, exit."""
+
+
+class _SigtermGuard:
+    """Turns SIGTERM into ``Terminated`` in the main thread, except while a batch of records
+    is being written: then it is raised right after the write, so no record is torn or
+    written twice."""
+
+    def __init__(self) -> None:
+        self.writing = False
+        self.pending = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.writing:
+            self.pending = True
+        else:
+            raise Terminated()
+
+    def after_write(self) -> None:
+        self.writing = False
+        if self.pending:
+            raise Terminated()
 
 
 def _fail(command: str, message: str, code: int = 2) -> int:
@@ -20,7 +51,7 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from pulpie_rt.runtime.extractor import ExtractionError, Extractor
+    from pulpie_rt.runtime.flow.extractor import ExtractionError, Extractor
 
     source = "<stdin>" if args.page == "-" else args.page
     try:
@@ -28,7 +59,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail("extract", f"{source}: cannot read ({exc.strerror or exc})")
     try:
-        extractor = Extractor(args.model, backend=args.backend, device=args.device)
+        extractor = Extractor(args.model, backend=args.backend, device=args.device,
+                              limits=_limits(args))
     except (ModelError, BackendError) as exc:
         return _fail("extract", str(exc))
     try:
@@ -48,6 +80,8 @@ def _record(page, result) -> dict:
         "n_main": result.n_main,
         "n_other": result.n_other,
         "error": page.error or result.error,
+        "truncated": result.truncated,
+        "empty_reason": result.empty_reason,
     }
     if page.url is not None:
         record["url"] = page.url
@@ -57,8 +91,9 @@ def _record(page, result) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from pulpie_rt.runtime.flow.pages import PageInput
+    from pulpie_rt.runtime.flow.pipeline import Pipeline
     from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
-    from pulpie_rt.runtime.pipeline import PageInput, Pipeline
 
     inputs = [Path(p) for p in args.inputs]
     out = Path(args.out)
@@ -68,14 +103,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         done_ids = writer.existing_ids()
     except InputError as exc:
         return _fail("run", str(exc))
+    except OSError as exc:
+        return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
-                            backend=args.backend)
+                            backend=args.backend, limits=_limits(args))
     except (ModelError, BackendError) as exc:
         return _fail("run", str(exc))
 
     n_skip = len(done_ids)
-    stats = {"pages": 0, "errors": 0, "mismatch": None}
+    stats = {"pages": 0, "written": 0, "errors": 0, "truncated": 0, "mismatch": None}
 
     def pages():
         for position, page in enumerate(iter_inputs(inputs, args.html_field, args.id_field)):
@@ -87,26 +124,56 @@ def cmd_run(args: argparse.Namespace) -> int:
             html = None if page.error else page.html
             yield PageInput(html=html, page_id=page.id, metadata={"page": page})
 
+    # JSONL is flushed often (a killed run loses little); a Parquet part is one row group, so
+    # parts are larger (a table of many tiny row groups reads slowly)
+    every_pages, every_s = ((WRITE_EVERY_PAGES, WRITE_EVERY_S) if args.format == "jsonl"
+                            else (PARQUET_ROWS_PER_PART, PARQUET_PART_EVERY_S))
     start = time.perf_counter()
     pending: list[dict] = []
     last_write = time.monotonic()
+
+    guard = _SigtermGuard()
+
+    def flush() -> None:
+        nonlocal pending, last_write
+        guard.writing = True
+        writer.write(pending)
+        stats["written"] += len(pending)
+        pending, last_write = [], time.monotonic()
+        guard.after_write()
+
     bar = tqdm(desc="pulpie-rt", unit="page", initial=0, file=sys.stderr, dynamic_ncols=True,
                mininterval=1.0, disable=args.quiet)
+    results = pipeline.run(pages())
+    previous_handler = signal.signal(signal.SIGTERM, guard)
     try:
-        for result in pipeline.run(pages()):
+        for result in results:
             pending.append(_record(result.metadata["page"], result))
             stats["pages"] += 1
             stats["errors"] += pending[-1]["error"] is not None
+            stats["truncated"] += pending[-1]["truncated"] is not None
             bar.update(1)
-            if len(pending) >= WRITE_EVERY_PAGES or time.monotonic() - last_write > WRITE_EVERY_S:
-                writer.write(pending)
-                pending, last_write = [], time.monotonic()
-        writer.write(pending)
+            if len(pending) >= every_pages or time.monotonic() - last_write > every_s:
+                flush()
+        flush()
     except InputError as exc:
-        writer.write(pending)
-        bar.close()
+        flush()
         return _fail("run", str(exc))
+    except OSError as exc:  # the output disk is full or read-only: what is written stays
+        return _fail("run", f"{out}: cannot write ({exc.strerror or exc}); "
+                            f"{n_skip + stats['written']} pages are written, rerun with the "
+                            "same --out to resume", code=EXIT_OUTPUT_FAILED)
+    except (Terminated, KeyboardInterrupt) as exc:
+        guard.pending = False
+        flush()  # the pages that are finished: a rerun resumes after them
+        terminated = isinstance(exc, Terminated)
+        return _fail("run", f"{'SIGTERM' if terminated else 'interrupted'}: "
+                            f"{n_skip + stats['written']} pages are written to {out}, rerun "
+                            "with the same --out to resume",
+                     code=EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        results.close()  # stops the pipeline's threads and worker processes
         bar.close()
     if stats["mismatch"] is not None:
         position, found, expected = stats["mismatch"]
@@ -115,9 +182,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     rate = stats["pages"] / elapsed if elapsed > 0 else 0.0
     skipped = f" ({n_skip} already done)" if n_skip else ""
+    fallbacks = pipeline.stats.fallbacks
+    fell_back = ("; fell back: " + ", ".join(f"{what} ({n}x)" for what, n in
+                                             sorted(fallbacks.items()))) if fallbacks else ""
     print(f"pulpie-rt run: {stats['pages']} pages{skipped}, {stats['errors']} errors, "
-          f"{rate:.1f} pages/s, {elapsed:.1f} s -> {out}", file=sys.stderr)
+          f"{stats['truncated']} truncated, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}"
+          f"{fell_back}", file=sys.stderr)
     return 0
+
+
+def _limits(args: argparse.Namespace):
+    from pulpie_rt.runtime.flow.pages import PageLimits
+
+    def off_if_zero(value: int) -> int | None:
+        return None if value == 0 else value
+
+    return PageLimits(max_input_bytes=off_if_zero(args.max_input_bytes),
+                      max_page_tokens=off_if_zero(args.max_page_tokens))
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -125,7 +206,17 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="default (the embedded model, or $PULPIE_RT_MODEL when set), a hub "
                              "name (orange-small|orange-base|orange-large), checkpoint dir, "
                              f"bundle dir or engine file (default {DEFAULT_MODEL})")
+    from pulpie_rt.runtime.flow.pages import PageLimits
+
     parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    defaults = PageLimits()
+    parser.add_argument("--max-input-bytes", type=int, default=defaults.max_input_bytes,
+                        help="cut a longer page to its first N bytes before parsing (0: no "
+                             f"limit; default {defaults.max_input_bytes:,})")
+    parser.add_argument("--max-page-tokens", type=int, default=defaults.max_page_tokens,
+                        help="the model reads a page's first chunks up to N tokens; later "
+                             "blocks come out as other (0: no limit; default "
+                             f"{defaults.max_page_tokens:,})")
 
 
 def register(subparsers) -> None:
@@ -139,8 +230,8 @@ def register(subparsers) -> None:
     run = subparsers.add_parser(
         "run", help="bulk extraction of JSONL / WARC / Parquet inputs (resumable)",
         description="Extract every page of INPUT files into OUT: one record per page "
-                    "{id, markdown, n_main, n_other, error}. Rerunning with the same --out "
-                    "resumes after the pages already written.")
+                    "{id, markdown, n_main, n_other, error, truncated, empty_reason}. "
+                    "Rerunning with the same --out resumes after the pages already written.")
     run.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="*.jsonl[.gz], *.warc[.gz] or *.parquet")
     run.add_argument("--out", required=True, help="output file (jsonl) or directory (parquet)")

@@ -1,9 +1,9 @@
 """Readers and writers for ``pulpie-rt run``: JSONL(.gz), WARC(.gz) and Parquet in; JSONL or
 Parquet out, resumable.
 
-Every input page becomes exactly one output record ``{id, markdown, n_main, n_other, error}``
-(WARC inputs add ``url``), written in input order. A record the reader cannot use (bad JSON, no
-HTML field) is still a page: it gets an ``input: ...`` error.
+Every input page becomes exactly one output record ``{id, markdown, n_main, n_other, error,
+truncated, empty_reason}`` (WARC inputs add ``url``), written in input order. A record the
+reader cannot use (bad JSON, no HTML field) is still a page: it gets an ``input: ...`` error.
 
 Resume: records are written in input order, so the pages already done are the first
 ``len(existing records)`` input pages. Writes are crash-safe:
@@ -254,7 +254,8 @@ def _parquet_schema(records: list[dict]):
     import pyarrow as pa
 
     fields = [("id", pa.string()), ("markdown", pa.string()), ("n_main", pa.int64()),
-              ("n_other", pa.int64()), ("error", pa.string())]
+              ("n_other", pa.int64()), ("error", pa.string()), ("truncated", pa.string()),
+              ("empty_reason", pa.string())]
     if any("url" in r for r in records):
         fields.append(("url", pa.string()))
     return pa.schema(fields)

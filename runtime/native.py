@@ -4,7 +4,9 @@
 lexbor, builds libxml2's tree of that serialization, segments it and writes blocks and
 ``map_html``; and it builds libxml2's tree of ``map_html`` and writes the main content. Their
 Python specification lives in ``tests/spec/``; ``tests/test_native.py`` and ``python -m
-pulpie_rt.bench.native_core`` compare the two on real pages.
+pulpie_rt.parity.native_core`` compare the two on real pages. The byte-level BPE tokenizer
+(``CoreTokenizer``, ids identical to the ``tokenizers`` library's) and Markdown / plain text
+(html2text ported; specification ``tests/spec/markdown_spec.py``) run here too.
 
 ``pip install`` builds the library (setuptools-rust and cargo, ``pyproject.toml``; lexbor's C
 sources are fetched by ``core/build.rs``). ``PULPIE_RT_NATIVE_LIB`` loads another build of it.
@@ -13,13 +15,15 @@ sources are fetched by ``core/build.rs``). ``PULPIE_RT_NATIVE_LIB`` loads anothe
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 from pathlib import Path
 
 __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
     "STEP_LEXBOR_HTML", "STEP_LEXBOR_SERIALIZATION", "STEP_TREE", "library_path",
-    "simplify_page", "simplify_step",
+    "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
+    "CoreTokenizer", "TokenizerLoadError",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -96,6 +100,11 @@ def _library() -> ctypes.CDLL:
     lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
     lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     lib.pulpie_rt_free.restype = None
+    _declare_tokenizer(lib)
+    for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
+        function = getattr(lib, name)
+        function.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TextOutput)]
+        function.restype = ctypes.c_int32
     _LIBRARY_CACHE.append(lib)
     return lib
 
@@ -201,3 +210,165 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
     status = lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined), ctypes.byref(out))
     _check(status, out.reason)
     return _take(lib, out.ptr, out.len)
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+class _TokenizerLoadOutput(ctypes.Structure):
+    _fields_ = [
+        ("handle", ctypes.c_void_p),
+        ("error_ptr", ctypes.c_void_p),
+        ("error_len", ctypes.c_size_t),
+    ]
+
+
+class _TokenIdsOutput(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
+def _declare_tokenizer(lib: ctypes.CDLL) -> None:
+    lib.pulpie_rt_tokenizer_load.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TokenizerLoadOutput),
+    ]
+    lib.pulpie_rt_tokenizer_load.restype = ctypes.c_int32
+    lib.pulpie_rt_tokenizer_free.argtypes = [ctypes.c_void_p]
+    lib.pulpie_rt_tokenizer_free.restype = None
+    lib.pulpie_rt_tokenizer_token_to_id.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+    ]
+    lib.pulpie_rt_tokenizer_token_to_id.restype = ctypes.c_int64
+    lib.pulpie_rt_tokenizer_vocab_size.argtypes = [ctypes.c_void_p, ctypes.c_uint8]
+    lib.pulpie_rt_tokenizer_vocab_size.restype = ctypes.c_uint64
+    lib.pulpie_rt_tokenizer_encode.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64),
+        ctypes.c_size_t, ctypes.POINTER(_TokenIdsOutput),
+    ]
+    lib.pulpie_rt_tokenizer_encode.restype = ctypes.c_int32
+    lib.pulpie_rt_free_u32.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.pulpie_rt_free_u32.restype = None
+
+
+class TokenizerLoadError(ValueError):
+    """A ``tokenizer.json`` the core cannot load: unreadable, not JSON, or a configuration it
+    does not support (the message names it)."""
+
+
+class CoreTokenizer:
+    """The compiled core's byte-level BPE tokenizer (``core/src/tokenizer``): the ids of
+    ``tokenizers.Tokenizer.encode_batch_fast(texts, add_special_tokens=False)``.
+
+    Immutable once loaded: threads may share one (each call releases the GIL)."""
+
+    def __init__(self, path: str | Path, ensure_specials: tuple[str, ...] = ()) -> None:
+        """From a ``tokenizer.json`` file; each of ``ensure_specials`` is added as a special
+        token where the tokenizer has no token of that content."""
+        lib = _library()
+        self._lib = lib
+        self._handle = None
+        path_bytes = os.fsencode(path)
+        specials = "\n".join(ensure_specials).encode("utf-8")
+        out = _TokenizerLoadOutput()
+        status = lib.pulpie_rt_tokenizer_load(None, 0, path_bytes, len(path_bytes), specials,
+                                              len(specials), ctypes.byref(out))
+        if status != 0:
+            message = _take(lib, out.error_ptr, out.error_len)
+            raise TokenizerLoadError(f"{path}: {message}")
+        self._handle = out.handle
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None):
+            self._lib.pulpie_rt_tokenizer_free(self._handle)
+            self._handle = None
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of ``token`` (an added token's, else the vocabulary's), or None."""
+        data = token.encode("utf-8")
+        found = self._lib.pulpie_rt_tokenizer_token_to_id(self._handle, data, len(data))
+        return None if found < 0 else found
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        """How many tokens there are, as ``tokenizers.Tokenizer.get_vocab_size`` counts them."""
+        return self._lib.pulpie_rt_tokenizer_vocab_size(self._handle, with_added_tokens)
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, no special tokens added, in one call.
+
+        A text holding a lone surrogate cannot be UTF-8 and raises ``UnicodeEncodeError``,
+        as ``tokenizers`` does (its Rust strings cannot hold one either)."""
+        if not texts:
+            return []
+        encoded = [text.encode("utf-8") for text in texts]
+        ends = (ctypes.c_uint64 * len(encoded))(*itertools.accumulate(map(len, encoded)))
+        data = b"".join(encoded)
+        out = _TokenIdsOutput()
+        status = self._lib.pulpie_rt_tokenizer_encode(self._handle, data, len(data), ends,
+                                                      len(encoded), ctypes.byref(out))
+        if status != 0:
+            reason = out.reason.decode("utf-8", "replace") if out.reason else ""
+            raise RuntimeError(f"core tokenizer failed (status {status}): {reason}")
+        try:
+            # the buffer: each text's end, then all ids (see lib.rs, TokenIdsOutput)
+            flat = memoryview((ctypes.c_uint32 * out.len).from_address(out.ptr))
+            flat = flat.cast("B").cast("I")
+            n = len(texts)
+            ids, start = [], n
+            for end in flat[:n].tolist():
+                ids.append(flat[start:n + end].tolist())
+                start = n + end
+            return ids
+        finally:
+            flat = None  # no view may outlive the buffer
+            self._lib.pulpie_rt_free_u32(out.ptr, out.len)
+# ── Markdown and plain text ───────────────────────────────────────────────────────────────
+
+_STATUS_SPEC_RAISES = 4
+# the exceptions the Markdown specification can raise (html.parser, int(), html2text asserts)
+_SPEC_EXCEPTIONS = {"AssertionError": AssertionError, "ValueError": ValueError}
+
+
+class SpecificationRaises(Exception):
+    """The core's answer where the Python specification raises for an input: ``exception``
+    is the exception it raises (same type and message)."""
+
+    def __init__(self, exception: Exception) -> None:
+        super().__init__(str(exception))
+        self.exception = exception
+
+
+def _text_call(name: str, html: str) -> str | None:
+    """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
+    writes them), None where the core failed (a caught panic); ``SpecificationRaises`` where
+    the specification raises."""
+    lib = _library()
+    function = getattr(lib, name)
+    data = html.encode("utf-8", "surrogatepass")
+    out = _TextOutput()
+    status = function(data, len(data), ctypes.byref(out))
+    if status == 0:
+        try:
+            return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
+        finally:
+            lib.pulpie_rt_free(out.ptr, out.len)
+    if status == _STATUS_SPEC_RAISES:
+        kind, _, message = (out.reason or b"").decode("utf-8", "replace").partition(": ")
+        raise SpecificationRaises(_SPEC_EXCEPTIONS.get(kind, RuntimeError)(message)
+                                  if message else _SPEC_EXCEPTIONS.get(kind, RuntimeError)())
+    return None
+
+
+def markdown(html: str) -> str | None:
+    """``markdown.to_markdown`` on the compiled core, or None where the core
+    failed (the caller then runs the Python specification). Raises ``SpecificationRaises``
+    where the specification raises."""
+    return _text_call("pulpie_rt_markdown", html)
+
+
+def text(html: str) -> str | None:
+    """``markdown.to_text`` on the compiled core, or None where the core failed."""
+    return _text_call("pulpie_rt_text", html)

@@ -12,8 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from pulpie_rt.bench.record_golden import LABEL_SETS, label_set
 from pulpie_rt.corpus import load_pages
+from pulpie_rt.parity.label_sets import LABEL_SETS, label_set
 
 GOLDEN = Path(__file__).parent / "golden" / "prepost.json.gz"
 
@@ -27,7 +27,7 @@ def golden() -> dict:
 @lru_cache(maxsize=1)
 def map_htmls() -> tuple[tuple[str, str], ...]:
     """``(page_id, map_html)`` of every dev page, from our ``simplify``."""
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     return tuple((p["id"], simplify(p["html"])[1]) for p in load_pages("dev"))
 
@@ -35,7 +35,7 @@ def map_htmls() -> tuple[tuple[str, str], ...]:
 @lru_cache(maxsize=1)
 def main_htmls() -> dict[tuple[str, str], str]:
     """``{(page_id, label_set): main_html}`` by our ``extract_main_html``."""
-    from pulpie_rt.runtime.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
     out = {}
     for page_id, map_html in map_htmls():

@@ -33,7 +33,7 @@ def dev_subset(step: int = 3) -> tuple[dict, ...]:
 @lru_cache(maxsize=4)
 def simplified(step: int = 3) -> tuple[tuple[str, str, str], ...]:
     """``(page_id, simplified_html, map_html)`` of ``dev_subset(step)``."""
-    from pulpie_rt.runtime.simplify import simplify
+    from pulpie_rt.runtime.stages.simplify import simplify
 
     return tuple((p["id"], *simplify(p["html"])) for p in dev_subset(step))
 
@@ -105,6 +105,21 @@ def tiny_bundle() -> Path:
     return out
 
 
+def short_context_bundle(tmp_path: Path, max_tokens: int = 128) -> Path:
+    """The tiny bundle packing chunks of ``max_tokens``: many chunks per page, so the
+    60,000-block page takes seconds, not minutes, and page limits cut real pages (8192-token
+    packing is checked against the reference in test_chunks)."""
+    source = tiny_bundle()
+    bundle = tmp_path / f"short-bundle-{max_tokens}"
+    bundle.mkdir()
+    for item in source.iterdir():
+        (bundle / item.name).symlink_to(item)
+    manifest = json.loads((source / "manifest.json").read_text())
+    (bundle / "manifest.json").unlink()
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "max_tokens": max_tokens}))
+    return bundle
+
+
 GOLDEN_LABELS = Path(__file__).parent / "golden" / "labels_tiny.json.gz"
 
 
@@ -119,3 +134,34 @@ def golden_labels() -> dict:
 def small_dev_pages(max_chars: int = 40_000) -> list[dict]:
     """Dev pages of at most ``max_chars`` characters (56 real pages: cheap model runs)."""
     return [p for p in load_pages("dev") if len(p["html"]) <= max_chars]
+
+
+def hostile_pages() -> dict[str, str]:
+    """Synthetic edge cases (not real pages), one definition for every test that must get a
+    result for each: empty and binary input, NUL bytes, 20,000-deep nesting, 60,000 blocks, a
+    5 MB page, control characters, odd attributes, raw-text tags."""
+    return {
+        "empty": "",
+        "whitespace": "   \n\t ",
+        "plain-text": "plain text without any tag",
+        "binary-garbage": bytes(range(256)).decode("latin-1") * 40,
+        "nul-bytes": "<p>a\x00b</p><p>\x00\x00</p>",
+        "deep": "<div>" * 20000 + "deep text" + "</div>" * 20000,
+        "many-blocks": "<body>" + "".join(f"<p>block {i}</p>" for i in range(60000)) + "</body>",
+        "many-inline-runs": "<div>" + "<b>x</b> tail<br>" * 3000 + "</div>",
+        "control-chars-and-refs": "<p>a&#1;b\x01c</p><div title='x\x02'>t</div><p>\ufffe</p>",
+        "long-block": "<div>" + "word " * 400 + "<b>" + "x" * 300 + "</b>tail</div>",
+        "unicode-spaces": "<p>\u3000a\u00a0\u2003b\x1c</p><p>\u205f</p><pre>\x0bc</pre>",
+        "uri-attributes": '<p><a href=" /a b?c=é&d" name="n m">l</a><img src="x y.png" alt=" a ">'
+        "</p>",
+        "quotes-in-attributes": "<p title='a\"b' class=\"c'd\" id='e\"f&apos;g'>q</p>",
+        "attr-with-comment": '<p title="<!-- a > b -->&c">q</p>',
+        # the raw-text flag: the core reads it off the tree, Python off the raw page
+        "raw-text-tags-only-in-comments": "<!-- <xmp> --><p>a > b</p><script>'<noembed>'</script>",
+        "raw-text-upper-case": "<div><XMP>a > b &amp; <c></XMP> t</div><p><NOFRAMES>x<y</NOFRAMES>"
+        "</p>",
+        "5mb-page": "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>",
+        "script-only": "<html><script>" + "var a = 1;" * 1000 + "</script></html>",
+        "unclosed-tags": "<html><body><div><p>unclosed <b>bold <i>italic <table><tr><td>cell",
+    }
+

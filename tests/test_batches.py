@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from pulpie_rt.runtime.batches import DEFAULT_BUCKETS, Bucket, make_batches
+from pulpie_rt.runtime.stages.batches import SEQ_BUCKETS, Bucket, make_batches
 
 
 def _items(lengths):
@@ -24,10 +24,10 @@ def test_every_chunk_once_sorted_within_budget_and_bucket():
     assert seen_lengths == sorted(lengths)  # shortest first: minimal padding
     for batch in batches:
         assert batch.rows * batch.max_length <= 16384 or batch.rows == 1
-        bounds = [b for b in DEFAULT_BUCKETS if b >= batch.max_length]
+        bounds = [b for b in SEQ_BUCKETS if b >= batch.max_length]
         assert batch.bucket.max_length == bounds[0]
-        assert all(n > (DEFAULT_BUCKETS[DEFAULT_BUCKETS.index(bounds[0]) - 1]
-                        if bounds[0] != DEFAULT_BUCKETS[0] else 0) for n in batch.lengths)
+        assert all(n > (SEQ_BUCKETS[SEQ_BUCKETS.index(bounds[0]) - 1]
+                        if bounds[0] != SEQ_BUCKETS[0] else 0) for n in batch.lengths)
 
 
 def test_flat_layout_and_padding():

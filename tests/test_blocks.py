@@ -6,7 +6,7 @@ from pulpie.chunker import extract_blocks as ref_extract_blocks
 from pulpie.model_utils import extract_item_ids as ref_item_ids
 from rt_helpers import simplified
 
-from pulpie_rt.runtime.blocks import extract_blocks
+from pulpie_rt.runtime.stages.blocks import extract_blocks
 
 
 def test_blocks_match_reference_on_dev_pages():

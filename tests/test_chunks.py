@@ -8,9 +8,9 @@ import pytest
 from pulpie.chunker import pack_chunks as ref_pack_chunks
 from rt_helpers import simplified, train_tokenizer
 
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.chunks import Chunk, pack_chunks
-from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer, sep_id
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer, sep_id
 
 
 def _as_pairs(chunks: list[Chunk]) -> list[tuple[list[int], list[int]]]:

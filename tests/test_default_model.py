@@ -8,19 +8,19 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from rt_helpers import tiny_bundle
+from rt_helpers import hostile_pages, tiny_bundle
 
 from pulpie_rt import Extractor
-from pulpie_rt.bench.quality import groundtruth_pages, score_pages
-from pulpie_rt.runtime.batches import Bucket
-from pulpie_rt.runtime.bundle import load_bundle
-from pulpie_rt.runtime.chunks import Chunk
-from pulpie_rt.runtime.labels import block_margins, keep_best_block
-from pulpie_rt.runtime.models import MODEL_ENV, embedded_model_dir, resolve_model
-from pulpie_rt.runtime.pages import PreparedPage, predict_pages
+from pulpie_rt.eval.metrics import score_pages
+from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.model.bundle import load_bundle
+from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
+from pulpie_rt.runtime.stages.batches import Bucket
+from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.labels import block_margins, keep_best_block
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024
-SUBSET = 16  # ground-truth dev pages re-scored here (the training run scored all 65)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,6 @@ def test_embedded_bundle_is_complete_small_and_documented(results):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "python -m pulpie_rt.train" in card
     assert f"{results['dev_groundtruth']['f1']:.3f}" in card
-    # The issue's target (the whole page, every block main, scores 0.707).
-    assert results["dev_groundtruth"]["f1"] >= 0.80
 
 
 def test_no_model_means_the_embedded_one_offline(monkeypatch, default_extractor):
@@ -70,13 +68,21 @@ def test_a_configured_model_replaces_the_embedded_one(monkeypatch):
     assert resolve_model().bundle.path == embedded_model_dir()
 
 
-def test_quality_on_groundtruth_pages_matches_the_training_run(results, default_extractor):
-    """Same per-page word F1 as recorded by the training run, on a spread subset; never an
-    empty output for a page whose blocks were kept."""
-    pages = groundtruth_pages(limit=SUBSET)
+def test_quality_on_groundtruth_pages_is_measured_here(results, default_extractor):
+    """Word F1 on all the ground-truth dev pages, computed in this run: at least 0.80 (the
+    whole page, every block main, scores 0.707), the same per page as the training run
+    recorded, and never an empty output for a page whose blocks were kept.
+
+    Holds across CPUs: the recording machine's labels come back wherever no block score sits
+    within the cross-CPU float noise of its threshold (on 16 of these pages the closest of
+    2,766 blocks is 4.8e-4 away, against differences of order 1e-5 between float32 kernels);
+    abs=0.01 covers the rest (a block flip on a long page)."""
+    pages = groundtruth_pages()
+    assert len(pages) == 65
     outputs = default_extractor.extract_batch([p["html"] for p in pages])
     texts = {p["id"]: r.text for p, r in zip(pages, outputs, strict=True)}
     scores = score_pages(texts, {p["id"]: p["reference"] for p in pages}, per_page=True)
+    assert scores["f1"] >= 0.80, scores["f1"]
     recorded = results["dev_groundtruth_per_page"]
     for page in pages:
         assert scores["per_page"][page["id"]]["f1"] == pytest.approx(
@@ -110,6 +116,9 @@ class _AllOtherBackend:
     def __init__(self, keep_best: bool, main_margin: float | None = None):
         self.bundle = SimpleNamespace(keep_best_block=keep_best, main_margin=main_margin)
 
+    def is_padded(self) -> bool:
+        return True
+
     def buckets(self) -> list[Bucket] | None:
         return None
 
@@ -133,8 +142,6 @@ def test_predict_pages_applies_the_bundles_decoding_only_when_it_asks():
 def test_default_model_on_hostile_pages_gives_every_page_a_result(default_extractor):
     """The rescorer's features run on every page the default model sees: the hostile pages
     (synthetic edge cases) still each give a result, and a page with blocks keeps one."""
-    from test_cli import hostile_pages
-
     pages = hostile_pages()
     results = default_extractor.extract_batch(list(pages.values()))
     assert len(results) == len(pages)
@@ -143,5 +150,5 @@ def test_default_model_on_hostile_pages_gives_every_page_a_result(default_extrac
         if result.n_blocks:
             assert result.n_main >= 1, page_id
     by_id = dict(zip(pages, results, strict=True))
-    assert by_id["60000-blocks"].n_blocks > 1000
-    assert "deep text" in by_id["deep-nesting"].text
+    assert by_id["many-blocks"].n_blocks == 60000
+    assert "deep text" in by_id["deep"].text

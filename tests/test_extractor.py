@@ -14,8 +14,8 @@ from rt_helpers import (
 )
 
 from pulpie_rt import ExtractionError, ExtractionResult, Extractor
-from pulpie_rt.bench.record_golden_labels import weights_sha256
-from pulpie_rt.runtime.models import ModelError, resolve_model
+from pulpie_rt.parity.record_golden_labels import weights_sha256
+from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +31,17 @@ def test_golden_file_matches_the_tiny_checkpoint():
     recorded = golden_labels()["checkpoint"]["weights_sha256"]
     assert recorded == weights_sha256(TINY_CHECKPOINT), (
         f"{GOLDEN_LABELS.name} was recorded from other weights: rerun "
-        "python -m pulpie_rt.bench.record_golden_labels"
+        "python -m pulpie_rt.parity.record_golden_labels"
     )
     assert len(golden_labels()["pages"]) == 254
 
 
 def test_labels_and_markdown_match_reference(extractor):
+    """Our ONNX Runtime labels against the golden file the reference (PyTorch) recorded on
+    another run: two float32 implementations, so agreement is required to 99.9% of blocks, not
+    bitwise. On these 56 pages the smallest |SEP margin| is 6.2e-3, over 300 times the
+    largest ORT-vs-PyTorch logit difference measured (1.8e-5), so another CPU's kernels do not
+    move a label either."""
     pages = small_dev_pages()
     assert len(pages) >= 50
     golden = golden_labels()["pages"]
@@ -53,8 +58,12 @@ def test_labels_and_markdown_match_reference(extractor):
     assert blocks > 1000
     # labels are mixed (a constant model would make this check pass trivially)
     assert 0.1 < sum(r.n_main for r in results) / blocks < 0.9
-    assert same_blocks / blocks >= 0.999, (same_blocks, blocks)
-    assert same_markdown / len(pages) >= 0.98, (same_markdown, len(pages))
+    # Every label and every page's Markdown, as the README claims. Labels are argmaxes of
+    # floats: on these pages the smallest |logit margin| at a SEP is 6e-3 (ONNX Runtime CPU),
+    # far above what another CPU (AVX2 / AVX-512) changes in fp32, so identity holds on any
+    # machine of this kind.
+    assert same_blocks == blocks, (same_blocks, blocks)
+    assert same_markdown == len(pages), (same_markdown, len(pages))
 
 
 def test_result_fields(extractor):
@@ -113,3 +122,20 @@ def test_checkpoint_directory_is_exported_once_into_the_cache(tmp_path, monkeypa
     again = resolve_model(TINY_CHECKPOINT, verify_export=False)
     assert again.bundle.path == first.bundle.path
     assert manifest.stat().st_mtime_ns == stamp  # reused, not exported again
+
+
+def test_a_checkpoint_without_the_export_extra_says_how_to_get_it(monkeypatch, tmp_path):
+    """In the run environment (no torch) a model that must be exported first fails at once,
+    naming the extra, instead of a child process's ModuleNotFoundError."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: (
+        None if name == "torch" else real_find_spec(name, *args)))
+    monkeypatch.setenv("PULPIE_RT_CACHE", str(tmp_path))  # nothing exported yet
+    with pytest.raises(ModelError) as err:
+        resolve_model(TINY_CHECKPOINT)
+    assert str(err.value) == (
+        f"{TINY_CHECKPOINT}: exporting a checkpoint to ONNX needs the export extra (torch "
+        "missing here): pip install 'pulpie-rt[export]' (`make run MODEL=...` installs it), or "
+        "pass a bundle directory")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.features import FEATURE_NAMES, N_FEATURES, block_features
-from pulpie_rt.runtime.simplify import simplify
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES, N_FEATURES, block_features
+from pulpie_rt.runtime.stages.simplify import simplify
 
 PAGE = """<html><body><main><article class="post-content"><h1>The title of the story</h1>
 <p>First paragraph of the story, with a comma. It has two sentences.</p>

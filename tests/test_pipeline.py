@@ -10,7 +10,7 @@ import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor, PageInput, PageResult, Pipeline
-from pulpie_rt.runtime.pipeline import GROUP_PAGES, size_workers
+from pulpie_rt.runtime.flow.pipeline import GROUP_PAGES, size_workers
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pulpie_rt.bench import quality
-from pulpie_rt.bench.quality import rouge_n, score_pages, snippet_rate, word_prf
+from pulpie_rt.eval.metrics import rouge_n, score_pages, snippet_rate, word_prf
 
 # ---------------------------------------------------------------- word P/R/F1
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from postprocess_cases import LABEL_SETS, golden, main_htmls
 
-from pulpie_rt.bench.record_golden import sha256
-from pulpie_rt.runtime.reconstruct import extract_main_html
+from pulpie_rt.runtime.digest import text_sha256 as sha256
+from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 
 
 def test_dev_pages_match_reference_hashes():
@@ -188,9 +188,11 @@ def test_reference_on_its_own_map_html():
     ids=["20000-deep", "nul-bytes", "5MB", "garbage"],
 )
 def test_hostile_input_gives_a_result_within_seconds(map_html):
-    start = time.perf_counter()
+    """A result, and no runaway cost: CPU seconds of this process (not wall time, which a loaded
+    machine stretches), with a bound far above what a linear pass costs."""
+    start = time.process_time()
     out = extract_main_html(map_html, {"1": "main", "2": "main"})
-    assert time.perf_counter() - start < 30
+    assert time.process_time() - start < 30
     assert isinstance(out, str)
     if map_html.startswith("<html><body><div>"):
         assert out.count("<div>") == 20_000 and "deep" in out

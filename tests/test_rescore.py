@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from rt_helpers import tiny_bundle
 
-from pulpie_rt.runtime.bundle import BundleError, load_bundle
-from pulpie_rt.runtime.chunks import Chunk
-from pulpie_rt.runtime.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
-from pulpie_rt.runtime.pages import PreparedPage, predict_pages
-from pulpie_rt.runtime.rescore import BlockRescorer, RescorerError
+from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.rescore import BlockRescorer, RescorerError
 from pulpie_rt.train.fit import Recipe
 
 pytest.importorskip("lightgbm")
@@ -41,6 +41,8 @@ def trained(tmp_path_factory):
 
 
 def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
+    """Two implementations (LightGBM in double, the ONNX tree ensemble in float32), compared
+    on this machine: the tolerances are the float32 conversion's, on any CPU."""
     booster, path, x, check, _ = trained
     assert check["rows"] == 500 and check["rows_off_by_over_1e-4"] == 0
     assert check["max_abs_probability_difference"] < 1e-5
@@ -94,6 +96,9 @@ class _MarginBackend:
         self.bundle = SimpleNamespace(keep_best_block=True, main_margin=main_margin,
                                       has_rescorer=True, rescorer=_FirstColumnRescorer())
 
+    def is_padded(self) -> bool:
+        return True
+
     def buckets(self):
         return None
 
@@ -123,6 +128,9 @@ def test_predict_pages_decides_by_the_rescorers_scores():
 
 
 def test_the_same_recipe_gives_a_byte_identical_rescorer(trained, tmp_path):
+    """Byte-identical ONNX file from the same data and recipe, both fits on this machine in
+    this process (one thread). Across CPUs the histogram sums LightGBM splits on may differ in
+    the last bits, so no cross-machine claim is made."""
     from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
 
     _, path, x, _, y = trained

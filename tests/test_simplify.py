@@ -7,8 +7,9 @@ import re
 import pytest
 from conftest import load_golden
 
-from pulpie_rt.bench.record_golden import normalize_ws, sha256
-from pulpie_rt.runtime.simplify import SimplifyError, simplify
+from pulpie_rt.parity.record_golden import normalize_ws
+from pulpie_rt.runtime.digest import text_sha256 as sha256
+from pulpie_rt.runtime.stages.simplify import SimplifyError, simplify
 
 ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')
 

@@ -7,11 +7,12 @@ from dataclasses import replace
 import pytest
 from rt_helpers import tiny_bundle
 
-from pulpie_rt.runtime.chunks import pack_chunks
-from pulpie_rt.runtime.labels import sep_positions
-from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer, sep_id
+from pulpie_rt.eval.labels import block_text, label_blocks
+from pulpie_rt.eval.metrics import words
+from pulpie_rt.runtime.stages.chunks import pack_chunks
+from pulpie_rt.runtime.stages.labels import sep_positions
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer, sep_id
 from pulpie_rt.train.fit import Recipe, build_chunks, train_model
-from pulpie_rt.train.labels import block_text, label_blocks, words
 
 
 def test_words_are_wcxb_tokens():
@@ -60,6 +61,10 @@ def test_training_chunks_are_the_runtime_chunks_with_one_label_per_sep():
 
 
 def test_training_is_seeded():
+    """Same seed, same recipe: bitwise identical weights, both runs on this machine in this
+    process (one thread, the same kernels). Nothing is claimed across CPUs: the training
+    matmuls and reductions run ISA-specific kernels, so another CPU's weights may differ in the
+    last bits (``make default-model``'s byte-identical rerun is a same-machine claim too)."""
     pytest.importorskip("torch")
     tokenizer = load_tokenizer(tiny_bundle())
     blocks = [f'<li _item_id="{i}">item {i}</li>' for i in range(40)]
@@ -78,6 +83,8 @@ def test_training_is_seeded():
 
 
 def test_second_phase_from_a_saved_first_phase_equals_both_phases_in_one_run(tmp_path):
+    """Bitwise identical on this machine (both runs in this process; saving and loading
+    float32 weights is exact); a same-machine claim like ``test_training_is_seeded``."""
     pytest.importorskip("torch")
     from transformers import EuroBertForTokenClassification
 

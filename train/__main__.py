@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.bundle import MANIFEST_NAME
-from pulpie_rt.runtime.features import FEATURES_VERSION
+from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+from pulpie_rt.runtime.stages.features import FEATURES_VERSION
 from pulpie_rt.train.calibrate import choose_decoding
 from pulpie_rt.train.card import model_card
 from pulpie_rt.train.fit import (
@@ -39,7 +39,9 @@ BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
 
 def evaluate_bundle(bundle: Path, threads: int) -> dict:
     """Word-F1 etc. of the bundle on the dev pages with ground truth (``bench.quality``)."""
-    from pulpie_rt.bench.quality import groundtruth_pages, run_ours, score_pages
+    from pulpie_rt.eval.metrics import score_pages
+    from pulpie_rt.eval.pages import groundtruth_pages
+    from pulpie_rt.eval.systems import run_ours
 
     pages = groundtruth_pages()
     ours = run_ours(pages, str(bundle), threads=threads)
@@ -61,9 +63,10 @@ def count_parameters(checkpoint: Path) -> int:
 
 def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None = None,
                  margin_weight: float | None = None) -> None:
-    """The bundle's ``decoding`` and ``rescorer`` entries (see ``pulpie_rt.runtime.bundle``): a
-    small model is unsure on some pages, and an empty result is the worst answer there; the
-    threshold and the rescorer's margin weight are calibrated (``train.calibrate``)."""
+    """The bundle's ``decoding`` and ``rescorer`` entries (see
+    ``pulpie_rt.runtime.model.bundle``): a small model is unsure on some pages, and an empty
+    result is the worst answer there; the threshold and the rescorer's margin weight are
+    calibrated (``train.calibrate``)."""
     path = bundle / MANIFEST_NAME
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["decoding"] = {"keep_best_block": keep_best_block}

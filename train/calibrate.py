@@ -13,50 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulpie_rt.runtime.labels import labels_from_predictions, sep_margins
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages
+from pulpie_rt.eval.systems import decoded_texts, page_margins
 
-CALIBRATION_SOURCE = "mozilla/readability"
 MARGIN_GRID = tuple(-0.25 * i + 0.0 for i in range(9))  # 0, -0.25 … -2 (+ 0.0: no "-0.00")
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0)  # margin_weight, with a rescorer
-
-
-def calibration_pages() -> list[dict]:
-    from pulpie_rt.corpus import load_pages
-
-    return [p for p in load_pages("dev")
-            if p["source"] == CALIBRATION_SOURCE and isinstance(p.get("reference"), str)]
-
-
-def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:
-    """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU."""
-    from pulpie_rt.runtime.backends import create_backend
-    from pulpie_rt.runtime.bundle import load_bundle
-    from pulpie_rt.runtime.pages import Preparer, run_chunks
-
-    bundle = load_bundle(bundle_dir)
-    backend = create_backend(bundle, "onnxruntime", "cpu", threads=threads)
-    preparer = Preparer.from_bundle(bundle)
-    prepared = [preparer.prepare(page["html"]) for page in pages]
-    margins, failed = run_chunks(backend, prepared, sep_margins, 16384)
-    if failed:
-        raise RuntimeError(f"calibration pages failed: {sorted(failed.items())[:3]}")
-    return [(page, ready, [margins[(i, c)] for c in range(len(ready.chunks))])
-            for i, (page, ready) in enumerate(zip(pages, prepared, strict=True))]
-
-
-def decoded_texts(scored: list, threshold: float, rescorer=None) -> dict[str, str]:
-    """Per page id of ``page_margins``' output: the main-content text under one decoding
-    (``runtime.pages.decide_blocks`` with ``keep_best_block``)."""
-    from pulpie_rt.runtime.markdown import to_text
-    from pulpie_rt.runtime.pages import decide_blocks
-    from pulpie_rt.runtime.reconstruct import extract_main_html
-
-    texts = {}
-    for page, prepared, margins in scored:
-        preds = decide_blocks(prepared, margins, threshold, True, rescorer)
-        labels = labels_from_predictions(prepared.item_ids, preds)
-        texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
-    return texts
 
 
 def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
@@ -64,8 +25,8 @@ def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
     """``(margin_weight, main_margin, every F1 tried)``: the best pair of ``WEIGHT_GRID`` x
     ``MARGIN_GRID`` (``margin_weight`` None and the margin grid alone when the bundle has no
     rescorer); ties go to the smaller weight, then the threshold nearest 0."""
-    from pulpie_rt.bench.quality import score_pages
-    from pulpie_rt.runtime.bundle import load_bundle
+    from pulpie_rt.eval.metrics import score_pages
+    from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)
     pages = calibration_pages()

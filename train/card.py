@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulpie_rt.train.calibrate import CALIBRATION_SOURCE
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE
 
 
 def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: int) -> str:
@@ -30,7 +30,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
         rescorer_text = f"""
 - A block rescorer (`rescorer.onnx`, manifest `rescorer`): a LightGBM ensemble of
   {rescorer['trees']} trees over {rescorer['features']} block features
-  (`pulpie_rt.runtime.features`: words, link density, the ancestors' tags and class/id words,
+  (`pulpie_rt.runtime.stages.features`: words, link density, the ancestors' tags and class/id words,
   position, the Readability-style container of the page's prose, repeated texts), read from
   the page's DOM, which a 1,024-token window cannot see. Trained on the same blocks and labels
   ({rescorer['blocks']:,} blocks; LightGBM learning rate {recipe['rescorer_learning_rate']},
@@ -87,7 +87,7 @@ by their authors on far more data.
 - `../shared/corpus/train.jsonl.gz`: {data['pages']} real pages from WCXB's dev split
   with ground-truth main text (none of them in the dev corpus or WCXB's test split).
 - Each page segmented by our `simplify` (the runtime's own segmentation), each block labelled
-  by `pulpie_rt.train.labels.label_blocks`: walk the blocks in page order; a block is main when
+  by `pulpie_rt.eval.labels.label_blocks`: walk the blocks in page order; a block is main when
   at least 70% of its words (lowercase `\\w+`) are still available in the ground truth's
   remaining word counts, and only a main block uses them up. {data['blocks']:,} blocks,
   {data['main_share']:.1%} main.

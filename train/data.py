@@ -15,9 +15,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from pulpie_rt.corpus import corpus_path, iter_pages
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.simplify import simplify
-from pulpie_rt.train.labels import MIN_AVAILABLE, label_blocks
+from pulpie_rt.eval.labels import MIN_AVAILABLE, label_blocks
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.simplify import simplify
 
 CACHE_DIR = Path("build") / "train-data"
 

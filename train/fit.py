@@ -36,8 +36,8 @@ from pulpie_rt.export.tiny import (
     train_tokenizer,
     write_tokenizer_files,
 )
-from pulpie_rt.runtime.chunks import pack_chunks
-from pulpie_rt.runtime.tokens import encode_blocks, load_tokenizer
+from pulpie_rt.runtime.stages.chunks import pack_chunks
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
 
 IGNORE = -100  # label of every position that is not a SEP
 

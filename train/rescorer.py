@@ -20,15 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.corpus import corpus_path, iter_pages
-from pulpie_rt.runtime.blocks import extract_blocks
-from pulpie_rt.runtime.features import (
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.features import (
     CATEGORICAL_COLUMNS,
     FEATURE_NAMES,
     FEATURES_VERSION,
     N_FEATURES,
     block_features,
 )
-from pulpie_rt.runtime.simplify import simplify
+from pulpie_rt.runtime.stages.simplify import simplify
 from pulpie_rt.train.data import CACHE_DIR, prepare_pages
 
 RESCORER_NAME = "rescorer.onnx"

@@ -1,13 +1,18 @@
-//! Compiled core of `pulpie_rt.runtime.simplify` and `.reconstruct`: a raw page in,
+//! Compiled core of the CPU stages. `pulpie_rt.runtime.stages.simplify`: a raw page in,
 //! `(simplified_html, map_html)` out — lexbor (linked in, `build.rs`) parses and serializes the
-//! page, the core builds the libxml2-shaped tree of that serialization and segments it — and
-//! `map_html` plus the main-labelled ids in, the main-content HTML out. The Python
-//! implementation in `tests/spec/` is the specification: tests and `bench/native_core.py`
-//! compare the two on every real page.
+//! page, the core builds the libxml2-shaped tree of that serialization and segments it.
+//! `.reconstruct`: `map_html` plus the main-labelled ids in, the main-content HTML out.
+//! `markdown`: the main content's Markdown and plain text (specified by html2text itself and
+//! `tests/spec/markdown_spec.py`). `tokenizer`: the byte-level BPE tokenizer of
+//! `runtime/stages/tokens.py`, with the JSON reader it loads `tokenizer.json` with (`json`); its
+//! ids equal the `tokenizers` library's. `ort`: the model through ONNX Runtime's C API (loaded
+//! at run time), the rescorer and batching. The Python implementations in `tests/spec/` are
+//! the specification: tests and `parity/` compare the two on every real page.
 //!
 //! std only (no crates), C ABI, loaded with ctypes by `runtime/native.py`. Status codes: 0
-//! done, 1 input the core cannot take (a page that is not UTF-8; the reason says why), 2 a
-//! panic (caught; never crosses the C ABI). Output buffers are released with `pulpie_rt_free`.
+//! done, 1 input the core cannot take (the reason says why), 2 a panic (caught; never crosses
+//! the C ABI), 4 the specification raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
+//! Output buffers are released with `pulpie_rt_free`.
 
 mod charref;
 mod decode;
@@ -16,13 +21,17 @@ mod detect_model;
 mod encoding;
 mod entities;
 mod html5;
+pub mod json;
 mod lexbor;
+mod markdown;
+pub mod ort;
 mod page;
 mod py_word;
 mod raw;
 mod reconstruct;
 mod simplify;
 mod token;
+pub mod tokenizer;
 mod tree;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -272,4 +281,268 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
         }
         Err(status) => status,
     }
+}
+
+// ---------------------------------------------------------------- tokenizer
+
+#[repr(C)]
+pub struct TokenizerLoadOutput {
+    /// the tokenizer (status 0), released with `pulpie_rt_tokenizer_free`
+    pub handle: *mut tokenizer::Tokenizer,
+    /// why loading failed (status 1 or 2), UTF-8, released with `pulpie_rt_free`
+    pub error_ptr: *mut u8,
+    pub error_len: usize,
+}
+
+/// Loads a tokenizer from the content of a `tokenizer.json` (`json`), or from the file at
+/// `path` when `json` is null. `ensure_specials` lists tokens, one per line, to add as special
+/// tokens where the tokenizer has no token of that content (`runtime/stages/tokens.py` passes
+/// `<|sep|>`). Status: 0 done, 1 the file cannot be read or is not a tokenizer this core
+/// supports (the message says why), 2 a panic (its message). The tokenizer is immutable:
+/// several threads may encode with one handle at once.
+///
+/// # Safety
+/// `json` (or `path`) and `ensure_specials` point to that many bytes (UTF-8 for the path and
+/// the specials); `out` to a writable `TokenizerLoadOutput`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
+    json: *const u8,
+    json_len: usize,
+    path: *const u8,
+    path_len: usize,
+    ensure_specials: *const u8,
+    specials_len: usize,
+    out: *mut TokenizerLoadOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TokenizerLoadOutput { handle: std::ptr::null_mut(), error_ptr: std::ptr::null_mut(), error_len: 0 };
+    let json = (!json.is_null()).then(|| std::slice::from_raw_parts(json, json_len));
+    let path = (!path.is_null()).then(|| std::slice::from_raw_parts(path, path_len));
+    let specials = std::slice::from_raw_parts(ensure_specials, specials_len);
+    let loaded = catch_unwind(|| -> Result<tokenizer::Tokenizer, String> {
+        let specials = std::str::from_utf8(specials).map_err(|_| "ensure_specials is not UTF-8")?;
+        let mut loaded = match (json, path) {
+            (Some(json), _) => tokenizer::Tokenizer::from_json(json)?,
+            (None, Some(path)) => {
+                let path = path_of(path)?;
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                tokenizer::Tokenizer::from_json(&bytes)?
+            }
+            (None, None) => return Err("neither JSON nor a path".into()),
+        };
+        for special in specials.split('\n').filter(|s| !s.is_empty()) {
+            loaded.ensure_special_token(special);
+        }
+        Ok(loaded)
+    });
+    let (status, message) = match loaded {
+        Ok(Ok(loaded)) => {
+            out.handle = Box::into_raw(Box::new(loaded));
+            return 0;
+        }
+        Ok(Err(message)) => (1, message),
+        Err(_) => (2, PANIC_MESSAGE.with(|m| {
+            let m = m.borrow();
+            String::from_utf8_lossy(&m[..m.len().saturating_sub(1)]).into_owned()
+        })),
+    };
+    (out.error_ptr, out.error_len) = leak(message);
+    status
+}
+
+/// A file path from its bytes (any bytes on Unix, as the OS takes them; UTF-8 elsewhere).
+fn path_of(bytes: &[u8]) -> Result<std::path::PathBuf, String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::ffi::OsStr::from_bytes(bytes).into())
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes).map(Into::into).map_err(|_| "the path is not UTF-8".into())
+    }
+}
+
+/// # Safety
+/// `handle` comes from `pulpie_rt_tokenizer_load` (or is null), freed once, when no other
+/// thread uses it.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_free(handle: *mut tokenizer::Tokenizer) {
+    if !handle.is_null() {
+        drop(Box::from_raw(handle));
+    }
+}
+
+/// The id of `token` (an added token's, else the vocabulary's); -1 if it has none, -2 after a
+/// panic.
+///
+/// # Safety
+/// `handle` is a live tokenizer; `token` points to `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_token_to_id(
+    handle: *const tokenizer::Tokenizer,
+    token: *const u8,
+    len: usize,
+) -> i64 {
+    install_panic_hook();
+    let tokenizer = &*handle;
+    let token = std::slice::from_raw_parts(token, len);
+    catch_unwind(AssertUnwindSafe(|| {
+        std::str::from_utf8(token).ok().and_then(|t| tokenizer.token_to_id(t)).map_or(-1, i64::from)
+    }))
+    .unwrap_or(-2)
+}
+
+/// `tokenizers`' `get_vocab_size(with_added_tokens)`: the model vocabulary's size, plus the
+/// added tokens it does not hold when `with_added_tokens` is nonzero (0 after a panic).
+///
+/// # Safety
+/// `handle` is a live tokenizer.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_vocab_size(
+    handle: *const tokenizer::Tokenizer,
+    with_added_tokens: u8,
+) -> u64 {
+    install_panic_hook();
+    let tokenizer = &*handle;
+    catch_unwind(AssertUnwindSafe(|| tokenizer.vocab_size(with_added_tokens != 0) as u64))
+        .unwrap_or(0)
+}
+
+#[repr(C)]
+pub struct TokenIdsOutput {
+    /// one buffer: for each of the n texts the end of its ids, then all ids (text i's ids are
+    /// `ptr[n + end(i-1) .. n + end(i)]`); released with `pulpie_rt_free_u32`
+    pub ptr: *mut u32,
+    pub len: usize,
+    /// static, NUL-terminated reason for status 1 (or the panic message for status 2)
+    pub reason: *const u8,
+}
+
+/// Token ids of `n_texts` texts (a page's blocks) in one call: `texts` holds them one after
+/// another as UTF-8, `text_ends[i]` is the byte offset where text i ends. No special tokens
+/// are added. Status codes: 0 done, 1 invalid input (`reason`), 2 a panic.
+///
+/// # Safety
+/// `handle` is a live tokenizer; `texts` points to `texts_len` bytes, `text_ends` to
+/// `n_texts` offsets; `out` to a writable `TokenIdsOutput`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_tokenizer_encode(
+    handle: *const tokenizer::Tokenizer,
+    texts: *const u8,
+    texts_len: usize,
+    text_ends: *const u64,
+    n_texts: usize,
+    out: *mut TokenIdsOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TokenIdsOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let tokenizer = &*handle;
+    let bytes = std::slice::from_raw_parts(texts, texts_len);
+    let ends = std::slice::from_raw_parts(text_ends, n_texts);
+    let encoded = run(&mut out.reason, || {
+        let all = std::str::from_utf8(bytes).map_err(|_| tree::Unsupported("not UTF-8"))?;
+        let mut texts = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for &end in ends {
+            let end = usize::try_from(end).unwrap_or(usize::MAX);
+            if end < start || end > all.len() || !all.is_char_boundary(end) {
+                return Err(tree::Unsupported("text ends out of order or inside a character"));
+            }
+            texts.push(&all[start..end]);
+            start = end;
+        }
+        let (ids, id_ends) = tokenizer.encode_all(texts);
+        let mut buffer = id_ends;
+        buffer.extend_from_slice(&ids);
+        Ok(buffer)
+    });
+    match encoded {
+        Ok(buffer) => {
+            let boxed = buffer.into_boxed_slice();
+            out.len = boxed.len();
+            out.ptr = Box::into_raw(boxed) as *mut u32;
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// # Safety
+/// `ptr`/`len` come from a `TokenIdsOutput`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_free_u32(ptr: *mut u32, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
+    }
+}
+
+thread_local! {
+    /// The last `STATUS_SPEC_RAISES` reason, NUL-terminated (valid until the next call on
+    /// this thread).
+    static SPEC_ERROR: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0]);
+}
+
+/// Status of `pulpie_rt_markdown`: the Python specification raises for this input; `reason`
+/// is `"ExceptionType: message"` (Python's type name and message).
+pub const STATUS_SPEC_RAISES: i32 = 4;
+
+/// `markdown::to_markdown` (the reference's Markdown) of `len` bytes of UTF-8 (lone
+/// surrogates written as Python's `surrogatepass` writes them are allowed, and come back the
+/// same way). Status 0 done, 2 a panic (message in `reason`), 4 see `STATUS_SPEC_RAISES`.
+///
+/// # Safety
+/// `input` points to `len` readable bytes; `out` to a writable `TextOutput`, whose buffer is
+/// released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_markdown(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(input, len) };
+    match run(&mut out.reason, || Ok(markdown::to_markdown(bytes))) {
+        Ok(Ok(markdown)) => {
+            (out.ptr, out.len) = leak_bytes(markdown);
+            0
+        }
+        Ok(Err(error)) => {
+            let mut reason = format!("{}: {}", error.kind, error.message).replace('\0', " ").into_bytes();
+            reason.push(0);
+            out.reason = SPEC_ERROR.with(|m| {
+                *m.borrow_mut() = reason;
+                m.borrow().as_ptr()
+            });
+            STATUS_SPEC_RAISES
+        }
+        Err(status) => status,
+    }
+}
+
+/// `markdown::to_text` (the runtime's plain text) of `len` bytes of UTF-8 (lone surrogates
+/// allowed as for `pulpie_rt_markdown`). Status 0 done, 2 a panic (message in `reason`).
+///
+/// # Safety
+/// As for `pulpie_rt_markdown`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_text(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(input, len) };
+    match run(&mut out.reason, || Ok(markdown::to_text(bytes))) {
+        Ok(text) => {
+            (out.ptr, out.len) = leak_bytes(text);
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
+    let boxed = bytes.into_boxed_slice();
+    let len = boxed.len();
+    (Box::into_raw(boxed) as *mut u8, len)
 }

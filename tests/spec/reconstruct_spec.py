@@ -38,7 +38,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_rt.runtime.reconstruct import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
 
 from .dom_spec import (
     BOOLEAN_ATTRS,

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from pulpie_rt.runtime.simplify import SimplifyError
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+from pulpie_rt.runtime.stages.simplify import SimplifyError
 
 from .dom_spec import (
     Node,
@@ -60,8 +61,6 @@ INVISIBLE_STYLES = {
     "visibility": "hidden",
     "opacity": "0",
 }
-TAIL_BLOCK_TAG = "cc-alg-uc-text"
-ITEM_ID_ATTR = "_item_id"
 ELLIPSIS = "..."
 
 # Node.flags bits
@@ -638,7 +637,7 @@ def _mark_map(
         except ValueError:
             return False
         to_wrap = siblings[start : stop + 1]
-        wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
+        wrapper = Node(RUN_WRAPPER_TAG, {ITEM_ID_ATTR: item_id})
         _copy_cc_select(wrapper, original_parent)
         leading = original_parent.text if start == 0 else siblings[start - 1].tail
         trailing = last.tail
@@ -677,7 +676,7 @@ def _mark_map(
 
 def _wrap_text(item_id: str, parent: Node, index: int, text: str) -> None:
     """Insert a ``<cc-alg-uc-text>`` run wrapper holding ``text`` at ``index``."""
-    wrapper = Node(TAIL_BLOCK_TAG, {ITEM_ID_ATTR: item_id})
+    wrapper = Node(RUN_WRAPPER_TAG, {ITEM_ID_ATTR: item_id})
     _copy_cc_select(wrapper, parent)
     wrapper.text = text
     wrapper.parent = parent

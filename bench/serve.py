@@ -1,0 +1,137 @@
+"""Pages/s through ``pulpie-rt serve`` at 16 concurrent callers beside ``Pipeline`` on the same
+pages, in one run (``make bench``'s "serve" row; the issue's goal: the service at >= 80% of
+``Pipeline``).
+
+- ``Pipeline``: ``Pipeline(model, workers=W).extract_batch(pages)`` in this process (model
+  loaded and warmed up beforehand, load time not counted).
+- ``serve``: ``pulpie-rt serve --workers W`` in a child process on 127.0.0.1 (started and warmed
+  up beforehand); ``callers`` async httpx clients post one page a request until every page is
+  answered. The clock runs from the first request to the last answer, so it includes HTTP,
+  JSON and the client itself, which shares this machine's cores.
+
+The two alternate ``repeats`` times; pages/s is the best pass of each (the least disturbed by
+other work on the machine), every pass is in the JSON. Both must give the same Markdown.
+
+    python -m pulpie_rt.bench.serve --pages 48 --callers 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pulpie_rt.eval.pages import bench_pages
+from pulpie_rt.eval.report import format_table, machine_info, write_result
+
+DEFAULT_PAGES = 48
+DEFAULT_CALLERS = 16
+
+
+async def _post_all(url: str, pages: list[dict], callers: int) -> list[dict]:
+    """Every page once, one page a request, ``callers`` requests at a time; results in order."""
+    import httpx
+
+    answers: list[Any] = [None] * len(pages)
+    next_index = iter(range(len(pages)))
+
+    async def caller(client: httpx.AsyncClient) -> None:
+        for index in next_index:
+            page = pages[index]
+            response = await client.post(url + "/v1/extract", json={
+                "pages": [{"id": page["id"], "html": page["html"]}]})
+            response.raise_for_status()
+            (answers[index],) = response.json()["results"]
+
+    limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
+    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
+        await asyncio.gather(*(caller(client) for _ in range(callers)))
+    return answers
+
+
+def run_serve_bench(pages: list[dict], callers: int = DEFAULT_CALLERS,
+                    workers: int | None = None, model: str | None = None,
+                    repeats: int = 2) -> dict[str, Any]:
+    """Both sides on ``pages``, alternating ``repeats`` times; see the module docstring."""
+    from pulpie_rt import Pipeline
+    from pulpie_rt.integrations.serve.limits import default_workers
+    from pulpie_rt.integrations.serve.process import LocalServer
+    from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
+
+    model = model or DEFAULT_MODEL
+    workers = workers if workers is not None else default_workers()
+    pipeline = Pipeline(model, workers=workers)
+    pipeline.extract_batch([p["html"] for p in pages[:2]])  # warm-up
+    # throughput, not latency: a page may wait behind the others for longer than the default
+    options = [model, "--workers", str(workers), "--request-timeout", "3600"]
+    passes: dict[str, list[float]] = {"Pipeline": [], "serve": []}
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-bench-serve-") as tmp, \
+            LocalServer(options, Path(tmp) / "serve.log") as server:
+        asyncio.run(_post_all(server.url, pages[:2], 2))  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            ours = pipeline.extract_batch([p["html"] for p in pages])
+            passes["Pipeline"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            served = asyncio.run(_post_all(server.url, pages, callers))
+            passes["serve"].append(time.perf_counter() - start)
+        status = server.stop()
+    same = sum(r.markdown == s["content"] and r.error == s["error"]
+               for r, s in zip(ours, served, strict=True))
+    best = {side: len(pages) / min(seconds) for side, seconds in passes.items()}
+    return {
+        "pages": len(pages), "callers": callers, "workers": workers, "model": model,
+        "repeats": repeats, "seconds": passes,
+        "pipeline_pages_per_s": best["Pipeline"], "serve_pages_per_s": best["serve"],
+        "serve_vs_pipeline": best["serve"] / best["Pipeline"],
+        "same_markdown": same, "errors": sum(r.error is not None for r in ours),
+        "serve_exit_status": status,
+    }
+
+
+def serve_table(report: dict[str, Any]) -> str:
+    rows = [
+        ("Pipeline (in process)", report["pages"], report["pipeline_pages_per_s"], "1.00x", "-"),
+        (f"serve, {report['callers']} callers, 1 page/request", report["pages"],
+         report["serve_pages_per_s"], f"{report['serve_vs_pipeline']:.2f}x",
+         f"{report['same_markdown']}/{report['pages']}"),
+    ]
+    table = format_table([f"serve vs Pipeline ({report['workers']} workers)", "pages",
+                          "pages/s", "vs Pipeline", "same Markdown"], rows)
+    return table + "\n  (goal: serve >= 0.80x Pipeline; best of " \
+        f"{report['repeats']} alternating passes)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pages", type=int, default=DEFAULT_PAGES,
+                        help=f"dev pages, evenly spread (default {DEFAULT_PAGES})")
+    parser.add_argument("--corpus", default="dev")
+    parser.add_argument("--inputs", nargs="+", default=None, metavar="FILE")
+    parser.add_argument("--callers", type=int, default=DEFAULT_CALLERS)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="CPU workers of both sides (default: the service's default)")
+    parser.add_argument("--model", default=None, help="default: the embedded model")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", default=None, help="JSON file or folder (default bench/results)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.serve",
+                                     description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    pages = bench_pages(args.pages, args.inputs, args.corpus)
+    report = run_serve_bench(pages, args.callers, args.workers, args.model, args.repeats)
+    print(serve_table(report))
+    path = write_result("serve", {"kind": "serve", "machine": machine_info(), "serve": report},
+                        args.out)
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

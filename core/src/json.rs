@@ -1,0 +1,459 @@
+//! A small JSON reader (RFC 8259), std only: enough for `tokenizer.json` (tens of MB) and
+//! bundle `manifest.json` files. `parse` builds a `Value` tree; errors name the byte offset
+//! where the input stops being JSON.
+//!
+//! Choices where JSON leaves room, made as `serde_json` (which `tokenizers` reads these files
+//! with) makes them: objects keep their members in input order and `get` answers the LAST
+//! member of a repeated key (a map built from them keeps the last); integers without a
+//! fraction or exponent that fit an `i64` stay exact, other numbers are `f64`; a `\u` escape
+//! of a lone surrogate is an error; nesting deeper than `MAX_DEPTH` is an error (not a stack
+//! overflow).
+
+use std::fmt;
+
+/// Deepest nesting of arrays and objects `parse` accepts (serde_json's default is 128).
+pub const MAX_DEPTH: usize = 512;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Array(Vec<Value>),
+    /// Members in input order (keys may repeat; `get` answers the last).
+    Object(Vec<(String, Value)>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Number {
+    /// An integer literal (no fraction, no exponent) that fits an `i64`.
+    Int(i64),
+    /// Any other number.
+    Float(f64),
+}
+
+/// Where and why the input is not JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    /// Byte offset into the input.
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid JSON at byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// The JSON value of `bytes` (UTF-8, one value, white space around it allowed).
+pub fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
+    let mut reader = Reader { bytes, pos: 0, depth: 0 };
+    reader.skip_space();
+    let value = reader.value()?;
+    reader.skip_space();
+    if reader.pos != bytes.len() {
+        return Err(reader.error("trailing characters after the JSON value"));
+    }
+    Ok(value)
+}
+
+/// `parse` of a string.
+pub fn parse_str(text: &str) -> Result<Value, JsonError> {
+    parse(text.as_bytes())
+}
+
+impl Value {
+    /// The member `key` of an object (the last one if it repeats); None for other values.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Value::Object(members) => members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&[(String, Value)]> {
+        match self {
+            Value::Object(members) => Some(members),
+            _ => None,
+        }
+    }
+
+    /// An integer value (a float only where it is a whole number within `i64`).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Number(Number::Int(i)) => Some(*i),
+            Value::Number(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Some(*f as i64)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_i64().and_then(|i| u64::try_from(i).ok())
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(Number::Int(i)) => Some(*i as f64),
+            Value::Number(Number::Float(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// The value's kind, for error messages: "null", "boolean", "number", "string", "array",
+    /// "object".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+impl Reader<'_> {
+    fn error(&self, message: impl Into<String>) -> JsonError {
+        JsonError { offset: self.pos, message: message.into() }
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self) -> Result<Value, JsonError> {
+        match self.bytes.get(self.pos) {
+            None => Err(self.error("unexpected end of input, expected a value")),
+            Some(b'{') => self.nested(Self::object),
+            Some(b'[') => self.nested(Self::array),
+            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.error(format!("expected a value, found {}", self.found()))),
+        }
+    }
+
+    /// What is at the current position, for messages.
+    fn found(&self) -> String {
+        match self.bytes.get(self.pos) {
+            None => "the end of input".into(),
+            Some(&b) if b.is_ascii_graphic() => format!("'{}'", b as char),
+            Some(&b) => format!("byte 0x{b:02x}"),
+        }
+    }
+
+    fn nested(&mut self, read: fn(&mut Self) -> Result<Value, JsonError>) -> Result<Value, JsonError> {
+        if self.depth == MAX_DEPTH {
+            return Err(self.error(format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        self.depth += 1;
+        let value = read(self);
+        self.depth -= 1;
+        value
+    }
+
+    fn literal(&mut self, word: &str, value: Value) -> Result<Value, JsonError> {
+        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.error(format!("expected '{word}'")))
+        }
+    }
+
+    fn expect(&mut self, byte: u8, what: &str) -> Result<(), JsonError> {
+        if self.bytes.get(self.pos) == Some(&byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.error(format!("expected {what}, found {}", self.found())))
+        }
+    }
+
+    fn array(&mut self) -> Result<Value, JsonError> {
+        self.pos += 1; // '['
+        let mut items = Vec::new();
+        self.skip_space();
+        if self.bytes.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_space();
+            items.push(self.value()?);
+            self.skip_space();
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.error(format!("expected ',' or ']', found {}", self.found()))),
+            }
+        }
+    }
+
+    fn object(&mut self) -> Result<Value, JsonError> {
+        self.pos += 1; // '{'
+        let mut members = Vec::new();
+        self.skip_space();
+        if self.bytes.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            return Ok(Value::Object(members));
+        }
+        loop {
+            self.skip_space();
+            if self.bytes.get(self.pos) != Some(&b'"') {
+                return Err(self.error(format!("expected a member name, found {}", self.found())));
+            }
+            let key = self.string()?;
+            self.skip_space();
+            self.expect(b':', "':'")?;
+            self.skip_space();
+            let value = self.value()?;
+            members.push((key, value));
+            self.skip_space();
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(Value::Object(members));
+                }
+                _ => return Err(self.error(format!("expected ',' or '}}', found {}", self.found()))),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.pos += 1; // '"'
+        let mut out = String::new();
+        loop {
+            // copy the run up to the next quote, backslash or control character at once
+            let start = self.pos;
+            while let Some(&b) = self.bytes.get(self.pos) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            if self.pos > start {
+                match std::str::from_utf8(&self.bytes[start..self.pos]) {
+                    Ok(run) => out.push_str(run),
+                    Err(e) => {
+                        self.pos = start + e.valid_up_to();
+                        return Err(self.error("invalid UTF-8 in a string"));
+                    }
+                }
+            }
+            match self.bytes.get(self.pos) {
+                None => return Err(self.error("unexpected end of input in a string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                }
+                Some(&b) => {
+                    return Err(self.error(format!("control character 0x{b:02x} in a string")))
+                }
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), JsonError> {
+        let Some(&b) = self.bytes.get(self.pos) else {
+            return Err(self.error("unexpected end of input in an escape"));
+        };
+        self.pos += 1;
+        let c = match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let at = self.pos - 2;
+                let unit = self.hex4()?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        if !self.bytes[self.pos..].starts_with(b"\\u") {
+                            return Err(JsonError { offset: at, message: "lone leading surrogate in a \\u escape".into() });
+                        }
+                        self.pos += 2;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(JsonError { offset: at, message: "lone leading surrogate in a \\u escape".into() });
+                        }
+                        let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        char::from_u32(code).expect("a surrogate pair is a scalar value")
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err(JsonError { offset: at, message: "lone trailing surrogate in a \\u escape".into() })
+                    }
+                    _ => char::from_u32(unit).expect("not a surrogate"),
+                }
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.error(format!("invalid escape {}", self.found())));
+            }
+        };
+        out.push(c);
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let mut unit = 0;
+        for _ in 0..4 {
+            let digit = match self.bytes.get(self.pos) {
+                Some(&b) => (b as char).to_digit(16),
+                None => None,
+            };
+            let Some(digit) = digit else {
+                return Err(self.error("expected four hexadecimal digits in a \\u escape"));
+            };
+            unit = unit * 16 + digit;
+            self.pos += 1;
+        }
+        Ok(unit)
+    }
+
+    fn number(&mut self) -> Result<Value, JsonError> {
+        let start = self.pos;
+        let digits = |r: &mut Self| {
+            let from = r.pos;
+            while let Some(b'0'..=b'9') = r.bytes.get(r.pos) {
+                r.pos += 1;
+            }
+            r.pos - from
+        };
+        if self.bytes[self.pos] == b'-' {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        let n = digits(self);
+        if n == 0 {
+            return Err(self.error("expected a digit"));
+        }
+        if n > 1 && self.bytes[int_start] == b'0' {
+            return Err(JsonError { offset: int_start, message: "leading zero in a number".into() });
+        }
+        let mut integer = true;
+        if self.bytes.get(self.pos) == Some(&b'.') {
+            integer = false;
+            self.pos += 1;
+            if digits(self) == 0 {
+                return Err(self.error("expected a digit after the decimal point"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.pos) {
+            integer = false;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.pos) {
+                self.pos += 1;
+            }
+            if digits(self) == 0 {
+                return Err(self.error("expected a digit in the exponent"));
+            }
+        }
+        let text = std::str::from_utf8(&self.bytes[start..self.pos]).expect("ASCII");
+        if integer {
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Value::Number(Number::Int(i)));
+            }
+        }
+        match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Ok(Value::Number(Number::Float(f))),
+            _ => Err(JsonError { offset: start, message: "number out of range".into() }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse_str(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn values() {
+        let v = parse_str(r#" {"a": [1, -2.5e1, true, false, null], "b": "x\u00e9\ud83d\ude42\n", "a": 3} "#)
+            .unwrap();
+        assert_eq!(v.get("a").unwrap().as_i64(), Some(3)); // the last of a repeated key
+        let Value::Object(members) = &v else { panic!() };
+        assert_eq!(members.len(), 3);
+        let first = members[0].1.as_array().unwrap();
+        assert_eq!(first[0], Value::Number(Number::Int(1)));
+        assert_eq!(first[1].as_f64(), Some(-25.0));
+        assert_eq!(first[2].as_bool(), Some(true));
+        assert!(first[4].is_null());
+        assert_eq!(v.get("b").unwrap().as_str(), Some("xé🙂\n"));
+        assert_eq!(parse_str("[]").unwrap(), Value::Array(vec![]));
+        assert_eq!(parse_str("{}").unwrap(), Value::Object(vec![]));
+        assert_eq!(parse(b"7").unwrap().as_u64(), Some(7));
+        assert_eq!(parse_str("18446744073709551615").unwrap().as_f64(), Some(1.8446744073709552e19));
+    }
+
+    #[test]
+    fn errors_name_the_offset() {
+        assert_eq!(err("[1, 2"), "invalid JSON at byte 5: expected ',' or ']', found the end of input");
+        assert_eq!(err("{\"a\" 1}"), "invalid JSON at byte 5: expected ':', found '1'");
+        assert_eq!(err("[01]"), "invalid JSON at byte 1: leading zero in a number");
+        assert_eq!(err("\"a\\ud800\""), "invalid JSON at byte 2: lone leading surrogate in a \\u escape");
+        assert_eq!(err("\"a\nb\""), "invalid JSON at byte 2: control character 0x0a in a string");
+        assert_eq!(err("[1] x"), "invalid JSON at byte 4: trailing characters after the JSON value");
+        assert_eq!(err("tru"), "invalid JSON at byte 0: expected 'true'");
+        assert_eq!(parse(b"[\"\xff\"]").unwrap_err().offset, 2);
+        let deep = "[".repeat(MAX_DEPTH + 1);
+        assert_eq!(parse_str(&deep).unwrap_err().message, "nesting deeper than 512 levels");
+    }
+}

@@ -1,0 +1,253 @@
+//! Batches as `runtime/batches.py` makes them, so the C path groups and pads chunks exactly
+//! as Python does: `make_batches` (length-sorted, greedy, under a padded-token budget and an
+//! attention budget, never across a bucket), `FlatBatch` (`Batch`: rows concatenated plus
+//! `cumulative_seq_lengths`), `FlatBatch::padded` (`Batch.padded`) and `sep_logits`
+//! (`backends.sep_logits`).
+
+use super::engine::Logits;
+use super::OrtError;
+
+/// `batches.DEFAULT_BUCKETS` (`export.profiles.SEQ_BUCKETS`).
+pub const DEFAULT_BUCKETS: [usize; 7] = [128, 256, 512, 1024, 2048, 4096, 8192];
+/// `batches.DEFAULT_MAX_BATCH_TOKENS`.
+pub const DEFAULT_MAX_BATCH_TOKENS: usize = 16384;
+/// `batches.DEFAULT_MAX_BATCH_ATTENTION`: rows × length² for engines whose attention
+/// materialises `[rows, heads, L, L]` scores (ONNX Runtime's eager graph).
+pub const DEFAULT_MAX_BATCH_ATTENTION: usize = 8192 * 8192;
+
+/// `batches.Bucket`: rows of at most `max_length` tokens, at most `max_rows` per batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    pub max_length: usize,
+    pub max_rows: Option<usize>,
+}
+
+/// `as_buckets(None)`.
+pub fn default_buckets() -> Vec<Bucket> {
+    DEFAULT_BUCKETS.iter().map(|&max_length| Bucket { max_length, max_rows: None }).collect()
+}
+
+/// `batches.bucket_for`: the smallest bucket that holds `length`, or past the last one a
+/// bucket of its own (`Bucket(length, 1)`).
+pub fn bucket_for(length: usize, buckets: &[Bucket]) -> Bucket {
+    buckets
+        .iter()
+        .copied()
+        .find(|b| length <= b.max_length)
+        .unwrap_or(Bucket { max_length: length, max_rows: Some(1) })
+}
+
+/// One batch of `make_batches`: the indices of its rows (into the lengths given), shortest
+/// first, and its bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchPlan {
+    pub rows: Vec<usize>,
+    pub bucket: Bucket,
+}
+
+/// `batches.make_batches` over items given by their lengths (the keys are the indices):
+/// items sorted by length (stable), cut greedily so that rows × longest ≤ `max_batch_tokens`,
+/// rows × longest² ≤ `max_batch_attention` (when given) and rows ≤ the bucket's `max_rows`,
+/// and no batch crosses a bucket. A single row over a budget still makes a batch. `buckets`
+/// are sorted here as `as_buckets` sorts them.
+pub fn make_batches(
+    lengths: &[usize],
+    max_batch_tokens: usize,
+    buckets: &[Bucket],
+    max_batch_attention: Option<usize>,
+) -> Vec<BatchPlan> {
+    let mut bucket_list = buckets.to_vec();
+    bucket_list.sort_by_key(|b| b.max_length); // stable, as Python's sorted
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut batches = Vec::new();
+    let mut rows: Vec<usize> = Vec::new();
+    let mut current: Option<Bucket> = None;
+    for index in order {
+        let length = lengths[index];
+        let bucket = bucket_for(length, &bucket_list);
+        let count = (rows.len() + 1) as u128;
+        let too_many = matches!(current, Some(Bucket { max_rows: Some(cap), .. }) if count > cap as u128);
+        let over = count * length as u128 > max_batch_tokens as u128
+            || max_batch_attention.is_some_and(|cap| count * (length as u128).pow(2) > cap as u128);
+        if !rows.is_empty() && (Some(bucket) != current || over || too_many) {
+            batches
+                .push(BatchPlan { rows: std::mem::take(&mut rows), bucket: current.expect("set with rows") });
+        }
+        rows.push(index);
+        current = Some(bucket);
+    }
+    if let Some(bucket) = current.filter(|_| !rows.is_empty()) {
+        batches.push(BatchPlan { rows, bucket });
+    }
+    batches
+}
+
+/// `batches.Batch` without keys: the rows' token ids concatenated and
+/// `cumulative_seq_lengths` (`rows + 1` offsets, starting at 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatBatch {
+    pub input_ids: Vec<i64>,
+    pub cumulative_seq_lengths: Vec<usize>,
+}
+
+/// `Batch.padded`'s result: `[rows, length]` row-major ids and mask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Padded {
+    pub rows: usize,
+    pub length: usize,
+    pub input_ids: Vec<i64>,
+    pub attention_mask: Vec<i64>,
+}
+
+impl FlatBatch {
+    pub fn from_rows<'a>(rows: impl IntoIterator<Item = &'a [i64]>) -> FlatBatch {
+        let mut batch = FlatBatch { input_ids: Vec::new(), cumulative_seq_lengths: vec![0] };
+        for row in rows {
+            batch.input_ids.extend_from_slice(row);
+            batch.cumulative_seq_lengths.push(batch.input_ids.len());
+        }
+        batch
+    }
+
+    /// Checks the offsets: they start at 0, never decrease and end at the token count.
+    pub fn new(input_ids: Vec<i64>, cumulative_seq_lengths: Vec<usize>) -> Result<FlatBatch, OrtError> {
+        let ordered = cumulative_seq_lengths.windows(2).all(|w| w[0] <= w[1]);
+        if cumulative_seq_lengths.first() != Some(&0)
+            || !ordered
+            || cumulative_seq_lengths.last() != Some(&input_ids.len())
+        {
+            return Err(OrtError(format!(
+                "cumulative_seq_lengths must rise from 0 to the {} tokens",
+                input_ids.len()
+            )));
+        }
+        Ok(FlatBatch { input_ids, cumulative_seq_lengths })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.cumulative_seq_lengths.len() - 1
+    }
+
+    pub fn lengths(&self) -> Vec<usize> {
+        self.cumulative_seq_lengths.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// The longest row (0 for no rows).
+    pub fn max_length(&self) -> usize {
+        self.lengths().into_iter().max().unwrap_or(0)
+    }
+
+    /// Token ids of row `index` (no padding).
+    pub fn row(&self, index: usize) -> &[i64] {
+        &self.input_ids[self.cumulative_seq_lengths[index]..self.cumulative_seq_lengths[index + 1]]
+    }
+
+    /// `Batch.padded(pad_id, length)`: rows right-padded with `pad_id` to `length` (None or
+    /// 0: the longest row), mask 1 on real tokens. A `length` shorter than a row is an error
+    /// (NumPy raises there too).
+    pub fn padded(&self, pad_id: i64, length: Option<usize>) -> Result<Padded, OrtError> {
+        let longest = self.max_length();
+        let length = length.filter(|&n| n != 0).unwrap_or(longest);
+        if length < longest {
+            return Err(OrtError(format!("cannot pad rows of {longest} tokens to {length}")));
+        }
+        let rows = self.rows();
+        let mut input_ids = vec![pad_id; rows * length];
+        let mut attention_mask = vec![0i64; rows * length];
+        for index in 0..rows {
+            let row = self.row(index);
+            let start = index * length;
+            input_ids[start..start + row.len()].copy_from_slice(row);
+            attention_mask[start..start + row.len()].fill(1);
+        }
+        Ok(Padded { rows, length, input_ids, attention_mask })
+    }
+}
+
+/// `backends.sep_logits`: per row of a padded batch, the logits at its `sep_id` tokens among
+/// its first `lengths[row]` (real) tokens, flattened `[n_sep × labels]`.
+pub fn sep_logits(logits: &Logits, padded_ids: &[i64], lengths: &[usize], sep_id: i64) -> Vec<Vec<f32>> {
+    lengths
+        .iter()
+        .enumerate()
+        .map(|(row, &n)| {
+            let ids = &padded_ids[row * logits.length..row * logits.length + n];
+            ids.iter()
+                .enumerate()
+                .filter(|(_, &id)| id == sep_id)
+                .flat_map(|(position, _)| logits.at(row, position).iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(batches: &[BatchPlan]) -> Vec<(Vec<usize>, usize)> {
+        batches.iter().map(|b| (b.rows.clone(), b.bucket.max_length)).collect()
+    }
+
+    #[test]
+    fn sorted_by_length_and_cut_at_buckets_and_budgets() {
+        // lengths 300 (index 0), 100, 120, 5000, 129, 100
+        let lengths = [300, 100, 120, 5000, 129, 100];
+        let batches = make_batches(&lengths, 16384, &default_buckets(), None);
+        assert_eq!(
+            plan(&batches),
+            vec![(vec![1, 5, 2], 128), (vec![4], 256), (vec![0], 512), (vec![3], 8192)]
+        );
+        // a token budget of 250: 100+100 fit (2 × 100), the third row (3 × 120) does not
+        let batches = make_batches(&lengths, 250, &default_buckets(), None);
+        assert_eq!(plan(&batches)[..2], [(vec![1, 5], 128), (vec![2], 128)]);
+        // the attention budget: 2 × 100² = 20,000 > 15,000
+        let batches = make_batches(&lengths, 16384, &default_buckets(), Some(15_000));
+        assert_eq!(plan(&batches)[..2], [(vec![1], 128), (vec![5], 128)]);
+    }
+
+    #[test]
+    fn rows_past_the_last_bucket_get_one_bucket_each_and_row_caps_hold() {
+        let buckets =
+            [Bucket { max_length: 256, max_rows: Some(2) }, Bucket { max_length: 128, max_rows: Some(3) }];
+        let batches = make_batches(&[10, 10, 10, 10, 200, 300, 300], 1 << 20, &buckets, None);
+        assert_eq!(
+            batches.iter().map(|b| (b.rows.clone(), b.bucket)).collect::<Vec<_>>(),
+            vec![
+                (vec![0, 1, 2], Bucket { max_length: 128, max_rows: Some(3) }),
+                (vec![3], Bucket { max_length: 128, max_rows: Some(3) }),
+                (vec![4], Bucket { max_length: 256, max_rows: Some(2) }),
+                (vec![5], Bucket { max_length: 300, max_rows: Some(1) }),
+                (vec![6], Bucket { max_length: 300, max_rows: Some(1) }),
+            ]
+        );
+        assert!(make_batches(&[], 100, &buckets, None).is_empty());
+    }
+
+    #[test]
+    fn padded_right_with_the_pad_id_and_sep_logits_read_real_tokens_only() {
+        let batch = FlatBatch::from_rows([&[5i64, 4, 7, 4][..], &[4, 9][..]]);
+        assert_eq!(batch.lengths(), vec![4, 2]);
+        let padded = batch.padded(2, None).unwrap();
+        assert_eq!(padded.input_ids, vec![5, 4, 7, 4, 4, 9, 2, 2]);
+        assert_eq!(padded.attention_mask, vec![1, 1, 1, 1, 1, 1, 0, 0]);
+        assert_eq!(batch.padded(2, Some(5)).unwrap().input_ids, vec![5, 4, 7, 4, 2, 4, 9, 2, 2, 2]);
+        assert!(batch.padded(2, Some(3)).is_err());
+        // logits = position index per label, so the picked positions show
+        let data: Vec<f32> = (0..16).map(|i| i as f32).collect();
+        let logits = Logits { rows: 2, length: 4, labels: 2, data };
+        // a pad id equal to sep must not be read: pad 4 here
+        let padded = batch.padded(4, None).unwrap();
+        let picked = sep_logits(&logits, &padded.input_ids, &batch.lengths(), 4);
+        assert_eq!(picked, vec![vec![2.0, 3.0, 6.0, 7.0], vec![8.0, 9.0]]);
+    }
+
+    #[test]
+    fn offsets_are_checked() {
+        assert!(FlatBatch::new(vec![1, 2, 3], vec![0, 2, 3]).is_ok());
+        assert!(FlatBatch::new(vec![1, 2, 3], vec![0, 2]).is_err());
+        assert!(FlatBatch::new(vec![1, 2, 3], vec![1, 3]).is_err());
+        assert!(FlatBatch::new(vec![1, 2, 3], vec![0, 3, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! Finding and loading ONNX Runtime's shared library at run time.
+//!
+//! The core has no link-time dependency on ONNX Runtime (the Python package's build of the
+//! core must not need it, and no Debian package ships it): `dlopen` finds
+//! `libonnxruntime.so` when an engine is first asked for, in this order:
+//!
+//! 1. an explicit path (the caller's option, else `$PULPIE_RT_ORT_LIB`); when one is given,
+//!    nothing else is tried, so a wrong path is an error rather than a silent fallback;
+//! 2. `libonnxruntime.so.1` in the folder of the library holding this code (found with
+//!    `dladdr`), so a C service can ship the two side by side;
+//! 3. `libonnxruntime.so.1` through the dynamic linker's own search (`LD_LIBRARY_PATH`,
+//!    rpath, `ld.so.cache`); a library of that soname already loaded in the process (a host
+//!    program linked with ONNX Runtime) is found first and shared.
+//!
+//! glibc ≥ 2.34 has `dlopen`, `dlsym`, `dlerror` and `dladdr` in libc itself (older ones in
+//! libdl, which Rust's std links on Linux), so the declarations below need no crate.
+//!
+//! A loaded library is never closed: ONNX Runtime keeps thread pools and process-wide state
+//! (its `OrtEnv` singleton) that must not lose their code under them, so the handle lives
+//! as long as the process, as if the library had been linked.
+
+use super::sys::{GetApiBaseFn, OrtApi, OrtApiBase, API_VERSION};
+use super::OrtError;
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the ONNX Runtime library file.
+pub const LIBRARY_ENV: &str = "PULPIE_RT_ORT_LIB";
+/// The file name looked for beside this library and on the dynamic linker's search path
+/// (the SONAME of every ONNX Runtime 1.x release).
+pub const LIBRARY_NAME: &str = "libonnxruntime.so.1";
+
+const RTLD_NOW: c_int = 2;
+
+#[repr(C)]
+struct DlInfo {
+    dli_fname: *const c_char,
+    dli_fbase: *mut c_void,
+    dli_sname: *const c_char,
+    dli_saddr: *mut c_void,
+}
+
+extern "C" {
+    fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlerror() -> *mut c_char;
+    fn dladdr(addr: *const c_void, info: *mut DlInfo) -> c_int;
+}
+
+/// A loaded ONNX Runtime: where it came from, its version and its C API table.
+pub struct OrtLibrary {
+    path: String,
+    version: String,
+    api: &'static OrtApi,
+}
+
+// The table is immutable static data inside the library, which is never unloaded.
+unsafe impl Send for OrtLibrary {}
+unsafe impl Sync for OrtLibrary {}
+
+impl OrtLibrary {
+    /// Loads ONNX Runtime from `explicit`, else `$PULPIE_RT_ORT_LIB`, else the default search
+    /// (see the module's documentation).
+    pub fn load(explicit: Option<&Path>) -> Result<OrtLibrary, OrtError> {
+        let from_env = std::env::var_os(LIBRARY_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match explicit.map(Path::to_path_buf).or(from_env) {
+            Some(path) => Self::load_file(&path),
+            None => Self::load_default(),
+        }
+    }
+
+    /// Loads exactly `path` (a file path, or a bare name for the dynamic linker to find).
+    pub fn load_file(path: &Path) -> Result<OrtLibrary, OrtError> {
+        let handle = open(path.as_os_str()).map_err(|why| {
+            OrtError(format!("cannot load the ONNX Runtime library {}: {why}", path.display()))
+        })?;
+        unsafe { Self::from_handle(handle, &path.display().to_string()) }
+    }
+
+    /// `libonnxruntime.so.1` beside this library, then through the dynamic linker's search.
+    fn load_default() -> Result<OrtLibrary, OrtError> {
+        let mut tried = Vec::new();
+        if let Some(dir) = own_directory() {
+            let candidate = dir.join(LIBRARY_NAME);
+            match open(candidate.as_os_str()) {
+                Ok(handle) => return unsafe { Self::from_handle(handle, &candidate.display().to_string()) },
+                Err(why) => tried.push(format!("{} ({why})", candidate.display())),
+            }
+        }
+        match open(OsStr::new(LIBRARY_NAME)) {
+            Ok(handle) => return unsafe { Self::from_handle(handle, LIBRARY_NAME) },
+            Err(why) => tried.push(format!("{LIBRARY_NAME} on the dynamic linker's search path ({why})")),
+        }
+        Err(not_found(&tried))
+    }
+
+    /// # Safety
+    /// `handle` is a live `dlopen` handle.
+    unsafe fn from_handle(handle: *mut c_void, path: &str) -> Result<OrtLibrary, OrtError> {
+        dlerror(); // clear a stale error
+        let symbol = dlsym(handle, c"OrtGetApiBase".as_ptr());
+        if symbol.is_null() {
+            return Err(OrtError(format!(
+                "{path} is not an ONNX Runtime library: it has no OrtGetApiBase symbol"
+            )));
+        }
+        let get_api_base: GetApiBaseFn = std::mem::transmute(symbol);
+        let base: *const OrtApiBase = get_api_base();
+        if base.is_null() {
+            return Err(OrtError(format!("{path}: OrtGetApiBase() returned null")));
+        }
+        let version = match ((*base).get_version_string)() {
+            text if text.is_null() => "(unknown version)".to_string(),
+            text => CStr::from_ptr(text).to_string_lossy().into_owned(),
+        };
+        let api = ((*base).get_api)(API_VERSION);
+        if api.is_null() {
+            return Err(OrtError(format!(
+                "{path} is ONNX Runtime {version}, which does not serve C API version \
+                 {API_VERSION}: pulpie-rt needs ONNX Runtime 1.{API_VERSION} or newer"
+            )));
+        }
+        Ok(OrtLibrary { path: path.to_string(), version, api: &*api })
+    }
+
+    /// The file (or name) the library was loaded from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// ONNX Runtime's own version string, e.g. "1.32.0".
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    pub(crate) fn api(&self) -> &'static OrtApi {
+        self.api
+    }
+}
+
+/// The not-found error: every place looked at, and how to point at the library.
+fn not_found(tried: &[String]) -> OrtError {
+    OrtError(format!(
+        "ONNX Runtime library not found; tried: {}. Set {LIBRARY_ENV} to the path of \
+         libonnxruntime.so (the onnxruntime Python wheel holds it in \
+         onnxruntime/capi/libonnxruntime.so.<version>) or put {LIBRARY_NAME} beside \
+         this library",
+        tried.join("; ")
+    ))
+}
+
+/// `dlopen(name, RTLD_NOW)`: the handle, or `dlerror()`'s text.
+fn open(name: &OsStr) -> Result<*mut c_void, String> {
+    let c_name = CString::new(name.as_bytes()).map_err(|_| "the path holds a NUL byte".to_string())?;
+    unsafe {
+        let handle = dlopen(c_name.as_ptr(), RTLD_NOW);
+        if handle.is_null() {
+            let error = dlerror();
+            return Err(if error.is_null() {
+                "dlopen failed".to_string()
+            } else {
+                CStr::from_ptr(error).to_string_lossy().into_owned()
+            });
+        }
+        Ok(handle)
+    }
+}
+
+/// The folder of the shared object (or executable) holding this function's code.
+fn own_directory() -> Option<PathBuf> {
+    let mut info = DlInfo {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    let here = own_directory as *const c_void;
+    if unsafe { dladdr(here, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    let file = unsafe { CStr::from_ptr(info.dli_fname) };
+    let path = PathBuf::from(OsStr::from_bytes(file.to_bytes()));
+    // an executable may report a bare name (argv[0]); resolve it against the current folder
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    path.parent().map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_named_with_the_loaders_reason() {
+        let error = OrtLibrary::load_file(Path::new("/nonexistent/libonnxruntime.so.1")).err().unwrap();
+        assert_eq!(
+            error.0,
+            "cannot load the ONNX Runtime library /nonexistent/libonnxruntime.so.1: \
+             /nonexistent/libonnxruntime.so.1: cannot open shared object file: No such file or \
+             directory"
+        );
+    }
+
+    #[test]
+    fn a_library_without_the_entry_point_is_refused() {
+        // libc is loaded in every process and has no OrtGetApiBase
+        let error = OrtLibrary::load_file(Path::new("libc.so.6")).err().unwrap();
+        assert_eq!(error.0, "libc.so.6 is not an ONNX Runtime library: it has no OrtGetApiBase symbol");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_shared_object_is_refused() {
+        let file = std::env::temp_dir().join(format!("pulpie-rt-not-a-library-{}.so", std::process::id()));
+        std::fs::write(&file, b"not an ELF file").unwrap();
+        let error = OrtLibrary::load_file(&file).err().unwrap();
+        std::fs::remove_file(&file).unwrap();
+        let shown = file.display().to_string();
+        assert_eq!(error.0, format!("cannot load the ONNX Runtime library {shown}: {shown}: file too short"));
+    }
+
+    #[test]
+    fn not_found_says_where_it_looked_and_how_to_point_at_it() {
+        let error = not_found(&["/opt/x/libonnxruntime.so.1 (no such file)".to_string()]);
+        assert_eq!(
+            error.0,
+            "ONNX Runtime library not found; tried: /opt/x/libonnxruntime.so.1 (no such file). \
+             Set PULPIE_RT_ORT_LIB to the path of libonnxruntime.so (the onnxruntime Python \
+             wheel holds it in onnxruntime/capi/libonnxruntime.so.<version>) or put \
+             libonnxruntime.so.1 beside this library"
+        );
+    }
+
+    #[test]
+    fn own_directory_is_the_folder_of_this_code() {
+        // in `cargo test` the code lives in the test executable
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(own_directory().unwrap(), std::fs::canonicalize(exe).unwrap().parent().unwrap());
+    }
+}

@@ -1,0 +1,166 @@
+//! The default model's block rescorer (`runtime/rescore.py`): a LightGBM ensemble saved as
+//! `ai.onnx.ml` tree operators, run by ONNX Runtime like the model, and the score formula
+//! on top of it.
+
+use super::api::{ElementType, ModelSource, Ort, Session, Tensor, TensorData};
+use super::engine::{session_options, ExecutionProvider, SessionConfig};
+use super::OrtError;
+use std::ffi::CString;
+use std::sync::Arc;
+
+/// The ensemble's output read here: `[rows, 2]` float32, P(other), P(main).
+pub const PROBABILITIES: &str = "probabilities";
+
+/// One rescorer session (CPU, one thread each way, as `rescore.BlockRescorer` opens it: the
+/// trees are small, and parallel tree evaluation would only add scheduling).
+pub struct BlockRescorer {
+    session: Session,
+    input: CString,
+    output: CString,
+    /// the width of the features input when the graph fixes it
+    n_features: Option<usize>,
+    margin_weight: f64,
+}
+
+impl BlockRescorer {
+    pub fn open(
+        ort: &Arc<Ort>,
+        source: ModelSource<'_>,
+        margin_weight: f64,
+    ) -> Result<BlockRescorer, OrtError> {
+        let config =
+            SessionConfig { intra_op_threads: 1, inter_op_threads: 1, provider: ExecutionProvider::Cpu };
+        let options = session_options(ort, &config)?;
+        let session = Session::open(ort, source, &options)?;
+        let Some(input) = session.inputs().first() else {
+            return Err(OrtError(format!("{source}: the rescorer has no input")));
+        };
+        if input.element != Some(ElementType::Float32) {
+            return Err(OrtError(format!(
+                "{source}: the rescorer's input '{}' is not tensor(float)",
+                input.name
+            )));
+        }
+        let n_features = match input.dims[..] {
+            [_, width] if width > 0 => Some(width as usize),
+            _ => None,
+        };
+        let input = input.c_name.clone();
+        let Some(output) = session.outputs().iter().find(|o| o.name == PROBABILITIES) else {
+            let names: Vec<String> = session.outputs().iter().map(|o| format!("'{}'", o.name)).collect();
+            return Err(OrtError(format!(
+                "{source}: no 'probabilities' output (has [{}])",
+                names.join(", ")
+            )));
+        };
+        if output.element != Some(ElementType::Float32) {
+            return Err(OrtError(format!("{source}: the rescorer's 'probabilities' is not tensor(float)")));
+        }
+        let output = output.c_name.clone();
+        Ok(BlockRescorer { session, input, output, n_features, margin_weight })
+    }
+
+    pub fn margin_weight(&self) -> f64 {
+        self.margin_weight
+    }
+
+    /// The ensemble's `[rows, 2]` probabilities for `features` (`[rows, n_features]`
+    /// row-major float32).
+    pub fn probabilities(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, OrtError> {
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        if !features.len().is_multiple_of(rows) {
+            return Err(OrtError(format!("{} feature values do not make {rows} rows", features.len())));
+        }
+        let columns = features.len() / rows;
+        if let Some(expected) = self.n_features {
+            if columns != expected {
+                return Err(OrtError(format!(
+                    "features have {columns} columns, the rescorer reads {expected}"
+                )));
+            }
+        }
+        let ort = self.session.ort();
+        let tensor = Tensor::new(ort, TensorData::Float32(features), &[rows as i64, columns as i64])?;
+        let values = self.session.run(&[(self.input.as_c_str(), &tensor)], &[self.output.as_c_str()])?;
+        let (element, dims) = values[0].tensor_shape()?;
+        if element != ElementType::Float32 || dims != [rows as i64, 2] {
+            return Err(OrtError(format!(
+                "the rescorer returned {element:?} probabilities of shape {dims:?}, expected [{rows}, 2]"
+            )));
+        }
+        unsafe { values[0].copy_data::<f32>(rows * 2) }
+    }
+
+    /// `BlockRescorer.log_odds`: the log-odds of "main" per row, computed in float64 from the
+    /// float32 probability clipped to [1e-7, 1 - 1e-7], then rounded to float32.
+    pub fn log_odds(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, OrtError> {
+        let probabilities = self.probabilities(features, rows)?;
+        Ok(probabilities.chunks_exact(2).map(|pair| log_odds_of(pair[1])).collect())
+    }
+
+    /// `BlockRescorer.scores`: log-odds + margin_weight × margin per block (`margins` one per
+    /// row; NaN, a block without a margin, counts as 0).
+    pub fn scores(&self, features: &[f32], rows: usize, margins: &[f32]) -> Result<Vec<f32>, OrtError> {
+        if margins.len() != rows {
+            return Err(OrtError(format!("{} margins for {rows} blocks", margins.len())));
+        }
+        let log_odds = self.log_odds(features, rows)?;
+        Ok(combine(&log_odds, self.margin_weight, margins))
+    }
+}
+
+/// `np.log(p / (1 - p))` of `np.clip(float64(p), 1e-7, 1 - 1e-7)`, cast to float32.
+pub fn log_odds_of(probability: f32) -> f32 {
+    let p = f64::from(probability).clamp(1e-7, 1.0 - 1e-7);
+    (p / (1.0 - p)).ln() as f32
+}
+
+/// `log_odds + margin_weight * np.nan_to_num(margins, nan=0.0)` with NumPy ≥ 2's promotion:
+/// the Python float `margin_weight` meets a float32 array, so it is rounded to float32 and
+/// the product and the sum are float32 operations (two roundings, no fused multiply-add);
+/// `nan_to_num` also maps ±inf to ±float32::MAX.
+pub fn combine(log_odds: &[f32], margin_weight: f64, margins: &[f32]) -> Vec<f32> {
+    let weight = margin_weight as f32;
+    log_odds
+        .iter()
+        .zip(margins)
+        .map(|(&odds, &margin)| {
+            let margin = if margin.is_nan() {
+                0.0
+            } else if margin.is_infinite() {
+                f32::MAX.copysign(margin)
+            } else {
+                margin
+            };
+            odds + weight * margin
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_odds_clips_to_the_same_bounds_as_python() {
+        // 1e-7 and 1 - 1e-7 in float64: ±16.118095…, rounded to float32
+        let low = ((1e-7f64) / (1.0 - 1e-7)).ln() as f32;
+        assert_eq!(log_odds_of(0.0), low);
+        assert_eq!(log_odds_of(1.0), -low);
+        assert_eq!(log_odds_of(0.5), 0.0);
+        assert!(log_odds_of(f32::NAN).is_nan());
+        assert_eq!(log_odds_of(0.75), (3.0f64).ln() as f32);
+    }
+
+    #[test]
+    fn combine_rounds_the_weight_and_treats_missing_margins_as_python() {
+        let got = combine(&[1.0, 1.0, 1.0, 1.0], 0.1, &[2.0, f32::NAN, f32::INFINITY, -3.0]);
+        let w = 0.1f32; // the float64 0.1 rounded to float32, as NumPy 2 does
+        assert_eq!(got[0], 1.0 + w * 2.0);
+        assert_eq!(got[1], 1.0);
+        assert_eq!(got[2], 1.0 + w * f32::MAX);
+        assert_eq!(got[3], 1.0 + w * -3.0);
+    }
+}

@@ -1,0 +1,69 @@
+"""Which pages a measurement runs on: the shared corpus (``../shared/corpus``), its ground-truth
+and calibration subsets, or the user's own files (read by ``pulpie_rt.runtime.io``, the same
+readers ``pulpie-rt run`` uses), evenly spread when fewer are asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pulpie_rt.corpus import load_pages
+
+# The dev corpus's pages whose references are Readability.js's expected output: the default
+# model's calibration pages (no training page, no ground-truth page).
+CALIBRATION_SOURCE = "mozilla/readability"
+
+
+def spread(items: Sequence, n: int | None) -> list:
+    """``n`` items evenly spaced over ``items`` (all when ``n`` is None or too large).
+
+    The corpus is ordered by source, so the first ``n`` pages would all be readability
+    fixtures; an even spread keeps every source in a small subset.
+    """
+    if n is None or n >= len(items):
+        return list(items)
+    if n <= 0:
+        return []
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
+def read_input_pages(paths: Iterable[str | Path], html_field: str = "html") -> list[dict]:
+    """``{"id", "html"}`` of every usable page of the user's files (JSONL[.gz], WARC[.gz],
+    Parquet); a record that is not a page stops the benchmark with its reason."""
+    from pulpie_rt.runtime.io import check_inputs, iter_inputs
+
+    files = [Path(p) for p in paths]
+    check_inputs(files)
+    pages = []
+    for page in iter_inputs(files, html_field=html_field):
+        if page.error is not None:
+            raise ValueError(page.error)
+        pages.append({"id": page.id, "html": page.html})
+    return pages
+
+
+def bench_pages(n: int | None = None, inputs: Sequence[str] | None = None,
+                corpus: str = "dev") -> list[dict]:
+    """``n`` real pages (evenly spread): the user's files if given, else ``../shared/corpus``.
+
+    ``corpus`` may join names with '+' ("dev+train") to draw from several files in order.
+    """
+    if inputs:
+        pages = read_input_pages(inputs)
+    else:
+        pages = [page for name in corpus.split("+") for page in load_pages(name)]
+    return spread(pages, n)
+
+
+def groundtruth_pages(limit: int | None = None, corpus: str = "dev") -> list[dict]:
+    """The corpus pages with a ground-truth reference (``limit``: evenly spread subset)."""
+    pages = [p for p in load_pages(corpus) if p.get("reference_kind") == "groundtruth"
+             and isinstance(p.get("reference"), str)]
+    return spread(pages, limit)
+
+
+def calibration_pages() -> list[dict]:
+    """The dev pages the default model's decoding is calibrated on (``CALIBRATION_SOURCE``)."""
+    return [p for p in load_pages("dev")
+            if p["source"] == CALIBRATION_SOURCE and isinstance(p.get("reference"), str)]

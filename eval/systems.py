@@ -1,0 +1,125 @@
+"""The systems a quality measurement compares, each run over the same pages: our extractor, our
+decoding of precomputed margins (calibration), trafilatura, and the two rule rows (the
+training labels' ceiling and the whole page)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
+
+
+def rule_texts(pages: Sequence[dict]) -> tuple[dict[str, str], dict[str, str],
+                                                 dict[str, int]]:
+    """Texts of the rule-label ceiling and of the whole page, and each page's block count.
+
+    A page that fails in simplify / reconstruct gets "" (and block count 0 when simplify
+    failed).
+    """
+    from pulpie_rt.eval.labels import label_blocks
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.labels import labels_from_predictions
+    from pulpie_rt.runtime.stages.markdown import to_text
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.simplify import simplify
+
+    ceiling: dict[str, str] = {}
+    whole: dict[str, str] = {}
+    n_blocks: dict[str, int] = {}
+    for page in pages:
+        pid = page["id"]
+        ceiling[pid] = whole[pid] = ""
+        try:
+            simplified, map_html = simplify(page["html"])
+            blocks, item_ids = extract_blocks(simplified)
+        except Exception:  # counted as an empty output, not fatal
+            n_blocks[pid] = 0
+            continue
+        n_blocks[pid] = sum(1 for i in item_ids if i is not None)
+        for target, preds in ((ceiling, label_blocks(blocks, page["reference"])),
+                              (whole, [1] * len(blocks))):
+            try:
+                labels = labels_from_predictions(item_ids, preds)
+                target[pid] = to_text(extract_main_html(map_html, labels))
+            except Exception:
+                pass
+    return ceiling, whole, n_blocks
+
+
+def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
+             batch_pages: int = 32) -> dict[str, Any]:
+    """Our extractor over ``pages``: texts, errors, block counts, load and extraction time."""
+    from pulpie_rt import Extractor
+
+    t0 = time.perf_counter()
+    extractor = Extractor(model, threads=threads)
+    load_s = time.perf_counter() - t0
+    texts: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    n_blocks: dict[str, int] = {}
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for start in range(0, len(pages), batch_pages):
+        batch = pages[start:start + batch_pages]
+        results = extractor.extract_batch([p["html"] for p in batch])
+        for page, result in zip(batch, results, strict=True):
+            texts[page["id"]] = result.text
+            n_blocks[page["id"]] = result.n_blocks
+            if result.error is not None:
+                errors[page["id"]] = result.error
+    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {"texts": texts, "errors": errors, "n_blocks": n_blocks, "load_s": load_s,
+            "wall_s": wall_s, "cpu_s": cpu_s, "timed_pages": len(pages),
+            "device": extractor.device}
+
+
+def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
+    """``trafilatura.extract`` (defaults) over ``pages``; raises ImportError without it."""
+    import trafilatura
+
+    texts: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for page in pages:
+        try:
+            texts[page["id"]] = trafilatura.extract(page["html"]) or ""
+        except Exception as exc:  # a page that fails is scored empty, not fatal
+            texts[page["id"]] = ""
+            errors[page["id"]] = f"{type(exc).__name__}: {exc}"
+    wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {"texts": texts, "errors": errors, "wall_s": wall_s, "cpu_s": cpu_s,
+            "timed_pages": len(pages), "version": getattr(trafilatura, "__version__", None)}
+
+
+def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:
+    """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU."""
+    from pulpie_rt.runtime.flow.pages import Preparer, run_chunks
+    from pulpie_rt.runtime.model.backends import create_backend
+    from pulpie_rt.runtime.model.bundle import load_bundle
+
+    bundle = load_bundle(bundle_dir)
+    backend = create_backend(bundle, "onnxruntime", "cpu", threads=threads)
+    preparer = Preparer.from_bundle(bundle)
+    prepared = [preparer.prepare(page["html"]) for page in pages]
+    margins, failed = run_chunks(backend, prepared, sep_margins, 16384)
+    if failed:
+        raise RuntimeError(f"calibration pages failed: {sorted(failed.items())[:3]}")
+    return [(page, ready, [margins[(i, c)] for c in range(len(ready.chunks))])
+            for i, (page, ready) in enumerate(zip(pages, prepared, strict=True))]
+
+
+def decoded_texts(scored: list, threshold: float, rescorer=None) -> dict[str, str]:
+    """Per page id of ``page_margins``' output: the main-content text under one decoding
+    (``runtime.pages.decide_blocks`` with ``keep_best_block``)."""
+    from pulpie_rt.runtime.flow.pages import decide_blocks
+    from pulpie_rt.runtime.stages.markdown import to_text
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+
+    texts = {}
+    for page, prepared, margins in scored:
+        preds = decide_blocks(prepared, margins, threshold, True, rescorer)
+        labels = labels_from_predictions(prepared.item_ids, preds)
+        texts[page["id"]] = to_text(extract_main_html(prepared.map_html, labels))
+    return texts

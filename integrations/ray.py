@@ -1,0 +1,261 @@
+"""Ray Data: main-content extraction as one ``map_batches`` step (extra ``[ray]``).
+
+    import ray
+    from pulpie_rt.integrations.ray import extract_dataset
+
+    pages = ray.data.read_parquet("s3://bucket/crawl/")          # columns id, html, ...
+    main = extract_dataset(pages, checkpoint_path="s3://bucket/checkpoint/")
+    main.write_parquet("s3://bucket/main-content/")
+
+``PulpieExtractor`` is the callable class Ray runs in each actor: it loads the model once, takes
+batches (Arrow, pandas or numpy) with an HTML column (str or bytes, and optionally a
+content-type column), keeps every column and adds ``markdown``, ``n_main``, ``n_other`` and
+``error``. One row in, one row out, always: a page that fails gets ``error`` ("<stage>:
+<reason>", as ``pulpie-rt run`` writes it) and empty content instead of an exception, because
+one exception in ``map_batches`` fails the whole Ray job. ``extract_dataset`` builds the
+``map_batches`` call: an actor pool sized to the cluster, a GPU per actor when asked, and the
+CPU stages (simplify, tokenize, reconstruct, Markdown) in worker processes of each GPU actor.
+
+Resume
+------
+Ray Data 2.60 checkpoints by id column, and ``checkpoint_path`` turns it on:
+``extract_dataset`` puts ``CheckpointConfig(id_column, checkpoint_path,
+delete_checkpoint_on_success=False)`` on the dataset's ``DataContext``. When the job reads
+files (``read_parquet``, ``read_json``, ...) and ends in a file write (``write_parquet``, ...),
+Ray records the ids of every block it writes, in two phases: a pending record before the data
+file, made final after it; on the next run, a data file whose record is still pending is
+deleted and its rows run again. The next run of the same job drops the rows whose ids are
+recorded right after reading them, before any model sees them. So a job killed half-way
+resumes with the rows it had not written (none twice, none lost), and a rerun of a finished
+job processes 0 pages and writes nothing. The checkpoint is kept after success (Ray's default
+deletes it, which would make a rerun start over): delete ``checkpoint_path`` to run afresh.
+The id column must be unique and never null, and ``checkpoint_path`` reachable from every node
+(object storage or a shared file system). A job of another shape (a dataset built in memory,
+results iterated instead of written) runs without resume, and Ray warns so.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    import numpy as np
+    import pyarrow as pa
+    import ray
+    import ray.data
+    from ray.data.checkpoint import CheckpointConfig
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("pulpie_rt.integrations.ray needs Ray Data: "
+                      "pip install 'pulpie-rt[ray]'") from exc
+
+from pulpie_rt import PageInput, PageResult, Pipeline
+from pulpie_rt.runtime.flow.pages import describe
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
+
+logger = logging.getLogger("pulpie_rt")
+
+# The columns every output row gets, and their Arrow types.
+OUTPUT_TYPES = {"markdown": pa.string(), "n_main": pa.int64(), "n_other": pa.int64(),
+                "error": pa.string()}
+# CPUs a GPU actor asks for when not told: one for the inference thread, three worker processes
+# for the CPU stages (see README, "Scale out", for sizing them to a GPU).
+GPU_ACTOR_CPUS = 4
+DEFAULT_BATCH_SIZE = 64
+
+
+class PulpieExtractor:
+    """The ``map_batches`` callable: one per Ray actor, the model loaded once.
+
+    ``model``: anything ``Extractor`` takes (a hub name, bundle, checkpoint directory or engine
+    file); None is the embedded default model. ``device``: ``cpu``, ``cuda`` or ``cuda:N``;
+    None takes the GPU Ray gave this actor, else the CPU. ``workers``: CPU processes for
+    simplify/tokenize/reconstruct/Markdown (0: in a thread of the actor). ``threads``: ONNX
+    Runtime's threads on the CPU (None: its default, every core of the machine; in your own
+    ``map_batches`` pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does).
+    """
+
+    def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",
+                 content_type_column: str | None = None, device: str | None = None,
+                 workers: int = 0, threads: int | None = None, backend: str = "auto"):
+        if device is None:
+            device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
+        self.html_column = html_column
+        self.content_type_column = content_type_column
+        self.pipeline = Pipeline(DEFAULT_MODEL if model is None else model, devices=device,
+                                 workers=workers, threads=threads, backend=backend)
+
+    def __call__(self, batch: Any) -> Any:
+        """``batch`` with the output columns added (replaced, when it already has them), in the
+        batch's own format: ``pyarrow.Table``, ``pandas.DataFrame`` or dict of numpy arrays."""
+        if isinstance(batch, pa.Table):
+            return self._arrow(batch)
+        if isinstance(batch, dict):
+            return self._numpy(batch)
+        if type(batch).__name__ == "DataFrame":
+            return self._pandas(batch)
+        raise TypeError("PulpieExtractor takes a pyarrow.Table, a pandas.DataFrame or a dict of "
+                        f"numpy arrays, not {type(batch).__name__}")
+
+    def extract(self, htmls: Sequence, content_types: Sequence | None = None
+                ) -> list[PageResult]:
+        """One result per page, in order. Never raises for a page: a failure is its ``error``."""
+        if content_types is None:
+            content_types = [None] * len(htmls)
+        pages = [PageInput(_cell(html), page_id=index, content_type=_cell(content_type))
+                 for index, (html, content_type) in enumerate(zip(htmls, content_types,
+                                                                  strict=True))]
+        try:
+            return self.pipeline.extract_batch(pages)
+        except Exception:  # not a page's failure (those are results): a broken worker pool
+            logger.exception("pulpie-rt: a batch failed as a whole; running its pages one by one")
+            return [self._alone(page) for page in pages]
+
+    def _alone(self, page: PageInput) -> PageResult:
+        try:
+            (result,) = self.pipeline.extract_batch([page])
+            return result
+        except Exception as exc:
+            return PageResult(page.page_id, error=f"pipeline: {describe(exc)}")
+
+    # -- batch formats
+
+    def _inputs(self, names: Sequence[str], column) -> tuple[list, list | None]:
+        if self.html_column not in names:
+            raise KeyError(f"no column {self.html_column!r} in the batch (columns: "
+                           f"{', '.join(map(str, names))}); pass html_column=")
+        if self.content_type_column is not None and self.content_type_column not in names:
+            raise KeyError(f"no column {self.content_type_column!r} in the batch (columns: "
+                           f"{', '.join(map(str, names))})")
+        htmls = column(self.html_column)
+        types = column(self.content_type_column) if self.content_type_column else None
+        return htmls, types
+
+    def _arrow(self, table: pa.Table) -> pa.Table:
+        htmls, types = self._inputs(table.column_names,
+                                    lambda name: table.column(name).to_pylist())
+        for name, values in output_columns(self.extract(htmls, types)).items():
+            array = pa.array(values, type=OUTPUT_TYPES[name])
+            if name in table.column_names:
+                table = table.set_column(table.column_names.index(name), name, array)
+            else:
+                table = table.append_column(name, array)
+        return table
+
+    def _pandas(self, frame):
+        htmls, types = self._inputs(list(frame.columns), lambda name: frame[name].tolist())
+        return frame.assign(**output_columns(self.extract(htmls, types)))
+
+    def _numpy(self, batch: dict) -> dict:
+        htmls, types = self._inputs(list(batch), lambda name: list(batch[name]))
+        out = dict(batch)
+        for name, values in output_columns(self.extract(htmls, types)).items():
+            dtype = np.int64 if OUTPUT_TYPES[name] == pa.int64() else object
+            out[name] = np.array(values, dtype=dtype)
+        return out
+
+
+def output_columns(results: Sequence[PageResult]) -> dict[str, list]:
+    """The output columns of ``results``, in order (``error`` None where a page succeeded)."""
+    return {"markdown": [r.markdown for r in results],
+            "n_main": [r.n_main for r in results],
+            "n_other": [r.n_other for r in results],
+            "error": [r.error for r in results]}
+
+
+def _cell(value: Any) -> Any:
+    """A cell as the flow takes it: a missing value (None, NaN, pandas' NA) as None, anything
+    else unchanged (str and bytes pass as they are; another type fails that page alone)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ == "NAType":
+        return None
+    return value
+
+
+def actors_for_cluster(num_gpus: float = 0, cpus_per_actor: float = 1) -> int:
+    """How many actors the cluster holds now: one per ``num_gpus`` of its GPUs, or on the CPU
+    one per ``cpus_per_actor`` CPUs, one CPU left to the read and write tasks (with every CPU
+    held by an actor, the reads that feed them cannot be scheduled and the job stalls)."""
+    if not ray.is_initialized():
+        ray.init()
+    resources = ray.cluster_resources()
+    cpus = resources.get("CPU", 0)
+    by_cpu = int(max(cpus - 1, 0) // cpus_per_actor)
+    if num_gpus > 0:
+        by_gpu = int(resources.get("GPU", 0) // num_gpus)
+        if by_gpu == 0:
+            raise ValueError(f"num_gpus={num_gpus}, but the Ray cluster has "
+                             f"{resources.get('GPU', 0):g} GPUs")
+        if by_cpu == 0:
+            raise ValueError(f"a GPU actor asks for {cpus_per_actor:g} CPUs and the cluster has "
+                             f"{cpus:g} (one stays for reads): lower cpus_per_actor")
+        return min(by_gpu, by_cpu)
+    return max(1, by_cpu)
+
+
+def extract_dataset(
+    ds: ray.data.Dataset,
+    model: str | os.PathLike | None = None,
+    *,
+    html_column: str = "html",
+    id_column: str = "id",
+    content_type_column: str | None = None,
+    actors: int | tuple[int, int] | None = None,
+    num_gpus: float = 0,
+    cpus_per_actor: float | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    checkpoint_path: str | os.PathLike | None = None,
+    backend: str = "auto",
+) -> ray.data.Dataset:
+    """``ds`` with ``markdown``, ``n_main``, ``n_other`` and ``error`` added to every row, by a
+    pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
+
+    ``actors``: a fixed count, or ``(min, max)`` for an autoscaling pool; None: as many as the
+    cluster holds now (``actors_for_cluster``). ``num_gpus``: GPUs per actor (0: CPU actors;
+    0.5: two actors share a GPU). ``cpus_per_actor``: None is 1 for a CPU actor (its ONNX
+    Runtime threads) and ``GPU_ACTOR_CPUS`` for a GPU actor (one for inference, the rest worker
+    processes for the CPU stages). ``batch_size``: pages per call of an actor, and at most the
+    rows of a block (larger blocks are split so that every actor gets some; pass
+    ``min_rows_per_file=`` to ``write_parquet`` for fewer, larger output files).
+    ``checkpoint_path``: resume by ``id_column`` (see the module docstring); it takes effect
+    when ``ds`` is read from files and the result is written.
+    """
+    gpu = num_gpus > 0
+    if cpus_per_actor is None:
+        cpus_per_actor = GPU_ACTOR_CPUS if gpu else 1
+    if actors is None:
+        actors = actors_for_cluster(num_gpus, cpus_per_actor)
+    if isinstance(actors, int):
+        compute = ray.data.ActorPoolStrategy(size=actors)
+    else:
+        compute = ray.data.ActorPoolStrategy(min_size=actors[0], max_size=actors[1])
+    if checkpoint_path is not None:
+        path = os.fspath(checkpoint_path)
+        if "://" not in path:
+            path = os.path.abspath(path)  # pyarrow's file systems take absolute paths only
+        ds.context.checkpoint_config = CheckpointConfig(
+            id_column=id_column, checkpoint_path=path, delete_checkpoint_on_success=False)
+    whole_cpus = max(1, int(cpus_per_actor))
+    constructor = {
+        "model": model, "html_column": html_column, "content_type_column": content_type_column,
+        "device": "cuda" if gpu else "cpu", "backend": backend,
+        # CPU actor: the model takes the actor's CPUs, the CPU stages run in a thread beside it
+        # (with the default model they are about a tenth of a page's time: Pipeline's
+        # stage_seconds, 8 dev pages). GPU actor: one CPU feeds the GPU, the others run the
+        # CPU stages in worker processes.
+        "workers": max(1, whole_cpus - 1) if gpu else 0,
+        "threads": 1 if gpu else whole_cpus,
+    }
+    # Ray hands an actor a whole block, and a block read from one file can hold thousands of
+    # pages: blocks of at most a batch let every actor of the pool take a share.
+    blocks = ds.repartition(target_num_rows_per_block=batch_size)
+    return blocks.map_batches(
+        PulpieExtractor, fn_constructor_kwargs=constructor, batch_format="pyarrow",
+        batch_size=batch_size, compute=compute, num_cpus=cpus_per_actor,
+        num_gpus=num_gpus if gpu else None)

@@ -1,0 +1,1 @@
+"""``pulpie-rt serve``: an HTTP service that batches pages across requests (extra ``serve``)."""

@@ -1,0 +1,77 @@
+"""``Extractor``: raw HTML in, main content out (the reference's API, without torch).
+
+    from pulpie_rt import Extractor
+    result = Extractor("path/to/bundle").extract(html)
+    print(result.markdown)
+"""
+
+from __future__ import annotations
+
+import os
+
+from pulpie_rt.runtime.flow.pages import (
+    DEFAULT_LIMITS,
+    PageInput,
+    PageLimits,
+    PageResult,
+    Preparer,
+    RunStats,
+    extract_pages,
+)
+from pulpie_rt.runtime.model.backends import create_backend
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
+from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS
+
+
+class ExtractionError(RuntimeError):
+    """``extract`` failed for the page; the message names the stage and the reason."""
+
+
+class Extractor:
+    """Extract main content from raw HTML with a Pulpie model.
+
+    ``model``: hub name, checkpoint directory, bundle directory or engine file (see
+    ``pulpie_rt.runtime.model.resolve``). ``backend``: ``auto``, ``tensorrt`` or
+    ``onnxruntime``. ``device``: ``cpu``, ``cuda`` or ``cuda:N``; None picks a GPU when one is
+    usable. ``limits`` bounds what one page may cost (``PageLimits``; a result says what was
+    cut in ``truncated``). ``stats`` counts the pages, errors and fallbacks of every call.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike = DEFAULT_MODEL,
+        backend: str = "auto",
+        device: str | None = None,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        cutoff_length: int = 500,
+        threads: int | None = None,
+        limits: PageLimits = DEFAULT_LIMITS,
+    ):
+        resolved = resolve_model(model)
+        self.bundle = resolved.bundle
+        self.backend = create_backend(
+            self.bundle, backend, device, engine_path=resolved.engine_paths, threads=threads
+        )
+        self.stats = RunStats()
+        if self.backend.fallback:
+            self.stats.fell_back(self.backend.fallback)
+        self.max_batch_tokens = max_batch_tokens
+        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length, limits)
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    def extract(self, html: str | bytes) -> PageResult:
+        """Main content of one page; ``ExtractionError`` ("<stage>: <reason>") on failure."""
+        (result,) = self.extract_batch([html])
+        if result.error is not None:
+            raise ExtractionError(result.error)
+        return result
+
+    def extract_batch(self, htmls: list[str | bytes]) -> list[PageResult]:
+        """Results in input order (``page_id``: the index); a page that fails gets ``error``
+        set and empty content."""
+        pages = [PageInput(html, page_id=index) for index, html in enumerate(htmls)]
+        return extract_pages(self.preparer, self.backend, pages, self.max_batch_tokens,
+                             self.stats)

@@ -1,0 +1,517 @@
+"""The page flow: what happens to every page, whoever asks (``Extractor``, ``Pipeline``, the
+CLI, the integrations).
+
+``prepare(preparer, html)``: simplify -> blocks -> tokens -> chunks (CPU; picklable result).
+``predict_pages(backend, pages)``: every page's chunks through the one batcher and a backend.
+``finish(page, predictions)``: labels -> reconstruct -> Markdown.
+``extract_pages(preparer, backend, pages)``: the three in a row, serially; ``Pipeline``
+overlaps the same three steps over worker processes and devices.
+
+Every step returns a page's failure instead of raising it: ``"<stage>: <reason>"``, which
+becomes that page's ``PageResult.error``, so one page never takes down a batch.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import logging
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
+from pulpie_rt.runtime.stages.labels import (
+    MAIN,
+    argmax_labels,
+    block_margins,
+    block_predictions,
+    keep_best_block,
+    labels_from_predictions,
+    margin_labels,
+    sep_margins,
+)
+from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
+
+logger = logging.getLogger("pulpie_rt")
+
+
+class PageError(Exception):
+    """One page failed in one stage; ``str()`` is ``"<stage>: <reason>"``."""
+
+    def __init__(self, stage: str, reason: str):
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for an exception (type and first line of its message)."""
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def as_text(html: str | bytes | None) -> str:
+    """Page HTML as ``str`` (bytes are decoded as UTF-8, undecodable bytes replaced)."""
+    if isinstance(html, str):
+        return html
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        return bytes(html).decode("utf-8", errors="replace")
+    raise PageError("input", f"html must be str or bytes, not {type(html).__name__}")
+
+
+@dataclass(frozen=True)
+class PageLimits:
+    """What one page may cost, so that no page stalls a run of a billion.
+
+    ``max_input_bytes``: a longer page is cut to its first ``max_input_bytes`` (UTF-8) before
+    parsing (Common Crawl already cuts records at 1 MiB; the dev and train pages reach 5.3 MB).
+    ``max_page_tokens``: the model reads the page's first chunks up to this many tokens; blocks
+    in later chunks are not classified and come out as "other". The default, 16 chunks of
+    8,192 tokens, leaves every one of the 1,240 dev and train pages whole with the default
+    model's tokenizer (their largest is 122,555 tokens; p99 51,267) and bounds the model's
+    work on a page to 16 full chunks. None turns a limit off.
+    """
+
+    max_input_bytes: int | None = 16 * 1024 * 1024
+    max_page_tokens: int | None = 131_072
+
+
+DEFAULT_LIMITS = PageLimits()
+
+
+@dataclass
+class PreparedPage:
+    """A page ready for the model: its blocks' ids, chunks and the map HTML to rebuild from.
+
+    ``n_classified``: the blocks the chunks hold (the first ones); the rest were cut by
+    ``PageLimits`` and ``truncated`` says what was cut (None: nothing).
+    """
+
+    item_ids: list[str | None]
+    chunks: list[Chunk]
+    map_html: str
+    features: np.ndarray | None = None  # block_features, when the bundle has a rescorer
+    truncated: str | None = None
+    n_classified: int | None = None  # None: every block
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.item_ids)
+
+
+@dataclass
+class PageInput:
+    """One page to extract; ``page_id`` and ``metadata`` are echoed on its result."""
+
+    html: str | bytes | None
+    page_id: Any = 0
+    metadata: dict | None = None
+    content_type: str | None = None  # the page's Content-Type (charset); decoding ignores it yet
+
+
+@dataclass
+class PageResult:
+    """One page's output: the main content as HTML and Markdown, each block's label, or
+    ``error`` ("<stage>: <reason>") with empty content."""
+
+    page_id: Any = None
+    html: str = ""
+    markdown: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    metadata: dict | None = None
+    truncated: str | None = None  # what PageLimits cut from the page (None: nothing)
+    empty_reason: str | None = None  # why ``markdown`` is empty when there is no error
+
+    @cached_property
+    def text(self) -> str:
+        """Plain text of the main content (``stages.markdown.to_text``)."""
+        from pulpie_rt.runtime.stages.markdown import to_text
+
+        return to_text(self.html) if self.html else ""
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_main(self) -> int:
+        return sum(1 for v in self.labels.values() if v == "main")
+
+    @property
+    def n_other(self) -> int:
+        return self.n_blocks - self.n_main
+
+    def __repr__(self) -> str:
+        return (
+            f"PageResult(page_id={self.page_id!r}, blocks={self.n_blocks}, main={self.n_main}, "
+            f"other={self.n_other}, markdown_len={len(self.markdown)}"
+            + (f", error={self.error!r})" if self.error else ")")
+        )
+
+
+# The reference's name for what ``Extractor.extract`` returns: the same type.
+ExtractionResult = PageResult
+
+
+class Preparer:
+    """simplify -> blocks -> tokens -> chunks for one page (picklable: workers rebuild it)."""
+
+    def __init__(
+        self,
+        tokenizer_path: str | Path,
+        sep_id: int,
+        bos_id: int | None,
+        eos_id: int | None,
+        max_tokens: int = 8192,
+        cutoff_length: int = 500,
+        with_features: bool = False,
+        limits: PageLimits = DEFAULT_LIMITS,
+    ):
+        self.tokenizer_path = str(tokenizer_path)
+        self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
+        self.max_tokens = max_tokens
+        self.cutoff_length = cutoff_length
+        self.with_features = with_features
+        self.limits = limits
+        self._tokenizer = None
+
+    @classmethod
+    def from_bundle(cls, bundle, cutoff_length: int = 500,
+                    limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
+        """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
+        block features, when the bundle has a rescorer)."""
+        return cls(
+            bundle.tokenizer_path,
+            bundle.sep_id,
+            bundle.bos_id,
+            bundle.eos_id,
+            max_tokens=bundle.max_tokens,
+            cutoff_length=cutoff_length,
+            with_features=bundle.has_rescorer,
+            limits=limits,
+        )
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_tokenizer": None}
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.tokenizer_path)
+        return self._tokenizer
+
+    def prepare(self, html: str | bytes) -> PreparedPage:
+        from pulpie_rt.runtime.stages.simplify import simplify
+
+        html = as_text(html)
+        html, input_cut = cut_input(html, self.limits.max_input_bytes)
+        try:
+            simplified, map_html = simplify(html, cutoff_length=self.cutoff_length)
+        except Exception as exc:
+            raise PageError("simplify", describe(exc)) from exc
+        try:
+            blocks, item_ids = extract_blocks(simplified)
+            token_ids = encode_blocks(self.tokenizer, blocks)
+            chunks = pack_chunks(
+                token_ids, self.max_tokens, sep_id=self.sep_id, bos_id=self.bos_id,
+                eos_id=self.eos_id,
+            )
+        except Exception as exc:
+            raise PageError("tokenize", describe(exc)) from exc
+        chunks, n_classified = keep_chunks(chunks, self.limits.max_page_tokens)
+        cuts = [input_cut] if input_cut else []
+        if n_classified < len(item_ids):
+            cuts.append(f"{len(item_ids) - n_classified} of {len(item_ids)} blocks past the "
+                        f"first {self.limits.max_page_tokens:,} tokens were not classified "
+                        "(labelled other)")
+        features = None
+        if self.with_features:
+            from pulpie_rt.runtime.stages.features import block_features
+
+            try:
+                features = block_features(map_html, item_ids)
+            except Exception as exc:
+                raise PageError("features", describe(exc)) from exc
+        return PreparedPage(item_ids, chunks, map_html, features,
+                            "; ".join(cuts) or None, n_classified)
+
+
+def cut_input(html: str, max_bytes: int | None) -> tuple[str, str | None]:
+    """``html`` cut to its first ``max_bytes`` of UTF-8 (at a character boundary), and what was
+    cut (None when nothing was)."""
+    if max_bytes is None or len(html) <= max_bytes // 4:  # 4 bytes per character at most
+        return html, None
+    data = html.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return html, None
+    kept = data[:max_bytes].decode("utf-8", "ignore")  # drops a character cut in two
+    return kept, (f"the input was cut to its first {max_bytes:,} of {len(data):,} bytes")
+
+
+def keep_chunks(chunks: list[Chunk], max_page_tokens: int | None) -> tuple[list[Chunk], int]:
+    """The page's first chunks up to ``max_page_tokens`` tokens (at least one), and how many
+    blocks they hold (the first blocks of the page: chunks hold blocks in order)."""
+    if not chunks:
+        return chunks, 0
+    kept = len(chunks)
+    if max_page_tokens is not None:
+        total = 0
+        for index, chunk in enumerate(chunks):
+            total += len(chunk)
+            if total > max_page_tokens and index > 0:
+                kept = index
+                break
+    kept_chunks = chunks[:kept]
+    return kept_chunks, max(kept_chunks[-1].block_indices, default=-1) + 1
+
+
+class RunStats:
+    """What a run did besides extracting: pages, failed pages, and every fallback it took (a
+    slower or other path than the one asked for), so that a user sees when a run fell back.
+    Shared by a run's threads."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.errors = 0
+        self.fallbacks: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, results: Sequence[PageResult]) -> None:
+        with self._lock:
+            self.pages += len(results)
+            self.errors += sum(1 for r in results if r.error is not None)
+
+    def fell_back(self, what: str, times: int = 1) -> None:
+        """Record a fallback (logged once per kind, counted every time)."""
+        with self._lock:
+            first = what not in self.fallbacks
+            self.fallbacks[what] += times
+        if first:
+            logger.warning("pulpie-rt fell back: %s", what)
+
+    def summary(self) -> str:
+        """``"N pages, E errors"`` and the fallbacks taken, for a run's last line."""
+        with self._lock:
+            text = f"{self.pages} pages, {self.errors} errors"
+            if self.fallbacks:
+                text += "; fell back: " + ", ".join(
+                    f"{what} ({n}x)" for what, n in sorted(self.fallbacks.items()))
+        return text
+
+
+FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
+
+
+def run_chunks(
+    backend, pages: list[PreparedPage | None], read,
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS, stats: RunStats | None = None,
+) -> tuple[dict[tuple[int, int], Any], dict[int, PageError]]:
+    """Every chunk of ``pages`` through the one batcher and ``backend``: ``read(logits)`` per
+    ``(page index, chunk index)``, and the pages whose inference failed.
+
+    A batch that fails is retried row by row (counted in ``stats``), so one page that breaks
+    the engine fails alone.
+    """
+    items = [
+        ((page_index, chunk_index), chunk.token_ids)
+        for page_index, page in enumerate(pages)
+        if page is not None
+        for chunk_index, chunk in enumerate(page.chunks)
+    ]
+    outputs: dict[tuple[int, int], Any] = {}
+    failed: dict[int, PageError] = {}
+    attention = getattr(backend, "attention_budget", None)
+    padded = backend.is_padded()
+    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention, padded):
+        try:
+            batch_logits = backend.predict(batch)
+        except Exception:
+            batch_logits = None
+        if batch_logits is not None:
+            for key, logits in zip(batch.keys, batch_logits, strict=True):
+                outputs[key] = read(logits)
+            continue
+        if stats is not None and batch.rows > 1:
+            stats.fell_back(FALLBACK_ROW_BY_ROW)
+        for row, key in enumerate(batch.keys):
+            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets(),
+                                  padded=padded)
+            try:
+                (logits,) = backend.predict(single[0])
+                outputs[key] = read(logits)
+            except Exception as exc:
+                failed[key[0]] = PageError("inference", describe(exc))
+    return outputs, failed
+
+
+def predict_pages(
+    backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    stats: RunStats | None = None,
+) -> list[list[int] | PageError | None]:
+    """Per page its block predictions (``None`` pages stay ``None``; a page whose inference
+    failed gets its ``PageError``, see ``run_chunks``).
+
+    The backend's bundle may ask for its own ``decoding`` (see ``runtime.bundle``): a margin
+    threshold instead of the argmax, ``keep_best_block`` (``labels.keep_best_block``) and a
+    block rescorer (``runtime.rescore``); see ``decide_blocks``.
+    """
+    bundle = getattr(backend, "bundle", None)
+    keep_best = bool(bundle is not None and bundle.keep_best_block)
+    threshold = bundle.main_margin if bundle is not None else None
+    rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
+    need_margins = keep_best or threshold is not None or rescorer is not None
+    read = sep_margins if need_margins else argmax_labels
+    outputs_by_key, failed = run_chunks(backend, pages, read, max_batch_tokens, stats)
+    results: list[list[int] | PageError | None] = []
+    for page_index, page in enumerate(pages):
+        if page is None:
+            results.append(None)
+        elif page_index in failed:
+            results.append(failed[page_index])
+        else:
+            chunk_outputs = [outputs_by_key[(page_index, i)] for i in range(len(page.chunks))]
+            chunk_blocks = [c.block_indices for c in page.chunks]
+            if not need_margins:
+                results.append(block_predictions(page.n_blocks, chunk_blocks, chunk_outputs))
+                continue
+            try:
+                results.append(decide_blocks(page, chunk_outputs, threshold, keep_best, rescorer))
+            except Exception as exc:
+                results.append(PageError("rescore", describe(exc)))
+    return results
+
+
+def decide_blocks(page: PreparedPage, chunk_margins: list[np.ndarray], threshold: float | None,
+                  keep_best: bool, rescorer=None) -> list[int]:
+    """A bundle's own decoding of one page: per-block scores (the margins, or the rescorer's
+    scores when the bundle has one) above ``threshold`` (None: 0) are main, and with
+    ``keep_best`` a page without any main block keeps its best-scoring one."""
+    scores = block_margins(page.n_blocks, [c.block_indices for c in page.chunks], chunk_margins)
+    if rescorer is not None:
+        if page.features is None:
+            raise ValueError("the bundle has a rescorer but the page has no block features "
+                             "(prepared without Preparer.from_bundle?)")
+        scores = rescorer.scores(page.features, scores)
+        if page.n_classified is not None:
+            # blocks the limits cut are "other", whatever the rescorer makes of their features
+            scores[page.n_classified:] = np.nan
+    predictions = margin_labels(np.nan_to_num(scores, nan=-np.inf),
+                                0.0 if threshold is None else threshold)
+    return keep_best_block(predictions, scores) if keep_best else predictions
+
+
+EMPTY_NO_TEXT = "the page has no visible text"
+EMPTY_NO_MAIN = "no block was labelled main"
+EMPTY_MAIN_WITHOUT_TEXT = "the blocks labelled main hold no text"
+
+
+def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
+    """labels -> main HTML -> Markdown; ``PageError`` names the failing stage.
+
+    A page without blocks (plain text, text outside any element the segmentation keeps) has
+    nothing to label: its whole visible text is its main content. An empty result says why
+    it is empty (``empty_reason``).
+    """
+    from pulpie_rt.runtime.stages.markdown import to_markdown
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+
+    if page.n_blocks == 0:
+        return _whole_text(page)
+    labels = labels_from_predictions(page.item_ids, predictions)
+    try:
+        main_html = extract_main_html(page.map_html, labels)
+    except Exception as exc:
+        raise PageError("reconstruct", describe(exc)) from exc
+    try:
+        markdown = to_markdown(main_html)
+    except Exception as exc:
+        raise PageError("markdown", describe(exc)) from exc
+    empty_reason = None
+    if not markdown:
+        empty_reason = EMPTY_MAIN_WITHOUT_TEXT if MAIN in labels.values() else EMPTY_NO_MAIN
+    return PageResult(html=main_html, markdown=markdown, labels=labels,
+                      truncated=page.truncated, empty_reason=empty_reason)
+
+
+def _whole_text(page: PreparedPage) -> PageResult:
+    """The result of a page without blocks: its visible text, one paragraph per line."""
+    from pulpie_rt.runtime.stages.markdown import to_markdown, to_text
+
+    try:
+        lines = to_text(page.map_html).splitlines()
+        if not lines:
+            return PageResult(truncated=page.truncated, empty_reason=EMPTY_NO_TEXT)
+        main_html = ("<html><body>" + "".join(f"<p>{html_lib.escape(line)}</p>" for line in lines)
+                     + "</body></html>")
+        markdown = to_markdown(main_html)
+    except Exception as exc:
+        raise PageError("markdown", describe(exc)) from exc
+    return PageResult(html=main_html, markdown=markdown, truncated=page.truncated)
+
+
+def prepare(preparer: Preparer, html: str | bytes | None) -> PreparedPage | str:
+    """simplify -> blocks -> tokens -> chunks for one page, or the page's error string."""
+    try:
+        return preparer.prepare(html)
+    except PageError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug of ours: still only this page fails
+        return f"prepare: {describe(exc)}"
+
+
+def finish(page: PreparedPage, predictions: list[int]) -> PageResult | str:
+    """labels -> reconstruct -> Markdown for one page, or the page's error string."""
+    try:
+        return _finish(page, predictions)
+    except PageError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug of ours: still only this page fails
+        return f"finish: {describe(exc)}"
+
+
+def failure_of(prepared: PreparedPage | str, predictions) -> str | None:
+    """A page's error when it failed before finishing (in ``prepare`` or in inference)."""
+    if isinstance(prepared, str):
+        return prepared
+    if isinstance(predictions, PageError):
+        return str(predictions)
+    return None
+
+
+def result_for(page: PageInput, outcome: PageResult | PageError | str) -> PageResult:
+    """``page``'s result: ``outcome`` with the page's id and metadata, or its error."""
+    if isinstance(outcome, PageResult):
+        outcome.page_id, outcome.metadata = page.page_id, page.metadata
+        return outcome
+    return PageResult(page.page_id, error=str(outcome), metadata=page.metadata)
+
+
+def extract_pages(preparer: Preparer, backend, pages: Sequence[PageInput],
+                  max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                  stats: RunStats | None = None) -> list[PageResult]:
+    """The serial page flow: every page prepared, all chunks through the batcher and
+    ``backend`` together, every page finished; results in input order."""
+    prepared = [prepare(preparer, page.html) for page in pages]
+    ready = [p if isinstance(p, PreparedPage) else None for p in prepared]
+    predictions = predict_pages(backend, ready, max_batch_tokens, stats)
+    results = []
+    for page, outcome, preds in zip(pages, prepared, predictions, strict=True):
+        failure = failure_of(outcome, preds)
+        results.append(result_for(page, failure if failure is not None else finish(outcome, preds)))
+    if stats is not None:
+        stats.count(results)
+    return results
+
+
+def chunk_lengths(pages: list[PreparedPage]) -> np.ndarray:
+    """Token count of every chunk of ``pages`` (for sizing and benchmarks)."""
+    return np.array([len(c) for p in pages for c in p.chunks], dtype=np.int64)

@@ -1,0 +1,159 @@
+"""The exported-model bundle: what the runtime needs from a checkpoint, and nothing else.
+
+A bundle directory holds ``model.onnx`` (+ external data for large models), ``tokenizer.json``
+and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it (no torch).
+
+``manifest.json`` (format_version 1)::
+
+    {
+      "format": "pulpie-rt-bundle", "format_version": 1,
+      "source": {"id": str, "revision": str|null, "weights_sha256": str},
+      "model": {"architecture": str, "num_labels": 2, "hidden_size": int,
+                "num_hidden_layers": int, "num_attention_heads": int,
+                "intermediate_size": int, "vocab_size": int},
+      "tokens": {"bos_id": int|null, "eos_id": int|null, "sep_id": int, "pad_id": int,
+                 "sep_token": "<|sep|>"},
+      "max_tokens": 8192,
+      "labels": {"0": "other", "1": "main"},
+      "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
+      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1",
+                   "margin_weight": float},                              (optional)
+      "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
+               "inputs": ["input_ids", "attention_mask"], "output": "logits",
+               "external_data": bool},
+      "exporter": {"pulpie_rt": str, "torch": str, "transformers": str, "onnx": str,
+                   "onnxruntime": str, "method": str},
+      "verification": {... as measured by the export, or null with --no-verify}
+    }
+
+``decoding`` is off for the Orange bundles (their labels must equal the reference's, which
+take the argmax at each SEP); the embedded default model uses it:
+
+- ``main_margin``: a block is main when logit(main) - logit(other) > ``main_margin`` (absent:
+  the argmax, i.e. margin > 0); calibrated on held-out pages by ``pulpie_rt.train``;
+- ``keep_best_block``: when no block of a page is main, the block with the largest margin is
+  kept anyway, so a page with blocks never comes out empty.
+
+``rescorer`` (the default model only): a tree ensemble over block features read from the page
+(``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
+times its margin, and ``main_margin`` and ``keep_best_block`` apply to that score.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+TOKENIZER_NAME = "tokenizer.json"
+BUNDLE_FORMAT = "pulpie-rt-bundle"
+BUNDLE_FORMAT_VERSION = 1
+
+
+class BundleError(ValueError):
+    """A bundle directory that is missing files or has an unreadable manifest."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def onnx_path(self) -> Path:
+        return self.path / self.manifest["onnx"]["file"]
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.path / TOKENIZER_NAME
+
+    @property
+    def sep_id(self) -> int:
+        return int(self.manifest["tokens"]["sep_id"])
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.manifest["tokens"].get("bos_id")
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.manifest["tokens"].get("eos_id")
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.manifest["tokens"].get("pad_id") or 0)
+
+    @property
+    def keep_best_block(self) -> bool:
+        return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
+
+    @property
+    def main_margin(self) -> float | None:
+        value = (self.manifest.get("decoding") or {}).get("main_margin")
+        return None if value is None else float(value)
+
+    @property
+    def has_rescorer(self) -> bool:
+        return bool(self.manifest.get("rescorer"))
+
+    @property
+    def rescorer_path(self) -> Path | None:
+        return self.path / self.manifest["rescorer"]["file"] if self.has_rescorer else None
+
+    @property
+    def rescorer(self):
+        """The bundle's ``BlockRescorer`` (cached), or None when it has none."""
+        return self.load_rescorer() if self.has_rescorer else None
+
+    def load_rescorer(self, margin_weight: float | None = None):
+        """The bundle's rescorer with its own ``margin_weight``, or with the one given (the
+        calibration tries several); cached per weight."""
+        from pulpie_rt.runtime.stages.rescore import load_rescorer
+
+        spec = self.manifest["rescorer"]
+        weight = spec["margin_weight"] if margin_weight is None else margin_weight
+        return load_rescorer(self.rescorer_path, weight, spec["features"])
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.manifest.get("max_tokens", 8192))
+
+
+def is_bundle(path: str | Path) -> bool:
+    return (Path(path) / MANIFEST_NAME).is_file()
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Read and check a bundle directory; a ``BundleError`` names what is wrong."""
+    root = Path(path)
+    manifest_path = root / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise BundleError(f"{root}: not a pulpie-rt bundle (no {MANIFEST_NAME})")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{manifest_path}: unreadable manifest ({exc})") from exc
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{manifest_path}: format is {manifest.get('format')!r}, "
+                          f"expected {BUNDLE_FORMAT!r}")
+    if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
+        raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
+                          f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
+    bundle = Bundle(root, manifest)
+    needed_files = [bundle.onnx_path, bundle.tokenizer_path]
+    if bundle.has_rescorer:
+        needed_files.append(bundle.rescorer_path)
+    for needed in needed_files:
+        if not needed.is_file():
+            raise BundleError(f"{root}: bundle is missing {needed.name}")
+    return bundle
+
+
+def write_manifest(path: str | Path, manifest: dict[str, Any]) -> Path:
+    """Write ``manifest.json`` (format fields filled in) and return its path."""
+    data = {"format": BUNDLE_FORMAT, "format_version": BUNDLE_FORMAT_VERSION, **manifest}
+    out = Path(path) / MANIFEST_NAME
+    out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return out

@@ -1,0 +1,175 @@
+"""Models: turn the user's ``model=`` into a bundle (and maybe a TensorRT engine) on disk.
+
+``model`` may be
+
+- ``"default"`` (what ``Extractor()``, ``Pipeline()`` and ``pulpie-rt run`` use when given no
+  model): the model configured in ``$PULPIE_RT_MODEL`` if set, else the small model embedded
+  in the package (``pulpie_rt/default_model/``, trained on real pages by
+  ``python -m pulpie_rt.train``; offline, CPU-friendly);
+- a hub name (``orange-small`` …) or hub id (``owner/name``): downloaded with
+  ``huggingface_hub``, then treated as a checkpoint directory;
+- a local Hugging Face checkpoint directory (``config.json`` + weights): exported once into
+  the cache (``$PULPIE_RT_CACHE`` or ``~/.cache/pulpie-rt``), keyed by the weights' sha256,
+  then reused. Export needs the ``export`` extra (torch); it runs in a child process so the
+  runtime process never imports torch;
+- a bundle directory (``manifest.json``, ``model.onnx``, ``tokenizer.json``);
+- a TensorRT engine file (``*.engine``/``*.plan``) inside a bundle directory, or with a sidecar
+  ``<engine>.json`` holding ``{"bundle": "<dir>"}``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulpie_rt.runtime.digest import files_sha256
+from pulpie_rt.runtime.model.bundle import Bundle, BundleError, is_bundle, load_bundle
+from pulpie_rt.runtime.model.hub import HubError, fetch_checkpoint, hub_id_for, model_names
+
+DEFAULT_MODEL = "default"
+MODEL_ENV = "PULPIE_RT_MODEL"
+ENGINE_SUFFIXES = (".engine", ".plan")
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+# what ``pulpie-rt export`` imports (the ``export`` extra); the runtime itself needs none of them
+EXPORT_MODULES = ("torch", "transformers", "onnx")
+
+
+class ModelError(ValueError):
+    """A ``model=`` that cannot be resolved; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A bundle and the TensorRT engines that go with it (tried in order: an engine only
+    loads on the GPU model and TensorRT version it was built for)."""
+
+    bundle: Bundle
+    engine_paths: tuple[Path, ...] = ()
+
+    @property
+    def engine_path(self) -> Path | None:
+        return self.engine_paths[0] if self.engine_paths else None
+
+
+def embedded_model_dir() -> Path:
+    """The bundle shipped inside the package (the model card is its ``README.md``)."""
+    from importlib.resources import files
+
+    return Path(str(files("pulpie_rt") / "default_model"))
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("PULPIE_RT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "pulpie-rt"
+
+
+def is_checkpoint(path: Path) -> bool:
+    return (path / "config.json").is_file() and any(
+        any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS
+    )
+
+
+def checkpoint_key(path: Path) -> str:
+    """sha256 of the weight files and configs: the cache key of an exported checkpoint."""
+    names = sorted({p.name for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
+    names += [n for n in ("config.json", "tokenizer.json") if (path / n).is_file()]
+    return files_sha256((path / name for name in names), with_names=True)
+
+
+def export_checkpoint(path: Path, verify: bool = True) -> Path:
+    """The cached bundle of checkpoint ``path``, exported on first use (``pulpie-rt export``).
+
+    ``verify`` runs the exporter's parity check against PyTorch (slower, the safe default).
+    """
+    out = cache_dir() / "bundles" / checkpoint_key(path)[:20]
+    if is_bundle(out):
+        return out
+    missing = [name for name in EXPORT_MODULES if importlib.util.find_spec(name) is None]
+    if missing:  # the run environment (make run) has no torch unless a MODEL needs it
+        raise ModelError(f"{path}: exporting a checkpoint to ONNX needs the export extra "
+                         f"({', '.join(missing)} missing here): pip install 'pulpie-rt[export]' "
+                         f"(`make run MODEL=...` installs it), or pass a bundle directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + f".tmp-{os.getpid()}")
+    command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(path), "--out", str(partial)]
+    if not verify:
+        command.append("--no-verify")
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not is_bundle(partial):
+        lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise ModelError(f"{path}: export to ONNX failed: {lines[-1]}")
+    try:
+        partial.rename(out)  # atomic: a concurrent exporter may have won, that is fine
+    except OSError:
+        if not is_bundle(out):
+            raise
+    return out
+
+
+def _engine_bundle(engine: Path) -> Path:
+    sidecar = engine.with_name(engine.name + ".json")
+    if sidecar.is_file():
+        try:
+            target = Path(json.loads(sidecar.read_text(encoding="utf-8"))["bundle"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(f"{sidecar}: unreadable engine sidecar ({exc})") from exc
+        return target if target.is_absolute() else engine.parent / target
+    if is_bundle(engine.parent):
+        return engine.parent
+    raise ModelError(f"{engine}: engine file has no bundle (put it in the bundle directory "
+                     f"or write {sidecar.name} with {{\"bundle\": DIR}})")
+
+
+def _find_engines(bundle_dir: Path) -> tuple[Path, ...]:
+    return tuple(sorted(p for s in ENGINE_SUFFIXES for p in bundle_dir.glob(f"*{s}")))
+
+
+def resolve_model(
+    model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True
+) -> ResolvedModel:
+    """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
+    if str(model) == DEFAULT_MODEL:
+        configured = os.environ.get(MODEL_ENV, "").strip()
+        if configured and configured != DEFAULT_MODEL:
+            return resolve_model(configured, verify_export)
+        embedded = embedded_model_dir()
+        if not is_bundle(embedded):
+            raise ModelError(f"the embedded default model is missing from {embedded} (a broken "
+                             f"install?); pass a model (--model orange-small, a bundle or a "
+                             f"checkpoint directory) or set {MODEL_ENV}")
+        model = embedded
+    path = Path(model).expanduser()
+    engines: tuple[Path, ...] = ()
+    if path.is_file() and path.suffix in ENGINE_SUFFIXES:
+        engines = (path,)
+        path = _engine_bundle(path)
+    elif path.exists():
+        if not path.is_dir():
+            raise ModelError(f"model {str(model)!r}: not a directory, bundle or engine file")
+        if not is_bundle(path):
+            if not is_checkpoint(path):
+                raise ModelError(f"model {str(model)!r}: directory is neither a pulpie-rt "
+                                 "bundle (manifest.json) nor a checkpoint (config.json + weights)")
+            path = export_checkpoint(path, verify_export)
+        engines = _find_engines(path)
+    else:
+        name = str(model)
+        hub_id = hub_id_for(name)
+        if hub_id is None:
+            raise ModelError(f"model {name!r}: no such file or directory, and not a hub name "
+                             f"({DEFAULT_MODEL}, {model_names()} or owner/name)")
+        try:
+            checkpoint, _revision = fetch_checkpoint(name, hub_id)
+        except HubError as exc:
+            raise ModelError(str(exc)) from exc
+        path = export_checkpoint(checkpoint, verify_export)
+        engines = _find_engines(path)
+    try:
+        return ResolvedModel(load_bundle(path), engines)
+    except BundleError as exc:
+        raise ModelError(str(exc)) from exc

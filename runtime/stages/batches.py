@@ -1,0 +1,155 @@
+"""Batches: chunks from many pages grouped by length into buckets, under a padded-token budget.
+
+The one batching routine every entry point uses (``Extractor``, ``Pipeline``, the CLI). A batch
+is flat, as in text-embeddings-inference: the rows' token ids concatenated, their position ids,
+and ``cumulative_seq_lengths``; each backend pads it (or not) as its engine needs.
+
+Chunks are sorted by length and cut greedily so that ``rows * longest_row`` stays within
+``max_batch_tokens`` and no batch crosses a bucket boundary (a bucket is an engine profile:
+every row of a batch then fits the same TensorRT optimisation profile / padded shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Sequence-length buckets: a batch is padded to the smallest that holds its longest chunk. The
+# TensorRT engine builder (``export.profiles``) makes one optimisation profile per bucket.
+SEQ_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
+DEFAULT_MAX_BATCH_TOKENS = 16384
+# rows * length**2 cap for engines whose attention materialises [rows, heads, L, L] scores
+# (ONNX Runtime's eager graph): as much memory as one full 8192-token chunk, no more.
+DEFAULT_MAX_BATCH_ATTENTION = 8192 * 8192
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Rows of at most ``max_length`` tokens, at most ``max_rows`` per batch (None: no cap)."""
+
+    max_length: int
+    max_rows: int | None = None
+
+
+@dataclass
+class Batch:
+    """A flat batch of token sequences; ``keys[i]`` tells the caller whose row ``i`` is."""
+
+    keys: list[Hashable]
+    input_ids: np.ndarray  # int64 [total_tokens]
+    position_ids: np.ndarray  # int64 [total_tokens]
+    cumulative_seq_lengths: np.ndarray  # int64 [rows + 1]
+    bucket: Bucket
+
+    @property
+    def rows(self) -> int:
+        return len(self.keys)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.cumulative_seq_lengths)
+
+    @property
+    def max_length(self) -> int:
+        return int(self.lengths.max()) if self.rows else 0
+
+    def row(self, index: int) -> np.ndarray:
+        """Token ids of row ``index`` (no padding)."""
+        start, end = self.cumulative_seq_lengths[index], self.cumulative_seq_lengths[index + 1]
+        return self.input_ids[start:end]
+
+    def padded(self, pad_id: int, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(input_ids, attention_mask)`` as ``[rows, length]`` int64, right-padded."""
+        length = length or self.max_length
+        ids = np.full((self.rows, length), pad_id, dtype=np.int64)
+        mask = np.zeros((self.rows, length), dtype=np.int64)
+        for index, n in enumerate(self.lengths):
+            ids[index, :n] = self.row(index)
+            mask[index, :n] = 1
+        return ids, mask
+
+    def padded_positions(self, length: int | None = None) -> np.ndarray:
+        """``position_ids`` as ``[rows, length]`` int64, right-padded with 0."""
+        length = length or self.max_length
+        positions = np.zeros((self.rows, length), dtype=np.int64)
+        starts = self.cumulative_seq_lengths
+        for index, n in enumerate(self.lengths):
+            positions[index, :n] = self.position_ids[starts[index]:starts[index] + n]
+        return positions
+
+
+def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
+    """The smallest bucket that holds ``length`` tokens (an unbounded one past the last)."""
+    for bucket in buckets:
+        if length <= bucket.max_length:
+            return bucket
+    return Bucket(length, 1)
+
+
+def as_buckets(bounds: Iterable[int | Bucket] | None) -> list[Bucket]:
+    """Sorted buckets from lengths or ``Bucket``s (``SEQ_BUCKETS`` when None)."""
+    items = SEQ_BUCKETS if bounds is None else bounds
+    return sorted(
+        (b if isinstance(b, Bucket) else Bucket(int(b)) for b in items),
+        key=lambda b: b.max_length,
+    )
+
+
+def make_batch(keys: list[Hashable], sequences: list[Sequence[int]], bucket: Bucket) -> Batch:
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    cumulative = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cumulative[1:])
+    input_ids = (
+        np.concatenate([np.asarray(s, dtype=np.int64) for s in sequences])
+        if sequences
+        else np.zeros(0, dtype=np.int64)
+    )
+    position_ids = np.arange(int(cumulative[-1]), dtype=np.int64) - np.repeat(
+        cumulative[:-1], lengths
+    )
+    return Batch(list(keys), input_ids, position_ids, cumulative, bucket)
+
+
+def make_batches(
+    items: Iterable[tuple[Hashable, Sequence[int]]],
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    buckets: Iterable[int | Bucket] | None = None,
+    max_batch_attention: int | None = None,
+    padded: bool = True,
+) -> list[Batch]:
+    """Group ``(key, token_ids)`` items into batches, shortest first.
+
+    The token budget counts what the engine computes: ``rows * longest <= max_batch_tokens``
+    for a backend that pads every row to the longest (``Backend.is_padded()``), the sum of the
+    rows' lengths for one that does not. Within a batch also ``rows * longest**2 <=
+    max_batch_attention`` (when given) and ``rows <= bucket.max_rows`` (a single row over a
+    budget is allowed: it must run somehow); rows of one batch share a bucket.
+    """
+    bucket_list = as_buckets(buckets)
+    ordered = sorted(items, key=lambda item: len(item[1]))
+    batches: list[Batch] = []
+    keys: list[Hashable] = []
+    sequences: list[Sequence[int]] = []
+    current: Bucket | None = None
+    unpadded_tokens = 0  # sum of the lengths in the current batch
+    for key, sequence in ordered:
+        bucket = bucket_for(len(sequence), bucket_list)
+        rows = len(keys) + 1
+        length = len(sequence)  # the longest so far: items come shortest first
+        too_many = current is not None and current.max_rows is not None and rows > current.max_rows
+        tokens = rows * length if padded else unpadded_tokens + length
+        over = tokens > max_batch_tokens or (
+            max_batch_attention is not None and rows * length * length > max_batch_attention
+        )
+        if keys and (bucket != current or over or too_many):
+            batches.append(make_batch(keys, sequences, current))
+            keys, sequences, unpadded_tokens = [], [], 0
+        keys.append(key)
+        sequences.append(sequence)
+        unpadded_tokens += length
+        current = bucket
+    if keys:
+        batches.append(make_batch(keys, sequences, current))
+    return batches

@@ -1,0 +1,216 @@
+"""Block features read from ``map_html``: what the default model's rescorer sees beside the
+transformer's margins.
+
+The embedded default model is small and reads each 1,024-token chunk alone, so it cannot see
+what a boilerplate classifier learns from the page around a block: its link density, the
+class/id words of its ancestors (``nav``, ``comment``, ``related`` …), its position, which
+container holds most of the page's prose. ``block_features`` measures those for every block
+(one row per ``item_id``, in block order) from the original DOM marked with the same ids; the
+bundle's rescorer (``runtime.rescore``) turns them into a score per block.
+
+The column layout is versioned (``FEATURES_VERSION``): a rescorer is trained on one layout, and
+a bundle names the layout it needs. Everything is iterative (deep pages are fine) and runs on
+selectolax's lexbor tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
+
+FEATURES_VERSION = "blocks-v1"
+
+_WORD = re.compile(r"\w+")
+_PUNCT = re.compile(r"[.,;:!?]")
+
+# Tags numbered for the two categorical columns (0: any other tag).
+TAGS = (
+    "p div li ul ol h1 h2 h3 h4 h5 h6 a span td th tr table pre code img figure figcaption "
+    "blockquote form button section article header footer nav aside main dl dt dd label select "
+    "input time strong em b i small cc-alg-uc-text source picture video iframe address"
+).split()
+_TAG_ID = {tag: i + 1 for i, tag in enumerate(TAGS)}
+# Ancestor tags flagged one column each.
+ANCESTOR_TAGS = (
+    "nav header footer aside article main form li table section ul ol a button h1 h2 h3 figure "
+    "blockquote dl"
+).split()
+_ANCESTOR_INDEX = {tag: i for i, tag in enumerate(ANCESTOR_TAGS)}
+# Words looked for in class / id / role / itemprop values (substring match).
+KEYWORDS = (
+    "nav menu footer header sidebar side comment related share social breadcrumb banner cookie "
+    "widget promo newsletter subscribe login search tag author meta date card product price "
+    "review rating article content main post entry body text story prose blog title hero modal "
+    "popup ad sponsor recommend more footnote toc pagination cart filter faq answer question "
+    "thread message reply"
+).split()
+_KEYWORD_RE = re.compile("|".join(sorted(KEYWORDS, key=len, reverse=True)))
+_KEYWORD_INDEX = {word: i for i, word in enumerate(KEYWORDS)}
+STOPWORDS = frozenset(
+    "the a an and or of to in is are was were be been it that this with for on as by at from "
+    "but not have has had which you we they he she his her their its our your will would can "
+    "could there than then so if into about also more some what when who how all one".split()
+)
+
+BLOCK_COLUMNS = (
+    "tag own_tag words chars link_ratio links images punct_ratio punct depth in_link sentences"
+).split()
+PAGE_COLUMNS = (
+    "position words_before word_share page_blocks page_words prev_words next_words "
+    "prev_link_ratio next_link_ratio window_words window_link_ratio in_candidate "
+    "best_ancestor_score candidate_word_share repeats from_h1 words_vs_median stopword_ratio "
+    "digit_ratio mean_word_length"
+).split()
+FEATURE_NAMES = (
+    BLOCK_COLUMNS
+    + [f"own_kw_{w}" for w in KEYWORDS]
+    + [f"ancestor_kw_{w}" for w in KEYWORDS]
+    + [f"ancestor_{t}" for t in ANCESTOR_TAGS]
+    + PAGE_COLUMNS
+)
+N_FEATURES = len(FEATURE_NAMES)
+CATEGORICAL_COLUMNS = (0, 1)  # tag, own_tag
+WINDOW = 3  # blocks either side for the window columns
+CANDIDATE_LEVELS = 6  # ancestors a block's prose scores
+
+
+def _keyword_flags(node) -> np.ndarray:
+    flags = np.zeros(len(KEYWORDS), np.float32)
+    attrs = node.attributes
+    names = " ".join(
+        value for key in ("class", "id", "role", "itemprop") if (value := attrs.get(key))
+    ).lower()
+    for word in _KEYWORD_RE.findall(names):
+        flags[_KEYWORD_INDEX[word]] = 1.0
+    return flags
+
+
+def _shift(values: np.ndarray, by: int) -> np.ndarray:
+    """``values`` moved ``by`` places later (earlier when negative), zeros coming in."""
+    out = np.zeros_like(values)
+    if by > 0:
+        out[by:] = values[:-by]
+    elif by < 0:
+        out[:by] = values[-by:]
+    return out
+
+
+def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``FEATURE_NAMES`` per block of ``item_ids`` (rows of zeros for ids
+    that ``map_html`` does not hold)."""
+    n = len(item_ids)
+    if n == 0:
+        return np.zeros((0, N_FEATURES), np.float32)
+    tree = LexborHTMLParser(map_html)
+    by_id: dict[str, object] = {}
+    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
+        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+
+    n_kw, n_anc = len(KEYWORDS), len(ANCESTOR_TAGS)
+    block = np.zeros((n, len(BLOCK_COLUMNS)), np.float32)
+    own_kw = np.zeros((n, n_kw), np.float32)
+    ancestor_kw = np.zeros((n, n_kw), np.float32)
+    ancestor_tag = np.zeros((n, n_anc), np.float32)
+    text_stats = np.zeros((n, 3), np.float32)  # stopword ratio, digit ratio, mean word length
+    chains: list[list[int]] = []  # ancestors' mem_ids, nearest first
+    prose = np.zeros(n, np.float32)  # words outside links
+    texts: list[str] = []
+    keyword_cache: dict[int, np.ndarray] = {}  # per ancestor node, this page only
+
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        if node is None:
+            chains.append([])
+            texts.append("")
+            continue
+        # A run wrapper stands for text inside its parent: the parent's tag and names matter.
+        own = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None else node
+        text = node.text(deep=True, separator=" ")
+        words = _WORD.findall(text.lower())
+        n_words = len(words)
+        link_words, n_links = 0, 0
+        for link in node.css("a"):
+            n_links += 1
+            link_words += len(_WORD.findall(link.text(deep=True, separator=" ")))
+        n_punct = len(_PUNCT.findall(text))
+        chain: list[int] = []
+        depth, in_link = 0, 0.0
+        parent = own.parent
+        while parent is not None and parent.tag not in ("html", "-undef"):
+            depth += 1
+            key = parent.mem_id
+            chain.append(key)
+            flags = keyword_cache.get(key)
+            if flags is None:
+                flags = keyword_cache[key] = _keyword_flags(parent)
+            np.maximum(ancestor_kw[row], flags, out=ancestor_kw[row])
+            index = _ANCESTOR_INDEX.get(parent.tag)
+            if index is not None:
+                ancestor_tag[row, index] = 1.0
+            if parent.tag == "a":
+                in_link = 1.0
+            parent = parent.parent
+        if in_link:
+            link_words = n_words
+        block[row] = (
+            _TAG_ID.get(node.tag, 0), _TAG_ID.get(own.tag, 0), n_words, len(text),
+            link_words / max(n_words, 1), n_links, len(node.css("img")),
+            n_punct / max(n_words, 1), n_punct, depth, in_link, text.count(". "),
+        )
+        own_kw[row] = _keyword_flags(own)
+        text_stats[row] = (
+            sum(1 for w in words if w in STOPWORDS) / max(n_words, 1),
+            sum(ch.isdigit() for ch in text) / max(len(text), 1),
+            sum(len(w) for w in words) / max(n_words, 1),
+        )
+        chains.append(chain)
+        prose[row] = n_words - link_words
+        texts.append(" ".join(words))
+
+    words = block[:, 2]
+    link_ratio = block[:, 4]
+    total = max(float(words.sum()), 1.0)
+    window = np.ones(2 * WINDOW + 1, np.float32)
+    window_words = np.convolve(np.pad(words, WINDOW), window, "valid")
+    window_link = np.convolve(np.pad(words * link_ratio, WINDOW), window, "valid")
+    # Readability's candidate: each block's prose scores its parent in full, its grandparent
+    # half, and further ancestors 1/(3 * level); the best-scoring node holds the main text.
+    score: dict[int, float] = {}
+    for chain, value in zip(chains, prose, strict=True):
+        for level, key in enumerate(chain[:CANDIDATE_LEVELS]):
+            weight = 1.0 if level == 0 else 0.5 if level == 1 else 1.0 / (3 * level)
+            score[key] = score.get(key, 0.0) + float(value) * weight
+    best = max(score, key=score.__getitem__) if score else None
+    in_candidate = np.array([best in chain for chain in chains], np.float32)
+    best_ancestor = np.array(
+        [max((score.get(k, 0.0) for k in chain), default=0.0) for chain in chains], np.float32
+    ) / total
+    counts = Counter(texts)
+    repeats = np.array([counts[t] if t else 0 for t in texts], np.float32)
+    h1 = np.flatnonzero(block[:, 0] == _TAG_ID["h1"])
+    from_h1 = (np.arange(n) - h1[0]) / n if len(h1) else np.full(n, -2.0)
+    page = np.stack([
+        np.arange(n) / max(n - 1, 1),
+        (np.cumsum(words) - words) / total,
+        words / total,
+        np.full(n, n),
+        np.full(n, total),
+        _shift(words, 1),
+        _shift(words, -1),
+        _shift(link_ratio, 1),
+        _shift(link_ratio, -1),
+        window_words,
+        window_link / np.maximum(window_words, 1),
+        in_candidate,
+        best_ancestor,
+        np.full(n, float((words * in_candidate).sum()) / total),
+        repeats,
+        from_h1,
+        words / max(float(np.median(words)), 1.0),
+    ], 1).astype(np.float32)
+    return np.concatenate([block, own_kw, ancestor_kw, ancestor_tag, page, text_stats], 1)

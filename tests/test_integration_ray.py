@@ -1,0 +1,198 @@
+"""Ray Data (``pulpie_rt.integrations.ray``) on a local cluster: real dev pages as Parquet in,
+every row out exactly once with ``Extractor``'s Markdown, resume by id column.
+
+The cluster declares 4 CPUs on this 2-core machine: read tasks and the actor pool then never
+wait on each other for a CPU slot.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ray.data", reason="the [ray] extra is not installed: "
+                    "pip install -e '.[ray]' (make test installs it)")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from integration_helpers import GARBAGE_HTML, extractor_results, integration_pages  # noqa: E402
+
+from pulpie_rt import PageResult  # noqa: E402
+
+NULL_ERROR = "input: html must be str or bytes, not NoneType"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import ray
+
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+def input_rows() -> list[dict]:
+    """The pages, then a garbage row and a null row; ``n`` is a column the step must keep."""
+    rows = [{"id": p["id"], "html": p["html"]} for p in integration_pages()]
+    rows += [{"id": "garbage", "html": GARBAGE_HTML}, {"id": "null", "html": None}]
+    return [{**row, "n": n} for n, row in enumerate(rows)]
+
+
+def write_rows(path, rows: list[dict]) -> None:
+    schema = pa.schema([("id", pa.string()), ("html", pa.string()), ("n", pa.int64())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+def run_job(inputs, out, checkpoint) -> None:
+    import ray
+
+    from pulpie_rt.integrations.ray import extract_dataset
+
+    pages = ray.data.read_parquet(str(inputs))
+    extract_dataset(pages, actors=2, batch_size=4, checkpoint_path=checkpoint).write_parquet(
+        str(out))
+
+
+def data_files(out) -> set:
+    return {p.name for p in out.glob("*.parquet")}
+
+
+def read_ids(out, names) -> list:
+    return [i for name in sorted(names) for i in pq.read_table(out / name).column("id").to_pylist()]
+
+
+def wrong_rows(table: pa.Table, rows: list[dict]) -> list[str]:
+    """Ids of rows whose output is not what it must be (inputs kept; Extractor's results)."""
+    expected = extractor_results()
+    by_id = {r["id"]: r for r in table.to_pylist()}
+    wrong = []
+    for row in rows:
+        got = by_id[row["id"]]
+        if (got["html"], got["n"]) != (row["html"], row["n"]):
+            wrong.append(f"{row['id']}: input columns changed")
+        elif row["html"] is None:
+            if (got["markdown"], got["n_main"], got["n_other"], got["error"]) != (
+                    "", 0, 0, NULL_ERROR):
+                wrong.append(f"{row['id']}: {got['error']!r}")
+        elif (got["markdown"], got["n_main"], got["n_other"], got["error"]) != expected[
+                row["id"]]:
+            wrong.append(f"{row['id']}: not Extractor's output (error {got['error']!r})")
+    return wrong
+
+
+def test_every_row_comes_out_once_as_extractor_makes_it_and_resumes(cluster, tmp_path):
+    rows = input_rows()
+    half = len(rows) // 2
+    inputs, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+    inputs.mkdir()
+
+    # A job that wrote the first half of the rows, then stopped ...
+    write_rows(inputs / "part-0.parquet", rows[:half])
+    run_job(inputs, out, checkpoint)
+    first = data_files(out)
+    assert sorted(read_ids(out, first)) == sorted(r["id"] for r in rows[:half])
+
+    # ... rerun over all rows: only the rows not written yet are processed
+    write_rows(inputs / "part-1.parquet", rows[half:])
+    run_job(inputs, out, checkpoint)
+    second = data_files(out) - first
+    assert sorted(read_ids(out, second)) == sorted(r["id"] for r in rows[half:])
+
+    table = pq.read_table(out)
+    assert sorted(table.column("id").to_pylist()) == sorted(r["id"] for r in rows)
+    assert wrong_rows(table, rows) == []
+    assert table.schema.field("error").type == pa.string()
+    assert table.schema.field("n_main").type == pa.int64()
+    # the garbage row is a page without content, not a failure (as Extractor has it)
+    garbage = table.filter(pa.compute.equal(table.column("id"), "garbage")).to_pylist()[0]
+    assert (garbage["markdown"], garbage["error"]) == ("", None)
+
+    # A rerun of the finished job: every row is dropped at the read, none reaches the model,
+    # nothing is written (one row in, one row out: rows written == pages processed).
+    run_job(inputs, out, checkpoint)
+    assert data_files(out) == first | second
+
+
+def test_actor_pool_sized_to_the_cluster(cluster):
+    from pulpie_rt.integrations.ray import actors_for_cluster
+
+    assert actors_for_cluster() == 3  # 4 CPUs, one left to the reads
+    assert actors_for_cluster(cpus_per_actor=2) == 1
+    with pytest.raises(ValueError, match=r"^num_gpus=1, but the Ray cluster has 0 GPUs$"):
+        actors_for_cluster(num_gpus=1)
+
+
+# ---------------------------------------------------------------- the callable, without Ray
+
+
+@pytest.fixture(scope="module")
+def extractor():
+    from pulpie_rt.integrations.ray import PulpieExtractor
+
+    return PulpieExtractor(html_column="page", content_type_column="type", threads=1)
+
+
+def small_rows() -> list[dict]:
+    pages = integration_pages()[:2]
+    return [{"id": p["id"], "page": p["html"].encode("utf-8"), "type": "text/html; charset=utf-8"}
+            for p in pages] + [{"id": "null", "page": None, "type": None},
+                               {"id": "garbage", "page": GARBAGE_HTML.encode(), "type": None}]
+
+
+def expected_columns(rows: list[dict]) -> dict[str, list]:
+    expected = extractor_results()
+    markdown, n_main, n_other, error = [], [], [], []
+    for row in rows:
+        result = ("", 0, 0, NULL_ERROR) if row["page"] is None else expected[row["id"]]
+        for column, value in zip((markdown, n_main, n_other, error), result, strict=True):
+            column.append(value)
+    return {"markdown": markdown, "n_main": n_main, "n_other": n_other, "error": error}
+
+
+def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
+    import numpy as np
+
+    rows = small_rows()
+    expected = expected_columns(rows)
+    table = pa.Table.from_pylist(rows)
+    out = extractor(table)
+    assert out.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+    assert {name: out.column(name).to_pylist() for name in expected} == expected
+    assert out.column("page").to_pylist() == [r["page"] for r in rows]
+
+    out = extractor(table.to_pandas())
+    assert list(out.columns) == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+    got = {name: out[name].tolist() for name in expected}
+    got["error"] = [None if e is None or e != e else e for e in got["error"]]  # NaN is missing
+    assert got == expected
+
+    batch = {name: np.array([r[name] for r in rows], dtype=object) for name in rows[0]}
+    out = extractor(batch)
+    assert out["n_main"].dtype == np.int64
+    assert {name: out[name].tolist() for name in expected} == expected
+
+    # a batch that already has the output columns (a rerun over an output) gets them replaced
+    again = extractor(extractor(table))
+    assert again.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+
+
+def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):
+    with pytest.raises(KeyError, match="no column 'page' in the batch"):
+        extractor(pa.table({"html": ["<p>x</p>"]}))
+
+
+def test_a_batch_that_breaks_as_a_whole_still_gives_every_row(extractor, monkeypatch):
+    """A failure outside the page flow's per-page errors (a dead worker pool, a bug): the batch
+    runs page by page, and only the page that fails alone gets an error."""
+
+    def extract_batch(pages):
+        if len(pages) > 1:
+            raise RuntimeError("worker pool broke")
+        if pages[0].html == "boom":
+            raise OSError("worker died\nsecond line")
+        return [PageResult(pages[0].page_id, markdown=f"page {pages[0].page_id}")]
+
+    monkeypatch.setattr(extractor.pipeline, "extract_batch", extract_batch)
+    out = extractor(pa.table({"page": ["<p>a</p>", "boom", "<p>c</p>"], "type": [None] * 3}))
+    assert out.column("markdown").to_pylist() == ["page 0", "", "page 2"]
+    assert out.column("error").to_pylist() == [None, "pipeline: OSError: worker died", None]
