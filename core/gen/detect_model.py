@@ -64,7 +64,7 @@ CASED = {"latin_lower": "latin_upper", "greek_lower": "greek_upper",
          "cyrillic_lower": "cyrillic_upper"}
 CLASS_INDEX = {name: i for i, (name, _) in enumerate(CLASSES)}
 RANGES = sorted((lo, hi, CLASS_INDEX[name]) for name, ranges in CLASSES for lo, hi in ranges)
-assert all(a[1] < b[0] for a, b in zip(RANGES, RANGES[1:])), "class ranges overlap"
+assert all(a[1] < b[0] for a, b in zip(RANGES, RANGES[1:], strict=False)), "class ranges overlap"
 OTHER = CLASS_INDEX["other"]
 
 
@@ -102,7 +102,7 @@ def count(pages) -> tuple[dict[int, float], Counter, list[list[float]], int]:
         weight = 1.0 / len(text)
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         distinct, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
-        for cp, n in zip(distinct.tolist(), counts.tolist()):
+        for cp, n in zip(distinct.tolist(), counts.tolist(), strict=True):
             char_weight[cp] += n * weight
             char_count[cp] += n
             if cp not in class_cache:
