@@ -28,8 +28,9 @@ const SELECTOLAX_VERSION: &str = "0.4.10";
 const SDIST_SHA256: &str = "89764b4d1e32d38e635dfb270a639fc707af4315b863fd161357a517321e5046";
 
 /// lexbor modules under `source/lexbor/` that parsing and serializing a document link against
-/// (css, selectors, style, url, … are not needed).
-const MODULES: &[&str] = &["core", "dom", "html", "tag", "ns", "ports/posix"];
+/// (css, selectors, style, url, … are not needed), and `encoding` (the WHATWG Encoding
+/// Standard's labels and decoders, `src/decode.rs`).
+const MODULES: &[&str] = &["core", "dom", "html", "tag", "ns", "ports/posix", "encoding"];
 const CFLAGS: &[&str] = &["-O2", "-fPIC", "-std=c99", "-DLEXBOR_STATIC", "-w"];
 const LIB_NAME: &str = "lexbor_pulpie";
 

@@ -32,6 +32,7 @@ def read_input_pages(paths: Iterable[str | Path], html_field: str = "html") -> l
     """``{"id", "html"}`` of every usable page of the user's files (JSONL[.gz], WARC[.gz],
     Parquet); a record that is not a page stops the benchmark with its reason."""
     from pulpie_rt.runtime.io import check_inputs, iter_inputs
+    from pulpie_rt.runtime.stages.decode import decode_input
 
     files = [Path(p) for p in paths]
     check_inputs(files)
@@ -39,7 +40,8 @@ def read_input_pages(paths: Iterable[str | Path], html_field: str = "html") -> l
     for page in iter_inputs(files, html_field=html_field):
         if page.error is not None:
             raise ValueError(page.error)
-        pages.append({"id": page.id, "html": page.html})
+        # WARC records are bytes: decoded as the run decodes them (the reference takes str)
+        pages.append({"id": page.id, "html": decode_input(page.html, page.content_type)[0]})
     return pages
 
 

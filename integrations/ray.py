@@ -9,10 +9,11 @@
 
 ``PulpieExtractor`` is the callable class Ray runs in each actor: it loads the model once, takes
 batches (Arrow, pandas or numpy) with an HTML column (str or bytes, and optionally a
-content-type column), keeps every column and adds ``markdown``, ``n_main``, ``n_other`` and
-``error``. One row in, one row out, always: a page that fails gets ``error`` ("<stage>:
-<reason>", as ``pulpie-rt run`` writes it) and empty content instead of an exception, because
-one exception in ``map_batches`` fails the whole Ray job. ``extract_dataset`` builds the
+content-type column), keeps every column and adds ``markdown``, ``n_main``, ``n_other``,
+``error`` and ``encoding`` (what an HTML bytes cell was decoded with). One row in, one row
+out, always: a page that fails gets ``error`` ("<stage>: <reason>", as ``pulpie-rt run``
+writes it) and empty content instead of an exception, because one exception in
+``map_batches`` fails the whole Ray job. ``extract_dataset`` builds the
 ``map_batches`` call: an actor pool sized to the cluster, a GPU per actor when asked, and the
 CPU stages (simplify, tokenize, reconstruct, Markdown) in worker processes of each GPU actor.
 
@@ -60,7 +61,7 @@ logger = logging.getLogger("pulpie_rt")
 
 # The columns every output row gets, and their Arrow types.
 OUTPUT_TYPES = {"markdown": pa.string(), "n_main": pa.int64(), "n_other": pa.int64(),
-                "error": pa.string()}
+                "error": pa.string(), "encoding": pa.string()}
 # CPUs a GPU actor asks for when not told: one for the inference thread, three worker processes
 # for the CPU stages (see README, "Scale out", for sizing them to a GPU).
 GPU_ACTOR_CPUS = 4
@@ -163,7 +164,8 @@ def output_columns(results: Sequence[PageResult]) -> dict[str, list]:
     return {"markdown": [r.markdown for r in results],
             "n_main": [r.n_main for r in results],
             "n_other": [r.n_other for r in results],
-            "error": [r.error for r in results]}
+            "error": [r.error for r in results],
+            "encoding": [r.encoding for r in results]}
 
 
 def _cell(value: Any) -> Any:

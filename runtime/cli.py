@@ -64,7 +64,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     except (ModelError, BackendError) as exc:
         return _fail("extract", str(exc))
     try:
-        result = extractor.extract(data)
+        result = extractor.extract(data, args.content_type)
     except ExtractionError as exc:
         return _fail("extract", f"{source}: {exc}", code=1)
     sys.stdout.write(result.markdown)
@@ -82,6 +82,7 @@ def _record(page, result) -> dict:
         "error": page.error or result.error,
         "truncated": result.truncated,
         "empty_reason": result.empty_reason,
+        "encoding": result.encoding,
     }
     if page.url is not None:
         record["url"] = page.url
@@ -122,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     return
                 continue
             html = None if page.error else page.html
-            yield PageInput(html=html, page_id=page.id, metadata={"page": page})
+            yield PageInput(html=html, page_id=page.id, metadata={"page": page},
+                            content_type=page.content_type)
 
     # JSONL is flushed often (a killed run loses little); a Parquet part is one row group, so
     # parts are larger (a table of many tiny row groups reads slowly)
@@ -225,12 +227,16 @@ def register(subparsers) -> None:
     extract.add_argument("page", help="HTML file, or - for stdin")
     _add_model_options(extract)
     extract.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
+    extract.add_argument("--content-type", default=None,
+                         help="the page's Content-Type as its server sent it, e.g. 'text/html; "
+                              "charset=Shift_JIS' (its charset decodes the page; default: BOM, "
+                              "<meta charset>, then the detector)")
     extract.set_defaults(func=cmd_extract)
 
     run = subparsers.add_parser(
         "run", help="bulk extraction of JSONL / WARC / Parquet inputs (resumable)",
         description="Extract every page of INPUT files into OUT: one record per page "
-                    "{id, markdown, n_main, n_other, error, truncated, empty_reason}. "
+                    "{id, markdown, n_main, n_other, error, truncated, empty_reason, encoding}. "
                     "Rerunning with the same --out resumes after the pages already written.")
     run.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="*.jsonl[.gz], *.warc[.gz] or *.parquet")

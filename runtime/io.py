@@ -2,8 +2,11 @@
 Parquet out, resumable.
 
 Every input page becomes exactly one output record ``{id, markdown, n_main, n_other, error,
-truncated, empty_reason}`` (WARC inputs add ``url``), written in input order. A record the
-reader cannot use (bad JSON, no HTML field) is still a page: it gets an ``input: ...`` error.
+truncated, empty_reason, encoding}`` (WARC inputs add ``url``), written in input order. A record
+the reader cannot use (bad JSON, no HTML field) is still a page: it gets an ``input: ...``
+error. ``encoding`` is what page bytes were decoded with (``stages.decode``): a WARC record's
+bytes with its HTTP header's Content-Type, a Parquet binary HTML column with the row's
+``content_type`` column when there is one; JSONL and string columns hold text (null).
 
 Resume: records are written in input order, so the pages already done are the first
 ``len(existing records)`` input pages. Writes are crash-safe:
@@ -27,6 +30,8 @@ from pathlib import Path
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json.gz")
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
 PARQUET_SUFFIXES = (".parquet",)
+# a JSONL field or Parquet column with each page's transport Content-Type, read when present
+CONTENT_TYPE_FIELD = "content_type"
 
 
 class InputError(ValueError):
@@ -41,6 +46,7 @@ class InputPage:
     html: str | bytes | None
     error: str | None = None
     url: str | None = None
+    content_type: str | None = None  # the transport's (WARC: the HTTP header), for bytes
 
 
 def input_format(path: Path) -> str:
@@ -89,11 +95,13 @@ def _record_page(record, where: str, html_field: str, id_field: str) -> InputPag
     page_id = record.get(id_field)
     page_id = where if page_id is None else str(page_id)
     html = record.get(html_field)
-    if not isinstance(html, str):
+    if not isinstance(html, (str, bytes)):
         found = "missing" if html is None else f"a {type(html).__name__}"
         return InputPage(page_id, None, f"input: {where}: field {html_field!r} is {found}, "
                                          "not a string")
-    return InputPage(page_id, html)
+    content_type = record.get(CONTENT_TYPE_FIELD)
+    return InputPage(page_id, html,
+                     content_type=content_type if isinstance(content_type, str) else None)
 
 
 def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
@@ -115,14 +123,6 @@ def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
         raise InputError(f"{path}: unreadable ({exc})") from exc
 
 
-def _charset(content_type: str) -> str:
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key.lower() == "charset" and value:
-            return value.strip("\"' ")
-    return "utf-8"
-
-
 def iter_warc(path: Path) -> Iterator[InputPage]:
     """HTML response records (other records are not pages and are skipped)."""
     try:
@@ -140,12 +140,10 @@ def iter_warc(path: Path) -> Iterator[InputPage]:
                 continue
             page_id = record.headers.get("WARC-Record-ID") or record.record_id
             url = record.headers.get("WARC-Target-URI")
-            body = record.reader.read()
-            try:
-                html = body.decode(_charset(content_type), errors="replace")
-            except LookupError:  # unknown charset name
-                html = body.decode("utf-8", errors="replace")
-            yield InputPage(str(page_id), html, url=url)
+            # the bytes as they are: the flow decodes them (stages.decode) with the header's
+            # charset, else the page's BOM, <meta>, the detector
+            yield InputPage(str(page_id), record.reader.read(), url=url,
+                            content_type=content_type)
     except OSError as exc:
         raise InputError(f"{path}: unreadable WARC ({exc})") from exc
 
@@ -162,7 +160,8 @@ def iter_parquet(path: Path, html_field: str = "html", id_field: str = "id"
         names = parquet.schema_arrow.names
         if html_field not in names:
             raise InputError(f"{path}: no column {html_field!r} (columns: {', '.join(names)})")
-        columns = [html_field] + ([id_field] if id_field in names else [])
+        columns = [html_field] + [name for name in (id_field, CONTENT_TYPE_FIELD)
+                                  if name in names and name != html_field]
         row = 0
         for batch in parquet.iter_batches(batch_size=256, columns=columns):
             for record in batch.to_pylist():
@@ -255,7 +254,7 @@ def _parquet_schema(records: list[dict]):
 
     fields = [("id", pa.string()), ("markdown", pa.string()), ("n_main", pa.int64()),
               ("n_other", pa.int64()), ("error", pa.string()), ("truncated", pa.string()),
-              ("empty_reason", pa.string())]
+              ("empty_reason", pa.string()), ("encoding", pa.string())]
     if any("url" in r for r in records):
         fields.append(("url", pa.string()))
     return pa.schema(fields)

@@ -77,6 +77,16 @@ class _SimplifyOutput(ctypes.Structure):
     ]
 
 
+class _DecodeOutput(ctypes.Structure):
+    _fields_ = [
+        ("text_ptr", ctypes.c_void_p),
+        ("text_len", ctypes.c_size_t),
+        ("encoding", ctypes.c_char_p),
+        ("source", ctypes.c_char_p),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
 def library_path() -> Path | None:
     """Where the compiled core is, or None."""
     explicit = os.environ.get(LIBRARY_ENV)
@@ -116,6 +126,11 @@ def _library() -> ctypes.CDLL:
         ctypes.POINTER(_TextOutput),
     ]
     lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
+    lib.pulpie_rt_decode.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(_DecodeOutput),
+    ]
+    lib.pulpie_rt_decode.restype = ctypes.c_int32
     lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     lib.pulpie_rt_free.restype = None
     _declare_tokenizer(lib)
@@ -181,6 +196,18 @@ def simplify_page(html: str, cutoff_length: int) -> tuple[str, str]:
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
     return simplified, map_html
+
+
+def decode_page(data: bytes, content_type: str | None) -> tuple[str, str, str]:
+    """``(text, encoding, source)`` of page bytes (``stages.decode.decode``)."""
+    lib = _library()
+    header = None if content_type is None else content_type.encode("utf-8", "surrogateescape")
+    out = _DecodeOutput()
+    status = lib.pulpie_rt_decode(data, len(data), header, 0 if header is None else len(header),
+                                  ctypes.byref(out))
+    _check(status, out.reason)
+    text = _take(lib, out.text_ptr, out.text_len)
+    return text, out.encoding.decode("ascii"), out.source.decode("ascii")
 
 
 # the steps of pulpie_rt_simplify_step

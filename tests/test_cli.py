@@ -182,7 +182,8 @@ def test_parquet_output(tmp_path):
     table = pq.read_table(out)
     assert table.column("id").to_pylist() == [p["id"] for p in base]
     assert table.column_names == ["id", "markdown", "n_main", "n_other", "error", "truncated",
-                                  "empty_reason"]
+                                  "empty_reason", "encoding"]
+    assert table.column("encoding").to_pylist() == [None] * 3  # JSONL holds text
 
 
 def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):

@@ -156,12 +156,16 @@ def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
     expected = expected_columns(rows)
     table = pa.Table.from_pylist(rows)
     out = extractor(table)
-    assert out.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+    assert out.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
+                                "encoding"]
     assert {name: out.column(name).to_pylist() for name in expected} == expected
     assert out.column("page").to_pylist() == [r["page"] for r in rows]
+    # the bytes cells decoded with their content-type column's charset; the null row has none
+    assert out.column("encoding").to_pylist()[:3] == ["UTF-8", "UTF-8", None]
 
     out = extractor(table.to_pandas())
-    assert list(out.columns) == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+    assert list(out.columns) == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
+                                "encoding"]
     got = {name: out[name].tolist() for name in expected}
     got["error"] = [None if e is None or e != e else e for e in got["error"]]  # NaN is missing
     assert got == expected
@@ -173,7 +177,8 @@ def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
 
     # a batch that already has the output columns (a rerun over an output) gets them replaced
     again = extractor(extractor(table))
-    assert again.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error"]
+    assert again.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
+                                "encoding"]
 
 
 def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):

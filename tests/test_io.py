@@ -16,6 +16,7 @@ from pulpie_rt.runtime.io import (
     check_inputs,
     iter_inputs,
 )
+from pulpie_rt.runtime.stages.decode import decode_input
 
 
 def _warc_record(url: str, content_type: str, body: bytes, record_id: str) -> bytes:
@@ -46,10 +47,13 @@ def test_warc_html_responses_only(tmp_path, compress):
     path = tmp_path / ("in.warc.gz" if compress else "in.warc")
     write_warc(path, compress)
     pages = list(iter_inputs([path]))
-    assert [(p.id, p.url, p.html) for p in pages] == [
-        ("<urn:uuid:1>", "http://a.example/", "<p>café</p>"),
-        ("<urn:uuid:3>", "http://b.example/", "<p>ünïcode</p>"),
+    # the record's bytes and its HTTP header's Content-Type, for the flow's decoding
+    assert [(p.id, p.url, p.html, p.content_type) for p in pages] == [
+        ("<urn:uuid:1>", "http://a.example/", b"<p>caf\xe9</p>", "text/html; charset=iso-8859-1"),
+        ("<urn:uuid:3>", "http://b.example/", "<p>ünïcode</p>".encode(), "text/html"),
     ]
+    assert [decode_input(p.html, p.content_type) for p in pages] == [
+        ("<p>café</p>", "windows-1252"), ("<p>ünïcode</p>", "UTF-8")]
 
 
 def test_jsonl_gz_and_bad_records(tmp_path):

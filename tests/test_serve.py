@@ -94,7 +94,8 @@ def expected_json(extractor: Extractor, pages: list[dict], output_format: str) -
     content = {"markdown": lambda r: r.markdown, "html": lambda r: r.html,
                "text": lambda r: r.text}[output_format]
     return [{"id": p["id"], "content": content(r), "error": r.error, "n_blocks": r.n_blocks,
-             "n_main": r.n_main, "truncated": r.truncated, "empty_reason": r.empty_reason}
+             "n_main": r.n_main, "truncated": r.truncated, "empty_reason": r.empty_reason,
+             "encoding": r.encoding}
             for p, r in zip(pages, results, strict=True)]
 
 
@@ -217,7 +218,9 @@ def test_raw_html_body_is_one_page(server, extractor, parity_pages):
                           headers={"Content-Type": "text/html; charset=utf-8"}, timeout=120)
     assert response.status_code == 200, response.text
     (expected,) = expected_json(extractor, [page], "text")
-    assert response.json() == {"format": "text", "results": [{**expected, "id": "raw-1"}]}
+    # the body's bytes, decoded with the request's charset
+    assert response.json() == {"format": "text",
+                               "results": [{**expected, "id": "raw-1", "encoding": "UTF-8"}]}
 
 
 def test_a_bad_page_fails_alone(server, extractor, parity_pages):
@@ -229,7 +232,7 @@ def test_a_bad_page_fails_alone(server, extractor, parity_pages):
     assert good == {**expected_json(extractor, [parity_pages[1]], "markdown")[0], "id": "good"}
     assert missing == {"id": "no-html", "content": "", "n_blocks": 0, "n_main": 0,
                        "error": "input: html must be str or bytes, not NoneType",
-                       "truncated": None, "empty_reason": None}
+                       "truncated": None, "empty_reason": None, "encoding": None}
     assert number["id"] == 7 and number["error"] == "input: html must be str or bytes, not int"
 
 
@@ -374,7 +377,8 @@ def test_a_5_mb_page_is_extracted(server, extractor, parity_pages):
     expected = extractor.extract(FIVE_MB_PAGE)
     assert big == {"id": "5mb", "content": expected.markdown, "error": None,
                    "n_blocks": expected.n_blocks, "n_main": expected.n_main,
-                   "truncated": expected.truncated, "empty_reason": expected.empty_reason}
+                   "truncated": expected.truncated, "empty_reason": expected.empty_reason,
+                   "encoding": None}
     assert len(big["content"]) > 4_000_000
     assert small == {**expected_json(extractor, [parity_pages[3]], "markdown")[0], "id": "small"}
 
@@ -388,7 +392,8 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
     assert response.json()["results"] == [{
         "id": 0, "content": expected.markdown, "error": expected.error,
         "n_blocks": expected.n_blocks, "n_main": expected.n_main,
-        "truncated": expected.truncated, "empty_reason": expected.empty_reason}]
+        "truncated": expected.truncated, "empty_reason": expected.empty_reason,
+        "encoding": expected.encoding}]
     still_answers(server.url, parity_pages[2])
 
 

@@ -104,10 +104,11 @@ int pulpie_rt_engine_open(const pulpie_rt_options *o, pulpie_rt_engine **out, ch
 void pulpie_rt_engine_close(pulpie_rt_engine *e); /* NULL: nothing */
 
 /*
- * Extracts one page: `html` is `len` bytes, read as UTF-8 (invalid bytes replaced by U+FFFD,
- * as Python's bytes.decode("utf-8", "replace")); NULL with len 0 is an empty page.
- * `content_type` (the page's Content-Type header, or NULL) is accepted for the charset and
- * not used yet: pages are read as UTF-8. On PULPIE_RT_OK *out is the page's result (check
+ * Extracts one page: `html` is `len` bytes in any encoding; NULL with len 0 is an empty page.
+ * They are decoded as every entry point of pulpie-rt decodes page bytes: a byte order mark,
+ * else the charset of `content_type` (the page's Content-Type header, or NULL), else a
+ * <meta charset> / http-equiv in the page, else the encoding detector, else UTF-8 (invalid
+ * bytes replaced by U+FFFD). On PULPIE_RT_OK *out is the page's result (check
  * pulpie_rt_result_error); otherwise *out is NULL.
  */
 int pulpie_rt_extract(pulpie_rt_engine *e, const char *html, size_t len, const char *content_type,

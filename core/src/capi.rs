@@ -271,8 +271,10 @@ unsafe fn page_bytes<'a>(html: *const c_char, len: usize) -> Option<&'a [u8]> {
 
 /// The pages of a call through the engine: one result per page (a NULL page with a length
 /// gets an input error; it is not read).
-fn extract_pages(engine: &Engine, pages: &[Option<&[u8]>]) -> Vec<*mut pulpie_rt_result> {
-    let present: Vec<&[u8]> = pages.iter().filter_map(|p| *p).collect();
+fn extract_pages(engine: &Engine, pages: &[Option<&[u8]>], content_type: Option<&[u8]>,
+) -> Vec<*mut pulpie_rt_result> {
+    let present: Vec<(&[u8], Option<&[u8]>)> =
+        pages.iter().filter_map(|p| p.map(|page| (page, content_type))).collect();
     let mut outputs = engine.extract_batch(&present).into_iter();
     pages
         .iter()
@@ -309,9 +311,9 @@ pub unsafe extern "C" fn pulpie_rt_extract(
         if engine.is_null() {
             return Err(argument("engine is NULL"));
         }
-        // the Content-Type's charset is not used yet (the page is read as UTF-8), as in Python
-        let _ = content_type;
-        let results = extract_pages(&(*engine).engine, &[page_bytes(html, len)]);
+        let content_type = (!content_type.is_null())
+            .then(|| std::ffi::CStr::from_ptr(content_type).to_bytes());
+        let results = extract_pages(&(*engine).engine, &[page_bytes(html, len)], content_type);
         *out = results[0];
         Ok(())
     })
@@ -345,7 +347,7 @@ pub unsafe extern "C" fn pulpie_rt_extract_batch(
         let html = std::slice::from_raw_parts(html, n);
         let len = std::slice::from_raw_parts(len, n);
         let pages: Vec<Option<&[u8]>> = html.iter().zip(len).map(|(&h, &l)| page_bytes(h, l)).collect();
-        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
+        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages, None));
         Ok(())
     })
 }

@@ -19,6 +19,10 @@
 
 pub mod capi;
 mod charref;
+mod decode;
+mod detect;
+mod detect_model;
+mod encoding;
 pub mod engine;
 mod features;
 mod html5;
@@ -129,6 +133,59 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
     match text {
         Ok(html) => {
             (out.ptr, out.len) = leak(html);
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+#[repr(C)]
+pub struct DecodeOutput {
+    pub text_ptr: *mut u8,
+    pub text_len: usize,
+    /// the encoding read with: its Encoding Standard name, static and NUL-terminated
+    pub encoding: *const u8,
+    /// how it was decided (`decode::Source`), static and NUL-terminated
+    pub source: *const u8,
+    /// the panic message for status 2 (or null)
+    pub reason: *const u8,
+}
+
+/// The decode stage (`decode::decode_page`): a page's bytes and its transport's content type
+/// (`content_type`: `content_type_len` bytes, or null for none) in; its text as UTF-8, the
+/// encoding and how it was decided out. Status 0, or 2 for a panic.
+///
+/// # Safety
+/// `data` points to `len` bytes, `content_type` (unless null) to `content_type_len` bytes;
+/// `out` to a writable `DecodeOutput`, whose text is released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_decode(
+    data: *const u8,
+    len: usize,
+    content_type: *const u8,
+    content_type_len: usize,
+    out: *mut DecodeOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = DecodeOutput {
+        text_ptr: std::ptr::null_mut(),
+        text_len: 0,
+        encoding: std::ptr::null(),
+        source: std::ptr::null(),
+        reason: std::ptr::null(),
+    };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(data, len) };
+    let content_type = if content_type.is_null() {
+        None
+    } else {
+        Some(if content_type_len == 0 { &[][..] } else { std::slice::from_raw_parts(content_type, content_type_len) })
+    };
+    match run(&mut out.reason, || Ok(decode::decode_page(bytes, content_type))) {
+        Ok(decoded) => {
+            (out.text_ptr, out.text_len) = leak(decoded.text);
+            out.encoding = decoded.encoding.c_name();
+            out.source = decoded.source.c_name().as_ptr();
             0
         }
         Err(status) => status,

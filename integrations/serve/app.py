@@ -181,7 +181,8 @@ def result_json(result: PageResult, output_format: str) -> dict[str, Any]:
         content = result.text
     return {"id": result.page_id, "content": content, "error": result.error,
             "n_blocks": result.n_blocks, "n_main": result.n_main,
-            "truncated": result.truncated, "empty_reason": result.empty_reason}
+            "truncated": result.truncated, "empty_reason": result.empty_reason,
+            "encoding": result.encoding}
 
 
 def render_json(payload: Any) -> bytes:

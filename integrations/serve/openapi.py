@@ -88,6 +88,9 @@ def openapi_document(limits) -> dict[str, Any]:
                               "description": "what the page limits cut from the page"},
                 "empty_reason": {"type": ["string", "null"],
                                  "description": "why a page without error has no content"},
+                "encoding": {"type": ["string", "null"],
+                             "description": "the encoding page bytes were decoded with (null "
+                                            "for a page sent as a JSON string)"},
             }},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},

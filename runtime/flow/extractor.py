@@ -62,16 +62,26 @@ class Extractor:
     def device(self) -> str:
         return self.backend.device
 
-    def extract(self, html: str | bytes) -> PageResult:
-        """Main content of one page; ``ExtractionError`` ("<stage>: <reason>") on failure."""
-        (result,) = self.extract_batch([html])
+    def extract(self, html: str | bytes, content_type: str | None = None) -> PageResult:
+        """Main content of one page; ``ExtractionError`` ("<stage>: <reason>") on failure.
+
+        Bytes are decoded with ``content_type``'s charset when it has one (the HTTP header's
+        ``text/html; charset=...``), else as ``stages.decode`` decides (BOM, ``<meta>``,
+        detector); ``PageResult.encoding`` says with what."""
+        (result,) = self.extract_batch([html], None if content_type is None else [content_type])
         if result.error is not None:
             raise ExtractionError(result.error)
         return result
 
-    def extract_batch(self, htmls: list[str | bytes]) -> list[PageResult]:
+    def extract_batch(self, htmls: list[str | bytes], content_types: list[str | None] | None = None
+                      ) -> list[PageResult]:
         """Results in input order (``page_id``: the index); a page that fails gets ``error``
-        set and empty content."""
-        pages = [PageInput(html, page_id=index) for index, html in enumerate(htmls)]
+        set and empty content. ``content_types``: each page's transport content type (see
+        ``extract``)."""
+        if content_types is None:
+            content_types = [None] * len(htmls)
+        pages = [PageInput(html, page_id=index, content_type=content_type)
+                 for index, (html, content_type) in enumerate(zip(htmls, content_types,
+                                                                  strict=True))]
         return extract_pages(self.preparer, self.backend, pages, self.max_batch_tokens,
                              self.stats)

@@ -58,12 +58,18 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 
-def as_text(html: str | bytes | None) -> str:
-    """Page HTML as ``str`` (bytes are decoded as UTF-8, undecodable bytes replaced)."""
-    if isinstance(html, str):
-        return html
-    if isinstance(html, (bytes, bytearray, memoryview)):
-        return bytes(html).decode("utf-8", errors="replace")
+def as_text(html: str | bytes | None, content_type: str | None = None
+            ) -> tuple[str, str | None]:
+    """``(text, encoding)`` of a page: bytes decoded by ``stages.decode`` (BOM, the
+    transport's ``content_type``, ``<meta>``, the detector, UTF-8), a ``str`` as it is
+    (encoding None)."""
+    if isinstance(html, (str, bytes, bytearray, memoryview)):
+        from pulpie_rt.runtime.stages.decode import decode_input
+
+        try:
+            return decode_input(html, content_type)
+        except Exception as exc:
+            raise PageError("decode", describe(exc)) from exc
     raise PageError("input", f"html must be str or bytes, not {type(html).__name__}")
 
 
@@ -101,6 +107,7 @@ class PreparedPage:
     features: np.ndarray | None = None  # block_features, when the bundle has a rescorer
     truncated: str | None = None
     n_classified: int | None = None  # None: every block
+    encoding: str | None = None  # what page bytes were decoded with (None: given as str)
 
     @property
     def n_blocks(self) -> int:
@@ -114,7 +121,7 @@ class PageInput:
     html: str | bytes | None
     page_id: Any = 0
     metadata: dict | None = None
-    content_type: str | None = None  # the page's Content-Type (charset); decoding ignores it yet
+    content_type: str | None = None  # the transport's Content-Type (its charset decodes bytes)
 
 
 @dataclass
@@ -130,6 +137,7 @@ class PageResult:
     metadata: dict | None = None
     truncated: str | None = None  # what PageLimits cut from the page (None: nothing)
     empty_reason: str | None = None  # why ``markdown`` is empty when there is no error
+    encoding: str | None = None  # what page bytes were decoded with (None: given as str)
 
     @cached_property
     def text(self) -> str:
@@ -209,10 +217,10 @@ class Preparer:
             self._tokenizer = load_tokenizer(self.tokenizer_path)
         return self._tokenizer
 
-    def prepare(self, html: str | bytes) -> PreparedPage:
+    def prepare(self, html: str | bytes, content_type: str | None = None) -> PreparedPage:
         from pulpie_rt.runtime.stages.simplify import simplify
 
-        html = as_text(html)
+        html, encoding = as_text(html, content_type)
         html, input_cut = cut_input(html, self.limits.max_input_bytes)
         try:
             simplified, map_html = simplify(html, cutoff_length=self.cutoff_length)
@@ -242,7 +250,7 @@ class Preparer:
             except Exception as exc:
                 raise PageError("features", describe(exc)) from exc
         return PreparedPage(item_ids, chunks, map_html, features,
-                            "; ".join(cuts) or None, n_classified)
+                            "; ".join(cuts) or None, n_classified, encoding)
 
 
 def cut_input(html: str, max_bytes: int | None) -> tuple[str, str | None]:
@@ -439,7 +447,8 @@ def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
     if not markdown:
         empty_reason = EMPTY_MAIN_WITHOUT_TEXT if MAIN in labels.values() else EMPTY_NO_MAIN
     return PageResult(html=main_html, markdown=markdown, labels=labels,
-                      truncated=page.truncated, empty_reason=empty_reason)
+                      truncated=page.truncated, empty_reason=empty_reason,
+                      encoding=page.encoding)
 
 
 def _whole_text(page: PreparedPage) -> PageResult:
@@ -449,19 +458,23 @@ def _whole_text(page: PreparedPage) -> PageResult:
     try:
         lines = to_text(page.map_html).splitlines()
         if not lines:
-            return PageResult(truncated=page.truncated, empty_reason=EMPTY_NO_TEXT)
+            return PageResult(truncated=page.truncated, empty_reason=EMPTY_NO_TEXT,
+                              encoding=page.encoding)
         main_html = ("<html><body>" + "".join(f"<p>{html_lib.escape(line)}</p>" for line in lines)
                      + "</body></html>")
         markdown = to_markdown(main_html)
     except Exception as exc:
         raise PageError("markdown", describe(exc)) from exc
-    return PageResult(html=main_html, markdown=markdown, truncated=page.truncated)
+    return PageResult(html=main_html, markdown=markdown, truncated=page.truncated,
+                      encoding=page.encoding)
 
 
-def prepare(preparer: Preparer, html: str | bytes | None) -> PreparedPage | str:
-    """simplify -> blocks -> tokens -> chunks for one page, or the page's error string."""
+def prepare(preparer: Preparer, html: str | bytes | None, content_type: str | None = None
+            ) -> PreparedPage | str:
+    """decode -> simplify -> blocks -> tokens -> chunks for one page, or the page's error
+    string."""
     try:
-        return preparer.prepare(html)
+        return preparer.prepare(html, content_type)
     except PageError as exc:
         return str(exc)
     except Exception as exc:  # a bug of ours: still only this page fails
@@ -500,7 +513,7 @@ def extract_pages(preparer: Preparer, backend, pages: Sequence[PageInput],
                   stats: RunStats | None = None) -> list[PageResult]:
     """The serial page flow: every page prepared, all chunks through the batcher and
     ``backend`` together, every page finished; results in input order."""
-    prepared = [prepare(preparer, page.html) for page in pages]
+    prepared = [prepare(preparer, page.html, page.content_type) for page in pages]
     ready = [p if isinstance(p, PreparedPage) else None for p in prepared]
     predictions = predict_pages(backend, ready, max_batch_tokens, stats)
     results = []

@@ -72,9 +72,10 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _prepare(html: str | bytes | None) -> PreparedPage | str:
+def _prepare(html: str | bytes | None, content_type: str | None = None
+             ) -> PreparedPage | str:
     """Worker: a prepared page, or the page's error string."""
-    return prepare(_worker_preparer, html)
+    return prepare(_worker_preparer, html, content_type)
 
 
 def _noop() -> None:
@@ -200,7 +201,7 @@ class Pipeline:
         results = []
         for page in pages:
             t0 = time.perf_counter()
-            prepared = prepare(self.preparer, page.html)
+            prepared = prepare(self.preparer, page.html, page.content_type)
             t1 = time.perf_counter()
             preds: list[int] | PageError | None = None
             if isinstance(prepared, PreparedPage):
@@ -310,9 +311,9 @@ class Pipeline:
                 page = _as_input(page)
                 inputs[n_in] = page
                 if in_process:
-                    future = pool.submit(prepare, self.preparer, page.html)
+                    future = pool.submit(prepare, self.preparer, page.html, page.content_type)
                 else:
-                    future = pool.submit(_prepare, page.html)
+                    future = pool.submit(_prepare, page.html, page.content_type)
                 future.add_done_callback(lambda f, i=n_in: on_prepared(i, f))
                 n_in += 1
                 while True:  # yield what is already done, in order, without waiting

@@ -3,7 +3,7 @@
 //! `predict_pages`, `finish`) and its stages exactly, so `pulpie_rt_extract` returns what
 //! `pulpie_rt.Extractor(model).extract(html)` returns:
 //!
-//! - `prepare`: the page decoded as `as_text` decodes bytes (invalid UTF-8 replaced), cut by
+//! - `prepare`: the page's bytes decoded by the decode stage (`crate::decode`), cut by
 //!   `Limits::max_input_bytes`, simplified, split into blocks, tokenized with the bundle's
 //!   tokenizer, packed into chunks, cut to `Limits::max_page_tokens` (and the default model's
 //!   block features read);
@@ -197,12 +197,13 @@ impl Engine {
         self.classifier.session().ort()
     }
 
-    /// `Extractor.extract_batch`: one result per page, in order.
-    pub fn extract_batch(&self, pages: &[&[u8]]) -> Vec<PageOutput> {
+    /// `Extractor.extract_batch`: one result per page (its bytes and its transport's
+    /// Content-Type, if any), in order.
+    pub fn extract_batch(&self, pages: &[(&[u8], Option<&[u8]>)]) -> Vec<PageOutput> {
         let prepared: Vec<Result<Prepared, String>> = pages
             .iter()
-            .map(|page| {
-                catch_unwind(AssertUnwindSafe(|| self.prepare(page)))
+            .map(|&(page, content_type)| {
+                catch_unwind(AssertUnwindSafe(|| self.prepare(page, content_type)))
                     .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())))
             })
             .collect();
@@ -221,8 +222,9 @@ impl Engine {
     }
 
     /// `Preparer.prepare`.
-    fn prepare(&self, page: &[u8]) -> Result<Prepared, String> {
-        let text = String::from_utf8_lossy(page);
+    fn prepare(&self, page: &[u8], content_type: Option<&[u8]>) -> Result<Prepared, String> {
+        // the decode stage every entry point shares (runtime/stages/decode.py binds it too)
+        let text = crate::decode::decode_page(page, content_type).text;
         let (text, input_cut) = prepare::cut_input(&text, self.config.limits.max_input_bytes);
         let simplified = catch_unwind(AssertUnwindSafe(|| {
             crate::page::Page::new(text.as_bytes())

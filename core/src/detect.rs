@@ -1,0 +1,295 @@
+//! The encoding of a page that does not declare one (or declares UTF-8 and is not), from its
+//! bytes alone.
+//!
+//! 1. UTF-16 without a byte order mark: NUL bytes on one side of most byte pairs.
+//! 2. No byte above 0x7F: ISO-2022-JP when its escape sequences are there, else UTF-8 (ASCII
+//!    reads the same in every candidate).
+//! 3. UTF-8 when the bytes are valid UTF-8, or when valid multi-byte sequences outnumber
+//!    invalid ones `UTF8_MAJORITY` to one (a UTF-8 page with a few broken bytes, a record cut
+//!    in the middle of a character); legacy text almost never forms valid sequences (measured
+//!    in `python -m pulpie_rt.bench.detector`).
+//! 4. Otherwise every candidate legacy encoding decodes the parts of the page around its
+//!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them), and the
+//!    decoding the character model (`detect_model.rs`, counted on the train pages) finds most
+//!    probable wins: the sum over its characters of log P(class | previous class) + log
+//!    P(character | class), less `ERROR_COST` for each byte sequence the candidate cannot
+//!    decode. Classes are scripts split by case, so the model sees what separates the
+//!    candidates: letters of one script in words of one case (windows-1251 read as KOI8-R
+//!    gives upper-case words with a lower-case first letter), the letters a language uses
+//!    (windows-1250's č ř ě against windows-1252's è ø ì), C1 controls and half-width kana that
+//!    real text does not hold, the frequent characters of Chinese, Japanese and Korean text.
+//!
+//! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
+//! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
+//! only read right when they declare their encoding. Ties go to the earlier candidate (the
+//! order is how common each is on the web).
+
+use crate::detect_model as model;
+use crate::encoding::{self, Encoding};
+
+/// Valid multi-byte UTF-8 sequences per invalid byte sequence above which bytes that are not
+/// all valid UTF-8 are still read as UTF-8.
+pub const UTF8_MAJORITY: usize = 4;
+
+/// What a byte sequence a candidate cannot decode costs (natural log): more than the rarest
+/// character the model knows, so that a decoding with errors loses to one without.
+const ERROR_COST: f64 = 30.0;
+
+/// At most this many bytes of the page's non-ASCII parts are scored.
+const SAMPLE_BYTES: usize = 32 * 1024;
+
+/// In order of preference on a tie.
+pub const CANDIDATES: &[Encoding] = &[
+    Encoding::WINDOWS_1252,
+    Encoding::WINDOWS_1251,
+    Encoding::GBK,
+    Encoding::SHIFT_JIS,
+    Encoding::WINDOWS_1250,
+    Encoding::EUC_JP,
+    Encoding::EUC_KR,
+    Encoding::BIG5,
+    Encoding::ISO_8859_2,
+    Encoding::WINDOWS_1256,
+    Encoding::WINDOWS_1254,
+    Encoding::WINDOWS_1253,
+    Encoding::KOI8_R,
+    Encoding::ISO_8859_7,
+    Encoding::ISO_8859_5,
+    Encoding::KOI8_U,
+    Encoding::IBM866,
+];
+
+/// How the detector decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// No byte above 0x7F and no ISO-2022-JP escape: UTF-8 by default.
+    Ascii,
+    /// The bytes are UTF-8 (all of them, or by `UTF8_MAJORITY`).
+    Utf8,
+    /// NUL bytes on one side of the byte pairs.
+    Utf16,
+    /// ISO-2022-JP escape sequences in 7-bit bytes.
+    Iso2022Jp,
+    /// The most probable candidate under the character model.
+    Scored,
+}
+
+/// The detector's choice for `bytes`.
+pub fn detect(bytes: &[u8]) -> (Encoding, Evidence) {
+    if let Some(utf16) = utf16_without_bom(bytes) {
+        return (utf16, Evidence::Utf16);
+    }
+    if bytes.is_ascii() {
+        if has_iso_2022_jp_escapes(bytes) {
+            return (Encoding::ISO_2022_JP, Evidence::Iso2022Jp);
+        }
+        return (Encoding::UTF_8, Evidence::Ascii);
+    }
+    if mostly_utf8(bytes) {
+        return (Encoding::UTF_8, Evidence::Utf8);
+    }
+    (best_legacy(bytes), Evidence::Scored)
+}
+
+/// The most probable legacy candidate for bytes that are not UTF-8.
+pub fn best_legacy(bytes: &[u8]) -> Encoding {
+    let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
+    let mut best = (f64::NEG_INFINITY, CANDIDATES[0]);
+    for &candidate in CANDIDATES {
+        let score = score(&sample, candidate);
+        if score > best.0 {
+            best = (score, candidate);
+        }
+    }
+    best.1
+}
+
+/// Every candidate's score on `bytes` (for tests and the benchmark's reports).
+pub fn scores(bytes: &[u8]) -> Vec<(Encoding, f64)> {
+    let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
+    CANDIDATES.iter().map(|&c| (c, score(&sample, c))).collect()
+}
+
+fn score(sample: &[u8], candidate: Encoding) -> f64 {
+    let (text, errors) = encoding::decode(sample, candidate);
+    log_probability(&text) - ERROR_COST * errors as f64
+}
+
+/// log P(text) under the class-based character bigram.
+pub fn log_probability(text: &str) -> f64 {
+    let mut previous = CLASS_SPACE;
+    let mut total = 0.0f64;
+    for c in text.chars() {
+        let class = class_of(c);
+        total += model::CLASS_BIGRAM[previous as usize][class as usize] as f64;
+        total += char_log_probability(c, class) as f64;
+        previous = class;
+    }
+    total
+}
+
+const CLASS_SPACE: u8 = 3;
+
+/// The model's class of `c`: its range's class, moved to the upper-case class of a cased script
+/// for an upper-case letter.
+pub fn class_of(c: char) -> u8 {
+    let cp = c as u32;
+    let ranges = &model::CLASS_RANGES;
+    let at = ranges.partition_point(|&(_, last, _)| last < cp);
+    match ranges.get(at) {
+        Some(&(first, _, class)) if first <= cp => {
+            if c.is_uppercase() {
+                if let Some(&(_, upper)) = model::CASED.iter().find(|&&(lower, _)| lower == class) {
+                    return upper;
+                }
+            }
+            class
+        }
+        _ => model::OTHER,
+    }
+}
+
+fn char_log_probability(c: char, class: u8) -> f32 {
+    let cp = c as u32;
+    match model::CHAR_LOGP.binary_search_by_key(&cp, |&(k, _)| k) {
+        Ok(i) => model::CHAR_LOGP[i].1,
+        Err(_) => model::CLASS_FLOOR[class as usize],
+    }
+}
+
+/// The page's non-ASCII parts: each run of bytes from a byte above 0x7F up to the first ASCII
+/// byte that follows an ASCII byte (so that a multi-byte encoding's ASCII-range trail bytes
+/// stay with their lead), runs separated by a line feed, at most `limit` bytes.
+pub fn non_ascii_sample(bytes: &[u8], limit: usize) -> Vec<u8> {
+    let mut sample = Vec::with_capacity(limit.min(bytes.len()) + 1);
+    let mut i = 0;
+    while i < bytes.len() && sample.len() < limit {
+        let Some(start) = bytes[i..].iter().position(|&b| b >= 0x80).map(|p| p + i) else {
+            break;
+        };
+        let mut end = start + 1;
+        while end < bytes.len() && (bytes[end] >= 0x80 || bytes[end - 1] >= 0x80) {
+            end += 1;
+        }
+        if !sample.is_empty() {
+            sample.push(b'\n');
+        }
+        sample.extend_from_slice(&bytes[start..end]);
+        i = end;
+    }
+    sample
+}
+
+/// (valid multi-byte sequences, invalid sequences) of `bytes` read as UTF-8.
+pub fn utf8_counts(bytes: &[u8]) -> (usize, usize) {
+    let mut valid = 0;
+    let mut invalid = 0;
+    for chunk in bytes.utf8_chunks() {
+        valid += chunk.valid().chars().filter(|c| !c.is_ascii()).count();
+        if !chunk.invalid().is_empty() {
+            invalid += 1;
+        }
+    }
+    (valid, invalid)
+}
+
+/// Whether `bytes` read as UTF-8 are mostly valid (see `UTF8_MAJORITY`).
+pub fn mostly_utf8(bytes: &[u8]) -> bool {
+    let (valid, invalid) = utf8_counts(bytes);
+    invalid == 0 || valid >= UTF8_MAJORITY * invalid
+}
+
+fn utf16_without_bom(bytes: &[u8]) -> Option<Encoding> {
+    let head = &bytes[..bytes.len().min(1024) & !1];
+    if head.len() < 8 {
+        return None;
+    }
+    let pairs = head.len() / 2;
+    let zero_even = head.iter().step_by(2).filter(|&&b| b == 0).count();
+    let zero_odd = head.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+    // markup is mostly ASCII: in UTF-16 nearly every other byte is 0, in 8-bit text none is
+    if zero_odd * 2 > pairs && zero_even * 20 < pairs {
+        Some(Encoding::UTF_16LE)
+    } else if zero_even * 2 > pairs && zero_odd * 20 < pairs {
+        Some(Encoding::UTF_16BE)
+    } else {
+        None
+    }
+}
+
+fn has_iso_2022_jp_escapes(bytes: &[u8]) -> bool {
+    bytes.windows(3).any(|w| matches!(w, [0x1B, b'$', b'@' | b'B'] | [0x1B, b'(', b'J' | b'I']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        let name = |c: char| model::CLASS_NAMES[class_of(c) as usize];
+        assert_eq!(name('a'), "ascii_lower");
+        assert_eq!(name('Z'), "ascii_upper");
+        assert_eq!(name(' '), "ascii_space");
+        assert_eq!(name('é'), "latin_lower");
+        assert_eq!(name('É'), "latin_upper");
+        assert_eq!(name('Č'), "latin_upper");
+        assert_eq!(name('\u{85}'), "c1_control");
+        assert_eq!(name('ж'), "cyrillic_lower");
+        assert_eq!(name('Ж'), "cyrillic_upper");
+        assert_eq!(name('Ω'), "greek_upper");
+        assert_eq!(name('中'), "cjk_ideograph");
+        assert_eq!(name('の'), "kana");
+        assert_eq!(name('ｱ'), "halfwidth_kana");
+        assert_eq!(name('한'), "hangul");
+        assert_eq!(name('’'), "general_punct");
+        assert_eq!(name('\u{E000}'), "private_use");
+        assert_eq!(name('😀'), "other");
+    }
+
+    #[test]
+    fn sample_keeps_trail_bytes_with_their_lead() {
+        // Shift_JIS 0x81 0x40 then ASCII; windows-1252 é then ASCII
+        assert_eq!(non_ascii_sample(b"ab\x81\x40cd e\xe9f g", 100), b"\x81\x40\n\xe9f");
+        assert_eq!(non_ascii_sample(b"plain", 100), b"");
+        assert_eq!(non_ascii_sample(b"\xe9a \xe9b \xe9c", 4), b"\xe9a\n\xe9b");
+    }
+
+    #[test]
+    fn utf8_majority() {
+        assert_eq!(utf8_counts("café".as_bytes()), (1, 0));
+        assert_eq!(utf8_counts(b"caf\xe9"), (0, 1));
+        // a record cut inside its last character
+        let mut cut = "crème brûlée à la carte".as_bytes().to_vec();
+        cut.extend_from_slice(&"é".as_bytes()[..1]);
+        assert!(mostly_utf8(&cut));
+        assert!(!mostly_utf8(b"cr\xe8me br\xfbl\xe9e"));
+    }
+
+    #[test]
+    fn decides_without_declaration() {
+        let detect_name = |b: &[u8]| detect(b).0.name();
+        assert_eq!(detect(b"<p>plain</p>"), (Encoding::UTF_8, Evidence::Ascii));
+        assert_eq!(detect("<p>déjà vu</p>".as_bytes()), (Encoding::UTF_8, Evidence::Utf8));
+        assert_eq!(detect_name(b"<p>Caf\xe9 cr\xe8me \xe0 na\xefve, na\xefvet\xe9</p>"), "windows-1252");
+        assert_eq!(detect(b"\x1b$B$3$s\x1b(B"), (Encoding::ISO_2022_JP, Evidence::Iso2022Jp));
+        let utf16: Vec<u8> = "<p>hello world</p>".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert_eq!(detect(&utf16), (Encoding::UTF_16LE, Evidence::Utf16));
+    }
+}
+
+#[cfg(test)]
+mod debug_scores {
+    #[test]
+    #[ignore]
+    fn print_scores() {
+        let path = std::env::var("DETECT_FILE").unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        let sample = super::non_ascii_sample(&bytes, super::SAMPLE_BYTES);
+        for (e, s) in super::scores(&bytes) {
+            let (text, errors) = crate::encoding::decode(&sample, e);
+            let shown: String = text.chars().filter(|c| !c.is_ascii()).take(40).collect();
+            println!("{:>14} {:>10.1} err={} {}", e.name(), s, errors, shown);
+        }
+    }
+}

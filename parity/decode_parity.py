@@ -1,0 +1,301 @@
+"""Real pages re-encoded into legacy encodings read back as their UTF-8 originals (issue 15).
+
+Every dev and train page is re-encoded into each legacy encoding its text fits (at least 20
+non-ASCII characters, at most 5% of them outside the encoding: those few become character
+references, as a legacy site writes them), its own charset declarations removed, in four
+declaration kinds:
+
+- ``meta``: ``<meta charset="X">`` at the top of ``<head>``;
+- ``http-equiv``: ``<meta http-equiv="Content-Type" content="text/html; charset=X">``;
+- ``transport``: no declaration in the page, ``text/html; charset=X`` as the transport's;
+- ``none``: no declaration anywhere (the detector's case).
+
+The UTF-8 original of a case is the same document as a ``str`` (the bytes decoded by Python's
+codec that wrote them). Checked:
+
+1. text: the decoding every entry point runs, through each entry point's own path: the flow's
+   (``Extractor``/``Pipeline``: ``pages.as_text(bytes, content_type)``), ``pulpie-rt
+   extract``'s (file bytes + ``--content-type``, the same call) and WARC input's (a WARC
+   written with every case, the HTTP header carrying the transport kind's charset, read by
+   ``runtime.io.iter_warc``);
+2. Markdown, with the tiny checkpoint bundle (the labels of a random model depend only on the
+   tokens, so equal Markdown is what a same-input claim needs): the ``--sample`` smallest cases
+   of each encoding and kind, and every case whose text differed, through
+   ``Extractor.extract_batch(bytes, content_types)``, ``pulpie-rt extract PAGE --content-type``
+   (in process) and ``pulpie-rt run`` over the WARC, each against ``Extractor.extract(original
+   str)``. A case whose text equals its original gets the original's Markdown (the flow is
+   deterministic), so the Markdown figure of a kind is the text figure less the sampled cases
+   that differ.
+
+    python -m pulpie_rt.parity.decode_parity [--sample 3] [--limit N] [--json out.json]
+
+Exit status 1 when any encoding and kind is under 99%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+# (Python codec that writes the bytes, the label declared): the legacy encodings of the scripts
+# the corpus holds text in
+ENCODINGS: list[tuple[str, str]] = [
+    ("cp1252", "windows-1252"),
+    ("latin-1", "iso-8859-1"),
+    ("iso-8859-2", "iso-8859-2"),
+    ("iso-8859-5", "iso-8859-5"),
+    ("iso-8859-7", "iso-8859-7"),
+    ("iso-8859-9", "iso-8859-9"),
+    ("iso-8859-15", "iso-8859-15"),
+    ("cp1250", "windows-1250"),
+    ("cp1251", "windows-1251"),
+    ("cp1253", "windows-1253"),
+    ("cp1254", "windows-1254"),
+    ("cp1256", "windows-1256"),
+    ("koi8-r", "koi8-r"),
+    ("cp932", "shift_jis"),
+    ("euc-jp", "euc-jp"),
+    ("gbk", "gbk"),
+    ("big5hkscs", "big5"),
+    ("euc-kr", "euc-kr"),
+]
+KINDS = ("meta", "http-equiv", "transport", "none")
+MIN_NON_ASCII = 20
+MAX_OUTSIDE = 0.05
+THRESHOLD = 0.99
+
+_DECLARATION_RE = re.compile(r"<meta\b[^>]*charset[^>]*>", re.IGNORECASE)
+_HEAD_RE = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
+_DOCTYPE_RE = re.compile(r"^\s*<!doctype[^>]*>", re.IGNORECASE)
+
+
+@dataclass
+class Case:
+    page_id: str
+    codec: str
+    label: str
+    kind: str
+    data: bytes
+    content_type: str | None
+    original: str  # the same document as text
+
+
+@cache
+def round_trips(char: str, codec: str, label: str) -> bool:
+    """Whether ``codec`` writes ``char`` as bytes the Encoding Standard's decoder of ``label``
+    reads back as ``char``. Python's codecs and the standard's differ on a few characters
+    (Python's big5 puts kana where the standard's Big5-HKSCS index has other characters;
+    U+2022 goes to a byte pair the standard reads as U+2027): such a character is outside
+    the encoding, as one it cannot write."""
+    from pulpie_rt.runtime.stages.decode import decode
+
+    try:
+        data = char.encode(codec)
+    except UnicodeEncodeError:
+        return False
+    return decode(data, label).text == char
+
+
+def fits(non_ascii: Counter, codec: str, label: str) -> bool:
+    """Whether a page with these non-ASCII characters fits the encoding (module docstring)."""
+    total = sum(non_ascii.values())
+    if total < MIN_NON_ASCII:
+        return False
+    outside = sum(count for char, count in non_ascii.items()
+                  if not round_trips(char, codec, label))
+    return outside <= MAX_OUTSIDE * total
+
+
+def declared(html: str, label: str, kind: str) -> str:
+    """``html`` (its own charset declarations removed) with ``kind``'s declaration of
+    ``label``."""
+    if kind == "meta":
+        tag = f'<meta charset="{label}">'
+    elif kind == "http-equiv":
+        tag = f'<meta http-equiv="Content-Type" content="text/html; charset={label}">'
+    else:
+        return html
+    head = _HEAD_RE.search(html)
+    if head is not None:
+        return html[:head.end()] + tag + html[head.end():]
+    doctype = _DOCTYPE_RE.match(html)
+    at = doctype.end() if doctype else 0
+    return html[:at] + tag + html[at:]
+
+
+def cases(pages: list[dict], encodings: list[tuple[str, str]] = ENCODINGS,
+          kinds: tuple[str, ...] = KINDS) -> Iterator[Case]:
+    for page in pages:
+        non_ascii = Counter({c: n for c, n in Counter(page["html"]).items() if ord(c) > 127})
+        undeclared = _DECLARATION_RE.sub("", page["html"])
+        for codec, label in encodings:
+            if not fits(non_ascii, codec, label):
+                continue
+            # a character outside the encoding as a character reference, as a legacy site's
+            # software writes it
+            outside = {ord(c): f"&#{ord(c)};" for c in non_ascii
+                       if not round_trips(c, codec, label)}
+            written = undeclared.translate(outside) if outside else undeclared
+            for kind in kinds:
+                document = declared(written, label, kind)
+                content_type = f"text/html; charset={label}" if kind == "transport" else None
+                yield Case(str(page["id"]), codec, label, kind, document.encode(codec),
+                           content_type, document)
+
+
+def load_corpus(limit: int | None) -> list[dict]:
+    from pulpie_rt.corpus import load_pages
+
+    pages = list(load_pages("dev")) + list(load_pages("train"))
+    return pages[:limit] if limit else pages
+
+
+def write_warc(path: Path, all_cases: list[Case]) -> None:
+    """One response record per case; the HTTP header has the transport kind's charset."""
+    with path.open("wb") as fh:
+        for number, case in enumerate(all_cases):
+            content_type = (case.content_type or "text/html").encode("ascii")
+            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type + b"\r\nContent-Length: "
+                    + str(len(case.data)).encode() + b"\r\n\r\n" + case.data)
+            head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:case:{number}>\r\n"
+                    f"WARC-Target-URI: https://example.org/{number}\r\n"
+                    "WARC-Date: 2024-01-01T00:00:00Z\r\n"
+                    "Content-Type: application/http; msgtype=response\r\n"
+                    f"Content-Length: {len(http)}\r\n\r\n").encode("ascii")
+            fh.write(head + http + b"\r\n\r\n")
+
+
+def text_checks(all_cases: list[Case], workdir: Path) -> dict[str, list[bool]]:
+    """Per entry point, whether each case's decoded text equals its original."""
+    from pulpie_rt.runtime.flow.pages import as_text
+    from pulpie_rt.runtime.io import iter_warc
+
+    flow = [as_text(c.data, c.content_type)[0] == c.original for c in all_cases]
+    extract = []
+    for case in all_cases:  # pulpie-rt extract reads the file's bytes and --content-type
+        page = workdir / "page.html"
+        page.write_bytes(case.data)
+        extract.append(as_text(page.read_bytes(), case.content_type)[0] == case.original)
+    warc_path = workdir / "cases.warc"
+    write_warc(warc_path, all_cases)
+    read = list(iter_warc(warc_path))
+    if len(read) != len(all_cases):
+        raise SystemExit(f"the WARC gave {len(read)} pages for {len(all_cases)} cases")
+    warc = [as_text(p.html, p.content_type)[0] == c.original for p, c in zip(read, all_cases,
+                                                                               strict=True)]
+    return {"extractor": flow, "cli-extract": extract, "warc": warc}
+
+
+def markdown_checks(sample: list[Case], bundle: Path, workdir: Path) -> dict[str, list[bool]]:
+    """Per entry point, whether each sampled case's Markdown equals its original's."""
+    from pulpie_rt.cli import main as cli_main
+    from pulpie_rt.runtime.flow.extractor import Extractor
+
+    extractor = Extractor(str(bundle))
+    originals = [r.markdown for r in extractor.extract_batch([c.original for c in sample])]
+    got = extractor.extract_batch([c.data for c in sample], [c.content_type for c in sample])
+    flow = [r.markdown == m and r.error is None for r, m in zip(got, originals, strict=True)]
+    extract = []
+    for case, original in zip(sample, originals, strict=True):
+        page = workdir / "page.html"
+        page.write_bytes(case.data)
+        argv = ["extract", str(page), "--model", str(bundle)]
+        if case.content_type is not None:
+            argv += ["--content-type", case.content_type]
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = cli_main(argv)
+        printed = out.getvalue()
+        extract.append(code == 0 and printed.rstrip("\n") == original.rstrip("\n"))
+    warc_path = workdir / "sample.warc"
+    write_warc(warc_path, sample)
+    out_path = workdir / "run.jsonl"
+    subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "run", str(warc_path), "--out",
+                    str(out_path), "--model", str(bundle), "--quiet"], check=True)
+    records = [json.loads(line) for line in out_path.read_text().splitlines()]
+    warc = [r["markdown"] == m and r["error"] is None
+            for r, m in zip(records, originals, strict=True)]
+    if len(records) != len(sample):
+        raise SystemExit(f"pulpie-rt run wrote {len(records)} records for {len(sample)} cases")
+    return {"extractor": flow, "cli-extract": extract, "warc": warc}
+
+
+def tiny_bundle(workdir: Path) -> Path:
+    """The test suite's tiny checkpoint, exported (``tests/fixtures/tiny-eurobert``)."""
+    checkpoint = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tiny-eurobert"
+    out = workdir / "bundle"
+    subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "export", str(checkpoint), "--out",
+                    str(out), "--no-verify"], check=True, capture_output=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="first N corpus pages only")
+    parser.add_argument("--sample", type=int, default=3,
+                        help="cases per encoding and kind run through the model (default 3)")
+    parser.add_argument("--bundle", default=None, help="model bundle (default: the tiny one)")
+    parser.add_argument("--json", default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    all_cases = list(cases(load_corpus(args.limit)))
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-decode-") as tmp:
+        workdir = Path(tmp)
+        texts = text_checks(all_cases, workdir)
+        groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for index, case in enumerate(all_cases):
+            groups[(case.label, case.kind)].append(index)
+        # the sample: each group's smallest pages (model runs on 5 MB pages would take hours)
+        smallest = {key: sorted(members, key=lambda i: len(all_cases[i].data))
+                    for key, members in groups.items()}
+        chosen = sorted({i for members in smallest.values() for i in members[:args.sample]}
+                        | {i for i, ok in enumerate(texts["extractor"]) if not ok}
+                        | {i for i, ok in enumerate(texts["warc"]) if not ok})
+        bundle = Path(args.bundle) if args.bundle else tiny_bundle(workdir)
+        marks = markdown_checks([all_cases[i] for i in chosen], bundle, workdir)
+    markdown_ok = {entry: dict(zip(chosen, values, strict=True)) for entry, values in marks.items()}
+
+    rows, failing = [], []
+    print(f"{'encoding':<14}{'kind':<12}{'pages':>6}  " + "  ".join(
+        f"{entry + ' text/md':>22}" for entry in texts))
+    for (label, kind), members in groups.items():
+        row = {"encoding": label, "kind": kind, "pages": len(members)}
+        cells = []
+        for entry, oks in texts.items():
+            text_equal = sum(oks[i] for i in members)
+            md_equal = sum(markdown_ok[entry].get(i, oks[i]) for i in members)
+            row[entry] = {"text_equal": text_equal, "markdown_equal": md_equal,
+                          "markdown_checked": sum(i in markdown_ok[entry] for i in members)}
+            share = md_equal / len(members)
+            if share < THRESHOLD:
+                failing.append(f"{label}/{kind}/{entry}: {share:.1%}")
+            cells.append(f"{text_equal / len(members):>10.1%} {share:>10.1%}")
+        rows.append(row)
+        print(f"{label:<14}{kind:<12}{len(members):>6}  " + "  ".join(cells))
+    total = len(all_cases)
+    print(f"{total} cases ({len(chosen)} through the model per entry point) in "
+          f"{time.perf_counter() - start:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "cases": total,
+                                               "model_cases": len(chosen)}, indent=1))
+    if failing:
+        print("under 99%: " + ", ".join(failing))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
