@@ -306,15 +306,8 @@ fn fragment_top(tree: &Tree, root: usize) -> Top<'_> {
 /// `reconstruct.extract_main_html`.
 pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> String {
     let full = looks_like_full_html(map_html);
-    // libxml2, like an HTML5 parser, reads "\r\n" and a lone "\r" as "\n" (a raw "\r" reaches
-    // map_html from a character reference in the page)
-    let normalized;
-    let map_html = if map_html.contains('\r') {
-        normalized = map_html.replace("\r\n", "\n").replace('\r', "\n");
-        normalized.as_str()
-    } else {
-        map_html
-    };
+    let map_html = crate::tree::normalize_newlines(map_html);
+    let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, crate::tree::Reader::Libxml2);
     if !tree.has_document {

@@ -1043,3 +1043,13 @@ pub fn serialize_html(tree: &Tree, top: usize, out: &mut String) {
         stack.extend(node.children.iter().rev().map(|&c| Item::Open(c)));
     }
 }
+
+/// `s` with "\r\n" and each lone "\r" read as "\n", as libxml2 and an HTML5 parser read line
+/// ends (a raw "\r" reaches map_html from a character reference in the page).
+pub fn normalize_newlines(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\r') {
+        std::borrow::Cow::Owned(s.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}

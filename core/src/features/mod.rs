@@ -328,15 +328,9 @@ pub fn block_features(
     if n == 0 {
         return x;
     }
-    // an HTML parser (lexbor, the specification's; libxml2) reads "\r\n" and a lone "\r" as
-    // "\n" (a raw "\r" reaches map_html from a character reference in the page)
-    let normalized;
-    let map_html = if map_html.contains('\r') {
-        normalized = map_html.replace("\r\n", "\n").replace('\r', "\n");
-        normalized.as_str()
-    } else {
-        map_html
-    };
+    // lexbor (the specification's parser) reads line ends as libxml2 does
+    let map_html = crate::tree::normalize_newlines(map_html);
+    let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
     let view = DomView::new(&tree, root, !libxml2_tree);
