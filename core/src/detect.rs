@@ -277,19 +277,3 @@ mod tests {
         assert_eq!(detect(&utf16), (Encoding::UTF_16LE, Evidence::Utf16));
     }
 }
-
-#[cfg(test)]
-mod debug_scores {
-    #[test]
-    #[ignore]
-    fn print_scores() {
-        let path = std::env::var("DETECT_FILE").unwrap();
-        let bytes = std::fs::read(path).unwrap();
-        let sample = super::non_ascii_sample(&bytes, super::SAMPLE_BYTES);
-        for (e, s) in super::scores(&bytes) {
-            let (text, errors) = crate::encoding::decode(&sample, e);
-            let shown: String = text.chars().filter(|c| !c.is_ascii()).take(40).collect();
-            println!("{:>14} {:>10.1} err={} {}", e.name(), s, errors, shown);
-        }
-    }
-}
