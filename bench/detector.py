@@ -1,6 +1,6 @@
 """The encoding detector: the core's (``core/src/detect.rs``) against charset-normalizer, side
 by side on the same pages: real dev and train pages re-encoded into the legacy encodings their
-text fits, with no declaration (``parity.decode_parity``'s ``none`` kind: the detector's case).
+text fits, with no declaration (``eval.reencode``'s ``none`` kind: the detector's case).
 
 A page is read right when the decoding's text equals the page's original text (the encoding's
 name may differ where the two read the same, e.g. windows-1252 and ISO-8859-15 on most
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from charset_normalizer import from_bytes
 
     from pulpie_rt.corpus import load_pages
-    from pulpie_rt.parity.decode_parity import cases
+    from pulpie_rt.eval.reencode import cases
     from pulpie_rt.runtime.stages.decode import decode
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
