@@ -239,12 +239,18 @@ def test_specification_errors_are_raised_as_python_raises_them(core):
         to_markdown("&#" + "1" * 4301 + ";")
 
 
+def _random_markup(generator: str):
+    """A seeded random-markup generator by name: the specification's two, test_native's one."""
+    if generator == "random_page":
+        from test_native import random_page
+
+        return random_page
+    return getattr(markdown_spec, generator)
+
+
 @pytest.mark.parametrize("generator", ["random_markdown_page", "random_tokens", "random_page"])
 def test_core_markdown_equals_the_specification_on_random_markup(core, generator):
-    if generator == "random_page":
-        from test_native import random_page as make
-    else:
-        make = getattr(markdown_spec, generator)
+    make = _random_markup(generator)
     rng = random.Random(20261201)
     for _ in range(1000):
         html = make(rng)
@@ -266,10 +272,7 @@ def test_core_escapes_text_as_html2text_does(core):
 def test_core_text_answers_on_random_markup(core, generator):
     # to_text's core reads HTML5's moves of table content and misnested formatting as a
     # stream; on such markup it may differ from lexbor's tree, but it must always answer
-    if generator == "random_page":
-        from test_native import random_page as make
-    else:
-        make = getattr(markdown_spec, generator)
+    make = _random_markup(generator)
     rng = random.Random(20261202)
     for _ in range(1000):
         html = make(rng)

@@ -51,6 +51,8 @@ pub enum Source {
 }
 
 impl Source {
+    /// The name (the tests read it; C callers get `c_name`).
+    #[cfg(test)]
     pub fn name(self) -> &'static str {
         let name = self.c_name();
         &name[..name.len() - 1]

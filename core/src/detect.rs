@@ -104,12 +104,6 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
     best.1
 }
 
-/// Every candidate's score on `bytes` (for tests and the benchmark's reports).
-pub fn scores(bytes: &[u8]) -> Vec<(Encoding, f64)> {
-    let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
-    CANDIDATES.iter().map(|&c| (c, score(&sample, c))).collect()
-}
-
 fn score(sample: &[u8], candidate: Encoding) -> f64 {
     let (text, errors) = encoding::decode(sample, candidate);
     log_probability(&text) - ERROR_COST * errors as f64
