@@ -34,6 +34,7 @@ class Waiting(Protocol):
 
 
 _CLOSE = object()
+_FLUSH = object()  # shutting down: stop waiting for batches to fill
 
 
 class Batcher:
@@ -47,6 +48,7 @@ class Batcher:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._held: deque = deque()  # the page that overflowed the last batch (thread-only)
         self._closing = False
+        self._flushing = False  # no new request can come: batches take only what is queued
         self._thread = threading.Thread(target=self._loop, name="pulpie-rt-batcher", daemon=True)
 
     def start(self) -> None:
@@ -58,6 +60,12 @@ class Batcher:
     def size(self) -> int:
         """Pages waiting for a batch."""
         return self._queue.qsize() + len(self._held)
+
+    def stop_waiting(self) -> None:
+        """From now on a batch takes what is queued and runs: waiting for more is pointless once
+        the service accepts no new request (a graceful shutdown would otherwise wait out
+        ``max_wait_s`` for pages that cannot come). Safe to call from a signal handler."""
+        self._queue.put(_FLUSH)
 
     def close(self, timeout: float | None = None) -> None:
         """Run every page queued so far, then stop the thread."""
@@ -96,6 +104,11 @@ class Batcher:
                 if page is _CLOSE:
                     self._closing = True
                     return None
+                if page is _FLUSH:
+                    self._flushing = True
+                    if deadline is None:  # waiting for a first page: keep waiting
+                        continue
+                    return None
             if not page.cancelled:
                 return page
 
@@ -106,7 +119,7 @@ class Batcher:
             return None
         batch = [first]
         tokens = first.tokens
-        deadline = first.enqueued_at + self.max_wait_s
+        deadline = time.monotonic() if self._flushing else first.enqueued_at + self.max_wait_s
         while tokens < self.max_batch_tokens:
             page = self._take(deadline)
             if page is None:

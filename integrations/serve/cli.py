@@ -48,7 +48,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(create_app(service, on_load_failed), host=args.host, port=args.port,
                             log_level=args.log_level, access_log=args.access_log,
                             lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
-    server = uvicorn.Server(config)
+
+    class GracefulServer(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            # no new request can come: queued pages run without waiting for batches to fill,
+            # so the requests in flight end as soon as their pages have run
+            service.stop_waiting()
+            super().handle_exit(sig, frame)
+
+    server = GracefulServer(config)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler it
     # found installed; Python's default one would end the process with status 143. A graceful
     # stop is a success: the handler in place meanwhile ignores it, and the command returns 0.

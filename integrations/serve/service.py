@@ -173,6 +173,12 @@ class ExtractionService:
         if failure is not None:
             raise RuntimeError(f"the warm-up page failed: {failure}")
 
+    def stop_waiting(self) -> None:
+        """The server takes no new request (SIGTERM): run queued pages without waiting for
+        batches to fill. Safe to call from a signal handler."""
+        if self._batcher is not None:
+            self._batcher.stop_waiting()
+
     def close(self) -> None:
         """Run every page queued, then stop the batcher and the workers."""
         if self.state == "ready":
