@@ -392,10 +392,10 @@ class SpecificationRaises(Exception):
         self.exception = exception
 
 
-def _text_call(name: str, html: str) -> str | None:
+def _text_call(name: str, html: str) -> str:
     """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
-    writes them), None where the core failed (a caught panic); ``SpecificationRaises`` where
-    the specification raises."""
+    writes them); ``SpecificationRaises`` where the specification raises, ``CoreError`` where
+    the core failed (a caught panic)."""
     lib = _library()
     function = getattr(lib, name)
     data = html.encode("utf-8", "surrogatepass")
@@ -410,18 +410,18 @@ def _text_call(name: str, html: str) -> str | None:
         kind, _, message = (out.reason or b"").decode("utf-8", "replace").partition(": ")
         raise SpecificationRaises(_SPEC_EXCEPTIONS.get(kind, RuntimeError)(message)
                                   if message else _SPEC_EXCEPTIONS.get(kind, RuntimeError)())
-    return None
+    why = out.reason.decode("utf-8", "replace") if out.reason else f"status {status}"
+    raise CoreError(f"the compiled core failed on this input: {why}")
 
 
-def markdown(html: str) -> str | None:
-    """``markdown.to_markdown`` on the compiled core, or None where the core
-    failed (the caller then runs the Python specification). Raises ``SpecificationRaises``
-    where the specification raises."""
+def markdown(html: str) -> str:
+    """``markdown.to_markdown`` on the compiled core. Raises ``SpecificationRaises`` where the
+    specification raises, ``CoreError`` where the core failed."""
     return _text_call("pulpie_rt_markdown", html)
 
 
-def text(html: str) -> str | None:
-    """``markdown.to_text`` on the compiled core, or None where the core failed."""
+def text(html: str) -> str:
+    """``markdown.to_text`` on the compiled core; ``CoreError`` where the core failed."""
     return _text_call("pulpie_rt_text", html)
 
 

@@ -12,8 +12,8 @@ html2text is pinned to **2025.4.15** here (``HTML2TEXT_VERSION``): the core is a
 release and of the ``html.parser`` of the Python it runs on (3.11), quirks included, so a
 different html2text is a different specification (``check_versions`` says so).
 
-``to_text`` is the runtime's own plain-text format; its specification is the lexbor-based
-``to_text_python`` in the runtime (it runs there when the core is absent).
+``to_text`` is the runtime's own plain-text format (``core/src/markdown/text.rs``); its
+specification is ``to_text`` below, a walk of lexbor's HTML5 tree (selectolax).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import re
 import sys
 
 import html2text
-
-from pulpie_rt.runtime.stages.markdown import to_text_python as to_text
+from selectolax.lexbor import LexborHTMLParser
 
 __all__ = ["HTML2TEXT_VERSION", "check_versions", "random_markdown_page", "random_tokens",
            "strip_spacer_images", "to_markdown", "to_text"]
@@ -132,3 +131,86 @@ def random_tokens(rng: random.Random) -> str:
     """Up to 40 pieces of markup syntax in any order: half-written tags and attributes,
     unterminated quotes, comments, declarations and references, lone surrogates."""
     return "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 40)))
+
+
+# ── plain text ───────────────────────────────────────────────────────────────────────────
+
+# Elements that start and end a line of text.
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote body caption center dd details dialog dir div dl dt "
+    "fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html legend li "
+    "listing main menu nav ol option p pre section summary table tbody tfoot thead tr ul "
+    "xmp".split()
+)
+# Elements whose content is not text a reader sees.
+_SKIP_TAGS = frozenset(
+    "head script style template iframe object embed svg math select "
+    "textarea".split()
+)
+_CELL_TAGS = frozenset(("td", "th"))
+_WS_RUN_RE = re.compile(r"\s+")  # any Unicode whitespace (no-break spaces too)
+_LINE_BREAK = "\x02"  # a block boundary (text keeps its own "\\n" until collapsed)
+
+
+def to_text(html: str) -> str:
+    """Plain text of main-content HTML on lexbor's HTML5 tree of ``html``: what the compiled
+    core's ``to_text`` must return."""
+    if not isinstance(html, str):
+        raise TypeError(f"html must be str, not {type(html).__name__}")
+    if not html.strip():
+        return ""
+    tree = LexborHTMLParser(html.encode("utf-8", "surrogatepass"))
+    root = tree.root
+    if root is None:
+        return ""
+    pieces: list[str] = []
+    # explicit stack (no recursion): (node, closing?) pairs; ``pre`` depth tracked
+    stack: list[tuple[object, bool]] = [(root, False)]
+    pre_depth = 0
+    while stack:
+        node, closing = stack.pop()
+        tag = node.tag
+        if closing:
+            if tag == "pre":
+                pre_depth -= 1
+            if tag in _BLOCK_TAGS:
+                pieces.append(_LINE_BREAK)
+            continue
+        if tag == "-text":
+            text = node.text_content or ""
+            if pre_depth:
+                pieces.append(text.replace("\r\n", "\n").replace("\n", "\x00"))
+            else:
+                pieces.append(text)
+            continue
+        if tag[0] in "-#_!":
+            continue
+        tag = tag.lower()
+        if tag in _SKIP_TAGS:
+            continue
+        if tag == "br":
+            pieces.append("\x00" if pre_depth else _LINE_BREAK)
+            continue
+        if tag in _BLOCK_TAGS:
+            pieces.append(_LINE_BREAK)
+        elif tag in _CELL_TAGS:
+            pieces.append("\x01")
+        if tag == "pre":
+            pre_depth += 1
+        stack.append((node, True))
+        children = []
+        child = node.child
+        while child is not None:
+            children.append(child)
+            child = child.next
+        for child in reversed(children):
+            stack.append((child, False))
+    lines = []
+    for line in "".join(pieces).split(_LINE_BREAK):
+        # \x00: a line break inside <pre>; \x01: a table cell boundary
+        for part in line.split("\x00"):
+            cells = [_WS_RUN_RE.sub(" ", c).strip() for c in part.split("\x01")]
+            text = " | ".join(c for c in cells if c)
+            if text:
+                lines.append(text)
+    return "\n".join(lines)
