@@ -94,9 +94,7 @@ fn is_not_xml_char(c: char) -> bool {
 /// Whether `s` holds a character of `is_not_xml_char`, read off its UTF-8 bytes (it also
 /// runs over whole serializations): the C0 controls but tab, LF and CR, and U+FFFE/U+FFFF.
 pub fn has_not_xml(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
-        || b.windows(3).any(|w| w == [0xef, 0xbf, 0xbe] || w == [0xef, 0xbf, 0xbf])
+    crate::raw::has_not_xml_bytes(s.as_bytes(), false)
 }
 
 fn replace_not_xml(s: &str) -> String {
