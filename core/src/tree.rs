@@ -904,8 +904,29 @@ fn escape_into(out: &mut String, text: &str, attribute: bool) {
     out.push_str(&text[last..]);
 }
 
+/// The bytes libxml2 leaves as they are in a URI attribute, as a table (every byte of every
+/// `href`/`src` is looked up).
+const URI_SAFE: [bool; 256] = {
+    let mut table = [false; 256];
+    let marks = b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}";
+    let mut i = 0;
+    while i < marks.len() {
+        table[marks[i] as usize] = true;
+        i += 1;
+    }
+    let mut c = 0;
+    while c < 256 {
+        if (c as u8).is_ascii_alphanumeric() {
+            table[c] = true;
+        }
+        c += 1;
+    }
+    table
+};
+
+#[inline]
 fn is_uri_safe(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}".contains(&b)
+    URI_SAFE[b as usize]
 }
 
 pub fn escape_uri(value: &str) -> String {
