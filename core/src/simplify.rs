@@ -50,7 +50,7 @@ fn invisible_style(key: &str) -> Option<&'static str> {
 /// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
 /// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
 #[derive(Default)]
-struct FastHasher(u64);
+pub(crate) struct FastHasher(u64);
 
 impl Hasher for FastHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -74,8 +74,8 @@ impl Hasher for FastHasher {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 const TAIL_BLOCK_TAG: &str = "cc-alg-uc-text";
 const ITEM_ID_ATTR: &str = "_item_id";
