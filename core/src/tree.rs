@@ -210,7 +210,9 @@ impl Tree {
         let top = self.copy_one(node);
         let mut stack = vec![(node, top)];
         while let Some((src, dst)) = stack.pop() {
-            for k in 0..self.nodes[src].children.len() {
+            let count = self.nodes[src].children.len();
+            self.nodes[dst].children.reserve_exact(count);
+            for k in 0..count {
                 let child = self.nodes[src].children[k];
                 if skip_removed && crate::simplify::is_removed_tag(&self.nodes[child].tag) {
                     continue;
@@ -497,12 +499,14 @@ impl Reader {
 
     /// Text or an attribute value with its character references decoded.
     fn unescape(self, raw: &str, in_attribute: bool) -> String {
-        if !raw.contains('&') {
-            return raw.to_string();
-        }
+        self.unescape_cow(raw, in_attribute).into_owned()
+    }
+
+    /// `unescape`, borrowed where `raw` holds no reference.
+    fn unescape_cow(self, raw: &str, in_attribute: bool) -> std::borrow::Cow<'_, str> {
         match self {
-            Reader::Spec => crate::charref::py_unescape(raw).into_owned(),
-            Reader::Libxml2 => crate::charref::libxml2_unescape(raw, in_attribute).into_owned(),
+            Reader::Spec => crate::charref::py_unescape(raw),
+            Reader::Libxml2 => crate::charref::libxml2_unescape(raw, in_attribute),
         }
     }
 
@@ -870,12 +874,13 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
             let raw = &s[pos..stop];
             if map_html {
                 // libxml2 decides on the text as decoded
-                let mut text = reader.unescape(raw, false);
+                let decoded = reader.unescape_cow(raw, false);
+                let mut text: &str = &decoded;
                 pos = stop;
                 if stack.len() == 1 {
                     // (text before any element, or right in <html> after </body>: its leading
                     // blanks are dropped)
-                    text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8)).to_string();
+                    text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8));
                 }
                 let blank = text.bytes().all(is_libxml2_blank);
                 if blank && (stop == n || libxml2_drops_blank(tree, &stack)) {
@@ -885,15 +890,11 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                     libxml2.char_data(tree, &mut stack);
                 }
                 if !text.is_empty() {
-                    add_text(tree, &stack, &text);
+                    add_text(tree, &stack, text);
                 }
                 continue;
             }
-            if raw.contains('&') {
-                add_text(tree, &stack, &reader.unescape(raw, false));
-            } else {
-                add_text(tree, &stack, raw);
-            }
+            add_text(tree, &stack, &reader.unescape_cow(raw, false));
             pos = stop;
         }
     }
