@@ -12,6 +12,15 @@ use std::borrow::Cow;
 use crate::py_tables::{HTML5 as ENTITIES, INVALID_CHARREFS, INVALID_CODEPOINTS};
 
 fn entity(name: &str) -> Option<&'static str> {
+    // the references a serializer writes for "&", '"', "<" and ">" (nearly all of a page's:
+    // JSON in attribute values is full of "&quot;"), spared the search
+    match name {
+        "quot;" => return Some("\""),
+        "amp;" => return Some("&"),
+        "lt;" => return Some("<"),
+        "gt;" => return Some(">"),
+        _ => {}
+    }
     ENTITIES.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())).ok().map(|i| ENTITIES[i].1)
 }
 
@@ -220,6 +229,10 @@ mod tests {
     fn entity_names_hold_a_semicolon_only_at_their_end() {
         // libxml2_unescape stops its longest-name search at the first ";" on this ground
         assert!(ENTITIES.iter().all(|(name, _)| !name[..name.len() - 1].contains(';')));
+        // and entity()'s shortcuts give the table's values
+        for pair in [("quot;", "\""), ("amp;", "&"), ("lt;", "<"), ("gt;", ">")] {
+            assert!(ENTITIES.contains(&pair), "{pair:?}");
+        }
     }
 
     #[test]
