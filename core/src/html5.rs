@@ -111,7 +111,14 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
         let name = self::name(name, names);
         if !attrs.iter().any(|(k, _)| *k == name) {
             let value = match value {
-                Some(v) => crate::charref::libxml2_unescape(v, true).replace('\0', "\u{fffd}"),
+                Some(v) => {
+                    let v = crate::charref::libxml2_unescape(v, true);
+                    if v.contains('\0') {
+                        v.replace('\0', "\u{fffd}")
+                    } else {
+                        v.into_owned() // (one copy, or none where references were decoded)
+                    }
+                }
                 None => crate::tree::VALUELESS.to_string(),
             };
             attrs.push((name, value));
