@@ -88,7 +88,8 @@ pub fn serialize_document(html: &[u8]) -> Result<Vec<u8>, Error> {
         if status != STATUS_OK {
             return Err(Error::Parse(status));
         }
-        let mut out: Vec<u8> = Vec::with_capacity(html.len() + html.len() / 8 + 64);
+        // room for the tags and escapes lexbor adds: growing a buffer of a whole page copies it
+        let mut out: Vec<u8> = Vec::with_capacity(html.len() + html.len() / 4 + 256);
         let status = lxb_html_serialize_tree_cb(
             document.0 as *mut c_void,
             append,

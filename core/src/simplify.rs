@@ -997,7 +997,9 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
         seg.paragraphs
     };
 
-    let mut out = String::from("<html><head><meta charset=\"utf-8\"></head><body>");
+    // (sized once: growing a buffer of half a page copies it)
+    let mut out = String::with_capacity(serialized.len() / 2 + 64);
+    out.push_str("<html><head><meta charset=\"utf-8\"></head><body>");
     let mut block = String::new();
     let mut item_id = 1usize;
     let mut hints = FastMap::default();
@@ -1047,7 +1049,8 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     }
     out.push_str("</body></html>");
     let simplified = collapse_whitespace(&out);
-    let mut map_html = String::with_capacity(serialized.len());
+    // (the ids and run wrappers make map_html longer than the serialization)
+    let mut map_html = String::with_capacity(serialized.len() + serialized.len() / 4 + 256);
     crate::tree::serialize_html(&tree, original, &mut map_html);
     Ok((simplified, map_html))
 }
