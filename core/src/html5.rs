@@ -4,6 +4,8 @@
 //! cut, say): a tag the end of the input cuts is dropped, quotes hold `>`, comments follow
 //! HTML5's rules.
 
+use crate::tree::{Attrs, Names, Tag};
+
 /// HTML5's white space ("\r" is read as "\n" before).
 #[inline]
 fn is_space(c: u8) -> bool {
@@ -15,21 +17,21 @@ pub enum Markup {
     Text,
     /// nothing to the tree (a comment, a doctype, a tag the input ends in): read on from here
     Skip(usize),
-    EndTag { name: String, end: usize },
-    StartTag { name: String, attrs: Vec<(String, String)>, self_closing: bool, end: usize },
+    EndTag { name: Tag, end: usize },
+    StartTag { name: Tag, attrs: Attrs, self_closing: bool, end: usize },
     /// a start tag the end of the input cuts: no element, but libxml2 has read its name and
     /// closed and implied elements for it
-    CutStartTag { name: String },
+    CutStartTag { name: Tag },
 }
 
 /// What the `<` at `pos` starts.
-pub fn markup_at(s: &str, pos: usize) -> Markup {
+pub fn markup_at(s: &str, pos: usize, names: &mut Names) -> Markup {
     let b = s.as_bytes();
     let n = b.len();
     match b.get(pos + 1) {
-        Some(c) if c.is_ascii_alphabetic() => start_tag(s, pos),
+        Some(c) if c.is_ascii_alphabetic() => start_tag(s, pos, names),
         Some(b'/') => match b.get(pos + 2) {
-            Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos),
+            Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos, names),
             Some(b'>') => Markup::Skip(pos + 3),
             None => Markup::Text, // "</" at the end: text
             Some(_) => Markup::Skip(after_gt(b, pos + 2)), // bogus comment
@@ -48,9 +50,18 @@ pub fn markup_at(s: &str, pos: usize) -> Markup {
 }
 
 /// A tag or attribute name as libxml2 keeps it: ASCII letters in lower case, NUL as U+FFFD,
-/// and only the characters that fit its 100-byte name buffer.
-fn name(raw: &str) -> String {
-    const BUFFER: usize = 100;
+/// and only the characters that fit its 100-byte name buffer; as the parse's shared name.
+fn name(raw: &str, names: &mut Names) -> Tag {
+    if raw.len() <= NAME_BUFFER && !raw.bytes().any(|b| b.is_ascii_uppercase() || b == 0) {
+        return names.get(raw); // kept as it is (nearly every name)
+    }
+    names.get(&name_string(raw))
+}
+
+const NAME_BUFFER: usize = 100;
+
+fn name_string(raw: &str) -> String {
+    const BUFFER: usize = NAME_BUFFER;
     let mut out = String::with_capacity(raw.len().min(BUFFER));
     for c in raw.chars() {
         let c = if c == '\0' { '\u{fffd}' } else { c.to_ascii_lowercase() };
@@ -90,17 +101,24 @@ fn comment_end(b: &[u8], from: usize) -> usize {
 
 /// Read an attribute list from `i` (HTML5's attribute states) up to the tag's `>`: the
 /// attributes, self-closing, the end; None when the input ends first.
-fn attributes(s: &str, mut i: usize) -> Option<(Vec<(String, String)>, bool, usize)> {
+fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, usize)> {
     let b = s.as_bytes();
     let n = b.len();
-    let mut attrs: Vec<(String, String)> = Vec::new();
+    let mut attrs: Attrs = Vec::new();
     // the first of each name; a value NUL-free (libxml2 reads NUL as U+FFFD), or
     // `tree::VALUELESS` for none
-    let add = |name: &str, value: Option<&str>, attrs: &mut Vec<(String, String)>| {
-        let name = self::name(name);
+    let mut add = |name: &str, value: Option<&str>, attrs: &mut Attrs| {
+        let name = self::name(name, names);
         if !attrs.iter().any(|(k, _)| *k == name) {
             let value = match value {
-                Some(v) => crate::charref::libxml2_unescape(v, true).replace('\0', "\u{fffd}"),
+                Some(v) => {
+                    let v = crate::charref::libxml2_unescape(v, true);
+                    if v.contains('\0') {
+                        v.replace('\0', "\u{fffd}")
+                    } else {
+                        v.into_owned() // (one copy, or none where references were decoded)
+                    }
+                }
                 None => crate::tree::VALUELESS.to_string(),
             };
             attrs.push((name, value));
@@ -181,25 +199,25 @@ fn tag_name_end(b: &[u8], from: usize) -> usize {
     i
 }
 
-fn start_tag(s: &str, pos: usize) -> Markup {
+fn start_tag(s: &str, pos: usize, names: &mut Names) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 1);
-    match attributes(s, name_end) {
+    match attributes(s, name_end, names) {
         Some((attrs, self_closing, end)) => Markup::StartTag {
-            name: name(&s[pos + 1..name_end]),
+            name: name(&s[pos + 1..name_end], names),
             attrs,
             self_closing,
             end,
         },
-        None => Markup::CutStartTag { name: name(&s[pos + 1..name_end]) },
+        None => Markup::CutStartTag { name: name(&s[pos + 1..name_end], names) },
     }
 }
 
-fn end_tag(s: &str, pos: usize) -> Markup {
+fn end_tag(s: &str, pos: usize, names: &mut Names) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 2);
-    match attributes(s, name_end) {
-        Some((_, _, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end]), end },
+    match attributes(s, name_end, names) {
+        Some((_, _, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end], names), end },
         None => Markup::Skip(b.len()),
     }
 }

@@ -88,7 +88,8 @@ pub fn serialize_document(html: &[u8]) -> Result<Vec<u8>, Error> {
         if status != STATUS_OK {
             return Err(Error::Parse(status));
         }
-        let mut out: Vec<u8> = Vec::with_capacity(html.len() + html.len() / 8 + 64);
+        // room for the tags and escapes lexbor adds: growing a buffer of a whole page copies it
+        let mut out: Vec<u8> = Vec::with_capacity(html.len() + html.len() / 4 + 256);
         let status = lxb_html_serialize_tree_cb(
             document.0 as *mut c_void,
             append,
@@ -105,21 +106,20 @@ pub fn serialize_document(html: &[u8]) -> Result<Vec<u8>, Error> {
 /// (selectolax decodes lexbor's string as a C string) less every `<-undef>`.
 pub fn selectolax_html(html: &[u8]) -> Result<Vec<u8>, Error> {
     let mut out = serialize_document(html)?;
-    if let Some(nul) = out.iter().position(|&b| b == 0) {
+    if let Some(nul) = crate::scan::find_byte(0, &out) {
         out.truncate(nul);
     }
     const UNDEF: &[u8] = b"<-undef>";
-    if out.windows(UNDEF.len()).any(|w| w == UNDEF) {
+    if let Some(first) = crate::scan::find_bytes(&out, UNDEF) {
+        // each occurrence, left to right, cut out (what Python's str.replace does)
         let mut kept = Vec::with_capacity(out.len());
-        let mut i = 0;
-        while i < out.len() {
-            if out[i..].starts_with(UNDEF) {
-                i += UNDEF.len();
-            } else {
-                kept.push(out[i]);
-                i += 1;
-            }
+        kept.extend_from_slice(&out[..first]);
+        let mut i = first + UNDEF.len();
+        while let Some(k) = crate::scan::find_bytes(&out[i..], UNDEF) {
+            kept.extend_from_slice(&out[i..i + k]);
+            i += k + UNDEF.len();
         }
+        kept.extend_from_slice(&out[i..]);
         out = kept;
     }
     Ok(out)

@@ -34,6 +34,7 @@ mod page;
 mod py_tables;
 mod raw;
 mod reconstruct;
+mod scan;
 mod simplify;
 mod token;
 pub mod tokenizer;

@@ -245,13 +245,10 @@ impl TextElements {
     }
 }
 
-#[inline]
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
-}
+use crate::scan::find_byte as memchr;
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    crate::scan::find_bytes(hay, needle).is_some()
 }
 
 /// `_keep_empty_end_tags`: `_EMPTY_END_TAG_RE.sub(...)` — every `</>` outside text elements
@@ -507,12 +504,39 @@ pub fn has_raw_text(b: &[u8]) -> bool {
 /// `simplify_spec._NOT_XML_CHAR_RE.search(page)`: a C0 control other than tab, LF and CR,
 /// U+FFFE, U+FFFF or a surrogate.
 pub fn has_not_xml_chars(b: &[u8]) -> bool {
-    b.iter().enumerate().any(|(i, &c)| match c {
-        0x00..=0x08 | 0x0b | 0x0c | 0x0e..=0x1f => true,
-        0xef => b.get(i + 1) == Some(&0xbf) && matches!(b.get(i + 2), Some(0xbe | 0xbf)),
-        0xed => is_surrogate_at(b, i),
-        _ => false,
-    })
+    has_not_xml_bytes(b, true)
+}
+
+/// Whether `b` holds a C0 control other than tab, LF and CR, U+FFFE or U+FFFF, or (with
+/// `surrogates`) an encoded surrogate. Chunks without a byte that can start one (a control
+/// but tab, LF and CR; 0xEF; 0xED) are passed over by a loop the compiler vectorizes: this
+/// runs over whole pages.
+pub fn has_not_xml_bytes(b: &[u8], surrogates: bool) -> bool {
+    const CHUNK: usize = 32;
+    let mut start = 0;
+    for chunk in b.chunks(CHUNK) {
+        let mut suspect = false;
+        for &c in chunk {
+            suspect |= ((c < 0x20) & (c != b'\t') & (c != b'\n') & (c != b'\r'))
+                | (c == 0xef)
+                | (c == 0xed);
+        }
+        if suspect {
+            for i in start..start + chunk.len() {
+                let hit = match b[i] {
+                    0x00..=0x08 | 0x0b | 0x0c | 0x0e..=0x1f => true,
+                    0xef => b.get(i + 1) == Some(&0xbf) && matches!(b.get(i + 2), Some(0xbe | 0xbf)),
+                    0xed => surrogates && is_surrogate_at(b, i),
+                    _ => false,
+                };
+                if hit {
+                    return true;
+                }
+            }
+        }
+        start += chunk.len();
+    }
+    false
 }
 
 /// `dom_spec._XML_DECL_RE.sub("", serialized)` (`<\?xml\s+.*?\??>`, DOTALL): from `<?xml`

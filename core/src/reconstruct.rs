@@ -256,12 +256,17 @@ struct Top<'a> {
 /// lxml bytes when `map_html` holds "<?xml", "<meta charset" or "encoding=": `\s` is ASCII
 /// white space then.
 fn looks_like_full_html(map_html: &str) -> bool {
-    let as_bytes = map_html.contains("<?xml") || map_html.contains("<meta charset")
-        || map_html.contains("encoding=");
-    let trimmed = if as_bytes {
-        map_html.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c'])
+    let ascii_trimmed = map_html.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    // Unicode white space takes more only where more white space follows the ASCII one: only
+    // then does the choice matter (and the whole page get searched for those three strings)
+    let trimmed = if ascii_trimmed.starts_with(crate::tree::py_isspace)
+        && !(map_html.contains("<?xml")
+            || map_html.contains("<meta charset")
+            || map_html.contains("encoding="))
+    {
+        ascii_trimmed.trim_start_matches(crate::tree::py_isspace)
     } else {
-        map_html.trim_start_matches(crate::tree::py_isspace)
+        ascii_trimmed
     };
     let head = trimmed.as_bytes();
     let starts = |prefix: &[u8]| head.len() >= prefix.len() && head[..prefix.len()].eq_ignore_ascii_case(prefix);

@@ -50,7 +50,7 @@ fn invisible_style(key: &str) -> Option<&'static str> {
 /// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
 /// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
 #[derive(Default)]
-struct FastHasher(u64);
+pub(crate) struct FastHasher(u64);
 
 impl Hasher for FastHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -74,8 +74,8 @@ impl Hasher for FastHasher {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 const TAIL_BLOCK_TAG: &str = "cc-alg-uc-text";
 const ITEM_ID_ATTR: &str = "_item_id";
@@ -94,9 +94,7 @@ fn is_not_xml_char(c: char) -> bool {
 /// Whether `s` holds a character of `is_not_xml_char`, read off its UTF-8 bytes (it also
 /// runs over whole serializations): the C0 controls but tab, LF and CR, and U+FFFE/U+FFFF.
 pub fn has_not_xml(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.iter().any(|&c| c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r'))
-        || b.windows(3).any(|w| w == [0xef, 0xbf, 0xbe] || w == [0xef, 0xbf, 0xbf])
+    crate::raw::has_not_xml_bytes(s.as_bytes(), false)
 }
 
 fn replace_not_xml(s: &str) -> String {
@@ -999,7 +997,9 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
         seg.paragraphs
     };
 
-    let mut out = String::from("<html><head><meta charset=\"utf-8\"></head><body>");
+    // (sized once: growing a buffer of half a page copies it)
+    let mut out = String::with_capacity(serialized.len() / 2 + 64);
+    out.push_str("<html><head><meta charset=\"utf-8\"></head><body>");
     let mut block = String::new();
     let mut item_id = 1usize;
     let mut hints = FastMap::default();
@@ -1049,7 +1049,8 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     }
     out.push_str("</body></html>");
     let simplified = collapse_whitespace(&out);
-    let mut map_html = String::with_capacity(serialized.len());
+    // (the ids and run wrappers make map_html longer than the serialization)
+    let mut map_html = String::with_capacity(serialized.len() + serialized.len() / 4 + 256);
     crate::tree::serialize_html(&tree, original, &mut map_html);
     Ok((simplified, map_html))
 }

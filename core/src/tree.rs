@@ -49,6 +49,35 @@ impl PartialEq<str> for Tag {
     }
 }
 
+impl From<&str> for Tag {
+    fn from(name: &str) -> Tag {
+        Tag::new(name)
+    }
+}
+
+impl std::borrow::Borrow<str> for Tag {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The distinct names of one parse (tags and attribute names), one shared `Tag` each: an
+/// element or an attribute gets its name without an allocation of its own (a page has a few
+/// dozen names over thousands of elements and attributes).
+#[derive(Default)]
+pub struct Names(crate::simplify::FastSet<Tag>);
+
+impl Names {
+    pub fn get(&mut self, name: &str) -> Tag {
+        if let Some(tag) = self.0.get(name) {
+            return tag.clone();
+        }
+        let tag = Tag::new(name);
+        self.0.insert(tag.clone());
+        tag
+    }
+}
+
 pub struct Node {
     pub tag: Tag,
     /// index into `Tree::attrs`: copies share one attribute list until it is replaced, as
@@ -62,7 +91,7 @@ pub struct Node {
     pub flags: u8,
 }
 
-pub type Attrs = Vec<(String, String)>;
+pub type Attrs = Vec<(Tag, String)>;
 
 /// Text and tail strings: shared between an element and its copies (the page is copied once
 /// for processing and again block by block; a change makes a new string).
@@ -160,7 +189,7 @@ impl Tree {
         if let Some(entry) = list.iter_mut().find(|(k, _)| k == name) {
             entry.1 = value.to_string();
         } else {
-            list.push((name.to_string(), value.to_string()));
+            list.push((Tag::new(name), value.to_string()));
         }
     }
 
@@ -181,7 +210,9 @@ impl Tree {
         let top = self.copy_one(node);
         let mut stack = vec![(node, top)];
         while let Some((src, dst)) = stack.pop() {
-            for k in 0..self.nodes[src].children.len() {
+            let count = self.nodes[src].children.len();
+            self.nodes[dst].children.reserve_exact(count);
+            for k in 0..count {
                 let child = self.nodes[src].children[k];
                 if skip_removed && crate::simplify::is_removed_tag(&self.nodes[child].tag) {
                     continue;
@@ -456,14 +487,26 @@ impl Reader {
         }
     }
 
+    /// `lower(name)` as the parse's shared name (no allocation for a name already in lower
+    /// case, as nearly every name of a serialization is).
+    fn name(self, name: &str, names: &mut Names) -> Tag {
+        if name.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
+            names.get(&self.lower(name))
+        } else {
+            names.get(name)
+        }
+    }
+
     /// Text or an attribute value with its character references decoded.
     fn unescape(self, raw: &str, in_attribute: bool) -> String {
-        if !raw.contains('&') {
-            return raw.to_string();
-        }
+        self.unescape_cow(raw, in_attribute).into_owned()
+    }
+
+    /// `unescape`, borrowed where `raw` holds no reference.
+    fn unescape_cow(self, raw: &str, in_attribute: bool) -> std::borrow::Cow<'_, str> {
         match self {
-            Reader::Spec => crate::charref::py_unescape(raw).into_owned(),
-            Reader::Libxml2 => crate::charref::libxml2_unescape(raw, in_attribute).into_owned(),
+            Reader::Spec => crate::charref::py_unescape(raw),
+            Reader::Libxml2 => crate::charref::libxml2_unescape(raw, in_attribute),
         }
     }
 
@@ -558,27 +601,27 @@ fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
 /// `_parse_attrs` gives them (first of each name; the nameless mark read as the empty name),
 /// self-closing, end offset.
 struct StartTag {
-    name: String,
+    name: Tag,
     attrs: Attrs,
     self_closing: bool,
     end: usize,
 }
 
 /// The start tag at `pos` (a `<`), or None where the regex falls through to the text `<`.
-fn read_start_tag(s: &str, pos: usize, reader: Reader) -> Option<StartTag> {
+fn read_start_tag(s: &str, pos: usize, reader: Reader, names: &mut Names) -> Option<StartTag> {
     let span = crate::token::match_start_tag(s, pos)?;
     let mut attrs: Attrs = Vec::new();
     for (raw_name, value) in crate::token::split_attrs(&s[span.name_end..span.attrs_end]) {
-        let mut key = reader.lower(raw_name);
+        let mut key = reader.name(raw_name, names);
         if key == NAMELESS_ATTR_MARK {
-            key.clear();
+            key = names.get("");
         }
         if !attrs.iter().any(|(k, _)| *k == key) {
             attrs.push((key, reader.unescape(value, true)));
         }
     }
     Some(StartTag {
-        name: reader.lower(&s[pos + 1..span.name_end]),
+        name: reader.name(&s[pos + 1..span.name_end], names),
         attrs,
         self_closing: span.self_closing,
         end: span.end,
@@ -591,15 +634,15 @@ enum Token {
     Text,
     /// a comment, a declaration, a processing instruction (dropped): read on from here
     Skip(usize),
-    End { name: String, end: usize },
+    End { name: Tag, end: usize },
     Start(StartTag),
     /// (libxml2) a start tag cut by the end of the input
-    CutStart(String),
+    CutStart(Tag),
 }
 
 /// The token at `pos` (a `<`) as `_TOKEN_RE` reads it: a comment, a declaration or processing
 /// instruction, an end tag, a start tag, or the text "<".
-fn spec_token(s: &str, pos: usize, reader: Reader) -> Token {
+fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names) -> Token {
     let b = s.as_bytes();
     let n = b.len();
     if b[pos..].starts_with(b"<!--") {
@@ -621,19 +664,19 @@ fn spec_token(s: &str, pos: usize, reader: Reader) -> Token {
         }
         let close = if i > pos + 2 { find_char(s, i, '>') } else { None };
         return match close {
-            Some(close) => Token::End { name: reader.lower(&s[pos + 2..i]), end: close + 1 },
+            Some(close) => Token::End { name: reader.name(&s[pos + 2..i], names), end: close + 1 },
             None => Token::Text,
         };
     }
-    match read_start_tag(s, pos, reader) {
+    match read_start_tag(s, pos, reader, names) {
         Some(st) => Token::Start(st),
         None => Token::Text,
     }
 }
 
 /// The token at `pos` (a `<`) as libxml2's tokenizer reads it (`html5.rs`).
-fn libxml2_token(s: &str, pos: usize) -> Token {
-    match crate::html5::markup_at(s, pos) {
+fn libxml2_token(s: &str, pos: usize, names: &mut Names) -> Token {
+    match crate::html5::markup_at(s, pos, names) {
         crate::html5::Markup::Text => Token::Text,
         crate::html5::Markup::Skip(end) => Token::Skip(end),
         crate::html5::Markup::EndTag { name, end } => Token::End { name, end },
@@ -661,19 +704,23 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
     let map_html = reader == Reader::Libxml2;
     let empty = tree.new_attrs(Vec::new());
     let root = tree.new_node(Tag::new("html"), empty);
-    // one shared name per distinct tag of the page
-    let mut names: std::collections::HashMap<String, Tag> = Default::default();
+    // one shared name per distinct tag and attribute name of the page
+    let mut names = Names::default();
     let mut stack: Vec<usize> = vec![root];
     let (mut seen_head, mut seen_body, mut seen_html) = (false, false, false);
     let mut libxml2 = Libxml2State::default();
     let mut open_selects = 0usize;
-    let mut dropped_in_select: std::collections::HashMap<String, usize> = Default::default();
+    let mut dropped_in_select: std::collections::HashMap<Tag, usize> = Default::default();
     let b = s.as_bytes();
     let n = b.len();
     let mut pos = 0usize;
     while pos < n {
         if b[pos] == b'<' {
-            let token = if map_html { libxml2_token(s, pos) } else { spec_token(s, pos, reader) };
+            let token = if map_html {
+                libxml2_token(s, pos, &mut names)
+            } else {
+                spec_token(s, pos, reader, &mut names)
+            };
             let st = match token {
                 Token::Text => {
                     if map_html {
@@ -712,7 +759,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                     let mut k = stack.len() - 1;
                     while k > 0 {
                         let open_tag = &tree.nodes[stack[k]].tag;
-                        if open_tag.as_str() == tag {
+                        if open_tag.as_str() == tag.as_str() {
                             if open_selects > 0 {
                                 for &closed in &stack[k..] {
                                     if tree.nodes[closed].tag == "select" {
@@ -788,11 +835,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 }
             }
             let a = tree.new_attrs(st.attrs);
-            let name = match names.get(&tag) {
-                Some(name) => name.clone(),
-                None => names.entry(tag.clone()).or_insert_with(|| Tag::new(&tag)).clone(),
-            };
-            let node = tree.new_node(name, a);
+            let node = tree.new_node(tag, a);
             let parent = *stack.last().unwrap();
             tree.nodes[node].parent = parent;
             tree.nodes[parent].children.push(node);
@@ -831,12 +874,13 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
             let raw = &s[pos..stop];
             if map_html {
                 // libxml2 decides on the text as decoded
-                let mut text = reader.unescape(raw, false);
+                let decoded = reader.unescape_cow(raw, false);
+                let mut text: &str = &decoded;
                 pos = stop;
                 if stack.len() == 1 {
                     // (text before any element, or right in <html> after </body>: its leading
                     // blanks are dropped)
-                    text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8)).to_string();
+                    text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8));
                 }
                 let blank = text.bytes().all(is_libxml2_blank);
                 if blank && (stop == n || libxml2_drops_blank(tree, &stack)) {
@@ -846,15 +890,11 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                     libxml2.char_data(tree, &mut stack);
                 }
                 if !text.is_empty() {
-                    add_text(tree, &stack, &text);
+                    add_text(tree, &stack, text);
                 }
                 continue;
             }
-            if raw.contains('&') {
-                add_text(tree, &stack, &reader.unescape(raw, false));
-            } else {
-                add_text(tree, &stack, raw);
-            }
+            add_text(tree, &stack, &reader.unescape_cow(raw, false));
             pos = stop;
         }
     }
@@ -904,8 +944,29 @@ fn escape_into(out: &mut String, text: &str, attribute: bool) {
     out.push_str(&text[last..]);
 }
 
+/// The bytes libxml2 leaves as they are in a URI attribute, as a table (every byte of every
+/// `href`/`src` is looked up).
+const URI_SAFE: [bool; 256] = {
+    let mut table = [false; 256];
+    let marks = b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}";
+    let mut i = 0;
+    while i < marks.len() {
+        table[marks[i] as usize] = true;
+        i += 1;
+    }
+    let mut c = 0;
+    while c < 256 {
+        if (c as u8).is_ascii_alphanumeric() {
+            table[c] = true;
+        }
+        c += 1;
+    }
+    table
+};
+
+#[inline]
 fn is_uri_safe(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-_.!~*'()\"#$%&+,/:;<=>?@[\\]^`{|}".contains(&b)
+    URI_SAFE[b as usize]
 }
 
 pub fn escape_uri(value: &str) -> String {
