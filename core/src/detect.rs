@@ -22,7 +22,9 @@
 //! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
 //! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
 //! only read right when they declare their encoding. Ties go to the earlier candidate (the
-//! order is how common each is on the web).
+//! order is how common each is on the web): ISO-8859-15 reads most Western pages as
+//! windows-1252 does and wins only where its bytes differ (0xA4 `€` against `¤`, `Š š Ž ž Œ œ
+//! Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
 
 use crate::detect_model as model;
 use crate::encoding::{self, Encoding};
@@ -45,6 +47,7 @@ pub const CANDIDATES: &[Encoding] = &[
     Encoding::GBK,
     Encoding::SHIFT_JIS,
     Encoding::WINDOWS_1250,
+    Encoding::ISO_8859_15,
     Encoding::EUC_JP,
     Encoding::EUC_KR,
     Encoding::BIG5,
