@@ -18,7 +18,8 @@ Outcomes per input, exactly one each:
   reason, the specification's own exception for Markdown);
 - ``panic``: a Rust panic caught at the C boundary (a bug, though not a crash);
 - ``crash``: the worker process died (a signal, an abort) or raised anything else;
-- ``hang``: the input took longer than ``--page-seconds``.
+- ``hang``: the input took more than ``--page-seconds`` of CPU time (10 times that in wall
+  time: a deadlock uses no CPU).
 
 The inputs run in worker processes that report each input's outcome; a worker that dies or
 stops answering is replaced after its input is recorded, so one bad input never hides the
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import select
 import subprocess
@@ -45,6 +47,7 @@ from collections import Counter
 from pathlib import Path
 
 OUTCOMES = ("ok", "refused", "panic", "crash", "hang")
+WALL_FACTOR = 10
 TAGS = ("div", "p", "span", "table", "tr", "td", "ul", "li", "a", "b", "i", "section", "pre",
         "font", "h1", "form", "select", "option", "svg", "math", "template", "noscript")
 RAW_OPENERS = (b"<!--", b"<script>", b"<style>", b"<textarea>", b"<title>", b"<xmp>",
@@ -234,19 +237,20 @@ def run_page(data: bytes) -> str:
 
 def worker(seed: int, start: int, stop: int, window: int, splits: str) -> None:
     """Runs inputs ``start`` .. ``stop - 1``, one line per input on stdout: ``index outcome
-    seconds``, written before the next input starts."""
+    wall-seconds cpu-seconds``, written before the next input starts."""
     pages = load_windows(window, splits)
     print("ready", flush=True)
     for index in range(start, stop):
         data, _ = mutated_page(pages, seed, index)
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         try:
             outcome = run_page(data)
         except Exception as exc:  # anything undocumented is a crash of this input
             print(f"error {index} {type(exc).__name__}: {exc}"[:500].replace("\n", " "),
                   file=sys.stderr, flush=True)
             outcome = "crash"
-        print(f"{index} {outcome} {time.perf_counter() - began:.4f}", flush=True)
+        print(f"{index} {outcome} {time.perf_counter() - began:.4f} "
+              f"{time.process_time() - began_cpu:.4f}", flush=True)
 
 
 def _read_line(process: subprocess.Popen, timeout: float) -> str | None:
@@ -257,11 +261,36 @@ def _read_line(process: subprocess.Popen, timeout: float) -> str | None:
     return process.stdout.readline()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _next_answer(process: subprocess.Popen, page_seconds: float) -> str | None:
+    """The worker's answer for its current input, or None when the input is a hang: more than
+    ``page_seconds`` of the worker's CPU time, or ``WALL_FACTOR`` times that in wall time (a
+    deadlock uses no CPU). CPU time, not wall time, so that a loaded machine makes no hangs."""
+    began_wall = time.monotonic()
+    began_cpu = cpu_seconds(process.pid)
+    while True:
+        line = _read_line(process, min(1.0, page_seconds))
+        if line is not None:
+            return line
+        if (cpu_seconds(process.pid) - began_cpu > page_seconds
+                or time.monotonic() - began_wall > WALL_FACTOR * page_seconds):
+            return None
+
+
 def run_worker(seed: int, start: int, stop: int, window: int, splits: str,
                page_seconds: float, counts: Counter, failures: list[dict]) -> tuple[int, float]:
     """Inputs from ``start`` on through one worker process, until ``stop`` or the first input
     it crashes or hangs on (recorded as such). The next input to run and the slowest input's
-    seconds."""
+    CPU seconds."""
     slowest = 0.0
     index = start
     # stderr to a file: a worker that writes much there must not block on a full pipe
@@ -277,7 +306,7 @@ def run_worker(seed: int, start: int, stop: int, window: int, splits: str,
             errors.seek(0)
             raise SystemExit(f"fuzz worker did not start: {errors.read()[-2000:]}")
         while index < stop:
-            line = _read_line(process, page_seconds)
+            line = _next_answer(process, page_seconds)
             if not line:  # None: no answer in time; "": the worker's output ended
                 process.kill()
                 process.wait()
@@ -288,11 +317,11 @@ def run_worker(seed: int, start: int, stop: int, window: int, splits: str,
                                  "returncode": process.returncode,
                                  "stderr": errors.read()[-1000:]})
                 return index + 1, slowest
-            number, outcome, seconds = line.split()
+            number, outcome, _, cpu = line.split()
             if int(number) != index:
                 raise SystemExit(f"fuzz worker answered input {number} for {index}")
             counts[outcome] += 1
-            slowest = max(slowest, float(seconds))
+            slowest = max(slowest, float(cpu))
             if outcome == "panic":  # a crash's reason comes on stderr (below)
                 failures.append({"index": index, "outcome": outcome})
             index += 1
@@ -308,7 +337,7 @@ def run_worker(seed: int, start: int, stop: int, window: int, splits: str,
 def run_range(seed: int, start: int, stop: int, window: int, splits: str, page_seconds: float,
               failures: list[dict]) -> tuple[Counter, float]:
     """Inputs ``start`` .. ``stop - 1`` through worker processes, a new worker after a crash
-    or hang. Outcome counts and the slowest input's seconds."""
+    or hang. Outcome counts and the slowest input's CPU seconds."""
     counts: Counter = Counter()
     slowest = 0.0
     index = start
@@ -379,12 +408,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--pages", type=int, default=100_000, help="mutated inputs")
+    parser.add_argument("--first", type=int, default=0,
+                        help="the first input's index (to rerun a failure: --first I --pages 1)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes at a time")
     parser.add_argument("--window", type=int, default=32_768,
                         help="bytes of each real page a mutation starts from")
     parser.add_argument("--splits", default="dev,train", help="corpus splits the pages come from")
     parser.add_argument("--page-seconds", type=float, default=20.0,
-                        help="an input slower than this is a hang")
+                        help="an input taking more CPU seconds than this (or 10 times as many "
+                        "wall seconds) is a hang")
     parser.add_argument("--run-every", type=int, default=100,
                         help="every Nth input also goes through pulpie-rt run (0: none)")
     parser.add_argument("--bundle", default=None, help="model bundle (default: the tiny one)")
@@ -409,10 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     counts: Counter = Counter()
     slowest = 0.0
     jobs = max(1, args.jobs)
-    bounds = [args.pages * j // jobs for j in range(jobs + 1)]
+    bounds = [args.first + args.pages * j // jobs for j in range(jobs + 1)]
     if jobs == 1:
-        counts, slowest = run_range(args.seed, 0, args.pages, args.window, args.splits,
-                                    args.page_seconds, failures)
+        counts, slowest = run_range(args.seed, args.first, args.first + args.pages, args.window,
+                                    args.splits, args.page_seconds, failures)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -428,19 +460,19 @@ def main(argv: list[str] | None = None) -> int:
     recorded = sum(counts.values())
     cli = None
     if args.run_every > 0:
-        indices = list(range(0, args.pages, args.run_every))
+        indices = list(range(args.first, args.first + args.pages, args.run_every))
         cli = run_cli_share(args.seed, indices, args.window, args.splits, args.page_seconds,
                             args.bundle)
 
     result = {
         "command": "python -m pulpie_rt.bench.fuzz " + " ".join(argv if argv is not None
                                                                   else sys.argv[1:]),
-        "seed": args.seed, "inputs": args.pages, "splits": args.splits,
+        "seed": args.seed, "first": args.first, "inputs": args.pages, "splits": args.splits,
         "window_bytes": args.window,
         "page_seconds_bound": args.page_seconds,
         "core": {"outcomes": {name: counts.get(name, 0) for name in OUTCOMES},
                  "records": recorded, "seconds": round(core_seconds, 1),
-                 "slowest_input_seconds": round(slowest, 3)},
+                 "slowest_input_cpu_seconds": round(slowest, 3)},
         "pulpie_rt_run": cli,
         "failures": sorted(failures, key=lambda f: f["index"])[:50],
     }

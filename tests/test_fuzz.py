@@ -4,6 +4,9 @@ compiled core and some through ``pulpie-rt run``; ``make fuzz`` runs 100,000."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections import Counter
 
 from rt_helpers import tiny_bundle
@@ -36,8 +39,25 @@ def test_inputs_depend_only_on_seed_and_index():
     assert set(drawn) == set(fuzz.MUTATIONS)
 
 
-def test_an_input_past_the_time_bound_is_a_hang_and_the_next_one_runs():
-    failures: list[dict] = []
-    counts, _ = fuzz.run_range(15, 0, 2, 4096, "dev", 1e-4, failures)
-    assert counts == Counter(hang=2)
-    assert [(f["index"], f["outcome"]) for f in failures] == [(0, "hang"), (1, "hang")]
+def _child(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def test_the_watchdog_tells_an_answer_a_busy_hang_and_a_sleeping_hang():
+    answers = _child("print('0 ok 0.01', flush=True)")
+    assert fuzz._next_answer(answers, 5.0) == "0 ok 0.01\n"
+    answers.wait()
+    # past the bound in CPU time: caught after about the bound, not WALL_FACTOR times it
+    busy = _child("while True: pass")
+    began = time.monotonic()
+    assert fuzz._next_answer(busy, 0.5) is None
+    assert time.monotonic() - began < 0.5 * fuzz.WALL_FACTOR
+    busy.kill()
+    busy.wait()
+    # no CPU used (a deadlock): caught after WALL_FACTOR times the bound in wall time
+    asleep = _child("import time; time.sleep(60)")
+    began = time.monotonic()
+    assert fuzz._next_answer(asleep, 0.2) is None
+    assert time.monotonic() - began >= 0.2 * fuzz.WALL_FACTOR
+    asleep.kill()
+    asleep.wait()
