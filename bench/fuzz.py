@@ -191,11 +191,18 @@ MUTATIONS = {
 }
 
 
+# how often each mutation is drawn, relative to the others: the two that make inputs of
+# megabytes or tens of thousands of elements cost ten times the rest per input, and a quarter
+# of the draws keeps them in one input of ten
+HEAVY = {"deep-nesting": 0.25, "huge-attribute": 0.25}
+WEIGHTS = [HEAVY.get(name, 1.0) for name in MUTATIONS]
+
+
 def mutated_page(pages: list[bytes], seed: int, index: int) -> tuple[bytes, list[str]]:
     """Input ``index`` of seed ``seed`` and the mutations that made it."""
     rng = random.Random(f"{seed}:{index}")
     data = bytearray(pages[rng.randrange(len(pages))])
-    names = rng.choices(list(MUTATIONS), k=rng.randint(1, 4))
+    names = rng.choices(list(MUTATIONS), weights=WEIGHTS, k=rng.randint(1, 4))
     for name in names:
         data = bytearray(MUTATIONS[name](rng, data, pages))
     return bytes(data), names
