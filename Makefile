@@ -29,7 +29,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind
+        default-model clean capi capi-valgrind fuzz
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -114,6 +114,12 @@ bench: venv
 # The regression gate needs no oracle: the run environment (and cargo) is enough.
 bench-check: run-venv
 	$(RUN_PYTHON) -m pulpie_rt.bench.check
+
+# The seeded fuzzing campaign: 100,000 mutated real pages through the compiled core, every
+# 100th through `pulpie-rt run` with the tiny checkpoint (bench/fuzz.py; FUZZ_ARGS to change).
+FUZZ_ARGS ?=
+fuzz: venv
+	$(PYTHON) -m pulpie_rt.bench.fuzz --json $(BUILD)/fuzz.json $(FUZZ_ARGS)
 
 # Word F1 / ROUGE-5 on the dev pages with ground truth: the default model beside trafilatura.
 quality: venv

@@ -43,6 +43,7 @@ import tempfile
 import time
 from collections import defaultdict
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 from pulpie_rt.eval.reencode import THRESHOLD, Case, cases
@@ -55,40 +56,61 @@ def load_corpus(limit: int | None) -> list[dict]:
     return pages[:limit] if limit else pages
 
 
+def warc_record(number: int, case: Case) -> bytes:
+    """A response record of the case; the HTTP header has the transport kind's charset."""
+    content_type = (case.content_type or "text/html").encode("ascii")
+    http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type + b"\r\nContent-Length: "
+            + str(len(case.data)).encode() + b"\r\n\r\n" + case.data)
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:case:{number}>\r\n"
+            f"WARC-Target-URI: https://example.org/{number}\r\n"
+            "WARC-Date: 2024-01-01T00:00:00Z\r\n"
+            "Content-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http)}\r\n\r\n").encode("ascii")
+    return head + http + b"\r\n\r\n"
+
+
 def write_warc(path: Path, all_cases: list[Case]) -> None:
-    """One response record per case; the HTTP header has the transport kind's charset."""
+    """One response record per case."""
     with path.open("wb") as fh:
         for number, case in enumerate(all_cases):
-            content_type = (case.content_type or "text/html").encode("ascii")
-            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type + b"\r\nContent-Length: "
-                    + str(len(case.data)).encode() + b"\r\n\r\n" + case.data)
-            head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:case:{number}>\r\n"
-                    f"WARC-Target-URI: https://example.org/{number}\r\n"
-                    "WARC-Date: 2024-01-01T00:00:00Z\r\n"
-                    "Content-Type: application/http; msgtype=response\r\n"
-                    f"Content-Length: {len(http)}\r\n\r\n").encode("ascii")
-            fh.write(head + http + b"\r\n\r\n")
+            fh.write(warc_record(number, case))
 
 
-def text_checks(all_cases: list[Case], workdir: Path) -> dict[str, list[bool]]:
-    """Per entry point, whether each case's decoded text equals its original."""
+@dataclass
+class Checked:
+    """What is kept of a case once its text is checked (the cases of every page together
+    hold tens of GB of bytes and text: they are made again for the Markdown sample)."""
+
+    label: str
+    kind: str
+    size: int
+    text_ok: dict[str, bool]
+
+
+def text_checks(pages: list[dict], workdir: Path) -> list[Checked]:
+    """Per case, whether its decoded text equals its original through each entry point: the
+    flow's, ``pulpie-rt extract``'s and WARC input's. Cases are made one page at a time."""
     from pulpie_rt.runtime.flow.pages import as_text
     from pulpie_rt.runtime.io import iter_warc
 
-    flow = [as_text(c.data, c.content_type)[0] == c.original for c in all_cases]
-    extract = []
-    for case in all_cases:  # pulpie-rt extract reads the file's bytes and --content-type
-        page = workdir / "page.html"
-        page.write_bytes(case.data)
-        extract.append(as_text(page.read_bytes(), case.content_type)[0] == case.original)
+    checked = []
     warc_path = workdir / "cases.warc"
-    write_warc(warc_path, all_cases)
-    read = list(iter_warc(warc_path))
-    if len(read) != len(all_cases):
-        raise SystemExit(f"the WARC gave {len(read)} pages for {len(all_cases)} cases")
-    warc = [as_text(p.html, p.content_type)[0] == c.original for p, c in zip(read, all_cases,
-                                                                               strict=True)]
-    return {"extractor": flow, "cli-extract": extract, "warc": warc}
+    page_file = workdir / "page.html"
+    with warc_path.open("wb") as warc:
+        for number, case in enumerate(cases(pages)):
+            flow = as_text(case.data, case.content_type)[0] == case.original
+            page_file.write_bytes(case.data)  # pulpie-rt extract reads the file's bytes
+            extract = as_text(page_file.read_bytes(), case.content_type)[0] == case.original
+            warc.write(warc_record(number, case))
+            checked.append(Checked(case.label, case.kind, len(case.data),
+                                   {"extractor": flow, "cli-extract": extract}))
+    read = 0
+    for page, case, check in zip(iter_warc(warc_path), cases(pages), checked, strict=False):
+        check.text_ok["warc"] = as_text(page.html, page.content_type)[0] == case.original
+        read += 1
+    if read != len(checked) or any("warc" not in c.text_ok for c in checked):
+        raise SystemExit(f"the WARC gave {read} pages for {len(checked)} cases")
+    return checked
 
 
 def markdown_checks(sample: list[Case], bundle: Path, workdir: Path) -> dict[str, list[bool]]:
@@ -152,21 +174,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    all_cases = list(cases(load_corpus(args.limit)))
+    pages = load_corpus(args.limit)
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-decode-") as tmp:
         workdir = Path(tmp)
-        texts = text_checks(all_cases, workdir)
+        checked = text_checks(pages, workdir)
+        texts = {entry: [c.text_ok[entry] for c in checked]
+                 for entry in ("extractor", "cli-extract", "warc")}
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for index, case in enumerate(all_cases):
-            groups[(case.label, case.kind)].append(index)
+        for index, check in enumerate(checked):
+            groups[(check.label, check.kind)].append(index)
         # the sample: each group's smallest pages (model runs on 5 MB pages would take hours)
-        smallest = {key: sorted(members, key=lambda i: len(all_cases[i].data))
+        smallest = {key: sorted(members, key=lambda i: checked[i].size)
                     for key, members in groups.items()}
         chosen = sorted({i for members in smallest.values() for i in members[:args.sample]}
                         | {i for i, ok in enumerate(texts["extractor"]) if not ok}
                         | {i for i, ok in enumerate(texts["warc"]) if not ok})
+        wanted = set(chosen)
+        sample = [case for i, case in enumerate(cases(pages)) if i in wanted]
         bundle = Path(args.bundle) if args.bundle else tiny_bundle(workdir)
-        marks = markdown_checks([all_cases[i] for i in chosen], bundle, workdir)
+        marks = markdown_checks(sample, bundle, workdir)
     markdown_ok = {entry: dict(zip(chosen, values, strict=True)) for entry, values in marks.items()}
 
     rows, failing = [], []
@@ -186,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(f"{text_equal / len(members):>10.1%} {share:>10.1%}")
         rows.append(row)
         print(f"{label:<14}{kind:<12}{len(members):>6}  " + "  ".join(cells))
-    total = len(all_cases)
+    total = len(checked)
     print(f"{total} cases ({len(chosen)} through the model per entry point) in "
           f"{time.perf_counter() - start:.0f} s")
     if args.json:

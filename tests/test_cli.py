@@ -74,6 +74,11 @@ def test_one_line_errors_without_traceback(tmp_path):
         assert b"Traceback" not in done.stderr
 
 
+# The documented bound on the hostile pages' run (README, "Page limits"): the page limits cap
+# each page's model work, so the run ends well inside it on 2 cores; past it the run is stuck.
+HOSTILE_RUN_BOUND_S = 600
+
+
 def test_hostile_pages_one_record_each(tmp_path):
     """Every hostile page gives exactly one record, with a result or a named failure, and no
     record is silently empty: empty Markdown without an error always says why."""
@@ -86,7 +91,7 @@ def test_hostile_pages_one_record_each(tmp_path):
     bad_line = f"hostile.jsonl:{len(pages) + 1}"
     out = tmp_path / "out.jsonl"
     done = run_cli("run", inp, "--out", out, "--model", short_context_bundle(tmp_path),
-                   "--workers", "0", "--quiet")
+                   "--workers", "0", "--quiet", timeout=HOSTILE_RUN_BOUND_S)
     assert done.returncode == 0, done.stderr.decode()
     records = read_jsonl(out)
     assert [r["id"] for r in records] == [*pages, bad_line]

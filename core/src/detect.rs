@@ -22,7 +22,9 @@
 //! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
 //! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
 //! only read right when they declare their encoding. Ties go to the earlier candidate (the
-//! order is how common each is on the web).
+//! order is how common each is on the web): ISO-8859-15 reads most Western pages as
+//! windows-1252 does and wins only where its bytes differ (0xA4 `€` against `¤`, `Š š Ž ž Œ œ
+//! Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
 
 use crate::detect_model as model;
 use crate::encoding::{self, Encoding};
@@ -45,6 +47,7 @@ pub const CANDIDATES: &[Encoding] = &[
     Encoding::GBK,
     Encoding::SHIFT_JIS,
     Encoding::WINDOWS_1250,
+    Encoding::ISO_8859_15,
     Encoding::EUC_JP,
     Encoding::EUC_KR,
     Encoding::BIG5,
@@ -269,5 +272,19 @@ mod tests {
         assert_eq!(detect(b"\x1b$B$3$s\x1b(B"), (Encoding::ISO_2022_JP, Evidence::Iso2022Jp));
         let utf16: Vec<u8> = "<p>hello world</p>".encode_utf16().flat_map(u16::to_le_bytes).collect();
         assert_eq!(detect(&utf16), (Encoding::UTF_16LE, Evidence::Utf16));
+    }
+
+    #[test]
+    fn euro_in_iso_8859_15_and_nbsp_only_pages() {
+        // 0xA4: the euro sign in ISO-8859-15, the currency sign in windows-1252
+        let euro = b"<p>Le prix: 20 \xa4 le kilo, l'\xe9t\xe9 de l'\xe9l\xe8ve \
+                     co\xfbte 5 \xa4 de plus.</p>";
+        assert_eq!(detect(euro), (Encoding::ISO_8859_15, Evidence::Scored));
+        // without 0xA4 and its kin the two read alike and windows-1252 comes first
+        assert_eq!(detect(b"<p>Caf\xe9 cr\xe8me</p>").0, Encoding::WINDOWS_1252);
+        // runs of NBSP alone: not KOI8-R's box-drawing 0xA0
+        let nbsp = b"<td>\xa0\xa0\xa0 menu</td><td>\xa0\xa0 home\xa0</td>\
+                     <td>\xa0 a \xa0b</td>";
+        assert_eq!(detect(nbsp).0, Encoding::WINDOWS_1252);
     }
 }

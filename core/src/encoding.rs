@@ -84,6 +84,7 @@ impl Encoding {
     pub const GBK: Encoding = Encoding(0x06);
     pub const IBM866: Encoding = Encoding(0x07);
     pub const ISO_2022_JP: Encoding = Encoding(0x08);
+    pub const ISO_8859_15: Encoding = Encoding(0x0c);
     pub const ISO_8859_2: Encoding = Encoding(0x0e);
     pub const ISO_8859_5: Encoding = Encoding(0x11);
     pub const ISO_8859_7: Encoding = Encoding(0x13);
