@@ -17,7 +17,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
       "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1",
-                   "margin_weight": float},                              (optional)
+                   "margin_weight": float,
+                   "context": "context-v1", "first_stage": "file.onnx"},   (optional)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -139,7 +140,9 @@ class Bundle:
 
         spec = self.manifest["rescorer"]
         weight = spec["margin_weight"] if margin_weight is None else margin_weight
-        return load_rescorer(self.rescorer_path, weight, spec["features"])
+        first = spec.get("first_stage")
+        return load_rescorer(self.rescorer_path, weight, spec["features"], spec.get("context"),
+                             None if first is None else self.path / first)
 
     @property
     def max_tokens(self) -> int:
@@ -197,6 +200,8 @@ def load_bundle(path: str | Path, profile: str | None = None) -> Bundle:
     needed_files = [bundle.onnx_path, bundle.tokenizer_path]
     if bundle.has_rescorer:
         needed_files.append(bundle.rescorer_path)
+        if bundle.manifest["rescorer"].get("first_stage"):
+            needed_files.append(root / bundle.manifest["rescorer"]["first_stage"])
     for needed in needed_files:
         if not needed.is_file():
             raise BundleError(f"{root}: bundle is missing {needed.name}")
