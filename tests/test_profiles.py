@@ -191,3 +191,29 @@ def test_a_bundle_missing_its_first_stage_file_is_refused(tmp_path):
     with pytest.raises(BundleError, match="bundle is missing rescorer-fast-first.onnx"):
         load_bundle(path)
     assert load_bundle(path, "accurate").profile == "accurate"
+
+
+def test_the_cli_runs_the_asked_profile_and_names_a_wrong_one(tmp_path):
+    import subprocess
+    import sys
+
+    from rt_helpers import small_dev_pages
+
+    from pulpie_rt import Extractor
+
+    page = small_dev_pages()[0]
+    path = tmp_path / "page.html"
+    path.write_text(page["html"], encoding="utf-8")
+    cli = [sys.executable, "-m", "pulpie_rt.cli", "extract", str(path)]
+    done = subprocess.run([*cli, "--profile", "fast"], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = Extractor(profile="fast").extract(page["html"]).markdown
+    assert done.stdout.decode() == expected + "\n"
+    wrong = subprocess.run([*cli, "--profile", "fastest"], capture_output=True, timeout=600)
+    assert wrong.returncode == 2
+    assert wrong.stderr.decode().strip().endswith(
+        "manifest.json: no profile 'fastest' (this bundle has accurate, fast)")
+    plain = subprocess.run([*cli, "--model", str(tiny_bundle()), "--profile", "fast"],
+                           capture_output=True, timeout=600)
+    assert plain.returncode == 2
+    assert b"this bundle has no profiles (profile 'fast' asked)" in plain.stderr
