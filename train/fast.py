@@ -169,13 +169,17 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, log)
     second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(), recipe)
     check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
+    # Derived columns (window means, shares) put more values between a LightGBM threshold
+    # (float64) and its float32 rounding in ONNX than the raw features do: about 1.4% of the
+    # rows move by up to 0.02 in probability. Allowed up to 3% of rows (and 0.05 at most).
+    off_share = 0.03
     checks = {
         "first": save_rescorer(first, bundle / FAST_FIRST_STAGE_NAME,
                                np.concatenate(rows)[check_rows], f" in context ({CONTEXT_VERSION})"
-                               ", first stage"),
+                               ", first stage", off_share),
         "second": save_rescorer(second, bundle / FAST_RESCORER_NAME,
                                 np.concatenate(stage_rows)[check_rows],
-                                f" in context ({CONTEXT_VERSION}), second stage"),
+                                f" in context ({CONTEXT_VERSION}), second stage", off_share),
     }
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
