@@ -20,6 +20,10 @@ Rows (systems):
   ``extract_main_html`` -> ``to_text``: the best a model trained on those labels can reach.
 - ``whole page``: the same path with every block main (a floor).
 
+``--articles`` scores the dev corpus's mozilla/readability pages instead (news and blog
+articles, Readability.js's expected output as reference; the accurate profile's decoding was
+calibrated on them, the fast profile's on train pages only).
+
 Metrics: word P/R/F1, ROUGE-5, empty outputs and the snippet checks, as
 ``pulpie_rt.eval.metrics`` defines them (one definition for ``bench`` and ``train``).
 
@@ -41,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
-from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, groundtruth_pages
 from pulpie_rt.eval.report import format_table, machine_info, write_result
 from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
@@ -129,6 +133,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time ours and trafilatura over all corpus pages (quality still "
                              "on the ground-truth pages only)")
     parser.add_argument("--corpus", default="dev", help="corpus file (default dev)")
+    parser.add_argument("--articles", action="store_true",
+                        help=f"score the dev corpus's {CALIBRATION_SOURCE} pages (news and blog "
+                             "articles; reference: Readability.js's expected output) instead of "
+                             "the ground-truth pages")
     parser.add_argument("--threads", type=int, default=None,
                         help="ONNX Runtime intra-op threads for ours (default: its own)")
     parser.add_argument("--batch-pages", type=int, default=32,
@@ -141,7 +149,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    gt_pages = groundtruth_pages(args.limit, args.corpus)
+    if args.articles:
+        from pulpie_rt.eval.pages import spread
+
+        gt_pages = spread(calibration_pages(), args.limit)
+    else:
+        gt_pages = groundtruth_pages(args.limit, args.corpus)
     if not gt_pages:
         print("quality: no ground-truth pages to score", file=sys.stderr)
         return 1
@@ -155,10 +168,12 @@ def run(args: argparse.Namespace) -> int:
         timed_pages += [p for p in gt_pages if p["id"] in missing]
     else:
         timed_pages = gt_pages
-    print(f"quality: {len(gt_pages)} ground-truth pages scored, {len(timed_pages)} timed",
+    kind = f"{CALIBRATION_SOURCE} article" if args.articles else "ground-truth"
+    print(f"quality: {len(gt_pages)} {kind} pages scored, {len(timed_pages)} timed",
           flush=True)
     report: dict[str, Any] = {"kind": "quality", "machine": machine_info(),
                               "corpus": args.corpus, "scored_pages": len(gt_pages),
+                              "page_set": "articles" if args.articles else "groundtruth",
                               "timed_pages": len(timed_pages), "rouge_n": ROUGE_N,
                               "rows": [], "skipped": {}}
     rows: list[dict[str, Any]] = report["rows"]

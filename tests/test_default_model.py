@@ -23,7 +23,7 @@ from pulpie_rt.runtime.stages.markdown import to_text
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024
 # word F1 on the 65 ground-truth dev pages, rounded down from the model card's figures
-FAST_LEAST_F1 = 0.80
+FAST_LEAST_F1 = 0.79
 ACCURATE_LEAST_F1 = 0.80
 
 
