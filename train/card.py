@@ -167,6 +167,20 @@ the figures are in the project README.
 - Its labels are its own: they are not meant to match the reference `pulpie` models.
 - The rescorer reads link density as a sign of boilerplate: a page whose main content is one
   long list of links (a sitemap, an index) can lose it.
+- Neither profile reaches trafilatura 2.3.1's word F1 on the dev ground-truth pages (0.829 in
+  `make quality`), so `accurate` stays the default. Where the rescorer-only profile loses most
+  to trafilatura (per page, measured on its first version, margin-free rescorer at -0.5): a
+  28,000-word chapter index made of links (`webmainbench/93898d00…`, F1 0.00 against 1.00);
+  listings and collections where it keeps the cards around the main list (`wcxb/dev/4355`
+  arc.dev remote jobs 0.23 against 1.00, `wcxb/dev/0632` allbirds collection 0.72 against
+  0.96); product and documentation pages where it keeps too little (`wcxb/dev/0626` B&H
+  product 0.18 against 0.83, `wcxb/dev/0681` Twilio quickstart 0.25 against 0.82). It wins on
+  forums, service pages and long landing pages (`wcxb/dev/4343`, `0594`, `2952`, `0708`).
+  Over all 65 pages its block errors against the rule labels are more words kept that should
+  not be (7,847) than words missed (5,711).
+- The fast profile's threshold is calibrated on the train pages, where the best lies at
+  {fast['decoding']['main_margin']:+.2f} (recall-heavy); the dev pages would favour a threshold
+  near 0, but choosing it there would calibrate on the pages it is scored on.
 - How much each part contributes on the ground-truth pages (transformer only, rescorer only,
   both): `python -m pulpie_rt.bench.default_model_parts`.
 """
