@@ -74,8 +74,8 @@ def set_profiles(bundle: Path, fast: dict, default_profile: str) -> None:
     manifest["profiles"] = {
         "fast": {"transformer": False, "decoding": fast["decoding"],
                  "rescorer": fast["rescorer"]},
-        "accurate": {"transformer": True, "decoding": manifest["decoding"],
-                     "rescorer": manifest["rescorer"]},
+        "accurate": {"transformer": True, "decoding": manifest.get("decoding"),
+                     "rescorer": manifest.get("rescorer")},
     }
     manifest["default_profile"] = default_profile
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
