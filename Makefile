@@ -121,10 +121,13 @@ FUZZ_ARGS ?=
 fuzz: venv
 	$(PYTHON) -m pulpie_rt.bench.fuzz --json $(BUILD)/fuzz.json $(FUZZ_ARGS)
 
-# Word F1 / ROUGE-5 on the dev pages with ground truth: the default model beside trafilatura.
+# Word F1 / ROUGE-5 / pages per CPU-second on the dev pages with ground truth: each profile of
+# the default model beside trafilatura and the rule-label ceiling; then the same on the dev
+# corpus's article pages (mozilla/readability).
 quality: venv
 	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m pulpie_rt.bench.quality
+	$(PYTHON) -m pulpie_rt.bench.quality --articles
 
 # Retrain the embedded default model (seeded; about an hour on 2 cores) into pulpie_rt/default_model.
 default-model: venv

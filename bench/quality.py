@@ -1,6 +1,7 @@
 """Extraction quality on the dev pages with ground truth: ours vs trafilatura, side by side.
 
-    python -m pulpie_rt.bench.quality [--model M] [--limit N] [--skip trafilatura] [--out PATH]
+    python -m pulpie_rt.bench.quality [--model M] [--profiles P ...] [--limit N]
+                                      [--skip trafilatura] [--out PATH]
     pulpie-rt bench quality ...
 
 Pages: the dev records with ``reference_kind == "groundtruth"`` (60 WCXB pages, plain-text
@@ -9,7 +10,9 @@ Markdown syntax costs little, though link URLs count as reference words).
 
 Rows (systems):
 
-- ``ours``: ``Extractor(model).extract_batch(htmls)``, scored on each result's ``.text``.
+- ``ours (<profile>)``: ``Extractor(model, profile=...).extract_batch(htmls)``, scored on each
+  result's ``.text``; one row per profile of the model (the embedded default model: ``fast``
+  and ``accurate``; a model without profiles: one ``ours`` row).
 - ``trafilatura``: ``trafilatura.extract(html)`` with default settings (None -> ""); skipped
   with a one-line note when trafilatura is not installed (``pip install -e '.[bench]'``).
 - ``rule labels (ceiling)``: our ``simplify`` -> ``extract_blocks`` ->
@@ -17,14 +20,20 @@ Rows (systems):
   ``extract_main_html`` -> ``to_text``: the best a model trained on those labels can reach.
 - ``whole page``: the same path with every block main (a floor).
 
+``--articles`` scores the dev corpus's mozilla/readability pages instead (news and blog
+articles, Readability.js's expected output as reference; the accurate profile's decoding was
+calibrated on them, the fast profile's on train pages only).
+
 Metrics: word P/R/F1, ROUGE-5, empty outputs and the snippet checks, as
 ``pulpie_rt.eval.metrics`` defines them (one definition for ``bench`` and ``train``).
 
-Throughput (pages/s, wall clock, one process, same pages, same run): ours = ``extract_batch``
-over the pages plus ``.text`` of each result, model load (``Extractor(...)``) excluded and
-reported apart; ONNX Runtime uses its own intra-op threads (``--threads``). trafilatura = the
-``extract`` loop. ``--all-pages`` times both over all dev pages (quality still only on the
-ground-truth ones). The rule rows are not timed. CPU seconds of the process are recorded too.
+Throughput, same pages, same run, each system in its own forked process: pages per CPU-second
+(user + system time of that process and every process or thread it started, so worker
+processes and ONNX Runtime's intra-op threads count; imports and model load excluded) and
+pages/s of wall clock. ours = ``extract_batch`` over the pages plus ``.text`` of each result;
+ONNX Runtime uses its own intra-op threads (``--threads``). trafilatura = the ``extract``
+loop. ``--all-pages`` times them over all dev pages (quality still only on the ground-truth
+ones). The rule rows are not timed.
 """
 
 from __future__ import annotations
@@ -36,9 +45,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
-from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, groundtruth_pages
 from pulpie_rt.eval.report import format_table, machine_info, write_result
-from pulpie_rt.eval.systems import rule_texts, run_ours, run_trafilatura
+from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
 SYSTEMS = ("ours", "trafilatura", "ceiling", "whole-page")
 ROW_NAMES = {"ours": "ours", "trafilatura": "trafilatura", "ceiling": "rule labels (ceiling)",
@@ -65,7 +74,7 @@ def _f(value: float | None, digits: int = 3) -> str:
 
 def quality_table(rows: Sequence[dict[str, Any]]) -> str:
     headers = ["system", "pages", "word P", "word R", "word F1", "ROUGE-5 F1", "empty",
-               "empty, blocks kept", "with", "w/o", "pages/s"]
+               "empty, blocks kept", "with", "w/o", "pages/CPU-s", "pages/s"]
     body = []
     for row in rows:
         s = row["scores"]
@@ -74,7 +83,7 @@ def quality_table(rows: Sequence[dict[str, Any]]) -> str:
                      "-" if row.get("empty_with_blocks") is None
                      else str(len(row["empty_with_blocks"])),
                      _f(s.get("with_rate"), 2), _f(s.get("without_rate"), 2),
-                     _f(row.get("pages_per_s"), 1)])
+                     _f(row.get("pages_per_cpu_s"), 1), _f(row.get("pages_per_s"), 1)])
     return format_table(headers, body)
 
 
@@ -87,12 +96,35 @@ def micro_table(rows: Sequence[dict[str, Any]]) -> str:
     return format_table(headers, body)
 
 
+def _speeds(run: dict[str, Any]) -> dict[str, float | None]:
+    n = run["timed_pages"]
+    return {"pages_per_cpu_s": n / run["tree_cpu_s"] if run["tree_cpu_s"] > 0 else None,
+            "pages_per_s": n / run["wall_s"] if run["wall_s"] else None}
+
+
+def _profiles(args: argparse.Namespace) -> list[str | None]:
+    """The profiles to score: those asked, else every profile of the model (None: a model
+    without profiles, or one that cannot be read here: its row then says why)."""
+    if args.profiles:
+        return list(args.profiles)
+    from pulpie_rt.runtime.model.resolve import resolve_model
+
+    try:
+        bundle = resolve_model(args.model).bundle
+    except Exception:
+        return [None]
+    return list(bundle.profiles) or [None]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help=f"what ours loads: hub name, checkpoint, bundle or engine "
                              f"(default {DEFAULT_MODEL})")
+    parser.add_argument("--profiles", nargs="*", default=None,
+                        help="the model's profiles to score, one row each (default: all it "
+                             "has, e.g. fast accurate for the embedded model)")
     parser.add_argument("--limit", type=int, default=None,
                         help="score only N ground-truth pages, evenly spread (default: all)")
     parser.add_argument("--skip", nargs="*", default=[], choices=SYSTEMS,
@@ -101,6 +133,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time ours and trafilatura over all corpus pages (quality still "
                              "on the ground-truth pages only)")
     parser.add_argument("--corpus", default="dev", help="corpus file (default dev)")
+    parser.add_argument("--articles", action="store_true",
+                        help=f"score the dev corpus's {CALIBRATION_SOURCE} pages (news and blog "
+                             "articles; reference: Readability.js's expected output) instead of "
+                             "the ground-truth pages")
     parser.add_argument("--threads", type=int, default=None,
                         help="ONNX Runtime intra-op threads for ours (default: its own)")
     parser.add_argument("--batch-pages", type=int, default=32,
@@ -113,7 +149,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    gt_pages = groundtruth_pages(args.limit, args.corpus)
+    if args.articles:
+        from pulpie_rt.eval.pages import spread
+
+        gt_pages = spread(calibration_pages(), args.limit)
+    else:
+        gt_pages = groundtruth_pages(args.limit, args.corpus)
     if not gt_pages:
         print("quality: no ground-truth pages to score", file=sys.stderr)
         return 1
@@ -127,10 +168,12 @@ def run(args: argparse.Namespace) -> int:
         timed_pages += [p for p in gt_pages if p["id"] in missing]
     else:
         timed_pages = gt_pages
-    print(f"quality: {len(gt_pages)} ground-truth pages scored, {len(timed_pages)} timed",
+    kind = f"{CALIBRATION_SOURCE} article" if args.articles else "ground-truth"
+    print(f"quality: {len(gt_pages)} {kind} pages scored, {len(timed_pages)} timed",
           flush=True)
     report: dict[str, Any] = {"kind": "quality", "machine": machine_info(),
                               "corpus": args.corpus, "scored_pages": len(gt_pages),
+                              "page_set": "articles" if args.articles else "groundtruth",
                               "timed_pages": len(timed_pages), "rouge_n": ROUGE_N,
                               "rows": [], "skipped": {}}
     rows: list[dict[str, Any]] = report["rows"]
@@ -140,16 +183,20 @@ def run(args: argparse.Namespace) -> int:
         return score_pages(texts, references, snippets, per_page=args.per_page)
 
     if "ours" not in args.skip:
-        try:
-            ours = run_ours(timed_pages, str(args.model), args.threads, args.batch_pages)
-        except Exception as exc:  # the model could not be resolved or loaded
-            line = f"ours: skipped - cannot load model {args.model!r}: {exc}"
-            print(line, flush=True)
-            report["skipped"]["ours"] = line
-            failed = True
-        else:
+        for profile in _profiles(args):
+            name = "ours" if profile is None else f"ours ({profile})"
+            try:
+                ours = run_in_child(run_ours, timed_pages, str(args.model), args.threads,
+                                    args.batch_pages, profile)
+            except Exception as exc:  # the model could not be resolved or loaded
+                line = f"{name}: skipped - cannot load model {args.model!r}: {exc}"
+                print(line, flush=True)
+                report["skipped"][name] = line
+                failed = True
+                continue
             rows.append({
-                "system": "ours", "name": ROW_NAMES["ours"], "model": str(args.model),
+                "system": "ours", "name": name, "model": str(args.model),
+                "profile": ours["profile"],
                 "device": ours["device"], "threads": args.threads,
                 "scores": score(ours["texts"]),
                 "empty_with_blocks": _empty_with_blocks(ours["texts"], references,
@@ -157,14 +204,17 @@ def run(args: argparse.Namespace) -> int:
                 "errors": {pid: e for pid, e in ours["errors"].items() if pid in references},
                 "errors_all_timed": len(ours["errors"]),
                 "model_load_s": ours["load_s"], "wall_s": ours["wall_s"],
-                "cpu_s": ours["cpu_s"], "timed_pages": ours["timed_pages"],
-                "pages_per_s": ours["timed_pages"] / ours["wall_s"] if ours["wall_s"] else None,
+                "cpu_s": ours["tree_cpu_s"], "timed_pages": ours["timed_pages"],
+                **_speeds(ours),
             })
-            print(f"ours: {ours['wall_s']:.1f} s for {ours['timed_pages']} pages "
-                  f"(model load {ours['load_s']:.1f} s, excluded)", flush=True)
+            print(f"{name}: {ours['wall_s']:.1f} s, {ours['tree_cpu_s']:.1f} CPU-s for "
+                  f"{ours['timed_pages']} pages (model load {ours['load_s']:.1f} s, excluded)",
+                  flush=True)
     if "trafilatura" not in args.skip:
         try:
-            traf = run_trafilatura(timed_pages)
+            import trafilatura  # noqa: F401  (installed? the child needs it)
+
+            traf = run_in_child(run_trafilatura, timed_pages)
         except ImportError:
             line = ("trafilatura: skipped - not installed (pip install -e '.[bench]' or "
                     "pip install trafilatura)")
@@ -176,12 +226,11 @@ def run(args: argparse.Namespace) -> int:
                 "version": traf["version"], "scores": score(traf["texts"]),
                 "empty_with_blocks": None,
                 "errors": {pid: e for pid, e in traf["errors"].items() if pid in references},
-                "wall_s": traf["wall_s"], "cpu_s": traf["cpu_s"],
-                "timed_pages": traf["timed_pages"],
-                "pages_per_s": traf["timed_pages"] / traf["wall_s"] if traf["wall_s"] else None,
+                "wall_s": traf["wall_s"], "cpu_s": traf["tree_cpu_s"],
+                "timed_pages": traf["timed_pages"], **_speeds(traf),
             })
-            print(f"trafilatura: {traf['wall_s']:.1f} s for {traf['timed_pages']} pages",
-                  flush=True)
+            print(f"trafilatura: {traf['wall_s']:.1f} s, {traf['tree_cpu_s']:.1f} CPU-s for "
+                  f"{traf['timed_pages']} pages", flush=True)
     if "ceiling" not in args.skip or "whole-page" not in args.skip:
         ceiling, whole, n_blocks = rule_texts(gt_pages)
         for system, texts in (("ceiling", ceiling), ("whole-page", whole)):
@@ -196,8 +245,9 @@ def run(args: argparse.Namespace) -> int:
     print(quality_table(rows))
     print()
     print(micro_table(rows))
-    print("\npages/s: wall clock over the same pages in this run, one process; ours = "
-          "extract_batch + .text, model load excluded; rule rows untimed")
+    print("\npages/CPU-s: pages per user+system second of each system's own process and every "
+          "process and thread it started (model load excluded); pages/s: wall clock; same "
+          "pages, same run; ours = extract_batch + .text; rule rows untimed")
     path = write_result("quality", report, args.out)
     print(f"wrote {path} ({report['wall_s']:.0f} s)")
     return 1 if failed else 0

@@ -4,8 +4,13 @@ training labels' ceiling and the whole page)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import resource
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +54,52 @@ def rule_texts(pages: Sequence[dict]) -> tuple[dict[str, str], dict[str, str],
     return ceiling, whole, n_blocks
 
 
+def _tree_cpu_s() -> float:
+    """User + system seconds of this process and of its reaped children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _child_main(run: Callable[..., dict], args: tuple, path: str) -> None:
+    result = run(*args)
+    with open(path, "wb") as fh:
+        pickle.dump(result, fh)
+
+
+def run_in_child(run: Callable[..., dict], *args) -> dict[str, Any]:
+    """``run(*args)`` in a forked process; its result with ``tree_cpu_s``: the user + system
+    seconds of that process and every process it started (worker processes and ONNX Runtime's
+    threads count), less what it spent before its timed part (``setup_cpu_s``, which ``run``
+    reports: imports, model load). A run that fails raises ``RuntimeError``."""
+    context = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-quality-") as folder:
+        path = os.path.join(folder, "result.pkl")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        child = context.Process(target=_child_main, args=(run, args, path))
+        child.start()
+        child.join()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if child.exitcode != 0 or not os.path.exists(path):
+            raise RuntimeError(f"{getattr(run, '__name__', run)} failed in its process "
+                               f"(exit code {child.exitcode})")
+        with open(path, "rb") as fh:
+            result = pickle.load(fh)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result["tree_cpu_s"] = total - result.get("setup_cpu_s", 0.0)
+    return result
+
+
 def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
-             batch_pages: int = 32) -> dict[str, Any]:
-    """Our extractor over ``pages``: texts, errors, block counts, load and extraction time."""
+             batch_pages: int = 32, profile: str | None = None) -> dict[str, Any]:
+    """Our extractor over ``pages``: texts, errors, block counts, load and extraction time
+    (``setup_cpu_s``: CPU seconds of this process before the timed loop)."""
     from pulpie_rt import Extractor
 
     t0 = time.perf_counter()
-    extractor = Extractor(model, threads=threads)
+    extractor = Extractor(model, threads=threads, profile=profile)
     load_s = time.perf_counter() - t0
+    setup_cpu_s = _tree_cpu_s()
     texts: dict[str, str] = {}
     errors: dict[str, str] = {}
     n_blocks: dict[str, int] = {}
@@ -72,13 +115,16 @@ def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     return {"texts": texts, "errors": errors, "n_blocks": n_blocks, "load_s": load_s,
             "wall_s": wall_s, "cpu_s": cpu_s, "timed_pages": len(pages),
-            "device": extractor.device}
+            "device": extractor.device, "profile": extractor.bundle.profile,
+            "setup_cpu_s": setup_cpu_s}
 
 
 def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
     """``trafilatura.extract`` (defaults) over ``pages``; raises ImportError without it."""
     import trafilatura
 
+    trafilatura.extract("<html><body><p>warm-up</p></body></html>")  # lazy imports, untimed
+    setup_cpu_s = _tree_cpu_s()
     texts: dict[str, str] = {}
     errors: dict[str, str] = {}
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -90,7 +136,8 @@ def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
             errors[page["id"]] = f"{type(exc).__name__}: {exc}"
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     return {"texts": texts, "errors": errors, "wall_s": wall_s, "cpu_s": cpu_s,
-            "timed_pages": len(pages), "version": getattr(trafilatura, "__version__", None)}
+            "timed_pages": len(pages), "version": getattr(trafilatura, "__version__", None),
+            "setup_cpu_s": setup_cpu_s}
 
 
 def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:

@@ -60,7 +60,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         return _fail("extract", f"{source}: cannot read ({exc.strerror or exc})")
     try:
         extractor = Extractor(args.model, backend=args.backend, device=args.device,
-                              limits=_limits(args))
+                              limits=_limits(args), profile=args.profile)
     except (ModelError, BackendError) as exc:
         return _fail("extract", str(exc))
     try:
@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
-                            backend=args.backend, limits=_limits(args))
+                            backend=args.backend, limits=_limits(args), profile=args.profile)
     except (ModelError, BackendError) as exc:
         return _fail("run", str(exc))
 
@@ -208,6 +208,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="default (the embedded model, or $PULPIE_RT_MODEL when set), a hub "
                              "name (orange-small|orange-base|orange-large), checkpoint dir, "
                              f"bundle dir or engine file (default {DEFAULT_MODEL})")
+    parser.add_argument("--profile", default=None,
+                        help="speed/quality profile of the model: the embedded default model "
+                             "has fast (its block rescorer over page features alone, no "
+                             "transformer) and accurate (transformer + rescorer, about 50x "
+                             "the CPU time); default: the bundle's own (see the model card)")
     from pulpie_rt.runtime.flow.pages import PageLimits
 
     parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")

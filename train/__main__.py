@@ -1,12 +1,20 @@
 """Rebuild the embedded default model from the train corpus, in one seeded command.
 
     python -m pulpie_rt.train [--out pulpie_rt/default_model] [--work build/default-model]
+                              [--fast-only]
     make default-model
 
 Steps: blocks + rule labels of the train pages -> tokenizer -> chunks -> training -> Hugging
 Face checkpoint (``WORK/checkpoint``) -> verified fp32 ONNX bundle (``WORK/bundle``) -> block
-rescorer (``train.rescorer``) -> decoding calibrated on held-out pages (``train.calibrate``) ->
-word-F1 on the dev pages with ground truth -> the bundle and its model card into ``--out``.
+rescorer (``train.rescorer``) -> decoding calibrated on held-out pages (``train.calibrate``):
+the ``accurate`` profile -> the ``fast`` profile's two-stage rescorer, calibrated on the train
+pages (``train.fast``) -> word-F1 of each profile on the dev pages with ground truth -> the
+bundle and its model card into ``--out``.
+
+``--fast-only`` retrains only the fast profile (minutes instead of an hour): the transformer,
+its tokenizer and the accurate profile's rescorer and decoding are taken from ``--out`` as
+they are; the fast profile's files come out the same as a whole run's (same seeded recipe,
+same train pages, no dependence on the transformer).
 """
 
 from __future__ import annotations
@@ -35,20 +43,42 @@ from pulpie_rt.train.fit import (
 from pulpie_rt.train.rescorer import RESCORER_NAME, write_rescorer
 
 BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
+PROFILE_NAMES = ("fast", "accurate")
 
 
-def evaluate_bundle(bundle: Path, threads: int) -> dict:
-    """Word-F1 etc. of the bundle on the dev pages with ground truth (``bench.quality``)."""
+def evaluate_profiles(bundle: Path, threads: int) -> dict[str, dict]:
+    """Each profile's scores on the dev pages with ground truth, and its pages per CPU-second
+    (user + system time of its own process, model load excluded: ``eval.systems``)."""
     from pulpie_rt.eval.metrics import score_pages
     from pulpie_rt.eval.pages import groundtruth_pages
-    from pulpie_rt.eval.systems import run_ours
+    from pulpie_rt.eval.systems import run_in_child, run_ours
 
     pages = groundtruth_pages()
-    ours = run_ours(pages, str(bundle), threads=threads)
-    scores = score_pages(ours["texts"], {p["id"]: p["reference"] for p in pages}, per_page=True)
-    scores["errors"] = len(ours["errors"])
-    scores["pages_per_s"] = len(pages) / ours["wall_s"]
-    return scores
+    references = {p["id"]: p["reference"] for p in pages}
+    out = {}
+    for profile in PROFILE_NAMES:
+        ours = run_in_child(run_ours, pages, str(bundle), threads, 32, profile)
+        scores = score_pages(ours["texts"], references, per_page=True)
+        scores["errors"] = len(ours["errors"])
+        scores["pages_per_cpu_s"] = len(pages) / ours["tree_cpu_s"]
+        out[profile] = scores
+    return out
+
+
+def set_profiles(bundle: Path, fast: dict, default_profile: str) -> None:
+    """The manifest's ``profiles``: ``accurate`` = the manifest's own ``decoding`` and
+    ``rescorer`` with the transformer (they stay at the top level too, for readers without
+    profiles: the compiled core's C library), ``fast`` = ``fast``'s without it."""
+    path = bundle / MANIFEST_NAME
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["profiles"] = {
+        "fast": {"transformer": False, "decoding": fast["decoding"],
+                 "rescorer": fast["rescorer"]},
+        "accurate": {"transformer": True, "decoding": manifest.get("decoding"),
+                     "rescorer": manifest.get("rescorer")},
+    }
+    manifest["default_profile"] = default_profile
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def count_parameters(checkpoint: Path) -> int:
@@ -89,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='JSON overrides of the recipe, e.g. \'{"epochs": 0.1}\'')
     parser.add_argument("--reuse-checkpoint", action="store_true",
                         help="skip training: export and evaluate WORK/checkpoint again")
+    parser.add_argument("--fast-only", action="store_true",
+                        help="retrain only the fast profile; the transformer and the accurate "
+                             "profile are taken from --out as they are")
     parser.add_argument("--reuse-first-phase", action="store_true",
                         help="start from WORK/first-phase (saved by an earlier run of the same "
                              "recipe) and run only the second phase")
@@ -112,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         log_file.write(line + "\n")
         log_file.flush()
 
+    if args.fast_only:
+        return train_fast_only(args, recipe, work, log, started)
     if args.reuse_checkpoint:
         recipe = Recipe(**json.loads((checkpoint / "recipe.json").read_text(encoding="utf-8")))
         log(f"reusing {checkpoint} (recipe: {json.dumps(asdict(recipe))})")
@@ -161,24 +196,69 @@ def main(argv: list[str] | None = None) -> int:
                  margin_weight=margin_weight)
     log(f"decoding: main_margin {main_margin:+.2f}, keep_best_block"
         + ("" if margin_weight is None else f", rescorer margin_weight {margin_weight:.2f}"))
-    scores = evaluate_bundle(bundle, recipe.threads)
-    log(f"dev pages with ground truth: word F1 {scores['f1']:.4f} (P {scores['precision']:.4f}, "
-        f"R {scores['recall']:.4f}), ROUGE-5 F1 {scores['rouge5_f1']:.4f}, "
-        f"{scores['empty']} empty, {scores['errors']} errors")
     results = {"recipe": asdict(recipe), "data": data, "parameters": data.pop("parameters"),
                "decoding": {"main_margin": main_margin, "keep_best_block": True,
                             "margin_weight": margin_weight, "calibration_f1": calibration},
                "rescorer": rescorer,
-               "train_minutes": train_minutes,
-               "total_minutes": round((time.perf_counter() - started) / 60, 1),
-               "dev_groundtruth": {k: v for k, v in scores.items() if k != "per_page"},
-               "dev_groundtruth_per_page": {page_id: round(row["f1"], 6)
-                                            for page_id, row in scores["per_page"].items()}}
+               "train_minutes": train_minutes}
+    return finish(args, recipe, work, bundle, results, log, started)
+
+
+def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> int:
+    """``--fast-only``: the shipped bundle's transformer and accurate profile, a new fast
+    profile."""
+    from pulpie_rt.train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME
+
+    bundle = work / "bundle"
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    bundle.mkdir(parents=True)
+    for name in BUNDLE_FILES + (RESCORER_NAME,):
+        shutil.copyfile(args.out / name, bundle / name)
+    manifest = json.loads((bundle / MANIFEST_NAME).read_text(encoding="utf-8"))
+    for key in ("profiles", "default_profile"):
+        manifest.pop(key, None)
+    (bundle / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    previous = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
+    kept = {k: previous[k] for k in ("data", "parameters", "decoding", "rescorer",
+                                     "train_minutes")}
+    transformer_recipe = {k: v for k, v in previous["recipe"].items()
+                          if k not in ("fast_folds", "default_profile")}
+    if {k: v for k, v in asdict(recipe).items() if k in transformer_recipe} != transformer_recipe:
+        raise SystemExit("--fast-only: the recipe differs from the shipped model's in its "
+                         "transformer or accurate rescorer settings: run the whole command")
+    log(f"fast only: transformer and accurate profile from {args.out} "
+        f"({', '.join(n for n in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME))} retrained)")
+    return finish(args, recipe, work, bundle, {"recipe": asdict(recipe), **kept}, log, started)
+
+
+def finish(args, recipe: Recipe, work: Path, bundle: Path, results: dict, log,
+           started: float) -> int:
+    """The fast profile, each profile's figures on the dev pages with ground truth, and the
+    bundle, results.json and model card into ``--out``."""
+    from pulpie_rt.train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME, write_fast_rescorer
+
+    fast = write_fast_rescorer(bundle, recipe, log=log)
+    set_profiles(bundle, fast, recipe.default_profile)
+    results["fast"] = {k: v for k, v in fast.items() if k not in ("rescorer", "decoding")}
+    results["fast"]["decoding"] = fast["decoding"]
+    results["default_profile"] = recipe.default_profile
+    profiles = evaluate_profiles(bundle, recipe.threads)
+    for name, scores in profiles.items():
+        log(f"dev pages with ground truth, {name}: word F1 {scores['f1']:.4f} "
+            f"(P {scores['precision']:.4f}, R {scores['recall']:.4f}), ROUGE-5 F1 "
+            f"{scores['rouge5_f1']:.4f}, {scores['empty']} empty, {scores['errors']} errors, "
+            f"{scores['pages_per_cpu_s']:.1f} pages per CPU-second")
+    results["dev_groundtruth"] = {
+        name: {k: v for k, v in scores.items() if k not in ("per_page", "micro")}
+        for name, scores in profiles.items()}
+    results["total_minutes"] = round((time.perf_counter() - started) / 60, 1)
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    files = BUNDLE_FILES + ((RESCORER_NAME,) if rescorer else ())
+    files = BUNDLE_FILES + ((RESCORER_NAME,) if results["rescorer"] else ()) + (
+        FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)
     (out / RESCORER_NAME).unlink(missing_ok=True)
     for name in files:
         shutil.copyfile(bundle / name, out / name)

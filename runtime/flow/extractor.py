@@ -35,6 +35,9 @@ class Extractor:
     ``onnxruntime``. ``device``: ``cpu``, ``cuda`` or ``cuda:N``; None picks a GPU when one is
     usable. ``limits`` bounds what one page may cost (``PageLimits``; a result says what was
     cut in ``truncated``). ``stats`` counts the pages, errors and fallbacks of every call.
+    ``profile``: the bundle's speed/quality profile (the embedded default model: ``fast``, its
+    block rescorer alone, or ``accurate``, its transformer and rescorer; None: the bundle's
+    default, see ``runtime.model.bundle``).
     """
 
     def __init__(
@@ -46,8 +49,9 @@ class Extractor:
         cutoff_length: int = 500,
         threads: int | None = None,
         limits: PageLimits = DEFAULT_LIMITS,
+        profile: str | None = None,
     ):
-        resolved = resolve_model(model)
+        resolved = resolve_model(model, profile=profile)
         self.bundle = resolved.bundle
         self.backend = create_backend(
             self.bundle, backend, device, engine_path=resolved.engine_paths, threads=threads

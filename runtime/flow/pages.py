@@ -183,6 +183,7 @@ class Preparer:
         cutoff_length: int = 500,
         with_features: bool = False,
         limits: PageLimits = DEFAULT_LIMITS,
+        with_tokens: bool = True,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
@@ -190,13 +191,15 @@ class Preparer:
         self.cutoff_length = cutoff_length
         self.with_features = with_features
         self.limits = limits
+        self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
         self._tokenizer = None
 
     @classmethod
     def from_bundle(cls, bundle, cutoff_length: int = 500,
                     limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
-        block features, when the bundle has a rescorer)."""
+        block features, when the bundle has a rescorer; no tokens when its profile runs no
+        transformer)."""
         return cls(
             bundle.tokenizer_path,
             bundle.sep_id,
@@ -206,6 +209,7 @@ class Preparer:
             cutoff_length=cutoff_length,
             with_features=bundle.has_rescorer,
             limits=limits,
+            with_tokens=bundle.uses_transformer,
         )
 
     def __getstate__(self) -> dict:
@@ -228,14 +232,19 @@ class Preparer:
             raise PageError("simplify", describe(exc)) from exc
         try:
             blocks, item_ids = extract_blocks(simplified)
-            token_ids = encode_blocks(self.tokenizer, blocks)
-            chunks = pack_chunks(
-                token_ids, self.max_tokens, sep_id=self.sep_id, bos_id=self.bos_id,
-                eos_id=self.eos_id,
-            )
+            chunks: list[Chunk] = []
+            if self.with_tokens:
+                token_ids = encode_blocks(self.tokenizer, blocks)
+                chunks = pack_chunks(
+                    token_ids, self.max_tokens, sep_id=self.sep_id, bos_id=self.bos_id,
+                    eos_id=self.eos_id,
+                )
         except Exception as exc:
             raise PageError("tokenize", describe(exc)) from exc
-        chunks, n_classified = keep_chunks(chunks, self.limits.max_page_tokens)
+        if self.with_tokens:
+            chunks, n_classified = keep_chunks(chunks, self.limits.max_page_tokens)
+        else:
+            n_classified = len(item_ids)  # every block is scored from its features
         cuts = [input_cut] if input_cut else []
         if n_classified < len(item_ids):
             cuts.append(f"{len(item_ids) - n_classified} of {len(item_ids)} blocks past the "

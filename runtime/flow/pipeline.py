@@ -109,7 +109,8 @@ class Pipeline:
     measured stage speeds; 0: no processes). ``threads``: ONNX Runtime's threads per CPU
     backend (None: its default, every core), for a process that owns only some of the
     machine's cores (a Ray actor, a datatrove task). ``limits`` bounds what one page may
-    cost (``PageLimits``). ``stats`` counts pages, errors and fallbacks.
+    cost (``PageLimits``). ``stats`` counts pages, errors and fallbacks. ``profile``: the
+    bundle's speed/quality profile (see ``Extractor``).
     """
 
     def __init__(
@@ -123,12 +124,15 @@ class Pipeline:
         cutoff_length: int = 500,
         limits: PageLimits = DEFAULT_LIMITS,
         threads: int | None = None,
+        profile: str | None = None,
     ):
-        resolved = resolve_model(model)
+        resolved = resolve_model(model, profile=profile)
         self.bundle = resolved.bundle
         self.stats = RunStats()
         if isinstance(devices, str):
             devices = [devices]
+        if not self.bundle.uses_transformer:
+            devices = ["cpu"]  # a rescorer-only profile has no model to place on a device
         auto_devices = devices is None
         if devices is None:
             devices = gpu_devices() or ["cpu"]

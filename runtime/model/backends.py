@@ -63,6 +63,33 @@ def sep_logits(
     return out
 
 
+# ---------------------------------------------------------------------------- no transformer
+
+
+class RescorerOnlyBackend:
+    """The backend of a profile that runs no transformer (``Bundle.uses_transformer`` False):
+    its pages have no chunks, so it is never asked to predict; the bundle's rescorer scores
+    the blocks from their features (``flow.pages.decide_blocks``)."""
+
+    name = "rescorer-only"
+    device = "cpu"
+    fallback: str | None = None
+    attention_budget: int | None = None
+
+    def __init__(self, bundle: Bundle):
+        self.bundle = bundle
+
+    def is_padded(self) -> bool:
+        return False
+
+    def buckets(self) -> list[Bucket] | None:
+        return None
+
+    def predict(self, batch: Batch) -> list[np.ndarray]:
+        raise BackendError(f"profile {self.bundle.profile!r} runs no transformer: it has no "
+                           "chunks to predict")
+
+
 # ---------------------------------------------------------------------------- ONNX Runtime
 
 
@@ -347,6 +374,8 @@ def create_backend(
     """
     if backend not in BACKEND_NAMES:
         raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_NAMES)}")
+    if not bundle.uses_transformer:
+        return RescorerOnlyBackend(bundle)  # nothing to run on a device: the CPU scores blocks
     engines = [engine_path] if isinstance(engine_path, (str, Path)) else list(engine_path or [])
     if backend == "tensorrt":
         if not engines:

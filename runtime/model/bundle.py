@@ -17,7 +17,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
       "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1",
-                   "margin_weight": float},                              (optional)
+                   "margin_weight": float,
+                   "context": "context-v1", "first_stage": "file.onnx"},   (optional)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -37,6 +38,17 @@ take the argmax at each SEP); the embedded default model uses it:
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
 times its margin, and ``main_margin`` and ``keep_best_block`` apply to that score.
+
+``profiles`` (optional; the default model has two): named speed/quality trade-offs of the same
+files, each with its own ``decoding`` and ``rescorer`` and whether the transformer runs::
+
+      "profiles": {"fast": {"transformer": false, "decoding": {...}, "rescorer": {...}},
+                   "accurate": {"transformer": true, "decoding": {...}, "rescorer": {...}}},
+      "default_profile": "fast"
+
+``load_bundle(path, profile)`` reads one of them (None: ``default_profile``) as if its
+``decoding`` and ``rescorer`` were the manifest's own. A profile without the transformer scores
+blocks by the rescorer alone: no tokens, no chunks, no ONNX session for ``model.onnx``.
 """
 
 from __future__ import annotations
@@ -86,6 +98,20 @@ class Bundle:
         return int(self.manifest["tokens"].get("pad_id") or 0)
 
     @property
+    def profile(self) -> str | None:
+        """The profile this bundle was loaded with (None: the bundle has no profiles)."""
+        return self.manifest.get("profile")
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        return tuple(self.manifest.get("profiles") or ())
+
+    @property
+    def uses_transformer(self) -> bool:
+        """False for a rescorer-only profile: blocks are scored from their features alone."""
+        return bool(self.manifest.get("transformer", True))
+
+    @property
     def keep_best_block(self) -> bool:
         return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
 
@@ -114,7 +140,9 @@ class Bundle:
 
         spec = self.manifest["rescorer"]
         weight = spec["margin_weight"] if margin_weight is None else margin_weight
-        return load_rescorer(self.rescorer_path, weight, spec["features"])
+        first = spec.get("first_stage")
+        return load_rescorer(self.rescorer_path, weight, spec["features"], spec.get("context"),
+                             None if first is None else self.path / first)
 
     @property
     def max_tokens(self) -> int:
@@ -125,8 +153,35 @@ def is_bundle(path: str | Path) -> bool:
     return (Path(path) / MANIFEST_NAME).is_file()
 
 
-def load_bundle(path: str | Path) -> Bundle:
-    """Read and check a bundle directory; a ``BundleError`` names what is wrong."""
+def select_profile(manifest: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
+    """``manifest`` with ``profile``'s ``decoding``, ``rescorer`` and ``transformer`` in place
+    of its own (None: the ``default_profile``); unchanged for a bundle without profiles when
+    ``profile`` is None."""
+    profiles = manifest.get("profiles") or {}
+    if not profiles:
+        if profile is not None:
+            raise BundleError(f"{where}: this bundle has no profiles (profile {profile!r} asked); "
+                              "only the embedded default model has fast/accurate profiles")
+        return manifest
+    name = manifest.get("default_profile") if profile is None else profile
+    if name not in profiles:
+        raise BundleError(f"{where}: no profile {name!r} (this bundle has "
+                          f"{', '.join(sorted(profiles))})")
+    chosen = profiles[name]
+    selected = {k: v for k, v in manifest.items() if k not in ("decoding", "rescorer")}
+    for key in ("decoding", "rescorer"):
+        if chosen.get(key):
+            selected[key] = chosen[key]
+    selected["transformer"] = bool(chosen.get("transformer", True))
+    selected["profile"] = name
+    if not selected["transformer"] and not selected.get("rescorer"):
+        raise BundleError(f"{where}: profile {name!r} runs no transformer and has no rescorer")
+    return selected
+
+
+def load_bundle(path: str | Path, profile: str | None = None) -> Bundle:
+    """Read and check a bundle directory (with ``profile``'s decoding, see ``select_profile``);
+    a ``BundleError`` names what is wrong."""
     root = Path(path)
     manifest_path = root / MANIFEST_NAME
     if not manifest_path.is_file():
@@ -141,10 +196,12 @@ def load_bundle(path: str | Path) -> Bundle:
     if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
         raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
                           f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
-    bundle = Bundle(root, manifest)
+    bundle = Bundle(root, select_profile(manifest, profile, str(manifest_path)))
     needed_files = [bundle.onnx_path, bundle.tokenizer_path]
     if bundle.has_rescorer:
         needed_files.append(bundle.rescorer_path)
+        if bundle.manifest["rescorer"].get("first_stage"):
+            needed_files.append(root / bundle.manifest["rescorer"]["first_stage"])
     for needed in needed_files:
         if not needed.is_file():
             raise BundleError(f"{root}: bundle is missing {needed.name}")

@@ -130,13 +130,15 @@ def _find_engines(bundle_dir: Path) -> tuple[Path, ...]:
 
 
 def resolve_model(
-    model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True
+    model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True,
+    profile: str | None = None,
 ) -> ResolvedModel:
-    """The bundle (and engine, if any) that ``model`` names; ``ModelError`` says why not."""
+    """The bundle (and engine, if any) that ``model`` names, read with ``profile`` (None: the
+    bundle's default; see ``bundle.select_profile``); ``ModelError`` says why not."""
     if str(model) == DEFAULT_MODEL:
         configured = os.environ.get(MODEL_ENV, "").strip()
         if configured and configured != DEFAULT_MODEL:
-            return resolve_model(configured, verify_export)
+            return resolve_model(configured, verify_export, profile)
         embedded = embedded_model_dir()
         if not is_bundle(embedded):
             raise ModelError(f"the embedded default model is missing from {embedded} (a broken "
@@ -170,6 +172,6 @@ def resolve_model(
         path = export_checkpoint(checkpoint, verify_export)
         engines = _find_engines(path)
     try:
-        return ResolvedModel(load_bundle(path), engines)
+        return ResolvedModel(load_bundle(path, profile), engines)
     except BundleError as exc:
         raise ModelError(str(exc)) from exc

@@ -8,6 +8,14 @@ library). A block's score is the ensemble's log-odds plus ``margin_weight`` time
 transformer's margin at the block's SEP; the bundle's ``main_margin`` is then the threshold on
 that score. Only the embedded default model has one; the Orange bundles decide by the
 transformer alone, as the reference does.
+
+A rescorer may also read its blocks in context (``manifest.rescorer.context``, the embedded
+model's ``fast`` profile): ``context_features`` widens each block's row with its neighbours'
+values, windowed means and page totals, derived from the page's feature rows in NumPy (one
+definition, used by the training and here). With a ``first_stage`` file it runs twice: the
+first ensemble's probabilities, read in context by ``stage_features`` (the neighbours' and the
+page's), join the row the second ensemble scores, so a block is judged beside what was
+decided around it.
 """
 
 from __future__ import annotations
@@ -16,7 +24,87 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.stages.features import FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+
+CONTEXT_VERSION = "context-v1"
+_COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
+# The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
+# around it (means over +-3 and +-10 blocks) and relative to the page's mean.
+CONTEXT_COLUMNS = tuple(_COLUMN[n] for n in (
+    "words", "link_ratio", "punct_ratio", "sentences", "depth", "in_link", "stopword_ratio",
+    "tag", "images", "in_candidate", "mean_word_length", "digit_ratio", "repeats"))
+NO_NEIGHBOUR = -1.0  # the value of a neighbour past the page's first or last block
+N_CONTEXT = N_FEATURES + 7 * len(CONTEXT_COLUMNS) + 2 + 4
+N_STAGE = 16
+
+
+def _shift(values: np.ndarray, by: int, fill: float = NO_NEIGHBOUR) -> np.ndarray:
+    """``values`` moved ``by`` rows down (negative: up), ``fill`` where nothing moved in."""
+    out = np.full_like(values, fill)
+    if by > 0:
+        out[by:] = values[:-by]
+    elif by < 0:
+        out[:by] = values[-by:]
+    else:
+        out[:] = values
+    return out
+
+
+def _window_mean(values: np.ndarray, radius: int) -> np.ndarray:
+    """Per row, the mean of the rows within ``radius`` of it (fewer at the page's ends)."""
+    n = len(values)
+    sums = np.concatenate([np.zeros((1,) + values.shape[1:]), np.cumsum(values, 0)])
+    low = np.clip(np.arange(n) - radius, 0, n)
+    high = np.clip(np.arange(n) + radius + 1, 0, n)
+    counts = (high - low).astype(np.float64)
+    return (sums[high] - sums[low]) / (counts[:, None] if values.ndim == 2 else counts)
+
+
+def context_features(features: np.ndarray) -> np.ndarray:
+    """One page's ``block_features`` rows (in block order), each widened to ``N_CONTEXT``
+    columns: its own, then for ``CONTEXT_COLUMNS`` the previous two and next two blocks'
+    values, the means over +-3 and +-10 blocks and the difference from the page's mean, then
+    the depth steps to both neighbours, and the share of the page's unlinked words before and
+    after it, the page's unlinked words (log) and its share of linked words."""
+    rows = np.asarray(features, np.float32)
+    if len(rows) == 0:
+        return np.zeros((0, N_CONTEXT), np.float32)
+    own = rows[:, CONTEXT_COLUMNS].astype(np.float64)
+    parts = [rows.astype(np.float64)]
+    parts += [_shift(own, by) for by in (1, 2, -1, -2)]
+    parts += [_window_mean(own, 3), _window_mean(own, 10), own - own.mean(0, keepdims=True)]
+    depth = rows[:, _COLUMN["depth"]].astype(np.float64)
+    parts.append(np.stack([depth - _shift(depth, 1, 0.0), depth - _shift(depth, -1, 0.0)], 1))
+    words = rows[:, _COLUMN["words"]].astype(np.float64)
+    link_ratio = rows[:, _COLUMN["link_ratio"]].astype(np.float64)
+    unlinked = np.cumsum(words * (1 - link_ratio))
+    total = unlinked[-1] + 1e-6
+    parts.append(np.stack([unlinked / total, (total - unlinked) / total,
+                           np.full(len(rows), np.log1p(total)),
+                           np.full(len(rows), (words * link_ratio).sum() / (words.sum() + 1e-6))],
+                          1))
+    return np.concatenate(parts, 1).astype(np.float32)
+
+
+def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """``N_STAGE`` columns per block from the first stage's probabilities of one page: its
+    own, the three blocks before and after (``NO_NEIGHBOUR`` past the ends), the means over
+    +-2, +-5 and +-15 blocks, the word-weighted mean over +-5, the page's mean, maximum and
+    word-weighted mean, its rank on the page (0: the most likely), and the lower of the highest
+    probabilities before and after it (high inside the page's main region)."""
+    p = np.asarray(probabilities, np.float64)
+    n = len(p)
+    if n == 0:
+        return np.zeros((0, N_STAGE), np.float32)
+    weight = np.log1p(np.asarray(features, np.float64)[:, _COLUMN["words"]])
+    parts = [p] + [_shift(p, by) for by in (1, 2, 3, -1, -2, -3)]
+    parts += [_window_mean(p, r) for r in (2, 5, 15)]
+    parts.append(_window_mean(p * weight, 5) / (_window_mean(weight, 5) + 1e-6))
+    parts += [np.full(n, p.mean()), np.full(n, p.max()),
+              np.full(n, (p * weight).sum() / (weight.sum() + 1e-6))]
+    parts.append(np.argsort(np.argsort(-p, kind="stable"), kind="stable") / n)
+    parts.append(np.minimum(np.maximum.accumulate(p), np.maximum.accumulate(p[::-1])[::-1]))
+    return np.stack(parts, 1).astype(np.float32)
 
 
 class RescorerError(ValueError):
@@ -24,35 +112,48 @@ class RescorerError(ValueError):
 
 
 class BlockRescorer:
-    """One onnxruntime session over ``rescorer.onnx`` (CPU; it is small)."""
+    """onnxruntime sessions over ``rescorer.onnx`` (CPU; it is small), and over the first
+    stage's file when it has one (``context``: ``CONTEXT_VERSION`` or None)."""
 
-    def __init__(self, onnx_path: str | Path, margin_weight: float, features: str):
+    def __init__(self, onnx_path: str | Path, margin_weight: float, features: str,
+                 context: str | None = None, first_stage: str | Path | None = None):
         if features != FEATURES_VERSION:
             raise RescorerError(f"{onnx_path}: rescorer reads features {features!r}, this "
                                 f"runtime computes {FEATURES_VERSION!r}")
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(onnx_path), options,
-                                            providers=["CPUExecutionProvider"])
-        self.input_name = self.session.get_inputs()[0].name
-        outputs = [o.name for o in self.session.get_outputs()]
-        if "probabilities" not in outputs:
-            raise RescorerError(f"{onnx_path}: no 'probabilities' output (has {outputs})")
+        if context not in (None, CONTEXT_VERSION):
+            raise RescorerError(f"{onnx_path}: rescorer reads context {context!r}, this "
+                                f"runtime computes {CONTEXT_VERSION!r}")
+        if first_stage is not None and context is None:
+            raise RescorerError(f"{onnx_path}: a first stage needs the context features")
+        self.context = context
+        self.session, self.input_name = _session(onnx_path)
+        self.first_stage = None if first_stage is None else _session(first_stage)
         self.margin_weight = float(margin_weight)
 
+    @property
+    def width(self) -> int:
+        """Columns of the rows the (last) ensemble reads."""
+        if self.context is None:
+            return N_FEATURES
+        return N_CONTEXT + (N_STAGE if self.first_stage is not None else 0)
+
     def log_odds(self, features: np.ndarray) -> np.ndarray:
-        """The ensemble's log-odds of "main" per row of ``features``."""
+        """The ensemble's log-odds of "main" per row of ``features`` (one page's blocks, in
+        order, when the rescorer reads context)."""
         if len(features) == 0:
             return np.zeros(0, dtype=np.float32)
         if features.shape[1] != N_FEATURES:
             raise RescorerError(f"features have {features.shape[1]} columns, the rescorer "
                                 f"reads {N_FEATURES}")
-        (probabilities,) = self.session.run(
-            ["probabilities"], {self.input_name: np.ascontiguousarray(features, np.float32)})
-        p = np.clip(probabilities[:, 1].astype(np.float64), 1e-7, 1 - 1e-7)
+        rows = np.ascontiguousarray(features, np.float32)
+        if self.context is not None:
+            rows = context_features(rows)
+            if self.first_stage is not None:
+                session, name = self.first_stage
+                first = _probabilities(session, name, rows)
+                rows = np.ascontiguousarray(np.concatenate([rows, stage_features(first, features)],
+                                                           1))
+        p = np.clip(_probabilities(self.session, self.input_name, rows), 1e-7, 1 - 1e-7)
         return np.log(p / (1 - p)).astype(np.float32)
 
     def scores(self, features: np.ndarray, margins: np.ndarray) -> np.ndarray:
@@ -61,12 +162,34 @@ class BlockRescorer:
         return self.log_odds(features) + self.margin_weight * np.nan_to_num(margins, nan=0.0)
 
 
-_RESCORER_CACHE: dict[tuple[str, float, str], BlockRescorer] = {}  # one session per file
+def _session(onnx_path: str | Path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in session.get_outputs()]
+    if "probabilities" not in outputs:
+        raise RescorerError(f"{onnx_path}: no 'probabilities' output (has {outputs})")
+    return session, session.get_inputs()[0].name
 
 
-def load_rescorer(onnx_path: str | Path, margin_weight: float, features: str) -> BlockRescorer:
+def _probabilities(session, input_name: str, rows: np.ndarray) -> np.ndarray:
+    (probabilities,) = session.run(["probabilities"], {input_name: rows})
+    return probabilities[:, 1].astype(np.float64)
+
+
+_RESCORER_CACHE: dict[tuple, BlockRescorer] = {}  # one session per file
+
+
+def load_rescorer(onnx_path: str | Path, margin_weight: float, features: str,
+                  context: str | None = None, first_stage: str | Path | None = None
+                  ) -> BlockRescorer:
     """The (cached) rescorer of a bundle."""
-    key = (str(onnx_path), float(margin_weight), features)
+    key = (str(onnx_path), float(margin_weight), features, context,
+           None if first_stage is None else str(first_stage))
     if key not in _RESCORER_CACHE:
-        _RESCORER_CACHE[key] = BlockRescorer(onnx_path, margin_weight, features)
+        _RESCORER_CACHE[key] = BlockRescorer(onnx_path, margin_weight, features, context,
+                                             first_stage)
     return _RESCORER_CACHE[key]

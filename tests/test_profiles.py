@@ -1,0 +1,219 @@
+"""Speed/quality profiles: how a bundle names them, what each runs, and the fast profile's
+two-stage rescorer over blocks in context."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from rt_helpers import tiny_bundle
+
+from pulpie_rt.runtime.flow.pages import Preparer
+from pulpie_rt.runtime.model.backends import RescorerOnlyBackend, create_backend
+from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.rescore import (
+    CONTEXT_COLUMNS,
+    CONTEXT_VERSION,
+    N_CONTEXT,
+    N_STAGE,
+    BlockRescorer,
+    RescorerError,
+    context_features,
+    stage_features,
+)
+
+WORDS = FEATURE_NAMES.index("words")
+DEPTH = FEATURE_NAMES.index("depth")
+
+
+def _profiled_bundle(tmp_path, fast_rescorer: dict | None = None):
+    """The tiny bundle with a fake rescorer file and two profiles (default: fast)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle(), bundle)
+    (bundle / "rescorer.onnx").write_bytes(b"not read by load_bundle")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    accurate = {"file": "rescorer.onnx", "features": FEATURES_VERSION, "margin_weight": 0.25}
+    manifest["decoding"] = {"keep_best_block": True, "main_margin": -1.0}
+    manifest["rescorer"] = accurate
+    manifest["profiles"] = {
+        "fast": {"transformer": False, "decoding": {"keep_best_block": True, "main_margin": 0.5},
+                 "rescorer": fast_rescorer or dict(accurate, margin_weight=0.0)},
+        "accurate": {"transformer": True, "decoding": manifest["decoding"], "rescorer": accurate},
+    }
+    manifest["default_profile"] = "fast"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    return bundle
+
+
+def test_a_bundle_is_read_with_its_default_or_the_asked_profile(tmp_path):
+    path = _profiled_bundle(tmp_path)
+    fast = load_bundle(path)
+    assert (fast.profile, fast.uses_transformer, fast.main_margin) == ("fast", False, 0.5)
+    assert fast.manifest["rescorer"]["margin_weight"] == 0.0
+    assert fast.profiles == ("fast", "accurate")
+    accurate = load_bundle(path, "accurate")
+    assert (accurate.profile, accurate.uses_transformer, accurate.main_margin) == (
+        "accurate", True, -1.0)
+    assert accurate.manifest["rescorer"]["margin_weight"] == 0.25
+    assert resolve_model(path, profile="accurate").bundle.profile == "accurate"
+
+
+def test_unknown_profiles_are_refused_with_what_there_is(tmp_path):
+    path = _profiled_bundle(tmp_path)
+    with pytest.raises(BundleError) as error:
+        load_bundle(path, "fastest")
+    assert str(error.value) == (f"{path / 'manifest.json'}: no profile 'fastest' (this bundle "
+                                "has accurate, fast)")
+    with pytest.raises(ModelError, match="no profile 'fastest'"):
+        resolve_model(path, profile="fastest")
+    plain = tiny_bundle()
+    assert load_bundle(plain).profile is None and load_bundle(plain).uses_transformer
+    with pytest.raises(BundleError) as error:
+        load_bundle(plain, "fast")
+    assert str(error.value) == (
+        f"{plain / 'manifest.json'}: this bundle has no profiles (profile 'fast' asked); only "
+        "the embedded default model has fast/accurate profiles")
+
+
+def test_a_profile_without_the_transformer_prepares_no_tokens_and_runs_no_model(tmp_path):
+    bundle = load_bundle(_profiled_bundle(tmp_path))
+    backend = create_backend(bundle, "auto", None)
+    assert isinstance(backend, RescorerOnlyBackend) and backend.device == "cpu"
+    preparer = Preparer.from_bundle(bundle)
+    assert (preparer.with_tokens, preparer.with_features) == (False, True)
+    page = preparer.prepare("<html><body><nav><a href='/'>Home</a></nav><p>One sentence here."
+                            "</p><p>Another one.</p></body></html>")
+    assert page.chunks == [] and page.n_classified == page.n_blocks == 2  # the <p>s
+    assert page.features.shape == (2, N_FEATURES)
+
+
+def test_context_features_read_neighbours_windows_and_the_page():
+    rows = np.zeros((4, N_FEATURES), np.float32)
+    rows[:, WORDS] = [10, 0, 30, 40]
+    rows[:, DEPTH] = [2, 3, 3, 1]
+    out = context_features(rows)
+    assert out.shape == (4, N_CONTEXT) and out.dtype == np.float32
+    np.testing.assert_array_equal(out[:, :N_FEATURES], rows)
+    k = len(CONTEXT_COLUMNS)
+    w = CONTEXT_COLUMNS.index(WORDS)
+    block = N_FEATURES
+    assert out[:, block + 0 * k + w].tolist() == [-1, 10, 0, 30]  # previous block
+    assert out[:, block + 1 * k + w].tolist() == [-1, -1, 10, 0]  # two before
+    assert out[:, block + 2 * k + w].tolist() == [0, 30, 40, -1]  # next block
+    assert out[:, block + 3 * k + w].tolist() == [30, 40, -1, -1]  # two after
+    assert out[:, block + 4 * k + w].tolist() == [20, 20, 20, 20]  # mean over +-3: the page
+    assert out[:, block + 6 * k + w].tolist() == [-10, -20, 10, 20]  # minus the page's mean
+    steps = out[:, block + 7 * k: block + 7 * k + 2]
+    assert steps.tolist() == [[2, -1], [1, 0], [0, 2], [-2, 1]]  # depth - neighbour's (0 past)
+    before, after = out[:, -6 + 2], out[:, -6 + 3]  # unlinked words up to and after the block
+    assert before == pytest.approx([0.125, 0.125, 0.5, 1.0], abs=1e-6)
+    assert after == pytest.approx([0.875, 0.875, 0.5, 0.0], abs=1e-6)
+    assert context_features(rows[:0]).shape == (0, N_CONTEXT)
+
+
+def test_stage_features_read_the_first_stages_probabilities_around_a_block():
+    rows = np.zeros((3, N_FEATURES), np.float32)
+    p = np.array([0.9, 0.1, 0.6])
+    out = stage_features(p, rows)
+    assert out.shape == (3, N_STAGE)
+    assert out[:, 0] == pytest.approx(p)
+    assert out[:, 1] == pytest.approx([-1, 0.9, 0.1])  # the block before
+    assert out[:, 4] == pytest.approx([0.1, 0.6, -1])  # the block after
+    assert out[:, 12] == pytest.approx([0.9, 0.9, 0.9])  # the page's maximum
+    assert out[:, 14] == pytest.approx([0, 2 / 3, 1 / 3])  # rank on the page
+    assert out[:, 15] == pytest.approx([0.9, 0.6, 0.6])  # inside the main region
+
+
+@pytest.fixture(scope="module")
+def two_stage(tmp_path_factory):
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("onnxmltools")
+    from pulpie_rt.train.fast import context_names, fit_stage, stage_names
+    from pulpie_rt.train.fit import Recipe
+    from pulpie_rt.train.rescorer import save_rescorer
+
+    rng = np.random.default_rng(0)
+    pages = []
+    for _ in range(60):
+        rows = rng.normal(size=(30, N_FEATURES)).astype(np.float32)
+        rows[:, 0] = rng.integers(0, 10, size=30)
+        rows[:, 1] = rng.integers(0, 10, size=30)
+        rows[:, WORDS] = rng.integers(0, 50, size=30)
+        pages.append(rows)
+    labels = [(r[:, WORDS] > 20).astype(int) for r in pages]
+    recipe = replace(Recipe(), rescorer_rounds=10, rescorer_min_leaf=20, threads=1)
+    first_rows = [context_features(r) for r in pages]
+    first = fit_stage(np.concatenate(first_rows), np.concatenate(labels), context_names(),
+                      recipe)
+    second_rows = [np.concatenate([c, stage_features(first.predict(c), r)], 1)
+                   for c, r in zip(first_rows, pages, strict=True)]
+    second = fit_stage(np.concatenate(second_rows), np.concatenate(labels), stage_names(),
+                       recipe)
+    folder = tmp_path_factory.mktemp("two-stage")
+    save_rescorer(first, folder / "first.onnx", np.concatenate(first_rows))
+    save_rescorer(second, folder / "second.onnx", np.concatenate(second_rows))
+    return folder, pages, first, second
+
+
+def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
+    folder, pages, first, second = two_stage
+    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION,
+                             folder / "first.onnx")
+    assert rescorer.width == N_CONTEXT + N_STAGE
+    for rows in pages[:5]:
+        context = context_features(rows)
+        want_rows = np.concatenate([context, stage_features(first.predict(context), rows)], 1)
+        want = second.predict(want_rows, raw_score=True)
+        assert rescorer.log_odds(rows) == pytest.approx(want, abs=2e-3)
+        margins = np.full(len(rows), 3.0, np.float32)
+        assert rescorer.scores(rows, margins) == pytest.approx(rescorer.log_odds(rows))
+    assert rescorer.log_odds(np.zeros((0, N_FEATURES), np.float32)).shape == (0,)
+
+
+def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
+    folder = two_stage[0]
+    with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
+                                            "runtime computes 'context-v1'"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, "context-v0")
+    with pytest.raises(RescorerError, match="a first stage needs the context features"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, None, folder / "first.onnx")
+
+
+def test_a_bundle_missing_its_first_stage_file_is_refused(tmp_path):
+    path = _profiled_bundle(tmp_path, {"file": "rescorer.onnx", "features": FEATURES_VERSION,
+                                       "context": CONTEXT_VERSION, "margin_weight": 0.0,
+                                       "first_stage": "rescorer-fast-first.onnx"})
+    with pytest.raises(BundleError, match="bundle is missing rescorer-fast-first.onnx"):
+        load_bundle(path)
+    assert load_bundle(path, "accurate").profile == "accurate"
+
+
+def test_the_cli_runs_the_asked_profile_and_names_a_wrong_one(tmp_path):
+    import subprocess
+    import sys
+
+    from rt_helpers import small_dev_pages
+
+    from pulpie_rt import Extractor
+
+    page = small_dev_pages()[0]
+    path = tmp_path / "page.html"
+    path.write_text(page["html"], encoding="utf-8")
+    cli = [sys.executable, "-m", "pulpie_rt.cli", "extract", str(path)]
+    done = subprocess.run([*cli, "--profile", "fast"], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    expected = Extractor(profile="fast").extract(page["html"]).markdown
+    assert done.stdout.decode() == expected + "\n"
+    wrong = subprocess.run([*cli, "--profile", "fastest"], capture_output=True, timeout=600)
+    assert wrong.returncode == 2
+    assert wrong.stderr.decode().strip().endswith(
+        "manifest.json: no profile 'fastest' (this bundle has accurate, fast)")
+    plain = subprocess.run([*cli, "--model", str(tiny_bundle()), "--profile", "fast"],
+                           capture_output=True, timeout=600)
+    assert plain.returncode == 2
+    assert b"this bundle has no profiles (profile 'fast' asked)" in plain.stderr

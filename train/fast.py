@@ -1,0 +1,201 @@
+"""Train the default model's ``fast`` profile: a two-stage block rescorer with no transformer.
+
+The ``accurate`` profile adds the transformer's margin to a rescorer that never saw it; the
+``fast`` profile has only the rescorer, so it is trained and calibrated for that use:
+
+1. each train page's block features read in context (``runtime.stages.rescore
+   .context_features``: neighbours, windows, page totals);
+2. a first LightGBM ensemble over them (each block weighted by the square root of its words:
+   the score counts words), and its out-of-fold probabilities (``Recipe.fast_folds``
+   folds of whole pages: a page's probabilities come from an ensemble that never saw it);
+3. a second ensemble over the same rows plus those probabilities in context
+   (``stage_features``), so a block is judged beside what was decided around it;
+4. the threshold on the second ensemble's log-odds with the best mean word F1 on the train
+   pages, scored as ``bench.quality`` scores (reconstruct -> text against the page's ground
+   truth), from the second stage's out-of-fold log-odds. No dev page is read: the dev
+   ground-truth and readability pages stay out of training and calibration.
+
+Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from pulpie_rt.corpus import iter_pages
+from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, FEATURE_NAMES
+from pulpie_rt.runtime.stages.rescore import (
+    CONTEXT_COLUMNS,
+    CONTEXT_VERSION,
+    context_features,
+    stage_features,
+)
+from pulpie_rt.train.rescorer import save_rescorer, training_pages
+
+FAST_RESCORER_NAME = "rescorer-fast.onnx"
+FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
+WORDS_COLUMN = FEATURE_NAMES.index("words")
+THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
+
+
+def context_names() -> list[str]:
+    """Column names of ``context_features``' rows (for LightGBM's feature names)."""
+    own = [FEATURE_NAMES[i] for i in CONTEXT_COLUMNS]
+    names = list(FEATURE_NAMES)
+    for where in ("prev1", "prev2", "next1", "next2", "mean3", "mean10", "vs_page"):
+        names += [f"{where}_{n}" for n in own]
+    return names + ["depth_step_prev", "depth_step_next", "unlinked_before", "unlinked_after",
+                    "page_unlinked_log", "page_linked_share"]
+
+
+def stage_names() -> list[str]:
+    return context_names() + [
+        "p", "p_prev1", "p_prev2", "p_prev3", "p_next1", "p_next2", "p_next3", "p_mean2",
+        "p_mean5", "p_mean15", "p_words_mean5", "p_page_mean", "p_page_max", "p_page_words_mean",
+        "p_rank", "p_region"]
+
+
+def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
+    """One seeded, deterministic LightGBM ensemble (the ``rescorer_*`` settings)."""
+    import lightgbm
+
+    params = {
+        "objective": "binary", "learning_rate": recipe.rescorer_learning_rate,
+        "num_leaves": recipe.rescorer_leaves, "min_data_in_leaf": recipe.rescorer_min_leaf,
+        "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
+        "num_threads": recipe.threads, "deterministic": True, "force_row_wise": True,
+        "seed": recipe.seed, "verbose": -1,
+    }
+    # word F1 counts words, not blocks: a long block weighs more (sqrt: a 400-word block
+    # counts 20 one-word blocks, not 400)
+    weights = np.sqrt(1.0 + rows[:, WORDS_COLUMN].astype(np.float64))
+    data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
+                            categorical_feature=list(CATEGORICAL_COLUMNS))
+    return lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds)
+
+
+def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[str], recipe,
+                log=print) -> list[np.ndarray]:
+    """Per page, the probabilities of an ensemble trained on the other folds (page ``i`` in
+    fold ``i % fast_folds``)."""
+    folds = recipe.fast_folds
+    fold_of = np.arange(len(rows)) % folds
+    out: list[np.ndarray | None] = [None] * len(rows)
+    for fold in range(folds):
+        train = np.flatnonzero(fold_of != fold)
+        booster = fit_stage(np.concatenate([rows[i] for i in train]),
+                            np.concatenate([labels[i] for i in train]), names, recipe)
+        for i in np.flatnonzero(fold_of == fold):
+            out[i] = booster.predict(rows[i]) if len(rows[i]) else np.zeros(0)
+        log(f"fast rescorer: fold {fold + 1}/{folds}")
+    return out  # type: ignore[return-value]
+
+
+def log_odds(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
+def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, list[str]]:
+    """One page's main-content text at every threshold (the runtime's decoding:
+    ``margin_labels`` then ``keep_best_block``)."""
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.labels import (
+        keep_best_block,
+        labels_from_predictions,
+        margin_labels,
+    )
+    from pulpie_rt.runtime.stages.markdown import to_text
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.simplify import simplify
+
+    page, scores, thresholds = job
+    simplified, map_html = simplify(page["html"])
+    _, item_ids = extract_blocks(simplified)
+    texts = []
+    for threshold in thresholds:
+        predictions = keep_best_block(margin_labels(scores, threshold), scores)
+        try:
+            texts.append(to_text(extract_main_html(
+                map_html, labels_from_predictions(item_ids, predictions))))
+        except Exception:  # scored as an empty output, as bench.quality scores a failed page
+            texts.append("")
+    return page["id"], texts
+
+
+def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
+                        thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print
+                        ) -> tuple[float, dict[str, float]]:
+    """The threshold of ``thresholds`` with the best mean word F1 over the pages of ``corpus``
+    in ``scores`` (ties: the one nearest 0), and every F1 tried."""
+    from pulpie_rt.eval.metrics import score_pages
+
+    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
+    references = {p["id"]: p["reference"] for p in pages}
+    jobs = ((p, scores[p["id"]], thresholds) for p in pages)
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    f1: dict[str, float] = {}
+    best: tuple[float, float] | None = None
+    for index, threshold in enumerate(thresholds):
+        value = score_pages({pid: t[index] for pid, t in texts.items()}, references)["f1"]
+        f1[f"{threshold:+.2f}"] = round(value, 4)
+        log(f"fast rescorer: threshold {threshold:+.2f} -> word F1 {value:.4f} on "
+            f"{len(pages)} {corpus} pages (out of fold)")
+        if best is None or value > best[1] + 1e-12 or (
+                abs(value - best[1]) <= 1e-12 and abs(threshold) < abs(best[0])):
+            best = (threshold, value)
+    assert best is not None
+    return best[0], f1
+
+
+def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
+    """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
+    ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
+    manifest's ``rescorer`` and ``decoding`` entries of the fast profile."""
+    ids, features, labels = training_pages(recipe.corpus)
+    rows = [context_features(f) for f in features]
+    log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
+        f"{rows[0].shape[1]} columns ({CONTEXT_VERSION})")
+    all_labels = np.concatenate(labels)
+    first_oof = out_of_fold(rows, labels, context_names(), recipe, log)
+    first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
+    stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
+                  for r, p, f in zip(rows, first_oof, features, strict=True)]
+    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, log)
+    second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(), recipe)
+    check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
+    # Derived columns (window means, shares) put more values between a LightGBM threshold
+    # (float64) and its float32 rounding in ONNX than the raw features do: about 1.4% of the
+    # rows move by up to 0.02 in probability. Allowed up to 3% of rows (and 0.05 at most).
+    off_share = 0.03
+    checks = {
+        "first": save_rescorer(first, bundle / FAST_FIRST_STAGE_NAME,
+                               np.concatenate(rows)[check_rows], f" in context ({CONTEXT_VERSION})"
+                               ", first stage", off_share),
+        "second": save_rescorer(second, bundle / FAST_RESCORER_NAME,
+                                np.concatenate(stage_rows)[check_rows],
+                                f" in context ({CONTEXT_VERSION}), second stage", off_share),
+    }
+    threshold, f1 = calibrate_threshold(
+        recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
+        log=log)
+    log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
+        f"{f1[f'{threshold:+.2f}']:.4f})")
+    from pulpie_rt.runtime.stages.features import FEATURES_VERSION
+
+    return {
+        "rescorer": {"file": FAST_RESCORER_NAME, "features": FEATURES_VERSION,
+                     "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
+                     "margin_weight": 0.0},
+        "decoding": {"keep_best_block": True, "main_margin": threshold},
+        "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
+        "trees_per_stage": recipe.rescorer_rounds,
+        "onnx_bytes": {name: (bundle / name).stat().st_size
+                       for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
+        "onnx_check": checks, "calibration_f1": f1,
+    }
