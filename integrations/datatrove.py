@@ -64,7 +64,8 @@ class PulpieExtractor(PipelineStep):
 
     def __init__(self, model: str | os.PathLike | None = None, *, keep_failed: bool = False,
                  keep_empty: bool = False, devices: list[str] | str | None = None,
-                 workers: int | None = None, threads: int | None = None, backend: str = "auto"):
+                 workers: int | None = None, threads: int | None = None, backend: str = "auto",
+                 profile: str | None = None):
         super().__init__()
         self.model = DEFAULT_MODEL if model is None else model
         self.keep_failed = keep_failed
@@ -73,11 +74,12 @@ class PulpieExtractor(PipelineStep):
         self.workers = workers
         self.threads = threads
         self.backend = backend
+        self.profile = profile
 
     def pipeline(self) -> Pipeline:
         """This task's ``Pipeline`` (the model loaded here, in the task's process)."""
         return Pipeline(self.model, devices=self.devices, workers=self.workers,
-                        threads=self.threads, backend=self.backend)
+                        threads=self.threads, backend=self.backend, profile=self.profile)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1
             ) -> DocumentsPipeline:

@@ -81,13 +81,15 @@ class PulpieExtractor:
 
     def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",
                  content_type_column: str | None = None, device: str | None = None,
-                 workers: int = 0, threads: int | None = None, backend: str = "auto"):
+                 workers: int = 0, threads: int | None = None, backend: str = "auto",
+                 profile: str | None = None):
         if device is None:
             device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
         self.html_column = html_column
         self.content_type_column = content_type_column
         self.pipeline = Pipeline(DEFAULT_MODEL if model is None else model, devices=device,
-                                 workers=workers, threads=threads, backend=backend)
+                                 workers=workers, threads=threads, backend=backend,
+                                 profile=profile)
 
     def __call__(self, batch: Any) -> Any:
         """``batch`` with the output columns added (replaced, when it already has them), in the
@@ -214,6 +216,7 @@ def extract_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     checkpoint_path: str | os.PathLike | None = None,
     backend: str = "auto",
+    profile: str | None = None,
 ) -> ray.data.Dataset:
     """``ds`` with ``markdown``, ``n_main``, ``n_other`` and ``error`` added to every row, by a
     pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
@@ -246,7 +249,7 @@ def extract_dataset(
     whole_cpus = max(1, int(cpus_per_actor))
     constructor = {
         "model": model, "html_column": html_column, "content_type_column": content_type_column,
-        "device": "cuda" if gpu else "cpu", "backend": backend,
+        "device": "cuda" if gpu else "cpu", "backend": backend, "profile": profile,
         # CPU actor: the model takes the actor's CPUs, the CPU stages run in a thread beside it
         # (with the default model they are about a tenth of a page's time: Pipeline's
         # stage_seconds, 8 dev pages). GPU actor: one CPU feeds the GPU, the others run the

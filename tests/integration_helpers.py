@@ -1,13 +1,16 @@
 """What the Ray Data and datatrove tests share: the real dev pages they run, and what
 ``Extractor`` (the embedded default model) makes of each, computed once per test run.
 
-The tests take every 4th dev page of at most 40,000 characters (real pages, a few seconds of
-model time on 2 cores); ``PULPIE_RT_INTEGRATION_PAGES=all`` takes all 254 dev pages instead.
+Each integration runs twice (``SETTINGS``): with the default model's default profile
+(``accurate``, the transformer) on every 4th dev page of at most 40,000 characters (a few
+seconds of model time on 2 cores; ``PULPIE_RT_INTEGRATION_PAGES=all`` takes all 254 instead),
+and with its ``fast`` profile (the block rescorer alone) on all 254 dev pages.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 
 from pulpie_rt.corpus import load_pages
@@ -19,22 +22,36 @@ SUBSET_MAX_CHARS = 40_000
 GARBAGE_HTML = "\x00 </p></div><br><div <!-- \x7f\x7f\ufffd &#xZZ; <<<"
 
 
-@lru_cache(maxsize=1)
-def integration_pages() -> tuple[dict, ...]:
+@dataclass(frozen=True)
+class Setting:
+    profile: str | None  # None: the model's default profile
+    all_pages: bool
+
+    def __str__(self) -> str:
+        return f"{self.profile or 'default'}-{'all' if self.all_pages else 'subset'}"
+
+
+SETTINGS = (Setting(None, all_pages=os.environ.get("PULPIE_RT_INTEGRATION_PAGES") == "all"),
+            Setting("fast", all_pages=True))
+
+
+@lru_cache(maxsize=2)
+def integration_pages(all_pages: bool = False) -> tuple[dict, ...]:
     """``{id, html}`` of the dev pages the integration tests run."""
     pages = load_pages("dev")
-    if os.environ.get("PULPIE_RT_INTEGRATION_PAGES") != "all":
+    if not all_pages:
         pages = [p for p in pages if len(p["html"]) <= SUBSET_MAX_CHARS][::SUBSET_STEP]
     return tuple({"id": p["id"], "html": p["html"]} for p in pages)
 
 
-@lru_cache(maxsize=1)
-def extractor_results() -> dict[str, tuple[str, int, int, str | None]]:
+@lru_cache(maxsize=2)
+def extractor_results(setting: Setting = SETTINGS[0]
+                      ) -> dict[str, tuple[str, int, int, str | None]]:
     """``Extractor()``'s ``(markdown, n_main, n_other, error)`` by page id, for the pages and
     the garbage row."""
     from pulpie_rt import Extractor
 
-    pages = [*integration_pages(), {"id": "garbage", "html": GARBAGE_HTML}]
-    results = Extractor().extract_batch([p["html"] for p in pages])
+    pages = [*integration_pages(setting.all_pages), {"id": "garbage", "html": GARBAGE_HTML}]
+    results = Extractor(profile=setting.profile).extract_batch([p["html"] for p in pages])
     return {p["id"]: (r.markdown, r.n_main, r.n_other, r.error)
             for p, r in zip(pages, results, strict=True)}

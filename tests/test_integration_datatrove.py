@@ -12,15 +12,21 @@ import pytest
 pytest.importorskip("datatrove", reason="the [datatrove] extra is not installed: "
                     "pip install -e '.[datatrove]' (make test installs it)")
 
-from integration_helpers import GARBAGE_HTML, extractor_results, integration_pages  # noqa: E402
+from integration_helpers import (  # noqa: E402
+    GARBAGE_HTML,
+    SETTINGS,
+    Setting,
+    extractor_results,
+    integration_pages,
+)
 
 STEP_NAME = "🛢 - EXTRAC: pulpie-rt main content"
 
 
-def write_shards(folder) -> list[list[dict]]:
+def write_shards(folder, setting: Setting) -> list[list[dict]]:
     """Two JSONL shards (one per task: datatrove's readers share files out among tasks); the
     garbage page is in the second."""
-    pages = [{"id": p["id"], "html": p["html"]} for p in integration_pages()]
+    pages = [{"id": p["id"], "html": p["html"]} for p in integration_pages(setting.all_pages)]
     shards = [pages[: len(pages) // 2], [*pages[len(pages) // 2:],
                                         {"id": "garbage", "html": GARBAGE_HTML}]]
     folder.mkdir()
@@ -62,15 +68,16 @@ def step_stats(logs) -> dict[str, int]:
             for name, value in ours["stats"].items() if name != "doc_len"}
 
 
-def test_every_document_out_or_counted_as_extractor_makes_it_and_rerun_skips(tmp_path):
+@pytest.mark.parametrize("setting", SETTINGS, ids=str)
+def test_every_document_out_or_counted_as_extractor_makes_it_and_rerun_skips(tmp_path, setting):
     inputs, out, logs = tmp_path / "in", tmp_path / "out", tmp_path / "logs"
-    shards = write_shards(inputs)
+    shards = write_shards(inputs, setting)
     ids = [d["id"] for shard in shards for d in shard]
 
-    stats = executor(inputs, out, logs).run()
+    stats = executor(inputs, out, logs, profile=setting.profile).run()
     assert stats is not None
     documents = read_output(out)
-    expected = extractor_results()
+    expected = extractor_results(setting)
     assert step_stats(logs) == {"total": len(ids), "forwarded": len(documents),
                                 "dropped": len(ids) - len(documents), "empty": 1}
     assert set(documents) == {i for i in ids if expected[i][0]}  # garbage: no content, dropped
@@ -82,12 +89,12 @@ def test_every_document_out_or_counted_as_extractor_makes_it_and_rerun_skips(tmp
     assert len(written) == 2
 
     # rerun: both tasks completed, nothing runs, nothing is rewritten
-    assert executor(inputs, out, logs).run() is None
+    assert executor(inputs, out, logs, profile=setting.profile).run() is None
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == written
 
     # a task that did not complete runs again, alone, and rewrites only its own output
     (logs / "completions" / "00001").unlink()
-    stats = executor(inputs, out, logs).run()
+    stats = executor(inputs, out, logs, profile=setting.profile).run()
     assert (stats is not None) and len(stats.stats) > 0
     rewritten = {p.name for p in out.iterdir() if p.stat().st_mtime_ns != written[p.name]}
     assert rewritten == {"00001.jsonl.gz"}

@@ -14,7 +14,13 @@ pytest.importorskip("ray.data", reason="the [ray] extra is not installed: "
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-from integration_helpers import GARBAGE_HTML, extractor_results, integration_pages  # noqa: E402
+from integration_helpers import (  # noqa: E402
+    GARBAGE_HTML,
+    SETTINGS,
+    Setting,
+    extractor_results,
+    integration_pages,
+)
 
 from pulpie_rt import PageResult  # noqa: E402
 
@@ -31,9 +37,9 @@ def cluster():
     ray.shutdown()
 
 
-def input_rows() -> list[dict]:
+def input_rows(setting: Setting) -> list[dict]:
     """The pages, then a garbage row and a null row; ``n`` is a column the step must keep."""
-    rows = [{"id": p["id"], "html": p["html"]} for p in integration_pages()]
+    rows = [{"id": p["id"], "html": p["html"]} for p in integration_pages(setting.all_pages)]
     rows += [{"id": "garbage", "html": GARBAGE_HTML}, {"id": "null", "html": None}]
     return [{**row, "n": n} for n, row in enumerate(rows)]
 
@@ -43,14 +49,15 @@ def write_rows(path, rows: list[dict]) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-def run_job(inputs, out, checkpoint) -> None:
+def run_job(inputs, out, checkpoint, setting: Setting) -> None:
     import ray
 
     from pulpie_rt.integrations.ray import extract_dataset
 
     pages = ray.data.read_parquet(str(inputs))
-    extract_dataset(pages, actors=2, batch_size=4, checkpoint_path=checkpoint).write_parquet(
-        str(out))
+    # blocks of 4 pages on the default model's subset (many blocks for few pages), 16 on all
+    extract_dataset(pages, actors=2, batch_size=16 if setting.all_pages else 4,
+                    checkpoint_path=checkpoint, profile=setting.profile).write_parquet(str(out))
 
 
 def data_files(out) -> set:
@@ -61,9 +68,9 @@ def read_ids(out, names) -> list:
     return [i for name in sorted(names) for i in pq.read_table(out / name).column("id").to_pylist()]
 
 
-def wrong_rows(table: pa.Table, rows: list[dict]) -> list[str]:
+def wrong_rows(table: pa.Table, rows: list[dict], setting: Setting) -> list[str]:
     """Ids of rows whose output is not what it must be (inputs kept; Extractor's results)."""
-    expected = extractor_results()
+    expected = extractor_results(setting)
     by_id = {r["id"]: r for r in table.to_pylist()}
     wrong = []
     for row in rows:
@@ -80,27 +87,28 @@ def wrong_rows(table: pa.Table, rows: list[dict]) -> list[str]:
     return wrong
 
 
-def test_every_row_comes_out_once_as_extractor_makes_it_and_resumes(cluster, tmp_path):
-    rows = input_rows()
+@pytest.mark.parametrize("setting", SETTINGS, ids=str)
+def test_every_row_comes_out_once_as_extractor_makes_it_and_resumes(cluster, tmp_path, setting):
+    rows = input_rows(setting)
     half = len(rows) // 2
     inputs, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
     inputs.mkdir()
 
     # A job that wrote the first half of the rows, then stopped ...
     write_rows(inputs / "part-0.parquet", rows[:half])
-    run_job(inputs, out, checkpoint)
+    run_job(inputs, out, checkpoint, setting)
     first = data_files(out)
     assert sorted(read_ids(out, first)) == sorted(r["id"] for r in rows[:half])
 
     # ... rerun over all rows: only the rows not written yet are processed
     write_rows(inputs / "part-1.parquet", rows[half:])
-    run_job(inputs, out, checkpoint)
+    run_job(inputs, out, checkpoint, setting)
     second = data_files(out) - first
     assert sorted(read_ids(out, second)) == sorted(r["id"] for r in rows[half:])
 
     table = pq.read_table(out)
     assert sorted(table.column("id").to_pylist()) == sorted(r["id"] for r in rows)
-    assert wrong_rows(table, rows) == []
+    assert wrong_rows(table, rows, setting) == []
     assert table.schema.field("error").type == pa.string()
     assert table.schema.field("n_main").type == pa.int64()
     # the garbage row is a page without content, not a failure (as Extractor has it)
@@ -109,7 +117,7 @@ def test_every_row_comes_out_once_as_extractor_makes_it_and_resumes(cluster, tmp
 
     # A rerun of the finished job: every row is dropped at the read, none reaches the model,
     # nothing is written (one row in, one row out: rows written == pages processed).
-    run_job(inputs, out, checkpoint)
+    run_job(inputs, out, checkpoint, setting)
     assert data_files(out) == first | second
 
 

@@ -423,6 +423,7 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
 def test_info_metrics_openapi(server):
     info = httpx.get(server.url + "/info").json()
     assert info["model"] == "default" and info["backend"] == "onnxruntime"
+    assert info["profile"] == "accurate"  # the embedded model's default profile
     assert info["device"] == "cpu" and info["state"] == "ready" and info["workers"] == 1
     assert info["limits"] == {"max_batch_tokens": 16384, "max_batch_wait_ms": 5.0,
                               "max_concurrent_requests": 512, "max_client_batch_size": 32,
@@ -491,6 +492,22 @@ def test_the_bench_row_runs_both_sides_on_the_same_pages(parity_pages):
     assert report["serve_vs_pipeline"] == pytest.approx(
         report["serve_pages_per_s"] / report["pipeline_pages_per_s"])
     assert "serve, 2 callers, 1 page/request" in serve_table(report)
+
+
+def test_the_fast_profile_serves_what_the_extractor_makes_with_it(tmp_path_factory,
+                                                                  parity_pages):
+    server = start_server(tmp_path_factory, "--profile", "fast")
+    try:
+        assert httpx.get(server.url + "/info").json()["profile"] == "fast"
+        response = extract(server.url, parity_pages)
+    finally:
+        assert server.stop() == 0, server.log()
+    results = Extractor(device="cpu", profile="fast").extract_batch(
+        [p["html"] for p in parity_pages])
+    assert response.status_code == 200, response.text
+    assert [(r["id"], r["content"], r["n_main"], r["error"])
+            for r in response.json()["results"]] == [
+        (p["id"], r.markdown, r.n_main, None) for p, r in zip(parity_pages, results, strict=True)]
 
 
 # ---------------------------------------------------------------------------- shutdown

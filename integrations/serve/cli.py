@@ -37,7 +37,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         request_timeout_s=args.request_timeout,
     )
     service = ExtractionService(args.model, backend=args.backend, device=args.device,
-                                workers=args.workers, threads=args.threads, limits=limits)
+                                workers=args.workers, threads=args.threads, limits=limits,
+                                profile=args.profile)
     load_failures: list[str] = []
 
     def on_load_failed(message: str) -> None:
@@ -99,6 +100,9 @@ def register(subparsers) -> None:
                             f"bundle dir or engine file (default {DEFAULT_MODEL})")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--profile", default=None,
+                       help="speed/quality profile of the model (the embedded default model: "
+                            "fast or accurate; default: the bundle's own, see the model card)")
     serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
     serve.add_argument("--workers", type=_positive(int), default=None,

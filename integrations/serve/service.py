@@ -113,8 +113,10 @@ class ExtractionService:
     def __init__(self, model: str = DEFAULT_MODEL, backend: str = "auto",
                  device: str | None = None, workers: int | None = None,
                  threads: int | None = None, limits: Limits | None = None,
-                 metrics: ServiceMetrics | None = None, cutoff_length: int = 500):
+                 metrics: ServiceMetrics | None = None, cutoff_length: int = 500,
+                 profile: str | None = None):
         self.model = str(model)
+        self.profile = profile
         self.backend_name = backend
         self.device = device
         self.workers = workers if workers is not None else default_workers()
@@ -136,7 +138,7 @@ class ExtractionService:
     def load(self) -> None:
         """Resolve the model, create the backend, start the workers and the batcher."""
         try:
-            resolved = resolve_model(self.model)
+            resolved = resolve_model(self.model, profile=self.profile)
             self.bundle = resolved.bundle
             backend = create_backend(self.bundle, self.backend_name, self.device,
                                      engine_path=resolved.engine_paths, threads=self.threads)
@@ -275,6 +277,7 @@ class ExtractionService:
         backend = self.backend
         return {
             "model": self.model,
+            "profile": self.bundle.profile if self.bundle is not None else None,
             "bundle": str(self.bundle.path) if self.bundle is not None else None,
             "max_tokens_per_chunk": self.bundle.max_tokens if self.bundle is not None else None,
             "backend": backend.name if backend is not None else None,
