@@ -168,11 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="compare the C program with Extractor on every dev page and stop")
     args = parser.parse_args(argv)
     if args.parity:
+        from pulpie_rt.eval.report import write_result
+
         build_capi()
         result = parity(args.model)
         print(f"C program vs Extractor, model {result['model']}: {result['identical']}/"
               f"{result['pages']} dev pages identical (C {result['c_seconds']:.0f} s, Python "
               f"{result['python_seconds']:.0f} s); different: {result['different']}")
+        print(f"wrote {write_result('capi-parity', result, None)}")
         return 0 if not result["different"] else 1
     if args.write_pages:
         from pulpie_rt.eval.pages import bench_pages, spread

@@ -9,8 +9,10 @@ runs through ``OnnxRuntimeBackend``'s session and through the core's ``TokenClas
 with the same thread count. Printed per bundle: max |Δlogit| over every logit, whether the
 logits are bitwise equal, SEP labels (argmax) that differ, and the same for the SEP logits
 the core picks itself (its own padding and ``sep_logits``); for a bundle with a rescorer,
-the rescorer's probabilities, log-odds and scores on the pages' block features. The core's
-``make_batches`` is compared with Python's on the same chunk lengths.
+the rescorer's probabilities, log-odds and scores on the pages' block features, against its
+specification on onnxruntime's Python API (``tests/spec/rescore_spec.py``). The core's
+``make_batches`` through this surface is compared with ``runtime.stages.batches``' (which
+calls it too) on the same chunk lengths.
 
     python -m pulpie_rt.parity.ort_core_parity --bundle default --bundle /tmp/tiny-bundle
 
@@ -105,7 +107,7 @@ _SIGNATURES = {
     "pulpie_rt_ort_rescorer_free": [_P],
     "pulpie_rt_ort_make_batches": [
         _P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, _P, _P,
-        ctypes.c_size_t, ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
+        ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
     "pulpie_rt_free": [ctypes.c_void_p, ctypes.c_size_t],
     "pulpie_rt_ort_free_u64s": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
 }
@@ -189,7 +191,7 @@ class CoreOrt:
         self._check(self.lib.pulpie_rt_ort_make_batches(
             _ptr(lengths_array), len(lengths_array), max_batch_tokens, max_batch_attention or 0,
             1 if buckets is None else 0, _ptr(bucket_lengths), _ptr(bucket_rows),
-            len(bucket_lengths), ctypes.byref(out), ctypes.byref(error)), error)
+            len(bucket_lengths), 1, ctypes.byref(out), ctypes.byref(error)), error)
         order = [out.order_ptr[i] for i in range(out.order_len)]
         ends = [out.ends_ptr[i] for i in range(out.batches)]
         result, start = [], 0
@@ -343,11 +345,25 @@ def compare_batching(core: CoreOrt, items: list[tuple]) -> dict:
     return results
 
 
+def _spec(name: str):
+    """A specification module of ``tests/spec`` (this checkout's)."""
+    import importlib
+
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    if not (tests / "spec" / "__init__.py").is_file():
+        raise SystemExit(f"no specification at {tests / 'spec'}: run from a checkout")
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    return importlib.import_module(f"spec.{name}")
+
+
 def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: int) -> dict:
     from pulpie_rt.runtime.flow.pages import PageError, Preparer
     from pulpie_rt.runtime.model.backends import OnnxRuntimeBackend, sep_logits
     from pulpie_rt.runtime.stages.batches import make_batches
-    from pulpie_rt.runtime.stages.labels import block_margins, sep_margins
+    from pulpie_rt.runtime.stages.labels import sep_margins
+
+    block_margins = _spec("labels_spec").block_margins
 
     bundle = _bundle(bundle_name)
     preparer = Preparer.from_bundle(bundle)
@@ -421,8 +437,10 @@ def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: 
 
 def compare_rescorer(core: CoreOrt, bundle, prepared, chunk_margins, block_margins) -> dict:
     """The rescorer on every page's block features and (Python's) margins, both sides."""
-    python_rescorer = bundle.rescorer
     spec = bundle.manifest["rescorer"]
+    # onnxruntime's Python API (the specification; the runtime's BlockRescorer is the core's)
+    python_rescorer = _spec("rescore_spec").SpecRescorer(bundle.rescorer_path,
+                                                         spec["margin_weight"])
     ours = core.rescorer(bundle.rescorer_path, spec["margin_weight"])
     threshold = bundle.main_margin if bundle.main_margin is not None else 0.0
     max_prob = 0.0
@@ -434,8 +452,7 @@ def compare_rescorer(core: CoreOrt, bundle, prepared, chunk_margins, block_margi
         margins = block_margins(page.n_blocks, [c.block_indices for c in page.chunks],
                                 [chunk_margins[(p, c)] for c in range(len(page.chunks))])
         features = np.ascontiguousarray(page.features, np.float32)
-        (python_probs,) = python_rescorer.session.run(
-            ["probabilities"], {python_rescorer.input_name: features})
+        python_probs = python_rescorer.probabilities(features)
         python_odds = python_rescorer.log_odds(features)
         python_scores = python_rescorer.scores(features, margins)
         probs, odds, scores = ours.run(features, margins)

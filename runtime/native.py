@@ -27,7 +27,8 @@ __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
     "STEP_LEXBOR_HTML", "STEP_LEXBOR_SERIALIZATION", "STEP_TREE", "library_path",
     "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
-    "CoreTokenizer", "TokenizerLoadError", "block_features",
+    "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
+    "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -469,3 +470,240 @@ def block_features(map_html: str, item_ids: list[str | None],
     finally:
         lib.pulpie_rt_free(out.ptr, out.len)
     return features
+
+
+# ── batching, the block rescorer and label decoding (core/src/ort, core/src/engine) ───────
+# The Python page flow runs these stages on the same core functions as the C library's engine:
+# one implementation of each (specifications in tests/spec/).
+
+ORT_LIBRARY_ENV = "PULPIE_RT_ORT_LIB"
+
+
+class _Message(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _Batches(ctypes.Structure):
+    _fields_ = [
+        ("order_ptr", ctypes.POINTER(ctypes.c_uint64)), ("order_len", ctypes.c_size_t),
+        ("ends_ptr", ctypes.POINTER(ctypes.c_uint64)),
+        ("bucket_lengths_ptr", ctypes.POINTER(ctypes.c_uint64)),
+        ("bucket_rows_ptr", ctypes.POINTER(ctypes.c_uint64)),
+        ("batches", ctypes.c_size_t),
+    ]
+
+
+_P = ctypes.c_void_p
+_ENGINE_SIGNATURES = {
+    "pulpie_rt_ort_load": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
+                            ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_ort_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32,
+                                     ctypes.c_double, ctypes.POINTER(_P),
+                                     ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_ort_rescorer_run": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P,
+                                    ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_ort_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_make_batches": ([_P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
+                                    ctypes.c_uint32, _P, _P, ctypes.c_size_t, ctypes.c_uint32,
+                                    ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
+                                   ctypes.c_int32),
+    "pulpie_rt_ort_free_u64s": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t], None),
+    "pulpie_rt_decide_blocks": ([_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_double,
+                                 ctypes.c_uint32, ctypes.c_size_t, _P, _P, ctypes.c_size_t,
+                                 ctypes.c_uint32, _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t,
+                                 ctypes.c_size_t, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
+}
+
+
+_ENGINE_DECLARED: list[bool] = []  # whether _ENGINE_SIGNATURES are set on the library
+
+
+def _engine_library() -> ctypes.CDLL:
+    lib = _library()
+    if not _ENGINE_DECLARED:
+        for name, (argtypes, restype) in _ENGINE_SIGNATURES.items():
+            function = getattr(lib, name)
+            function.argtypes, function.restype = argtypes, restype
+        _ENGINE_DECLARED.append(True)
+    return lib
+
+
+def _engine_call(function, *args) -> None:
+    """Call a core function that reports failures in a trailing ``_Message``; ``CoreError``
+    with its message when it fails."""
+    lib = _engine_library()
+    message = _Message()
+    status = function(*args, ctypes.byref(message))
+    if status != 0:
+        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+        raise CoreError(text)
+
+
+def _u64s(values) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.uint64)
+
+
+def _take_u64s(lib: ctypes.CDLL, ptr, length: int) -> np.ndarray:
+    try:
+        return np.ctypeslib.as_array(ptr, (length,)).copy() if length else np.zeros(0, np.uint64)
+    finally:
+        lib.pulpie_rt_ort_free_u64s(ptr, length)
+
+
+def plan_batches(lengths: list[int], max_batch_tokens: int,
+                 buckets: list[tuple[int, int | None]] | None,
+                 max_batch_attention: int | None, padded: bool
+                 ) -> list[tuple[np.ndarray, int, int | None]]:
+    """The one batcher (``core/src/ort/batches.rs``, ``batches.make_batches``'s rules) over
+    item lengths: per batch the item indices in row order, and its bucket as ``(max_length,
+    max_rows)`` (``buckets`` None: the default ones)."""
+    lib = _engine_library()
+    lengths_array = _u64s(lengths)
+    bucket_lengths = _u64s([b for b, _ in buckets or []])
+    bucket_rows = _u64s([r or 0 for _, r in buckets or []])
+    out = _Batches()
+    _engine_call(lib.pulpie_rt_ort_make_batches, lengths_array.ctypes.data, len(lengths_array),
+                 max(int(max_batch_tokens), 0),
+                 0 if max_batch_attention is None else max(int(max_batch_attention), 1),
+                 1 if buckets is None else 0, bucket_lengths.ctypes.data,
+                 bucket_rows.ctypes.data, len(bucket_lengths), 1 if padded else 0,
+                 ctypes.byref(out))
+    order = _take_u64s(lib, out.order_ptr, out.order_len)
+    ends = _take_u64s(lib, out.ends_ptr, out.batches)
+    sizes = _take_u64s(lib, out.bucket_lengths_ptr, out.batches)
+    caps = _take_u64s(lib, out.bucket_rows_ptr, out.batches)
+    plans, start = [], 0
+    for end, size, cap in zip(ends.tolist(), sizes.tolist(), caps.tolist(), strict=True):
+        plans.append((order[start:end], size, cap or None))
+        start = end
+    return plans
+
+
+def ort_library_path() -> Path | None:
+    """The ONNX Runtime C library the core loads for the Python page flow: ``$PULPIE_RT_ORT_LIB``,
+    else the installed onnxruntime wheel's ``capi/libonnxruntime.so.*``; None without one."""
+    explicit = os.environ.get(ORT_LIBRARY_ENV)
+    if explicit:
+        return Path(explicit)
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
+    return found[0] if found else None
+
+
+_ORT_CACHE: list[int] = []  # the core's ONNX Runtime handle, loaded once per process
+
+
+def _ort_handle() -> int:
+    if _ORT_CACHE:
+        return _ORT_CACHE[0]
+    path = ort_library_path()
+    if path is None:
+        raise CoreError("no ONNX Runtime C library: install the onnxruntime wheel or set "
+                        f"{ORT_LIBRARY_ENV} to a libonnxruntime.so")
+    lib = _engine_library()
+    handle = _P()
+    data = os.fsencode(path)
+    _engine_call(lib.pulpie_rt_ort_load, data, len(data), ctypes.byref(handle))
+    _ORT_CACHE.append(handle.value)
+    return handle.value
+
+
+class CoreRescorer:
+    """The core's block rescorer (``core/src/ort/rescorer.rs``) over one ``rescorer.onnx``:
+    one ONNX Runtime session, CPU, shared by threads (each call releases the GIL)."""
+
+    def __init__(self, onnx_path: str | Path, margin_weight: float) -> None:
+        lib = _engine_library()
+        self._lib = lib
+        self.handle = None
+        data = os.fsencode(onnx_path)
+        handle = _P()
+        _engine_call(lib.pulpie_rt_ort_rescorer_open, _ort_handle(), data, len(data), 0,
+                     float(margin_weight), ctypes.byref(handle))
+        self.handle = handle.value
+
+    def __del__(self) -> None:
+        if getattr(self, "handle", None):
+            self._lib.pulpie_rt_ort_rescorer_free(self.handle)
+            self.handle = None
+
+    def run(self, features: np.ndarray, margins: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(probabilities [rows, 2], log_odds, scores)`` of ``features`` ``[rows, columns]``
+        and one margin per row."""
+        features = np.ascontiguousarray(features, np.float32)
+        rows = len(features)
+        columns = features.shape[1] if features.ndim == 2 else 0
+        margins = np.ascontiguousarray(margins, np.float32)
+        if len(margins) != rows:
+            raise CoreError(f"{len(margins)} margins for {rows} blocks")
+        probabilities = np.empty((rows, 2), np.float32)
+        log_odds = np.empty(rows, np.float32)
+        scores = np.empty(rows, np.float32)
+        _engine_call(self._lib.pulpie_rt_ort_rescorer_run, self.handle, features.ctypes.data,
+                     rows, columns, margins.ctypes.data, probabilities.ctypes.data,
+                     log_odds.ctypes.data, scores.ctypes.data)
+        return probabilities, log_odds, scores
+
+
+_OUTPUTS_LOGITS, _OUTPUTS_MARGINS = 0, 1  # core/src/engine/ffi.rs
+
+
+class DecodeError(ValueError):
+    """A page the label decoding failed on; the message is the page's ``"rescore: …"``."""
+
+
+def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: list[np.ndarray],
+                  margins: bool, threshold: float | None, keep_best: bool,
+                  rescorer: CoreRescorer | None = None, features: np.ndarray | None = None,
+                  n_classified: int | None = None) -> list[int]:
+    """One page's block predictions from its chunks' SEP outputs
+    (``core/src/engine/decode.rs``' ``decide_blocks``): ``chunk_outputs[c]`` holds chunk
+    ``c``'s ``[n_sep, labels]`` logits, or (1-D) its margins. ``margins`` False: the argmax
+    at each SEP; True: the bundle's decoding by margins (``threshold``, ``keep_best``, and
+    ``rescorer``'s scores over ``features`` when given; blocks past ``n_classified`` other).
+    ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
+    lib = _engine_library()
+    outputs = [np.asarray(o, dtype=np.float32) for o in chunk_outputs]
+    kinds = {o.ndim for o in outputs}
+    if len(kinds) > 1 or kinds - {1, 2}:
+        raise CoreError("SEP outputs must be all 2-D logits or all 1-D margins")
+    kind = _OUTPUTS_MARGINS if kinds == {1} else _OUTPUTS_LOGITS
+    labels = 0 if kind == _OUTPUTS_MARGINS else (
+        max((o.shape[1] for o in outputs), default=0))
+    if kind == _OUTPUTS_LOGITS and any(o.shape[1] != labels for o in outputs if len(o)):
+        raise CoreError("chunks give different numbers of labels")
+    values = (np.concatenate([o.reshape(-1) for o in outputs]) if outputs
+              else np.zeros(0, np.float32))
+    value_ends = _u64s(np.cumsum([o.size for o in outputs], dtype=np.int64))
+    blocks = _u64s([b for indices in chunk_blocks for b in indices])
+    block_ends = _u64s(np.cumsum([len(indices) for indices in chunk_blocks], dtype=np.int64))
+    if len(block_ends) != len(value_ends):
+        raise CoreError(f"{len(chunk_blocks)} chunks of blocks, {len(outputs)} of SEP outputs")
+    n_features = 0
+    features_pointer = None
+    if rescorer is not None and features is not None:
+        features = np.ascontiguousarray(features, np.float32)
+        if features.ndim != 2 or len(features) != n_blocks:
+            raise DecodeError(f"rescore: ValueError: {len(features)} rows of block features "
+                              f"for {n_blocks} blocks")
+        n_features = features.shape[1]
+        features_pointer = features.ctypes.data
+    out = np.zeros(n_blocks, np.uint64)
+    message = _Message()
+    status = lib.pulpie_rt_decide_blocks(
+        None if rescorer is None else rescorer.handle, 1 if margins else 0,
+        0 if threshold is None else 1, 0.0 if threshold is None else float(threshold),
+        1 if keep_best else 0, n_blocks, blocks.ctypes.data, block_ends.ctypes.data,
+        len(block_ends), kind, values.ctypes.data, value_ends.ctypes.data, labels,
+        features_pointer, n_features, n_blocks if n_classified is None else n_classified,
+        out.ctypes.data, ctypes.byref(message))
+    if status != 0:
+        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+        if status == 1 and text.startswith("rescore: "):
+            raise DecodeError(text)
+        raise CoreError(text)
+    return out.tolist()

@@ -6,16 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
+from spec.labels_spec import argmax_labels, block_predictions
 
 from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.model.backends import BackendError, OnnxRuntimeBackend, create_backend
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.stages.batches import make_batches
-from pulpie_rt.runtime.stages.labels import (
-    argmax_labels,
-    block_predictions,
-    labels_from_predictions,
-)
+from pulpie_rt.runtime.stages.labels import labels_from_predictions
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from rt_helpers import hostile_pages, tiny_bundle
+from spec.labels_spec import block_margins, keep_best_block
 
 from pulpie_rt import Extractor
 from pulpie_rt.eval.metrics import score_pages
@@ -18,7 +19,6 @@ from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
 from pulpie_rt.runtime.stages.batches import Bucket
 from pulpie_rt.runtime.stages.chunks import Chunk
-from pulpie_rt.runtime.stages.labels import block_margins, keep_best_block
 from pulpie_rt.runtime.stages.markdown import to_text
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024

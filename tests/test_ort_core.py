@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
+from spec.batches_spec import make_batches as python_make_batches
+from spec.rescore_spec import SpecRescorer
 
 from pulpie_rt.parity.ort_core_parity import (
     CoreError,
@@ -27,7 +29,6 @@ from pulpie_rt.runtime.model.backends import OnnxRuntimeBackend
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS
-from pulpie_rt.runtime.stages.batches import make_batches as python_make_batches
 
 LIBRARY = ort_library_path()
 pytestmark = [
@@ -108,7 +109,9 @@ def test_default_model_from_bytes_and_from_several_threads(core, default_bundle)
 
 
 def test_rescorer_matches_python_on_real_block_features(core, default_bundle):
-    python = default_bundle.rescorer
+    # the specification on onnxruntime's Python API (the runtime's rescorer is the core's)
+    python = SpecRescorer(default_bundle.rescorer_path,
+                          default_bundle.manifest["rescorer"]["margin_weight"])
     ours = core.rescorer(default_bundle.rescorer_path, python.margin_weight)
     prepared = _prepared(default_bundle, small_dev_pages()[:30])
     rng = np.random.default_rng(0)
@@ -117,7 +120,7 @@ def test_rescorer_matches_python_on_real_block_features(core, default_bundle):
         features = np.ascontiguousarray(page.features, np.float32)
         margins = rng.normal(0, 3, len(features)).astype(np.float32)
         margins[::7] = np.nan  # blocks without a margin
-        (probabilities,) = python.session.run(["probabilities"], {python.input_name: features})
+        probabilities = python.probabilities(features)
         got_probabilities, got_odds, got_scores = ours.run(features, margins)
         np.testing.assert_allclose(got_probabilities, probabilities, rtol=0, atol=1e-6)
         np.testing.assert_allclose(got_odds, python.log_odds(features), rtol=0, atol=1e-5)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from rt_helpers import tiny_bundle
+from spec.rescore_spec import SpecRescorer
 
 from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
 from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
@@ -82,19 +83,12 @@ def test_a_bundle_naming_a_missing_rescorer_is_refused(tmp_path):
         load_bundle(bundle)
 
 
-class _FirstColumnRescorer:
-    """Score = feature column 0 + the margin (a stand-in for the ONNX ensemble)."""
-
-    def scores(self, features, margins):
-        return features[:, 0] + np.nan_to_num(margins, nan=0.0)
-
-
 class _MarginBackend:
-    """Margins -1, 0, +1 along each chunk's SEPs; its bundle has a rescorer."""
+    """Margins -1, 0, +1 along each chunk's SEPs; its bundle has ``rescorer``."""
 
-    def __init__(self, main_margin: float):
+    def __init__(self, main_margin: float, rescorer):
         self.bundle = SimpleNamespace(keep_best_block=True, main_margin=main_margin,
-                                      has_rescorer=True, rescorer=_FirstColumnRescorer())
+                                      has_rescorer=True, rescorer=rescorer)
 
     def is_padded(self) -> bool:
         return True
@@ -110,21 +104,42 @@ class _MarginBackend:
         return out
 
 
-def test_predict_pages_decides_by_the_rescorers_scores():
+def test_predict_pages_decides_by_the_rescorers_scores(trained):
+    """The core's decoding with the core's rescorer: score = log-odds + 1.0 x margin."""
+    _, path, x, _, _ = trained
+    rescorer = BlockRescorer(path, margin_weight=1.0, features=FEATURES_VERSION)
+    odds = rescorer.log_odds(x[:400])
+    best, low = int(np.argmax(odds)), np.argsort(odds)[:2].tolist()
+    features = x[[best, *low]]
+    scores = rescorer.log_odds(features) + np.array([-1.0, 0.0, 1.0], np.float32)
+    assert scores[0] > max(scores[1:]) and np.argmax([-1.0, 0.0, 1.0]) == 2
     chunk = Chunk([0, 5, 9, 6, 9, 7, 9, 1], [0, 1, 2])
-    features = np.zeros((3, N_FEATURES), np.float32)
-    features[:, 0] = [3.0, -1.0, -3.0]  # scores: 3 - 1 = 2, -1 + 0 = -1, -3 + 1 = -2
     page = PreparedPage(["1", "2", "3"], [chunk], "", features)
-    assert predict_pages(_MarginBackend(-1.5), [page]) == [[1, 1, 0]]
-    assert predict_pages(_MarginBackend(0.0), [page]) == [[1, 0, 0]]
-    # nothing above the threshold: keep_best_block keeps the best score, not the best margin
-    assert predict_pages(_MarginBackend(5.0), [page]) == [[1, 0, 0]]
+    for threshold in (*(float(s) - 1e-3 for s in scores), float(scores.max()) + 1.0):
+        expected = [int(s > threshold) for s in scores] if (scores > threshold).any() else [1, 0, 0]
+        assert predict_pages(_MarginBackend(threshold, rescorer), [page]) == [expected]
+    # blocks past n_classified are "other", whatever their features score
+    cut = PreparedPage(["1", "2", "3"], [chunk], "", features, n_classified=1)
+    assert predict_pages(_MarginBackend(float(scores.min()) - 1.0, rescorer), [cut]) == [[1, 0, 0]]
     # a page prepared without features fails alone, naming the stage and the reason
     bare = PreparedPage(["1", "2", "3"], [chunk], "")
-    outcome = predict_pages(_MarginBackend(0.0), [bare, page])
+    outcome = predict_pages(_MarginBackend(0.0, rescorer), [bare, page])
     assert str(outcome[0]) == ("rescore: ValueError: the bundle has a rescorer but the page has "
                                "no block features (prepared without Preparer.from_bundle?)")
-    assert outcome[1] == [1, 0, 0]
+    assert outcome[1] == ([int(s > 0.0) for s in scores] if (scores > 0).any() else [1, 0, 0])
+
+
+def test_core_rescorer_gives_the_specifications_scores(trained):
+    """The runtime's rescorer (the core's ONNX Runtime session) against its specification on
+    onnxruntime's Python API: same ONNX Runtime release, same machine."""
+    _, path, x, _, _ = trained
+    margins = np.linspace(-3.0, 3.0, 1000).astype(np.float32)
+    margins[::7] = np.nan
+    core = BlockRescorer(path, margin_weight=0.25, features=FEATURES_VERSION)
+    spec = SpecRescorer(path, margin_weight=0.25)
+    np.testing.assert_allclose(core.log_odds(x[:1000]), spec.log_odds(x[:1000]), atol=1e-6)
+    np.testing.assert_allclose(core.scores(x[:1000], margins), spec.scores(x[:1000], margins),
+                               atol=1e-6)
 
 
 def test_the_same_recipe_gives_a_byte_identical_rescorer(trained, tmp_path):

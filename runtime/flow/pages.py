@@ -25,19 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
-from pulpie_rt.runtime.stages.labels import (
-    MAIN,
-    argmax_labels,
-    block_margins,
-    block_predictions,
-    keep_best_block,
-    labels_from_predictions,
-    margin_labels,
-    sep_margins,
-)
+from pulpie_rt.runtime.stages.labels import MAIN, labels_from_predictions
 from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
 
 logger = logging.getLogger("pulpie_rt")
@@ -370,6 +362,11 @@ def run_chunks(
     return outputs, failed
 
 
+def _sep_outputs(logits) -> np.ndarray:
+    """A row's SEP logits as the core's decoding reads them (float32 ``[n_sep, labels]``)."""
+    return np.asarray(logits, dtype=np.float32)
+
+
 def predict_pages(
     backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     stats: RunStats | None = None,
@@ -377,17 +374,17 @@ def predict_pages(
     """Per page its block predictions (``None`` pages stay ``None``; a page whose inference
     failed gets its ``PageError``, see ``run_chunks``).
 
-    The backend's bundle may ask for its own ``decoding`` (see ``runtime.bundle``): a margin
-    threshold instead of the argmax, ``keep_best_block`` (``labels.keep_best_block``) and a
-    block rescorer (``runtime.rescore``); see ``decide_blocks``.
+    The backend's bundle may ask for its own ``decoding`` (see ``runtime.model.bundle``): a
+    margin threshold instead of the argmax, ``keep_best_block`` and a block rescorer
+    (``runtime.stages.rescore``). The decoding runs in the compiled core
+    (``native.decide_blocks``, the C library's too).
     """
     bundle = getattr(backend, "bundle", None)
     keep_best = bool(bundle is not None and bundle.keep_best_block)
     threshold = bundle.main_margin if bundle is not None else None
     rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
     need_margins = keep_best or threshold is not None or rescorer is not None
-    read = sep_margins if need_margins else argmax_labels
-    outputs_by_key, failed = run_chunks(backend, pages, read, max_batch_tokens, stats)
+    outputs_by_key, failed = run_chunks(backend, pages, _sep_outputs, max_batch_tokens, stats)
     results: list[list[int] | PageError | None] = []
     for page_index, page in enumerate(pages):
         if page is None:
@@ -396,34 +393,58 @@ def predict_pages(
             results.append(failed[page_index])
         else:
             chunk_outputs = [outputs_by_key[(page_index, i)] for i in range(len(page.chunks))]
-            chunk_blocks = [c.block_indices for c in page.chunks]
-            if not need_margins:
-                results.append(block_predictions(page.n_blocks, chunk_blocks, chunk_outputs))
-                continue
             try:
-                results.append(decide_blocks(page, chunk_outputs, threshold, keep_best, rescorer))
+                results.append(_decide(page, chunk_outputs, need_margins, threshold, keep_best,
+                                       rescorer))
             except Exception as exc:
-                results.append(PageError("rescore", describe(exc)))
+                results.append(_rescore_error(exc))
     return results
+
+
+def _decide(page: PreparedPage, chunk_outputs: list[np.ndarray], margins: bool,
+            threshold: float | None, keep_best: bool, rescorer) -> list[int]:
+    if rescorer is not None and rescorer.core is None:
+        return _decide_in_context(page, threshold, keep_best, rescorer)
+    return native.decide_blocks(
+        page.n_blocks, [c.block_indices for c in page.chunks], chunk_outputs, margins,
+        threshold, keep_best, None if rescorer is None else rescorer.core,
+        page.features, page.n_classified)
+
+
+def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: bool,
+                       rescorer) -> list[int]:
+    """A rescorer that reads blocks in context (the default model's ``fast`` profile, no
+    transformer): its scores are computed here (``rescore.context_features``, which only this
+    runtime has), then the core decides the page from them as it does from margins: one
+    "chunk" holding every block, the blocks the limits cut without a score."""
+    if page.chunks:
+        raise ValueError("a rescorer that reads blocks in context runs without the "
+                         "transformer (a rescorer-only profile)")
+    if page.features is None:
+        raise ValueError("the bundle has a rescorer but the page has no block features "
+                         "(prepared without Preparer.from_bundle?)")
+    scores = rescorer.log_odds(page.features).astype(np.float32)
+    if page.n_classified is not None:
+        scores[page.n_classified:] = np.nan  # cut by the limits: "other"
+    return native.decide_blocks(page.n_blocks, [list(range(page.n_blocks))], [scores], True,
+                                threshold, keep_best)
+
+
+def _rescore_error(exc: Exception) -> PageError:
+    """The page's error for a failed decoding: the core's ``"rescore: …"`` as it is."""
+    if isinstance(exc, native.DecodeError):
+        return PageError("rescore", str(exc).removeprefix("rescore: "))
+    return PageError("rescore", describe(exc))
 
 
 def decide_blocks(page: PreparedPage, chunk_margins: list[np.ndarray], threshold: float | None,
                   keep_best: bool, rescorer=None) -> list[int]:
-    """A bundle's own decoding of one page: per-block scores (the margins, or the rescorer's
-    scores when the bundle has one) above ``threshold`` (None: 0) are main, and with
-    ``keep_best`` a page without any main block keeps its best-scoring one."""
-    scores = block_margins(page.n_blocks, [c.block_indices for c in page.chunks], chunk_margins)
-    if rescorer is not None:
-        if page.features is None:
-            raise ValueError("the bundle has a rescorer but the page has no block features "
-                             "(prepared without Preparer.from_bundle?)")
-        scores = rescorer.scores(page.features, scores)
-        if page.n_classified is not None:
-            # blocks the limits cut are "other", whatever the rescorer makes of their features
-            scores[page.n_classified:] = np.nan
-    predictions = margin_labels(np.nan_to_num(scores, nan=-np.inf),
-                                0.0 if threshold is None else threshold)
-    return keep_best_block(predictions, scores) if keep_best else predictions
+    """A bundle's own decoding of one page from its chunks' SEP margins (or ``[n_sep,
+    labels]`` logits): per-block scores (the margins, or the rescorer's scores when the bundle
+    has one) above ``threshold`` (None: 0) are main, and with ``keep_best`` a page without any
+    main block keeps its best-scoring one. In the core (``native.decide_blocks``); raises
+    ``native.DecodeError`` (``"rescore: …"``) where the page cannot be decoded."""
+    return _decide(page, chunk_margins, True, threshold, keep_best, rescorer)
 
 
 EMPTY_NO_TEXT = "the page has no visible text"

@@ -6,7 +6,9 @@ and ``cumulative_seq_lengths``; each backend pads it (or not) as its engine need
 
 Chunks are sorted by length and cut greedily so that ``rows * longest_row`` stays within
 ``max_batch_tokens`` and no batch crosses a bucket boundary (a bucket is an engine profile:
-every row of a batch then fits the same TensorRT optimisation profile / padded shape).
+every row of a batch then fits the same TensorRT optimisation profile / padded shape). The
+grouping is the compiled core's (``native.plan_batches``), the one the C library batches with;
+this module builds the flat batches the backends take.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from pulpie_rt.runtime import native
 
 # Sequence-length buckets: a batch is padded to the smallest that holds its longest chunk. The
 # TensorRT engine builder (``export.profiles``) makes one optimisation profile per bucket.
@@ -80,14 +84,6 @@ class Batch:
         return positions
 
 
-def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
-    """The smallest bucket that holds ``length`` tokens (an unbounded one past the last)."""
-    for bucket in buckets:
-        if length <= bucket.max_length:
-            return bucket
-    return Bucket(length, 1)
-
-
 def as_buckets(bounds: Iterable[int | Bucket] | None) -> list[Bucket]:
     """Sorted buckets from lengths or ``Bucket``s (``SEQ_BUCKETS`` when None)."""
     items = SEQ_BUCKETS if bounds is None else bounds
@@ -126,30 +122,18 @@ def make_batches(
     rows' lengths for one that does not. Within a batch also ``rows * longest**2 <=
     max_batch_attention`` (when given) and ``rows <= bucket.max_rows`` (a single row over a
     budget is allowed: it must run somehow); rows of one batch share a bucket.
+
+    The grouping runs in the compiled core (``core/src/ort/batches.rs``, the C library's
+    batcher too); ``tests/spec/batches_spec.py`` is its specification in Python.
     """
+    item_list = list(items)
     bucket_list = as_buckets(buckets)
-    ordered = sorted(items, key=lambda item: len(item[1]))
-    batches: list[Batch] = []
-    keys: list[Hashable] = []
-    sequences: list[Sequence[int]] = []
-    current: Bucket | None = None
-    unpadded_tokens = 0  # sum of the lengths in the current batch
-    for key, sequence in ordered:
-        bucket = bucket_for(len(sequence), bucket_list)
-        rows = len(keys) + 1
-        length = len(sequence)  # the longest so far: items come shortest first
-        too_many = current is not None and current.max_rows is not None and rows > current.max_rows
-        tokens = rows * length if padded else unpadded_tokens + length
-        over = tokens > max_batch_tokens or (
-            max_batch_attention is not None and rows * length * length > max_batch_attention
-        )
-        if keys and (bucket != current or over or too_many):
-            batches.append(make_batch(keys, sequences, current))
-            keys, sequences, unpadded_tokens = [], [], 0
-        keys.append(key)
-        sequences.append(sequence)
-        unpadded_tokens += length
-        current = bucket
-    if keys:
-        batches.append(make_batch(keys, sequences, current))
+    plans = native.plan_batches([len(sequence) for _, sequence in item_list], max_batch_tokens,
+                                [(b.max_length, b.max_rows) for b in bucket_list],
+                                max_batch_attention, padded)
+    batches = []
+    for rows, max_length, max_rows in plans:
+        chosen = [item_list[i] for i in rows.tolist()]
+        batches.append(make_batch([key for key, _ in chosen], [seq for _, seq in chosen],
+                                  Bucket(max_length, max_rows)))
     return batches

@@ -9,13 +9,19 @@ transformer's margin at the block's SEP; the bundle's ``main_margin`` is then th
 that score. Only the embedded default model has one; the Orange bundles decide by the
 transformer alone, as the reference does.
 
+A rescorer over the block features alone runs in the compiled core (``core/src/ort/
+rescorer.rs``: ONNX Runtime's C API, the C library's rescorer too), and ``runtime.flow.pages``
+decodes a page with it in the core (``native.decide_blocks``); ``tests/spec/rescore_spec.py``
+is its specification, on onnxruntime's Python API.
+
 A rescorer may also read its blocks in context (``manifest.rescorer.context``, the embedded
 model's ``fast`` profile): ``context_features`` widens each block's row with its neighbours'
 values, windowed means and page totals, derived from the page's feature rows in NumPy (one
 definition, used by the training and here). With a ``first_stage`` file it runs twice: the
 first ensemble's probabilities, read in context by ``stage_features`` (the neighbours' and the
 page's), join the row the second ensemble scores, so a block is judged beside what was
-decided around it.
+decided around it. Only this runtime reads context (the C library runs the ``accurate``
+profile): these scores are computed here, and the core decides the page from them.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
 
 CONTEXT_VERSION = "context-v1"
@@ -112,8 +119,11 @@ class RescorerError(ValueError):
 
 
 class BlockRescorer:
-    """onnxruntime sessions over ``rescorer.onnx`` (CPU; it is small), and over the first
-    stage's file when it has one (``context``: ``CONTEXT_VERSION`` or None)."""
+    """The ensemble(s) of a bundle's rescorer. Over the block features alone (``context``
+    None): one ONNX Runtime session in the core (``core``; CPU, one thread each way: the trees
+    are small; threads may share it). Reading blocks in context (``CONTEXT_VERSION``):
+    onnxruntime sessions here, over the first stage's file too when it has one (``core`` is
+    None)."""
 
     def __init__(self, onnx_path: str | Path, margin_weight: float, features: str,
                  context: str | None = None, first_stage: str | Path | None = None):
@@ -126,9 +136,17 @@ class BlockRescorer:
         if first_stage is not None and context is None:
             raise RescorerError(f"{onnx_path}: a first stage needs the context features")
         self.context = context
-        self.session, self.input_name = _session(onnx_path)
-        self.first_stage = None if first_stage is None else _session(first_stage)
         self.margin_weight = float(margin_weight)
+        self.core = None
+        self.first_stage = None
+        if context is None:
+            try:
+                self.core = native.CoreRescorer(onnx_path, margin_weight)
+            except native.CoreError as exc:
+                raise RescorerError(f"{onnx_path}: {exc}") from exc
+        else:
+            self.session, self.input_name = _session(onnx_path)
+            self.first_stage = None if first_stage is None else _session(first_stage)
 
     @property
     def width(self) -> int:
@@ -136,6 +154,13 @@ class BlockRescorer:
         if self.context is None:
             return N_FEATURES
         return N_CONTEXT + (N_STAGE if self.first_stage is not None else 0)
+
+    def _core_run(self, features: np.ndarray, margins: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        try:
+            return self.core.run(features, margins)
+        except native.CoreError as exc:
+            raise RescorerError(str(exc)) from exc
 
     def log_odds(self, features: np.ndarray) -> np.ndarray:
         """The ensemble's log-odds of "main" per row of ``features`` (one page's blocks, in
@@ -146,19 +171,26 @@ class BlockRescorer:
             raise RescorerError(f"features have {features.shape[1]} columns, the rescorer "
                                 f"reads {N_FEATURES}")
         rows = np.ascontiguousarray(features, np.float32)
-        if self.context is not None:
-            rows = context_features(rows)
-            if self.first_stage is not None:
-                session, name = self.first_stage
-                first = _probabilities(session, name, rows)
-                rows = np.ascontiguousarray(np.concatenate([rows, stage_features(first, features)],
-                                                           1))
+        if self.core is not None:
+            return self._core_run(rows, np.zeros(len(rows), np.float32))[1]
+        rows = context_features(rows)
+        if self.first_stage is not None:
+            session, name = self.first_stage
+            first = _probabilities(session, name, rows)
+            rows = np.ascontiguousarray(np.concatenate([rows, stage_features(first, features)],
+                                                       1))
         p = np.clip(_probabilities(self.session, self.input_name, rows), 1e-7, 1 - 1e-7)
         return np.log(p / (1 - p)).astype(np.float32)
 
     def scores(self, features: np.ndarray, margins: np.ndarray) -> np.ndarray:
         """Per block: log-odds + ``margin_weight`` x margin (a block without a margin, NaN,
         is scored by the ensemble alone)."""
+        if self.core is not None and len(features):
+            if features.shape[1] != N_FEATURES:
+                raise RescorerError(f"features have {features.shape[1]} columns, the rescorer "
+                                    f"reads {N_FEATURES}")
+            return self._core_run(np.ascontiguousarray(features, np.float32),
+                                  np.asarray(margins, np.float32))[2]
         return self.log_odds(features) + self.margin_weight * np.nan_to_num(margins, nan=0.0)
 
 

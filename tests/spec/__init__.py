@@ -8,5 +8,10 @@ never run by the runtime.
 - ``simplify_spec``: the segmentation (``simplify``);
 - ``reconstruct_spec``: ``extract_main_html``, on lexbor's tree of ``map_html``;
 - ``markdown_spec``: the main content's Markdown and plain text;
-- ``features_spec``: the default model's block features, on lexbor's tree of ``map_html``.
+- ``features_spec``: the default model's block features, on lexbor's tree of ``map_html``;
+- ``batches_spec``: the one batcher's grouping (``tests/test_batches.py``);
+- ``labels_spec``: label decoding, the reference's SEP rules and a bundle's own decoding
+  (``tests/test_labels.py``);
+- ``rescore_spec``: the default model's block rescorer on onnxruntime's Python API
+  (``tests/test_rescore.py``, ``tests/test_ort_core.py``).
 """

@@ -2,6 +2,82 @@
 //! `runtime/stages/labels.py` and `pages.decide_blocks` do it: the argmax at each SEP for a
 //! plain bundle; the margins, the bundle's rescorer, its `main_margin` threshold and
 //! `keep_best_block` for a bundle that asks for them (the embedded default model).
+//!
+//! `decide_blocks` is the one implementation of that decoding: the engine calls it for the C
+//! library, and `runtime/flow/pages.py` (`predict_pages`, `decide_blocks`) calls it through
+//! `pulpie_rt_decide_blocks` (`ffi.rs`). `tests/spec/labels_spec.py` is its specification.
+
+use crate::ort::BlockRescorer;
+
+/// How a bundle turns SEP outputs into block predictions (`predict_pages`' settings).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decoding {
+    /// decode by margins (`need_margins`: a threshold, `keep_best_block` or a rescorer);
+    /// otherwise the argmax at each SEP, as the reference
+    pub margins: bool,
+    /// the bundle's `main_margin` (None: 0)
+    pub main_margin: Option<f64>,
+    pub keep_best_block: bool,
+}
+
+/// One chunk's outputs at its SEPs, in SEP order.
+#[derive(Clone, Copy, Debug)]
+pub enum SepOutputs<'a> {
+    /// `[n_sep × labels]` logits, row-major
+    Logits { values: &'a [f32], labels: usize },
+    /// logit(main) − logit(other) per SEP (`labels.sep_margins` of the logits)
+    Margins(&'a [f32]),
+}
+
+/// The message of a page decoded with a rescorer but without block features.
+pub const NO_FEATURES: &str = "rescore: ValueError: the bundle has a rescorer but the page has no block features \
+                               (prepared without Preparer.from_bundle?)";
+
+/// `predict_pages`' per-page decoding: the argmax path, or `pages.decide_blocks` (margins →
+/// per-block scores, the rescorer's scores over `features` when there is one, blocks past
+/// `n_classified` "other", the threshold, `keep_best_block`). `features`: `n_blocks` rows.
+/// An error is the page's `"rescore: …"`.
+pub fn decide_blocks(
+    n_blocks: usize,
+    chunk_blocks: &[&[usize]],
+    outputs: &[SepOutputs<'_>],
+    decoding: &Decoding,
+    rescorer: Option<&BlockRescorer>,
+    features: Option<&[f32]>,
+    n_classified: usize,
+) -> Result<Vec<usize>, String> {
+    if !decoding.margins {
+        let preds: Vec<Vec<usize>> = outputs
+            .iter()
+            .map(|output| match *output {
+                SepOutputs::Logits { values, labels } => argmax_labels(values, labels),
+                // a margin above 0 is the argmax of two logits (ties: "other", the first)
+                SepOutputs::Margins(margins) => margins.iter().map(|&m| usize::from(m > 0.0)).collect(),
+            })
+            .collect();
+        return Ok(block_predictions(n_blocks, chunk_blocks, &preds));
+    }
+    let margins: Vec<Vec<f32>> = outputs
+        .iter()
+        .map(|output| match *output {
+            SepOutputs::Logits { values, labels } => sep_margins(values, labels),
+            SepOutputs::Margins(margins) => margins.to_vec(),
+        })
+        .collect();
+    let mut scores = block_margins(n_blocks, chunk_blocks, &margins);
+    if let Some(rescorer) = rescorer {
+        let features = features.ok_or_else(|| NO_FEATURES.to_string())?;
+        scores = rescorer
+            .scores(features, n_blocks, &scores)
+            .map_err(|e| format!("rescore: {}", super::py::describe("OrtError", &e.0)))?;
+        // blocks the limits cut are "other", whatever the rescorer makes of their features
+        for score in scores.iter_mut().skip(n_classified) {
+            *score = f32::NAN;
+        }
+    }
+    let predictions = margin_labels(&scores, decoding.main_margin.unwrap_or(0.0));
+    Ok(if decoding.keep_best_block { keep_best_block(predictions, &scores) } else { predictions })
+}
 
 /// `labels.argmax_labels` of one chunk's `[n_sep × labels]` logits (first maximum on ties).
 pub fn argmax_labels(sep_logits: &[f32], labels: usize) -> Vec<usize> {

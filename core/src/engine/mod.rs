@@ -18,8 +18,9 @@
 //! of threads may call `extract_batch` at once.
 
 pub mod bundle;
-mod decode;
+pub mod decode;
 pub mod features;
+mod ffi;
 mod prepare;
 pub mod py;
 
@@ -265,9 +266,14 @@ impl Engine {
         Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
     }
 
-    /// Whether the bundle decodes by margins (`predict_pages`' `need_margins`).
-    fn needs_margins(&self) -> bool {
-        self.manifest.keep_best_block || self.manifest.main_margin.is_some() || self.rescorer.is_some()
+    /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
+    fn decoding(&self) -> decode::Decoding {
+        let m = &self.manifest;
+        decode::Decoding {
+            margins: m.keep_best_block || m.main_margin.is_some() || self.rescorer.is_some(),
+            main_margin: m.main_margin,
+            keep_best_block: m.keep_best_block,
+        }
     }
 
     /// `predict_pages`: per page its block predictions, or its error (failed pages stay
@@ -347,32 +353,22 @@ impl Engine {
         .unwrap_or_else(|_| Err(panic_message()))
     }
 
-    /// `predict_pages`' per-page decoding: the argmax path, or `decide_blocks`.
+    /// `predict_pages`' per-page decoding (`decode::decide_blocks`).
     fn decide(&self, page: &Prepared, chunk_outputs: &[(Vec<f32>, usize)]) -> Result<Vec<usize>, String> {
-        let n_blocks = page.item_ids.len();
         let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
-        if !self.needs_margins() {
-            let preds: Vec<Vec<usize>> =
-                chunk_outputs.iter().map(|(logits, labels)| decode::argmax_labels(logits, *labels)).collect();
-            return Ok(decode::block_predictions(n_blocks, &chunk_blocks, &preds));
-        }
-        let margins: Vec<Vec<f32>> =
-            chunk_outputs.iter().map(|(logits, labels)| decode::sep_margins(logits, *labels)).collect();
-        let mut scores = decode::block_margins(n_blocks, &chunk_blocks, &margins);
-        if let Some(rescorer) = &self.rescorer {
-            let features = page.features.as_deref().ok_or_else(|| {
-                "rescore: ValueError: the bundle has a rescorer but the page has no block features".to_string()
-            })?;
-            scores = rescorer
-                .scores(features, n_blocks, &scores)
-                .map_err(|e| format!("rescore: {}", py::describe("OrtError", &e.0)))?;
-            // blocks the limits cut are "other", whatever the rescorer makes of their features
-            for score in scores.iter_mut().skip(page.n_classified) {
-                *score = f32::NAN;
-            }
-        }
-        let predictions = decode::margin_labels(&scores, self.manifest.main_margin.unwrap_or(0.0));
-        Ok(if self.manifest.keep_best_block { decode::keep_best_block(predictions, &scores) } else { predictions })
+        let outputs: Vec<decode::SepOutputs<'_>> = chunk_outputs
+            .iter()
+            .map(|(values, labels)| decode::SepOutputs::Logits { values, labels: *labels })
+            .collect();
+        decode::decide_blocks(
+            page.item_ids.len(),
+            &chunk_blocks,
+            &outputs,
+            &self.decoding(),
+            self.rescorer.as_ref(),
+            page.features.as_deref(),
+            page.n_classified,
+        )
     }
 
     /// `pages._finish`: labels → main HTML → Markdown.

@@ -45,16 +45,30 @@ pub struct BatchPlan {
     pub bucket: Bucket,
 }
 
-/// `batches.make_batches` over items given by their lengths (the keys are the indices):
-/// items sorted by length (stable), cut greedily so that rows × longest ≤ `max_batch_tokens`,
-/// rows × longest² ≤ `max_batch_attention` (when given) and rows ≤ the bucket's `max_rows`,
-/// and no batch crosses a bucket. A single row over a budget still makes a batch. `buckets`
-/// are sorted here as `as_buckets` sorts them.
+/// `make_batches` for an engine that pads every row to the batch's longest (both engines
+/// here: ONNX Runtime and TensorRT take `[rows, length]` inputs).
 pub fn make_batches(
     lengths: &[usize],
     max_batch_tokens: usize,
     buckets: &[Bucket],
     max_batch_attention: Option<usize>,
+) -> Vec<BatchPlan> {
+    plan_batches(lengths, max_batch_tokens, buckets, max_batch_attention, true)
+}
+
+/// The one batcher (`runtime/stages/batches.py`'s `make_batches` calls it too), over items
+/// given by their lengths (the keys are the indices): items sorted by length (stable), cut
+/// greedily so that the tokens the engine computes stay within `max_batch_tokens` (rows ×
+/// longest for an engine that pads rows, `padded`; the sum of the lengths for one that does
+/// not), rows × longest² ≤ `max_batch_attention` (when given) and rows ≤ the bucket's
+/// `max_rows`, and no batch crosses a bucket. A single row over a budget still makes a
+/// batch. `buckets` are sorted here as `as_buckets` sorts them.
+pub fn plan_batches(
+    lengths: &[usize],
+    max_batch_tokens: usize,
+    buckets: &[Bucket],
+    max_batch_attention: Option<usize>,
+    padded: bool,
 ) -> Vec<BatchPlan> {
     let mut bucket_list = buckets.to_vec();
     bucket_list.sort_by_key(|b| b.max_length); // stable, as Python's sorted
@@ -63,18 +77,23 @@ pub fn make_batches(
     let mut batches = Vec::new();
     let mut rows: Vec<usize> = Vec::new();
     let mut current: Option<Bucket> = None;
+    let mut unpadded_tokens: u128 = 0; // the sum of the lengths in the current batch
     for index in order {
         let length = lengths[index];
         let bucket = bucket_for(length, &bucket_list);
         let count = (rows.len() + 1) as u128;
         let too_many = matches!(current, Some(Bucket { max_rows: Some(cap), .. }) if count > cap as u128);
-        let over = count * length as u128 > max_batch_tokens as u128
+        // items come shortest first: `length` is the longest so far
+        let tokens = if padded { count * length as u128 } else { unpadded_tokens + length as u128 };
+        let over = tokens > max_batch_tokens as u128
             || max_batch_attention.is_some_and(|cap| count * (length as u128).pow(2) > cap as u128);
         if !rows.is_empty() && (Some(bucket) != current || over || too_many) {
             batches
                 .push(BatchPlan { rows: std::mem::take(&mut rows), bucket: current.expect("set with rows") });
+            unpadded_tokens = 0;
         }
         rows.push(index);
+        unpadded_tokens += length as u128;
         current = Some(bucket);
     }
     if let Some(bucket) = current.filter(|_| !rows.is_empty()) {
@@ -223,6 +242,15 @@ mod tests {
             ]
         );
         assert!(make_batches(&[], 100, &buckets, None).is_empty());
+    }
+
+    #[test]
+    fn an_unpadded_engine_counts_the_sum_of_the_lengths() {
+        // shortest first: 10, 20, 25, 30. Unpadded 10 + 20 + 25 = 55 ≤ 60; padded 3 × 25 = 75
+        let plans = plan_batches(&[30, 10, 20, 25], 60, &default_buckets(), None, false);
+        assert_eq!(plan(&plans), vec![(vec![1, 2, 3], 128), (vec![0], 128)]);
+        let plans = plan_batches(&[30, 10, 20, 25], 60, &default_buckets(), None, true);
+        assert_eq!(plan(&plans), vec![(vec![1, 2], 128), (vec![3, 0], 128)]);
     }
 
     #[test]

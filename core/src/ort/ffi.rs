@@ -1,12 +1,13 @@
-//! A temporary ctypes surface over `ort`, for the parity checks against Python
-//! (`bench/ort_core_parity.py`, `tests/test_ort_core.py`) until the C ABI
-//! (`pulpie_rt.h`) takes over. Every function runs under the crate's panic guard and returns
+//! The ctypes surface over `ort` that Python binds: `runtime/native.py` runs the batcher
+//! (`pulpie_rt_ort_make_batches`) and the block rescorer (`pulpie_rt_ort_rescorer_*`) of the
+//! Python page flow on it, and the parity checks (`parity/ort_core_parity.py`,
+//! `tests/test_ort_core.py`) drive the classifier through it. Every function runs under the crate's panic guard and returns
 //! 0 (done), 1 (an error, its message in `error`) or 2 (a panic, its message in `error`);
 //! messages and arrays returned are released with `pulpie_rt_free` /
 //! `pulpie_rt_ort_free_u64s` / `pulpie_rt_ort_free_floats`.
 
 use super::{
-    default_buckets, make_batches, BlockRescorer, Bucket, ExecutionProvider, FlatBatch, ModelSource, Ort,
+    combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ExecutionProvider, FlatBatch, ModelSource, Ort,
     OrtError, SessionConfig, TokenClassifier,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,7 +23,7 @@ pub struct OrtMessage {
 }
 
 /// `work`'s value, or the status with `error` filled in.
-unsafe fn guarded<T>(error: *mut OrtMessage, work: impl FnOnce() -> Result<T, OrtError>) -> Result<T, i32> {
+pub(crate) unsafe fn guarded<T>(error: *mut OrtMessage, work: impl FnOnce() -> Result<T, OrtError>) -> Result<T, i32> {
     crate::install_panic_hook();
     let (status, message) = match catch_unwind(AssertUnwindSafe(work)) {
         Ok(Ok(value)) => return Ok(value),
@@ -50,7 +51,7 @@ unsafe fn text<'a>(ptr: *const u8, len: usize) -> Result<&'a str, OrtError> {
         .map_err(|_| OrtError("path is not UTF-8".into()))
 }
 
-unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     if len == 0 {
         &[]
     } else {
@@ -324,9 +325,10 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_run(
     let rescorer = &*rescorer;
     match guarded(error, || {
         let features = slice(features, rows * columns);
+        // one run of the ensemble; the log-odds and scores as `log_odds` and `scores` derive them
         let probs = rescorer.probabilities(features, rows)?;
-        let odds = rescorer.log_odds(features, rows)?;
-        let score = rescorer.scores(features, rows, slice(margins, rows))?;
+        let odds: Vec<f32> = probs.chunks_exact(2).map(|pair| log_odds_of(pair[1])).collect();
+        let score = combine(&odds, rescorer.margin_weight(), slice(margins, rows));
         Ok((probs, odds, score))
     }) {
         Ok((probs, odds, score)) => {
@@ -361,15 +363,17 @@ pub struct OrtBatches {
     pub batches: usize,
 }
 
-fn u64s(values: Vec<u64>) -> (*mut u64, usize) {
+pub(crate) fn u64s(values: Vec<u64>) -> (*mut u64, usize) {
     let boxed = values.into_boxed_slice();
     let len = boxed.len();
     (Box::into_raw(boxed) as *mut u64, len)
 }
 
-/// `make_batches(lengths, max_batch_tokens, buckets, max_batch_attention)`:
-/// `max_batch_attention` 0 is None; with `default_bucket_list` the buckets are
-/// `DEFAULT_BUCKETS`, else the `n_buckets` given (`bucket_rows` 0: no row cap).
+/// `make_batches(lengths, max_batch_tokens, buckets, max_batch_attention, padded)`
+/// (`runtime/stages/batches.py` batches on it): `max_batch_attention` 0 is None; with
+/// `default_bucket_list` the buckets are `DEFAULT_BUCKETS`, else the `n_buckets` given
+/// (`bucket_rows` 0: no row cap); `padded` 0 counts the sum of the rows' lengths against
+/// `max_batch_tokens` (an engine that does not pad), else rows × longest.
 ///
 /// # Safety
 /// Pointers as documented.
@@ -383,6 +387,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_make_batches(
     bucket_lengths: *const u64,
     bucket_rows: *const u64,
     n_buckets: usize,
+    padded: u32,
     out: *mut OrtBatches,
     error: *mut OrtMessage,
 ) -> i32 {
@@ -401,7 +406,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_make_batches(
                 .collect()
         };
         let attention = (max_batch_attention != 0).then_some(max_batch_attention as usize);
-        Ok(make_batches(&lengths, max_batch_tokens as usize, &buckets, attention))
+        Ok(plan_batches(&lengths, max_batch_tokens as usize, &buckets, attention, padded != 0))
     }) {
         Ok(batches) => {
             let mut order = Vec::new();

@@ -30,7 +30,7 @@ pub use api::{
     ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec, Value,
 };
 pub use batches::{
-    bucket_for, default_buckets, make_batches, sep_logits, BatchPlan, Bucket, FlatBatch, Padded,
+    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, BatchPlan, Bucket, FlatBatch, Padded,
     DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 pub use engine::{

@@ -1,0 +1,112 @@
+"""The specification of label decoding, in Python: the compiled core
+(``core/src/engine/decode.rs``' ``decide_blocks``), which ``runtime.flow.pages``
+(``predict_pages``, ``decide_blocks``) and the C library's engine call, decodes blocks the same
+way; ``tests/test_labels.py`` compares the two on the dev pages.
+
+Exactly the reference's rules, quirks included:
+
+- a chunk's predictions are the argmax of the logits at *every* SEP id in the chunk, in order
+  (a literal ``<|sep|>`` inside page text is a SEP too and shifts the rest of the chunk);
+- prediction ``j`` goes to the chunk's ``j``-th block; blocks left without one stay 0 (other);
+- prediction 1 is "main", anything else "other"; blocks without an item id get no label, and a
+  repeated item id keeps its first position in the dict with the last block's label.
+
+``keep_best_block``, ``main_margin`` and the rescorer are not the reference's: a bundle opts in
+to them (see ``runtime.model.bundle``); ``decide_blocks`` is their composition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
+
+__all__ = ["argmax_labels", "block_predictions", "sep_margins",
+           "margin_labels", "block_margins", "keep_best_block", "labels_from_predictions",
+           "predictions_of_page", "decide_blocks"]
+
+
+def argmax_labels(sep_logits: np.ndarray) -> list[int]:
+    """Class index per SEP row of logits (first maximum on ties, as torch)."""
+    if len(sep_logits) == 0:
+        return []
+    return np.asarray(sep_logits).argmax(axis=-1).tolist()
+
+
+def block_predictions(
+    n_blocks: int, chunk_block_indices: Sequence[Sequence[int]], chunk_preds: Sequence[list[int]]
+) -> list[int]:
+    """One prediction per block from each chunk's SEP predictions (0 where a chunk ran short)."""
+    predictions = [0] * n_blocks
+    for block_indices, preds in zip(chunk_block_indices, chunk_preds, strict=True):
+        for block_index, pred in zip(block_indices, preds, strict=False):
+            predictions[block_index] = pred
+    return predictions
+
+
+def margin_labels(margins: np.ndarray, threshold: float) -> list[int]:
+    """1 where the margin is above ``threshold`` (a bundle's ``main_margin``), else 0."""
+    return (np.asarray(margins) > threshold).astype(int).tolist()
+
+
+def block_margins(
+    n_blocks: int, chunk_block_indices: Sequence[Sequence[int]],
+    chunk_margins: Sequence[np.ndarray]
+) -> np.ndarray:
+    """One margin per block, mapped exactly as ``block_predictions`` maps predictions (NaN
+    where a chunk ran short)."""
+    margins = np.full(n_blocks, np.nan, dtype=np.float32)
+    for block_indices, values in zip(chunk_block_indices, chunk_margins, strict=True):
+        count = min(len(block_indices), len(values))
+        margins[list(block_indices[:count])] = values[:count]
+    return margins
+
+
+def keep_best_block(predictions: list[int], scores: np.ndarray) -> list[int]:
+    """``predictions`` with the block of the highest score made main when no block is.
+
+    ``scores`` has one value per block (NaN: none); a page without any score is left alone.
+    """
+    if 1 in predictions or len(scores) == 0 or np.isnan(scores).all():
+        return predictions
+    kept = list(predictions)
+    kept[int(np.nanargmax(scores))] = 1
+    return kept
+
+
+def decide_blocks(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
+                  chunk_margins: Sequence[np.ndarray], threshold: float | None,
+                  keep_best: bool, rescorer=None, features: np.ndarray | None = None,
+                  n_classified: int | None = None) -> list[int]:
+    """A bundle's own decoding of one page: per-block scores (the margins, or the rescorer's
+    scores when the bundle has one: ``rescorer(features, margins)``) above ``threshold``
+    (None: 0) are main, and with ``keep_best`` a page without any main block keeps its
+    best-scoring one."""
+    scores = block_margins(n_blocks, chunk_blocks, chunk_margins)
+    if rescorer is not None:
+        if features is None:
+            raise ValueError("the bundle has a rescorer but the page has no block features "
+                             "(prepared without Preparer.from_bundle?)")
+        scores = rescorer(features, scores)
+        if n_classified is not None:
+            # blocks the limits cut are "other", whatever the rescorer makes of their features
+            scores[n_classified:] = np.nan
+    predictions = margin_labels(np.nan_to_num(scores, nan=-np.inf),
+                                0.0 if threshold is None else threshold)
+    return keep_best_block(predictions, scores) if keep_best else predictions
+
+
+def predictions_of_page(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
+                        chunk_logits: Sequence[np.ndarray], margins: bool,
+                        threshold: float | None, keep_best: bool, rescorer=None,
+                        features: np.ndarray | None = None,
+                        n_classified: int | None = None) -> list[int]:
+    """``predict_pages``' decoding of one page from its chunks' SEP logits: the argmax at each
+    SEP, or (``margins``) ``decide_blocks`` on their margins."""
+    if not margins:
+        return block_predictions(n_blocks, chunk_blocks,
+                                 [argmax_labels(logits) for logits in chunk_logits])
+    return decide_blocks(n_blocks, chunk_blocks, [sep_margins(x) for x in chunk_logits],
+                         threshold, keep_best, rescorer, features, n_classified)

@@ -1,0 +1,111 @@
+"""Label decoding in the core (``core/src/engine/decode.rs`` through ``native.decide_blocks``,
+what ``runtime.flow.pages`` and the C library both run) against its specification
+(``tests/spec/labels_spec.py``): the reference's SEP quirks, a bundle's threshold,
+``keep_best_block`` and rescorer, on synthetic cases and on the real dev pages."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from rt_helpers import dev_subset
+from spec import labels_spec
+from spec.rescore_spec import SpecRescorer
+
+from pulpie_rt import Extractor
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.flow.pages import Preparer, _sep_outputs, decide_blocks, run_chunks
+
+
+def _core(n_blocks, chunk_blocks, chunk_logits, margins, threshold, keep_best,
+          rescorer=None, features=None, n_classified=None):
+    return native.decide_blocks(n_blocks, chunk_blocks, chunk_logits, margins, threshold,
+                                keep_best, rescorer, features, n_classified)
+
+
+def test_sep_quirks_as_the_reference():
+    # more SEPs than blocks (a literal <|sep|> in text): extra predictions are dropped;
+    # fewer SEPs than blocks: the rest stay 0 ("other"); ties take the first label
+    logits = [np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 2.0]]), np.array([[0.5, 0.5]])]
+    assert _core(5, [[0, 1], [2, 3, 4]], logits, False, None, False) == [1, 0, 0, 0, 0]
+    logits = [np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 2.0]]), np.array([[0.1, 0.2]])]
+    assert _core(5, [[0, 1], [2, 3, 4]], logits, False, None, False) == [1, 0, 1, 0, 0]
+    assert _core(0, [], [], False, None, False) == []
+
+
+def test_margins_threshold_and_keep_best_block():
+    # margins -3, -0.5 | -2, -4: none above 0, keep_best makes block 1 main
+    logits = [np.array([[3.0, 0.0], [0.5, 0.0]]), np.array([[2.0, 0.0], [4.0, 0.0]])]
+    blocks = [[0, 1], [2, 3]]
+    assert _core(4, blocks, logits, True, None, False) == [0, 0, 0, 0]
+    assert _core(4, blocks, logits, True, None, True) == [0, 1, 0, 0]
+    assert _core(4, blocks, logits, True, -2.5, True) == [0, 1, 1, 0]
+    # a chunk that ran short of SEPs leaves its tail without a score: never kept
+    assert _core(3, [[0, 1, 2]], [np.array([[1.0, 0.0]])], True, 5.0, True) == [1, 0, 0]
+    # margins given directly (1-D), as eval and the calibration pass them
+    page = type("Page", (), {"n_blocks": 2, "chunks": [type("C", (), {"block_indices": [0, 1]})],
+                             "features": None, "n_classified": None})
+    assert decide_blocks(page, [np.array([-1.0, 2.0], np.float32)], 1.5, False) == [0, 1]
+
+
+def test_random_pages_decode_as_the_specification():
+    rng = random.Random(5)
+    nprng = np.random.default_rng(5)
+    for _ in range(400):
+        n_blocks = rng.randint(0, 30)
+        chunk_blocks, start = [], 0
+        while start < n_blocks:
+            size = rng.randint(1, 8)
+            chunk_blocks.append(list(range(start, min(start + size, n_blocks))))
+            start += size
+        logits = []
+        for indices in chunk_blocks:
+            n_sep = max(0, len(indices) + rng.choice([-2, -1, 0, 0, 0, 1, 2]))
+            values = nprng.normal(size=(n_sep, 2)).astype(np.float32)
+            if n_sep and rng.random() < 0.1:
+                values[rng.randrange(n_sep)] = values[0, 0]  # a tie: the first label wins
+            if n_sep and rng.random() < 0.05:
+                values[rng.randrange(n_sep), rng.randrange(2)] = np.nan
+            logits.append(values)
+        margins = rng.random() < 0.7
+        threshold = rng.choice([None, 0.0, -1.0, 0.7])
+        keep_best = rng.random() < 0.5
+        expected = labels_spec.predictions_of_page(n_blocks, chunk_blocks, logits, margins,
+                                                   threshold, keep_best)
+        assert _core(n_blocks, chunk_blocks, logits, margins, threshold, keep_best) == expected
+
+
+@pytest.fixture(scope="module")
+def default_extractor():
+    return Extractor()
+
+
+def test_default_model_decodes_dev_pages_as_the_specification(default_extractor):
+    """Real pages, the default model's logits and block features: the core's decoding with
+    the core's rescorer against the specification with onnxruntime's Python rescorer."""
+    backend = default_extractor.backend
+    bundle = backend.bundle
+    preparer = Preparer.from_bundle(bundle)
+    pages = [preparer.prepare(p["html"]) for p in dev_subset(6)]
+    outputs, failed = run_chunks(backend, pages, _sep_outputs)
+    assert not failed
+    spec_rescorer = SpecRescorer(bundle.rescorer_path, bundle.manifest["rescorer"]["margin_weight"])
+    blocks = mains = 0
+    for index, page in enumerate(pages):
+        chunk_logits = [outputs[(index, c)] for c in range(len(page.chunks))]
+        chunk_blocks = [c.block_indices for c in page.chunks]
+        expected = labels_spec.predictions_of_page(
+            page.n_blocks, chunk_blocks, chunk_logits, True, bundle.main_margin,
+            bundle.keep_best_block, spec_rescorer.scores, page.features, page.n_classified)
+        ours = _core(page.n_blocks, chunk_blocks, chunk_logits, True, bundle.main_margin,
+                     bundle.keep_best_block, bundle.rescorer.core, page.features,
+                     page.n_classified)
+        assert ours == expected, index
+        # the reference's argmax decoding of the same logits
+        assert _core(page.n_blocks, chunk_blocks, chunk_logits, False, None, False) == (
+            labels_spec.predictions_of_page(page.n_blocks, chunk_blocks, chunk_logits, False,
+                                            None, False))
+        blocks += page.n_blocks
+        mains += sum(ours)
+    assert blocks > 2000 and 0 < mains < blocks
