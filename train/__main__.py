@@ -223,7 +223,7 @@ def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> in
     kept = {k: previous[k] for k in ("data", "parameters", "decoding", "rescorer",
                                      "train_minutes")}
     transformer_recipe = {k: v for k, v in previous["recipe"].items()
-                          if k not in ("fast_folds", "default_profile")}
+                          if k not in ("fast_folds", "fast_word_weights", "default_profile")}
     if {k: v for k, v in asdict(recipe).items() if k in transformer_recipe} != transformer_recipe:
         raise SystemExit("--fast-only: the recipe differs from the shipped model's in its "
                          "transformer or accurate rescorer settings: run the whole command")

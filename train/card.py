@@ -65,6 +65,9 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
         for name, dev in profiles.items())
     fast = results["fast"]
     fast_f1 = fast["calibration_f1"]
+    weighting = ("each block weighted by the square root of its words (the score\n  counts words)"
+                 if recipe.get("fast_word_weights", True) else "every block weighted alike")
+    weighting += "; the second stage learns from out-of-fold first-stage probabilities"
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -73,8 +76,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   LightGBM ensemble scores them; a second one reads the same row plus the first's
   probabilities of the neighbouring blocks and of the page (`stage_features`), so a block is
   judged beside what was decided around it. {fast['trees_per_stage']} trees per stage, the
-  rescorer settings above, each block weighted by the square root of its words (the score
-  counts words); the second stage learns from out-of-fold first-stage probabilities
+  rescorer settings above, {weighting}
   ({fast['folds']} folds of whole train pages). Threshold on its log-odds: `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} thresholds tried): no

@@ -70,9 +70,10 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
         "num_threads": recipe.threads, "deterministic": True, "force_row_wise": True,
         "seed": recipe.seed, "verbose": -1,
     }
-    # word F1 counts words, not blocks: a long block weighs more (sqrt: a 400-word block
-    # counts 20 one-word blocks, not 400)
-    weights = np.sqrt(1.0 + rows[:, WORDS_COLUMN].astype(np.float64))
+    # word F1 counts words, not blocks: with fast_word_weights a long block weighs more (sqrt:
+    # a 400-word block counts 20 one-word blocks, not 400)
+    weights = (np.sqrt(1.0 + rows[:, WORDS_COLUMN].astype(np.float64))
+               if recipe.fast_word_weights else None)
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
                             categorical_feature=list(CATEGORICAL_COLUMNS))
     return lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds)
@@ -101,14 +102,12 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 
 
 def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, list[str]]:
-    """One page's main-content text at every threshold (the runtime's decoding:
-    ``margin_labels`` then ``keep_best_block``)."""
+    """One page's main-content text at every threshold (the runtime's decoding of a
+    rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
+    block, with ``keep_best_block``)."""
+    from pulpie_rt.runtime import native
     from pulpie_rt.runtime.stages.blocks import extract_blocks
-    from pulpie_rt.runtime.stages.labels import (
-        keep_best_block,
-        labels_from_predictions,
-        margin_labels,
-    )
+    from pulpie_rt.runtime.stages.labels import labels_from_predictions
     from pulpie_rt.runtime.stages.markdown import to_text
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
@@ -116,10 +115,12 @@ def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, l
     page, scores, thresholds = job
     simplified, map_html = simplify(page["html"])
     _, item_ids = extract_blocks(simplified)
+    scores = np.asarray(scores, np.float32)
     texts = []
     for threshold in thresholds:
-        predictions = keep_best_block(margin_labels(scores, threshold), scores)
         try:
+            predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
+                                               [scores], True, threshold, True)
             texts.append(to_text(extract_main_html(
                 map_html, labels_from_predictions(item_ids, predictions))))
         except Exception:  # scored as an empty output, as bench.quality scores a failed page
@@ -181,6 +182,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                                 np.concatenate(stage_rows)[check_rows],
                                 f" in context ({CONTEXT_VERSION}), second stage", off_share),
     }
+    # the out-of-fold scores beside the bundle (WORK/fast-oof.npz), for decoding experiments
+    np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
+                        **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
         log=log)
