@@ -162,7 +162,8 @@ pub(crate) fn prepare_text(
     let (blocks, item_ids) = prepare::extract_blocks(&simplified);
     let (chunks, n_classified) = match tokenizer {
         Some(tokenizer) => {
-            let (ids, ends) = tokenizer.encode_all(blocks.iter().copied());
+            let (ids, ends) = catch_unwind(AssertUnwindSafe(|| tokenizer.encode_all(blocks.iter().copied())))
+                .map_err(|_| format!("tokenize: RuntimeError: core tokenizer failed (status 2): {}", panic_message()))?;
             let mut block_ids: Vec<&[u32]> = Vec::with_capacity(ends.len());
             let mut start = 0usize;
             for &end in &ends {
@@ -187,7 +188,9 @@ pub(crate) fn prepare_text(
         ));
     }
     let features = if with_features {
-        Some(features::block_features(&map_html, &item_ids).map_err(|e| format!("features: {e}"))?)
+        let computed = catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids)))
+            .map_err(|_| core_failed("features", "CoreError"))?;
+        Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {
         None
     };
@@ -454,9 +457,8 @@ pub(crate) fn finish_main(
     let main_html = if map_html.is_empty() {
         String::new()
     } else {
-        catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(map_html, main))).map_err(|_| {
-            format!("reconstruct: ValueError: the compiled core failed on this input: {}", panic_message())
-        })?
+        catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(map_html, main)))
+            .map_err(|_| core_failed("reconstruct", "ValueError"))?
     };
     let markdown = markdown(&main_html)?;
     let empty_reason =
@@ -465,17 +467,26 @@ pub(crate) fn finish_main(
 }
 
 /// `to_markdown(html)`, or the `"markdown: …"` error where the specification raises.
+/// A panic in it is the page's `"markdown: CoreError: …"`, as `native.markdown` reports one.
 fn markdown(html: &str) -> Result<String, String> {
-    match crate::markdown::to_markdown(html.as_bytes()) {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(error) => Err(format!("markdown: {}", py::describe(error.kind, &error.message))),
+    match catch_unwind(AssertUnwindSafe(|| crate::markdown::to_markdown(html.as_bytes()))) {
+        Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Err(error)) => Err(format!("markdown: {}", py::describe(error.kind, &error.message))),
+        Err(_) => Err(core_failed("markdown", "CoreError")),
     }
+}
+
+/// A page's error for a panic caught in `stage`, worded as the Python bindings word one
+/// (`"<stage>: <kind>: the compiled core failed on this input: <panic>"`).
+fn core_failed(stage: &str, kind: &str) -> String {
+    format!("{stage}: {kind}: the compiled core failed on this input: {}", panic_message())
 }
 
 /// `pages._whole_text`: a page without blocks gives its visible text, one paragraph a line.
 /// The Python page flow calls it too (`ffi.rs`).
 pub(crate) fn whole_text(map_html: &[u8]) -> Result<Finished, String> {
-    let text = crate::markdown::to_text(map_html);
+    let text = catch_unwind(AssertUnwindSafe(|| crate::markdown::to_text(map_html)))
+        .map_err(|_| core_failed("markdown", "CoreError"))?;
     let text = String::from_utf8_lossy(&text);
     let lines = py::splitlines(&text);
     if lines.is_empty() {
