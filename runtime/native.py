@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,8 @@ __all__ = [
     "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
     "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
+    "FinishError", "finish_page", "PageFailed", "PreparedCore", "prepare_page",
+    "extract_blocks", "pack_chunks",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -512,6 +515,21 @@ _ENGINE_SIGNATURES = {
                                  ctypes.c_uint32, ctypes.c_size_t, _P, _P, ctypes.c_size_t,
                                  ctypes.c_uint32, _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t,
                                  ctypes.c_size_t, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_prepare_page": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64,
+                                ctypes.c_uint64, ctypes.c_size_t, ctypes.c_size_t,
+                                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
+                                _P, ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_prepare_free": ([_P], None),
+    "pulpie_rt_extract_blocks": ([ctypes.c_char_p, ctypes.c_size_t,
+                                  ctypes.POINTER(ctypes.POINTER(ctypes.c_uint64)),
+                                  ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(_Message)],
+                                 ctypes.c_int32),
+    "pulpie_rt_pack_chunks": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int64,
+                               ctypes.c_int64, ctypes.c_int64, _P, ctypes.POINTER(_Message)],
+                              ctypes.c_int32),
+    "pulpie_rt_finish_page": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                               ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32, _P,
+                               ctypes.POINTER(_Message)], ctypes.c_int32),
 }
 
 
@@ -707,3 +725,235 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
             raise DecodeError(text)
         raise CoreError(text)
     return out.tolist()
+
+
+class _FinishOutput(ctypes.Structure):
+    _fields_ = [
+        ("html_ptr", ctypes.c_void_p), ("html_len", ctypes.c_size_t),
+        ("markdown_ptr", ctypes.c_void_p), ("markdown_len", ctypes.c_size_t),
+        ("empty_reason", ctypes.c_uint32),
+    ]
+
+
+class PageFailed(ValueError):
+    """A page the core's page flow failed on; the message is the page's
+    ``"<stage>: <reason>"``."""
+
+
+FinishError = PageFailed  # what finish_page raises
+
+
+# why finish_page's Markdown is empty (FinishOutput.empty_reason, core/src/engine/ffi.rs)
+EMPTY_NONE, EMPTY_NO_TEXT, EMPTY_NO_MAIN, EMPTY_MAIN_WITHOUT_TEXT = 0, 1, 2, 3
+
+
+def finish_page(map_html: str, labels: dict[str, str], whole_text: bool
+                ) -> tuple[str, str, int]:
+    """One page's main content once its labels are known (``core/src/engine/mod.rs``'
+    ``finish_main``, or ``whole_text`` for a page without blocks: its visible text, one
+    paragraph a line): ``(main HTML, Markdown, why the Markdown is empty)``, the last an
+    ``EMPTY_*`` code. ``FinishError`` with the page's ``"<stage>: <reason>"`` when it
+    fails."""
+    lib = _engine_library()
+    if whole_text:
+        data = map_html.encode("utf-8", "surrogatepass")
+    else:
+        try:
+            data = map_html.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise FinishError("reconstruct: ValueError: map_html is not UTF-8-encodable "
+                              f"({exc.reason})") from exc
+    # the main ids each ended by a NUL; one that is not a str, or holds a NUL or a lone
+    # surrogate, matches no _item_id of libxml2's tree (as in extract_main_html)
+    ids = []
+    any_main = False
+    for item_id, label in labels.items():
+        if label == "main":
+            any_main = True
+            if isinstance(item_id, str) and "\0" not in item_id:
+                try:
+                    ids.append(item_id.encode("utf-8") + b"\0")
+                except UnicodeEncodeError:
+                    continue
+    joined = b"".join(ids)
+    out = _FinishOutput()
+    message = _Message()
+    status = lib.pulpie_rt_finish_page(data, len(data), joined, len(joined),
+                                       1 if whole_text else 0, 1 if any_main else 0,
+                                       ctypes.byref(out), ctypes.byref(message))
+    if status != 0:
+        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+        if status == 1:
+            raise FinishError(text)
+        raise CoreError(text)
+    html = _take(lib, out.html_ptr, out.html_len)
+    markdown = _take(lib, out.markdown_ptr, out.markdown_len)
+    return html, markdown, out.empty_reason
+
+
+class _PrepareOutput(ctypes.Structure):
+    _fields_ = [
+        ("ids_ptr", ctypes.c_void_p), ("ids_len", ctypes.c_size_t),
+        ("id_lens_ptr", ctypes.c_void_p), ("n_blocks", ctypes.c_size_t),
+        ("token_ids_ptr", ctypes.c_void_p), ("token_ids_len", ctypes.c_size_t),
+        ("token_ends_ptr", ctypes.c_void_p),
+        ("block_indices_ptr", ctypes.c_void_p), ("block_indices_len", ctypes.c_size_t),
+        ("block_ends_ptr", ctypes.c_void_p), ("n_chunks", ctypes.c_size_t),
+        ("map_ptr", ctypes.c_void_p), ("map_len", ctypes.c_size_t),
+        ("features_ptr", ctypes.c_void_p), ("features_len", ctypes.c_size_t),
+        ("n_features", ctypes.c_size_t),
+        ("truncated_ptr", ctypes.c_void_p), ("truncated_len", ctypes.c_size_t),
+        ("n_classified", ctypes.c_size_t),
+    ]
+
+
+_NO_LIMIT = 2**64 - 1  # a limit turned off (ffi.rs)
+
+
+def _array(ptr: int | None, length: int, ctype, dtype) -> np.ndarray:
+    """A copy of ``length`` values at ``ptr``."""
+    if not length:
+        return np.zeros(0, dtype)
+    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), (length,)).copy()
+
+
+class PreparedCore:
+    """What ``prepare_page`` gives: the blocks' ids, each chunk's token ids and block indices,
+    ``map_html``, the block features (None unless asked for), what the limits cut (None:
+    nothing) and how many blocks the chunks hold."""
+
+    __slots__ = ("item_ids", "chunk_token_ids", "chunk_blocks", "map_html", "features",
+                 "truncated", "n_classified")
+
+    def __init__(self, item_ids, chunk_token_ids, chunk_blocks, map_html, features, truncated,
+                 n_classified):
+        self.item_ids: list[str | None] = item_ids
+        self.chunk_token_ids: list[list[int]] = chunk_token_ids
+        self.chunk_blocks: list[list[int]] = chunk_blocks
+        self.map_html: str = map_html
+        self.features: np.ndarray | None = features
+        self.truncated: str | None = truncated
+        self.n_classified: int = n_classified
+
+
+def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: int | None,
+                 max_page_tokens: int | None, cutoff_length: int, max_tokens: int,
+                 sep_id: int, bos_id: int | None, eos_id: int | None,
+                 with_features: bool) -> PreparedCore:
+    """``Preparer.prepare`` of a page's text on the compiled core
+    (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
+    ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
+    tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
+    features when ``with_features``. A lone surrogate in ``html`` travels as ``surrogatepass``
+    writes it (the simplify stage ignores it, as the specification's parser does).
+    ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
+    lib = _engine_library()
+    data = _page_bytes(html)
+    out = _PrepareOutput()
+    message = _Message()
+    status = lib.pulpie_rt_prepare_page(
+        None if tokenizer is None else tokenizer._handle, data, len(data),
+        _NO_LIMIT if max_input_bytes is None else max(int(max_input_bytes), 0),
+        _NO_LIMIT if max_page_tokens is None else max(int(max_page_tokens), 0),
+        cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
+        -1 if eos_id is None else eos_id, 1 if with_features else 0, ctypes.byref(out),
+        ctypes.byref(message))
+    if status != 0:
+        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+        if status == 1:
+            raise PageFailed(text)
+        raise CoreError(text)
+    try:
+        ids = ctypes.string_at(out.ids_ptr, out.ids_len) if out.ids_len else b""
+        item_ids: list[str | None] = []
+        start = 0
+        for length in _array(out.id_lens_ptr, out.n_blocks, ctypes.c_uint64, np.uint64).tolist():
+            if length == _NO_LIMIT:
+                item_ids.append(None)
+            else:
+                item_ids.append(ids[start:start + length].decode("utf-8"))
+                start += length
+        token_ids = _array(out.token_ids_ptr, out.token_ids_len, ctypes.c_int64, np.int64)
+        token_ends = _array(out.token_ends_ptr, out.n_chunks, ctypes.c_uint64, np.uint64)
+        blocks = _array(out.block_indices_ptr, out.block_indices_len, ctypes.c_uint64, np.uint64)
+        block_ends = _array(out.block_ends_ptr, out.n_chunks, ctypes.c_uint64, np.uint64)
+        chunk_token_ids, chunk_blocks = [], []
+        token_start = block_start = 0
+        for token_end, block_end in zip(token_ends.tolist(), block_ends.tolist(), strict=True):
+            chunk_token_ids.append(token_ids[token_start:token_end].tolist())
+            chunk_blocks.append(blocks[block_start:block_end].tolist())
+            token_start, block_start = token_end, block_end
+        map_html = _decode_utf8(out.map_ptr, out.map_len, None) if out.map_len else ""
+        features = None
+        if out.features_ptr:
+            features = _array(out.features_ptr, out.features_len, ctypes.c_float, np.float32)
+            features = features.reshape(out.n_blocks, out.n_features)
+        truncated = (ctypes.string_at(out.truncated_ptr, out.truncated_len).decode("utf-8")
+                     if out.truncated_ptr else None)
+        return PreparedCore(item_ids, chunk_token_ids, chunk_blocks, map_html, features,
+                            truncated, out.n_classified)
+    finally:
+        lib.pulpie_rt_prepare_free(ctypes.byref(out))
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:
+    """``blocks.extract_blocks`` on the compiled core (``core/src/engine/prepare.rs``)."""
+    lib = _engine_library()
+    try:
+        data = simplified_html.encode("utf-8")
+        core_data = data
+    except UnicodeEncodeError:
+        # lone surrogates: the core reads each as U+FFFD (3 bytes too, and like a surrogate
+        # neither "<", whitespace nor a digit), the blocks are cut from the page as it is
+        data = simplified_html.encode("utf-8", "surrogatepass")
+        core_data = _SURROGATE_RE.sub("\ufffd", simplified_html).encode("utf-8")
+    spans_ptr = ctypes.POINTER(ctypes.c_uint64)()
+    n_blocks = ctypes.c_size_t()
+    _engine_call(lib.pulpie_rt_extract_blocks, core_data, len(core_data),
+                 ctypes.byref(spans_ptr), ctypes.byref(n_blocks))
+    spans = _take_u64s(lib, spans_ptr, 4 * n_blocks.value).tolist()
+    blocks: list[str] = []
+    item_ids: list[str | None] = []
+    for index in range(0, len(spans), 4):
+        start, end, id_start, id_end = spans[index:index + 4]
+        blocks.append(data[start:end].decode("utf-8", "surrogatepass"))
+        item_ids.append(None if id_start == _NO_LIMIT else data[id_start:id_end].decode("utf-8"))
+    return blocks, item_ids
+
+
+def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
+                bos_id: int | None, eos_id: int | None) -> tuple[list[list[int]], list[list[int]]]:
+    """``chunks.pack_chunks`` on the compiled core (``core/src/engine/prepare.rs``): each
+    chunk's token ids and block indices."""
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must not be negative, not {max_tokens}")
+    lib = _engine_library()
+    lengths = np.fromiter((len(ids) for ids in block_token_ids), np.uint64,
+                          len(block_token_ids))
+    ends = np.cumsum(lengths, dtype=np.uint64)
+    ids = (np.fromiter(itertools.chain.from_iterable(block_token_ids), np.int64,
+                       int(ends[-1]) if len(ends) else 0))
+    if len(ids) and (ids.min() < 0 or ids.max() > 0xFFFFFFFF):
+        raise ValueError("token ids must be in [0, 2**32)")
+    ids = ids.astype(np.uint32)
+    out = _PrepareOutput()
+    _engine_call(lib.pulpie_rt_pack_chunks, ids.ctypes.data, ends.ctypes.data, len(ends),
+                 max_tokens, sep_id, -1 if bos_id is None else bos_id,
+                 -1 if eos_id is None else eos_id, ctypes.byref(out))
+    try:
+        token_ids = _array(out.token_ids_ptr, out.token_ids_len, ctypes.c_int64, np.int64)
+        token_ends = _array(out.token_ends_ptr, out.n_chunks, ctypes.c_uint64, np.uint64)
+        blocks = _array(out.block_indices_ptr, out.block_indices_len, ctypes.c_uint64, np.uint64)
+        block_ends = _array(out.block_ends_ptr, out.n_chunks, ctypes.c_uint64, np.uint64)
+    finally:
+        lib.pulpie_rt_prepare_free(ctypes.byref(out))
+    chunk_token_ids, chunk_blocks = [], []
+    token_start = block_start = 0
+    for token_end, block_end in zip(token_ends.tolist(), block_ends.tolist(), strict=True):
+        chunk_token_ids.append(token_ids[token_start:token_end].tolist())
+        chunk_blocks.append(blocks[block_start:block_end].tolist())
+        token_start, block_start = token_end, block_end
+    return chunk_token_ids, chunk_blocks

@@ -1,4 +1,5 @@
-"""Chunk packing equals the reference's ``pack_chunks`` on real pages and on edge cases."""
+"""Chunk packing (on the compiled core) equals the reference's ``pack_chunks`` and the
+specification's (``tests/spec/chunks_spec.py``) on real pages and on edge cases."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 import pytest
 from pulpie.chunker import pack_chunks as ref_pack_chunks
 from rt_helpers import simplified, train_tokenizer
+from spec.chunks_spec import pack_chunks as spec_pack_chunks
 
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
@@ -47,6 +49,15 @@ def test_packing_matches_reference_on_random_blocks():
             ids, max_tokens=max_tokens, sep_token_id=5, bos_token_id=bos, eos_token_id=eos
         )
         assert _as_pairs(ours) == ref, (ids, max_tokens, bos, eos)
+        spec = spec_pack_chunks(ids, max_tokens=max_tokens, sep_id=5, bos_id=bos, eos_id=eos)
+        assert ours == spec, (ids, max_tokens, bos, eos)
+
+
+def test_tiny_budgets_and_empty_pages_as_the_specification():
+    for max_tokens in range(0, 6):
+        for ids in ([], [[]], [[3, 4, 5]], [[3], [], [4, 4, 4, 4]]):
+            assert pack_chunks(ids, max_tokens, sep_id=2, bos_id=0, eos_id=1) == \
+                spec_pack_chunks(ids, max_tokens, sep_id=2, bos_id=0, eos_id=1), (ids, max_tokens)
 
 
 def test_oversize_block_is_truncated_and_keeps_its_sep():

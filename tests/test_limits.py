@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 from rt_helpers import short_context_bundle, small_dev_pages
+from spec.prepare_spec import cut_input, keep_chunks
 
 from pulpie_rt import Extractor
 from pulpie_rt.runtime.flow.pages import (
     EMPTY_NO_MAIN,
     EMPTY_NO_TEXT,
     PageLimits,
-    cut_input,
-    keep_chunks,
 )
 from pulpie_rt.runtime.stages.chunks import Chunk
 

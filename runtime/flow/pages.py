@@ -2,6 +2,8 @@
 CLI, the integrations).
 
 ``prepare(preparer, html)``: simplify -> blocks -> tokens -> chunks (CPU; picklable result).
+Prepare (past the decode stage) and finish run in the compiled core, the same functions the C
+library's engine runs; their readable specifications are ``tests/spec/{prepare,finish}_spec.py``.
 ``predict_pages(backend, pages)``: every page's chunks through the one batcher and a backend.
 ``finish(page, predictions)``: labels -> reconstruct -> Markdown.
 ``extract_pages(preparer, backend, pages)``: the three in a row, serially; ``Pipeline``
@@ -13,8 +15,8 @@ becomes that page's ``PageResult.error``, so one page never takes down a batch.
 
 from __future__ import annotations
 
-import html as html_lib
 import logging
+import operator
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -27,10 +29,9 @@ import numpy as np
 
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
-from pulpie_rt.runtime.stages.blocks import extract_blocks
-from pulpie_rt.runtime.stages.chunks import Chunk, pack_chunks
-from pulpie_rt.runtime.stages.labels import MAIN, labels_from_predictions
-from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer
+from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.labels import labels_from_predictions
+from pulpie_rt.runtime.stages.tokens import load_tokenizer
 
 logger = logging.getLogger("pulpie_rt")
 
@@ -214,73 +215,37 @@ class Preparer:
         return self._tokenizer
 
     def prepare(self, html: str | bytes, content_type: str | None = None) -> PreparedPage:
-        from pulpie_rt.runtime.stages.simplify import simplify
-
+        """decode -> cut -> simplify -> blocks -> tokens -> chunks -> limits (-> features):
+        the decode stage here, the rest in the compiled core (``native.prepare_page``: the C
+        library's prepare; its readable specification is ``tests/spec/prepare_spec.py``).
+        ``PageError`` names the failing stage."""
         html, encoding = as_text(html, content_type)
-        html, input_cut = cut_input(html, self.limits.max_input_bytes)
         try:
-            simplified, map_html = simplify(html, cutoff_length=self.cutoff_length)
-        except Exception as exc:
-            raise PageError("simplify", describe(exc)) from exc
-        try:
-            blocks, item_ids = extract_blocks(simplified)
-            chunks: list[Chunk] = []
-            if self.with_tokens:
-                token_ids = encode_blocks(self.tokenizer, blocks)
-                chunks = pack_chunks(
-                    token_ids, self.max_tokens, sep_id=self.sep_id, bos_id=self.bos_id,
-                    eos_id=self.eos_id,
-                )
-        except Exception as exc:
-            raise PageError("tokenize", describe(exc)) from exc
+            cutoff = operator.index(self.cutoff_length)
+        except TypeError:
+            cutoff = -1
+        if cutoff < 0:
+            raise PageError("simplify", "SimplifyError: cutoff_length must be a non-negative "
+                                        f"int, not {self.cutoff_length!r}")
+        tokenizer = None
         if self.with_tokens:
-            chunks, n_classified = keep_chunks(chunks, self.limits.max_page_tokens)
-        else:
-            n_classified = len(item_ids)  # every block is scored from its features
-        cuts = [input_cut] if input_cut else []
-        if n_classified < len(item_ids):
-            cuts.append(f"{len(item_ids) - n_classified} of {len(item_ids)} blocks past the "
-                        f"first {self.limits.max_page_tokens:,} tokens were not classified "
-                        "(labelled other)")
-        features = None
-        if self.with_features:
-            from pulpie_rt.runtime.stages.features import block_features
-
             try:
-                features = block_features(map_html, item_ids)
+                tokenizer = self.tokenizer
             except Exception as exc:
-                raise PageError("features", describe(exc)) from exc
-        return PreparedPage(item_ids, chunks, map_html, features,
-                            "; ".join(cuts) or None, n_classified, encoding)
-
-
-def cut_input(html: str, max_bytes: int | None) -> tuple[str, str | None]:
-    """``html`` cut to its first ``max_bytes`` of UTF-8 (at a character boundary), and what was
-    cut (None when nothing was)."""
-    if max_bytes is None or len(html) <= max_bytes // 4:  # 4 bytes per character at most
-        return html, None
-    data = html.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return html, None
-    kept = data[:max_bytes].decode("utf-8", "ignore")  # drops a character cut in two
-    return kept, (f"the input was cut to its first {max_bytes:,} of {len(data):,} bytes")
-
-
-def keep_chunks(chunks: list[Chunk], max_page_tokens: int | None) -> tuple[list[Chunk], int]:
-    """The page's first chunks up to ``max_page_tokens`` tokens (at least one), and how many
-    blocks they hold (the first blocks of the page: chunks hold blocks in order)."""
-    if not chunks:
-        return chunks, 0
-    kept = len(chunks)
-    if max_page_tokens is not None:
-        total = 0
-        for index, chunk in enumerate(chunks):
-            total += len(chunk)
-            if total > max_page_tokens and index > 0:
-                kept = index
-                break
-    kept_chunks = chunks[:kept]
-    return kept_chunks, max(kept_chunks[-1].block_indices, default=-1) + 1
+                raise PageError("tokenize", describe(exc)) from exc
+        try:
+            page = native.prepare_page(
+                tokenizer, html, self.limits.max_input_bytes, self.limits.max_page_tokens,
+                cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
+                self.with_features)
+        except native.PageFailed as exc:
+            stage, _, reason = str(exc).partition(": ")
+            raise PageError(stage, reason) from exc
+        chunks = [Chunk(token_ids, blocks)
+                  for token_ids, blocks in zip(page.chunk_token_ids, page.chunk_blocks,
+                                               strict=True)]
+        return PreparedPage(page.item_ids, chunks, page.map_html, page.features,
+                            page.truncated, page.n_classified, encoding)
 
 
 class RunStats:
@@ -452,50 +417,34 @@ EMPTY_NO_MAIN = "no block was labelled main"
 EMPTY_MAIN_WITHOUT_TEXT = "the blocks labelled main hold no text"
 
 
+# why an empty result is empty, by native.finish_page's code
+_EMPTY_REASONS = {native.EMPTY_NONE: None, native.EMPTY_NO_TEXT: EMPTY_NO_TEXT,
+                  native.EMPTY_NO_MAIN: EMPTY_NO_MAIN,
+                  native.EMPTY_MAIN_WITHOUT_TEXT: EMPTY_MAIN_WITHOUT_TEXT}
+
+
 def _finish(page: PreparedPage, predictions: list[int]) -> PageResult:
     """labels -> main HTML -> Markdown; ``PageError`` names the failing stage.
 
     A page without blocks (plain text, text outside any element the segmentation keeps) has
-    nothing to label: its whole visible text is its main content. An empty result says why
-    it is empty (``empty_reason``).
+    nothing to label: its whole visible text is its main content, one paragraph a line. An
+    empty result says why it is empty (``empty_reason``). Reconstruct and Markdown run in the
+    compiled core (``native.finish_page``: the C library's finish); its readable
+    specification is ``tests/spec/finish_spec.py``.
     """
-    from pulpie_rt.runtime.stages.markdown import to_markdown
-    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
-
-    if page.n_blocks == 0:
-        return _whole_text(page)
-    labels = labels_from_predictions(page.item_ids, predictions)
+    whole_text = page.n_blocks == 0
+    labels = {} if whole_text else labels_from_predictions(page.item_ids, predictions)
+    if not isinstance(page.map_html, str):
+        stage, name = ("markdown", "html") if whole_text else ("reconstruct", "map_html")
+        raise PageError(stage, f"TypeError: {name} must be str, not "
+                               f"{type(page.map_html).__name__}")
     try:
-        main_html = extract_main_html(page.map_html, labels)
-    except Exception as exc:
-        raise PageError("reconstruct", describe(exc)) from exc
-    try:
-        markdown = to_markdown(main_html)
-    except Exception as exc:
-        raise PageError("markdown", describe(exc)) from exc
-    empty_reason = None
-    if not markdown:
-        empty_reason = EMPTY_MAIN_WITHOUT_TEXT if MAIN in labels.values() else EMPTY_NO_MAIN
+        main_html, markdown, empty = native.finish_page(page.map_html, labels, whole_text)
+    except native.FinishError as exc:
+        stage, _, reason = str(exc).partition(": ")
+        raise PageError(stage, reason) from exc
     return PageResult(html=main_html, markdown=markdown, labels=labels,
-                      truncated=page.truncated, empty_reason=empty_reason,
-                      encoding=page.encoding)
-
-
-def _whole_text(page: PreparedPage) -> PageResult:
-    """The result of a page without blocks: its visible text, one paragraph per line."""
-    from pulpie_rt.runtime.stages.markdown import to_markdown, to_text
-
-    try:
-        lines = to_text(page.map_html).splitlines()
-        if not lines:
-            return PageResult(truncated=page.truncated, empty_reason=EMPTY_NO_TEXT,
-                              encoding=page.encoding)
-        main_html = ("<html><body>" + "".join(f"<p>{html_lib.escape(line)}</p>" for line in lines)
-                     + "</body></html>")
-        markdown = to_markdown(main_html)
-    except Exception as exc:
-        raise PageError("markdown", describe(exc)) from exc
-    return PageResult(html=main_html, markdown=markdown, truncated=page.truncated,
+                      truncated=page.truncated, empty_reason=_EMPTY_REASONS[empty],
                       encoding=page.encoding)
 
 

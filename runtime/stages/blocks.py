@@ -4,11 +4,15 @@ A block runs from the ``<`` that opens the tag carrying an ``_item_id`` attribut
 ``<`` that opens the next such tag (or the end of the document), stripped of surrounding
 whitespace. This is the reference's segmentation, kept exact: labels are assigned to blocks by
 position, so any difference in segmentation shifts every later label.
+
+The stage runs in the compiled core (``core/src/engine/prepare.rs``, the C library's); its
+readable specification, the Python implementation it is tested against, is
+``tests/spec/blocks_spec.py``.
 """
 
 from __future__ import annotations
 
-from pulpie_rt.runtime.constants import ITEM_ID_RE
+from pulpie_rt.runtime import native
 
 
 def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:
@@ -17,15 +21,6 @@ def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:
     The id of a block is the first ``_item_id`` found inside the block's text; it is ``None``
     when the block holds none (two ids inside one tag make the first block empty).
     """
-    attr_starts = [m.start() for m in ITEM_ID_RE.finditer(simplified_html)]
-    if not attr_starts:
-        return [], []
-    # rfind of -1 (no "<" before the attribute) is kept as is: it slices like the reference.
-    tag_starts = [simplified_html.rfind("<", 0, start) for start in attr_starts]
-    ends: list[int | None] = [*tag_starts[1:], None]
-    blocks = [simplified_html[s:e].strip() for s, e in zip(tag_starts, ends, strict=True)]
-    item_ids = []
-    for block in blocks:
-        found = ITEM_ID_RE.search(block)
-        item_ids.append(found.group(1) if found else None)
-    return blocks, item_ids
+    if not isinstance(simplified_html, str):
+        raise TypeError(f"simplified_html must be str, not {type(simplified_html).__name__}")
+    return native.extract_blocks(simplified_html)

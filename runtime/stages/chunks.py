@@ -3,11 +3,17 @@
 Layout: ``[BOS] block_0 SEP block_1 SEP ... block_n SEP [EOS]``, at most ``max_tokens`` tokens
 with BOS/EOS counted. A block that does not fit in the current chunk starts a new one; a block
 that alone exceeds the budget is cut to ``budget - 1`` tokens and keeps its SEP.
+
+The packing runs in the compiled core (``core/src/engine/prepare.rs``, the C library's); its
+readable specification, the Python implementation it is tested against, is
+``tests/spec/chunks_spec.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from pulpie_rt.runtime import native
 
 
 @dataclass
@@ -28,31 +34,9 @@ def pack_chunks(
     bos_id: int | None = None,
     eos_id: int | None = None,
 ) -> list[Chunk]:
-    """Greedy packing of blocks into chunks of at most ``max_tokens`` tokens."""
+    """Greedy packing of blocks into chunks of at most ``max_tokens`` tokens (token ids in
+    [0, 2**32), as a tokenizer gives them)."""
     if sep_id is None:
         raise ValueError("sep_id is required")
-    head = [] if bos_id is None else [bos_id]
-    tail = [] if eos_id is None else [eos_id]
-    budget = max_tokens - len(head) - len(tail)
-
-    chunks: list[Chunk] = []
-    body: list[int] = []
-    indices: list[int] = []
-
-    for index, ids in enumerate(block_token_ids):
-        cost = len(ids) + 1  # the block and its SEP
-        if len(body) + cost > budget:
-            if body:
-                chunks.append(Chunk(head + body + tail, indices))
-            body, indices = [], []
-            if cost > budget:
-                # Same slice as the reference, including its behaviour for tiny budgets.
-                body = [*ids[: budget - 1], sep_id]
-                indices = [index]
-                continue
-        body.extend(ids)
-        body.append(sep_id)
-        indices.append(index)
-    if body:
-        chunks.append(Chunk(head + body + tail, indices))
-    return chunks
+    token_ids, blocks = native.pack_chunks(block_token_ids, max_tokens, sep_id, bos_id, eos_id)
+    return [Chunk(ids, indices) for ids, indices in zip(token_ids, blocks, strict=True)]

@@ -2,11 +2,13 @@
 //! (`runtime/native.py`'s `decide_blocks`, called by `runtime/flow/pages.py`): the same
 //! `decode::decide_blocks` the C library's engine runs, so the two paths decode blocks with
 //! one implementation. Status codes and error messages as `ort::ffi` (0 done, 1 an error, 2 a
-//! panic; the message released with `pulpie_rt_free`).
+//! panic; the message released with `pulpie_rt_free`). `pulpie_rt_finish_page` is the
+//! engine's finish (reconstruct → Markdown, or a page's whole text) for the same flow.
 
 use super::decode::{decide_blocks, Decoding, SepOutputs};
 use crate::ort::ffi::{guarded, slice, OrtMessage};
 use crate::ort::{BlockRescorer, OrtError};
+use std::collections::HashSet;
 
 /// The SEP outputs of `pulpie_rt_decide_blocks` are logits, `labels` per SEP.
 pub const OUTPUTS_LOGITS: u32 = 0;
@@ -88,6 +90,346 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
             for (index, prediction) in predictions.into_iter().enumerate() {
                 *out.add(index) = prediction as u64;
             }
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `pulpie_rt_finish_page`'s result: the main HTML and its Markdown (UTF-8, released with
+/// `pulpie_rt_free`), and why the Markdown is empty (`EMPTY_*`).
+#[repr(C)]
+pub struct FinishOutput {
+    pub html_ptr: *mut u8,
+    pub html_len: usize,
+    pub markdown_ptr: *mut u8,
+    pub markdown_len: usize,
+    pub empty_reason: u32,
+}
+
+/// `FinishOutput::empty_reason`: the Markdown is not empty.
+pub const EMPTY_NONE: u32 = 0;
+/// `EMPTY_NO_TEXT`
+pub const EMPTY_REASON_NO_TEXT: u32 = 1;
+/// `EMPTY_NO_MAIN`
+pub const EMPTY_REASON_NO_MAIN: u32 = 2;
+/// `EMPTY_MAIN_WITHOUT_TEXT`
+pub const EMPTY_REASON_MAIN_WITHOUT_TEXT: u32 = 3;
+
+/// `pages._finish` of one page once its labels are known (`super::finish_main`, or
+/// `super::whole_text` when `whole_text` is set: a page without blocks). `main_ids`: the ids
+/// labelled main, each ended by a NUL; `any_main`: whether the page has a main label (which
+/// empty reason an empty result gets). A page's failure is status 1 with its
+/// `"<stage>: <reason>"` message.
+///
+/// # Safety
+/// Pointers as documented; `out` is written on status 0.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_finish_page(
+    map_html: *const u8,
+    map_len: usize,
+    main_ids: *const u8,
+    main_ids_len: usize,
+    whole_text: u32,
+    any_main: u32,
+    out: *mut FinishOutput,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let map_html = slice(map_html, map_len);
+        let finished = if whole_text != 0 {
+            super::whole_text(map_html)
+        } else {
+            let map_html = std::str::from_utf8(map_html)
+                .map_err(|_| OrtError("reconstruct: ValueError: map_html is not UTF-8".into()))?;
+            let ids = slice(main_ids, main_ids_len);
+            let main: HashSet<&str> = ids
+                .split(|&b| b == 0)
+                .filter(|id| !id.is_empty())
+                .filter_map(|id| std::str::from_utf8(id).ok())
+                .collect();
+            super::finish_main(map_html, &main, any_main != 0)
+        };
+        finished.map_err(OrtError)
+    }) {
+        Ok(finished) => {
+            let empty_reason = match finished.empty_reason {
+                None => EMPTY_NONE,
+                Some(super::EMPTY_NO_TEXT) => EMPTY_REASON_NO_TEXT,
+                Some(super::EMPTY_NO_MAIN) => EMPTY_REASON_NO_MAIN,
+                Some(_) => EMPTY_REASON_MAIN_WITHOUT_TEXT,
+            };
+            let (html_ptr, html_len) = crate::leak(finished.html);
+            let (markdown_ptr, markdown_len) = crate::leak(finished.markdown);
+            *out = FinishOutput { html_ptr, html_len, markdown_ptr, markdown_len, empty_reason };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `pulpie_rt_prepare_page`'s result, released with `pulpie_rt_prepare_free`:
+/// - the blocks' ids: `n_blocks` lengths (`u64::MAX`: a block without an id) of the ids
+///   joined in `ids`;
+/// - chunk `c` holds `token_ids[token_ends[c-1]..token_ends[c]]` and the blocks
+///   `block_indices[block_ends[c-1]..block_ends[c]]`;
+/// - `map_html` (UTF-8); the block features (`n_blocks × n_features` float32, null when not
+///   asked for); what the limits cut (null: nothing); how many blocks the chunks hold.
+#[repr(C)]
+pub struct PrepareOutput {
+    pub ids_ptr: *mut u8,
+    pub ids_len: usize,
+    pub id_lens_ptr: *mut u64,
+    pub n_blocks: usize,
+    pub token_ids_ptr: *mut i64,
+    pub token_ids_len: usize,
+    pub token_ends_ptr: *mut u64,
+    pub block_indices_ptr: *mut u64,
+    pub block_indices_len: usize,
+    pub block_ends_ptr: *mut u64,
+    pub n_chunks: usize,
+    pub map_ptr: *mut u8,
+    pub map_len: usize,
+    pub features_ptr: *mut f32,
+    pub features_len: usize,
+    pub n_features: usize,
+    pub truncated_ptr: *mut u8,
+    pub truncated_len: usize,
+    pub n_classified: usize,
+}
+
+fn give<T>(values: Vec<T>) -> (*mut T, usize) {
+    let boxed = values.into_boxed_slice();
+    let len = boxed.len();
+    (Box::into_raw(boxed) as *mut T, len)
+}
+
+unsafe fn release<T>(ptr: *mut T, len: usize) {
+    if !ptr.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)));
+    }
+}
+
+/// A limit as `pulpie_rt_prepare_page` takes it: `u64::MAX` turns it off.
+fn limit(value: u64) -> Option<usize> {
+    (value != u64::MAX).then_some(value as usize)
+}
+
+/// `Preparer.prepare` of one page's text (`super::prepare_text`; the text UTF-8, lone
+/// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
+/// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
+/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent. A page's failure is status 1
+/// with its `"<stage>: <reason>"` message.
+///
+/// # Safety
+/// Pointers as documented; `out` is written on status 0.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_prepare_page(
+    tokenizer: *const crate::tokenizer::Tokenizer,
+    text: *const u8,
+    text_len: usize,
+    max_input_bytes: u64,
+    max_page_tokens: u64,
+    cutoff_length: usize,
+    max_tokens: usize,
+    sep_id: i64,
+    bos_id: i64,
+    eos_id: i64,
+    with_features: u32,
+    out: *mut PrepareOutput,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let settings = super::PrepareSettings {
+            limits: super::Limits {
+                max_input_bytes: limit(max_input_bytes),
+                max_page_tokens: limit(max_page_tokens),
+            },
+            cutoff_length,
+            max_tokens,
+            sep_id,
+            bos_id: (bos_id >= 0).then_some(bos_id),
+            eos_id: (eos_id >= 0).then_some(eos_id),
+        };
+        super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features != 0)
+            .map_err(OrtError)
+    }) {
+        Ok(page) => {
+            let mut ids = Vec::new();
+            let mut id_lens = Vec::with_capacity(page.item_ids.len());
+            for id in &page.item_ids {
+                match id {
+                    Some(id) => {
+                        ids.extend_from_slice(id.as_bytes());
+                        id_lens.push(id.len() as u64);
+                    }
+                    None => id_lens.push(u64::MAX),
+                }
+            }
+            let (mut token_ids, mut token_ends, mut block_indices, mut block_ends) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for chunk in &page.chunks {
+                token_ids.extend_from_slice(&chunk.token_ids);
+                token_ends.push(token_ids.len() as u64);
+                block_indices.extend(chunk.block_indices.iter().map(|&b| b as u64));
+                block_ends.push(block_indices.len() as u64);
+            }
+            let n_chunks = page.chunks.len();
+            let (ids_ptr, ids_len) = give(ids);
+            let (id_lens_ptr, n_blocks) = give(id_lens);
+            let (token_ids_ptr, token_ids_len) = give(token_ids);
+            let (token_ends_ptr, _) = give(token_ends);
+            let (block_indices_ptr, block_indices_len) = give(block_indices);
+            let (block_ends_ptr, _) = give(block_ends);
+            let (map_ptr, map_len) = give(page.map_html.into_bytes());
+            let (features_ptr, features_len) = match page.features {
+                Some(features) => give(features),
+                None => (std::ptr::null_mut(), 0),
+            };
+            let (truncated_ptr, truncated_len) = match page.truncated {
+                Some(truncated) => give(truncated.into_bytes()),
+                None => (std::ptr::null_mut(), 0),
+            };
+            *out = PrepareOutput {
+                ids_ptr,
+                ids_len,
+                id_lens_ptr,
+                n_blocks,
+                token_ids_ptr,
+                token_ids_len,
+                token_ends_ptr,
+                block_indices_ptr,
+                block_indices_len,
+                block_ends_ptr,
+                n_chunks,
+                map_ptr,
+                map_len,
+                features_ptr,
+                features_len,
+                n_features: crate::features::N_FEATURES,
+                truncated_ptr,
+                truncated_len,
+                n_classified: page.n_classified,
+            };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// Releases what `pulpie_rt_prepare_page` wrote into `out` (and clears it).
+///
+/// # Safety
+/// `out` was filled by `pulpie_rt_prepare_page` and not released yet.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_prepare_free(out: *mut PrepareOutput) {
+    let Some(o) = out.as_mut() else { return };
+    release(o.ids_ptr, o.ids_len);
+    release(o.id_lens_ptr, o.n_blocks);
+    release(o.token_ids_ptr, o.token_ids_len);
+    release(o.token_ends_ptr, o.n_chunks);
+    release(o.block_indices_ptr, o.block_indices_len);
+    release(o.block_ends_ptr, o.n_chunks);
+    release(o.map_ptr, o.map_len);
+    release(o.features_ptr, o.features_len);
+    release(o.truncated_ptr, o.truncated_len);
+    *o = std::mem::zeroed();
+}
+
+/// `blocks.extract_blocks` of `text` (UTF-8) into `spans`: per block 4 byte offsets into
+/// `text`, the block's start and end and its id's start and end (`u64::MAX` twice: a block
+/// without an id); released with `pulpie_rt_ort_free_u64s` (`4 × n_blocks` values).
+///
+/// # Safety
+/// Pointers as documented.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract_blocks(
+    text: *const u8,
+    text_len: usize,
+    spans: *mut *mut u64,
+    n_blocks: *mut usize,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let text = std::str::from_utf8(slice(text, text_len)).map_err(|e| OrtError(format!("text is not UTF-8: {e}")))?;
+        let base = text.as_ptr() as usize;
+        let offset = |part: &str| part.as_ptr() as usize - base;
+        let (blocks, _) = super::prepare::extract_blocks(text);
+        let mut out = Vec::with_capacity(blocks.len() * 4);
+        for block in blocks {
+            // an empty block may be a slice of no text at all ("")
+            let start = if block.is_empty() { 0 } else { offset(block) };
+            out.extend([start as u64, (start + block.len()) as u64]);
+            match super::prepare::item_id(block) {
+                Some(id) => {
+                    let id_start = offset(id);
+                    out.extend([id_start as u64, (id_start + id.len()) as u64]);
+                }
+                None => out.extend([u64::MAX, u64::MAX]),
+            }
+        }
+        Ok(out)
+    }) {
+        Ok(out) => {
+            *n_blocks = out.len() / 4;
+            *spans = give(out).0;
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `chunks.pack_chunks` of the blocks' token ids (block `b`: `ids[ends[b-1]..ends[b]]`) into
+/// `out`'s chunk fields (the others empty), released with `pulpie_rt_prepare_free`.
+/// `bos_id`/`eos_id` below 0 are absent.
+///
+/// # Safety
+/// Pointers as documented.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_pack_chunks(
+    ids: *const u32,
+    ends: *const u64,
+    n_blocks: usize,
+    max_tokens: usize,
+    sep_id: i64,
+    bos_id: i64,
+    eos_id: i64,
+    out: *mut PrepareOutput,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let ends = slice(ends, n_blocks);
+        let ids = slice(ids, ends.last().map_or(0, |&e| e as usize));
+        let mut block_ids: Vec<&[u32]> = Vec::with_capacity(n_blocks);
+        let mut start = 0usize;
+        for &end in ends {
+            let end = end as usize;
+            if end < start {
+                return Err(OrtError("block ends must not decrease".into()));
+            }
+            block_ids.push(&ids[start..end]);
+            start = end;
+        }
+        let bos = (bos_id >= 0).then_some(bos_id);
+        let eos = (eos_id >= 0).then_some(eos_id);
+        Ok(super::prepare::pack_chunks(&block_ids, max_tokens, sep_id, bos, eos))
+    }) {
+        Ok(chunks) => {
+            let (mut token_ids, mut token_ends, mut block_indices, mut block_ends) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for chunk in &chunks {
+                token_ids.extend_from_slice(&chunk.token_ids);
+                token_ends.push(token_ids.len() as u64);
+                block_indices.extend(chunk.block_indices.iter().map(|&b| b as u64));
+                block_ends.push(block_indices.len() as u64);
+            }
+            let mut o: PrepareOutput = std::mem::zeroed();
+            o.n_chunks = chunks.len();
+            (o.token_ids_ptr, o.token_ids_len) = give(token_ids);
+            o.token_ends_ptr = give(token_ends).0;
+            (o.block_indices_ptr, o.block_indices_len) = give(block_indices);
+            o.block_ends_ptr = give(block_ends).0;
+            *out = o;
             0
         }
         Err(status) => status,

@@ -117,13 +117,85 @@ impl PageOutput {
 }
 
 /// `PreparedPage`.
-struct Prepared {
+pub(crate) struct Prepared {
     item_ids: Vec<Option<String>>,
     chunks: Vec<Chunk>,
     map_html: String,
     features: Option<Vec<f32>>,
     truncated: Option<String>,
     n_classified: usize,
+}
+
+/// How `prepare_text` cuts, segments and packs a page (`Preparer`'s settings).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PrepareSettings {
+    pub limits: Limits,
+    pub cutoff_length: usize,
+    pub max_tokens: usize,
+    pub sep_id: i64,
+    pub bos_id: Option<i64>,
+    pub eos_id: Option<i64>,
+}
+
+/// `Preparer.prepare` once the page is text: cut by `limits.max_input_bytes`, simplified,
+/// split into blocks, tokenized, packed into chunks cut to `limits.max_page_tokens`, and the
+/// block features read when `with_features`. `text` is UTF-8, except that it may hold lone
+/// surrogates as the 3 bytes of their code point (a Python `str`'s, `surrogatepass`; the
+/// simplify stage takes them as the Python path does). `tokenizer` None: a rescorer-only
+/// profile, no tokens and no chunks (every block classified). The Python page flow calls it
+/// too (`ffi.rs`); a failure is the page's `"<stage>: <reason>"`.
+pub(crate) fn prepare_text(
+    text: &[u8],
+    tokenizer: Option<&Tokenizer>,
+    settings: &PrepareSettings,
+    with_features: bool,
+) -> Result<Prepared, String> {
+    let (text, input_cut) = prepare::cut_input(text, settings.limits.max_input_bytes);
+    let simplified = catch_unwind(AssertUnwindSafe(|| {
+        crate::page::Page::new(&text)
+            .and_then(|page| crate::page::simplify_page(&page, settings.cutoff_length))
+            .map_err(|crate::tree::Unsupported(why)| why.to_string())
+    }))
+    .unwrap_or_else(|_| Err(panic_message()));
+    let (simplified, map_html) =
+        simplified.map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
+    let (blocks, item_ids) = prepare::extract_blocks(&simplified);
+    let (chunks, n_classified) = match tokenizer {
+        Some(tokenizer) => {
+            let (ids, ends) = catch_unwind(AssertUnwindSafe(|| tokenizer.encode_all(blocks.iter().copied())))
+                .map_err(|_| format!("tokenize: RuntimeError: core tokenizer failed (status 2): {}", panic_message()))?;
+            let mut block_ids: Vec<&[u32]> = Vec::with_capacity(ends.len());
+            let mut start = 0usize;
+            for &end in &ends {
+                block_ids.push(&ids[start..end as usize]);
+                start = end as usize;
+            }
+            let mut chunks =
+                prepare::pack_chunks(&block_ids, settings.max_tokens, settings.sep_id, settings.bos_id, settings.eos_id);
+            let (kept, n_classified) = prepare::keep_chunks(&chunks, settings.limits.max_page_tokens);
+            chunks.truncate(kept);
+            (chunks, n_classified)
+        }
+        None => (Vec::new(), item_ids.len()),
+    };
+    let mut cuts: Vec<String> = input_cut.into_iter().collect();
+    if n_classified < item_ids.len() {
+        let limit = settings.limits.max_page_tokens.map_or("None".to_string(), |n| py::thousands(n as u64));
+        cuts.push(format!(
+            "{} of {} blocks past the first {limit} tokens were not classified (labelled other)",
+            item_ids.len() - n_classified,
+            item_ids.len()
+        ));
+    }
+    let features = if with_features {
+        let computed = catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids)))
+            .map_err(|_| core_failed("features", "CoreError"))?;
+        Some(computed.map_err(|e| format!("features: {e}"))?)
+    } else {
+        None
+    };
+    let truncated = (!cuts.is_empty()).then(|| cuts.join("; "));
+    Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
 }
 
 /// An open model: tokenizer, sessions and settings, shared by every thread.
@@ -226,44 +298,16 @@ impl Engine {
     fn prepare(&self, page: &[u8], content_type: Option<&[u8]>) -> Result<Prepared, String> {
         // the decode stage every entry point shares (runtime/stages/decode.py binds it too)
         let text = crate::decode::decode_page(page, content_type).text;
-        let (text, input_cut) = prepare::cut_input(&text, self.config.limits.max_input_bytes);
-        let simplified = catch_unwind(AssertUnwindSafe(|| {
-            crate::page::Page::new(text.as_bytes())
-                .and_then(|page| crate::page::simplify_page(&page, self.config.cutoff_length))
-                .map_err(|crate::tree::Unsupported(why)| why.to_string())
-        }))
-        .unwrap_or_else(|_| Err(panic_message()));
-        let (simplified, map_html) = simplified
-            .map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
-        let (blocks, item_ids) = prepare::extract_blocks(&simplified);
-        let (ids, ends) = self.tokenizer.encode_all(blocks.iter().copied());
-        let mut block_ids: Vec<&[u32]> = Vec::with_capacity(ends.len());
-        let mut start = 0usize;
-        for &end in &ends {
-            block_ids.push(&ids[start..end as usize]);
-            start = end as usize;
-        }
         let m = &self.manifest;
-        let mut chunks = prepare::pack_chunks(&block_ids, m.max_tokens, m.sep_id, m.bos_id, m.eos_id);
-        let (kept, n_classified) = prepare::keep_chunks(&chunks, self.config.limits.max_page_tokens);
-        chunks.truncate(kept);
-        let mut cuts: Vec<String> = input_cut.into_iter().collect();
-        if n_classified < item_ids.len() {
-            let limit = self.config.limits.max_page_tokens.map_or("None".to_string(), |n| py::thousands(n as u64));
-            cuts.push(format!(
-                "{} of {} blocks past the first {limit} tokens were not classified (labelled other)",
-                item_ids.len() - n_classified,
-                item_ids.len()
-            ));
-        }
-        let features = match self.rescorer {
-            Some(_) => Some(
-                features::block_features(&map_html, &item_ids).map_err(|e| format!("features: {e}"))?,
-            ),
-            None => None,
+        let settings = PrepareSettings {
+            limits: self.config.limits,
+            cutoff_length: self.config.cutoff_length,
+            max_tokens: m.max_tokens,
+            sep_id: m.sep_id,
+            bos_id: m.bos_id,
+            eos_id: m.eos_id,
         };
-        let truncated = (!cuts.is_empty()).then(|| cuts.join("; "));
-        Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
+        prepare_text(text.as_bytes(), Some(&self.tokenizer), &settings, self.rescorer.is_some())
     }
 
     /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
@@ -373,50 +417,80 @@ impl Engine {
 
     /// `pages._finish`: labels → main HTML → Markdown.
     fn finish(&self, page: &Prepared, predictions: &[usize]) -> Result<PageOutput, String> {
-        if page.item_ids.is_empty() {
-            return whole_text(page);
-        }
-        let labels = decode::labels_from_predictions(&page.item_ids, predictions);
-        let main_html = if page.map_html.is_empty() {
-            String::new()
+        let (labels, finished) = if page.item_ids.is_empty() {
+            (Vec::new(), whole_text(page.map_html.as_bytes())?)
         } else {
+            let labels = decode::labels_from_predictions(&page.item_ids, predictions);
             let main: std::collections::HashSet<&str> =
                 labels.iter().filter(|(_, main)| *main).map(|(id, _)| id.as_str()).collect();
-            catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(&page.map_html, &main)))
-                .map_err(|_| {
-                    format!(
-                        "reconstruct: ValueError: the compiled core failed on this input: {}",
-                        panic_message()
-                    )
-                })?
+            let any_main = labels.iter().any(|(_, main)| *main);
+            let finished = finish_main(&page.map_html, &main, any_main)?;
+            (labels, finished)
         };
-        let markdown = markdown(&main_html)?;
-        let empty_reason = markdown.is_empty().then(|| {
-            if labels.iter().any(|(_, main)| *main) { EMPTY_MAIN_WITHOUT_TEXT } else { EMPTY_NO_MAIN }.to_string()
-        });
-        Ok(PageOutput { html: main_html, markdown, labels, error: None, truncated: page.truncated.clone(), empty_reason })
+        Ok(PageOutput {
+            html: finished.html,
+            markdown: finished.markdown,
+            labels,
+            error: None,
+            truncated: page.truncated.clone(),
+            empty_reason: finished.empty_reason.map(str::to_string),
+        })
     }
+}
+
+/// A page's main content: its HTML, its Markdown and why the Markdown is empty (None: it is
+/// not).
+pub(crate) struct Finished {
+    pub html: String,
+    pub markdown: String,
+    pub empty_reason: Option<&'static str>,
+}
+
+/// `pages._finish` once the labels are known: the blocks `main` holds kept from `map_html`
+/// (reconstruct), then Markdown; `any_main`: whether any block is labelled main (which
+/// empty reason an empty result gets). The Python page flow calls it too (`ffi.rs`).
+pub(crate) fn finish_main(
+    map_html: &str,
+    main: &std::collections::HashSet<&str>,
+    any_main: bool,
+) -> Result<Finished, String> {
+    let main_html = if map_html.is_empty() {
+        String::new()
+    } else {
+        catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(map_html, main)))
+            .map_err(|_| core_failed("reconstruct", "ValueError"))?
+    };
+    let markdown = markdown(&main_html)?;
+    let empty_reason =
+        markdown.is_empty().then_some(if any_main { EMPTY_MAIN_WITHOUT_TEXT } else { EMPTY_NO_MAIN });
+    Ok(Finished { html: main_html, markdown, empty_reason })
 }
 
 /// `to_markdown(html)`, or the `"markdown: …"` error where the specification raises.
+/// A panic in it is the page's `"markdown: CoreError: …"`, as `native.markdown` reports one.
 fn markdown(html: &str) -> Result<String, String> {
-    match crate::markdown::to_markdown(html.as_bytes()) {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(error) => Err(format!("markdown: {}", py::describe(error.kind, &error.message))),
+    match catch_unwind(AssertUnwindSafe(|| crate::markdown::to_markdown(html.as_bytes()))) {
+        Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Err(error)) => Err(format!("markdown: {}", py::describe(error.kind, &error.message))),
+        Err(_) => Err(core_failed("markdown", "CoreError")),
     }
 }
 
+/// A page's error for a panic caught in `stage`, worded as the Python bindings word one
+/// (`"<stage>: <kind>: the compiled core failed on this input: <panic>"`).
+fn core_failed(stage: &str, kind: &str) -> String {
+    format!("{stage}: {kind}: the compiled core failed on this input: {}", panic_message())
+}
+
 /// `pages._whole_text`: a page without blocks gives its visible text, one paragraph a line.
-fn whole_text(page: &Prepared) -> Result<PageOutput, String> {
-    let text = crate::markdown::to_text(page.map_html.as_bytes());
+/// The Python page flow calls it too (`ffi.rs`).
+pub(crate) fn whole_text(map_html: &[u8]) -> Result<Finished, String> {
+    let text = catch_unwind(AssertUnwindSafe(|| crate::markdown::to_text(map_html)))
+        .map_err(|_| core_failed("markdown", "CoreError"))?;
     let text = String::from_utf8_lossy(&text);
     let lines = py::splitlines(&text);
     if lines.is_empty() {
-        return Ok(PageOutput {
-            truncated: page.truncated.clone(),
-            empty_reason: Some(EMPTY_NO_TEXT.to_string()),
-            ..PageOutput::default()
-        });
+        return Ok(Finished { html: String::new(), markdown: String::new(), empty_reason: Some(EMPTY_NO_TEXT) });
     }
     let mut main_html = String::from("<html><body>");
     for line in lines {
@@ -426,5 +500,5 @@ fn whole_text(page: &Prepared) -> Result<PageOutput, String> {
     }
     main_html.push_str("</body></html>");
     let markdown = markdown(&main_html)?;
-    Ok(PageOutput { html: main_html, markdown, truncated: page.truncated.clone(), ..PageOutput::default() })
+    Ok(Finished { html: main_html, markdown, empty_reason: None })
 }

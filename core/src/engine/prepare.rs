@@ -3,6 +3,7 @@
 //! the same results (same slices, same quirks).
 
 use super::py;
+use std::borrow::Cow;
 
 /// `ITEM_ID_RE = re.compile(r'_item_id="(\d+)"')`: the next match at or after `from`, as
 /// (match start, match end, the id).
@@ -41,9 +42,14 @@ pub fn extract_blocks(simplified: &str) -> (Vec<&str>, Vec<Option<String>>) {
         let end = tag_starts.get(index + 1).copied().unwrap_or(simplified.len());
         let block = py::strip(simplified.get(start..end.max(start)).unwrap_or(""));
         blocks.push(block);
-        item_ids.push(next_item_id(block, 0).map(|(_, _, id)| id.to_string()));
+        item_ids.push(item_id(block).map(str::to_string));
     }
     (blocks, item_ids)
+}
+
+/// A block's `_item_id`: the first one in it (a slice of `block`).
+pub fn item_id(block: &str) -> Option<&str> {
+    next_item_id(block, 0).map(|(_, _, id)| id)
 }
 
 /// One model input: its token ids and the indices of the page's blocks it holds.
@@ -129,23 +135,26 @@ pub fn keep_chunks(chunks: &[Chunk], max_page_tokens: Option<usize>) -> (usize, 
     (kept, n_classified)
 }
 
-/// `pages.cut_input`: `html` cut to its first `max_bytes` bytes (at a character boundary),
-/// and what was cut.
-pub fn cut_input(html: &str, max_bytes: Option<usize>) -> (&str, Option<String>) {
-    let Some(max_bytes) = max_bytes else { return (html, None) };
+/// `pages.cut_input`: `html` cut to its first `max_bytes` bytes, and what was cut. The page
+/// may hold lone surrogates as 3-byte sequences (a Python `str`, `surrogatepass`): a cut page
+/// keeps the valid UTF-8 of its first `max_bytes` bytes only, as Python's
+/// `data[:max_bytes].decode("utf-8", "ignore")` does (a character cut in two and any lone
+/// surrogate dropped).
+pub fn cut_input(html: &[u8], max_bytes: Option<usize>) -> (Cow<'_, [u8]>, Option<String>) {
+    let Some(max_bytes) = max_bytes else { return (Cow::Borrowed(html), None) };
     if html.len() <= max_bytes {
-        return (html, None);
+        return (Cow::Borrowed(html), None);
     }
-    let mut end = max_bytes;
-    while !html.is_char_boundary(end) {
-        end -= 1;
+    let mut kept = Vec::with_capacity(max_bytes);
+    for chunk in html[..max_bytes].utf8_chunks() {
+        kept.extend_from_slice(chunk.valid().as_bytes());
     }
     let why = format!(
         "the input was cut to its first {} of {} bytes",
         py::thousands(max_bytes as u64),
         py::thousands(html.len() as u64)
     );
-    (&html[..end], Some(why))
+    (Cow::Owned(kept), Some(why))
 }
 
 #[cfg(test)]
@@ -199,8 +208,16 @@ mod tests {
         assert_eq!(keep_chunks(&chunks, Some(5)), (1, 2));
         assert_eq!(keep_chunks(&chunks, None), (3, 5));
         assert_eq!(keep_chunks(&[], Some(5)), (0, 0));
-        assert_eq!(cut_input("aé", Some(2)), ("a", Some("the input was cut to its first 2 of 3 bytes".into())));
-        assert_eq!(cut_input("aé", Some(3)), ("aé", None));
-        assert_eq!(cut_input("aé", None), ("aé", None));
+        let cut = |text: &[u8], max| {
+            let (kept, why) = cut_input(text, max);
+            (kept.into_owned(), why)
+        };
+        assert_eq!(cut("aé".as_bytes(), Some(2)), (b"a".to_vec(), Some("the input was cut to its first 2 of 3 bytes".into())));
+        assert_eq!(cut("aé".as_bytes(), Some(3)), ("aé".as_bytes().to_vec(), None));
+        assert_eq!(cut("aé".as_bytes(), None), ("aé".as_bytes().to_vec(), None));
+        // a lone surrogate (surrogatepass bytes) is dropped from a cut page, kept in a whole one
+        let odd = b"a\xed\xa0\x80b\xc3\xa9";
+        assert_eq!(cut(odd, Some(6)), (b"ab".to_vec(), Some("the input was cut to its first 6 of 7 bytes".into())));
+        assert_eq!(cut(odd, Some(7)).0, odd.to_vec());
     }
 }
