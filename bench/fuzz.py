@@ -46,6 +46,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from pulpie_rt.export.tiny import export_tiny_bundle
+
 OUTCOMES = ("ok", "refused", "panic", "crash", "hang")
 WALL_FACTOR = 10
 TAGS = ("div", "p", "span", "table", "tr", "td", "ul", "li", "a", "b", "i", "section", "pre",
@@ -369,15 +371,6 @@ def write_warc(path: Path, inputs: list[tuple[int, bytes]]) -> None:
             fh.write(head + http + b"\r\n\r\n")
 
 
-def tiny_bundle(workdir: Path) -> Path:
-    """The test suite's tiny checkpoint (``tests/fixtures/tiny-eurobert``), exported."""
-    checkpoint = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tiny-eurobert"
-    out = workdir / "bundle"
-    subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "export", str(checkpoint), "--out",
-                    str(out), "--no-verify"], check=True, capture_output=True)
-    return out
-
-
 def run_cli_share(seed: int, indices: list[int], window: int, splits: str, page_seconds: float,
                   bundle: str | None) -> dict:
     """The inputs ``indices`` through ``pulpie-rt run`` over a WARC: records, errors, seconds."""
@@ -385,7 +378,7 @@ def run_cli_share(seed: int, indices: list[int], window: int, splits: str, page_
     inputs = [(index, mutated_page(pages, seed, index)[0]) for index in indices]
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-fuzz-") as tmp:
         workdir = Path(tmp)
-        model = bundle or str(tiny_bundle(workdir))
+        model = bundle or str(export_tiny_bundle(workdir / "bundle"))
         warc = workdir / "fuzz.warc"
         write_warc(warc, inputs)
         out = workdir / "out.jsonl"

@@ -267,3 +267,16 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def export_tiny_bundle(out: Path) -> Path:
+    """The committed tiny checkpoint (``tests/fixtures/tiny-eurobert``) exported as a bundle
+    into ``out`` (``pulpie-rt export``, unverified: the commands that run it compare
+    behaviour, not the export)."""
+    import subprocess
+    import sys
+
+    checkpoint = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tiny-eurobert"
+    subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "export", str(checkpoint), "--out",
+                    str(out), "--no-verify"], check=True, capture_output=True)
+    return out

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pulpie_rt.eval.reencode import THRESHOLD, Case, cases
+from pulpie_rt.export.tiny import export_tiny_bundle
 
 
 def load_corpus(limit: int | None) -> list[dict]:
@@ -155,15 +156,6 @@ def markdown_checks(sample: list[Case], bundle: Path, workdir: Path) -> dict[str
     return {"extractor": flow, "cli-extract": extract, "warc": warc}
 
 
-def tiny_bundle(workdir: Path) -> Path:
-    """The test suite's tiny checkpoint, exported (``tests/fixtures/tiny-eurobert``)."""
-    checkpoint = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tiny-eurobert"
-    out = workdir / "bundle"
-    subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "export", str(checkpoint), "--out",
-                    str(out), "--no-verify"], check=True, capture_output=True)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="first N corpus pages only")
@@ -191,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                         | {i for i, ok in enumerate(texts["warc"]) if not ok})
         wanted = set(chosen)
         sample = [case for i, case in enumerate(cases(pages)) if i in wanted]
-        bundle = Path(args.bundle) if args.bundle else tiny_bundle(workdir)
+        bundle = Path(args.bundle) if args.bundle else export_tiny_bundle(workdir / "bundle")
         marks = markdown_checks(sample, bundle, workdir)
     markdown_ok = {entry: dict(zip(chosen, values, strict=True)) for entry, values in marks.items()}
 

@@ -243,16 +243,10 @@ def simplify_step(data: str | bytes, step: int) -> str:
     return _take(lib, out.ptr, out.len)
 
 
-def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
-    """``reconstruct.extract_main_html`` of a non-empty ``map_html``."""
-    lib = _library()
-    try:
-        data = map_html.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CoreError(f"map_html is not UTF-8-encodable ({exc.reason})") from exc
-    # the main ids travel each ended by a NUL; an id that is not a str, or holds a NUL or a
-    # lone surrogate, matches no _item_id value of libxml2's tree (it never holds those), so
-    # it is left out
+def _main_ids(labels: dict[str, str]) -> bytes:
+    """The ids labelled main as the core takes them, each ended by a NUL. An id that is not a
+    str, or holds a NUL or a lone surrogate, matches no _item_id value of libxml2's tree (it
+    never holds those), so it is left out."""
     ids = []
     for item_id, label in labels.items():
         if label == "main" and isinstance(item_id, str) and "\0" not in item_id:
@@ -260,7 +254,17 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
                 ids.append(item_id.encode("utf-8") + b"\0")
             except UnicodeEncodeError:
                 continue
-    joined = b"".join(ids)
+    return b"".join(ids)
+
+
+def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
+    """``reconstruct.extract_main_html`` of a non-empty ``map_html``."""
+    lib = _library()
+    try:
+        data = map_html.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CoreError(f"map_html is not UTF-8-encodable ({exc.reason})") from exc
+    joined = _main_ids(labels)
     out = _TextOutput()
     status = lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined), ctypes.byref(out))
     _check(status, out.reason)
@@ -763,19 +767,8 @@ def finish_page(map_html: str, labels: dict[str, str], whole_text: bool
         except UnicodeEncodeError as exc:
             raise FinishError("reconstruct: ValueError: map_html is not UTF-8-encodable "
                               f"({exc.reason})") from exc
-    # the main ids each ended by a NUL; one that is not a str, or holds a NUL or a lone
-    # surrogate, matches no _item_id of libxml2's tree (as in extract_main_html)
-    ids = []
-    any_main = False
-    for item_id, label in labels.items():
-        if label == "main":
-            any_main = True
-            if isinstance(item_id, str) and "\0" not in item_id:
-                try:
-                    ids.append(item_id.encode("utf-8") + b"\0")
-                except UnicodeEncodeError:
-                    continue
-    joined = b"".join(ids)
+    joined = _main_ids(labels)
+    any_main = "main" in labels.values()
     out = _FinishOutput()
     message = _Message()
     status = lib.pulpie_rt_finish_page(data, len(data), joined, len(joined),
