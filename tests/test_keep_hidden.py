@@ -145,3 +145,102 @@ def test_keep_hidden_must_be_a_boolean_of_a_profile(tmp_path):
         f"{path / 'manifest.json'}: keep_hidden is a profile's setting "
         "(profiles.<name>.keep_hidden), not the manifest's: the top level is what readers "
         "without profiles run, and they segment as the reference does")
+
+
+# ── the fast profile is trained on the segmentation it runs with ──────────────────────────
+
+# train pages whose main content the reference's segmentation removes as hidden (40 of
+# wcxb/dev/0407's 40 main-labelled blocks with keep_hidden are hidden), and small plain ones
+HIDING_TRAIN_PAGES = ("wcxb/dev/0210", "wcxb/dev/0407")
+
+
+@pytest.fixture(scope="module")
+def mini_corpus(tmp_path_factory):
+    """A corpus ``mini`` of six real train pages: the two above and the first four small ones
+    with ground truth."""
+    import gzip
+
+    from pulpie_rt.corpus import iter_pages
+
+    chosen = []
+    for page in iter_pages("train"):
+        if page["id"] in HIDING_TRAIN_PAGES or (
+                len(chosen) < 6 and page.get("reference") and len(page["html"]) < 30_000
+                and sum(p["id"] not in HIDING_TRAIN_PAGES for p in chosen) < 4):
+            chosen.append(page)
+    assert {p["id"] for p in chosen} >= set(HIDING_TRAIN_PAGES) and len(chosen) == 6
+    folder = tmp_path_factory.mktemp("corpus")
+    with gzip.open(folder / "mini.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for page in chosen:
+            fh.write(json.dumps(page) + "\n")
+    return folder
+
+
+def test_training_data_and_features_are_cached_per_segmentation(mini_corpus, tmp_path,
+                                                                monkeypatch):
+    from pulpie_rt.train.data import prepare_pages
+    from pulpie_rt.train.rescorer import training_pages
+
+    monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
+    cache = tmp_path / "cache"
+    shown = {r["id"]: r for r in prepare_pages("mini", 1, cache)}
+    kept = {r["id"]: r for r in prepare_pages("mini", 1, cache, keep_hidden=True)}
+    names = sorted(p.name for p in cache.iterdir())
+    assert len(names) == 2 and names[0].endswith("-keep-hidden.jsonl.gz")
+    assert names[1] == names[0].replace("-keep-hidden", "")
+    page = "wcxb/dev/0407"
+    assert sum(kept[page]["labels"]) >= sum(shown[page]["labels"]) + 40
+    assert len(kept[page]["blocks"]) > len(shown[page]["blocks"])
+    ids, features, labels = training_pages("mini", 1, cache, keep_hidden=True)
+    at = ids.index(page)
+    assert len(features[at]) == len(labels[at]) == len(kept[page]["blocks"])
+    ids, features, _ = training_pages("mini", 1, cache)
+    assert len(features[ids.index(page)]) == len(shown[page]["blocks"])
+    assert len([p for p in cache.iterdir() if p.name.startswith("features-")]) == 2
+
+
+def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, tmp_path,
+                                                                  monkeypatch):
+    from dataclasses import replace
+
+    from pulpie_rt.train.__main__ import set_profiles
+    from pulpie_rt.train.fast import write_fast_rescorer
+    from pulpie_rt.train.fit import Recipe
+
+    monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
+    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
+    recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
+                     rescorer_min_leaf=5, threads=1)
+    assert Recipe().fast_keep_hidden is True
+    bundle = tmp_path / "work" / "bundle"
+    bundle.mkdir(parents=True)
+    logged = []
+    fast = write_fast_rescorer(bundle, recipe, log=logged.append)
+    assert fast["keep_hidden"] is True
+    assert any(line.endswith("hidden elements kept") for line in logged)
+    assert [p.name for p in (tmp_path / "build" / "train-data").iterdir()
+            if "keep-hidden" in p.name] != []
+    (bundle / "manifest.json").write_text(json.dumps({"decoding": {"keep_best_block": True}}))
+    set_profiles(bundle, fast, "accurate")
+    profiles = json.loads((bundle / "manifest.json").read_text())["profiles"]
+    assert profiles["fast"]["keep_hidden"] is True and "keep_hidden" not in profiles["accurate"]
+    unkept = write_fast_rescorer(bundle, replace(recipe, fast_keep_hidden=False),
+                                 log=logged.append)
+    set_profiles(bundle, unkept, "accurate")
+    profiles = json.loads((bundle / "manifest.json").read_text())["profiles"]
+    assert "keep_hidden" not in profiles["fast"]
+
+
+def test_the_model_card_says_when_the_fast_profile_keeps_hidden_elements():
+    from pulpie_rt.train.card import model_card
+
+    folder = embedded_model_dir()
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    results["fast"].pop("keep_hidden", None)
+    assert "keeps hidden elements" not in model_card(results, manifest, 1)
+    results["fast"]["keep_hidden"] = True
+    card = model_card(results, manifest, 1)
+    assert "- The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`)" \
+        in card
+    assert "; it keeps hidden elements (above)." in card
