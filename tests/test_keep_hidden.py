@@ -145,6 +145,9 @@ def test_keep_hidden_must_be_a_boolean_of_a_profile(tmp_path):
         f"{path / 'manifest.json'}: keep_hidden is a profile's setting "
         "(profiles.<name>.keep_hidden), not the manifest's: the top level is what readers "
         "without profiles run, and they segment as the reference does")
+    manifest["keep_hidden"] = False  # what readers without profiles do anyway
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert load_bundle(path).keep_hidden is False and load_bundle(path, "fast").keep_hidden
 
 
 # ── the fast profile is trained on the segmentation it runs with ──────────────────────────

@@ -57,8 +57,8 @@ closed ``<details>``' content, a ``nav`` child of ``<body>``), the segmentation 
 was trained on; ``Bundle.keep_hidden``, and every entry point through
 ``Preparer.from_bundle``, follow it. Only a profile may say so: the top level is what readers
 without profiles (the C library, which always segments as the reference does) run, so a
-top-level ``keep_hidden`` is refused. The Orange bundles never set it (their blocks must equal
-the reference's).
+top-level ``keep_hidden`` other than false is refused. The Orange bundles never set it (their
+blocks must equal the reference's).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def select_profile(manifest: dict[str, Any], profile: str | None, where: str) ->
     """``manifest`` with ``profile``'s ``decoding``, ``rescorer``, ``transformer`` and
     ``keep_hidden`` in place of its own (None: the ``default_profile``); unchanged for a bundle
     without profiles when ``profile`` is None."""
-    if "keep_hidden" in manifest:
+    if manifest.get("keep_hidden", False) is not False:
         raise BundleError(f"{where}: keep_hidden is a profile's setting "
                           "(profiles.<name>.keep_hidden), not the manifest's: the top level is "
                           "what readers without profiles run, and they segment as the "
