@@ -31,7 +31,7 @@ __all__ = [
     "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
     "FinishError", "finish_page", "PageFailed", "PreparedCore", "prepare_page",
-    "extract_blocks", "pack_chunks",
+    "extract_blocks", "pack_chunks", "hidden_blocks",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -117,10 +117,11 @@ def _library() -> ctypes.CDLL:
             "on the PATH (`pip install .`, or `make core` in a checkout)"
         )
     lib = ctypes.CDLL(str(path))
-    lib.pulpie_rt_simplify_page.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(_SimplifyOutput),
+    lib.pulpie_rt_simplify_page_flags.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32,
+        ctypes.POINTER(_SimplifyOutput),
     ]
-    lib.pulpie_rt_simplify_page.restype = ctypes.c_int32
+    lib.pulpie_rt_simplify_page_flags.restype = ctypes.c_int32
     lib.pulpie_rt_simplify_step.argtypes = [
         ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(_TextOutput),
     ]
@@ -148,6 +149,11 @@ def _library() -> ctypes.CDLL:
         ctypes.POINTER(_FeaturesOutput),
     ]
     lib.pulpie_rt_block_features.restype = ctypes.c_int32
+    lib.pulpie_rt_hidden_blocks.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(_TextOutput),
+    ]
+    lib.pulpie_rt_hidden_blocks.restype = ctypes.c_int32
     _LIBRARY_CACHE.append(lib)
     return lib
 
@@ -190,12 +196,19 @@ def _page_bytes(html: str) -> bytes:
         return html.encode("utf-8", "surrogatepass")
 
 
-def simplify_page(html: str, cutoff_length: int) -> tuple[str, str]:
-    """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``)."""
+_SIMPLIFY_KEEP_HIDDEN = 1  # lib.rs SIMPLIFY_KEEP_HIDDEN
+
+
+def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False
+                  ) -> tuple[str, str]:
+    """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``);
+    ``keep_hidden``: without removing the elements the reference removes as hidden."""
     lib = _library()
     data = _page_bytes(html)
     out = _SimplifyOutput()
-    status = lib.pulpie_rt_simplify_page(data, len(data), cutoff_length, ctypes.byref(out))
+    status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length,
+                                               _SIMPLIFY_KEEP_HIDDEN if keep_hidden else 0,
+                                               ctypes.byref(out))
     _check(status, out.reason)
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
@@ -449,6 +462,14 @@ def _encoded_id(item_id: str | None) -> bytes | None:
         return None
 
 
+def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
+    """The ids as the core takes them: joined, and each one's byte length (``_NO_ID``)."""
+    encoded = [_encoded_id(i) for i in item_ids]
+    ids = b"".join(e for e in encoded if e is not None)
+    lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
+    return ids, lens
+
+
 def block_features(map_html: str, item_ids: list[str | None],
                    libxml2_tree: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
@@ -462,11 +483,9 @@ def block_features(map_html: str, item_ids: list[str | None],
     # lone surrogates (no UTF-8 for them) are dropped, as the specification's parser drops
     # them (selectolax encodes with errors="ignore")
     data = map_html.encode("utf-8", "ignore")
-    encoded = [_encoded_id(i) for i in item_ids]
-    ids = b"".join(e for e in encoded if e is not None)
-    lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
+    ids, lens = _joined_ids(item_ids)
     out = _FeaturesOutput()
-    status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(encoded),
+    status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(lens),
                                           _FEATURES_LIBXML2_TREE if libxml2_tree else 0,
                                           ctypes.byref(out))
     _check(status, out.reason)
@@ -477,6 +496,30 @@ def block_features(map_html: str, item_ids: list[str | None],
     finally:
         lib.pulpie_rt_free(out.ptr, out.len)
     return features
+
+
+def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One uint8 per id (``core/src/simplify.rs``' ``hidden_blocks``): 1 when the element
+    carrying the id in ``map_html`` (for a ``cc-alg-uc-text`` run wrapper: its parent) or one
+    of its ancestors is one the reference's segmentation removes as hidden (inline
+    ``display:none``, ``opacity:0`` …, a closed ``<details>``' content, a ``nav`` child of
+    ``<body>``): a block that exists only when the page is segmented with
+    ``keep_hidden``. 0 for ids ``map_html`` does not hold, and for None. ``CoreError`` where
+    the core fails on the page."""
+    lib = _library()
+    data = map_html.encode("utf-8", "ignore")
+    ids, lens = _joined_ids(item_ids)
+    out = _TextOutput()
+    status = lib.pulpie_rt_hidden_blocks(data, len(data), ids, len(ids), lens, len(lens),
+                                         ctypes.byref(out))
+    _check(status, out.reason)
+    flags = np.zeros(len(item_ids), np.uint8)
+    try:
+        if out.len:
+            ctypes.memmove(flags.ctypes.data, out.ptr, out.len)
+    finally:
+        lib.pulpie_rt_free(out.ptr, out.len)
+    return flags
 
 
 # ── batching, the block rescorer and label decoding (core/src/ort, core/src/engine) ───────
@@ -522,7 +565,7 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_prepare_page": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64,
                                 ctypes.c_uint64, ctypes.c_size_t, ctypes.c_size_t,
                                 ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
-                                _P, ctypes.POINTER(_Message)], ctypes.c_int32),
+                                ctypes.c_uint32, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_prepare_free": ([_P], None),
     "pulpie_rt_extract_blocks": ([ctypes.c_char_p, ctypes.c_size_t,
                                   ctypes.POINTER(ctypes.POINTER(ctypes.c_uint64)),
@@ -832,12 +875,13 @@ class PreparedCore:
 def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: int | None,
                  max_page_tokens: int | None, cutoff_length: int, max_tokens: int,
                  sep_id: int, bos_id: int | None, eos_id: int | None,
-                 with_features: bool) -> PreparedCore:
+                 with_features: bool, keep_hidden: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
-    features when ``with_features``. A lone surrogate in ``html`` travels as ``surrogatepass``
+    features when ``with_features``; ``keep_hidden``: segmented without removing hidden
+    elements (``simplify_page``). A lone surrogate in ``html`` travels as ``surrogatepass``
     writes it (the simplify stage ignores it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
     lib = _engine_library()
@@ -849,8 +893,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
         _NO_LIMIT if max_input_bytes is None else max(int(max_input_bytes), 0),
         _NO_LIMIT if max_page_tokens is None else max(int(max_page_tokens), 0),
         cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
-        -1 if eos_id is None else eos_id, 1 if with_features else 0, ctypes.byref(out),
-        ctypes.byref(message))
+        -1 if eos_id is None else eos_id, 1 if with_features else 0, 1 if keep_hidden else 0,
+        ctypes.byref(out), ctypes.byref(message))
     if status != 0:
         text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
         if status == 1:

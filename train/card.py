@@ -68,6 +68,17 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     weighting = ("each block weighted by the square root of its words (the score\n  counts words)"
                  if recipe.get("fast_word_weights", True) else "every block weighted alike")
     weighting += "; the second stage learns from out-of-fold first-stage probabilities"
+    keeps_hidden = bool(fast.get("keep_hidden"))
+    hidden_text = """
+- The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`): it
+  segments pages without the reference segmentation's removal of elements styled
+  `display:none`, `visibility:hidden`, `opacity:0`, `font-size:0px` or
+  `color:transparent`, of a closed `<details>`' content and of a `nav` child of `<body>`,
+  and its rescorer is trained and calibrated on that segmentation. Many pages put their main
+  content there: Next.js blogs fade it in from `style="opacity:0"`, shops fold product
+  specifications into collapsed accordion panels; removed, those blocks never exist and no
+  model can keep them. The `accurate` profile keeps the reference segmentation (the
+  transformer was trained on it, and the Orange models need it exactly).""" if keeps_hidden else ""
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -80,7 +91,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   ({fast['folds']} folds of whole train pages). Threshold on its log-odds: `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} thresholds tried): no
-  dev page is used to train or calibrate it."""
+  dev page is used to train or calibrate it.{hidden_text}"""
     return f"""# pulpie-rt default model
 
 The model `Extractor()`, `Pipeline()` and `pulpie-rt run` use when no model is given (and
@@ -110,7 +121,8 @@ by their authors on far more data.
 (manifest `profiles`, `default_profile`: **{default_profile}**):
 
 - `fast`: the block rescorer over the page's DOM features alone (no transformer, no
-  tokenizer): about 50 times less CPU per page than `accurate`.
+  tokenizer): about 50 times less CPU per page than `accurate`{
+      "; it keeps hidden elements (above)" if keeps_hidden else ""}.
 - `accurate`: the transformer over 1,024-token windows plus its rescorer (decoding above).
 
 The manifest's top-level `decoding` and `rescorer` are the `accurate` profile's, so readers

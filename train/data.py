@@ -2,12 +2,14 @@
 
 ``prepare_pages`` runs simplify -> blocks -> labels for many pages in worker processes and
 caches the result (gzip JSONL, one record per page: ``id``, ``blocks``, ``labels``) under
-``build/train-data/``, keyed by the corpus file's size and mtime and this code's rule, so the
-tokenizer and the model are trained on exactly what the runtime will feed them.
+``build/train-data/``, keyed by the corpus file's size and mtime, this code's rule and the
+segmentation (``keep_hidden``: without removing hidden elements, as the fast profile runs), so
+the tokenizer and the model are trained on exactly what the runtime will feed them.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -22,28 +24,38 @@ from pulpie_rt.runtime.stages.simplify import simplify
 CACHE_DIR = Path("build") / "train-data"
 
 
-def page_blocks(page: dict) -> dict:
-    """``id``, ``blocks`` (the model's strings) and rule ``labels`` of one corpus page."""
-    simplified, _ = simplify(page["html"])
+def page_blocks(page: dict, keep_hidden: bool = False) -> dict:
+    """``id``, ``blocks`` (the model's strings) and rule ``labels`` of one corpus page
+    (segmented with ``keep_hidden``, see ``stages.simplify``)."""
+    simplified, _ = simplify(page["html"], keep_hidden=keep_hidden)
     blocks, _ = extract_blocks(simplified)
     reference = page.get("reference")
     labels = label_blocks(blocks, reference) if reference else None
     return {"id": page["id"], "blocks": blocks, "labels": labels}
 
 
+def segmentation_key(keep_hidden: bool) -> str:
+    """The part of a cache file's name that says how pages were segmented (empty for the
+    reference's segmentation: the names of earlier caches stay valid)."""
+    return "-keep-hidden" if keep_hidden else ""
+
+
 def prepare_pages(name: str = "train", workers: int | None = None,
-                  cache_dir: Path = CACHE_DIR) -> list[dict]:
-    """Blocks and labels of every page of corpus ``name`` (cached after the first run)."""
+                  cache_dir: Path = CACHE_DIR, keep_hidden: bool = False) -> list[dict]:
+    """Blocks and labels of every page of corpus ``name`` (cached after the first run),
+    segmented with ``keep_hidden``."""
     source = corpus_path(name)
     stat = source.stat()
-    key = f"{name}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
+    key = (f"{name}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
+           f"{segmentation_key(keep_hidden)}")
     cache = Path(cache_dir) / f"{key}.jsonl.gz"
     if cache.is_file():
         with gzip.open(cache, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh]
     workers = workers or os.cpu_count() or 1
     with ProcessPoolExecutor(workers) as pool:
-        records = list(pool.map(page_blocks, iter_pages(name), chunksize=4))
+        segment = functools.partial(page_blocks, keep_hidden=keep_hidden)
+        records = list(pool.map(segment, iter_pages(name), chunksize=4))
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_suffix(f".tmp-{os.getpid()}")
     with gzip.open(partial, "wt", encoding="utf-8") as fh:

@@ -16,6 +16,11 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
    ground-truth and readability pages stay out of training and calibration.
 
 Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
+
+With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages segmented
+without removing hidden elements (``stages.simplify``'s ``keep_hidden``), as the fast profile
+then runs (its manifest entry says ``"keep_hidden": true``): main content that a page fades in
+or folds away exists as blocks to learn from and to keep.
 """
 
 from __future__ import annotations
@@ -101,10 +106,11 @@ def log_odds(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, list[str]]:
+def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...], bool]
+                ) -> tuple[str, list[str]]:
     """One page's main-content text at every threshold (the runtime's decoding of a
     rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
-    block, with ``keep_best_block``)."""
+    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``."""
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.stages.blocks import extract_blocks
     from pulpie_rt.runtime.stages.labels import labels_from_predictions
@@ -112,8 +118,8 @@ def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, l
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    page, scores, thresholds = job
-    simplified, map_html = simplify(page["html"])
+    page, scores, thresholds, keep_hidden = job
+    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
     texts = []
@@ -129,15 +135,16 @@ def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...]]) -> tuple[str, l
 
 
 def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
-                        thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print
-                        ) -> tuple[float, dict[str, float]]:
+                        thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print,
+                        keep_hidden: bool = True) -> tuple[float, dict[str, float]]:
     """The threshold of ``thresholds`` with the best mean word F1 over the pages of ``corpus``
-    in ``scores`` (ties: the one nearest 0), and every F1 tried."""
+    in ``scores`` (ties: the one nearest 0), and every F1 tried; the pages segmented with
+    ``keep_hidden`` (the segmentation ``scores`` were computed on)."""
     from pulpie_rt.eval.metrics import score_pages
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     references = {p["id"]: p["reference"] for p in pages}
-    jobs = ((p, scores[p["id"]], thresholds) for p in pages)
+    jobs = ((p, scores[p["id"]], thresholds, keep_hidden) for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         texts = dict(pool.map(_page_texts, jobs, chunksize=4))
     f1: dict[str, float] = {}
@@ -157,11 +164,13 @@ def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int
 def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
     ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
-    manifest's ``rescorer`` and ``decoding`` entries of the fast profile."""
-    ids, features, labels = training_pages(recipe.corpus)
+    manifest's ``rescorer``, ``decoding`` and ``keep_hidden`` entries of the fast profile."""
+    keep_hidden = bool(getattr(recipe, "fast_keep_hidden", True))
+    ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden)
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
-        f"{rows[0].shape[1]} columns ({CONTEXT_VERSION})")
+        f"{rows[0].shape[1]} columns ({CONTEXT_VERSION}), hidden elements "
+        f"{'kept' if keep_hidden else 'removed'}")
     all_labels = np.concatenate(labels)
     first_oof = out_of_fold(rows, labels, context_names(), recipe, log)
     first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
@@ -187,7 +196,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                         **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
-        log=log)
+        log=log, keep_hidden=keep_hidden)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     from pulpie_rt.runtime.stages.features import FEATURES_VERSION
@@ -197,6 +206,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                      "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold},
+        "keep_hidden": keep_hidden,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
         "trees_per_stage": recipe.rescorer_rounds,
         "onnx_bytes": {name: (bundle / name).stat().st_size

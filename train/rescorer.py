@@ -13,6 +13,7 @@ where the cut lies (``main_margin``) is chosen on held-out pages by ``train.cali
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,31 +29,33 @@ from pulpie_rt.runtime.stages.features import (
     block_features,
 )
 from pulpie_rt.runtime.stages.simplify import simplify
-from pulpie_rt.train.data import CACHE_DIR, prepare_pages
+from pulpie_rt.train.data import CACHE_DIR, prepare_pages, segmentation_key
 
 RESCORER_NAME = "rescorer.onnx"
 ONNX_ML_OPSET = 15  # the highest main opset onnxmltools 1.16's LightGBM converter writes
 
 
-def page_features(page: dict) -> tuple[str, np.ndarray]:
-    simplified, map_html = simplify(page["html"])
+def page_features(page: dict, keep_hidden: bool = False) -> tuple[str, np.ndarray]:
+    """A corpus page's id and its blocks' features (segmented with ``keep_hidden``)."""
+    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
     _, item_ids = extract_blocks(simplified)
     return page["id"], block_features(map_html, item_ids)
 
 
 def training_pages(corpus: str = "train", workers: int | None = None,
-                   cache_dir: Path = CACHE_DIR) -> tuple[list[str], list[np.ndarray],
-                                                         list[np.ndarray]]:
+                   cache_dir: Path = CACHE_DIR, keep_hidden: bool = False
+                   ) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
     """Per labelled page of ``corpus`` (in corpus order): its id, its blocks' features and
-    their rule labels (cached)."""
-    records = prepare_pages(corpus, workers, cache_dir)
+    their rule labels (cached), the pages segmented with ``keep_hidden``."""
+    records = prepare_pages(corpus, workers, cache_dir, keep_hidden)
     source = corpus_path(corpus)
     stat = source.stat()
     cache = Path(cache_dir) / f"features-{corpus}-{stat.st_size}-{int(stat.st_mtime)}-" \
-                              f"{FEATURES_VERSION}.npz"
+                              f"{FEATURES_VERSION}{segmentation_key(keep_hidden)}.npz"
     if not cache.is_file():
         with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
-            by_id = dict(pool.map(page_features, iter_pages(corpus), chunksize=4))
+            by_id = dict(pool.map(functools.partial(page_features, keep_hidden=keep_hidden),
+                                  iter_pages(corpus), chunksize=4))
         partial = cache.with_suffix(f".tmp-{os.getpid()}.npz")
         np.savez_compressed(partial, **{f"p{i}": by_id[r["id"]] for i, r in enumerate(records)})
         partial.rename(cache)

@@ -72,7 +72,27 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
     cutoff: usize,
     out: *mut SimplifyOutput,
 ) -> i32 {
+    pulpie_rt_simplify_page_flags(page, len, cutoff, 0, out)
+}
+
+/// `pulpie_rt_simplify_page_flags` flag: keep the elements the reference removes as hidden
+/// (`simplify::Flags::keep_hidden`; not the reference's segmentation).
+pub const SIMPLIFY_KEEP_HIDDEN: u32 = 1;
+
+/// `pulpie_rt_simplify_page` with `flags`: 0 or `SIMPLIFY_KEEP_HIDDEN`.
+///
+/// # Safety
+/// As for `pulpie_rt_simplify_page`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
+    page: *const u8,
+    len: usize,
+    cutoff: usize,
+    flags: u32,
+    out: *mut SimplifyOutput,
+) -> i32 {
     install_panic_hook();
+    let keep_hidden = flags & SIMPLIFY_KEEP_HIDDEN != 0;
     let out = &mut *out;
     *out = SimplifyOutput {
         simplified_ptr: std::ptr::null_mut(),
@@ -82,7 +102,7 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
         reason: std::ptr::null(),
     };
     let bytes = std::slice::from_raw_parts(page, len);
-    match run(&mut out.reason, || page::simplify_page(&page::Page::new(bytes)?, cutoff)) {
+    match run(&mut out.reason, || page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden)) {
         Ok((simplified, map_html)) => {
             (out.simplified_ptr, out.simplified_len) = leak(simplified);
             (out.map_ptr, out.map_len) = leak(map_html);
@@ -620,21 +640,8 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
     let libxml2_tree = flags & FEATURES_LIBXML2_TREE != 0;
     let features = run(&mut out.reason, || {
-        let not_utf8 = |_| tree::Unsupported("not UTF-8");
-        let map_html = std::str::from_utf8(map_html).map_err(not_utf8)?;
-        let ids = std::str::from_utf8(ids).map_err(not_utf8)?;
-        let mut item_ids: Vec<Option<&str>> = Vec::with_capacity(lens.len());
-        let mut at = 0usize;
-        for &len in lens {
-            if len == NO_ID {
-                item_ids.push(None);
-                continue;
-            }
-            let id = at.checked_add(len).and_then(|end| ids.get(at..end));
-            let id = id.ok_or(tree::Unsupported("id lengths do not match the ids"))?;
-            item_ids.push(Some(id));
-            at += len;
-        }
+        let (map_html, ids) = map_and_ids(map_html, ids)?;
+        let item_ids = split_ids(ids, lens)?;
         Ok(features::block_features(map_html, &item_ids, libxml2_tree))
     });
     match features {
@@ -642,6 +649,66 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
             out.rows = n_ids;
             (out.ptr, out.len) = leak_bytes(bytes);
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `map_html` and the joined ids as text.
+fn map_and_ids<'a>(map_html: &'a [u8], ids: &'a [u8]) -> tree::Res<(&'a str, &'a str)> {
+    let not_utf8 = |_| tree::Unsupported("not UTF-8");
+    Ok((std::str::from_utf8(map_html).map_err(not_utf8)?, std::str::from_utf8(ids).map_err(not_utf8)?))
+}
+
+/// The ids joined in `ids`, cut by their byte lengths `lens` (`NO_ID`: None).
+fn split_ids<'a>(ids: &'a str, lens: &[usize]) -> tree::Res<Vec<Option<&'a str>>> {
+    let mut item_ids: Vec<Option<&str>> = Vec::with_capacity(lens.len());
+    let mut at = 0usize;
+    for &len in lens {
+        if len == NO_ID {
+            item_ids.push(None);
+            continue;
+        }
+        let id = at.checked_add(len).and_then(|end| ids.get(at..end));
+        let id = id.ok_or(tree::Unsupported("id lengths do not match the ids"))?;
+        item_ids.push(Some(id));
+        at += len;
+    }
+    Ok(item_ids)
+}
+
+/// `simplify::hidden_blocks(map_html, item_ids)`: one byte per id (1: the block's element or
+/// an ancestor is one the reference's segmentation removes as hidden), `n_ids` bytes into
+/// `out`. Ids as for `pulpie_rt_block_features`; status codes too.
+///
+/// # Safety
+/// As for `pulpie_rt_block_features`; `out` to a writable `TextOutput`, whose buffer is
+/// released with `pulpie_rt_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_hidden_blocks(
+    map_html: *const u8,
+    map_len: usize,
+    ids: *const u8,
+    ids_len: usize,
+    id_lens: *const usize,
+    n_ids: usize,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let ids = if ids_len == 0 { &[][..] } else { std::slice::from_raw_parts(ids, ids_len) };
+    let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
+    let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
+    let flags = run(&mut out.reason, || {
+        let (map_html, ids) = map_and_ids(map_html, ids)?;
+        let item_ids = split_ids(ids, lens)?;
+        Ok(simplify::hidden_blocks(map_html, &item_ids))
+    });
+    match flags {
+        Ok(flags) => {
+            (out.ptr, out.len) = leak_bytes(flags);
             0
         }
         Err(status) => status,

@@ -127,8 +127,13 @@ fn index_of_near(tree: &Tree, parent: usize, node: usize, hint: usize) -> Option
 // ── cleaning the page ──────────────────────────────────────────────────────────────────
 
 fn is_hidden(tree: &Tree, node: usize) -> bool {
+    is_hidden_under(tree, node, tree.nodes[node].parent)
+}
+
+/// `is_hidden` of `node` as a child of `parent` (`hidden_blocks` reads `map_html`, where a run
+/// wrapper may stand between an element and the parent the segmentation saw).
+fn is_hidden_under(tree: &Tree, node: usize, parent: usize) -> bool {
     let n = &tree.nodes[node];
-    let parent = n.parent;
     let attrs = &tree.attrs[n.attrs];
     if !attrs.is_empty() {
         let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
@@ -968,12 +973,17 @@ fn collapse_whitespace(html: &str) -> String {
     py_strip(&out).to_string()
 }
 
-/// What the segmentation reads off the raw page (`raw.rs`).
+/// What the segmentation reads off the raw page (`raw.rs`), and how it segments.
 pub struct Flags {
     /// `_HAS_RAW_TEXT_RE`: raw-text elements' text in blocks comes back escaped
     pub has_raw_text: bool,
     /// `_NOT_XML_CHAR_RE`: characters XML does not allow are replaced in blocks
     pub has_non_xml_chars: bool,
+    /// keep the elements `is_hidden` would remove (inline `display:none`, `opacity:0` …, a
+    /// closed `<details>`' content, a `nav` body child): not the reference's segmentation,
+    /// an option for a model trained on it (pages fade their main content in or fold it
+    /// into accordions); false everywhere parity with the reference matters
+    pub keep_hidden: bool,
 }
 
 /// `simplify.simplify` after the parse: (simplified_html, map_html) of lexbor's
@@ -982,7 +992,9 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     let mut tree = Tree::default();
     let original = crate::tree::parse_serialized(&mut tree, serialized);
     let processing = tree.deep_copy(original, true);
-    remove_hidden(&mut tree, processing);
+    if !flags.keep_hidden {
+        remove_hidden(&mut tree, processing);
+    }
     let paragraphs = {
         let mut seg = Segmenter {
             tree: &mut tree,
@@ -1053,4 +1065,118 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     let mut map_html = String::with_capacity(serialized.len() + serialized.len() / 4 + 256);
     crate::tree::serialize_html(&tree, original, &mut map_html);
     Ok((simplified, map_html))
+}
+
+/// The element `is_hidden` would test in place of a node of `map_html`'s tree: a run wrapper
+/// (`<cc-alg-uc-text _item_id>`, which `mark_map` added) is not in the segmentation's tree.
+fn is_run_wrapper(tree: &Tree, node: usize) -> bool {
+    tree.nodes[node].tag == TAIL_BLOCK_TAG && tree.attr(node, ITEM_ID_ATTR).is_some()
+}
+
+/// A node's parent as the segmentation saw it: past any run wrapper.
+fn segmentation_parent(tree: &Tree, node: usize) -> usize {
+    let mut parent = tree.nodes[node].parent;
+    while parent != NONE && is_run_wrapper(tree, parent) {
+        parent = tree.nodes[parent].parent;
+    }
+    parent
+}
+
+/// Per id of `item_ids`, 1 when the element carrying it in `map_html` (for a run wrapper: the
+/// element the run stands in) or one of its ancestors is one `remove_hidden` removes (so the
+/// block exists only when the page is segmented with `Flags::keep_hidden`), else 0; 0 for ids
+/// `map_html` does not hold and for None. A wrapped run counts as hidden only through its
+/// parent: its own hidden elements leave visible text beside them.
+pub fn hidden_blocks(map_html: &str, item_ids: &[Option<&str>]) -> Vec<u8> {
+    let mut flags = vec![0u8; item_ids.len()];
+    if item_ids.is_empty() {
+        return flags;
+    }
+    let map_html = crate::tree::normalize_newlines(map_html);
+    let mut tree = Tree::default();
+    let root = crate::tree::parse_serialized(&mut tree, map_html.as_ref());
+    // the first node with an id keeps it (as block_features finds blocks)
+    let mut by_id: FastMap<&str, usize> = FastMap::default();
+    for node in tree.iter(root) {
+        if let Some(id) = tree.attr(node, ITEM_ID_ATTR) {
+            by_id.entry(id).or_insert(node);
+        }
+    }
+    // whether a node or one of its ancestors is hidden, memoized per node
+    let mut memo: FastMap<usize, bool> = FastMap::default();
+    for (flag, id) in flags.iter_mut().zip(item_ids) {
+        let Some(&found) = id.and_then(|id| by_id.get(id)) else { continue };
+        let mut node = if is_run_wrapper(&tree, found) { segmentation_parent(&tree, found) } else { found };
+        let mut path = Vec::new();
+        let mut hidden = false;
+        while node != NONE {
+            if let Some(&known) = memo.get(&node) {
+                hidden = known;
+                break;
+            }
+            path.push(node);
+            let parent = segmentation_parent(&tree, node);
+            if parent != NONE && is_hidden_under(&tree, node, parent) {
+                hidden = true;
+                break;
+            }
+            node = parent;
+        }
+        // every node on the path below a hidden one is hidden; without one, none is
+        for node in path {
+            memo.insert(node, hidden);
+        }
+        *flag = u8::from(hidden);
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(html: &str, keep_hidden: bool) -> (String, String) {
+        let flags = Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden };
+        simplify_serialized(html, 500, &flags).unwrap()
+    }
+
+    const PAGE: &str = "<html><head></head><body><div class=\"nav\"><p>menu</p></div>\
+        <div style=\"opacity:0\"><p>faded in</p></div><p>shown</p>\
+        <details><summary>more</summary><p>folded</p></details>\
+        <div>run <b style=\"display: none\">x</b> end<p>after</p></div></body></html>";
+
+    #[test]
+    fn keep_hidden_keeps_what_the_reference_removes() {
+        let (simplified, _) = segment(PAGE, false);
+        assert!(!simplified.contains("faded in") && !simplified.contains("folded"));
+        assert!(!simplified.contains("menu") && simplified.contains("shown"));
+        assert!(simplified.contains("run end"), "{simplified}");
+        let (simplified, map_html) = segment(PAGE, true);
+        for text in ["menu", "faded in", "shown", "more", "folded", "run<b>x</b> end"] {
+            assert!(simplified.contains(text), "{text} missing from {simplified}");
+        }
+        let ids: Vec<String> = (1..=7).map(|i| i.to_string()).collect();
+        let mut item_ids: Vec<Option<&str>> = ids.iter().map(|i| Some(i.as_str())).collect();
+        item_ids.push(None);
+        item_ids.push(Some("99"));
+        // menu, faded in, shown, more, folded, the run with its hidden <b>, after
+        assert_eq!(hidden_blocks(&map_html, &item_ids), vec![1, 1, 0, 0, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_run_wrappers_content_is_judged_under_the_wrappers_parent() {
+        // the <b> is a child of the closed <details>, wrapped in map_html with its run
+        let page = "<html><head></head><body><details><summary>s</summary>text <b>a</b> tail\
+                    <p>x</p></details></body></html>";
+        let (simplified, map_html) = segment(page, true);
+        assert!(map_html.contains("<cc-alg-uc-text _item_id=\"2\">text <b>a</b> tail</cc-alg-uc-text>"), "{map_html}");
+        assert!(simplified.contains("<b>a</b>"), "{simplified}");
+        let (reference, _) = segment(page, false);
+        assert!(reference.contains("text tail") && !reference.contains("<b>"), "{reference}");
+        // the run's own block is judged by its parent (the text stays in the reference); an
+        // id on the <b> shows it judged as the <details>' child it is in the segmentation
+        let map_html = map_html.replace("<b>a", "<b _item_id=\"9\">a");
+        let ids = [Some("1"), Some("2"), Some("3"), Some("9")];
+        assert_eq!(hidden_blocks(&map_html, &ids), vec![0, 0, 1, 1]);
+    }
 }

@@ -177,6 +177,7 @@ class Preparer:
         with_features: bool = False,
         limits: PageLimits = DEFAULT_LIMITS,
         with_tokens: bool = True,
+        keep_hidden: bool = False,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
@@ -185,6 +186,8 @@ class Preparer:
         self.with_features = with_features
         self.limits = limits
         self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
+        # True: segmented without removing hidden elements (a profile's keep_hidden)
+        self.keep_hidden = keep_hidden
         self._tokenizer = None
 
     @classmethod
@@ -192,7 +195,7 @@ class Preparer:
                     limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
         block features, when the bundle has a rescorer; no tokens when its profile runs no
-        transformer)."""
+        transformer; hidden elements kept when its profile says ``keep_hidden``)."""
         return cls(
             bundle.tokenizer_path,
             bundle.sep_id,
@@ -203,6 +206,7 @@ class Preparer:
             with_features=bundle.has_rescorer,
             limits=limits,
             with_tokens=bundle.uses_transformer,
+            keep_hidden=getattr(bundle, "keep_hidden", False),
         )
 
     def __getstate__(self) -> dict:
@@ -237,7 +241,7 @@ class Preparer:
             page = native.prepare_page(
                 tokenizer, html, self.limits.max_input_bytes, self.limits.max_page_tokens,
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
-                self.with_features)
+                self.with_features, self.keep_hidden)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -49,6 +49,16 @@ files, each with its own ``decoding`` and ``rescorer`` and whether the transform
 ``load_bundle(path, profile)`` reads one of them (None: ``default_profile``) as if its
 ``decoding`` and ``rescorer`` were the manifest's own. A profile without the transformer scores
 blocks by the rescorer alone: no tokens, no chunks, no ONNX session for ``model.onnx``.
+
+A profile may also carry ``"keep_hidden": true`` (a JSON boolean; absent: false): its pages
+are segmented without removing the elements the reference removes as hidden
+(``runtime.stages.simplify``'s ``keep_hidden``: inline ``display:none``/``opacity:0`` …, a
+closed ``<details>``' content, a ``nav`` child of ``<body>``), the segmentation its rescorer
+was trained on; ``Bundle.keep_hidden``, and every entry point through
+``Preparer.from_bundle``, follow it. Only a profile may say so: the top level is what readers
+without profiles (the C library, which always segments as the reference does) run, so a
+top-level ``keep_hidden`` other than false is refused. The Orange bundles never set it (their
+blocks must equal the reference's).
 """
 
 from __future__ import annotations
@@ -112,6 +122,12 @@ class Bundle:
         return bool(self.manifest.get("transformer", True))
 
     @property
+    def keep_hidden(self) -> bool:
+        """Whether pages are segmented without removing hidden elements (the selected
+        profile's ``keep_hidden``; False for a bundle without profiles)."""
+        return self.manifest.get("keep_hidden") is True
+
+    @property
     def keep_best_block(self) -> bool:
         return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
 
@@ -154,15 +170,25 @@ def is_bundle(path: str | Path) -> bool:
 
 
 def select_profile(manifest: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
-    """``manifest`` with ``profile``'s ``decoding``, ``rescorer`` and ``transformer`` in place
-    of its own (None: the ``default_profile``); unchanged for a bundle without profiles when
-    ``profile`` is None."""
+    """``manifest`` with ``profile``'s ``decoding``, ``rescorer``, ``transformer`` and
+    ``keep_hidden`` in place of its own (None: the ``default_profile``); unchanged for a bundle
+    without profiles when ``profile`` is None."""
+    if manifest.get("keep_hidden", False) is not False:
+        raise BundleError(f"{where}: keep_hidden is a profile's setting "
+                          "(profiles.<name>.keep_hidden), not the manifest's: the top level is "
+                          "what readers without profiles run, and they segment as the "
+                          "reference does")
     profiles = manifest.get("profiles") or {}
     if not profiles:
         if profile is not None:
             raise BundleError(f"{where}: this bundle has no profiles (profile {profile!r} asked); "
                               "only the embedded default model has fast/accurate profiles")
         return manifest
+    for other, entry in profiles.items():  # every profile's, not only the one asked for
+        keep_hidden = entry.get("keep_hidden", False) if isinstance(entry, dict) else False
+        if not isinstance(keep_hidden, bool):
+            raise BundleError(f"{where}: profiles.{other}.keep_hidden must be true or false, "
+                              f"not {json.dumps(keep_hidden, default=repr)}")
     name = manifest.get("default_profile") if profile is None else profile
     if name not in profiles:
         raise BundleError(f"{where}: no profile {name!r} (this bundle has "
@@ -173,6 +199,7 @@ def select_profile(manifest: dict[str, Any], profile: str | None, where: str) ->
         if chosen.get(key):
             selected[key] = chosen[key]
     selected["transformer"] = bool(chosen.get("transformer", True))
+    selected["keep_hidden"] = chosen.get("keep_hidden", False)
     selected["profile"] = name
     if not selected["transformer"] and not selected.get("rescorer"):
         raise BundleError(f"{where}: profile {name!r} runs no transformer and has no rescorer")

@@ -74,3 +74,16 @@ def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     if not item_ids:
         return np.zeros((0, N_FEATURES), np.float32)
     return native.block_features(map_html, item_ids)
+
+
+def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One uint8 per block of ``item_ids``: 1 when the block exists only because the page was
+    segmented with ``keep_hidden`` (``stages.simplify``): its element in ``map_html`` (for a
+    ``cc-alg-uc-text`` run wrapper, the wrapper's parent) or an ancestor is one the
+    reference's segmentation removes as hidden; 0 for ids ``map_html`` does not hold. Not a
+    column of ``block_features`` (that would change ``FEATURES_VERSION``): a flag for
+    training and measurement. Computed by the compiled core with the segmentation's own
+    rule (``native.hidden_blocks``)."""
+    if not item_ids:
+        return np.zeros(0, np.uint8)
+    return native.hidden_blocks(map_html, item_ids)

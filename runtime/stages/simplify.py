@@ -18,6 +18,15 @@ parses and serializes the page; the core builds libxml2's tree of that serializa
 segments it, without recursion (20,000-deep pages keep their text). Its readable
 specification, the Python implementation it is tested against, is
 ``tests/spec/simplify_spec.py``.
+
+``keep_hidden`` (off by default, and off for the Orange models): segment without removing the
+elements the reference removes as hidden (inline ``display:none``, ``visibility:hidden``,
+``opacity:0``, ``font-size:0px``, ``color:transparent``; the content of a closed
+``<details>`` but its summary; a ``class``/``id`` ``nav`` child of ``<body>``); everything
+else is the same. Pages that fade their main content in (``style="opacity:0"`` until a
+script runs) or fold it into accordions lose it to that removal, and no model can keep a
+block that does not exist; a bundle profile trained on this segmentation asks for it
+(manifest ``keep_hidden``, see ``runtime.model.bundle``).
 """
 
 from __future__ import annotations
@@ -33,10 +42,12 @@ class SimplifyError(ValueError):
     """A page that cannot be segmented (not text, say); the message names the reason."""
 
 
-def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
+def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
+             ) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``.
 
-    Same contract and output as ``pulpie.simplify.simplify``; see the module docstring. A
+    Same contract and output as ``pulpie.simplify.simplify`` (with ``keep_hidden``: without
+    removing hidden elements); see the module docstring. A
     lone surrogate in ``html`` (a ``str`` can hold one) is ignored, as the reference's parser
     ignores it; it still counts as a character XML does not allow (which changes how blocks
     are cleaned, as in the reference).
@@ -52,6 +63,6 @@ def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
     if cutoff < 0:
         raise SimplifyError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
     try:
-        return native.simplify_page(html, cutoff)
+        return native.simplify_page(html, cutoff, bool(keep_hidden))
     except native.CoreError as exc:
         raise SimplifyError(str(exc)) from exc

@@ -30,7 +30,7 @@ from .dom_spec import (
     serialize_html,
 )
 
-__all__ = ["simplify"]
+__all__ = ["simplify", "hidden_blocks"]
 
 # Inline tags: they do not start a block.
 INLINE_TAGS = frozenset(
@@ -77,10 +77,12 @@ _WS_RE = re.compile(r"\s+")
 # ── cleaning the page ─────────────────────────────────────────────────────────────────────
 
 
-def _is_hidden(node: Node) -> bool:
-    """The reference's ``should_remove_element``."""
+def _is_hidden(node: Node, parent: Node | None = None) -> bool:
+    """The reference's ``should_remove_element`` (``parent``: the node's own unless given;
+    ``hidden_blocks`` gives the one past a run wrapper)."""
     attrs = node.attrs
-    parent = node.parent
+    if parent is None:
+        parent = node.parent
     if attrs:
         if (
             attrs.get("class", "") in REMOVED_BODY_CHILD_NAMES
@@ -686,15 +688,19 @@ def _collapse_whitespace(html: str) -> str:
     ).strip()
 
 
-def simplify(html: str, cutoff_length: int = 500) -> tuple[str, str]:
+def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
+             ) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``, as
-    ``pulpie.simplify.simplify`` does; see the module docstring."""
+    ``pulpie.simplify.simplify`` does; see the module docstring. ``keep_hidden``: without
+    removing hidden elements (``_remove_hidden`` skipped; not the reference's segmentation,
+    an option of the runtime's ``stages.simplify``)."""
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    return _simplify_serialized(lexbor_serialization(html), cutoff_length, html)
+    return _simplify_serialized(lexbor_serialization(html), cutoff_length, html, keep_hidden)
 
 
-def _simplify_serialized(serialized: str, cutoff_length: int, html: str) -> tuple[str, str]:
+def _simplify_serialized(serialized: str, cutoff_length: int, html: str,
+                         keep_hidden: bool = False) -> tuple[str, str]:
     """The segmentation of lexbor's serialization of the page ``html`` (whether the raw page
     has raw-text elements or characters XML does not allow decides two passes over blocks)."""
     has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
@@ -702,7 +708,8 @@ def _simplify_serialized(serialized: str, cutoff_length: int, html: str) -> tupl
     original = parse_serialized(serialized)
     # the page without REMOVED_TAGS subtrees (and their tail text)
     processing = deep_copy(original, skip=REMOVED_TAGS)
-    _remove_hidden(processing)
+    if not keep_hidden:
+        _remove_hidden(processing)
     paragraphs = _Segmenter(processing).run()
 
     blocks: list[str] = []
@@ -743,3 +750,45 @@ def _simplify_serialized(serialized: str, cutoff_length: int, html: str) -> tupl
     )
     map_html = serialize_html(original)
     return simplified, map_html
+
+
+# ── which blocks of a keep_hidden segmentation the reference removes ──────────────────────
+
+
+def _is_run_wrapper(node: Node) -> bool:
+    return node.tag == RUN_WRAPPER_TAG and ITEM_ID_ATTR in node.attrs
+
+
+def _segmentation_parent(node: Node) -> Node | None:
+    """A node of ``map_html``'s tree's parent as the segmentation saw it: past run wrappers
+    (``_mark_map`` added them)."""
+    parent = node.parent
+    while parent is not None and _is_run_wrapper(parent):
+        parent = parent.parent
+    return parent
+
+
+def hidden_blocks(map_html: str, item_ids: list[str | None]) -> list[int]:
+    """Per id, 1 when the element carrying it in ``map_html`` (for a run wrapper: the
+    wrapper's parent) or one of its ancestors is one ``_remove_hidden`` removes, else 0 (and 0
+    for ids ``map_html`` does not hold)."""
+    root = parse_serialized(map_html.replace("\r\n", "\n").replace("\r", "\n"))
+    by_id: dict[str, Node] = {}
+    for node in root.iter():
+        item_id = node.attrs.get(ITEM_ID_ATTR)
+        if item_id is not None:
+            by_id.setdefault(item_id, node)
+    flags = []
+    for item_id in item_ids:
+        node = by_id.get(item_id) if isinstance(item_id, str) else None
+        if node is not None and _is_run_wrapper(node):
+            node = _segmentation_parent(node)
+        hidden = 0
+        while node is not None:
+            parent = _segmentation_parent(node)
+            if parent is not None and _is_hidden(node, parent):
+                hidden = 1
+                break
+            node = parent
+        flags.append(hidden)
+    return flags

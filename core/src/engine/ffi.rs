@@ -218,8 +218,9 @@ fn limit(value: u64) -> Option<usize> {
 /// `Preparer.prepare` of one page's text (`super::prepare_text`; the text UTF-8, lone
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
 /// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
-/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent. A page's failure is status 1
-/// with its `"<stage>: <reason>"` message.
+/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `keep_hidden` nonzero segments
+/// without removing hidden elements (`PrepareSettings::keep_hidden`). A page's failure is
+/// status 1 with its `"<stage>: <reason>"` message.
 ///
 /// # Safety
 /// Pointers as documented; `out` is written on status 0.
@@ -236,6 +237,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
     bos_id: i64,
     eos_id: i64,
     with_features: u32,
+    keep_hidden: u32,
     out: *mut PrepareOutput,
     error: *mut OrtMessage,
 ) -> i32 {
@@ -250,6 +252,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             sep_id,
             bos_id: (bos_id >= 0).then_some(bos_id),
             eos_id: (eos_id >= 0).then_some(eos_id),
+            keep_hidden: keep_hidden != 0,
         };
         super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features != 0)
             .map_err(OrtError)

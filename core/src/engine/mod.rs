@@ -135,6 +135,10 @@ pub(crate) struct PrepareSettings {
     pub sep_id: i64,
     pub bos_id: Option<i64>,
     pub eos_id: Option<i64>,
+    /// segment without removing hidden elements (`simplify::Flags::keep_hidden`; a bundle
+    /// profile's `keep_hidden`, Python page flow only: the C library's engine runs the
+    /// reference's segmentation)
+    pub keep_hidden: bool,
 }
 
 /// `Preparer.prepare` once the page is text: cut by `limits.max_input_bytes`, simplified,
@@ -153,7 +157,7 @@ pub(crate) fn prepare_text(
     let (text, input_cut) = prepare::cut_input(text, settings.limits.max_input_bytes);
     let simplified = catch_unwind(AssertUnwindSafe(|| {
         crate::page::Page::new(&text)
-            .and_then(|page| crate::page::simplify_page(&page, settings.cutoff_length))
+            .and_then(|page| crate::page::simplify_page(&page, settings.cutoff_length, settings.keep_hidden))
             .map_err(|crate::tree::Unsupported(why)| why.to_string())
     }))
     .unwrap_or_else(|_| Err(panic_message()));
@@ -306,6 +310,7 @@ impl Engine {
             sep_id: m.sep_id,
             bos_id: m.bos_id,
             eos_id: m.eos_id,
+            keep_hidden: false,
         };
         prepare_text(text.as_bytes(), Some(&self.tokenizer), &settings, self.rescorer.is_some())
     }
