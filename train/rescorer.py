@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,28 +35,30 @@ RESCORER_NAME = "rescorer.onnx"
 ONNX_ML_OPSET = 15  # the highest main opset onnxmltools 1.16's LightGBM converter writes
 
 
-def page_features(page: dict) -> tuple[str, np.ndarray]:
+def page_features(page: dict, layout: str = FEATURES_VERSION) -> tuple[str, np.ndarray]:
     simplified, map_html = simplify(page["html"])
     _, item_ids = extract_blocks(simplified)
-    return page["id"], block_features(map_html, item_ids)
+    return page["id"], block_features(map_html, item_ids, layout)
 
 
 def training_pages(corpus: str = "train", workers: int | None = None,
-                   cache_dir: Path = CACHE_DIR) -> tuple[list[str], list[np.ndarray],
-                                                         list[np.ndarray]]:
-    """Per labelled page of ``corpus`` (in corpus order): its id, its blocks' features and
-    their rule labels (cached)."""
+                   cache_dir: Path = CACHE_DIR, layout: str = FEATURES_VERSION
+                   ) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """Per labelled page of ``corpus`` (in corpus order): its id, its blocks' features in
+    ``layout`` and their rule labels (cached)."""
     records = prepare_pages(corpus, workers, cache_dir)
     source = corpus_path(corpus)
     stat = source.stat()
     cache = Path(cache_dir) / f"features-{corpus}-{stat.st_size}-{int(stat.st_mtime)}-" \
-                              f"{FEATURES_VERSION}.npz"
+                              f"{layout}.npz"
     if not cache.is_file():
         with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
-            by_id = dict(pool.map(page_features, iter_pages(corpus), chunksize=4))
-        partial = cache.with_suffix(f".tmp-{os.getpid()}.npz")
-        np.savez_compressed(partial, **{f"p{i}": by_id[r["id"]] for i, r in enumerate(records)})
-        partial.rename(cache)
+            by_id = dict(pool.map(partial(page_features, layout=layout), iter_pages(corpus),
+                                  chunksize=4))
+        unfinished = cache.with_suffix(f".tmp-{os.getpid()}.npz")
+        np.savez_compressed(unfinished,
+                            **{f"p{i}": by_id[r["id"]] for i, r in enumerate(records)})
+        unfinished.rename(cache)
     with np.load(cache) as saved:
         per_page = [saved[f"p{i}"] for i in range(len(records))]
     ids, features, labels = [], [], []

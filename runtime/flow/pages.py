@@ -30,6 +30,7 @@ import numpy as np
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_VERSION
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
 from pulpie_rt.runtime.stages.tokens import load_tokenizer
 
@@ -177,6 +178,7 @@ class Preparer:
         with_features: bool = False,
         limits: PageLimits = DEFAULT_LIMITS,
         with_tokens: bool = True,
+        feature_layout: str = FEATURES_VERSION,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
@@ -185,6 +187,7 @@ class Preparer:
         self.with_features = with_features
         self.limits = limits
         self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
+        self.feature_layout = feature_layout  # the rescorer's (blocks-v2: with the extras)
         self._tokenizer = None
 
     @classmethod
@@ -203,6 +206,7 @@ class Preparer:
             with_features=bundle.has_rescorer,
             limits=limits,
             with_tokens=bundle.uses_transformer,
+            feature_layout=bundle.feature_layout,
         )
 
     def __getstate__(self) -> dict:
@@ -237,7 +241,7 @@ class Preparer:
             page = native.prepare_page(
                 tokenizer, html, self.limits.max_input_bytes, self.limits.max_page_tokens,
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
-                self.with_features)
+                self.with_features, extras=self.feature_layout == FEATURES_V2)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -251,10 +251,12 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             bos_id: (bos_id >= 0).then_some(bos_id),
             eos_id: (eos_id >= 0).then_some(eos_id),
         };
-        super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features != 0)
+        let with_features = super::features::FeatureSet::from_ffi(with_features);
+        super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)
+            .map(|page| (page, with_features.width()))
             .map_err(OrtError)
     }) {
-        Ok(page) => {
+        Ok((page, width)) => {
             let mut ids = Vec::new();
             let mut id_lens = Vec::with_capacity(page.item_ids.len());
             for id in &page.item_ids {
@@ -306,7 +308,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
                 map_len,
                 features_ptr,
                 features_len,
-                n_features: crate::features::N_FEATURES,
+                n_features: if width == 0 { crate::features::N_FEATURES } else { width },
                 truncated_ptr,
                 truncated_len,
                 n_classified: page.n_classified,
