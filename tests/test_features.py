@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rt_helpers import hostile_pages
+from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
 
 from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
@@ -14,9 +15,13 @@ from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
+    EXTRA_NAMES,
     FEATURE_NAMES,
+    FEATURES_V2,
     KEYWORDS,
     N_FEATURES,
+    N_FEATURES_V2,
+    NO_DISTANCE,
     TAGS,
     block_features,
 )
@@ -229,3 +234,54 @@ def test_markup_the_old_strict_reading_refused_is_read():
     core = block_features(map_html, ["1", "2", "3"])
     assert_same_features(core, spec_features(map_html, ["1", "2", "3"]))
     assert column(core, "own_kw_menu")[0] == column(core, "ancestor_kw_related")[1] == 1.0
+
+
+# ── blocks-v2: the extras ────────────────────────────────────────────────────────────────
+
+EXTRAS_PAGE = """<html><body><div class="site-header"><div class="menu"><p>Home and news</p></div>
+</div>
+<article><div class="entry-content"><p>東京は日本の首都です。人口は多い。</p>
+<p>Plain English words here.</p></div>
+<section id="comments"><ul><li><div class="comment-body"><p>A reader's comment.</p></div>
+</li></ul></section></article></body></html>"""
+
+
+def extras_column(x, name):
+    return x[:, N_FEATURES + EXTRA_NAMES.index(name)].tolist()
+
+
+def test_extras_count_cjk_characters_and_the_distance_to_keyword_containers():
+    simplified, map_html = simplify(EXTRAS_PAGE)
+    blocks, item_ids = extract_blocks(simplified)
+    x = block_features(map_html, item_ids, FEATURES_V2)
+    assert x.shape == (len(item_ids), N_FEATURES_V2)
+    # blocks-v1 comes first, unchanged
+    assert x[:, :N_FEATURES].tolist() == block_features(map_html, item_ids).tolist()
+    texts = [b.split(">", 1)[1][:12] for b in blocks]
+    assert len(blocks) == 4, texts
+    # 東京は日本の首都です。人口は多い。: 15 characters are CJK (the two 。 are not)
+    assert extras_column(x, "cjk_chars") == [0.0, 15.0, 0.0, 0.0]
+    # <p> in div.menu in div.site-header
+    assert extras_column(x, "distance_kw_menu")[0] == 1.0
+    assert extras_column(x, "distance_kw_header")[0] == 2.0
+    assert extras_column(x, "distance_kw_entry")[1:3] == [1.0, 1.0]
+    assert extras_column(x, "distance_article")[1:] == [2.0, 2.0, 5.0]
+    assert extras_column(x, "distance_kw_comment")[3] == 1.0  # div.comment-body, its parent
+    assert extras_column(x, "distance_li")[3] == 2.0
+    assert extras_column(x, "distance_kw_comment")[1] == NO_DISTANCE
+    assert extras_column(x, "distance_aside") == [NO_DISTANCE] * 4
+
+
+def test_extras_equal_the_specification_on_dev_pages(dev_pages):
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"])
+        _, item_ids = extract_blocks(simplified)
+        core = block_features(map_html, item_ids + [None, "no-such-id"], FEATURES_V2)
+        spec = spec_extras(map_html, item_ids + [None, "no-such-id"])
+        np.testing.assert_array_equal(core[:, N_FEATURES:], spec, err_msg=page["id"])
+
+
+def test_an_unknown_feature_layout_is_named():
+    with pytest.raises(ValueError, match=r"unknown block feature layout 'blocks-v9' \(this "
+                                         r"runtime computes blocks-v1, blocks-v2\)"):
+        block_features("<html></html>", ["1"], "blocks-v9")

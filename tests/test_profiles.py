@@ -15,7 +15,13 @@ from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.model.backends import RescorerOnlyBackend, create_backend
 from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
-from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.features import (
+    FEATURE_NAMES_V2,
+    FEATURES_V2,
+    FEATURES_VERSION,
+    N_FEATURES,
+    N_FEATURES_V2,
+)
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_VERSION,
@@ -27,8 +33,9 @@ from pulpie_rt.runtime.stages.rescore import (
     stage_features,
 )
 
-WORDS = FEATURE_NAMES.index("words")
-DEPTH = FEATURE_NAMES.index("depth")
+WORDS = FEATURE_NAMES_V2.index("words")
+DEPTH = FEATURE_NAMES_V2.index("depth")
+CJK = FEATURE_NAMES_V2.index("cjk_chars")
 
 
 def _profiled_bundle(tmp_path, fast_rescorer: dict | None = None):
@@ -93,15 +100,16 @@ def test_a_profile_without_the_transformer_prepares_no_tokens_and_runs_no_model(
 
 
 def test_context_features_read_neighbours_windows_and_the_page():
-    rows = np.zeros((4, N_FEATURES), np.float32)
+    rows = np.zeros((4, N_FEATURES_V2), np.float32)
     rows[:, WORDS] = [10, 0, 30, 40]
     rows[:, DEPTH] = [2, 3, 3, 1]
+    rows[:, CJK] = [0, 40, 0, 0]
     out = context_features(rows)
     assert out.shape == (4, N_CONTEXT) and out.dtype == np.float32
-    np.testing.assert_array_equal(out[:, :N_FEATURES], rows)
+    np.testing.assert_array_equal(out[:, :N_FEATURES_V2], rows)
     k = len(CONTEXT_COLUMNS)
     w = CONTEXT_COLUMNS.index(WORDS)
-    block = N_FEATURES
+    block = N_FEATURES_V2
     assert out[:, block + 0 * k + w].tolist() == [-1, 10, 0, 30]  # previous block
     assert out[:, block + 1 * k + w].tolist() == [-1, -1, 10, 0]  # two before
     assert out[:, block + 2 * k + w].tolist() == [0, 30, 40, -1]  # next block
@@ -110,10 +118,17 @@ def test_context_features_read_neighbours_windows_and_the_page():
     assert out[:, block + 6 * k + w].tolist() == [-10, -20, 10, 20]  # minus the page's mean
     steps = out[:, block + 7 * k: block + 7 * k + 2]
     assert steps.tolist() == [[2, -1], [1, 0], [0, 2], [-2, 1]]  # depth - neighbour's (0 past)
-    before, after = out[:, -6 + 2], out[:, -6 + 3]  # unlinked words up to and after the block
+    before, after = out[:, -10 + 2], out[:, -10 + 3]  # unlinked words up to and after it
     assert before == pytest.approx([0.125, 0.125, 0.5, 1.0], abs=1e-6)
     assert after == pytest.approx([0.875, 0.875, 0.5, 0.0], abs=1e-6)
+    # words counting CJK characters (2 a word), their share, mean over +-3, the page's CJK
+    assert out[:, -4].tolist() == [10, 20, 30, 40]
+    assert out[:, -3] == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert out[:, -2].tolist() == [25, 25, 25, 25]
+    assert out[:, -1] == pytest.approx([40 / 120] * 4)
     assert context_features(rows[:0]).shape == (0, N_CONTEXT)
+    with pytest.raises(ValueError, match="context features read blocks-v2 rows"):
+        context_features(rows[:, :N_FEATURES])
 
 
 def test_stage_features_read_the_first_stages_probabilities_around_a_block():
@@ -140,7 +155,7 @@ def two_stage(tmp_path_factory):
     rng = np.random.default_rng(0)
     pages = []
     for _ in range(60):
-        rows = rng.normal(size=(30, N_FEATURES)).astype(np.float32)
+        rows = rng.normal(size=(30, N_FEATURES_V2)).astype(np.float32)
         rows[:, 0] = rng.integers(0, 10, size=30)
         rows[:, 1] = rng.integers(0, 10, size=30)
         rows[:, WORDS] = rng.integers(0, 50, size=30)
@@ -162,7 +177,7 @@ def two_stage(tmp_path_factory):
 
 def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
     folder, pages, first, second = two_stage
-    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION,
+    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V2, CONTEXT_VERSION,
                              folder / "first.onnx")
     assert rescorer.width == N_CONTEXT + N_STAGE
     for rows in pages[:5]:
@@ -172,20 +187,23 @@ def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
         assert rescorer.log_odds(rows) == pytest.approx(want, abs=2e-3)
         margins = np.full(len(rows), 3.0, np.float32)
         assert rescorer.scores(rows, margins) == pytest.approx(rescorer.log_odds(rows))
-    assert rescorer.log_odds(np.zeros((0, N_FEATURES), np.float32)).shape == (0,)
+    assert rescorer.log_odds(np.zeros((0, N_FEATURES_V2), np.float32)).shape == (0,)
 
 
 def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
     folder = two_stage[0]
     with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
-                                            "runtime computes 'context-v1'"):
-        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, "context-v0")
+                                            "runtime computes 'context-v2'"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V2, "context-v0")
+    with pytest.raises(RescorerError, match="context 'context-v2' reads features 'blocks-v2', "
+                                            "not 'blocks-v1'"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION)
     with pytest.raises(RescorerError, match="a first stage needs the context features"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, None, folder / "first.onnx")
 
 
 def test_a_bundle_missing_its_first_stage_file_is_refused(tmp_path):
-    path = _profiled_bundle(tmp_path, {"file": "rescorer.onnx", "features": FEATURES_VERSION,
+    path = _profiled_bundle(tmp_path, {"file": "rescorer.onnx", "features": FEATURES_V2,
                                        "context": CONTEXT_VERSION, "margin_weight": 0.0,
                                        "first_stage": "rescorer-fast-first.onnx"})
     with pytest.raises(BundleError, match="bundle is missing rescorer-fast-first.onnx"):

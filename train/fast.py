@@ -3,7 +3,8 @@
 The ``accurate`` profile adds the transformer's margin to a rescorer that never saw it; the
 ``fast`` profile has only the rescorer, so it is trained and calibrated for that use:
 
-1. each train page's block features read in context (``runtime.stages.rescore
+1. each train page's block features (layout ``blocks-v2``: with the CJK characters and the
+   distances to keyword containers) read in context (``runtime.stages.rescore
    .context_features``: neighbours, windows, page totals);
 2. a first LightGBM ensemble over them (each block weighted by the square root of its words:
    the score counts words), and its out-of-fold probabilities (``Recipe.fast_folds``
@@ -32,9 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, FEATURE_NAMES
+from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, FEATURE_NAMES_V2
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
+    CONTEXT_FEATURES,
     CONTEXT_VERSION,
     context_features,
     stage_features,
@@ -43,18 +45,19 @@ from pulpie_rt.train.rescorer import save_rescorer, training_pages
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
-WORDS_COLUMN = FEATURE_NAMES.index("words")
+WORDS_COLUMN = FEATURE_NAMES_V2.index("words")
 THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
 
 
 def context_names() -> list[str]:
     """Column names of ``context_features``' rows (for LightGBM's feature names)."""
-    own = [FEATURE_NAMES[i] for i in CONTEXT_COLUMNS]
-    names = list(FEATURE_NAMES)
+    own = [FEATURE_NAMES_V2[i] for i in CONTEXT_COLUMNS]
+    names = list(FEATURE_NAMES_V2)
     for where in ("prev1", "prev2", "next1", "next2", "mean3", "mean10", "vs_page"):
         names += [f"{where}_{n}" for n in own]
     return names + ["depth_step_prev", "depth_step_next", "unlinked_before", "unlinked_after",
-                    "page_unlinked_log", "page_linked_share"]
+                    "page_unlinked_log", "page_linked_share", "words_cjk", "words_cjk_share",
+                    "mean3_words_cjk", "page_cjk_share"]
 
 
 def stage_names() -> list[str]:
@@ -166,7 +169,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
     manifest's ``rescorer``, ``decoding`` and ``keep_hidden`` entries of the fast profile."""
     keep_hidden = bool(getattr(recipe, "fast_keep_hidden", True))
-    ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden)
+    ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden,
+                                           layout=CONTEXT_FEATURES)
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
         f"{rows[0].shape[1]} columns ({CONTEXT_VERSION}), hidden elements "
@@ -199,10 +203,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         log=log, keep_hidden=keep_hidden)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
-    from pulpie_rt.runtime.stages.features import FEATURES_VERSION
-
     return {
-        "rescorer": {"file": FAST_RESCORER_NAME, "features": FEATURES_VERSION,
+        "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXT_FEATURES,
                      "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold},

@@ -30,6 +30,7 @@ import numpy as np
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.stages.chunks import Chunk
+from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_VERSION
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
 from pulpie_rt.runtime.stages.tokens import load_tokenizer
 
@@ -178,6 +179,7 @@ class Preparer:
         limits: PageLimits = DEFAULT_LIMITS,
         with_tokens: bool = True,
         keep_hidden: bool = False,
+        feature_layout: str = FEATURES_VERSION,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
@@ -188,6 +190,7 @@ class Preparer:
         self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
         # True: segmented without removing hidden elements (a profile's keep_hidden)
         self.keep_hidden = keep_hidden
+        self.feature_layout = feature_layout  # the rescorer's (blocks-v2: with the extras)
         self._tokenizer = None
 
     @classmethod
@@ -207,6 +210,7 @@ class Preparer:
             limits=limits,
             with_tokens=bundle.uses_transformer,
             keep_hidden=getattr(bundle, "keep_hidden", False),
+            feature_layout=bundle.feature_layout,
         )
 
     def __getstate__(self) -> dict:
@@ -241,7 +245,8 @@ class Preparer:
             page = native.prepare_page(
                 tokenizer, html, self.limits.max_input_bytes, self.limits.max_page_tokens,
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
-                self.with_features, self.keep_hidden)
+                self.with_features, self.keep_hidden,
+                extras=self.feature_layout == FEATURES_V2)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

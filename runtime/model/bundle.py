@@ -16,9 +16,10 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
-      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1",
+      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2",
                    "margin_weight": float,
-                   "context": "context-v1", "first_stage": "file.onnx"},   (optional)
+                   "context": "context-v2", "first_stage": "file.onnx"},   (optional;
+                   a rescorer with context reads blocks-v2, one without blocks-v1)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
@@ -139,6 +140,14 @@ class Bundle:
     @property
     def has_rescorer(self) -> bool:
         return bool(self.manifest.get("rescorer"))
+
+    @property
+    def feature_layout(self) -> str:
+        """The block feature layout the rescorer reads (``blocks-v1`` without one)."""
+        from pulpie_rt.runtime.stages.features import FEATURES_VERSION
+
+        return (self.manifest["rescorer"].get("features", FEATURES_VERSION)
+                if self.has_rescorer else FEATURES_VERSION)
 
     @property
     def rescorer_path(self) -> Path | None:

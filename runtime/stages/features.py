@@ -13,9 +13,13 @@ same tree of ``map_html`` that ``reconstruct`` reads. ``tests/spec/features_spec
 readable specification, in Python, of every column; ``python -m
 pulpie_rt.parity.features_parity`` compares the two on real pages.
 
-This module holds the layout: a rescorer is trained on one layout, and a bundle names the
-layout it needs (``FEATURES_VERSION``). The column order and the categorical codes below are
-part of it; the core writes its columns in the same order.
+This module holds the layouts: a rescorer is trained on one layout, and a bundle names the
+layout it needs. ``blocks-v1`` (``FEATURES_VERSION``, the ``accurate`` rescorer's and the C
+library's) is ``FEATURE_NAMES``; ``blocks-v2`` (``FEATURES_V2``, the ``fast`` profile's) is
+``blocks-v1`` followed by the core's extras (``EXTRA_NAMES``: the block's CJK characters, and
+how many levels up the nearest element carrying each of ``DISTANCE_KEYWORDS`` or being each
+of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none). The column order and the categorical
+codes below are part of them; the core writes its columns in the same order.
 """
 
 from __future__ import annotations
@@ -65,15 +69,36 @@ FEATURE_NAMES = (
 N_FEATURES = len(FEATURE_NAMES)
 CATEGORICAL_COLUMNS = (0, 1)  # tag, own_tag
 
+FEATURES_V2 = "blocks-v2"
+# (core/src/features: DISTANCE_KEYWORDS, DISTANCE_TAGS; each keyword is one of KEYWORDS)
+DISTANCE_KEYWORDS = (
+    "comment related share social sidebar footer nav menu header widget promo recommend "
+    "newsletter reply author article content main post entry body text story"
+).split()
+DISTANCE_TAGS = "article aside nav footer header main form section li".split()
+NO_DISTANCE = 40.0
+EXTRA_NAMES = (["cjk_chars"] + [f"distance_kw_{w}" for w in DISTANCE_KEYWORDS]
+               + [f"distance_{t}" for t in DISTANCE_TAGS])
+FEATURE_NAMES_V2 = FEATURE_NAMES + EXTRA_NAMES
+N_FEATURES_V2 = len(FEATURE_NAMES_V2)
+# each layout's columns
+LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2}
 
-def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
-    """One float32 row of ``FEATURE_NAMES`` per block of ``item_ids`` (rows of zeros for ids
-    that ``map_html`` does not hold). Raises ``native.CoreMissing`` where the compiled core is
-    not built (``make core``), ``native.CoreError`` where it fails on the page (a caught
-    panic: no page is refused)."""
+
+def block_features(map_html: str, item_ids: list[str | None],
+                   layout: str = FEATURES_VERSION) -> np.ndarray:
+    """One float32 row of the ``layout``'s columns (``FEATURE_NAMES``, or
+    ``FEATURE_NAMES_V2`` for ``blocks-v2``) per block of ``item_ids`` (zeros for ids that
+    ``map_html`` does not hold, and ``NO_DISTANCE`` in their distance columns). Raises
+    ``native.CoreMissing`` where the compiled core is not built (``make core``),
+    ``native.CoreError`` where it fails on the page (a caught panic: no page is refused),
+    ``ValueError`` for a layout this runtime does not compute."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown block feature layout {layout!r} (this runtime computes "
+                         f"{', '.join(LAYOUTS)})")
     if not item_ids:
-        return np.zeros((0, N_FEATURES), np.float32)
-    return native.block_features(map_html, item_ids)
+        return np.zeros((0, LAYOUTS[layout]), np.float32)
+    return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2)
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:

@@ -31,17 +31,25 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
+from pulpie_rt.runtime.stages.features import (
+    FEATURE_NAMES_V2,
+    FEATURES_V2,
+    FEATURES_VERSION,
+    LAYOUTS,
+    N_FEATURES,
+    N_FEATURES_V2,
+)
 
-CONTEXT_VERSION = "context-v1"
-_COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
+CONTEXT_VERSION = "context-v2"
+CONTEXT_FEATURES = FEATURES_V2  # the layout context_features reads
+_COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 # around it (means over +-3 and +-10 blocks) and relative to the page's mean.
 CONTEXT_COLUMNS = tuple(_COLUMN[n] for n in (
     "words", "link_ratio", "punct_ratio", "sentences", "depth", "in_link", "stopword_ratio",
     "tag", "images", "in_candidate", "mean_word_length", "digit_ratio", "repeats"))
 NO_NEIGHBOUR = -1.0  # the value of a neighbour past the page's first or last block
-N_CONTEXT = N_FEATURES + 7 * len(CONTEXT_COLUMNS) + 2 + 4
+N_CONTEXT = N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4
 N_STAGE = 16
 
 
@@ -68,12 +76,18 @@ def _window_mean(values: np.ndarray, radius: int) -> np.ndarray:
 
 
 def context_features(features: np.ndarray) -> np.ndarray:
-    """One page's ``block_features`` rows (in block order), each widened to ``N_CONTEXT``
-    columns: its own, then for ``CONTEXT_COLUMNS`` the previous two and next two blocks'
-    values, the means over +-3 and +-10 blocks and the difference from the page's mean, then
-    the depth steps to both neighbours, and the share of the page's unlinked words before and
-    after it, the page's unlinked words (log) and its share of linked words."""
+    """One page's ``block_features`` rows (layout ``blocks-v2``, in block order), each widened
+    to ``N_CONTEXT`` columns: its own, then for ``CONTEXT_COLUMNS`` the previous two and next
+    two blocks' values, the means over +-3 and +-10 blocks and the difference from the page's
+    mean, then the depth steps to both neighbours, the share of the page's unlinked words
+    before and after it, the page's unlinked words (log) and its share of linked words, and
+    last its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
+    Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
+    blocks and the page's share of CJK characters."""
     rows = np.asarray(features, np.float32)
+    if rows.ndim != 2 or rows.shape[1] != N_FEATURES_V2:
+        raise ValueError(f"context features read {FEATURES_V2} rows ({N_FEATURES_V2} "
+                         f"columns), not {rows.shape[-1] if rows.ndim == 2 else rows.shape}")
     if len(rows) == 0:
         return np.zeros((0, N_CONTEXT), np.float32)
     own = rows[:, CONTEXT_COLUMNS].astype(np.float64)
@@ -90,6 +104,11 @@ def context_features(features: np.ndarray) -> np.ndarray:
                            np.full(len(rows), np.log1p(total)),
                            np.full(len(rows), (words * link_ratio).sum() / (words.sum() + 1e-6))],
                           1))
+    cjk = rows[:, _COLUMN["cjk_chars"]].astype(np.float64)
+    words_cjk = words + cjk / 2.0
+    parts.append(np.stack([words_cjk, words_cjk / max(words_cjk.sum(), 1.0),
+                           _window_mean(words_cjk, 3),
+                           np.full(len(rows), cjk.sum() / max(cjk.sum() + words.sum(), 1.0))], 1))
     return np.concatenate(parts, 1).astype(np.float32)
 
 
@@ -127,12 +146,20 @@ class BlockRescorer:
 
     def __init__(self, onnx_path: str | Path, margin_weight: float, features: str,
                  context: str | None = None, first_stage: str | Path | None = None):
-        if features != FEATURES_VERSION:
+        if features not in LAYOUTS:
             raise RescorerError(f"{onnx_path}: rescorer reads features {features!r}, this "
-                                f"runtime computes {FEATURES_VERSION!r}")
+                                f"runtime computes {', '.join(map(repr, LAYOUTS))}")
         if context not in (None, CONTEXT_VERSION):
             raise RescorerError(f"{onnx_path}: rescorer reads context {context!r}, this "
                                 f"runtime computes {CONTEXT_VERSION!r}")
+        if context is not None and features != CONTEXT_FEATURES:
+            raise RescorerError(f"{onnx_path}: context {context!r} reads features "
+                                f"{CONTEXT_FEATURES!r}, not {features!r}")
+        if context is None and features != FEATURES_VERSION:
+            raise RescorerError(f"{onnx_path}: a rescorer without context reads features "
+                                f"{FEATURES_VERSION!r}, not {features!r}")
+        self.features = features
+        self.n_features = LAYOUTS[features]
         if first_stage is not None and context is None:
             raise RescorerError(f"{onnx_path}: a first stage needs the context features")
         self.context = context
@@ -167,9 +194,9 @@ class BlockRescorer:
         order, when the rescorer reads context)."""
         if len(features) == 0:
             return np.zeros(0, dtype=np.float32)
-        if features.shape[1] != N_FEATURES:
+        if features.shape[1] != self.n_features:
             raise RescorerError(f"features have {features.shape[1]} columns, the rescorer "
-                                f"reads {N_FEATURES}")
+                                f"reads {self.n_features}")
         rows = np.ascontiguousarray(features, np.float32)
         if self.core is not None:
             return self._core_run(rows, np.zeros(len(rows), np.float32))[1]

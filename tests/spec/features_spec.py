@@ -1,4 +1,5 @@
-"""The specification of the default model's block features (layout ``blocks-v1``), in Python:
+"""The specification of the default model's block features (layout ``blocks-v1``, and the
+extras that ``blocks-v2`` appends: ``block_extras``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
 pulpie_rt.parity.features_parity`` compare the two.
@@ -28,8 +29,11 @@ from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     BLOCK_COLUMNS,
+    DISTANCE_KEYWORDS,
+    DISTANCE_TAGS,
     KEYWORDS,
     N_FEATURES,
+    NO_DISTANCE,
     TAGS,
 )
 
@@ -184,3 +188,48 @@ def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
         words / max(float(np.median(words)), 1.0),
     ], 1).astype(np.float32)
     return np.concatenate([block, own_kw, ancestor_kw, ancestor_tag, page, text_stats], 1)
+
+
+# ── blocks-v2's extras ───────────────────────────────────────────────────────────────────
+
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+                  "\U00020000-\U0002fa1f]")
+
+
+def block_extras(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``EXTRA_NAMES`` per block of ``item_ids``: the CJK characters of its
+    text, then for each of ``DISTANCE_KEYWORDS`` and ``DISTANCE_TAGS`` how many levels up from
+    the block's own element (0; a run wrapper's parent) the nearest element holding the
+    keyword in its class/id/role/itemprop (as ``_keyword_flags`` reads them) or having the tag
+    is (``NO_DISTANCE`` where none, and for ids that ``map_html`` does not hold)."""
+    n = len(item_ids)
+    n_kw, n_tag = len(DISTANCE_KEYWORDS), len(DISTANCE_TAGS)
+    out = np.full((n, 1 + n_kw + n_tag), NO_DISTANCE, np.float32)
+    out[:, 0] = 0.0
+    if n == 0:
+        return out
+    tree = LexborHTMLParser(map_html)
+    by_id: dict[str, object] = {}
+    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
+        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    keyword_columns = [_KEYWORD_INDEX[w] for w in DISTANCE_KEYWORDS]
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        if node is None:
+            continue
+        out[row, 0] = len(_CJK.findall(node.text(deep=True, separator=" ")))
+        element = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None \
+            else node
+        depth = 0
+        while element is not None and element.tag not in ("html", "-undef"):
+            flags = _keyword_flags(element)
+            for j, k in enumerate(keyword_columns):
+                if flags[k] and out[row, 1 + j] == NO_DISTANCE:
+                    out[row, 1 + j] = min(depth, NO_DISTANCE)
+            if element.tag in DISTANCE_TAGS:
+                j = 1 + n_kw + DISTANCE_TAGS.index(element.tag)
+                if out[row, j] == NO_DISTANCE:
+                    out[row, j] = min(depth, NO_DISTANCE)
+            element = element.parent
+            depth += 1
+    return out

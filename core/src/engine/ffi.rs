@@ -218,7 +218,8 @@ fn limit(value: u64) -> Option<usize> {
 /// `Preparer.prepare` of one page's text (`super::prepare_text`; the text UTF-8, lone
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
 /// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
-/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `keep_hidden` nonzero segments
+/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `with_features` 0 none, 1
+/// `blocks-v1`, 2 `blocks-v2` (with the extras); `keep_hidden` nonzero segments
 /// without removing hidden elements (`PrepareSettings::keep_hidden`). A page's failure is
 /// status 1 with its `"<stage>: <reason>"` message.
 ///
@@ -254,10 +255,12 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             eos_id: (eos_id >= 0).then_some(eos_id),
             keep_hidden: keep_hidden != 0,
         };
-        super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features != 0)
+        let with_features = super::features::FeatureSet::from_ffi(with_features);
+        super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)
+            .map(|page| (page, with_features.width()))
             .map_err(OrtError)
     }) {
-        Ok(page) => {
+        Ok((page, width)) => {
             let mut ids = Vec::new();
             let mut id_lens = Vec::with_capacity(page.item_ids.len());
             for id in &page.item_ids {
@@ -309,7 +312,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
                 map_len,
                 features_ptr,
                 features_len,
-                n_features: crate::features::N_FEATURES,
+                n_features: if width == 0 { crate::features::N_FEATURES } else { width },
                 truncated_ptr,
                 truncated_len,
                 n_classified: page.n_classified,

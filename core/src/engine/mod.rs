@@ -152,7 +152,7 @@ pub(crate) fn prepare_text(
     text: &[u8],
     tokenizer: Option<&Tokenizer>,
     settings: &PrepareSettings,
-    with_features: bool,
+    with_features: features::FeatureSet,
 ) -> Result<Prepared, String> {
     let (text, input_cut) = prepare::cut_input(text, settings.limits.max_input_bytes);
     let simplified = catch_unwind(AssertUnwindSafe(|| {
@@ -191,8 +191,9 @@ pub(crate) fn prepare_text(
             item_ids.len()
         ));
     }
-    let features = if with_features {
-        let computed = catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids)))
+    let features = if with_features != features::FeatureSet::None {
+        let extras = with_features == features::FeatureSet::BlocksAndExtras;
+        let computed = catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids, extras)))
             .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {
@@ -312,7 +313,12 @@ impl Engine {
             eos_id: m.eos_id,
             keep_hidden: false,
         };
-        prepare_text(text.as_bytes(), Some(&self.tokenizer), &settings, self.rescorer.is_some())
+        prepare_text(
+            text.as_bytes(),
+            Some(&self.tokenizer),
+            &settings,
+            if self.rescorer.is_some() { features::FeatureSet::Blocks } else { features::FeatureSet::None },
+        )
     }
 
     /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).

@@ -34,6 +34,42 @@ use crate::tree::{Reader, Tree, NONE};
 
 pub const N_FEATURES: usize = 166;
 
+/// The `extras-v1` columns that `block_features` appends to each row when asked (the `fast`
+/// profile's layout `blocks-v2` = `blocks-v1` + these; the `accurate` rescorer reads
+/// `blocks-v1`): the block's CJK characters (a `\w+` word there is a whole phrase, so `words`
+/// alone makes Chinese, Japanese and Korean prose look like short menu items), and how many
+/// levels up the nearest element (the block's own, 0, or an ancestor) carries each of
+/// `DISTANCE_KEYWORDS` in its class/id/role/itemprop or is each of `DISTANCE_TAGS`
+/// (`NO_DISTANCE` when none does): a comment thread or a related-links box is recognised by
+/// how close its container is, which the ancestor flags of `blocks-v1` (any ancestor at all)
+/// cannot tell from a page-wide `<body class="has-sidebar">`.
+pub const DISTANCE_KEYWORDS: [&str; 23] = [
+    "comment", "related", "share", "social", "sidebar", "footer", "nav", "menu", "header",
+    "widget", "promo", "recommend", "newsletter", "reply", "author", "article", "content",
+    "main", "post", "entry", "body", "text", "story",
+];
+pub const DISTANCE_TAGS: [&str; 9] =
+    ["article", "aside", "nav", "footer", "header", "main", "form", "section", "li"];
+pub const N_EXTRAS: usize = 1 + DISTANCE_KEYWORDS.len() + DISTANCE_TAGS.len();
+pub const NO_DISTANCE: f32 = 40.0;
+
+/// `DISTANCE_KEYWORDS` as bits of `keyword_flags`, in column order.
+fn distance_keyword_bits() -> [u64; DISTANCE_KEYWORDS.len()] {
+    let mut bits = [0u64; DISTANCE_KEYWORDS.len()];
+    for (slot, word) in bits.iter_mut().zip(DISTANCE_KEYWORDS) {
+        let k = KEYWORDS.iter().position(|k| *k == word).expect("a distance keyword is a keyword");
+        *slot = 1 << k;
+    }
+    bits
+}
+
+/// Han ideographs, kana and Hangul syllables: the scripts written without spaces between
+/// words (or, for Korean, with words far longer than a `\w+` count suggests).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
+        | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
 /// Column offsets: block columns, own keywords, ancestors' keywords, ancestor tags, page
 /// columns, text statistics (`np.concatenate` order of the specification).
 const BLOCK: usize = 0;
@@ -323,8 +359,28 @@ pub fn block_features(
     item_ids: &[Option<&str>],
     libxml2_tree: bool,
 ) -> Vec<f32> {
+    block_features_with(map_html, item_ids, libxml2_tree, false)
+}
+
+/// `block_features`, each row followed by the `N_EXTRAS` extras when `extras` (rows of
+/// `N_FEATURES + N_EXTRAS`).
+pub fn block_features_with(
+    map_html: &str,
+    item_ids: &[Option<&str>],
+    libxml2_tree: bool,
+    extras: bool,
+) -> Vec<f32> {
     let n = item_ids.len();
     let mut x = vec![0.0f32; n * N_FEATURES];
+    let mut extra = if extras { vec![0.0f32; n * N_EXTRAS] } else { Vec::new() };
+    if extras {
+        for (i, value) in extra.iter_mut().enumerate() {
+            if i % N_EXTRAS != 0 {
+                *value = NO_DISTANCE;
+            }
+        }
+    }
+    let keyword_bits = distance_keyword_bits();
     if n == 0 {
         return x;
     }
@@ -377,6 +433,10 @@ pub fn block_features(
         let mut in_link = false;
         let mut ancestor_kw = 0u64;
         let mut parent = view.parent[own];
+        let mut distances = if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
+        if let Some(d) = distances.as_deref_mut() {
+            set_distances(d, keyword_flags(&tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
+        }
         while parent != NONE && tree.nodes[parent].tag.as_str() != "html" {
             depth += 1;
             chain_nodes.push(parent);
@@ -389,6 +449,9 @@ pub fn block_features(
                 }
             };
             ancestor_kw |= flags;
+            if let Some(d) = distances.as_deref_mut() {
+                set_distances(d, flags, tree.nodes[parent].tag.as_str(), depth, &keyword_bits);
+            }
             let parent_tag = tree.nodes[parent].tag.as_str();
             if let Some(index) = ancestor_index(parent_tag) {
                 r[ANCESTOR_TAG + index] = 1.0;
@@ -427,11 +490,38 @@ pub fn block_features(
         // `n_words - link_words` in Python ints, stored as float32
         prose[row] = (n_words as i64 - link_words as i64) as f32;
         texts[row] = w.joined;
+        if extras {
+            extra[row * N_EXTRAS] = text.chars().filter(|&c| is_cjk(c)).count() as f32;
+        }
     }
 
     page_columns(&mut x, n, &words, &link_ratio, &prose, &chain_ends, &chain_nodes, &texts,
                  tree.nodes.len());
-    x
+    if !extras {
+        return x;
+    }
+    let mut rows = Vec::with_capacity(n * (N_FEATURES + N_EXTRAS));
+    for row in 0..n {
+        rows.extend_from_slice(&x[row * N_FEATURES..(row + 1) * N_FEATURES]);
+        rows.extend_from_slice(&extra[row * N_EXTRAS..(row + 1) * N_EXTRAS]);
+    }
+    rows
+}
+
+/// Records `depth` as the distance of each distance keyword in `flags` and of `tag`, where
+/// no nearer element had it (`distances`: a row's extras after the CJK column).
+fn set_distances(distances: &mut [f32], flags: u64, tag: &str, depth: usize, keyword_bits: &[u64]) {
+    let (keywords, tags) = distances.split_at_mut(DISTANCE_KEYWORDS.len());
+    for (slot, &bit) in keywords.iter_mut().zip(keyword_bits) {
+        if flags & bit != 0 && *slot == NO_DISTANCE {
+            *slot = depth.min(NO_DISTANCE as usize) as f32;
+        }
+    }
+    if let Some(t) = DISTANCE_TAGS.iter().position(|t| *t == tag) {
+        if tags[t] == NO_DISTANCE {
+            tags[t] = depth.min(NO_DISTANCE as usize) as f32;
+        }
+    }
 }
 
 /// The page columns (`PAGE_COLUMNS` but the last three, which are per-block text
@@ -618,5 +708,35 @@ mod tests {
         let x = block_features("", &[Some("1")], false);
         assert_eq!(x.len(), N_FEATURES);
         assert!(x[..PAGE].iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn extras_follow_each_row_with_cjk_characters_and_container_distances() {
+        let html = concat!(
+            r#"<html><body><div class="comments"><ul><li><p _item_id="1">好的文章 ok</p></li>"#,
+            r#"</ul></div><article><p _item_id="2">Plain words.</p></article></body></html>"#,
+        );
+        let ids = [Some("1"), Some("2"), Some("9")];
+        let plain = block_features(html, &ids, false);
+        let x = block_features_with(html, &ids, false, true);
+        let width = N_FEATURES + N_EXTRAS;
+        assert_eq!(x.len(), 3 * width);
+        let kw = |word: &str| 1 + DISTANCE_KEYWORDS.iter().position(|k| *k == word).unwrap();
+        let tag = |t: &str| 1 + DISTANCE_KEYWORDS.len() + DISTANCE_TAGS.iter().position(|k| *k == t).unwrap();
+        for row in 0..3 {
+            let r = &x[row * width..(row + 1) * width];
+            assert_eq!(&r[..N_FEATURES], &plain[row * N_FEATURES..(row + 1) * N_FEATURES]);
+        }
+        let extras = |row: usize| &x[row * width + N_FEATURES..(row + 1) * width];
+        assert_eq!(extras(0)[0], 4.0); // 好的文章
+        assert_eq!(extras(0)[kw("comment")], 3.0); // p < li < ul < div.comments
+        assert_eq!(extras(0)[tag("li")], 1.0);
+        assert_eq!(extras(0)[tag("article")], NO_DISTANCE);
+        assert_eq!(extras(1)[0], 0.0);
+        assert_eq!(extras(1)[tag("article")], 1.0);
+        assert_eq!(extras(1)[kw("comment")], NO_DISTANCE);
+        // an id the page does not hold: no characters, no container
+        assert_eq!(extras(2)[0], 0.0);
+        assert!(extras(2)[1..].iter().all(|&v| v == NO_DISTANCE));
     }
 }
