@@ -562,7 +562,8 @@ _ENGINE_SIGNATURES = {
                                    ctypes.c_int32),
     "pulpie_rt_ort_free_u64s": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t], None),
     "pulpie_rt_decide_blocks": ([_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_double,
-                                 ctypes.c_uint32, ctypes.c_size_t, _P, _P, ctypes.c_size_t,
+                                 ctypes.c_uint32, ctypes.c_uint32, ctypes.c_size_t, _P, _P,
+                                 ctypes.c_size_t,
                                  ctypes.c_uint32, _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t,
                                  ctypes.c_size_t, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_prepare_page": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64,
@@ -727,12 +728,14 @@ class DecodeError(ValueError):
 def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: list[np.ndarray],
                   margins: bool, threshold: float | None, keep_best: bool,
                   rescorer: CoreRescorer | None = None, features: np.ndarray | None = None,
-                  n_classified: int | None = None) -> list[int]:
+                  n_classified: int | None = None, expected_f1: bool = False) -> list[int]:
     """One page's block predictions from its chunks' SEP outputs
     (``core/src/engine/decode.rs``' ``decide_blocks``): ``chunk_outputs[c]`` holds chunk
     ``c``'s ``[n_sep, labels]`` logits, or (1-D) its margins. ``margins`` False: the argmax
     at each SEP; True: the bundle's decoding by margins (``threshold``, ``keep_best``, and
-    ``rescorer``'s scores over ``features`` when given; blocks past ``n_classified`` other).
+    ``rescorer``'s scores over ``features`` when given; blocks past ``n_classified`` other;
+    ``expected_f1``: the blocks of the best expected word F1 instead of those above
+    ``threshold``, weighing each by the ``words`` column of ``features``).
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
     lib = _engine_library()
     outputs = [np.asarray(o, dtype=np.float32) for o in chunk_outputs]
@@ -753,7 +756,7 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
         raise CoreError(f"{len(chunk_blocks)} chunks of blocks, {len(outputs)} of SEP outputs")
     n_features = 0
     features_pointer = None
-    if rescorer is not None and features is not None:
+    if features is not None and (rescorer is not None or expected_f1):
         features = np.ascontiguousarray(features, np.float32)
         if features.ndim != 2 or len(features) != n_blocks:
             raise DecodeError(f"rescore: ValueError: {len(features)} rows of block features "
@@ -765,7 +768,8 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     status = lib.pulpie_rt_decide_blocks(
         None if rescorer is None else rescorer.handle, 1 if margins else 0,
         0 if threshold is None else 1, 0.0 if threshold is None else float(threshold),
-        1 if keep_best else 0, n_blocks, blocks.ctypes.data, block_ends.ctypes.data,
+        1 if keep_best else 0, 1 if expected_f1 else 0, n_blocks, blocks.ctypes.data,
+        block_ends.ctypes.data,
         len(block_ends), kind, values.ctypes.data, value_ends.ctypes.data, labels,
         features_pointer, n_features, n_blocks if n_classified is None else n_classified,
         out.ctypes.data, ctypes.byref(message))

@@ -124,7 +124,7 @@ def test_a_profile_that_keeps_hidden_elements_extracts_their_text(tmp_path):
     kept = Extractor(path, profile="fast").extract(page)
     assert kept.error is None and "This article text fades in" in kept.markdown
     assert list(kept.labels) == ["1", "2"]
-    plain = Extractor(_default_model_copy(tmp_path / "plain", None), profile="fast").extract(page)
+    plain = Extractor(_default_model_copy(tmp_path / "plain", False), profile="fast").extract(page)
     assert plain.error is None and "fades in" not in plain.markdown
     assert list(plain.labels) == ["1"]
 

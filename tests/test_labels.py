@@ -109,3 +109,30 @@ def test_default_model_decodes_dev_pages_as_the_specification(default_extractor)
         blocks += page.n_blocks
         mains += sum(ours)
     assert blocks > 2000 and 0 < mains < blocks
+
+
+def test_expected_f1_selection_decodes_as_the_specification():
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        n = int(rng.integers(0, 40))
+        scores = rng.normal(0.0, 2.5, n).astype(np.float32)
+        scores[rng.random(n) < 0.1] = np.nan
+        words = rng.integers(0, 300, n).astype(np.float32)
+        words[rng.random(n) < 0.2] = 0
+        features = np.zeros((n, 5), np.float32)
+        features[:, 2] = words  # the words column
+        threshold = float(rng.choice([-1.0, 0.0, 0.5]))
+        keep = bool(case % 2)
+        want = labels_spec.expected_f1_labels(scores, words, threshold)
+        if keep:
+            want = labels_spec.keep_best_block(want, scores)
+        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, keep,
+                                   features=features, expected_f1=True)
+        assert got == want, (case, scores.tolist(), words.tolist(), threshold)
+
+
+def test_expected_f1_selection_needs_the_block_features():
+    with pytest.raises(native.DecodeError, match="decoding.selection expected_f1 needs the block "
+                                                 "features"):
+        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
+                             True, expected_f1=True)

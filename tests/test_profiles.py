@@ -235,3 +235,25 @@ def test_the_cli_runs_the_asked_profile_and_names_a_wrong_one(tmp_path):
                            capture_output=True, timeout=600)
     assert plain.returncode == 2
     assert b"this bundle has no profiles (profile 'fast' asked)" in plain.stderr
+
+
+def test_a_decoding_selection_other_than_threshold_or_expected_f1_is_refused(tmp_path):
+    path = _profiled_bundle(tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["profiles"]["fast"]["decoding"]["selection"] = "best"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match=r"manifest.json: decoding.selection must be "
+                                          r"\"threshold\" or \"expected_f1\", not 'best'"):
+        load_bundle(path, "fast")
+    assert load_bundle(path, "accurate").expected_f1 is False
+    manifest["profiles"]["fast"]["decoding"]["selection"] = "expected_f1"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert load_bundle(path, "fast").expected_f1 is True
+
+
+def test_the_embedded_fast_profile_selects_blocks_by_expected_f1_on_the_segmentation_it_keeps():
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+    bundle = load_bundle(embedded_model_dir(), "fast")
+    assert bundle.expected_f1 and bundle.keep_hidden
+    assert bundle.feature_layout == FEATURES_V2

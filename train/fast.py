@@ -11,9 +11,12 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
    folds of whole pages: a page's probabilities come from an ensemble that never saw it);
 3. a second ensemble over the same rows plus those probabilities in context
    (``stage_features``), so a block is judged beside what was decided around it;
-4. the threshold on the second ensemble's log-odds with the best mean word F1 on the train
-   pages, scored as ``bench.quality`` scores (reconstruct -> text against the page's ground
-   truth), from the second stage's out-of-fold log-odds. No dev page is read: the dev
+4. the blocks of each page are chosen to maximise its expected word F1 (``Recipe
+   .fast_selection``, the decoding's ``selection``: a block is main with the second
+   ensemble's probability, shifted by a threshold on the log-odds), and that threshold is the
+   one with the best mean word F1 on the train pages, scored as ``bench.quality`` scores
+   (reconstruct -> text against the page's ground truth), from the second stage's
+   out-of-fold log-odds. No dev page is read: the dev
    ground-truth and readability pages stay out of training and calibration.
 
 Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
@@ -109,27 +112,32 @@ def log_odds(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...], bool]
-                ) -> tuple[str, list[str]]:
+def _page_texts(job: tuple) -> tuple[str, list[str]]:
     """One page's main-content text at every threshold (the runtime's decoding of a
     rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
-    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``."""
+    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``, its
+    blocks selected by expected F1 when the job's fifth item says so (then the threshold is
+    the shift of the log-odds)."""
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.features import block_features
     from pulpie_rt.runtime.stages.labels import labels_from_predictions
     from pulpie_rt.runtime.stages.markdown import to_text
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    page, scores, thresholds, keep_hidden = job
+    page, scores, thresholds, keep_hidden, *rest = job
+    expected_f1 = bool(rest and rest[0])
     simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
+    features = block_features(map_html, item_ids) if expected_f1 else None
     texts = []
     for threshold in thresholds:
         try:
             predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
-                                               [scores], True, threshold, True)
+                                               [scores], True, threshold, True,
+                                               features=features, expected_f1=expected_f1)
             texts.append(to_text(extract_main_html(
                 map_html, labels_from_predictions(item_ids, predictions))))
         except Exception:  # scored as an empty output, as bench.quality scores a failed page
@@ -139,15 +147,17 @@ def _page_texts(job: tuple[dict, np.ndarray, tuple[float, ...], bool]
 
 def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
                         thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print,
-                        keep_hidden: bool = True) -> tuple[float, dict[str, float]]:
+                        keep_hidden: bool = True, expected_f1: bool = False
+                        ) -> tuple[float, dict[str, float]]:
     """The threshold of ``thresholds`` with the best mean word F1 over the pages of ``corpus``
     in ``scores`` (ties: the one nearest 0), and every F1 tried; the pages segmented with
-    ``keep_hidden`` (the segmentation ``scores`` were computed on)."""
+    ``keep_hidden`` (the segmentation ``scores`` were computed on), their blocks selected by
+    expected F1 when ``expected_f1`` (the threshold shifting the log-odds)."""
     from pulpie_rt.eval.metrics import score_pages
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     references = {p["id"]: p["reference"] for p in pages}
-    jobs = ((p, scores[p["id"]], thresholds, keep_hidden) for p in pages)
+    jobs = ((p, scores[p["id"]], thresholds, keep_hidden, expected_f1) for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         texts = dict(pool.map(_page_texts, jobs, chunksize=4))
     f1: dict[str, float] = {}
@@ -198,16 +208,18 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     # the out-of-fold scores beside the bundle (WORK/fast-oof.npz), for decoding experiments
     np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
                         **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
+    expected_f1 = getattr(recipe, "fast_selection", "threshold") == "expected_f1"
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
-        log=log, keep_hidden=keep_hidden)
+        log=log, keep_hidden=keep_hidden, expected_f1=expected_f1)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     return {
         "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXT_FEATURES,
                      "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
-        "decoding": {"keep_best_block": True, "main_margin": threshold},
+        "decoding": {"keep_best_block": True, "main_margin": threshold,
+                     **({"selection": "expected_f1"} if expected_f1 else {})},
         "keep_hidden": keep_hidden,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
         "trees_per_stage": recipe.rescorer_rounds,

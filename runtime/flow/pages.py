@@ -206,7 +206,7 @@ class Preparer:
             bundle.eos_id,
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
-            with_features=bundle.has_rescorer,
+            with_features=bundle.has_rescorer or bool(getattr(bundle, "expected_f1", False)),
             limits=limits,
             with_tokens=bundle.uses_transformer,
             keep_hidden=getattr(bundle, "keep_hidden", False),
@@ -357,7 +357,8 @@ def predict_pages(
     keep_best = bool(bundle is not None and bundle.keep_best_block)
     threshold = bundle.main_margin if bundle is not None else None
     rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
-    need_margins = keep_best or threshold is not None or rescorer is not None
+    expected_f1 = bool(getattr(bundle, "expected_f1", False))
+    need_margins = keep_best or threshold is not None or rescorer is not None or expected_f1
     outputs_by_key, failed = run_chunks(backend, pages, _sep_outputs, max_batch_tokens, stats)
     results: list[list[int] | PageError | None] = []
     for page_index, page in enumerate(pages):
@@ -369,24 +370,25 @@ def predict_pages(
             chunk_outputs = [outputs_by_key[(page_index, i)] for i in range(len(page.chunks))]
             try:
                 results.append(_decide(page, chunk_outputs, need_margins, threshold, keep_best,
-                                       rescorer))
+                                       rescorer, expected_f1))
             except Exception as exc:
                 results.append(_rescore_error(exc))
     return results
 
 
 def _decide(page: PreparedPage, chunk_outputs: list[np.ndarray], margins: bool,
-            threshold: float | None, keep_best: bool, rescorer) -> list[int]:
+            threshold: float | None, keep_best: bool, rescorer, expected_f1: bool = False
+            ) -> list[int]:
     if rescorer is not None and rescorer.core is None:
-        return _decide_in_context(page, threshold, keep_best, rescorer)
+        return _decide_in_context(page, threshold, keep_best, rescorer, expected_f1)
     return native.decide_blocks(
         page.n_blocks, [c.block_indices for c in page.chunks], chunk_outputs, margins,
         threshold, keep_best, None if rescorer is None else rescorer.core,
-        page.features, page.n_classified)
+        page.features, page.n_classified, expected_f1)
 
 
 def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: bool,
-                       rescorer) -> list[int]:
+                       rescorer, expected_f1: bool = False) -> list[int]:
     """A rescorer that reads blocks in context (the default model's ``fast`` profile, no
     transformer): its scores are computed here (``rescore.context_features``, which only this
     runtime has), then the core decides the page from them as it does from margins: one
@@ -401,7 +403,8 @@ def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: b
     if page.n_classified is not None:
         scores[page.n_classified:] = np.nan  # cut by the limits: "other"
     return native.decide_blocks(page.n_blocks, [list(range(page.n_blocks))], [scores], True,
-                                threshold, keep_best)
+                                threshold, keep_best, features=page.features,
+                                expected_f1=expected_f1)
 
 
 def _rescore_error(exc: Exception) -> PageError:

@@ -15,7 +15,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                  "sep_token": "<|sep|>"},
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
-      "decoding": {"keep_best_block": bool, "main_margin": float},   (optional)
+      "decoding": {"keep_best_block": bool, "main_margin": float,
+                   "selection": "threshold"|"expected_f1"},   (optional)
       "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2",
                    "margin_weight": float,
                    "context": "context-v2", "first_stage": "file.onnx"},   (optional;
@@ -34,7 +35,11 @@ take the argmax at each SEP); the embedded default model uses it:
 - ``main_margin``: a block is main when logit(main) - logit(other) > ``main_margin`` (absent:
   the argmax, i.e. margin > 0); calibrated on held-out pages by ``pulpie_rt.train``;
 - ``keep_best_block``: when no block of a page is main, the block with the largest margin is
-  kept anyway, so a page with blocks never comes out empty.
+  kept anyway, so a page with blocks never comes out empty;
+- ``selection`` (absent: ``threshold``): ``expected_f1`` keeps, instead of the blocks above
+  ``main_margin``, the blocks whose selection maximises the page's expected word F1, block
+  ``i`` being main with probability ``sigmoid(score_i - main_margin)`` and weighing its words
+  (``core/src/engine/decode.rs``' ``expected_f1_labels``; needs the block features).
 
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
@@ -138,6 +143,11 @@ class Bundle:
         return None if value is None else float(value)
 
     @property
+    def expected_f1(self) -> bool:
+        """Whether ``decoding.selection`` is ``expected_f1`` (absent: ``threshold``)."""
+        return (self.manifest.get("decoding") or {}).get("selection") == "expected_f1"
+
+    @property
     def has_rescorer(self) -> bool:
         return bool(self.manifest.get("rescorer"))
 
@@ -233,6 +243,10 @@ def load_bundle(path: str | Path, profile: str | None = None) -> Bundle:
         raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
                           f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
     bundle = Bundle(root, select_profile(manifest, profile, str(manifest_path)))
+    selection = (bundle.manifest.get("decoding") or {}).get("selection")
+    if selection not in (None, "threshold", "expected_f1"):
+        raise BundleError(f"{manifest_path}: decoding.selection must be \"threshold\" or "
+                          f"\"expected_f1\", not {selection!r}")
     needed_files = [bundle.onnx_path, bundle.tokenizer_path]
     if bundle.has_rescorer:
         needed_files.append(bundle.rescorer_path)

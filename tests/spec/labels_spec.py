@@ -76,6 +76,32 @@ def keep_best_block(predictions: list[int], scores: np.ndarray) -> list[int]:
     return kept
 
 
+def expected_f1_labels(scores: np.ndarray, words: np.ndarray, threshold: float) -> list[int]:
+    """The blocks whose selection maximises the page's expected word F1, block ``i`` main with
+    probability ``p_i = sigmoid(scores[i] - threshold)`` and holding ``words[i]`` words: rank
+    the blocks with words by ``p`` (stable), keep the prefix of ``k`` blocks with the highest
+    ``2 Σ_{≤k} p w / (Σ_{≤k} w + Σ_all p w)`` (the first of equals); a block without words is
+    main when ``p > 0.5``, a NaN score never."""
+    scores = np.asarray(scores, np.float64)
+    words = np.maximum(np.asarray(words, np.float64), 0.0)
+    valid = ~np.isnan(scores)
+    p = np.where(valid, 1.0 / (1.0 + np.exp(-(np.where(valid, scores, 0.0) - threshold))), 0.0)
+    labels = [int(v and s > threshold) for v, s in zip(valid, np.nan_to_num(scores), strict=True)]
+    ranked = sorted((i for i in range(len(scores)) if valid[i] and words[i] > 0),
+                    key=lambda i: -p[i])
+    expected_main = sum(p[i] * words[i] for i in ranked)
+    best, best_k, hits, kept = 0.0, 0, 0.0, 0.0
+    for k, i in enumerate(ranked):
+        hits += p[i] * words[i]
+        kept += words[i]
+        f1 = 2 * hits / (kept + expected_main)
+        if f1 > best:
+            best, best_k = f1, k + 1
+    for k, i in enumerate(ranked):
+        labels[i] = int(k < best_k)
+    return labels
+
+
 def decide_blocks(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
                   chunk_margins: Sequence[np.ndarray], threshold: float | None,
                   keep_best: bool, rescorer=None, features: np.ndarray | None = None,

@@ -39,6 +39,8 @@ pub struct Manifest {
     pub max_tokens: usize,
     pub keep_best_block: bool,
     pub main_margin: Option<f64>,
+    /// `decoding.selection` is `"expected_f1"` (absent or `"threshold"`: by `main_margin`)
+    pub expected_f1: bool,
     pub rescorer: Option<RescorerSpec>,
 }
 
@@ -104,6 +106,14 @@ impl Manifest {
             None | Some(Value::Null) => None,
             Some(v) => Some(v.as_f64().ok_or_else(|| bad("decoding.main_margin is not a number"))?),
         };
+        let expected_f1 = match decoding.and_then(|d| d.get("selection")) {
+            None | Some(Value::Null) => false,
+            Some(v) => match v.as_str() {
+                Some("threshold") => false,
+                Some("expected_f1") => true,
+                _ => return Err(bad("decoding.selection is not \"threshold\" or \"expected_f1\"")),
+            },
+        };
         let rescorer = if truthy(value.get("rescorer")) {
             let spec = value.get("rescorer").expect("truthy");
             let field = |name: &str| spec.get(name).ok_or_else(|| bad(&format!("no rescorer.{name}")));
@@ -130,6 +140,7 @@ impl Manifest {
             max_tokens,
             keep_best_block,
             main_margin,
+            expected_f1,
             rescorer,
         })
     }

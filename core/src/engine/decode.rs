@@ -18,7 +18,17 @@ pub struct Decoding {
     /// the bundle's `main_margin` (None: 0)
     pub main_margin: Option<f64>,
     pub keep_best_block: bool,
+    /// the bundle's `decoding.selection` is `expected_f1` (`expected_f1_labels`): needs the
+    /// block features (their `words` column)
+    pub expected_f1: bool,
 }
+
+/// The `words` column of both block feature layouts (`blocks-v1`, `blocks-v2`).
+pub const WORDS_COLUMN: usize = 2;
+
+/// The message of a page decoded by expected F1 without block features.
+pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 needs the block features \
+                            (their words), and the page has none";
 
 /// One chunk's outputs at its SEPs, in SEP order.
 #[derive(Clone, Copy, Debug)]
@@ -75,8 +85,53 @@ pub fn decide_blocks(
             *score = f32::NAN;
         }
     }
-    let predictions = margin_labels(&scores, decoding.main_margin.unwrap_or(0.0));
+    let threshold = decoding.main_margin.unwrap_or(0.0);
+    let predictions = if decoding.expected_f1 && n_blocks > 0 {
+        let features = features.ok_or_else(|| NO_WORDS.to_string())?;
+        let width = if n_blocks == 0 { 0 } else { features.len() / n_blocks };
+        if width <= WORDS_COLUMN {
+            return Err(NO_WORDS.to_string());
+        }
+        let words: Vec<f32> = (0..n_blocks).map(|b| features[b * width + WORDS_COLUMN]).collect();
+        expected_f1_labels(&scores, &words, threshold)
+    } else {
+        margin_labels(&scores, threshold)
+    };
     Ok(if decoding.keep_best_block { keep_best_block(predictions, &scores) } else { predictions })
+}
+
+/// The blocks whose selection maximises the page's expected word F1 when block `i` is main
+/// with probability `p_i = sigmoid(score_i - threshold)` and holds `words[i]` words (the
+/// score a word-F1 benchmark gives a page, rather than each block's own odds): with the
+/// blocks ranked by `p`, the best selection is a prefix of the ranking, and the prefix of `k`
+/// blocks has the expected F1 ≈ `2 Σ_{i≤k} p_i w_i / (Σ_{i≤k} w_i + Σ_all p_i w_i)` (the
+/// ratio of expectations). So a short block beside a long main text needs high odds, while on
+/// a page of uncertain blocks more are kept. Blocks without words, which change no count,
+/// are main when `p > 0.5` (`score > threshold`, as `margin_labels`); NaN scores are other.
+pub fn expected_f1_labels(scores: &[f32], words: &[f32], threshold: f64) -> Vec<usize> {
+    let mut labels = margin_labels(scores, threshold);
+    let p: Vec<f64> = scores
+        .iter()
+        .map(|&s| if s.is_nan() { 0.0 } else { 1.0 / (1.0 + (-(s as f64 - threshold)).exp()) })
+        .collect();
+    let w: Vec<f64> = words.iter().map(|&w| (w as f64).max(0.0)).collect();
+    let mut ranked: Vec<usize> = (0..scores.len()).filter(|&i| w[i] > 0.0 && !scores[i].is_nan()).collect();
+    // highest probability first; equal ones in page order (a stable sort)
+    ranked.sort_by(|&a, &b| p[b].partial_cmp(&p[a]).unwrap_or(std::cmp::Ordering::Equal));
+    let expected_main: f64 = ranked.iter().map(|&i| p[i] * w[i]).sum();
+    let (mut hits, mut kept, mut best, mut best_k) = (0.0f64, 0.0f64, 0.0f64, 0usize);
+    for (k, &i) in ranked.iter().enumerate() {
+        hits += p[i] * w[i];
+        kept += w[i];
+        let f1 = 2.0 * hits / (kept + expected_main);
+        if f1 > best {
+            (best, best_k) = (f1, k + 1);
+        }
+    }
+    for (k, &i) in ranked.iter().enumerate() {
+        labels[i] = usize::from(k < best_k);
+    }
+    labels
 }
 
 /// `labels.argmax_labels` of one chunk's `[n_sep × labels]` logits (first maximum on ties).
@@ -184,6 +239,25 @@ pub fn labels_from_predictions(item_ids: &[Option<String>], predictions: &[usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expected_f1_keeps_the_prefix_of_the_ranking_with_the_best_expected_f1() {
+        // beside a long sure main block (p 0.98), a short block is kept from p ≈ F1/2: at even
+        // odds (p 0.5) it is, at p 0.3 it is not; a long unlikely block (p 0.12) is not
+        let words = [200.0f32, 5.0, 100.0];
+        assert_eq!(expected_f1_labels(&[4.0, 0.0, -2.0], &words, 0.0), vec![1, 1, 0]);
+        assert_eq!(expected_f1_labels(&[4.0, -0.85, -2.0], &words, 0.0), vec![1, 0, 0]);
+        assert_eq!(margin_labels(&[4.0, -0.85, -2.0], -1.0), vec![1, 1, 0]);
+        // a page of uncertain blocks of equal size keeps blocks below even odds
+        let flat = [-0.5f32, -0.5, -0.5, -3.0];
+        assert_eq!(expected_f1_labels(&flat, &[50.0, 50.0, 50.0, 50.0], 0.0), vec![1, 1, 1, 0]);
+        // the threshold shifts every probability; NaN is other; blocks without words go by
+        // the threshold alone
+        assert_eq!(expected_f1_labels(&[4.0, f32::NAN, 1.0, -1.0], &[10.0, 10.0, 0.0, 0.0], 0.0),
+                   vec![1, 0, 1, 0]);
+        assert_eq!(expected_f1_labels(&[4.0, 1.0], &[10.0, 0.0], 2.0), vec![1, 0]);
+        assert_eq!(expected_f1_labels(&[], &[], 0.0), Vec::<usize>::new());
+    }
 
     #[test]
     fn argmax_takes_the_first_maximum_and_margins_subtract() {

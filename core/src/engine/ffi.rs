@@ -19,7 +19,8 @@ pub const OUTPUTS_MARGINS: u32 = 1;
 /// (`n_blocks` predictions).
 ///
 /// - `rescorer`: a handle from `pulpie_rt_ort_rescorer_open`, or null;
-/// - `margins`, `has_threshold`/`threshold`, `keep_best`: the bundle's decoding (`Decoding`);
+/// - `margins`, `has_threshold`/`threshold`, `keep_best`, `expected_f1`: the bundle's decoding
+///   (`Decoding`);
 /// - the page's chunks: chunk `c` holds the blocks `block_indices[block_ends[c-1]..block_ends[c]]`
 ///   and the SEP outputs `values[value_ends[c-1]..value_ends[c]]` (`kind`: `OUTPUTS_LOGITS`,
 ///   `labels` values per SEP, or `OUTPUTS_MARGINS`);
@@ -37,6 +38,7 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
     has_threshold: u32,
     threshold: f64,
     keep_best: u32,
+    expected_f1: u32,
     n_blocks: usize,
     block_indices: *const u64,
     block_ends: *const u64,
@@ -81,6 +83,7 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
             margins: margins != 0,
             main_margin: (has_threshold != 0).then_some(threshold),
             keep_best_block: keep_best != 0,
+            expected_f1: expected_f1 != 0,
         };
         let features = (!features.is_null()).then(|| slice(features, n_blocks * n_features));
         decide_blocks(n_blocks, &chunk_blocks, &outputs, &decoding, rescorer.as_ref(), features, n_classified)

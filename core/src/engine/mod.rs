@@ -317,7 +317,11 @@ impl Engine {
             text.as_bytes(),
             Some(&self.tokenizer),
             &settings,
-            if self.rescorer.is_some() { features::FeatureSet::Blocks } else { features::FeatureSet::None },
+            if self.rescorer.is_some() || self.manifest.expected_f1 {
+                features::FeatureSet::Blocks
+            } else {
+                features::FeatureSet::None
+            },
         )
     }
 
@@ -328,6 +332,7 @@ impl Engine {
             margins: m.keep_best_block || m.main_margin.is_some() || self.rescorer.is_some(),
             main_margin: m.main_margin,
             keep_best_block: m.keep_best_block,
+            expected_f1: m.expected_f1,
         }
     }
 
