@@ -112,17 +112,83 @@ fn score(sample: &[u8], candidate: Encoding) -> f64 {
     log_probability(&text) - ERROR_COST * errors as f64
 }
 
-/// log P(text) under the class-based character bigram.
+/// log P(text) under the character model: the class-based bigram, with each pair that holds a
+/// non-ASCII character scored by what followed its first character on the train pages (a
+/// Dirichlet mixture of those counts and the class model: `core/gen/detect_model.py`), and a
+/// run of one non-ASCII character by its class and length so far.
 pub fn log_probability(text: &str) -> f64 {
-    let mut previous = CLASS_SPACE;
+    let mut previous: Option<(char, u8)> = None;
+    let mut run = 0usize;
     let mut total = 0.0f64;
     for c in text.chars() {
         let class = class_of(c);
-        total += model::CLASS_BIGRAM[previous as usize][class as usize] as f64;
-        total += char_log_probability(c, class) as f64;
-        previous = class;
+        let char_logp = char_log_probability(c, class) as f64;
+        total += match previous {
+            None => class_bigram(CLASS_SPACE, class) + char_logp,
+            Some((p, p_class)) if p.is_ascii() && c.is_ascii() => class_bigram(p_class, class) + char_logp,
+            Some((p, _)) if p == c => model::RUN_LOGP[class as usize][run_bucket(run)].0 as f64,
+            Some((p, p_class)) => pair_log_probability(p, p_class, run, c, class, char_logp),
+        };
+        run = match previous {
+            Some((p, _)) if p == c => run + 1,
+            _ => 1,
+        };
+        previous = Some((c, class));
     }
     total
+}
+
+fn class_bigram(previous: u8, class: u8) -> f64 {
+    model::CLASS_BIGRAM[previous as usize][class as usize] as f64
+}
+
+/// log P(c | p) for two different characters, one of them non-ASCII; `run`: how many `p` end
+/// the text so far.
+fn pair_log_probability(p: char, p_class: u8, run: usize, c: char, class: u8, char_logp: f64) -> f64 {
+    let mut total = 0.0;
+    let context_class = context_class_count(p, class);
+    if p.is_ascii() {
+        total += class_bigram(p_class, class);
+    } else {
+        total += model::RUN_LOGP[p_class as usize][run_bucket(run)].1 as f64;
+        let n_context = context_count(p);
+        let prior = model::CLASS_PRIOR * class_bigram(p_class, class).exp();
+        total += ((context_class + prior) / (n_context + model::CLASS_PRIOR)).ln();
+    }
+    let weight = if p.is_ascii() {
+        model::PAIR_PRIOR * model::ASCII_CONTEXT_FACTOR
+    } else {
+        model::PAIR_PRIOR
+    };
+    total + ((pair_count(p, c) + weight * char_logp.exp()) / (context_class + weight)).ln()
+}
+
+/// 0 for a run of 1, 1 for 2-3, 2 for 4-7, ..., the last bucket for 64 and more.
+fn run_bucket(run: usize) -> usize {
+    ((usize::BITS - run.max(1).leading_zeros()) as usize).min(model::RUN_BUCKETS) - 1
+}
+
+fn pair_count(first: char, second: char) -> f64 {
+    let key = ((first as u64) << 32) | second as u64;
+    match model::PAIR_COUNT.binary_search_by_key(&key, |&(k, _)| k) {
+        Ok(i) => model::PAIR_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+fn context_class_count(first: char, class: u8) -> f64 {
+    let key = ((first as u64) << 8) | class as u64;
+    match model::CONTEXT_CLASS_COUNT.binary_search_by_key(&key, |&(k, _)| k) {
+        Ok(i) => model::CONTEXT_CLASS_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+fn context_count(first: char) -> f64 {
+    match model::CONTEXT_COUNT.binary_search_by_key(&(first as u32), |&(k, _)| k) {
+        Ok(i) => model::CONTEXT_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
 }
 
 const CLASS_SPACE: u8 = 3;
@@ -156,7 +222,9 @@ fn char_log_probability(c: char, class: u8) -> f32 {
 
 /// The page's non-ASCII parts: each run of bytes from a byte above 0x7F up to the first ASCII
 /// byte that follows an ASCII byte (so that a multi-byte encoding's ASCII-range trail bytes
-/// stay with their lead), runs separated by a line feed, at most `limit` bytes.
+/// stay with their lead), with the ASCII byte before it (the letter a word's non-ASCII letter
+/// follows: "p" of Czech "při"; it is a character of its own in every candidate, as the byte
+/// before it is ASCII too), runs separated by a line feed, at most `limit` bytes.
 pub fn non_ascii_sample(bytes: &[u8], limit: usize) -> Vec<u8> {
     let mut sample = Vec::with_capacity(limit.min(bytes.len()) + 1);
     let mut i = 0;
@@ -171,7 +239,7 @@ pub fn non_ascii_sample(bytes: &[u8], limit: usize) -> Vec<u8> {
         if !sample.is_empty() {
             sample.push(b'\n');
         }
-        sample.extend_from_slice(&bytes[start..end]);
+        sample.extend_from_slice(&bytes[start.saturating_sub(1)..end]);
         i = end;
     }
     sample
@@ -247,9 +315,9 @@ mod tests {
     #[test]
     fn sample_keeps_trail_bytes_with_their_lead() {
         // Shift_JIS 0x81 0x40 then ASCII; windows-1252 é then ASCII
-        assert_eq!(non_ascii_sample(b"ab\x81\x40cd e\xe9f g", 100), b"\x81\x40\n\xe9f");
+        assert_eq!(non_ascii_sample(b"ab\x81\x40cd e\xe9f g", 100), b"b\x81\x40\ne\xe9f");
         assert_eq!(non_ascii_sample(b"plain", 100), b"");
-        assert_eq!(non_ascii_sample(b"\xe9a \xe9b \xe9c", 4), b"\xe9a\n\xe9b");
+        assert_eq!(non_ascii_sample(b"\xe9a \xe9b \xe9c", 5), b"\xe9a\n \xe9b");
     }
 
     #[test]
