@@ -355,4 +355,50 @@ mod tests {
                      <td>\xa0 a \xa0b</td>";
         assert_eq!(detect(nbsp).0, Encoding::WINDOWS_1252);
     }
+
+    #[test]
+    fn czech_letter_pairs() {
+        // ISO-8859-2 Czech: its bytes read as windows-1254 give Turkish ı, Nordic ø and Italian
+        // ì (each a letter); only the pairs ("ře" against "øe", "ěj" against "ìj", a superscript
+        // ¹ inside a word) tell them apart. The class-and-character model read it as
+        // windows-1254.
+        let czech = b"<p>P\xf8\xedli\xb9 \xbelu\xbbou\xe8k\xfd k\xf9\xf2 \xfap\xecl \xef\xe1belsk\xe9 \
+                      \xf3dy. P\xf8edseda vl\xe1dy \xf8ekl, \xbee se nic ned\xecje.</p>";
+        assert_eq!(detect(czech), (Encoding::ISO_8859_2, Evidence::Scored));
+        // the pair term scores the sample's pairs: a Czech pair above the same bytes in
+        // windows-1254
+        assert!(log_probability("ře") > log_probability("øe"));
+        assert!(log_probability("pěj") > log_probability("pìj"));
+    }
+
+    #[test]
+    fn runs_of_one_character() {
+        // KOI8-R: lines of 0xA0 (U+2550) in a source comment, and 0xBF (©). Read as
+        // windows-1251 before runs were scored by length: the same bytes are runs of NBSP there
+        let mut koi8 = b"<style>/* ".to_vec();
+        koi8.extend_from_slice(&[0xA0; 60]);
+        koi8.extend_from_slice(b"\n   LAYOUT\n   ");
+        koi8.extend_from_slice(&[0xA0; 60]);
+        koi8.extend_from_slice(b" */</style><p>\xbf 2025</p>");
+        assert_eq!(detect(&koi8).0, Encoding::KOI8_R);
+        // runs of NBSP a few long, between words: windows-1252 (the test above holds too)
+        let nbsp = b"<div>September 10\xa0\xa0\xa0\xa0\xa0\xa0 12pm\xa0\xa0\xa0\xa0 SAAC 217\xa0\xa0\xa0 \
+                     Carrie Menke,\xa0 Ph.D</div>";
+        assert_eq!(detect(nbsp).0, Encoding::WINDOWS_1252);
+        // a run scores by its length so far: a long line of box-drawing characters above a
+        // long run of NBSP, a short run of NBSP above a short run of them
+        let line = |c: char, n: usize| std::iter::repeat_n(c, n).collect::<String>();
+        assert!(log_probability(&line('═', 60)) > log_probability(&line('\u{A0}', 60)));
+        assert!(log_probability(&format!("a{}b", line('\u{A0}', 3)))
+            > log_probability(&format!("a{}b", line('═', 3))));
+    }
+
+    #[test]
+    fn ellipsis_after_words() {
+        // EUC-KR 0xA1 0xA6 is "…", Big5 reads it as "’": after a word and before a tag, the
+        // train pages' pairs favour the ellipsis (the class-and-character model took Big5)
+        let euc_kr = b"<p>At the <b>Extrusion distance\xa1\xa6</b> prompt, then <b>Select edges\xa1\xa6</b> \
+                       and <b>Fillet\xa1\xa6</b></p>";
+        assert_eq!(detect(euc_kr).0, Encoding::EUC_KR);
+    }
 }
