@@ -9,22 +9,38 @@
 //!    in the middle of a character); legacy text almost never forms valid sequences (measured
 //!    in `python -m pulpie_rt.bench.detector`).
 //! 4. Otherwise every candidate legacy encoding decodes the parts of the page around its
-//!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them), and the
-//!    decoding the character model (`detect_model.rs`, counted on the train pages) finds most
-//!    probable wins: the sum over its characters of log P(class | previous class) + log
-//!    P(character | class), less `ERROR_COST` for each byte sequence the candidate cannot
-//!    decode. Classes are scripts split by case, so the model sees what separates the
-//!    candidates: letters of one script in words of one case (windows-1251 read as KOI8-R
-//!    gives upper-case words with a lower-case first letter), the letters a language uses
-//!    (windows-1250's č ř ě against windows-1252's è ø ì), C1 controls and half-width kana that
-//!    real text does not hold, the frequent characters of Chinese, Japanese and Korean text.
+//!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them; each part keeps
+//!    the ASCII byte before it and the one after it, the letters a word's non-ASCII letter sits
+//!    between), and the decoding the character model (`detect_model.rs`, counted on the train
+//!    pages by `core/gen/detect_model.py`) finds most probable wins, less `ERROR_COST` for each
+//!    byte sequence the candidate cannot decode. The model:
+//!    - a class bigram: log P(class | previous class) + log P(character | class). Classes are
+//!      scripts split by case, so it sees letters of one script in words of one case
+//!      (windows-1251 read as KOI8-R gives upper-case words with a lower-case first letter), the
+//!      letters a language uses (windows-1250's č ř ě against windows-1252's è ø ì), C1
+//!      controls and half-width kana that real text does not hold, the frequent characters of
+//!      Chinese, Japanese and Korean text;
+//!    - letter pairs: a pair with a non-ASCII character is scored by what followed its first
+//!      character on the train pages, mixed with the class bigram by how much the pages say
+//!      (a Dirichlet prior): Czech in ISO-8859-2 reads as letters in windows-1254 too (ř as ø,
+//!      ě as ì, ý as ı), and only its pairs ("ře", "ěj", "př" against "øe", "ìj", "pø", a
+//!      superscript ¹ inside a word) show which is a language;
+//!    - runs of one non-ASCII character, scored by class and the run's length so far: a line
+//!      of 60 box-drawing characters (KOI8-R's 0xA0) is plausible, 60 NBSP (windows-125x's
+//!      0xA0) much less, while runs of 2 to 7 NBSP are the usual ones.
 //!
 //! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
 //! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
-//! only read right when they declare their encoding. Ties go to the earlier candidate (the
-//! order is how common each is on the web): ISO-8859-15 reads most Western pages as
-//! windows-1252 does and wins only where its bytes differ (0xA4 `€` against `¤`, `Š š Ž ž Œ œ
-//! Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
+//! only read right when they declare their encoding. The train pages are mostly English: a
+//! language they hold little of (Czech: 24 ř on 4 pages) gets the class model's estimate for
+//! its pairs, and the pairs of a frequent character the pages never show count against it.
+//! Bytes whose only non-ASCII content is one symbol can stay undecidable: 0x9E alone between
+//! two tags is a middle dot in KOI8-R and a zero-width joiner in windows-1256, and the train
+//! pages hold elements of just one or the other about equally often.
+//!
+//! Ties go to the earlier candidate (the order is how common each is on the web): ISO-8859-15
+//! reads most Western pages as windows-1252 does and wins only where its bytes differ (0xA4
+//! `€` against `¤`, `Š š Ž ž Œ œ Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
 
 use crate::detect_model as model;
 use crate::encoding::{self, Encoding};
