@@ -115,7 +115,7 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
     let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
     let mut best = (f64::NEG_INFINITY, CANDIDATES[0]);
     for &candidate in CANDIDATES {
-        let score = score(&sample, candidate);
+        let score = score(&sample, candidate, best.0);
         if score > best.0 {
             best = (score, candidate);
         }
@@ -123,9 +123,16 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
     best.1
 }
 
-fn score(sample: &[u8], candidate: Encoding) -> f64 {
+/// The candidate's score, or any score below `floor` once it is sure to end below it (every
+/// character's term is a log-probability, at most 0: a candidate's sum only goes down, so the
+/// scoring stops there; the choice is the one a full scoring makes).
+fn score(sample: &[u8], candidate: Encoding, floor: f64) -> f64 {
     let (text, errors) = encoding::decode(sample, candidate);
-    log_probability(&text) - ERROR_COST * errors as f64
+    let error_cost = ERROR_COST * errors as f64;
+    if -error_cost < floor {
+        return -error_cost;
+    }
+    log_probability_above(&text, floor + error_cost) - error_cost
 }
 
 /// log P(text) under the character model: the class-based bigram, with each pair that holds a
@@ -133,6 +140,11 @@ fn score(sample: &[u8], candidate: Encoding) -> f64 {
 /// Dirichlet mixture of those counts and the class model: `core/gen/detect_model.py`), and a
 /// run of one non-ASCII character by its class and length so far.
 pub fn log_probability(text: &str) -> f64 {
+    log_probability_above(text, f64::NEG_INFINITY)
+}
+
+/// `log_probability`, or any value below `floor` once the sum is below it.
+fn log_probability_above(text: &str, floor: f64) -> f64 {
     let mut previous: Option<(char, u8)> = None;
     let mut run = 0usize;
     let mut total = 0.0f64;
@@ -150,6 +162,9 @@ pub fn log_probability(text: &str) -> f64 {
             _ => 1,
         };
         previous = Some((c, class));
+        if total < floor {
+            return total;
+        }
     }
     total
 }
@@ -163,6 +178,8 @@ fn class_bigram(previous: u8, class: u8) -> f64 {
 fn pair_log_probability(p: char, p_class: u8, run: usize, c: char, class: u8, char_logp: f64) -> f64 {
     let mut total = 0.0;
     let context_class = context_class_count(p, class);
+    // every pair counted is in its first character's count for the second's class
+    let pair = if context_class > 0.0 { pair_count(p, c) } else { 0.0 };
     if p.is_ascii() {
         total += class_bigram(p_class, class);
     } else {
@@ -176,7 +193,7 @@ fn pair_log_probability(p: char, p_class: u8, run: usize, c: char, class: u8, ch
     } else {
         model::PAIR_PRIOR
     };
-    total + ((pair_count(p, c) + weight * char_logp.exp()) / (context_class + weight)).ln()
+    total + ((pair + weight * char_logp.exp()) / (context_class + weight)).ln()
 }
 
 /// 0 for a run of 1, 1 for 2-3, 2 for 4-7, ..., the last bucket for 64 and more.
