@@ -35,7 +35,9 @@ train pages with each page weighing as the square root of its runs' events (``RU
 a prior of ``RUN_PRIOR`` events at the shorter length's rate. That is what separates a line of
 box-drawing characters (KOI8-R's 0xA0 is U+2550: lines of 30 to 80 in source comments) from
 runs of NBSP (windows-125x's 0xA0: runs of 1 to 15 in text): on the train pages symbols' runs
-go on past 8 characters 98% of the time, NBSP's 85%, and both rarely go past 2.
+go on past 8 characters 98% of the time, NBSP's 85%, and both rarely go past 2. (Lengths alone
+do not carry the train page of ═ lines, wcxb/dev/0018: counted without it, the pairs of a space
+and a ═ no other page writes cost more than its runs gain, and it is read as windows-1252.)
 
 Measured the same way (``python -m pulpie_rt.bench.detector``), the class model alone read
 2,845 of 2,868 right (dev 666 of 669), with pairs and runs 2,862 (dev 665: two English dev
