@@ -14,6 +14,37 @@ box-drawing character one train page is full of), square roots 2,845. Characters
 than ``MIN_COUNT`` times are left out (they get their class's floor, below every kept
 character's log-probability).
 
+On top of it, the pairs of adjacent characters with a non-ASCII one (what a language's words
+look like: Czech "ře", "ně", "př" against the "øe", "nì", "pø" its ISO-8859-2 bytes spell in
+windows-1254): the model's P(character | previous character) is a Dirichlet mixture of what
+followed that character on the train pages and the class model, so that a character the pages
+rarely show (Czech is a few pages of them) keeps the class model's estimate and a pair the pages
+show often, or a frequent character's pairs the pages never show, move the score:
+
+    P(class | previous) = (n(previous, class) + CLASS_PRIOR * P(class | previous's class))
+                          / (n(previous) + CLASS_PRIOR)             (non-ASCII previous only)
+    P(c | previous, class) = (n(previous, c) + PAIR_PRIOR * P(c | class))
+                             / (n(previous, class) + PAIR_PRIOR)
+
+with ``PAIR_PRIOR`` times ``ASCII_CONTEXT_FACTOR`` after an ASCII character (whose pairs are
+counted mostly on English text: an ASCII context moves the score only when the pages say so
+strongly). Counts are raw (pairs are rarer than characters; a page's many of one pair is the
+evidence). A run of one character is scored apart, by class and the run's length so far
+(``RUN_BUCKETS``: 1, 2-3, 4-7, ... 64+): P(the run goes on | class, length), learned on the
+train pages with each page weighing as the square root of its runs' events (``RUN_POWER``) and
+a prior of ``RUN_PRIOR`` events at the shorter length's rate. That is what separates a line of
+box-drawing characters (KOI8-R's 0xA0 is U+2550: lines of 30 to 80 in source comments) from
+runs of NBSP (windows-125x's 0xA0: runs of 1 to 15 in text): on the train pages symbols' runs
+go on past 8 characters 98% of the time, NBSP's 85%, and both rarely go past 2. (Lengths alone
+do not carry the train page of ═ lines, wcxb/dev/0018: counted without it, the pairs of a space
+and a ═ no other page writes cost more than its runs gain, and it is read as windows-1252.)
+
+Measured the same way (``python -m pulpie_rt.bench.detector``), the class model alone read
+2,845 of 2,868 right (dev 666 of 669), with pairs and runs 2,862 (dev 665: two English dev
+pages lost, "Agnès" read as windows-1250's "Agnčs" because "slovenčina" is in the language
+menus of 20 train pages and no train page writes "nè"; four right-to-left marks read as
+windows-1254's ş), train 2,197 of 2,199 (from 2,179).
+
     python core/gen/detect_model.py > core/src/detect_model.rs
 
 reads ``train.jsonl.gz`` through ``pulpie_rt.corpus`` (``$PULPIE_RT_CORPUS``); the dev pages
@@ -23,6 +54,7 @@ are left out, so that measuring the detector on them measures pages it has not s
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections import Counter, defaultdict
 
@@ -32,6 +64,13 @@ from pulpie_rt.corpus import iter_pages
 
 MIN_COUNT = 2
 CHAR_POWER = 0.5
+MIN_PAIR_COUNT = 2
+PAIR_PRIOR = 10.0
+CLASS_PRIOR = 10.0
+ASCII_CONTEXT_FACTOR = 1.0
+RUN_BUCKETS = 7
+RUN_PRIOR = 2.0
+RUN_POWER = 0.5
 
 # (name, [(first, last), ...]): a character's class is the first whose ranges hold it; cased
 # scripts are split in two by str.isupper() (the detector uses char::is_uppercase, the same
@@ -123,6 +162,83 @@ def count(pages) -> tuple[dict[int, float], Counter, list[list[float]], int]:
     return char_weight, char_count, transitions.reshape(n_classes, n_classes).tolist(), n_pages
 
 
+def run_bucket(length: int) -> int:
+    """0 for a run of 1 so far, 1 for 2-3, 2 for 4-7, ... ``RUN_BUCKETS - 1`` for 64 and more."""
+    return min(length.bit_length(), RUN_BUCKETS) - 1
+
+
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+_RUN_RE = re.compile(r"([^\x00-\x7f])\1*")
+
+
+def count_pairs(text: str, pairs: Counter) -> None:
+    """Adds to ``pairs`` the pairs of adjacent characters of ``text`` with a non-ASCII one,
+    a character repeated left out (runs are scored apart)."""
+    for match in _NON_ASCII_RE.finditer(text):
+        i = match.start()
+        if i > 0 and text[i - 1] != text[i]:
+            pairs[text[i - 1:i + 1]] += 1
+        # a non-ASCII next character counts the pair as its own previous one
+        if i + 1 < len(text) and text[i + 1] < "\x80":
+            pairs[text[i:i + 2]] += 1
+
+
+def count_runs(text: str, going_on: Counter, ending: Counter) -> None:
+    """Adds to ``going_on`` / ``ending`` [(class, run bucket)] how often a run of one non-ASCII
+    character of that length so far goes on / ends."""
+    for match in _RUN_RE.finditer(text):
+        length = match.end() - match.start()
+        c = class_of(match.group(1))
+        for so_far in range(1, length):
+            going_on[(c, run_bucket(so_far))] += 1
+        ending[(c, run_bucket(length))] += 1
+
+
+def build_pairs(pages) -> dict:
+    """The pair tables: ``pair`` {two characters: count}, ``context_class`` {(character,
+    class): count of the pairs it starts whose second character is of that class},
+    ``context`` {non-ASCII character: count of the pairs it starts}, ``run_logp`` [class]
+    [bucket] (log P(goes on), log P(ends))."""
+    pairs: Counter = Counter()
+    going_on_w: dict = defaultdict(float)
+    ending_w: dict = defaultdict(float)
+    for page in pages:
+        text = page["html"]
+        count_pairs(text, pairs)
+        going_on: Counter = Counter()
+        ending: Counter = Counter()
+        count_runs(text, going_on, ending)
+        for key in set(going_on) | set(ending):
+            n = going_on[key] + ending[key]
+            weight = n ** RUN_POWER / n
+            going_on_w[key] += going_on[key] * weight
+            ending_w[key] += ending[key] * weight
+    context_class: dict = defaultdict(float)
+    context: dict = defaultdict(float)
+    for pair, n in pairs.items():
+        first, second = pair
+        context_class[(first, class_of(second))] += n
+        if ord(first) > 127:
+            context[first] += n
+    n_classes = len(CLASSES)
+    # a run's first repeat at the rate of all classes together; each longer length backs off to
+    # the shorter one's rate
+    first_on = sum(v for (_, b), v in going_on_w.items() if b == 0)
+    first_end = sum(v for (_, b), v in ending_w.items() if b == 0)
+    run_logp = []
+    for c in range(n_classes):
+        rate = first_on / (first_on + first_end)
+        row = []
+        for b in range(RUN_BUCKETS):
+            on, end = going_on_w.get((c, b), 0.0), ending_w.get((c, b), 0.0)
+            rate = (on + RUN_PRIOR * rate) / (on + end + RUN_PRIOR)
+            row.append((math.log(rate), math.log(1.0 - rate)))
+        run_logp.append(row)
+    kept = {pair: n for pair, n in pairs.items() if n >= MIN_PAIR_COUNT}
+    return {"pair": kept, "context_class": dict(context_class), "context": dict(context),
+            "run_logp": run_logp}
+
+
 def build(pages) -> dict:
     """The model's tables from ``pages``: ``logp`` {code point: log P(character | class)},
     ``floors`` [class], ``bigram`` [previous class][class], ``n_pages``."""
@@ -153,6 +269,7 @@ def build(pages) -> dict:
 
 def main() -> None:
     model = build(iter_pages("train"))
+    pair_model = build_pairs(iter_pages("train"))
     n_classes = len(CLASSES)
     logp, floors, bigram, n_pages = (model["logp"], model["floors"], model["bigram"],
                                      model["n_pages"])
@@ -195,6 +312,39 @@ def main() -> None:
     for i in range(0, len(kept), 6):
         row = kept[i:i + 6]
         out.write("    " + " ".join(f"(0x{cp:X}, {logp[cp]:.2f})," for cp in row) + "\n")
+    out.write("];\n\n")
+    write_pairs(out, pair_model)
+
+
+def write_pairs(out, pair_model: dict) -> None:
+    out.write(f"pub const PAIR_PRIOR: f64 = {PAIR_PRIOR};\n")
+    out.write(f"pub const CLASS_PRIOR: f64 = {CLASS_PRIOR};\n")
+    out.write(f"pub const ASCII_CONTEXT_FACTOR: f64 = {ASCII_CONTEXT_FACTOR};\n")
+    out.write(f"pub const RUN_BUCKETS: usize = {RUN_BUCKETS};\n\n")
+    out.write("/// (log P(a run goes on), log P(it ends)) [class][run bucket].\n")
+    out.write(f"pub const RUN_LOGP: [[(f32, f32); {RUN_BUCKETS}]; {len(CLASSES)}] = [\n")
+    for row in pair_model["run_logp"]:
+        out.write("    [" + ", ".join(f"({a:.3f}, {b:.3f})" for a, b in row) + "],\n")
+    out.write("];\n\n")
+    pairs = sorted(((ord(p[0]) << 32) | ord(p[1]), n) for p, n in pair_model["pair"].items())
+    out.write("/// ((first << 32) | second, count) of the pairs with a non-ASCII character seen at "
+              f"least {MIN_PAIR_COUNT} times, sorted.\n")
+    out.write(f"pub const PAIR_COUNT: [(u64, f32); {len(pairs)}] = [\n")
+    for i in range(0, len(pairs), 5):
+        out.write("    " + " ".join(f"(0x{k:X}, {int(n)}.0)," for k, n in pairs[i:i + 5]) + "\n")
+    out.write("];\n\n")
+    contexts = sorted(((ord(ch) << 8) | c, n) for (ch, c), n in pair_model["context_class"].items())
+    out.write("/// ((first << 8) | class of second, count) of the same pairs (all of them), "
+              "sorted.\n")
+    out.write(f"pub const CONTEXT_CLASS_COUNT: [(u64, f32); {len(contexts)}] = [\n")
+    for i in range(0, len(contexts), 5):
+        out.write("    " + " ".join(f"(0x{k:X}, {int(n)}.0)," for k, n in contexts[i:i + 5]) + "\n")
+    out.write("];\n\n")
+    firsts = sorted((ord(ch), n) for ch, n in pair_model["context"].items())
+    out.write("/// (non-ASCII first character, count of the pairs it starts), sorted.\n")
+    out.write(f"pub const CONTEXT_COUNT: [(u32, f32); {len(firsts)}] = [\n")
+    for i in range(0, len(firsts), 6):
+        out.write("    " + " ".join(f"(0x{k:X}, {int(n)}.0)," for k, n in firsts[i:i + 6]) + "\n")
     out.write("];\n")
 
 

@@ -9,22 +9,38 @@
 //!    in the middle of a character); legacy text almost never forms valid sequences (measured
 //!    in `python -m pulpie_rt.bench.detector`).
 //! 4. Otherwise every candidate legacy encoding decodes the parts of the page around its
-//!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them), and the
-//!    decoding the character model (`detect_model.rs`, counted on the train pages) finds most
-//!    probable wins: the sum over its characters of log P(class | previous class) + log
-//!    P(character | class), less `ERROR_COST` for each byte sequence the candidate cannot
-//!    decode. Classes are scripts split by case, so the model sees what separates the
-//!    candidates: letters of one script in words of one case (windows-1251 read as KOI8-R
-//!    gives upper-case words with a lower-case first letter), the letters a language uses
-//!    (windows-1250's č ř ě against windows-1252's è ø ì), C1 controls and half-width kana that
-//!    real text does not hold, the frequent characters of Chinese, Japanese and Korean text.
+//!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them; each part keeps
+//!    the ASCII byte before it and the one after it, the letters a word's non-ASCII letter sits
+//!    between), and the decoding the character model (`detect_model.rs`, counted on the train
+//!    pages by `core/gen/detect_model.py`) finds most probable wins, less `ERROR_COST` for each
+//!    byte sequence the candidate cannot decode. The model:
+//!    - a class bigram: log P(class | previous class) + log P(character | class). Classes are
+//!      scripts split by case, so it sees letters of one script in words of one case
+//!      (windows-1251 read as KOI8-R gives upper-case words with a lower-case first letter), the
+//!      letters a language uses (windows-1250's č ř ě against windows-1252's è ø ì), C1
+//!      controls and half-width kana that real text does not hold, the frequent characters of
+//!      Chinese, Japanese and Korean text;
+//!    - letter pairs: a pair with a non-ASCII character is scored by what followed its first
+//!      character on the train pages, mixed with the class bigram by how much the pages say
+//!      (a Dirichlet prior): Czech in ISO-8859-2 reads as letters in windows-1254 too (ř as ø,
+//!      ě as ì, ý as ı), and only its pairs ("ře", "ěj", "př" against "øe", "ìj", "pø", a
+//!      superscript ¹ inside a word) show which is a language;
+//!    - runs of one non-ASCII character, scored by class and the run's length so far: a line
+//!      of 60 box-drawing characters (KOI8-R's 0xA0) is plausible, 60 NBSP (windows-125x's
+//!      0xA0) much less, while runs of 2 to 7 NBSP are the usual ones.
 //!
 //! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
 //! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
-//! only read right when they declare their encoding. Ties go to the earlier candidate (the
-//! order is how common each is on the web): ISO-8859-15 reads most Western pages as
-//! windows-1252 does and wins only where its bytes differ (0xA4 `€` against `¤`, `Š š Ž ž Œ œ
-//! Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
+//! only read right when they declare their encoding. The train pages are mostly English: a
+//! language they hold little of (Czech: 24 ř on 4 pages) gets the class model's estimate for
+//! its pairs, and the pairs of a frequent character the pages never show count against it.
+//! Bytes whose only non-ASCII content is one symbol can stay undecidable: 0x9E alone between
+//! two tags is a middle dot in KOI8-R and a zero-width joiner in windows-1256, and the train
+//! pages hold elements of just one or the other about equally often.
+//!
+//! Ties go to the earlier candidate (the order is how common each is on the web): ISO-8859-15
+//! reads most Western pages as windows-1252 does and wins only where its bytes differ (0xA4
+//! `€` against `¤`, `Š š Ž ž Œ œ Ÿ` against `¦ ¨ ´ ¸ ¼ ½ ¾`).
 
 use crate::detect_model as model;
 use crate::encoding::{self, Encoding};
@@ -99,7 +115,7 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
     let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
     let mut best = (f64::NEG_INFINITY, CANDIDATES[0]);
     for &candidate in CANDIDATES {
-        let score = score(&sample, candidate);
+        let score = score(&sample, candidate, best.0);
         if score > best.0 {
             best = (score, candidate);
         }
@@ -107,22 +123,105 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
     best.1
 }
 
-fn score(sample: &[u8], candidate: Encoding) -> f64 {
+/// The candidate's score, or any score below `floor` once it is sure to end below it (every
+/// character's term is a log-probability, at most 0: a candidate's sum only goes down, so the
+/// scoring stops there; the choice is the one a full scoring makes).
+fn score(sample: &[u8], candidate: Encoding, floor: f64) -> f64 {
     let (text, errors) = encoding::decode(sample, candidate);
-    log_probability(&text) - ERROR_COST * errors as f64
+    let error_cost = ERROR_COST * errors as f64;
+    if -error_cost < floor {
+        return -error_cost;
+    }
+    log_probability_above(&text, floor + error_cost) - error_cost
 }
 
-/// log P(text) under the class-based character bigram.
+/// log P(text) under the character model: the class-based bigram, with each pair that holds a
+/// non-ASCII character scored by what followed its first character on the train pages (a
+/// Dirichlet mixture of those counts and the class model: `core/gen/detect_model.py`), and a
+/// run of one non-ASCII character by its class and length so far.
 pub fn log_probability(text: &str) -> f64 {
-    let mut previous = CLASS_SPACE;
+    log_probability_above(text, f64::NEG_INFINITY)
+}
+
+/// `log_probability`, or any value below `floor` once the sum is below it.
+fn log_probability_above(text: &str, floor: f64) -> f64 {
+    let mut previous: Option<(char, u8)> = None;
+    let mut run = 0usize;
     let mut total = 0.0f64;
     for c in text.chars() {
         let class = class_of(c);
-        total += model::CLASS_BIGRAM[previous as usize][class as usize] as f64;
-        total += char_log_probability(c, class) as f64;
-        previous = class;
+        let char_logp = char_log_probability(c, class) as f64;
+        total += match previous {
+            None => class_bigram(CLASS_SPACE, class) + char_logp,
+            Some((p, p_class)) if p.is_ascii() && c.is_ascii() => class_bigram(p_class, class) + char_logp,
+            Some((p, _)) if p == c => model::RUN_LOGP[class as usize][run_bucket(run)].0 as f64,
+            Some((p, p_class)) => pair_log_probability(p, p_class, run, c, class, char_logp),
+        };
+        run = match previous {
+            Some((p, _)) if p == c => run + 1,
+            _ => 1,
+        };
+        previous = Some((c, class));
+        if total < floor {
+            return total;
+        }
     }
     total
+}
+
+fn class_bigram(previous: u8, class: u8) -> f64 {
+    model::CLASS_BIGRAM[previous as usize][class as usize] as f64
+}
+
+/// log P(c | p) for two different characters, one of them non-ASCII; `run`: how many `p` end
+/// the text so far.
+fn pair_log_probability(p: char, p_class: u8, run: usize, c: char, class: u8, char_logp: f64) -> f64 {
+    let mut total = 0.0;
+    let context_class = context_class_count(p, class);
+    // every pair counted is in its first character's count for the second's class
+    let pair = if context_class > 0.0 { pair_count(p, c) } else { 0.0 };
+    if p.is_ascii() {
+        total += class_bigram(p_class, class);
+    } else {
+        total += model::RUN_LOGP[p_class as usize][run_bucket(run)].1 as f64;
+        let n_context = context_count(p);
+        let prior = model::CLASS_PRIOR * class_bigram(p_class, class).exp();
+        total += ((context_class + prior) / (n_context + model::CLASS_PRIOR)).ln();
+    }
+    let weight = if p.is_ascii() {
+        model::PAIR_PRIOR * model::ASCII_CONTEXT_FACTOR
+    } else {
+        model::PAIR_PRIOR
+    };
+    total + ((pair + weight * char_logp.exp()) / (context_class + weight)).ln()
+}
+
+/// 0 for a run of 1, 1 for 2-3, 2 for 4-7, ..., the last bucket for 64 and more.
+fn run_bucket(run: usize) -> usize {
+    ((usize::BITS - run.max(1).leading_zeros()) as usize).min(model::RUN_BUCKETS) - 1
+}
+
+fn pair_count(first: char, second: char) -> f64 {
+    let key = ((first as u64) << 32) | second as u64;
+    match model::PAIR_COUNT.binary_search_by_key(&key, |&(k, _)| k) {
+        Ok(i) => model::PAIR_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+fn context_class_count(first: char, class: u8) -> f64 {
+    let key = ((first as u64) << 8) | class as u64;
+    match model::CONTEXT_CLASS_COUNT.binary_search_by_key(&key, |&(k, _)| k) {
+        Ok(i) => model::CONTEXT_CLASS_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+fn context_count(first: char) -> f64 {
+    match model::CONTEXT_COUNT.binary_search_by_key(&(first as u32), |&(k, _)| k) {
+        Ok(i) => model::CONTEXT_COUNT[i].1 as f64,
+        Err(_) => 0.0,
+    }
 }
 
 const CLASS_SPACE: u8 = 3;
@@ -156,7 +255,9 @@ fn char_log_probability(c: char, class: u8) -> f32 {
 
 /// The page's non-ASCII parts: each run of bytes from a byte above 0x7F up to the first ASCII
 /// byte that follows an ASCII byte (so that a multi-byte encoding's ASCII-range trail bytes
-/// stay with their lead), runs separated by a line feed, at most `limit` bytes.
+/// stay with their lead), with the ASCII byte before it (the letter a word's non-ASCII letter
+/// follows: "p" of Czech "při"; it is a character of its own in every candidate, as the byte
+/// before it is ASCII too), runs separated by a line feed, at most `limit` bytes.
 pub fn non_ascii_sample(bytes: &[u8], limit: usize) -> Vec<u8> {
     let mut sample = Vec::with_capacity(limit.min(bytes.len()) + 1);
     let mut i = 0;
@@ -171,7 +272,7 @@ pub fn non_ascii_sample(bytes: &[u8], limit: usize) -> Vec<u8> {
         if !sample.is_empty() {
             sample.push(b'\n');
         }
-        sample.extend_from_slice(&bytes[start..end]);
+        sample.extend_from_slice(&bytes[start.saturating_sub(1)..end]);
         i = end;
     }
     sample
@@ -247,9 +348,9 @@ mod tests {
     #[test]
     fn sample_keeps_trail_bytes_with_their_lead() {
         // Shift_JIS 0x81 0x40 then ASCII; windows-1252 é then ASCII
-        assert_eq!(non_ascii_sample(b"ab\x81\x40cd e\xe9f g", 100), b"\x81\x40\n\xe9f");
+        assert_eq!(non_ascii_sample(b"ab\x81\x40cd e\xe9f g", 100), b"b\x81\x40\ne\xe9f");
         assert_eq!(non_ascii_sample(b"plain", 100), b"");
-        assert_eq!(non_ascii_sample(b"\xe9a \xe9b \xe9c", 4), b"\xe9a\n\xe9b");
+        assert_eq!(non_ascii_sample(b"\xe9a \xe9b \xe9c", 5), b"\xe9a\n \xe9b");
     }
 
     #[test]
@@ -286,5 +387,51 @@ mod tests {
         let nbsp = b"<td>\xa0\xa0\xa0 menu</td><td>\xa0\xa0 home\xa0</td>\
                      <td>\xa0 a \xa0b</td>";
         assert_eq!(detect(nbsp).0, Encoding::WINDOWS_1252);
+    }
+
+    #[test]
+    fn czech_letter_pairs() {
+        // ISO-8859-2 Czech: its bytes read as windows-1254 give Turkish ı, Nordic ø and Italian
+        // ì (each a letter); only the pairs ("ře" against "øe", "ěj" against "ìj", a superscript
+        // ¹ inside a word) tell them apart. The class-and-character model read it as
+        // windows-1254.
+        let czech = b"<p>P\xf8\xedli\xb9 \xbelu\xbbou\xe8k\xfd k\xf9\xf2 \xfap\xecl \xef\xe1belsk\xe9 \
+                      \xf3dy. P\xf8edseda vl\xe1dy \xf8ekl, \xbee se nic ned\xecje.</p>";
+        assert_eq!(detect(czech), (Encoding::ISO_8859_2, Evidence::Scored));
+        // the pair term scores the sample's pairs: a Czech pair above the same bytes in
+        // windows-1254
+        assert!(log_probability("ře") > log_probability("øe"));
+        assert!(log_probability("pěj") > log_probability("pìj"));
+    }
+
+    #[test]
+    fn runs_of_one_character() {
+        // KOI8-R: lines of 0xA0 (U+2550) in a source comment, and 0xBF (©). Read as
+        // windows-1251 before runs were scored by length: the same bytes are runs of NBSP there
+        let mut koi8 = b"<style>/* ".to_vec();
+        koi8.extend_from_slice(&[0xA0; 60]);
+        koi8.extend_from_slice(b"\n   LAYOUT\n   ");
+        koi8.extend_from_slice(&[0xA0; 60]);
+        koi8.extend_from_slice(b" */</style><p>\xbf 2025</p>");
+        assert_eq!(detect(&koi8).0, Encoding::KOI8_R);
+        // runs of NBSP a few long, between words: windows-1252 (the test above holds too)
+        let nbsp = b"<div>September 10\xa0\xa0\xa0\xa0\xa0\xa0 12pm\xa0\xa0\xa0\xa0 SAAC 217\xa0\xa0\xa0 \
+                     Carrie Menke,\xa0 Ph.D</div>";
+        assert_eq!(detect(nbsp).0, Encoding::WINDOWS_1252);
+        // a run scores by its length so far: a long line of box-drawing characters above a
+        // long run of NBSP, a short run of NBSP above a short run of them
+        let line = |c: char, n: usize| std::iter::repeat_n(c, n).collect::<String>();
+        assert!(log_probability(&line('═', 60)) > log_probability(&line('\u{A0}', 60)));
+        assert!(log_probability(&format!("a{}b", line('\u{A0}', 3)))
+            > log_probability(&format!("a{}b", line('═', 3))));
+    }
+
+    #[test]
+    fn ellipsis_after_words() {
+        // EUC-KR 0xA1 0xA6 is "…", Big5 reads it as "’": after a word and before a tag, the
+        // train pages' pairs favour the ellipsis (the class-and-character model took Big5)
+        let euc_kr = b"<p>At the <b>Extrusion distance\xa1\xa6</b> prompt, then <b>Select edges\xa1\xa6</b> \
+                       and <b>Fillet\xa1\xa6</b></p>";
+        assert_eq!(detect(euc_kr).0, Encoding::EUC_KR);
     }
 }
