@@ -69,6 +69,12 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
                  if recipe.get("fast_word_weights", True) else "every block weighted alike")
     weighting += "; the second stage learns from out-of-fold first-stage probabilities"
     keeps_hidden = bool(fast.get("keep_hidden"))
+    selection_text = (
+        "A page's main blocks are those whose selection\n  maximises its expected word F1 "
+        "(manifest `decoding.selection` `expected_f1`: each block main\n  with the second "
+        "ensemble's probability, its words counted; a short block beside a sure\n  main text "
+        "needs good odds, a page of unsure blocks keeps more), the log-odds shifted by"
+        if fast["decoding"].get("selection") == "expected_f1" else "Threshold on its log-odds:")
     hidden_text = """
 - The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`): it
   segments pages without the reference segmentation's removal of elements styled
@@ -82,15 +88,18 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
-  features are read in context (`runtime.stages.rescore.context_features`: the two blocks
-  before and after, means over ±3 and ±10 blocks, the page's means and totals); a first
+  features (layout `{manifest['profiles']['fast']['rescorer']['features']}`: with the block's CJK characters, a Chinese or
+  Japanese phrase being one `\\w+` word, and how far up its nearest `comment`, `related`,
+  `sidebar`, `article` … container is) are read in context
+  (`runtime.stages.rescore.context_features`: the two blocks before and after, means over ±3
+  and ±10 blocks, the page's means and totals); a first
   LightGBM ensemble scores them; a second one reads the same row plus the first's
   probabilities of the neighbouring blocks and of the page (`stage_features`), so a block is
   judged beside what was decided around it. {fast['trees_per_stage']} trees per stage, the
   rescorer settings above, {weighting}
-  ({fast['folds']} folds of whole train pages). Threshold on its log-odds: `main_margin` =
+  ({fast['folds']} folds of whole train pages). {selection_text} `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
-  out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} thresholds tried): no
+  out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
   dev page is used to train or calibrate it.{hidden_text}"""
     return f"""# pulpie-rt default model
 
@@ -181,20 +190,20 @@ the figures are in the project README.
 - Its labels are its own: they are not meant to match the reference `pulpie` models.
 - The rescorer reads link density as a sign of boilerplate: a page whose main content is one
   long list of links (a sitemap, an index) can lose it.
-- Neither profile reaches trafilatura 2.3.1's word F1 on the dev ground-truth pages (0.829 in
-  `make quality`), so `accurate` stays the default. Where the rescorer-only profile loses most
-  to trafilatura (per page, measured on its first version, margin-free rescorer at -0.5): a
-  28,000-word chapter index made of links (`webmainbench/93898d00…`, F1 0.00 against 1.00);
-  listings and collections where it keeps the cards around the main list (`wcxb/dev/4355`
-  arc.dev remote jobs 0.23 against 1.00, `wcxb/dev/0632` allbirds collection 0.72 against
-  0.96); product and documentation pages where it keeps too little (`wcxb/dev/0626` B&H
-  product 0.18 against 0.83, `wcxb/dev/0681` Twilio quickstart 0.25 against 0.82). It wins on
-  forums, service pages and long landing pages (`wcxb/dev/4343`, `0594`, `2952`, `0708`).
-  Over all 65 pages its block errors against the rule labels are more words kept that should
-  not be (7,847) than words missed (5,711).
-- The fast profile's threshold is calibrated on the train pages, where the best lies at
-  {fast['decoding']['main_margin']:+.2f} (recall-heavy); the dev pages would favour a threshold
-  near 0, but choosing it there would calibrate on the pages it is scored on.
+- The `fast` profile reads the dev ground-truth pages better than trafilatura 2.3.1 (word F1
+  0.841 against 0.829 in one `make quality` run, at 82 against 18 pages per CPU-second), but
+  not the dev corpus's readability article pages (0.910 against 0.926,
+  `python -m pulpie_rt.bench.quality --articles`), so `accurate` (0.804 and 0.912) stays the
+  default. On articles it keeps too much around the story: Japanese and Chinese portals whose
+  menus it keeps (`readability/yahoo-4` 0.20 against 0.99, `pixnet` 0.39 against 0.83),
+  advertising, related-story and comment blocks on news and blog pages (`msn` 0.67, `wikia`
+  0.70, `cnn` 0.72, `wordpress` 0.80, against 0.97-1.00); and too little on a few (the
+  infobox-heavy `wikipedia-2` 0.62, `lazy-image-2` 0.73). On the ground-truth pages it loses
+  most on listings whose cards around the main list it keeps (`wcxb/dev/4355` arc.dev remote
+  jobs 0.28 against 1.00, `wcxb/dev/0632` allbirds collection 0.69 against 0.96). Figures per
+  page: `python -m pulpie_rt.bench.quality --per-page`.
+- Its dev figures move by about ±0.01 word F1 (ground truth) from one training seed to
+  another (65 pages): a difference that small between two models is not a finding.
 - How much each part contributes on the ground-truth pages (transformer only, rescorer only,
   both): `python -m pulpie_rt.bench.default_model_parts`.
 """
