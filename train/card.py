@@ -69,6 +69,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
                  if recipe.get("fast_word_weights", True) else "every block weighted alike")
     weighting += "; the second stage learns from out-of-fold first-stage probabilities"
     keeps_hidden = bool(fast.get("keep_hidden"))
+    fast_layout = manifest["profiles"]["fast"]["rescorer"]["features"]
     selection_text = (
         "A page's main blocks are those whose selection\n  maximises its expected word F1 "
         "(manifest `decoding.selection` `expected_f1`: each block main\n  with the second "
@@ -88,7 +89,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
-  features (layout `{manifest['profiles']['fast']['rescorer']['features']}`: with the block's CJK characters, a Chinese or
+  features (layout `{fast_layout}`: with the block's CJK characters, a Chinese or
   Japanese phrase being one `\\w+` word, and how far up its nearest `comment`, `related`,
   `sidebar`, `article` … container is) are read in context
   (`runtime.stages.rescore.context_features`: the two blocks before and after, means over ±3
