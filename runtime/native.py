@@ -181,6 +181,16 @@ def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
         lib.pulpie_rt_free(ptr, size)
 
 
+def _take_into(lib: ctypes.CDLL, ptr: int | None, size: int, array: np.ndarray) -> np.ndarray:
+    """``array`` filled with the ``size`` bytes of a core buffer, which is released."""
+    try:
+        if size:
+            ctypes.memmove(array.ctypes.data, ptr, size)
+    finally:
+        lib.pulpie_rt_free(ptr, size)
+    return array
+
+
 def _check(status: int, reason: bytes | None) -> None:
     if status != 0:
         why = reason.decode("utf-8", "replace") if reason else f"status {status}"
@@ -492,13 +502,7 @@ def block_features(map_html: str, item_ids: list[str | None],
                                           | (_FEATURES_EXTRAS if extras else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
-    features = np.empty((out.rows, out.cols), np.float32)
-    try:
-        if out.len:
-            ctypes.memmove(features.ctypes.data, out.ptr, out.len)
-    finally:
-        lib.pulpie_rt_free(out.ptr, out.len)
-    return features
+    return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
@@ -516,13 +520,7 @@ def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     status = lib.pulpie_rt_hidden_blocks(data, len(data), ids, len(ids), lens, len(lens),
                                          ctypes.byref(out))
     _check(status, out.reason)
-    flags = np.zeros(len(item_ids), np.uint8)
-    try:
-        if out.len:
-            ctypes.memmove(flags.ctypes.data, out.ptr, out.len)
-    finally:
-        lib.pulpie_rt_free(out.ptr, out.len)
-    return flags
+    return _take_into(lib, out.ptr, out.len, np.zeros(len(item_ids), np.uint8))
 
 
 # ── batching, the block rescorer and label decoding (core/src/ort, core/src/engine) ───────

@@ -6,8 +6,9 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
 1. each train page's block features (layout ``blocks-v2``: with the CJK characters and the
    distances to keyword containers) read in context (``runtime.stages.rescore
    .context_features``: neighbours, windows, page totals);
-2. a first LightGBM ensemble over them (each block weighted by the square root of its words:
-   the score counts words), and its out-of-fold probabilities (``Recipe.fast_folds``
+2. a first LightGBM ensemble over them (with ``Recipe.fast_word_weights`` each block weighted
+   by the square root of its words; off in the shipped recipe), and its out-of-fold
+   probabilities (``Recipe.fast_folds``
    folds of whole pages: a page's probabilities come from an ensemble that never saw it);
 3. a second ensemble over the same rows plus those probabilities in context
    (``stage_features``), so a block is judged beside what was decided around it;
@@ -116,8 +117,8 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     """One page's main-content text at every threshold (the runtime's decoding of a
     rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
     block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``, its
-    blocks selected by expected F1 when the job's fifth item says so (then the threshold is
-    the shift of the log-odds)."""
+    blocks selected by expected F1 when the job's ``expected_f1`` says so (then the threshold
+    is the shift of the log-odds)."""
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.stages.blocks import extract_blocks
     from pulpie_rt.runtime.stages.features import block_features
@@ -126,8 +127,7 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    page, scores, thresholds, keep_hidden, *rest = job
-    expected_f1 = bool(rest and rest[0])
+    page, scores, thresholds, keep_hidden, expected_f1 = job
     simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
@@ -178,7 +178,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
     ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
     manifest's ``rescorer``, ``decoding`` and ``keep_hidden`` entries of the fast profile."""
-    keep_hidden = bool(getattr(recipe, "fast_keep_hidden", True))
+    keep_hidden = recipe.fast_keep_hidden
     ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES)
     rows = [context_features(f) for f in features]
@@ -208,7 +208,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     # the out-of-fold scores beside the bundle (WORK/fast-oof.npz), for decoding experiments
     np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
                         **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
-    expected_f1 = getattr(recipe, "fast_selection", "threshold") == "expected_f1"
+    expected_f1 = recipe.fast_selection == "expected_f1"
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
         log=log, keep_hidden=keep_hidden, expected_f1=expected_f1)

@@ -206,10 +206,10 @@ class Preparer:
             bundle.eos_id,
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
-            with_features=bundle.has_rescorer or bool(getattr(bundle, "expected_f1", False)),
+            with_features=bundle.has_rescorer or bundle.expected_f1,
             limits=limits,
             with_tokens=bundle.uses_transformer,
-            keep_hidden=getattr(bundle, "keep_hidden", False),
+            keep_hidden=bundle.keep_hidden,
             feature_layout=bundle.feature_layout,
         )
 

@@ -88,7 +88,7 @@ pub fn decide_blocks(
     let threshold = decoding.main_margin.unwrap_or(0.0);
     let predictions = if decoding.expected_f1 && n_blocks > 0 {
         let features = features.ok_or_else(|| NO_WORDS.to_string())?;
-        let width = if n_blocks == 0 { 0 } else { features.len() / n_blocks };
+        let width = features.len() / n_blocks;
         if width <= WORDS_COLUMN {
             return Err(NO_WORDS.to_string());
         }
