@@ -128,6 +128,11 @@ def save_rescorer(booster, path: Path, check_features: np.ndarray, what: str = "
         target_opset=ONNX_ML_OPSET, zipmap=False)
     model.doc_string = f"pulpie-rt block rescorer over {FEATURES_VERSION} features{what}"
     model.graph.name = "pulpie_rt_block_rescorer"  # onnxmltools names it by a random uuid
+    # onnxmltools lists the opsets in a set's order, which changes with Python's string hashing
+    # from one process to the next: sorted, the same model gives the same bytes
+    opsets = sorted(model.opset_import, key=lambda opset: opset.domain)
+    del model.opset_import[:]
+    model.opset_import.extend(opsets)
     path.write_bytes(model.SerializeToString())
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (probabilities,) = session.run(["probabilities"],
