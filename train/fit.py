@@ -81,14 +81,16 @@ class Recipe:
     # the fast profile segments pages without removing hidden elements (manifest
     # profiles.fast.keep_hidden; stages.simplify's keep_hidden), and is trained and
     # calibrated on that segmentation: main content faded in (style="opacity:0") or folded
-    # into accordions (display:none) exists as blocks. Measured on the shipped recipe: train
-    # out-of-fold word F1 0.846 -> 0.854, dev ground-truth pages 0.818 -> 0.839
+    # into accordions (display:none) exists as blocks. Measured before it was built, with a
+    # prototype that rewrote the hidden inline styles before segmenting (not in the project):
+    # train out-of-fold word F1 0.846 -> 0.854, dev ground-truth pages 0.818 -> 0.839
     fast_keep_hidden: bool = True
     # how the fast profile picks a page's main blocks from their probabilities (manifest
     # decoding.selection): "expected_f1", the blocks of the best expected word F1
     # (engine/decode.rs expected_f1_labels), or "threshold", those above main_margin. Measured
-    # on the same out-of-fold scores: train word F1 0.8579 -> 0.8631, dev ground-truth pages
-    # 0.834 -> 0.841, readability articles 0.910 -> 0.912
+    # by train --fast-only with each: train out-of-fold word F1 0.8579 -> 0.8635, dev
+    # ground-truth pages 0.834 -> 0.841; readability articles (bench.quality --articles)
+    # 0.910 with either
     fast_selection: str = "expected_f1"
     # the profile used when none is asked (manifest default_profile): fast only where it
     # beats trafilatura's word F1 on both the dev ground-truth and the readability article
