@@ -192,8 +192,11 @@ pub(crate) fn prepare_text(
         ));
     }
     let features = if with_features != features::FeatureSet::None {
-        let extras = with_features == features::FeatureSet::BlocksAndExtras;
-        let computed = catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids, extras)))
+        let containers = with_features == features::FeatureSet::BlocksExtrasAndContainers;
+        let extras = containers || with_features == features::FeatureSet::BlocksAndExtras;
+        let computed = catch_unwind(AssertUnwindSafe(|| {
+            features::block_features(&map_html, &item_ids, extras, containers)
+        }))
             .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {

@@ -53,6 +53,21 @@ pub const DISTANCE_TAGS: [&str; 9] =
 pub const N_EXTRAS: usize = 1 + DISTANCE_KEYWORDS.len() + DISTANCE_TAGS.len();
 pub const NO_DISTANCE: f32 = 40.0;
 
+/// The container columns that layout `blocks-v3` (`blocks-v2` + these; the `fast` profile's
+/// rescorer judges a block beside the other blocks of its DOM containers) appends after the
+/// extras: for level k = 1..=`N_CONTAINERS`, the k-th element of the block's ancestor chain
+/// (nearest first: the parent of its own element, a run wrapper's parent's parent, …, up to
+/// but not including `<html>`; the chain that `depth` counts), written as that element's
+/// index in this tree (document order), `NO_CONTAINER` where the chain is shorter.
+/// Identifiers, not measurements: only equality between rows of the same page means
+/// anything (two blocks sharing a level-k value sit in the same element); the numbers
+/// differ between trees (the specification's and this one) and between pages.
+pub const N_CONTAINERS: usize = 8;
+pub const NO_CONTAINER: f32 = -1.0;
+/// Node indexes a float32 holds exactly (below 2^24); an element past them (a page of some
+/// 50 MB of markup) is written `NO_CONTAINER`, so that no two containers share a value.
+const EXACT_NODE_INDEXES: usize = 1 << 24;
+
 /// `DISTANCE_KEYWORDS` as bits of `keyword_flags`, in column order.
 fn distance_keyword_bits() -> [u64; DISTANCE_KEYWORDS.len()] {
     let mut bits = [0u64; DISTANCE_KEYWORDS.len()];
@@ -359,17 +374,22 @@ pub fn block_features(
     item_ids: &[Option<&str>],
     libxml2_tree: bool,
 ) -> Vec<f32> {
-    block_features_with(map_html, item_ids, libxml2_tree, false)
+    block_features_with(map_html, item_ids, libxml2_tree, false, false)
 }
 
 /// `block_features`, each row followed by the `N_EXTRAS` extras when `extras` (rows of
-/// `N_FEATURES + N_EXTRAS`).
+/// `N_FEATURES + N_EXTRAS`, layout `blocks-v2`), and then by the `N_CONTAINERS` container
+/// identifiers when `containers` (layout `blocks-v3`, which holds the extras: `containers`
+/// brings them along; rows of `N_FEATURES + N_EXTRAS + N_CONTAINERS`; all `NO_CONTAINER`
+/// for ids that `map_html` does not hold, and for `None`).
 pub fn block_features_with(
     map_html: &str,
     item_ids: &[Option<&str>],
     libxml2_tree: bool,
     extras: bool,
+    containers: bool,
 ) -> Vec<f32> {
+    let extras = extras || containers;
     let n = item_ids.len();
     let mut x = vec![0.0f32; n * N_FEATURES];
     let mut extra = if extras { vec![0.0f32; n * N_EXTRAS] } else { Vec::new() };
@@ -500,12 +520,28 @@ pub fn block_features_with(
     if !extras {
         return x;
     }
-    let mut rows = Vec::with_capacity(n * (N_FEATURES + N_EXTRAS));
+    let width = N_FEATURES + N_EXTRAS + if containers { N_CONTAINERS } else { 0 };
+    let mut rows = Vec::with_capacity(n * width);
     for row in 0..n {
         rows.extend_from_slice(&x[row * N_FEATURES..(row + 1) * N_FEATURES]);
         rows.extend_from_slice(&extra[row * N_EXTRAS..(row + 1) * N_EXTRAS]);
+        if containers {
+            let start = if row == 0 { 0 } else { chain_ends[row - 1] };
+            rows.extend(container_columns(&chain_nodes[start..chain_ends[row]]));
+        }
     }
     rows
+}
+
+/// A row's `N_CONTAINERS` columns from its ancestor chain (nearest first).
+fn container_columns(chain: &[usize]) -> [f32; N_CONTAINERS] {
+    let mut columns = [NO_CONTAINER; N_CONTAINERS];
+    for (slot, &node) in columns.iter_mut().zip(chain) {
+        if node < EXACT_NODE_INDEXES {
+            *slot = node as f32;
+        }
+    }
+    columns
 }
 
 /// Records `depth` as the distance of each distance keyword in `flags` and of `tag`, where
@@ -718,7 +754,7 @@ mod tests {
         );
         let ids = [Some("1"), Some("2"), Some("9")];
         let plain = block_features(html, &ids, false);
-        let x = block_features_with(html, &ids, false, true);
+        let x = block_features_with(html, &ids, false, true, false);
         let width = N_FEATURES + N_EXTRAS;
         assert_eq!(x.len(), 3 * width);
         let kw = |word: &str| 1 + DISTANCE_KEYWORDS.iter().position(|k| *k == word).unwrap();
@@ -738,5 +774,41 @@ mod tests {
         // an id the page does not hold: no characters, no container
         assert_eq!(extras(2)[0], 0.0);
         assert!(extras(2)[1..].iter().all(|&v| v == NO_DISTANCE));
+    }
+
+    #[test]
+    fn containers_follow_the_extras_with_each_ancestors_node_nearest_first() {
+        let html = concat!(
+            r#"<html><body><div id="a"><p _item_id="1">one</p><p _item_id="2">two</p></div>"#,
+            r#"<section><div><span _item_id="3">three</span></div></section>"#,
+            r#"<div><div><div><div><div><div><div><div><div><p _item_id="4">deep</p>"#,
+            r#"</div></div></div></div></div></div></div></div></div></body></html>"#,
+        );
+        let ids = [Some("1"), Some("2"), Some("3"), Some("4"), None, Some("9")];
+        let v2 = block_features_with(html, &ids, false, true, false);
+        let x = block_features_with(html, &ids, false, false, true); // brings the extras
+        let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
+        assert_eq!(x.len(), ids.len() * width);
+        for row in 0..ids.len() {
+            assert_eq!(&x[row * width..row * width + before], &v2[row * before..(row + 1) * before]);
+        }
+        let containers = |row: usize| &x[row * width + before..(row + 1) * width];
+        let (one, three, deep) = (containers(0), containers(2), containers(3));
+        // <p> in div#a in <body>: the chain stops before <html>
+        assert_eq!(containers(1), one);
+        assert!(one[1] >= 0.0 && one[0] == one[1] + 1.0); // document order: <body>, div#a
+        assert!(one[2..].iter().all(|&v| v == NO_CONTAINER));
+        // <span> in a <div> in a <section> in the same <body>
+        assert!(three[0] != one[0] && three[1] == three[0] - 1.0 && three[2] == one[1]);
+        assert_eq!(three[3], NO_CONTAINER);
+        // ten ancestors: the nearest eight, all different whole numbers
+        assert!(deep.iter().all(|&v| v >= 0.0 && v.fract() == 0.0));
+        assert!(deep.windows(2).all(|w| w[0] == w[1] + 1.0)); // each div in the one before
+        assert!(deep[7] > one[1]);
+        // None and an id the page does not hold
+        assert!(containers(4).iter().chain(containers(5)).all(|&v| v == NO_CONTAINER));
+        // an index no float32 holds exactly is no container
+        let past = container_columns(&[3, EXACT_NODE_INDEXES, 1]);
+        assert_eq!(past, [3.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0]);
     }
 }
