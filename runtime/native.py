@@ -70,6 +70,7 @@ class _FeaturesOutput(ctypes.Structure):
 _NO_ID = ctypes.c_size_t(-1).value  # lib.rs NO_ID: an absent id (None)
 _FEATURES_LIBXML2_TREE = 1
 _FEATURES_EXTRAS = 2  # (lib.rs FEATURES_EXTRAS; prepare_page's with_features 2: blocks-v2)
+_FEATURES_CONTAINERS = 4  # (lib.rs FEATURES_CONTAINERS; with_features 3: blocks-v3)
 
 
 class _SimplifyOutput(ctypes.Structure):
@@ -482,10 +483,12 @@ def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
 
 
 def block_features(map_html: str, item_ids: list[str | None],
-                   libxml2_tree: bool = False, extras: bool = False) -> np.ndarray:
+                   libxml2_tree: bool = False, extras: bool = False,
+                   containers: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
     ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
-    None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``).
+    None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``), and
+    by those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``).
     ``CoreError`` where the core fails on the page.
 
     ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
@@ -499,7 +502,8 @@ def block_features(map_html: str, item_ids: list[str | None],
     out = _FeaturesOutput()
     status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(lens),
                                           (_FEATURES_LIBXML2_TREE if libxml2_tree else 0)
-                                          | (_FEATURES_EXTRAS if extras else 0),
+                                          | (_FEATURES_EXTRAS if extras else 0)
+                                          | (_FEATURES_CONTAINERS if containers else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
     return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
@@ -880,13 +884,14 @@ class PreparedCore:
 def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: int | None,
                  max_page_tokens: int | None, cutoff_length: int, max_tokens: int,
                  sep_id: int, bos_id: int | None, eos_id: int | None,
-                 with_features: bool, keep_hidden: bool = False, extras: bool = False
-                 ) -> PreparedCore:
+                 with_features: bool, keep_hidden: bool = False, extras: bool = False,
+                 containers: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
-    features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``);
+    features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``;
+    with the extras and the containers, ``blocks-v3``, when ``containers``);
     ``keep_hidden``: segmented without removing hidden elements (``simplify_page``). A lone
     surrogate in ``html`` travels as ``surrogatepass`` writes it (the simplify stage ignores
     it, as the specification's parser does).
@@ -900,7 +905,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
         _NO_LIMIT if max_input_bytes is None else max(int(max_input_bytes), 0),
         _NO_LIMIT if max_page_tokens is None else max(int(max_page_tokens), 0),
         cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
-        -1 if eos_id is None else eos_id, (2 if extras else 1) if with_features else 0,
+        -1 if eos_id is None else eos_id,
+        (3 if containers else 2 if extras else 1) if with_features else 0,
         1 if keep_hidden else 0, ctypes.byref(out), ctypes.byref(message))
     if status != 0:
         text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"

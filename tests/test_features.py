@@ -7,20 +7,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rt_helpers import hostile_pages
+from spec.features_spec import block_containers as spec_containers
 from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
 
 from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
 from pulpie_rt.runtime import native
+from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
+    CONTAINER_NAMES,
     EXTRA_NAMES,
     FEATURE_NAMES,
+    FEATURE_NAMES_V3,
     FEATURES_V2,
+    FEATURES_V3,
     KEYWORDS,
     N_FEATURES,
     N_FEATURES_V2,
+    N_FEATURES_V3,
+    NO_CONTAINER,
     NO_DISTANCE,
     TAGS,
     block_features,
@@ -283,5 +290,80 @@ def test_extras_equal_the_specification_on_dev_pages(dev_pages):
 
 def test_an_unknown_feature_layout_is_named():
     with pytest.raises(ValueError, match=r"unknown block feature layout 'blocks-v9' \(this "
-                                         r"runtime computes blocks-v1, blocks-v2\)"):
+                                         r"runtime computes blocks-v1, blocks-v2, blocks-v3\)"):
         block_features("<html></html>", ["1"], "blocks-v9")
+
+
+# ── blocks-v3: the containers ────────────────────────────────────────────────────────────
+
+
+def canonical_containers(containers: np.ndarray) -> list[list[int]]:
+    """Container columns renumbered by first occurrence (rows, then levels; NO_CONTAINER stays
+    -1): what two trees numbering their nodes differently agree on is which blocks share a
+    container at each level."""
+    numbers: dict[float, int] = {}
+    return [[-1 if v == NO_CONTAINER else numbers.setdefault(v, len(numbers)) for v in row]
+            for row in containers.tolist()]
+
+
+DEEP = "<div>" * 9 + '<p _item_id="7">deep</p>' + "</div>" * 9
+CONTAINERS_PAGE = (
+    '<html><body><div id="main"><cc-alg-uc-text _item_id="3">loose text</cc-alg-uc-text>'
+    '<p _item_id="1">First.</p><p _item_id="2">Second.</p></div>'
+    '<section><ul><li _item_id="4">one</li><li _item_id="5">two</li></ul></section>'
+    f'<p _item_id="6">top</p>{DEEP}</body></html>'
+)
+
+
+def test_containers_name_each_blocks_ancestors_nearest_first():
+    ids = ["1", "2", "3", "4", "5", "6", "7", None, "no-such-id"]
+    x = block_features(CONTAINERS_PAGE, ids, FEATURES_V3)
+    assert x.shape == (len(ids), N_FEATURES_V3) and FEATURE_NAMES_V3[-8:] == CONTAINER_NAMES
+    assert x[:, :N_FEATURES_V2].tolist() == block_features(CONTAINERS_PAGE, ids,
+                                                           FEATURES_V2).tolist()
+    containers = x[:, N_FEATURES_V2:]
+    assert (containers == np.round(containers)).all() and containers.min() == NO_CONTAINER
+    pad = [-1] * 8
+    want = [
+        [0, 1] + pad[2:],  # 1: <p> in div#main (0) in <body> (1); <html> is no container
+        [0, 1] + pad[2:],  # 2: its sibling shares both
+        [1] + pad[1:],  # 3: a run wrapper stands for div#main: its chain starts at <body>
+        [2, 3, 1] + pad[3:],  # 4: <li> in <ul> in <section> in <body>
+        [2, 3, 1] + pad[3:],
+        [1] + pad[1:],  # 6: straight in <body>
+        list(range(4, 12)),  # 7: nine <div>s and <body> deep: the nearest eight <div>s
+        pad,  # None
+        pad,  # an id the page does not hold
+    ]
+    assert canonical_containers(containers) == want
+    assert canonical_containers(spec_containers(CONTAINERS_PAGE, ids)) == want
+    # the numbers are the core tree's document order: <body> before div#main
+    assert containers[0, 1] < containers[0, 0]
+
+
+def test_containers_equal_the_specification_on_dev_pages(dev_pages):
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"])
+        _, item_ids = extract_blocks(simplified)
+        ids = item_ids + [None, "no-such-id"]
+        core = block_features(map_html, ids, FEATURES_V3)
+        np.testing.assert_array_equal(core[:, :N_FEATURES_V2],
+                                      block_features(map_html, ids, FEATURES_V2),
+                                      err_msg=page["id"])
+        containers = core[:, N_FEATURES_V2:]
+        assert canonical_containers(containers) == \
+            canonical_containers(spec_containers(map_html, ids)), page["id"]
+        assert (containers[-2:] == NO_CONTAINER).all(), page["id"]
+
+
+def test_prepared_pages_carry_the_layouts_features(dev_pages):
+    preparers = {layout: Preparer("no tokenizer", 4, 0, 1, with_features=True,
+                                  with_tokens=False, feature_layout=layout)
+                 for layout in (FEATURES_V2, FEATURES_V3)}
+    for page in dev_pages[:8]:
+        v2, v3 = (preparers[layout].prepare(page["html"]) for layout in (FEATURES_V2, FEATURES_V3))
+        assert v3.item_ids == v2.item_ids and v3.features.shape == (v3.n_blocks, N_FEATURES_V3)
+        np.testing.assert_array_equal(v3.features, block_features(v3.map_html, v3.item_ids,
+                                                                  FEATURES_V3), err_msg=page["id"])
+        np.testing.assert_array_equal(v3.features[:, :N_FEATURES_V2], v2.features,
+                                      err_msg=page["id"])

@@ -30,7 +30,7 @@ import numpy as np
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.stages.chunks import Chunk
-from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_VERSION
+from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_V3, FEATURES_VERSION
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
 from pulpie_rt.runtime.stages.tokens import load_tokenizer
 
@@ -246,7 +246,8 @@ class Preparer:
                 tokenizer, html, self.limits.max_input_bytes, self.limits.max_page_tokens,
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
                 self.with_features, self.keep_hidden,
-                extras=self.feature_layout == FEATURES_V2)
+                extras=self.feature_layout == FEATURES_V2,
+                containers=self.feature_layout == FEATURES_V3)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -17,7 +17,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float,
                    "selection": "threshold"|"expected_f1"},   (optional)
-      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2",
+      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2"|"blocks-v3",
                    "margin_weight": float,
                    "context": "context-v2", "first_stage": "file.onnx"},   (optional;
                    a rescorer with context reads blocks-v2, one without blocks-v1)

@@ -18,8 +18,14 @@ layout it needs. ``blocks-v1`` (``FEATURES_VERSION``, the ``accurate`` rescorer'
 library's) is ``FEATURE_NAMES``; ``blocks-v2`` (``FEATURES_V2``, the ``fast`` profile's) is
 ``blocks-v1`` followed by the core's extras (``EXTRA_NAMES``: the block's CJK characters, and
 how many levels up the nearest element carrying each of ``DISTANCE_KEYWORDS`` or being each
-of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none). The column order and the categorical
-codes below are part of them; the core writes its columns in the same order.
+of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none); ``blocks-v3`` (``FEATURES_V3``) is
+``blocks-v2`` followed by ``CONTAINER_NAMES``: for level k = 1..``CONTAINER_LEVELS``, which
+element the block's k-th ancestor is (nearest first, up to but not including ``<html>``),
+as a whole number naming it within the page, ``NO_CONTAINER`` where the chain is shorter.
+Those are identifiers, not measurements: only equality between rows of one page means
+anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
+blocks by them and never reads them as values. The column order and the categorical codes
+below are part of the layouts; the core writes its columns in the same order.
 """
 
 from __future__ import annotations
@@ -81,15 +87,25 @@ EXTRA_NAMES = (["cjk_chars"] + [f"distance_kw_{w}" for w in DISTANCE_KEYWORDS]
                + [f"distance_{t}" for t in DISTANCE_TAGS])
 FEATURE_NAMES_V2 = FEATURE_NAMES + EXTRA_NAMES
 N_FEATURES_V2 = len(FEATURE_NAMES_V2)
+
+FEATURES_V3 = "blocks-v3"
+# (core/src/features: N_CONTAINERS, NO_CONTAINER)
+CONTAINER_LEVELS = 8
+NO_CONTAINER = -1.0
+CONTAINER_NAMES = [f"container_{k}" for k in range(1, CONTAINER_LEVELS + 1)]
+FEATURE_NAMES_V3 = FEATURE_NAMES_V2 + CONTAINER_NAMES
+N_FEATURES_V3 = len(FEATURE_NAMES_V3)
 # each layout's columns
-LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2}
+LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2,
+           FEATURES_V3: N_FEATURES_V3}
 
 
 def block_features(map_html: str, item_ids: list[str | None],
                    layout: str = FEATURES_VERSION) -> np.ndarray:
     """One float32 row of the ``layout``'s columns (``FEATURE_NAMES``, or
-    ``FEATURE_NAMES_V2`` for ``blocks-v2``) per block of ``item_ids`` (zeros for ids that
-    ``map_html`` does not hold, and ``NO_DISTANCE`` in their distance columns). Raises
+    ``FEATURE_NAMES_V2`` for ``blocks-v2``, ``FEATURE_NAMES_V3`` for ``blocks-v3``) per block
+    of ``item_ids`` (zeros for ids that ``map_html`` does not hold, ``NO_DISTANCE`` in their
+    distance columns and ``NO_CONTAINER`` in their container columns). Raises
     ``native.CoreMissing`` where the compiled core is not built (``make core``),
     ``native.CoreError`` where it fails on the page (a caught panic: no page is refused),
     ``ValueError`` for a layout this runtime does not compute."""
@@ -98,7 +114,8 @@ def block_features(map_html: str, item_ids: list[str | None],
                          f"{', '.join(LAYOUTS)})")
     if not item_ids:
         return np.zeros((0, LAYOUTS[layout]), np.float32)
-    return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2)
+    return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2,
+                                 containers=layout == FEATURES_V3)
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""The specification of the default model's block features (layout ``blocks-v1``, and the
-extras that ``blocks-v2`` appends: ``block_extras``), in Python:
+"""The specification of the default model's block features (layout ``blocks-v1``, the
+extras that ``blocks-v2`` appends: ``block_extras``, and the containers that ``blocks-v3``
+appends to those: ``block_containers``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
 pulpie_rt.parity.features_parity`` compare the two.
@@ -29,10 +30,12 @@ from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     BLOCK_COLUMNS,
+    CONTAINER_LEVELS,
     DISTANCE_KEYWORDS,
     DISTANCE_TAGS,
     KEYWORDS,
     N_FEATURES,
+    NO_CONTAINER,
     NO_DISTANCE,
     TAGS,
 )
@@ -232,4 +235,42 @@ def block_extras(map_html: str, item_ids: list[str | None]) -> np.ndarray:
                     out[row, j] = min(depth, NO_DISTANCE)
             element = element.parent
             depth += 1
+    return out
+
+
+# ── blocks-v3's containers ───────────────────────────────────────────────────────────────
+
+
+def block_containers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``CONTAINER_NAMES`` per block of ``item_ids``: for level k = 1..
+    ``CONTAINER_LEVELS``, the block's k-th ancestor (the chain ``block_features`` walks for
+    ``depth``: from its own element's parent, a run wrapper's parent's parent, up to but not
+    including ``<html>``), as the element's place in this tree's document order
+    (``NO_CONTAINER`` past the chain, and in every column for ids ``map_html`` does not hold).
+    The numbers name elements within this page only; the core numbers its own tree's nodes,
+    so the two agree on which blocks share a container, not on the numbers."""
+    n = len(item_ids)
+    out = np.full((n, CONTAINER_LEVELS), NO_CONTAINER, np.float32)
+    if n == 0:
+        return out
+    tree = LexborHTMLParser(map_html)
+    by_id: dict[str, object] = {}
+    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
+        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    number: dict[int, int] = {}
+    if tree.root is not None:
+        for element in tree.root.traverse():
+            number.setdefault(element.mem_id, len(number))
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        if node is None:
+            continue
+        own = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None else node
+        parent = own.parent
+        level = 0
+        while (parent is not None and parent.tag not in ("html", "-undef")
+               and level < CONTAINER_LEVELS):
+            out[row, level] = number.setdefault(parent.mem_id, len(number))
+            parent = parent.parent
+            level += 1
     return out
