@@ -222,9 +222,10 @@ fn limit(value: u64) -> Option<usize> {
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
 /// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
 /// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `with_features` 0 none, 1
-/// `blocks-v1`, 2 `blocks-v2` (with the extras), 3 `blocks-v3` (and the containers); `keep_hidden` nonzero segments
+/// `blocks-v1`, 2 `blocks-v2` (with the extras); `keep_hidden` nonzero segments
 /// without removing hidden elements (`PrepareSettings::keep_hidden`). A page's failure is
-/// status 1 with its `"<stage>: <reason>"` message.
+/// status 1 with its `"<stage>: <reason>"` message. `with_features` 3: `blocks-v3` (the
+/// extras and the container identifiers; `FeatureSet::from_ffi`).
 ///
 /// # Safety
 /// Pointers as documented; `out` is written on status 0.

@@ -197,7 +197,7 @@ pub(crate) fn prepare_text(
         let computed = catch_unwind(AssertUnwindSafe(|| {
             features::block_features(&map_html, &item_ids, extras, containers)
         }))
-            .map_err(|_| core_failed("features", "CoreError"))?;
+        .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {
         None

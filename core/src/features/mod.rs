@@ -790,7 +790,7 @@ mod tests {
         let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
         assert_eq!(x.len(), ids.len() * width);
         for row in 0..ids.len() {
-            assert_eq!(&x[row * width..row * width + before], &v2[row * before..(row + 1) * before]);
+            assert_eq!(&x[row * width..][..before], &v2[row * before..][..before]);
         }
         let containers = |row: usize| &x[row * width + before..(row + 1) * width];
         let (one, three, deep) = (containers(0), containers(2), containers(3));
