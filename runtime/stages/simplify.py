@@ -27,6 +27,14 @@ else is the same. Pages that fade their main content in (``style="opacity:0"`` u
 script runs) or fold it into accordions lose it to that removal, and no model can keep a
 block that does not exist; a bundle profile trained on this segmentation asks for it
 (manifest ``keep_hidden``, see ``runtime.model.bundle``).
+
+``drop_noscript`` (off by default, and off for the Orange models): remove every ``noscript``
+element, with all it holds, before segmenting (its tail text stays where it was); everything
+else is the same. A browser running scripts never renders ``<noscript>`` content, and pages
+put tracking pixels' markup there (lexbor parses it as text: ``<img src="http://...">`` as
+words), which a model rarely sees enough of to learn it is boilerplate; a bundle profile
+trained on this segmentation asks for it (manifest ``drop_noscript``). ``map_html`` keeps
+those elements, without ids.
 """
 
 from __future__ import annotations
@@ -42,12 +50,13 @@ class SimplifyError(ValueError):
     """A page that cannot be segmented (not text, say); the message names the reason."""
 
 
-def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
-             ) -> tuple[str, str]:
+def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False,
+             drop_noscript: bool = False) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``.
 
     Same contract and output as ``pulpie.simplify.simplify`` (with ``keep_hidden``: without
-    removing hidden elements); see the module docstring. A
+    removing hidden elements; with ``drop_noscript``: without ``noscript`` elements); see the
+    module docstring. A
     lone surrogate in ``html`` (a ``str`` can hold one) is ignored, as the reference's parser
     ignores it; it still counts as a character XML does not allow (which changes how blocks
     are cleaned, as in the reference).
@@ -63,6 +72,6 @@ def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
     if cutoff < 0:
         raise SimplifyError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
     try:
-        return native.simplify_page(html, cutoff, bool(keep_hidden))
+        return native.simplify_page(html, cutoff, bool(keep_hidden), bool(drop_noscript))
     except native.CoreError as exc:
         raise SimplifyError(str(exc)) from exc

@@ -1,0 +1,152 @@
+"""``drop_noscript``: the segmentation without ``noscript`` elements (an option of
+``stages.simplify``, a bundle profile's ``drop_noscript``). The core against the specification
+(``tests/spec/simplify_spec.py``) on every dev page; a hand-made page; a real page whose
+noscript blocks are tracking pixels' markup; bundles that ask for it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from spec import simplify_spec
+
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.flow.extractor import Extractor
+from pulpie_rt.runtime.flow.pages import Preparer
+from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.model.resolve import embedded_model_dir
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+from pulpie_rt.runtime.stages.simplify import simplify
+
+DEFAULT_MODEL_DIR = str(embedded_model_dir())
+
+# a tracking pixel's markup (as a page escapes it, and as elements) beside a paragraph, with
+# text after each noscript
+PIXEL = ('<html><body><div><p>The story itself, a paragraph of prose.</p>'
+         '<noscript>&lt;div style="position:absolute;"&gt;&lt;img width=1 height=1 '
+         'src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>after the pixel</div>'
+         '<p>first <noscript><img src="http://pixel.example/p.gif"></noscript>second</p>'
+         '</body></html>')
+HEAD = '<html><head><meta charset="utf-8"></head><body>'
+
+
+def test_drop_noscript_makes_no_block_of_a_noscript():
+    simplified, map_html = simplify(PIXEL)
+    assert simplified == (
+        HEAD + '<p _item_id="1">The story itself, a paragraph of prose.</p>'
+        '<noscript _item_id="2">&lt;div style="position:absolute;"&gt;&lt;img width=1 height=1 '
+        'src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>'
+        '<div _item_id="3">after the pixel</div><p _item_id="4">first</p>'
+        '<noscript _item_id="5"><img src="http://pixel.example/p.gif"></noscript>'
+        '<p _item_id="6">second</p></body></html>')
+    for keep_hidden in (False, True):
+        simplified, map_html = simplify(PIXEL, keep_hidden=keep_hidden, drop_noscript=True)
+        assert simplified == (
+            HEAD + '<p _item_id="1">The story itself, a paragraph of prose.</p>'
+            '<div _item_id="2">after the pixel</div><p _item_id="3">first second</p>'
+            "</body></html>")
+        # map_html keeps the page, its noscript elements without ids
+        assert map_html == (
+            '<html><head></head><body><div><p _item_id="1">The story itself, a paragraph of '
+            'prose.</p><noscript>&lt;div style="position:absolute;"&gt;&lt;img width=1 '
+            'height=1 src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>'
+            '<cc-alg-uc-text _item_id="2">after the pixel</cc-alg-uc-text></div>'
+            '<p _item_id="3">first <noscript><img src="http://pixel.example/p.gif">'
+            "</noscript>second</p></body></html>")
+        assert (simplified, map_html) == simplify_spec.simplify(
+            PIXEL, keep_hidden=keep_hidden, drop_noscript=True)
+        assert native.simplify_page(PIXEL, 500, keep_hidden, True) == (simplified, map_html)
+        # reconstruct maps labels back onto it (a noscript inside a kept block stays, as any
+        # descendant of one does)
+        _, item_ids = extract_blocks(simplified)
+        assert extract_main_html(map_html, dict.fromkeys(item_ids, "main")) == (
+            '<html><body><div><p _item_id="1">The story itself, a paragraph of prose.</p>'
+            'after the pixel</div><p _item_id="3">first <noscript>'
+            '<img src="http://pixel.example/p.gif"></noscript>second</p></body></html>')
+
+
+def test_core_equals_spec_with_drop_noscript_on_every_dev_page(dev_pages):
+    assert len(dev_pages) == 254
+    differ, fewer = [], 0
+    for page in dev_pages:
+        for keep_hidden in (False, True):
+            core = simplify(page["html"], keep_hidden=keep_hidden, drop_noscript=True)
+            if core != simplify_spec.simplify(page["html"], keep_hidden=keep_hidden,
+                                              drop_noscript=True):
+                differ.append(f"{page['id']} (keep_hidden={keep_hidden})")
+            elif keep_hidden:
+                fewer += core[0].count("_item_id=") < simplify(
+                    page["html"], keep_hidden=True)[0].count("_item_id=")
+    assert differ == []
+    assert fewer > 10  # the dev pages do lose noscript blocks: the comparison is not vacuous
+
+
+def test_yahoo_4_has_no_noscript_text_with_the_flag(dev_pages):
+    page = next(p for p in dev_pages if p["id"] == "readability/yahoo-4")
+    pixel = "b5.yahoo.co.jp/b?"
+    kept, _ = simplify(page["html"], keep_hidden=True)
+    assert kept.count("<noscript _item_id=") == 21 and pixel in kept
+    simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
+    assert "noscript" not in simplified and pixel not in simplified
+    assert map_html.count("<noscript>") == 21  # the page itself keeps them, without ids
+    blocks, _ = extract_blocks(simplified)
+    assert len(blocks) == len(extract_blocks(kept)[0]) - 21
+
+
+def test_prepare_page_takes_the_segmentation_bits():
+    page = native.prepare_page(None, PIXEL, None, None, 500, 1024, 4, 0, 1, True,
+                               keep_hidden=True, drop_noscript=True)
+    assert page.item_ids == ["1", "2", "3"] and page.features.shape[0] == 3
+    plain = native.prepare_page(None, PIXEL, None, None, 500, 1024, 4, 0, 1, True)
+    assert plain.item_ids == ["1", "2", "3", "4", "5", "6"]
+
+
+def _default_model_copy(tmp_path, fast_drop_noscript):
+    """The embedded default model's bundle, its files linked, its fast profile's
+    ``drop_noscript`` set (absent for None)."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir(parents=True)
+    for name in os.listdir(DEFAULT_MODEL_DIR):
+        if name != "manifest.json":
+            os.symlink(os.path.realpath(os.path.join(DEFAULT_MODEL_DIR, name)), bundle / name)
+    with open(os.path.join(DEFAULT_MODEL_DIR, "manifest.json"), encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    if fast_drop_noscript is not None:
+        manifest["profiles"]["fast"]["drop_noscript"] = fast_drop_noscript
+    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return bundle
+
+
+def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
+    path = _default_model_copy(tmp_path, True)
+    assert load_bundle(path, "fast").drop_noscript is True
+    assert load_bundle(path, "accurate").drop_noscript is False
+    assert Preparer.from_bundle(load_bundle(path, "fast")).drop_noscript is True
+    assert Preparer.from_bundle(load_bundle(path, "accurate")).drop_noscript is False
+    assert load_bundle(DEFAULT_MODEL_DIR, "fast").drop_noscript is False  # not retrained yet
+    dropped = Extractor(path, profile="fast").extract(PIXEL)
+    assert dropped.error is None and "b5.example.jp" not in dropped.markdown
+    assert set(dropped.labels) <= {"1", "2", "3"}
+
+
+def test_drop_noscript_must_be_a_boolean_of_a_profile(tmp_path):
+    path = _default_model_copy(tmp_path, 1)
+    with pytest.raises(BundleError) as error:
+        load_bundle(path, "accurate")  # every profile is checked, not only the one asked for
+    assert str(error.value) == (f"{path / 'manifest.json'}: profiles.fast.drop_noscript must "
+                                "be true or false, not 1")
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["profiles"]["fast"]["drop_noscript"] = True
+    manifest["drop_noscript"] = True
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(BundleError) as error:
+        load_bundle(path)
+    assert str(error.value) == (
+        f"{path / 'manifest.json'}: drop_noscript is a profile's setting "
+        "(profiles.<name>.drop_noscript), not the manifest's: the top level is what readers "
+        "without profiles run, and they segment as the reference does")
+    manifest["drop_noscript"] = False  # what readers without profiles do anyway
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert load_bundle(path).drop_noscript is False and load_bundle(path, "fast").drop_noscript
