@@ -150,3 +150,64 @@ def test_drop_noscript_must_be_a_boolean_of_a_profile(tmp_path):
     manifest["drop_noscript"] = False  # what readers without profiles do anyway
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert load_bundle(path).drop_noscript is False and load_bundle(path, "fast").drop_noscript
+
+
+# ── the fast profile is trained on the segmentation it runs with ──────────────────────────
+
+
+@pytest.fixture(scope="module")
+def yahoo_corpus(tmp_path_factory, dev_pages):
+    """A corpus ``mini`` of one real page: ``readability/yahoo-4`` (21 noscript blocks)."""
+    import gzip
+
+    folder = tmp_path_factory.mktemp("corpus")
+    with gzip.open(folder / "mini.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(next(p for p in dev_pages if p["id"] == "readability/yahoo-4"))
+                 + "\n")
+    return folder
+
+
+def test_segmentation_key_names_each_setting():
+    from pulpie_rt.train.data import segmentation_key
+
+    assert segmentation_key(False) == segmentation_key(False, False) == ""
+    assert segmentation_key(True) == "-keep-hidden"
+    assert segmentation_key(False, True) == "-drop-noscript"
+    assert segmentation_key(True, True) == "-keep-hidden-drop-noscript"
+
+
+def test_training_data_and_features_are_cached_per_noscript_setting(yahoo_corpus, tmp_path,
+                                                                    monkeypatch):
+    from pulpie_rt.train.data import prepare_pages
+    from pulpie_rt.train.rescorer import training_pages
+
+    monkeypatch.setenv("PULPIE_RT_CORPUS", str(yahoo_corpus))
+    cache = tmp_path / "cache"
+    [kept] = prepare_pages("mini", 1, cache, keep_hidden=True)
+    [dropped] = prepare_pages("mini", 1, cache, keep_hidden=True, drop_noscript=True)
+    names = sorted(p.name for p in cache.iterdir())
+    assert len(names) == 2 and names[0].endswith("-keep-hidden-drop-noscript.jsonl.gz")
+    assert names[1] == names[0].replace("-drop-noscript", "")
+    assert len(dropped["blocks"]) == len(kept["blocks"]) - 21
+    assert not any("b5.yahoo.co.jp" in block for block in dropped["blocks"])
+    _, [features], [labels] = training_pages("mini", 1, cache, keep_hidden=True,
+                                             drop_noscript=True)
+    assert len(features) == len(labels) == len(dropped["blocks"])
+    assert len([p for p in cache.iterdir() if p.name.endswith("-drop-noscript.npz")]) == 1
+
+
+def test_the_model_card_says_when_the_fast_profile_drops_noscript():
+    from pulpie_rt.train.card import model_card
+    from pulpie_rt.train.fit import Recipe
+
+    assert Recipe().fast_drop_noscript is True
+    folder = embedded_model_dir()
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    results["fast"].pop("drop_noscript", None)
+    assert "noscript" not in model_card(results, manifest, 1)
+    results["fast"]["drop_noscript"] = True
+    card = model_card(results, manifest, 1)
+    assert "- The `fast` profile drops `<noscript>` elements (manifest " \
+           "`profiles.fast.drop_noscript`)" in card
+    assert "; it keeps hidden elements (above); it drops noscript elements (above)." in card
