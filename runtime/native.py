@@ -222,7 +222,7 @@ def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
                   drop_noscript: bool = False) -> tuple[str, str]:
     """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``);
     ``keep_hidden``: without removing the elements the reference removes as hidden;
-    ``drop_noscript``: without ``noscript`` elements."""
+    ``drop_noscript``: without the ``noscript`` elements that hold no block."""
     lib = _library()
     data = _page_bytes(html)
     out = _SimplifyOutput()
@@ -897,7 +897,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``);
     ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
-    ``noscript`` elements (``simplify_page``; the core takes both as one bitmask). A lone
+    the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
+    bitmask). A lone
     surrogate in ``html`` travels as ``surrogatepass`` writes it (the simplify stage ignores
     it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""

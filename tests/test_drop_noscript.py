@@ -1,7 +1,9 @@
-"""``drop_noscript``: the segmentation without ``noscript`` elements (an option of
-``stages.simplify``, a bundle profile's ``drop_noscript``). The core against the specification
-(``tests/spec/simplify_spec.py``) on every dev page; a hand-made page; a real page whose
-noscript blocks are tracking pixels' markup; bundles that ask for it."""
+"""``drop_noscript``: the segmentation without the ``noscript`` elements that hold no block (an
+option of
+``stages.simplify``, a bundle profile's ``drop_noscript``). The core against the
+specification (``tests/spec/simplify_spec.py``) on every dev page; a hand-made page; a real
+page whose noscript blocks are tracking pixels' markup, one whose main content is in a
+noscript; bundles that ask for it; the training caches."""
 
 from __future__ import annotations
 
@@ -23,16 +25,18 @@ from pulpie_rt.runtime.stages.simplify import simplify
 DEFAULT_MODEL_DIR = str(embedded_model_dir())
 
 # a tracking pixel's markup (as a page escapes it, and as elements) beside a paragraph, with
-# text after each noscript
+# text after each noscript; a forum thread served to crawlers in a noscript, a pixel in it
 PIXEL = ('<html><body><div><p>The story itself, a paragraph of prose.</p>'
          '<noscript>&lt;div style="position:absolute;"&gt;&lt;img width=1 height=1 '
          'src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>after the pixel</div>'
          '<p>first <noscript><img src="http://pixel.example/p.gif"></noscript>second</p>'
-         '</body></html>')
+         '<noscript data-path="/t/1"><div><p>The thread, served to crawlers.</p>'
+         '<noscript><a href="/x"><img src="http://pixel.example/q.gif"></a></noscript></div>'
+         '</noscript></body></html>')
 HEAD = '<html><head><meta charset="utf-8"></head><body>'
 
 
-def test_drop_noscript_makes_no_block_of_a_noscript():
+def test_drop_noscript_makes_no_block_of_a_noscript_holding_no_block():
     simplified, map_html = simplify(PIXEL)
     assert simplified == (
         HEAD + '<p _item_id="1">The story itself, a paragraph of prose.</p>'
@@ -40,21 +44,26 @@ def test_drop_noscript_makes_no_block_of_a_noscript():
         'src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>'
         '<div _item_id="3">after the pixel</div><p _item_id="4">first</p>'
         '<noscript _item_id="5"><img src="http://pixel.example/p.gif"></noscript>'
-        '<p _item_id="6">second</p></body></html>')
+        '<p _item_id="6">second</p><p _item_id="7">The thread, served to crawlers.</p>'
+        '<noscript _item_id="8"><a><img src="http://pixel.example/q.gif"></a></noscript>'
+        "</body></html>")
     for keep_hidden in (False, True):
         simplified, map_html = simplify(PIXEL, keep_hidden=keep_hidden, drop_noscript=True)
+        # the pixels go (the runs beside the inline one join); the thread stays
         assert simplified == (
             HEAD + '<p _item_id="1">The story itself, a paragraph of prose.</p>'
             '<div _item_id="2">after the pixel</div><p _item_id="3">first second</p>'
-            "</body></html>")
-        # map_html keeps the page, its noscript elements without ids
+            '<p _item_id="4">The thread, served to crawlers.</p></body></html>')
+        # map_html keeps the page, the removed noscript elements without ids
         assert map_html == (
             '<html><head></head><body><div><p _item_id="1">The story itself, a paragraph of '
             'prose.</p><noscript>&lt;div style="position:absolute;"&gt;&lt;img width=1 '
             'height=1 src="http://b5.example.jp/b?P=1"&gt;&lt;/div&gt;</noscript>'
             '<cc-alg-uc-text _item_id="2">after the pixel</cc-alg-uc-text></div>'
             '<p _item_id="3">first <noscript><img src="http://pixel.example/p.gif">'
-            "</noscript>second</p></body></html>")
+            '</noscript>second</p><noscript data-path="/t/1"><div><p _item_id="4">The thread, '
+            'served to crawlers.</p><noscript><a href="/x"><img '
+            'src="http://pixel.example/q.gif"></a></noscript></div></noscript></body></html>')
         assert (simplified, map_html) == simplify_spec.simplify(
             PIXEL, keep_hidden=keep_hidden, drop_noscript=True)
         assert native.simplify_page(PIXEL, 500, keep_hidden, True) == (simplified, map_html)
@@ -64,7 +73,9 @@ def test_drop_noscript_makes_no_block_of_a_noscript():
         assert extract_main_html(map_html, dict.fromkeys(item_ids, "main")) == (
             '<html><body><div><p _item_id="1">The story itself, a paragraph of prose.</p>'
             'after the pixel</div><p _item_id="3">first <noscript>'
-            '<img src="http://pixel.example/p.gif"></noscript>second</p></body></html>')
+            '<img src="http://pixel.example/p.gif"></noscript>second</p>'
+            '<noscript data-path="/t/1"><div><p _item_id="4">The thread, served to crawlers.</p>'
+            "</div></noscript></body></html>")
 
 
 def test_core_equals_spec_with_drop_noscript_on_every_dev_page(dev_pages):
@@ -95,12 +106,21 @@ def test_yahoo_4_has_no_noscript_text_with_the_flag(dev_pages):
     assert len(blocks) == len(extract_blocks(kept)[0]) - 21
 
 
+def test_a_forum_thread_in_a_noscript_stays(dev_pages):
+    # a Discourse forum page: the thread is in <noscript data-path=...>, the page's whole
+    # main content as it was scraped
+    page = next(p for p in dev_pages if p["id"] == "wcxb/dev/1764")
+    dropped = simplify(page["html"], keep_hidden=True, drop_noscript=True)
+    assert dropped == simplify(page["html"], keep_hidden=True)
+    assert "As software development continues to evolve rapidly" in dropped[0]
+
+
 def test_prepare_page_takes_the_segmentation_bits():
     page = native.prepare_page(None, PIXEL, None, None, 500, 1024, 4, 0, 1, True,
                                keep_hidden=True, drop_noscript=True)
-    assert page.item_ids == ["1", "2", "3"] and page.features.shape[0] == 3
+    assert page.item_ids == ["1", "2", "3", "4"] and page.features.shape[0] == 4
     plain = native.prepare_page(None, PIXEL, None, None, 500, 1024, 4, 0, 1, True)
-    assert plain.item_ids == ["1", "2", "3", "4", "5", "6"]
+    assert plain.item_ids == [str(i) for i in range(1, 9)]
 
 
 def _default_model_copy(tmp_path, fast_drop_noscript):
@@ -128,7 +148,7 @@ def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
     assert load_bundle(DEFAULT_MODEL_DIR, "fast").drop_noscript is False  # not retrained yet
     dropped = Extractor(path, profile="fast").extract(PIXEL)
     assert dropped.error is None and "b5.example.jp" not in dropped.markdown
-    assert set(dropped.labels) <= {"1", "2", "3"}
+    assert set(dropped.labels) <= {"1", "2", "3", "4"}
 
 
 def test_drop_noscript_must_be_a_boolean_of_a_profile(tmp_path):

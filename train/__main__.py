@@ -70,7 +70,8 @@ def set_profiles(bundle: Path, fast: dict, default_profile: str) -> None:
     ``rescorer`` with the transformer (they stay at the top level too, for readers without
     profiles: the compiled core's C library), ``fast`` = ``fast``'s without it, segmenting
     pages without removing hidden elements when it was trained so (``keep_hidden``), and
-    without ``noscript`` elements when it was trained so (``drop_noscript``)."""
+    without the ``noscript`` elements that hold no block when it was trained so
+    (``drop_noscript``)."""
     path = bundle / MANIFEST_NAME
     manifest = json.loads(path.read_text(encoding="utf-8"))
     fast_profile = {"transformer": False, "decoding": fast["decoding"],

@@ -89,10 +89,12 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   transformer was trained on it, and the Orange models need it exactly).""" if keeps_hidden else ""
     noscript_text = """
 - The `fast` profile drops `<noscript>` elements (manifest `profiles.fast.drop_noscript`):
-  it segments pages without them, and its rescorer is trained and calibrated so. A browser
-  running scripts never shows them, and pages put tracking pixels' markup there as text
-  (`<img src="http://...">`), which the rescorer sees too rarely to learn it is boilerplate.
-  The `accurate` profile keeps them, as the reference segmentation does.""" \
+  it segments pages without those that hold no block (only text and inline elements), and
+  its rescorer is trained and calibrated so. A browser running scripts never shows them, and
+  pages put tracking pixels there (`<img src="http://...">`, or that markup as text), which
+  the rescorer sees too rarely to learn it is boilerplate. A `<noscript>` that holds blocks
+  stays (Discourse and Flarum forums serve the whole thread in one). The `accurate` profile
+  keeps them all, as the reference segmentation does.""" \
         if drops_noscript else ""
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then

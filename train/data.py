@@ -4,7 +4,7 @@
 caches the result (gzip JSONL, one record per page: ``id``, ``blocks``, ``labels``) under
 ``build/train-data/``, keyed by the corpus file's size and mtime, this code's rule and the
 segmentation (``keep_hidden``: without removing hidden elements, ``drop_noscript``: without
-``noscript`` elements, as the fast profile runs), so
+the ``noscript`` elements that hold no block, as the fast profile runs), so
 the tokenizer and the model are trained on exactly what the runtime will feed them.
 """
 

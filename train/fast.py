@@ -26,8 +26,8 @@ With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages
 without removing hidden elements (``stages.simplify``'s ``keep_hidden``), as the fast profile
 then runs (its manifest entry says ``"keep_hidden": true``): main content that a page fades in
 or folds away exists as blocks to learn from and to keep. With ``Recipe.fast_drop_noscript``
-(also the shipped recipe) they are segmented without ``noscript`` elements too
-(``"drop_noscript": true``): tracking pixels' markup there never becomes a block.
+(also the shipped recipe) they are segmented without the ``noscript`` elements that hold no
+block too (``"drop_noscript": true``): tracking pixels' markup there never becomes a block.
 """
 
 from __future__ import annotations

@@ -79,8 +79,8 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
 /// (`simplify::Flags::keep_hidden`; not the reference's segmentation).
 pub const SIMPLIFY_KEEP_HIDDEN: u32 = 1;
 
-/// `pulpie_rt_simplify_page_flags` flag: remove every `noscript` element before segmenting
-/// (`simplify::Flags::drop_noscript`; not the reference's segmentation).
+/// `pulpie_rt_simplify_page_flags` flag: remove the `noscript` elements that hold no block
+/// before segmenting (`simplify::Flags::drop_noscript`; not the reference's segmentation).
 pub const SIMPLIFY_DROP_NOSCRIPT: u32 = 2;
 
 /// `pulpie_rt_simplify_page` with `flags`: 0, or `SIMPLIFY_KEEP_HIDDEN` and/or

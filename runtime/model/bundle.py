@@ -67,9 +67,9 @@ top-level ``keep_hidden`` other than false is refused. The Orange bundles never 
 blocks must equal the reference's).
 
 ``"drop_noscript": true`` is a profile's setting in the same way (a JSON boolean; absent: false;
-refused at the top level likewise): its pages are segmented without ``noscript`` elements
-(``runtime.stages.simplify``'s ``drop_noscript``: a browser running scripts never renders
-them, and pages put tracking pixels' markup there); ``Bundle.drop_noscript``.
+refused at the top level likewise): its pages are segmented without the ``noscript`` elements
+that hold no block (``runtime.stages.simplify``'s ``drop_noscript``: a browser running scripts
+never renders them, and pages put tracking pixels there); ``Bundle.drop_noscript``.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ class Bundle:
 
     @property
     def drop_noscript(self) -> bool:
-        """Whether pages are segmented without ``noscript`` elements (the selected profile's
+        """Whether pages are segmented without the ``noscript`` elements that hold no block
+        (``stages.simplify``'s ``drop_noscript``; the selected profile's
         ``drop_noscript``; False for a bundle without profiles)."""
         return self.manifest.get("drop_noscript") is True
 

@@ -138,15 +138,24 @@ def _remove_hidden(root: Node) -> None:
         node.parent = None
 
 
+def _holds_only_inline(node: Node) -> bool:
+    """Whether ``node`` holds nothing but text and inline elements (no block of its own)."""
+    return all(d.tag in INLINE_TAGS for d in node.iter() if d is not node)
+
+
 def _remove_noscript(root: Node) -> None:
-    """Remove every ``noscript`` element under ``root`` with all it holds (``drop_noscript``),
-    its tail text kept where it was: after the previous sibling, or first in the parent (not
-    ``_remove_hidden``'s placement, a reference quirk kept for parity only)."""
+    """Remove each ``noscript`` element under ``root`` that holds nothing but text and inline
+    elements, with all it holds (``drop_noscript``): a tracking pixel's ``<img>``, markup
+    escaped as text, "please enable JavaScript". One that holds blocks stays (its inner
+    ``noscript``s are judged alike): Discourse and Flarum forums serve the whole thread there,
+    the main content of the page as scraped. Its tail text stays where it was: after the
+    previous sibling, or first in the parent (not ``_remove_hidden``'s placement, a reference
+    quirk kept for parity only)."""
     found: list[Node] = []
     stack = [root]
     while stack:
         node = stack.pop()
-        if node is not root and node.tag == "noscript":
+        if node is not root and node.tag == "noscript" and _holds_only_inline(node):
             found.append(node)  # what it holds goes with it: not searched
             continue
         stack.extend(node.children)

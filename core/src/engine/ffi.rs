@@ -222,11 +222,10 @@ fn limit(value: u64) -> Option<usize> {
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
 /// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
 /// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `with_features` 0 none, 1
-/// `blocks-v1`, 2 `blocks-v2` (with the extras); `segmentation` holds the
-/// simplify flags' bits (`SIMPLIFY_KEEP_HIDDEN` 1: without removing hidden elements,
-/// `SIMPLIFY_DROP_NOSCRIPT` 2: without `noscript` elements; `PrepareSettings`), 0 the
-/// reference's segmentation. A page's failure is
-/// status 1 with its `"<stage>: <reason>"` message.
+/// `blocks-v1`, 2 `blocks-v2` (with the extras); `segmentation`: the simplify flags' bits
+/// (`SIMPLIFY_KEEP_HIDDEN` 1: without removing hidden elements, `SIMPLIFY_DROP_NOSCRIPT` 2:
+/// without the `noscript` elements that hold no block; `PrepareSettings`), 0 the reference's
+/// segmentation. A page's failure is status 1 with its `"<stage>: <reason>"` message.
 ///
 /// # Safety
 /// Pointers as documented; `out` is written on status 0.

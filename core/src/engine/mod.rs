@@ -139,8 +139,9 @@ pub(crate) struct PrepareSettings {
     /// profile's `keep_hidden`, Python page flow only: the C library's engine runs the
     /// reference's segmentation)
     pub keep_hidden: bool,
-    /// segment without `noscript` elements (`simplify::Flags::drop_noscript`; a bundle
-    /// profile's `drop_noscript`, Python page flow only, as `keep_hidden`)
+    /// segment without the `noscript` elements that hold no block
+    /// (`simplify::Flags::drop_noscript`; a bundle profile's `drop_noscript`, Python page
+    /// flow only, as `keep_hidden`)
     pub drop_noscript: bool,
 }
 
