@@ -898,9 +898,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``);
     ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
     the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
-    bitmask). A lone
-    surrogate in ``html`` travels as ``surrogatepass`` writes it (the simplify stage ignores
-    it, as the specification's parser does).
+    bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
+    simplify stage ignores it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
     lib = _engine_library()
     data = _page_bytes(html)

@@ -191,7 +191,7 @@ class Preparer:
         self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
         # True: segmented without removing hidden elements (a profile's keep_hidden)
         self.keep_hidden = keep_hidden
-        # True: segmented without noscript elements (a profile's drop_noscript)
+        # True: segmented without the noscript elements that hold no block (drop_noscript)
         self.drop_noscript = drop_noscript
         self.feature_layout = feature_layout  # the rescorer's (blocks-v2: with the extras)
         self._tokenizer = None
