@@ -209,17 +209,26 @@ def _page_bytes(html: str) -> bytes:
 
 
 _SIMPLIFY_KEEP_HIDDEN = 1  # lib.rs SIMPLIFY_KEEP_HIDDEN
+_SIMPLIFY_DROP_NOSCRIPT = 2  # lib.rs SIMPLIFY_DROP_NOSCRIPT
 
 
-def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False
-                  ) -> tuple[str, str]:
+def _segmentation_flags(keep_hidden: bool, drop_noscript: bool) -> int:
+    """The simplify flags' bits (``pulpie_rt_simplify_page_flags``' ``flags``,
+    ``pulpie_rt_prepare_page``'s ``segmentation``)."""
+    return ((_SIMPLIFY_KEEP_HIDDEN if keep_hidden else 0)
+            | (_SIMPLIFY_DROP_NOSCRIPT if drop_noscript else 0))
+
+
+def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
+                  drop_noscript: bool = False) -> tuple[str, str]:
     """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``);
-    ``keep_hidden``: without removing the elements the reference removes as hidden."""
+    ``keep_hidden``: without removing the elements the reference removes as hidden;
+    ``drop_noscript``: without the ``noscript`` elements that hold no block."""
     lib = _library()
     data = _page_bytes(html)
     out = _SimplifyOutput()
     status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length,
-                                               _SIMPLIFY_KEEP_HIDDEN if keep_hidden else 0,
+                                               _segmentation_flags(keep_hidden, drop_noscript),
                                                ctypes.byref(out))
     _check(status, out.reason)
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
@@ -885,16 +894,17 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                  max_page_tokens: int | None, cutoff_length: int, max_tokens: int,
                  sep_id: int, bos_id: int | None, eos_id: int | None,
                  with_features: bool, keep_hidden: bool = False, extras: bool = False,
-                 containers: bool = False) -> PreparedCore:
+                 containers: bool = False, drop_noscript: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``;
     with the extras and the containers, ``blocks-v3``, when ``containers``);
-    ``keep_hidden``: segmented without removing hidden elements (``simplify_page``). A lone
-    surrogate in ``html`` travels as ``surrogatepass`` writes it (the simplify stage ignores
-    it, as the specification's parser does).
+    ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
+    the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
+    bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
+    simplify stage ignores it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
     lib = _engine_library()
     data = _page_bytes(html)
@@ -907,7 +917,7 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
         cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
         -1 if eos_id is None else eos_id,
         (3 if containers else 2 if extras else 1) if with_features else 0,
-        1 if keep_hidden else 0, ctypes.byref(out), ctypes.byref(message))
+        _segmentation_flags(keep_hidden, drop_noscript), ctypes.byref(out), ctypes.byref(message))
     if status != 0:
         text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
         if status == 1:

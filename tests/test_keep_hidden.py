@@ -219,19 +219,23 @@ def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, t
     bundle.mkdir(parents=True)
     logged = []
     fast = write_fast_rescorer(bundle, recipe, log=logged.append)
-    assert fast["keep_hidden"] is True
-    assert any(line.endswith("hidden elements kept") for line in logged)
+    assert fast["keep_hidden"] is True and fast["drop_noscript"] is True
+    assert any(line.endswith("hidden elements kept, noscript elements dropped")
+               for line in logged)
     assert [p.name for p in (tmp_path / "build" / "train-data").iterdir()
-            if "keep-hidden" in p.name] != []
+            if p.name.endswith("-keep-hidden-drop-noscript.jsonl.gz")] != []
     (bundle / "manifest.json").write_text(json.dumps({"decoding": {"keep_best_block": True}}))
     set_profiles(bundle, fast, "accurate")
     profiles = json.loads((bundle / "manifest.json").read_text())["profiles"]
     assert profiles["fast"]["keep_hidden"] is True and "keep_hidden" not in profiles["accurate"]
-    unkept = write_fast_rescorer(bundle, replace(recipe, fast_keep_hidden=False),
-                                 log=logged.append)
+    assert profiles["fast"]["drop_noscript"] is True and "drop_noscript" not in profiles["accurate"]
+    unkept = write_fast_rescorer(bundle, replace(recipe, fast_keep_hidden=False,
+                                                 fast_drop_noscript=False), log=logged.append)
+    assert any(line.endswith("hidden elements removed, noscript elements kept")
+               for line in logged)
     set_profiles(bundle, unkept, "accurate")
     profiles = json.loads((bundle / "manifest.json").read_text())["profiles"]
-    assert "keep_hidden" not in profiles["fast"]
+    assert "keep_hidden" not in profiles["fast"] and "drop_noscript" not in profiles["fast"]
 
 
 def test_the_model_card_says_when_the_fast_profile_keeps_hidden_elements():

@@ -69,13 +69,17 @@ def set_profiles(bundle: Path, fast: dict, default_profile: str) -> None:
     """The manifest's ``profiles``: ``accurate`` = the manifest's own ``decoding`` and
     ``rescorer`` with the transformer (they stay at the top level too, for readers without
     profiles: the compiled core's C library), ``fast`` = ``fast``'s without it, segmenting
-    pages without removing hidden elements when it was trained so (``keep_hidden``)."""
+    pages without removing hidden elements when it was trained so (``keep_hidden``), and
+    without the ``noscript`` elements that hold no block when it was trained so
+    (``drop_noscript``)."""
     path = bundle / MANIFEST_NAME
     manifest = json.loads(path.read_text(encoding="utf-8"))
     fast_profile = {"transformer": False, "decoding": fast["decoding"],
                     "rescorer": fast["rescorer"]}
     if fast.get("keep_hidden"):
         fast_profile["keep_hidden"] = True
+    if fast.get("drop_noscript"):
+        fast_profile["drop_noscript"] = True
     manifest["profiles"] = {
         "fast": fast_profile,
         "accurate": {"transformer": True, "decoding": manifest.get("decoding"),
@@ -228,7 +232,8 @@ def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> in
                                      "train_minutes")}
     transformer_recipe = {k: v for k, v in previous["recipe"].items()
                           if k not in ("fast_folds", "fast_word_weights", "fast_keep_hidden",
-                                       "fast_selection", "default_profile")}
+                                       "fast_drop_noscript", "fast_selection",
+                                       "default_profile")}
     if {k: v for k, v in asdict(recipe).items() if k in transformer_recipe} != transformer_recipe:
         raise SystemExit("--fast-only: the recipe differs from the shipped model's in its "
                          "transformer or accurate rescorer settings: run the whole command")

@@ -69,6 +69,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
                  if recipe.get("fast_word_weights", True) else "every block weighted alike")
     weighting += "; the second stage learns from out-of-fold first-stage probabilities"
     keeps_hidden = bool(fast.get("keep_hidden"))
+    drops_noscript = bool(fast.get("drop_noscript"))
     fast_layout = manifest["profiles"]["fast"]["rescorer"]["features"]
     selection_text = (
         "A page's main blocks are those whose selection\n  maximises its expected word F1 "
@@ -86,6 +87,15 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   specifications into collapsed accordion panels; removed, those blocks never exist and no
   model can keep them. The `accurate` profile keeps the reference segmentation (the
   transformer was trained on it, and the Orange models need it exactly).""" if keeps_hidden else ""
+    noscript_text = """
+- The `fast` profile drops `<noscript>` elements (manifest `profiles.fast.drop_noscript`):
+  it segments pages without those that hold no block (only text and inline elements), and
+  its rescorer is trained and calibrated so. A browser running scripts never shows them, and
+  pages put tracking pixels there (`<img src="http://...">`, or that markup as text), which
+  the rescorer sees too rarely to learn it is boilerplate. A `<noscript>` that holds blocks
+  stays (Discourse and Flarum forums serve the whole thread in one). The `accurate` profile
+  keeps them all, as the reference segmentation does.""" \
+        if drops_noscript else ""
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -101,7 +111,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   ({fast['folds']} folds of whole train pages). {selection_text} `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
-  dev page is used to train or calibrate it.{hidden_text}"""
+  dev page is used to train or calibrate it.{hidden_text}{noscript_text}"""
     return f"""# pulpie-rt default model
 
 The model `Extractor()`, `Pipeline()` and `pulpie-rt run` use when no model is given (and
@@ -132,7 +142,8 @@ by their authors on far more data.
 
 - `fast`: the block rescorer over the page's DOM features alone (no transformer, no
   tokenizer): about 50 times less CPU per page than `accurate`{
-      "; it keeps hidden elements (above)" if keeps_hidden else ""}.
+      "; it keeps hidden elements (above)" if keeps_hidden else ""}{
+      "; it drops noscript elements (above)" if drops_noscript else ""}.
 - `accurate`: the transformer over 1,024-token windows plus its rescorer (decoding above).
 
 The manifest's top-level `decoding` and `rescorer` are the `accurate` profile's, so readers

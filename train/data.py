@@ -3,7 +3,8 @@
 ``prepare_pages`` runs simplify -> blocks -> labels for many pages in worker processes and
 caches the result (gzip JSONL, one record per page: ``id``, ``blocks``, ``labels``) under
 ``build/train-data/``, keyed by the corpus file's size and mtime, this code's rule and the
-segmentation (``keep_hidden``: without removing hidden elements, as the fast profile runs), so
+segmentation (``keep_hidden``: without removing hidden elements, ``drop_noscript``: without
+the ``noscript`` elements that hold no block, as the fast profile runs), so
 the tokenizer and the model are trained on exactly what the runtime will feed them.
 """
 
@@ -24,37 +25,39 @@ from pulpie_rt.runtime.stages.simplify import simplify
 CACHE_DIR = Path("build") / "train-data"
 
 
-def page_blocks(page: dict, keep_hidden: bool = False) -> dict:
+def page_blocks(page: dict, keep_hidden: bool = False, drop_noscript: bool = False) -> dict:
     """``id``, ``blocks`` (the model's strings) and rule ``labels`` of one corpus page
-    (segmented with ``keep_hidden``, see ``stages.simplify``)."""
-    simplified, _ = simplify(page["html"], keep_hidden=keep_hidden)
+    (segmented with ``keep_hidden`` and ``drop_noscript``, see ``stages.simplify``)."""
+    simplified, _ = simplify(page["html"], keep_hidden=keep_hidden, drop_noscript=drop_noscript)
     blocks, _ = extract_blocks(simplified)
     reference = page.get("reference")
     labels = label_blocks(blocks, reference) if reference else None
     return {"id": page["id"], "blocks": blocks, "labels": labels}
 
 
-def segmentation_key(keep_hidden: bool) -> str:
+def segmentation_key(keep_hidden: bool, drop_noscript: bool = False) -> str:
     """The part of a cache file's name that says how pages were segmented (empty for the
     reference's segmentation: the names of earlier caches stay valid)."""
-    return "-keep-hidden" if keep_hidden else ""
+    return ("-keep-hidden" if keep_hidden else "") + ("-drop-noscript" if drop_noscript else "")
 
 
 def prepare_pages(name: str = "train", workers: int | None = None,
-                  cache_dir: Path = CACHE_DIR, keep_hidden: bool = False) -> list[dict]:
+                  cache_dir: Path = CACHE_DIR, keep_hidden: bool = False,
+                  drop_noscript: bool = False) -> list[dict]:
     """Blocks and labels of every page of corpus ``name`` (cached after the first run),
-    segmented with ``keep_hidden``."""
+    segmented with ``keep_hidden`` and ``drop_noscript``."""
     source = corpus_path(name)
     stat = source.stat()
     key = (f"{name}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
-           f"{segmentation_key(keep_hidden)}")
+           f"{segmentation_key(keep_hidden, drop_noscript)}")
     cache = Path(cache_dir) / f"{key}.jsonl.gz"
     if cache.is_file():
         with gzip.open(cache, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh]
     workers = workers or os.cpu_count() or 1
     with ProcessPoolExecutor(workers) as pool:
-        segment = functools.partial(page_blocks, keep_hidden=keep_hidden)
+        segment = functools.partial(page_blocks, keep_hidden=keep_hidden,
+                                    drop_noscript=drop_noscript)
         records = list(pool.map(segment, iter_pages(name), chunksize=4))
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_suffix(f".tmp-{os.getpid()}")

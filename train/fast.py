@@ -25,7 +25,9 @@ Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against L
 With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages segmented
 without removing hidden elements (``stages.simplify``'s ``keep_hidden``), as the fast profile
 then runs (its manifest entry says ``"keep_hidden": true``): main content that a page fades in
-or folds away exists as blocks to learn from and to keep.
+or folds away exists as blocks to learn from and to keep. With ``Recipe.fast_drop_noscript``
+(also the shipped recipe) they are segmented without the ``noscript`` elements that hold no
+block too (``"drop_noscript": true``): tracking pixels' markup there never becomes a block.
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 def _page_texts(job: tuple) -> tuple[str, list[str]]:
     """One page's main-content text at every threshold (the runtime's decoding of a
     rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
-    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``, its
+    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden`` and
+    ``drop_noscript``, its
     blocks selected by expected F1 when the job's ``expected_f1`` says so (then the threshold
     is the shift of the log-odds)."""
     from pulpie_rt.runtime import native
@@ -127,8 +130,9 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    page, scores, thresholds, keep_hidden, expected_f1 = job
-    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
+    page, scores, thresholds, keep_hidden, drop_noscript, expected_f1 = job
+    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden,
+                                    drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
     features = block_features(map_html, item_ids) if expected_f1 else None
@@ -147,17 +151,19 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
 
 def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
                         thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print,
-                        keep_hidden: bool = True, expected_f1: bool = False
-                        ) -> tuple[float, dict[str, float]]:
+                        keep_hidden: bool = True, expected_f1: bool = False,
+                        drop_noscript: bool = True) -> tuple[float, dict[str, float]]:
     """The threshold of ``thresholds`` with the best mean word F1 over the pages of ``corpus``
     in ``scores`` (ties: the one nearest 0), and every F1 tried; the pages segmented with
-    ``keep_hidden`` (the segmentation ``scores`` were computed on), their blocks selected by
+    ``keep_hidden`` and ``drop_noscript`` (the segmentation ``scores`` were computed on), their
+    blocks selected by
     expected F1 when ``expected_f1`` (the threshold shifting the log-odds)."""
     from pulpie_rt.eval.metrics import score_pages
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     references = {p["id"]: p["reference"] for p in pages}
-    jobs = ((p, scores[p["id"]], thresholds, keep_hidden, expected_f1) for p in pages)
+    jobs = ((p, scores[p["id"]], thresholds, keep_hidden, drop_noscript, expected_f1)
+            for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         texts = dict(pool.map(_page_texts, jobs, chunksize=4))
     f1: dict[str, float] = {}
@@ -177,14 +183,17 @@ def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int
 def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
     ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
-    manifest's ``rescorer``, ``decoding`` and ``keep_hidden`` entries of the fast profile."""
+    manifest's ``rescorer``, ``decoding``, ``keep_hidden`` and ``drop_noscript`` entries of the
+    fast profile."""
     keep_hidden = recipe.fast_keep_hidden
+    drop_noscript = recipe.fast_drop_noscript
     ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden,
-                                           layout=CONTEXT_FEATURES)
+                                           layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
         f"{rows[0].shape[1]} columns ({CONTEXT_VERSION}), hidden elements "
-        f"{'kept' if keep_hidden else 'removed'}")
+        f"{'kept' if keep_hidden else 'removed'}, noscript elements "
+        f"{'dropped' if drop_noscript else 'kept'}")
     all_labels = np.concatenate(labels)
     first_oof = out_of_fold(rows, labels, context_names(), recipe, log)
     first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
@@ -211,7 +220,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     expected_f1 = recipe.fast_selection == "expected_f1"
     threshold, f1 = calibrate_threshold(
         recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
-        log=log, keep_hidden=keep_hidden, expected_f1=expected_f1)
+        log=log, keep_hidden=keep_hidden, expected_f1=expected_f1, drop_noscript=drop_noscript)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     return {
@@ -221,6 +230,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         "decoding": {"keep_best_block": True, "main_margin": threshold,
                      **({"selection": "expected_f1"} if expected_f1 else {})},
         "keep_hidden": keep_hidden,
+        "drop_noscript": drop_noscript,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
         "trees_per_stage": recipe.rescorer_rounds,
         "onnx_bytes": {name: (bundle / name).stat().st_size

@@ -35,30 +35,32 @@ RESCORER_NAME = "rescorer.onnx"
 ONNX_ML_OPSET = 15  # the highest main opset onnxmltools 1.16's LightGBM converter writes
 
 
-def page_features(page: dict, keep_hidden: bool = False, layout: str = FEATURES_VERSION
-                  ) -> tuple[str, np.ndarray]:
+def page_features(page: dict, keep_hidden: bool = False, layout: str = FEATURES_VERSION,
+                  drop_noscript: bool = False) -> tuple[str, np.ndarray]:
     """A corpus page's id and its blocks' features in ``layout`` (segmented with
-    ``keep_hidden``)."""
-    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
+    ``keep_hidden`` and ``drop_noscript``)."""
+    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden,
+                                    drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
     return page["id"], block_features(map_html, item_ids, layout)
 
 
 def training_pages(corpus: str = "train", workers: int | None = None,
                    cache_dir: Path = CACHE_DIR, keep_hidden: bool = False,
-                   layout: str = FEATURES_VERSION
+                   layout: str = FEATURES_VERSION, drop_noscript: bool = False
                    ) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
     """Per labelled page of ``corpus`` (in corpus order): its id, its blocks' features in
-    ``layout`` and their rule labels (cached), the pages segmented with ``keep_hidden``."""
-    records = prepare_pages(corpus, workers, cache_dir, keep_hidden)
+    ``layout`` and their rule labels (cached), the pages segmented with ``keep_hidden`` and
+    ``drop_noscript``."""
+    records = prepare_pages(corpus, workers, cache_dir, keep_hidden, drop_noscript)
     source = corpus_path(corpus)
     stat = source.stat()
     cache = Path(cache_dir) / f"features-{corpus}-{stat.st_size}-{int(stat.st_mtime)}-" \
-                              f"{layout}{segmentation_key(keep_hidden)}.npz"
+                              f"{layout}{segmentation_key(keep_hidden, drop_noscript)}.npz"
     if not cache.is_file():
         with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
             by_id = dict(pool.map(functools.partial(page_features, keep_hidden=keep_hidden,
-                                                    layout=layout),
+                                                    layout=layout, drop_noscript=drop_noscript),
                                   iter_pages(corpus), chunksize=4))
         unfinished = cache.with_suffix(f".tmp-{os.getpid()}.npz")
         np.savez_compressed(unfinished,

@@ -79,7 +79,12 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
 /// (`simplify::Flags::keep_hidden`; not the reference's segmentation).
 pub const SIMPLIFY_KEEP_HIDDEN: u32 = 1;
 
-/// `pulpie_rt_simplify_page` with `flags`: 0 or `SIMPLIFY_KEEP_HIDDEN`.
+/// `pulpie_rt_simplify_page_flags` flag: remove the `noscript` elements that hold no block
+/// before segmenting (`simplify::Flags::drop_noscript`; not the reference's segmentation).
+pub const SIMPLIFY_DROP_NOSCRIPT: u32 = 2;
+
+/// `pulpie_rt_simplify_page` with `flags`: 0, or `SIMPLIFY_KEEP_HIDDEN` and/or
+/// `SIMPLIFY_DROP_NOSCRIPT` (`pulpie_rt_prepare_page`'s `segmentation` takes the same bits).
 ///
 /// # Safety
 /// As for `pulpie_rt_simplify_page`.
@@ -93,6 +98,7 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
 ) -> i32 {
     install_panic_hook();
     let keep_hidden = flags & SIMPLIFY_KEEP_HIDDEN != 0;
+    let drop_noscript = flags & SIMPLIFY_DROP_NOSCRIPT != 0;
     let out = &mut *out;
     *out = SimplifyOutput {
         simplified_ptr: std::ptr::null_mut(),
@@ -102,7 +108,7 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
         reason: std::ptr::null(),
     };
     let bytes = std::slice::from_raw_parts(page, len);
-    match run(&mut out.reason, || page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden)) {
+    match run(&mut out.reason, || page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden, drop_noscript)) {
         Ok((simplified, map_html)) => {
             (out.simplified_ptr, out.simplified_len) = leak(simplified);
             (out.map_ptr, out.map_len) = leak(map_html);

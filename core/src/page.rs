@@ -36,14 +36,15 @@ pub fn lexbor_serialization(page: &Page) -> Res<String> {
     Ok(raw::remove_xml_declarations(serialized))
 }
 
-/// `simplify(page, cutoff)`: (simplified_html, map_html); `keep_hidden`: see
-/// `Flags::keep_hidden` (false: the reference's segmentation).
-pub fn simplify_page(page: &Page, cutoff: usize, keep_hidden: bool) -> Res<(String, String)> {
+/// `simplify(page, cutoff)`: (simplified_html, map_html); `keep_hidden`, `drop_noscript`: see
+/// `Flags::keep_hidden`, `Flags::drop_noscript` (both false: the reference's segmentation).
+pub fn simplify_page(page: &Page, cutoff: usize, keep_hidden: bool, drop_noscript: bool) -> Res<(String, String)> {
     let serialized = lexbor_serialization(page)?;
     let flags = Flags {
         has_raw_text: raw::has_raw_text(page.bytes),
         has_non_xml_chars: raw::has_not_xml_chars(page.bytes),
         keep_hidden,
+        drop_noscript,
     };
     simplify::simplify_serialized(&serialized, cutoff, &flags)
 }

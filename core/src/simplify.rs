@@ -192,6 +192,45 @@ fn remove_hidden(tree: &mut Tree, root: usize) {
     }
 }
 
+/// Whether `node` holds nothing but text and inline elements (no element of its own block).
+fn holds_only_inline(tree: &Tree, node: usize) -> bool {
+    tree.iter(node).into_iter().skip(1).all(|d| is_inline_tag(&tree.nodes[d].tag))
+}
+
+/// Remove each `noscript` element under `root` that holds nothing but text and inline
+/// elements, with all it holds (`Flags::drop_noscript`): a tracking pixel's `<img>`, markup
+/// escaped as text, "please enable JavaScript". One that holds blocks stays (its inner
+/// `noscript`s are judged alike): Discourse and Flarum forums serve the whole thread there,
+/// the main content of the page as scraped. Its tail text stays where it was: after the
+/// previous sibling, or first in the parent (not `remove_hidden`'s placement, which puts a
+/// tail into the previous sibling's leading text when that sibling has no tail: a reference
+/// quirk kept for parity only).
+fn remove_noscript(tree: &mut Tree, root: usize) {
+    let mut found = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node != root && tree.nodes[node].tag == "noscript" && holds_only_inline(tree, node) {
+            found.push(node); // what it holds goes with it: not searched
+            continue;
+        }
+        stack.extend(tree.nodes[node].children.iter().copied());
+    }
+    for node in found {
+        let parent = tree.nodes[node].parent;
+        let index = index_of_near(tree, parent, node, 0).expect("node is a child of its parent");
+        if let Some(tail) = tree.nodes[node].tail.take().filter(|t| !t.is_empty()) {
+            if index > 0 {
+                let prev = tree.nodes[parent].children[index - 1];
+                append(&mut tree.nodes[prev].tail, &tail);
+            } else {
+                append(&mut tree.nodes[parent].text, &tail);
+            }
+        }
+        tree.nodes[parent].children.remove(index);
+        tree.nodes[node].parent = NONE;
+    }
+}
+
 // ── block structure ────────────────────────────────────────────────────────────────────
 
 fn nearest(tree: &Tree, node: usize, tags: &[&str]) -> usize {
@@ -984,6 +1023,11 @@ pub struct Flags {
     /// an option for a model trained on it (pages fade their main content in or fold it
     /// into accordions); false everywhere parity with the reference matters
     pub keep_hidden: bool,
+    /// remove each `noscript` element that holds no block (only text and inline elements),
+    /// with all it holds (a browser running scripts never renders one; pages put tracking
+    /// pixels there, as `<img>` or as escaped markup): not the reference's segmentation, an
+    /// option for a model trained on it; false everywhere parity with the reference matters
+    pub drop_noscript: bool,
 }
 
 /// `simplify.simplify` after the parse: (simplified_html, map_html) of lexbor's
@@ -992,6 +1036,9 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     let mut tree = Tree::default();
     let original = crate::tree::parse_serialized(&mut tree, serialized);
     let processing = tree.deep_copy(original, true);
+    if flags.drop_noscript {
+        remove_noscript(&mut tree, processing);
+    }
     if !flags.keep_hidden {
         remove_hidden(&mut tree, processing);
     }
@@ -1136,7 +1183,7 @@ mod tests {
     use super::*;
 
     fn segment(html: &str, keep_hidden: bool) -> (String, String) {
-        let flags = Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden };
+        let flags = Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden, drop_noscript: false };
         simplify_serialized(html, 500, &flags).unwrap()
     }
 
@@ -1161,6 +1208,54 @@ mod tests {
         item_ids.push(Some("99"));
         // menu, faded in, shown, more, folded, the run with its hidden <b>, after
         assert_eq!(hidden_blocks(&map_html, &item_ids), vec![1, 1, 0, 0, 1, 0, 0, 0, 0]);
+    }
+
+    fn segment_without_noscript(html: &str, keep_hidden: bool) -> (String, String) {
+        let flags = Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden, drop_noscript: true };
+        simplify_serialized(html, 500, &flags).unwrap()
+    }
+
+    // a tracking pixel's markup escaped as text, "enable scripts" inside a hidden element, a
+    // pixel's <img> between two runs, text after each; a forum thread served in a noscript
+    // (it holds blocks: it stays), with a pixel in it
+    const NOSCRIPT_PAGE: &str = "<html><head></head><body><div><p>story</p>\
+        <noscript>&lt;img src=\"http://b.example/b?P=1\"&gt;</noscript>after the pixel</div>\
+        <div style=\"display:none\"><noscript>enable <b>scripts</b></noscript></div>\
+        <p>first <noscript><img src=\"p.gif\"></noscript>second</p>\
+        <noscript data-path=\"/t/1\"><div><p>thread</p><noscript><a><img src=\"q.gif\"></a>\
+        </noscript></div></noscript></body></html>";
+
+    #[test]
+    fn drop_noscript_removes_noscript_elements_and_keeps_their_tail_text() {
+        let (simplified, map_html) = segment(NOSCRIPT_PAGE, false);
+        assert_eq!(
+            simplified,
+            "<html><head><meta charset=\"utf-8\"></head><body><p _item_id=\"1\">story</p>\
+             <noscript _item_id=\"2\">&lt;img src=\"http://b.example/b?P=1\"&gt;</noscript>\
+             <div _item_id=\"3\">after the pixel</div><p _item_id=\"4\">first</p>\
+             <noscript _item_id=\"5\"><img src=\"p.gif\"></noscript><p _item_id=\"6\">second</p>\
+             <p _item_id=\"7\">thread</p><noscript _item_id=\"8\"><a><img src=\"q.gif\"></a>\
+             </noscript></body></html>"
+        );
+        assert!(map_html.contains("<noscript _item_id=\"2\">"), "{map_html}");
+        let (simplified, map_html) = segment_without_noscript(NOSCRIPT_PAGE, false);
+        assert_eq!(
+            simplified,
+            "<html><head><meta charset=\"utf-8\"></head><body><p _item_id=\"1\">story</p>\
+             <div _item_id=\"2\">after the pixel</div><p _item_id=\"3\">first second</p>\
+             <p _item_id=\"4\">thread</p></body></html>"
+        );
+        // map_html keeps the page: the removed noscript elements are there, without ids
+        assert!(map_html.contains("<noscript>&lt;img src="), "{map_html}");
+        assert!(map_html.contains("first <noscript><img src=\"p.gif\"></noscript>second"), "{map_html}");
+        assert!(map_html.contains("<noscript><a><img src=\"q.gif\"></a></noscript>"), "{map_html}");
+        // with keep_hidden too: the hidden div's noscript goes, the div has nothing left
+        let (kept, _) = segment(NOSCRIPT_PAGE, true);
+        assert!(kept.contains("<noscript _item_id=\"4\">enable <b>scripts</b></noscript>"), "{kept}");
+        let (simplified, _) = segment_without_noscript(NOSCRIPT_PAGE, true);
+        assert!(!simplified.contains("scripts") && !simplified.contains("noscript"), "{simplified}");
+        assert!(simplified.contains("after the pixel") && simplified.contains("first second"), "{simplified}");
+        assert!(simplified.contains("<p _item_id=\"4\">thread</p>"), "{simplified}");
     }
 
     #[test]

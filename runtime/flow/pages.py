@@ -180,6 +180,7 @@ class Preparer:
         with_tokens: bool = True,
         keep_hidden: bool = False,
         feature_layout: str = FEATURES_VERSION,
+        drop_noscript: bool = False,
     ):
         self.tokenizer_path = str(tokenizer_path)
         self.sep_id, self.bos_id, self.eos_id = sep_id, bos_id, eos_id
@@ -190,6 +191,8 @@ class Preparer:
         self.with_tokens = with_tokens  # False: a rescorer-only profile (no chunks)
         # True: segmented without removing hidden elements (a profile's keep_hidden)
         self.keep_hidden = keep_hidden
+        # True: segmented without the noscript elements that hold no block (drop_noscript)
+        self.drop_noscript = drop_noscript
         self.feature_layout = feature_layout  # the rescorer's (blocks-v2: with the extras)
         self._tokenizer = None
 
@@ -198,7 +201,8 @@ class Preparer:
                     limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
         block features, when the bundle has a rescorer; no tokens when its profile runs no
-        transformer; hidden elements kept when its profile says ``keep_hidden``)."""
+        transformer; hidden elements kept when its profile says ``keep_hidden``, noscript
+        elements dropped when it says ``drop_noscript``)."""
         return cls(
             bundle.tokenizer_path,
             bundle.sep_id,
@@ -211,6 +215,7 @@ class Preparer:
             with_tokens=bundle.uses_transformer,
             keep_hidden=bundle.keep_hidden,
             feature_layout=bundle.feature_layout,
+            drop_noscript=bundle.drop_noscript,
         )
 
     def __getstate__(self) -> dict:
@@ -247,7 +252,7 @@ class Preparer:
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
                 self.with_features, self.keep_hidden,
                 extras=self.feature_layout == FEATURES_V2,
-                containers=self.feature_layout == FEATURES_V3)
+                containers=self.feature_layout == FEATURES_V3, drop_noscript=self.drop_noscript)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -65,6 +65,11 @@ was trained on; ``Bundle.keep_hidden``, and every entry point through
 without profiles (the C library, which always segments as the reference does) run, so a
 top-level ``keep_hidden`` other than false is refused. The Orange bundles never set it (their
 blocks must equal the reference's).
+
+``"drop_noscript": true`` is a profile's setting in the same way (a JSON boolean; absent: false;
+refused at the top level likewise): its pages are segmented without the ``noscript`` elements
+that hold no block (``runtime.stages.simplify``'s ``drop_noscript``: a browser running scripts
+never renders them, and pages put tracking pixels there); ``Bundle.drop_noscript``.
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ MANIFEST_NAME = "manifest.json"
 TOKENIZER_NAME = "tokenizer.json"
 BUNDLE_FORMAT = "pulpie-rt-bundle"
 BUNDLE_FORMAT_VERSION = 1
+# A profile's segmentation settings (JSON booleans, absent: false; refused at the top level)
+SEGMENTATION_SETTINGS = ("keep_hidden", "drop_noscript")
 
 
 class BundleError(ValueError):
@@ -132,6 +139,13 @@ class Bundle:
         """Whether pages are segmented without removing hidden elements (the selected
         profile's ``keep_hidden``; False for a bundle without profiles)."""
         return self.manifest.get("keep_hidden") is True
+
+    @property
+    def drop_noscript(self) -> bool:
+        """Whether pages are segmented without the ``noscript`` elements that hold no block
+        (``stages.simplify``'s ``drop_noscript``; the selected profile's
+        ``drop_noscript``; False for a bundle without profiles)."""
+        return self.manifest.get("drop_noscript") is True
 
     @property
     def keep_best_block(self) -> bool:
@@ -190,13 +204,14 @@ def is_bundle(path: str | Path) -> bool:
 
 def select_profile(manifest: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
     """``manifest`` with ``profile``'s ``decoding``, ``rescorer``, ``transformer`` and
-    ``keep_hidden`` in place of its own (None: the ``default_profile``); unchanged for a bundle
-    without profiles when ``profile`` is None."""
-    if manifest.get("keep_hidden", False) is not False:
-        raise BundleError(f"{where}: keep_hidden is a profile's setting "
-                          "(profiles.<name>.keep_hidden), not the manifest's: the top level is "
-                          "what readers without profiles run, and they segment as the "
-                          "reference does")
+    segmentation settings (``SEGMENTATION_SETTINGS``) in place of its own (None: the
+    ``default_profile``); unchanged for a bundle without profiles when ``profile`` is None."""
+    for key in SEGMENTATION_SETTINGS:
+        if manifest.get(key, False) is not False:
+            raise BundleError(f"{where}: {key} is a profile's setting "
+                              f"(profiles.<name>.{key}), not the manifest's: the top level is "
+                              "what readers without profiles run, and they segment as the "
+                              "reference does")
     profiles = manifest.get("profiles") or {}
     if not profiles:
         if profile is not None:
@@ -204,10 +219,11 @@ def select_profile(manifest: dict[str, Any], profile: str | None, where: str) ->
                               "only the embedded default model has fast/accurate profiles")
         return manifest
     for other, entry in profiles.items():  # every profile's, not only the one asked for
-        keep_hidden = entry.get("keep_hidden", False) if isinstance(entry, dict) else False
-        if not isinstance(keep_hidden, bool):
-            raise BundleError(f"{where}: profiles.{other}.keep_hidden must be true or false, "
-                              f"not {json.dumps(keep_hidden, default=repr)}")
+        for key in SEGMENTATION_SETTINGS:
+            value = entry.get(key, False) if isinstance(entry, dict) else False
+            if not isinstance(value, bool):
+                raise BundleError(f"{where}: profiles.{other}.{key} must be true or false, "
+                                  f"not {json.dumps(value, default=repr)}")
     name = manifest.get("default_profile") if profile is None else profile
     if name not in profiles:
         raise BundleError(f"{where}: no profile {name!r} (this bundle has "
@@ -218,7 +234,8 @@ def select_profile(manifest: dict[str, Any], profile: str | None, where: str) ->
         if chosen.get(key):
             selected[key] = chosen[key]
     selected["transformer"] = bool(chosen.get("transformer", True))
-    selected["keep_hidden"] = chosen.get("keep_hidden", False)
+    for key in SEGMENTATION_SETTINGS:
+        selected[key] = chosen.get(key, False)
     selected["profile"] = name
     if not selected["transformer"] and not selected.get("rescorer"):
         raise BundleError(f"{where}: profile {name!r} runs no transformer and has no rescorer")

@@ -27,6 +27,17 @@ else is the same. Pages that fade their main content in (``style="opacity:0"`` u
 script runs) or fold it into accordions lose it to that removal, and no model can keep a
 block that does not exist; a bundle profile trained on this segmentation asks for it
 (manifest ``keep_hidden``, see ``runtime.model.bundle``).
+
+``drop_noscript`` (off by default, and off for the Orange models): remove each ``noscript``
+element that holds nothing but text and inline elements, with all it holds, before
+segmenting (its tail text stays where it was); everything else is the same. A browser running
+scripts never renders ``<noscript>`` content, and pages put tracking pixels there (an
+``<img src="http://...">``, or that markup escaped as text, which the model reads as words)
+and "please enable JavaScript" notices, too rarely for a model to learn they are boilerplate;
+a bundle profile trained on this segmentation asks for it (manifest ``drop_noscript``). A
+``noscript`` that holds blocks stays: Discourse and Flarum forums serve the whole thread in
+one, the page's main content as it was scraped (dropping those would empty 16 of the 986
+train pages). ``map_html`` keeps the removed elements, without ids.
 """
 
 from __future__ import annotations
@@ -42,12 +53,14 @@ class SimplifyError(ValueError):
     """A page that cannot be segmented (not text, say); the message names the reason."""
 
 
-def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
-             ) -> tuple[str, str]:
+def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False,
+             drop_noscript: bool = False) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``.
 
     Same contract and output as ``pulpie.simplify.simplify`` (with ``keep_hidden``: without
-    removing hidden elements); see the module docstring. A
+    removing hidden elements; with ``drop_noscript``: without the ``noscript`` elements that hold
+    no block); see the
+    module docstring. A
     lone surrogate in ``html`` (a ``str`` can hold one) is ignored, as the reference's parser
     ignores it; it still counts as a character XML does not allow (which changes how blocks
     are cleaned, as in the reference).
@@ -63,6 +76,6 @@ def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
     if cutoff < 0:
         raise SimplifyError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
     try:
-        return native.simplify_page(html, cutoff, bool(keep_hidden))
+        return native.simplify_page(html, cutoff, bool(keep_hidden), bool(drop_noscript))
     except native.CoreError as exc:
         raise SimplifyError(str(exc)) from exc

@@ -138,6 +138,43 @@ def _remove_hidden(root: Node) -> None:
         node.parent = None
 
 
+def _holds_only_inline(node: Node) -> bool:
+    """Whether ``node`` holds nothing but text and inline elements (no block of its own)."""
+    return all(d.tag in INLINE_TAGS for d in node.iter() if d is not node)
+
+
+def _remove_noscript(root: Node) -> None:
+    """Remove each ``noscript`` element under ``root`` that holds nothing but text and inline
+    elements, with all it holds (``drop_noscript``): a tracking pixel's ``<img>``, markup
+    escaped as text, "please enable JavaScript". One that holds blocks stays (its inner
+    ``noscript``s are judged alike): Discourse and Flarum forums serve the whole thread there,
+    the main content of the page as scraped. Its tail text stays where it was: after the
+    previous sibling, or first in the parent (not ``_remove_hidden``'s placement, a reference
+    quirk kept for parity only)."""
+    found: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is not root and node.tag == "noscript" and _holds_only_inline(node):
+            found.append(node)  # what it holds goes with it: not searched
+            continue
+        stack.extend(node.children)
+    for node in found:
+        parent = node.parent
+        siblings = parent.children
+        index = _index_of(siblings, node)
+        tail = node.tail
+        node.tail = None
+        if tail:
+            if index > 0:
+                prev = siblings[index - 1]
+                prev.tail = tail if prev.tail is None else prev.tail + tail
+            else:
+                parent.text = tail if parent.text is None else parent.text + tail
+        del siblings[index]
+        node.parent = None
+
+
 def _index_of(siblings: list[Node], node: Node) -> int:
     for i, sibling in enumerate(siblings):
         if sibling is node:
@@ -688,19 +725,22 @@ def _collapse_whitespace(html: str) -> str:
     ).strip()
 
 
-def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False
-             ) -> tuple[str, str]:
+def simplify(html: str, cutoff_length: int = 500, *, keep_hidden: bool = False,
+             drop_noscript: bool = False) -> tuple[str, str]:
     """Segment a page into blocks: ``(simplified_html, map_html)``, as
     ``pulpie.simplify.simplify`` does; see the module docstring. ``keep_hidden``: without
-    removing hidden elements (``_remove_hidden`` skipped; not the reference's segmentation,
-    an option of the runtime's ``stages.simplify``)."""
+    removing hidden elements (``_remove_hidden`` skipped); ``drop_noscript``: without
+    ``noscript`` elements (``_remove_noscript`` first). Neither is the reference's
+    segmentation: options of the runtime's ``stages.simplify``."""
     if not isinstance(html, str):
         raise SimplifyError(f"page HTML must be str, not {type(html).__name__}")
-    return _simplify_serialized(lexbor_serialization(html), cutoff_length, html, keep_hidden)
+    return _simplify_serialized(lexbor_serialization(html), cutoff_length, html, keep_hidden,
+                                drop_noscript)
 
 
 def _simplify_serialized(serialized: str, cutoff_length: int, html: str,
-                         keep_hidden: bool = False) -> tuple[str, str]:
+                         keep_hidden: bool = False, drop_noscript: bool = False
+                         ) -> tuple[str, str]:
     """The segmentation of lexbor's serialization of the page ``html`` (whether the raw page
     has raw-text elements or characters XML does not allow decides two passes over blocks)."""
     has_raw_text = _HAS_RAW_TEXT_RE.search(html) is not None
@@ -708,6 +748,8 @@ def _simplify_serialized(serialized: str, cutoff_length: int, html: str,
     original = parse_serialized(serialized)
     # the page without REMOVED_TAGS subtrees (and their tail text)
     processing = deep_copy(original, skip=REMOVED_TAGS)
+    if drop_noscript:
+        _remove_noscript(processing)
     if not keep_hidden:
         _remove_hidden(processing)
     paragraphs = _Segmenter(processing).run()

@@ -222,10 +222,11 @@ fn limit(value: u64) -> Option<usize> {
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
 /// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
 /// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `with_features` 0 none, 1
-/// `blocks-v1`, 2 `blocks-v2` (with the extras); `keep_hidden` nonzero segments
-/// without removing hidden elements (`PrepareSettings::keep_hidden`). A page's failure is
-/// status 1 with its `"<stage>: <reason>"` message. `with_features` 3: `blocks-v3` (the
-/// extras and the container identifiers; `FeatureSet::from_ffi`).
+/// `blocks-v1`, 2 `blocks-v2` (with the extras), 3 `blocks-v3` (the extras and the
+/// container identifiers; `FeatureSet::from_ffi`); `segmentation`: the simplify flags' bits
+/// (`SIMPLIFY_KEEP_HIDDEN` 1: without removing hidden elements, `SIMPLIFY_DROP_NOSCRIPT` 2:
+/// without the `noscript` elements that hold no block; `PrepareSettings`), 0 the reference's
+/// segmentation. A page's failure is status 1 with its `"<stage>: <reason>"` message.
 ///
 /// # Safety
 /// Pointers as documented; `out` is written on status 0.
@@ -242,7 +243,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
     bos_id: i64,
     eos_id: i64,
     with_features: u32,
-    keep_hidden: u32,
+    segmentation: u32,
     out: *mut PrepareOutput,
     error: *mut OrtMessage,
 ) -> i32 {
@@ -257,7 +258,8 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             sep_id,
             bos_id: (bos_id >= 0).then_some(bos_id),
             eos_id: (eos_id >= 0).then_some(eos_id),
-            keep_hidden: keep_hidden != 0,
+            keep_hidden: segmentation & crate::SIMPLIFY_KEEP_HIDDEN != 0,
+            drop_noscript: segmentation & crate::SIMPLIFY_DROP_NOSCRIPT != 0,
         };
         let with_features = super::features::FeatureSet::from_ffi(with_features);
         super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)

@@ -139,6 +139,10 @@ pub(crate) struct PrepareSettings {
     /// profile's `keep_hidden`, Python page flow only: the C library's engine runs the
     /// reference's segmentation)
     pub keep_hidden: bool,
+    /// segment without the `noscript` elements that hold no block
+    /// (`simplify::Flags::drop_noscript`; a bundle profile's `drop_noscript`, Python page
+    /// flow only, as `keep_hidden`)
+    pub drop_noscript: bool,
 }
 
 /// `Preparer.prepare` once the page is text: cut by `limits.max_input_bytes`, simplified,
@@ -157,7 +161,9 @@ pub(crate) fn prepare_text(
     let (text, input_cut) = prepare::cut_input(text, settings.limits.max_input_bytes);
     let simplified = catch_unwind(AssertUnwindSafe(|| {
         crate::page::Page::new(&text)
-            .and_then(|page| crate::page::simplify_page(&page, settings.cutoff_length, settings.keep_hidden))
+            .and_then(|page| {
+                crate::page::simplify_page(&page, settings.cutoff_length, settings.keep_hidden, settings.drop_noscript)
+            })
             .map_err(|crate::tree::Unsupported(why)| why.to_string())
     }))
     .unwrap_or_else(|_| Err(panic_message()));
@@ -315,6 +321,7 @@ impl Engine {
             bos_id: m.bos_id,
             eos_id: m.eos_id,
             keep_hidden: false,
+            drop_noscript: false,
         };
         prepare_text(
             text.as_bytes(),
