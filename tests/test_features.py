@@ -327,7 +327,7 @@ def test_containers_name_each_blocks_ancestors_nearest_first():
     want = [
         [0, 1] + pad[2:],  # 1: <p> in div#main (0) in <body> (1); <html> is no container
         [0, 1] + pad[2:],  # 2: its sibling shares both
-        [1] + pad[1:],  # 3: a run wrapper stands for div#main: its chain starts at <body>
+        [0, 1] + pad[2:],  # 3: a run wrapper's text sits in div#main beside the <p>s
         [2, 3, 1] + pad[3:],  # 4: <li> in <ul> in <section> in <body>
         [2, 3, 1] + pad[3:],
         [1] + pad[1:],  # 6: straight in <body>

@@ -243,9 +243,9 @@ def block_extras(map_html: str, item_ids: list[str | None]) -> np.ndarray:
 
 def block_containers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     """One float32 row of ``CONTAINER_NAMES`` per block of ``item_ids``: for level k = 1..
-    ``CONTAINER_LEVELS``, the block's k-th ancestor (the chain ``block_features`` walks for
-    ``depth``: from its own element's parent, a run wrapper's parent's parent, up to but not
-    including ``<html>``), as the element's place in this tree's document order
+    ``CONTAINER_LEVELS``, the block's k-th ancestor (from its element's parent up to but not
+    including ``<html>``: a run wrapper's chain starts at the element whose text it holds),
+    as the element's place in this tree's document order
     (``NO_CONTAINER`` past the chain, and in every column for ids ``map_html`` does not hold).
     The numbers name elements within this page only; the core numbers its own tree's nodes,
     so the two agree on which blocks share a container, not on the numbers."""
@@ -265,8 +265,7 @@ def block_containers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
         node = by_id.get(item_id)
         if node is None:
             continue
-        own = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None else node
-        parent = own.parent
+        parent = node.parent
         level = 0
         while (parent is not None and parent.tag not in ("html", "-undef")
                and level < CONTAINER_LEVELS):

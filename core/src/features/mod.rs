@@ -56,8 +56,9 @@ pub const NO_DISTANCE: f32 = 40.0;
 /// The container columns that layout `blocks-v3` (`blocks-v2` + these; the `fast` profile's
 /// rescorer judges a block beside the other blocks of its DOM containers) appends after the
 /// extras: for level k = 1..=`N_CONTAINERS`, the k-th element of the block's ancestor chain
-/// (nearest first: the parent of its own element, a run wrapper's parent's parent, …, up to
-/// but not including `<html>`; the chain that `depth` counts), written as that element's
+/// (nearest first: the parent of the block's element, up to but not including `<html>`: the
+/// chain that `depth` counts, but for a run wrapper starting at the wrapper's parent, the
+/// element whose text it holds beside that element's other blocks), written as that element's
 /// index in this tree (document order), `NO_CONTAINER` where the chain is shorter.
 /// Identifiers, not measurements: only equality between rows of the same page means
 /// anything (two blocks sharing a level-k value sit in the same element); the numbers
@@ -429,6 +430,9 @@ pub fn block_features_with(
     let mut chain_ends = vec![0usize; n];
     let mut chain_nodes: Vec<usize> = Vec::new();
     let mut texts: Vec<String> = vec![String::new(); n];
+    // a run wrapper's parent (its `own` element), the first of its containers: the wrapper's
+    // text and the `<p>`s beside it sit in that element, whose ancestors the chain starts with
+    let mut wrapped_in = vec![NONE; n];
     let mut keyword_cache: Vec<Option<u64>> = vec![None; tree.nodes.len()];
     let mut text = String::new();
 
@@ -443,6 +447,9 @@ pub fn block_features_with(
         // a run wrapper stands for text inside its parent: the parent's tag and names matter
         let parent = view.parent[node];
         let own = if tag == RUN_WRAPPER_TAG && parent != NONE { parent } else { node };
+        if own != node {
+            wrapped_in[row] = own;
+        }
         let sub = walk_subtree(&tree, &view, node, &mut text);
         let (n_chars, n_punct, n_digits) = char_counts(&text);
         let w = lower_words(&text);
@@ -527,7 +534,12 @@ pub fn block_features_with(
         rows.extend_from_slice(&extra[row * N_EXTRAS..(row + 1) * N_EXTRAS]);
         if containers {
             let start = if row == 0 { 0 } else { chain_ends[row - 1] };
-            rows.extend(container_columns(&chain_nodes[start..chain_ends[row]]));
+            let chain = &chain_nodes[start..chain_ends[row]];
+            rows.extend(if wrapped_in[row] == NONE {
+                container_columns(chain)
+            } else {
+                container_columns(&[&[wrapped_in[row]], chain].concat())
+            });
         }
     }
     rows
@@ -786,6 +798,14 @@ mod tests {
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), None, Some("9")];
         let v2 = block_features_with(html, &ids, false, true, false);
+        // a run wrapper's chain starts at the element whose text it holds
+        let wrapped = concat!(
+            r#"<html><body><div id="a"><cc-alg-uc-text _item_id="1">loose</cc-alg-uc-text>"#,
+            r#"<p _item_id="2">two</p></div></body></html>"#,
+        );
+        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true);
+        let wide = N_FEATURES + N_EXTRAS + N_CONTAINERS;
+        assert_eq!(w[N_FEATURES + N_EXTRAS..wide], w[wide + N_FEATURES + N_EXTRAS..2 * wide]);
         let x = block_features_with(html, &ids, false, false, true); // brings the extras
         let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
         assert_eq!(x.len(), ids.len() * width);
