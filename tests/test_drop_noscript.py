@@ -145,7 +145,7 @@ def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
     assert load_bundle(path, "accurate").drop_noscript is False
     assert Preparer.from_bundle(load_bundle(path, "fast")).drop_noscript is True
     assert Preparer.from_bundle(load_bundle(path, "accurate")).drop_noscript is False
-    assert load_bundle(DEFAULT_MODEL_DIR, "fast").drop_noscript is False  # not retrained yet
+    assert load_bundle(DEFAULT_MODEL_DIR, "fast").drop_noscript is True  # trained so
     dropped = Extractor(path, profile="fast").extract(PIXEL)
     assert dropped.error is None and "b5.example.jp" not in dropped.markdown
     assert set(dropped.labels) <= {"1", "2", "3", "4"}

@@ -250,4 +250,4 @@ def test_the_model_card_says_when_the_fast_profile_keeps_hidden_elements():
     card = model_card(results, manifest, 1)
     assert "- The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`)" \
         in card
-    assert "; it keeps hidden elements (above)." in card
+    assert "; it keeps hidden elements (above)" in card

@@ -17,16 +17,20 @@ from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
-    FEATURES_V2,
+    FEATURES_V3,
     FEATURES_VERSION,
     N_FEATURES,
     N_FEATURES_V2,
+    N_FEATURES_V3,
 )
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_VERSION,
+    GROUP_LEVELS,
     N_CONTEXT,
+    N_GROUP,
     N_STAGE,
+    N_STAGE_GROUP,
     BlockRescorer,
     RescorerError,
     context_features,
@@ -99,14 +103,28 @@ def test_a_profile_without_the_transformer_prepares_no_tokens_and_runs_no_model(
     assert page.features.shape == (2, N_FEATURES)
 
 
-def test_context_features_read_neighbours_windows_and_the_page():
-    rows = np.zeros((4, N_FEATURES_V2), np.float32)
-    rows[:, WORDS] = [10, 0, 30, 40]
+def _v3_rows(words, containers) -> np.ndarray:
+    """blocks-v3 rows with these words and container columns (the rest zeros)."""
+    rows = np.zeros((len(words), N_FEATURES_V3), np.float32)
+    rows[:, WORDS] = words
+    rows[:, N_FEATURES_V2:] = containers
+    return rows
+
+
+# blocks 0 and 1 share a parent (7), blocks 2 and 3 another (9); all four a grandparent (3);
+# block 3 has no ancestor above it
+CONTAINERS = [[7, 3, -1, -1, -1, -1, -1, -1], [7, 3, -1, -1, -1, -1, -1, -1],
+              [9, 3, -1, -1, -1, -1, -1, -1], [9, 3, -1, -1, -1, -1, -1, -1]]
+
+
+def test_context_features_read_neighbours_windows_the_page_and_the_containers():
+    rows = _v3_rows([10, 0, 30, 40], CONTAINERS)
     rows[:, DEPTH] = [2, 3, 3, 1]
     rows[:, CJK] = [0, 40, 0, 0]
     out = context_features(rows)
     assert out.shape == (4, N_CONTEXT) and out.dtype == np.float32
-    np.testing.assert_array_equal(out[:, :N_FEATURES_V2], rows)
+    # its own blocks-v2 columns; the container columns are identifiers, not read as values
+    np.testing.assert_array_equal(out[:, :N_FEATURES_V2], rows[:, :N_FEATURES_V2])
     k = len(CONTEXT_COLUMNS)
     w = CONTEXT_COLUMNS.index(WORDS)
     block = N_FEATURES_V2
@@ -118,30 +136,51 @@ def test_context_features_read_neighbours_windows_and_the_page():
     assert out[:, block + 6 * k + w].tolist() == [-10, -20, 10, 20]  # minus the page's mean
     steps = out[:, block + 7 * k: block + 7 * k + 2]
     assert steps.tolist() == [[2, -1], [1, 0], [0, 2], [-2, 1]]  # depth - neighbour's (0 past)
-    before, after = out[:, -10 + 2], out[:, -10 + 3]  # unlinked words up to and after it
+    end = N_CONTEXT - N_GROUP * len(GROUP_LEVELS)  # where the container columns start
+    before, after = out[:, end - 10 + 2], out[:, end - 10 + 3]  # unlinked words up to, after
     assert before == pytest.approx([0.125, 0.125, 0.5, 1.0], abs=1e-6)
     assert after == pytest.approx([0.875, 0.875, 0.5, 0.0], abs=1e-6)
     # words counting CJK characters (2 a word), their share, mean over +-3, the page's CJK
-    assert out[:, -4].tolist() == [10, 20, 30, 40]
-    assert out[:, -3] == pytest.approx([0.1, 0.2, 0.3, 0.4])
-    assert out[:, -2].tolist() == [25, 25, 25, 25]
-    assert out[:, -1] == pytest.approx([40 / 120] * 4)
+    assert out[:, end - 4].tolist() == [10, 20, 30, 40]
+    assert out[:, end - 3] == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert out[:, end - 2].tolist() == [25, 25, 25, 25]
+    assert out[:, end - 1] == pytest.approx([40 / 120] * 4)
+    # per level: the container's mean words, its share of the page's, its blocks (log), its
+    # word-weighted link ratio (0 here)
+    up1, up2, up3 = (out[:, end + N_GROUP * i: end + N_GROUP * (i + 1)] for i in range(3))
+    assert up1[:, 0].tolist() == [5, 5, 35, 35]
+    assert up1[:, 1] == pytest.approx([0.125, 0.125, 0.875, 0.875])
+    assert up1[:, 2] == pytest.approx([np.log(3)] * 4)
+    assert up2[:, 0].tolist() == [20] * 4 and up2[:, 1] == pytest.approx([1.0] * 4)
+    # no ancestor at level 3: each block is a container of its own
+    assert up3[:, 0].tolist() == [10, 0, 30, 40] and up3[:, 2] == pytest.approx([np.log(2)] * 4)
+    assert (up3[:, 3] == 0).all()
     assert context_features(rows[:0]).shape == (0, N_CONTEXT)
-    with pytest.raises(ValueError, match="context features read blocks-v2 rows"):
-        context_features(rows[:, :N_FEATURES])
+    with pytest.raises(ValueError, match="context features read blocks-v3 rows"):
+        context_features(rows[:, :N_FEATURES_V2])
 
 
-def test_stage_features_read_the_first_stages_probabilities_around_a_block():
-    rows = np.zeros((3, N_FEATURES), np.float32)
-    p = np.array([0.9, 0.1, 0.6])
+def test_stage_features_read_the_first_stages_probabilities_around_a_block_and_its_container():
+    rows = _v3_rows([10, 0, 30, 40], CONTAINERS)
+    p = np.array([0.9, 0.1, 0.6, 0.2])
     out = stage_features(p, rows)
-    assert out.shape == (3, N_STAGE)
+    assert out.shape == (4, N_STAGE)
     assert out[:, 0] == pytest.approx(p)
-    assert out[:, 1] == pytest.approx([-1, 0.9, 0.1])  # the block before
-    assert out[:, 4] == pytest.approx([0.1, 0.6, -1])  # the block after
-    assert out[:, 12] == pytest.approx([0.9, 0.9, 0.9])  # the page's maximum
-    assert out[:, 14] == pytest.approx([0, 2 / 3, 1 / 3])  # rank on the page
-    assert out[:, 15] == pytest.approx([0.9, 0.6, 0.6])  # inside the main region
+    assert out[:, 1] == pytest.approx([-1, 0.9, 0.1, 0.6])  # the block before
+    assert out[:, 4] == pytest.approx([0.1, 0.6, 0.2, -1])  # the block after
+    assert out[:, 12] == pytest.approx([0.9] * 4)  # the page's maximum
+    assert out[:, 14] == pytest.approx([0, 3 / 4, 1 / 4, 2 / 4])  # rank on the page
+    assert out[:, 15] == pytest.approx([0.9, 0.6, 0.6, 0.2])  # inside the main region
+    # per level: the container's word-weighted and plain mean probability, its expected main
+    # words as a share of the page's, the block's own less the weighted mean
+    up1 = out[:, 16: 16 + N_STAGE_GROUP]
+    first = (0.9 * 11 + 0.1 * 1) / 12
+    second = (0.6 * 31 + 0.2 * 41) / 72
+    assert up1[:, 0] == pytest.approx([first, first, second, second])
+    assert up1[:, 1] == pytest.approx([0.5, 0.5, 0.4, 0.4])
+    assert up1[:, 2] == pytest.approx([9 / 80, 9 / 80, 26 / 80, 26 / 80])
+    assert up1[:, 3] == pytest.approx(p - up1[:, 0])
+    assert stage_features(p[:0], rows[:0]).shape == (0, N_STAGE)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +194,8 @@ def two_stage(tmp_path_factory):
     rng = np.random.default_rng(0)
     pages = []
     for _ in range(60):
-        rows = rng.normal(size=(30, N_FEATURES_V2)).astype(np.float32)
+        rows = rng.normal(size=(30, N_FEATURES_V3)).astype(np.float32)
+        rows[:, N_FEATURES_V2:] = rng.integers(-1, 4, size=(30, N_FEATURES_V3 - N_FEATURES_V2))
         rows[:, 0] = rng.integers(0, 10, size=30)
         rows[:, 1] = rng.integers(0, 10, size=30)
         rows[:, WORDS] = rng.integers(0, 50, size=30)
@@ -177,7 +217,7 @@ def two_stage(tmp_path_factory):
 
 def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
     folder, pages, first, second = two_stage
-    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V2, CONTEXT_VERSION,
+    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, CONTEXT_VERSION,
                              folder / "first.onnx")
     assert rescorer.width == N_CONTEXT + N_STAGE
     for rows in pages[:5]:
@@ -187,15 +227,15 @@ def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
         assert rescorer.log_odds(rows) == pytest.approx(want, abs=2e-3)
         margins = np.full(len(rows), 3.0, np.float32)
         assert rescorer.scores(rows, margins) == pytest.approx(rescorer.log_odds(rows))
-    assert rescorer.log_odds(np.zeros((0, N_FEATURES_V2), np.float32)).shape == (0,)
+    assert rescorer.log_odds(np.zeros((0, N_FEATURES_V3), np.float32)).shape == (0,)
 
 
 def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
     folder = two_stage[0]
     with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
-                                            "runtime computes 'context-v2'"):
-        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V2, "context-v0")
-    with pytest.raises(RescorerError, match="context 'context-v2' reads features 'blocks-v2', "
+                                            "runtime computes 'context-v3'"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, "context-v0")
+    with pytest.raises(RescorerError, match="context 'context-v3' reads features 'blocks-v3', "
                                             "not 'blocks-v1'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION)
     with pytest.raises(RescorerError, match="a first stage needs the context features"):
@@ -203,7 +243,7 @@ def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused
 
 
 def test_a_bundle_missing_its_first_stage_file_is_refused(tmp_path):
-    path = _profiled_bundle(tmp_path, {"file": "rescorer.onnx", "features": FEATURES_V2,
+    path = _profiled_bundle(tmp_path, {"file": "rescorer.onnx", "features": FEATURES_V3,
                                        "context": CONTEXT_VERSION, "margin_weight": 0.0,
                                        "first_stage": "rescorer-fast-first.onnx"})
     with pytest.raises(BundleError, match="bundle is missing rescorer-fast-first.onnx"):
@@ -256,4 +296,4 @@ def test_the_embedded_fast_profile_selects_blocks_by_expected_f1_on_the_segmenta
 
     bundle = load_bundle(embedded_model_dir(), "fast")
     assert bundle.expected_f1 and bundle.keep_hidden
-    assert bundle.feature_layout == FEATURES_V2
+    assert bundle.feature_layout == FEATURES_V3

@@ -70,6 +70,12 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     weighting += "; the second stage learns from out-of-fold first-stage probabilities"
     keeps_hidden = bool(fast.get("keep_hidden"))
     drops_noscript = bool(fast.get("drop_noscript"))
+    speeds = {name: dev.get("pages_per_cpu_s") for name, dev in profiles.items()}
+    cpu_text = (f"about {speeds['fast'] / speeds['accurate']:.0f} times less CPU per page than "
+                f"`accurate` ({speeds['fast']:.1f} against {speeds['accurate']:.1f} pages per "
+                "CPU-second on the dev pages above)"
+                if speeds.get("fast") and speeds.get("accurate") else
+                "far less CPU per page than `accurate`")
     fast_layout = manifest["profiles"]["fast"]["rescorer"]["features"]
     selection_text = (
         "A page's main blocks are those whose selection\n  maximises its expected word F1 "
@@ -103,11 +109,14 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   Japanese phrase being one `\\w+` word, and how far up its nearest `comment`, `related`,
   `sidebar`, `article` … container is) are read in context
   (`runtime.stages.rescore.context_features`: the two blocks before and after, means over ±3
-  and ±10 blocks, the page's means and totals); a first
+  and ±10 blocks, the page's means and totals, and the blocks sharing its parent,
+  grandparent … 8th ancestor: their words, share of the page and link density); a first
   LightGBM ensemble scores them; a second one reads the same row plus the first's
-  probabilities of the neighbouring blocks and of the page (`stage_features`), so a block is
-  judged beside what was decided around it. {fast['trees_per_stage']} trees per stage, the
-  rescorer settings above, {weighting}
+  probabilities of the neighbouring blocks, of the blocks in the same DOM containers and of
+  the page (`stage_features`), so a block is judged beside what was decided around it.
+  Each stage averages {fast.get('bag', 1)} ensembles of {fast['trees_per_stage']} trees
+  trained with different seeds (one ensemble's dev figures move by about ±0.01 with its
+  seed), the rescorer settings above, {weighting}
   ({fast['folds']} folds of whole train pages). {selection_text} `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
@@ -141,7 +150,7 @@ by their authors on far more data.
 (manifest `profiles`, `default_profile`: **{default_profile}**):
 
 - `fast`: the block rescorer over the page's DOM features alone (no transformer, no
-  tokenizer): about 50 times less CPU per page than `accurate`{
+  tokenizer): {cpu_text}{
       "; it keeps hidden elements (above)" if keeps_hidden else ""}{
       "; it drops noscript elements (above)" if drops_noscript else ""}.
 - `accurate`: the transformer over 1,024-token windows plus its rescorer (decoding above).

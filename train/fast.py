@@ -33,6 +33,7 @@ block too (``"drop_noscript": true``): tracking pixels' markup there never becom
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_FEATURES,
     CONTEXT_VERSION,
+    GROUP_LEVELS,
     context_features,
     stage_features,
 )
@@ -61,36 +63,74 @@ def context_names() -> list[str]:
     names = list(FEATURE_NAMES_V2)
     for where in ("prev1", "prev2", "next1", "next2", "mean3", "mean10", "vs_page"):
         names += [f"{where}_{n}" for n in own]
-    return names + ["depth_step_prev", "depth_step_next", "unlinked_before", "unlinked_after",
-                    "page_unlinked_log", "page_linked_share", "words_cjk", "words_cjk_share",
-                    "mean3_words_cjk", "page_cjk_share"]
+    names += ["depth_step_prev", "depth_step_next", "unlinked_before", "unlinked_after",
+              "page_unlinked_log", "page_linked_share", "words_cjk", "words_cjk_share",
+              "mean3_words_cjk", "page_cjk_share"]
+    for level in GROUP_LEVELS:
+        names += [f"up{level}_{n}" for n in ("mean_words", "words_share", "blocks_log",
+                                            "link_ratio")]
+    return names
 
 
 def stage_names() -> list[str]:
-    return context_names() + [
+    names = context_names() + [
         "p", "p_prev1", "p_prev2", "p_prev3", "p_next1", "p_next2", "p_next3", "p_mean2",
         "p_mean5", "p_mean15", "p_words_mean5", "p_page_mean", "p_page_max", "p_page_words_mean",
         "p_rank", "p_region"]
+    for level in GROUP_LEVELS:
+        names += [f"up{level}_{n}" for n in ("p_words_mean", "p_mean", "p_main_words_share",
+                                            "p_less_mean")]
+    return names
 
 
 def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
-    """One seeded, deterministic LightGBM ensemble (the ``rescorer_*`` settings)."""
+    """A seeded, deterministic LightGBM ensemble (the ``rescorer_*`` settings): with
+    ``recipe.fast_bag`` > 1, that many ensembles of different seeds (their row and column
+    samples differ) averaged into one (``average_boosters``)."""
     import lightgbm
 
-    params = {
-        "objective": "binary", "learning_rate": recipe.rescorer_learning_rate,
-        "num_leaves": recipe.rescorer_leaves, "min_data_in_leaf": recipe.rescorer_min_leaf,
-        "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
-        "num_threads": recipe.threads, "deterministic": True, "force_row_wise": True,
-        "seed": recipe.seed, "verbose": -1,
-    }
     # word F1 counts words, not blocks: with fast_word_weights a long block weighs more (sqrt:
     # a 400-word block counts 20 one-word blocks, not 400)
     weights = (np.sqrt(1.0 + rows[:, WORDS_COLUMN].astype(np.float64))
                if recipe.fast_word_weights else None)
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
-                            categorical_feature=list(CATEGORICAL_COLUMNS))
-    return lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds)
+                            categorical_feature=list(CATEGORICAL_COLUMNS), free_raw_data=False)
+    boosters = []
+    for member in range(recipe.fast_bag):
+        params = {
+            "objective": "binary", "learning_rate": recipe.rescorer_learning_rate,
+            "num_leaves": recipe.rescorer_leaves, "min_data_in_leaf": recipe.rescorer_min_leaf,
+            "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
+            "num_threads": recipe.threads, "deterministic": True, "force_row_wise": True,
+            "seed": recipe.seed + 1000 * member, "verbose": -1,
+        }
+        boosters.append(lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds))
+    return boosters[0] if len(boosters) == 1 else average_boosters(boosters)
+
+
+def average_boosters(boosters: list):
+    """One LightGBM booster whose raw score is the mean of ``boosters``' (trained on the same
+    data, so their headers agree): all their trees, each leaf value divided by their number.
+    Written through LightGBM's text format, so the ONNX conversion and ``predict`` see one
+    ordinary model."""
+    import lightgbm
+
+    texts = [b.model_to_string() for b in boosters]
+    head = texts[0].partition("\nTree=0\n")[0]
+    # the header's tree sizes are byte counts of the trees' text, which the division changes
+    head = "\n".join(line for line in head.split("\n") if not line.startswith("tree_sizes="))
+    tail = texts[0].partition("\nend of trees")[2]
+    trees = []
+    for text in texts:
+        body = ("Tree=0\n" + text.partition("\nTree=0\n")[2]).partition("\nend of trees")[0]
+        for tree in re.split(r"\n(?=Tree=\d+\n)", body.strip("\n")):
+            lines = tree.split("\n")[1:]
+            lines = [("leaf_value=" + " ".join(repr(float(v) / len(texts))
+                                               for v in line[len("leaf_value="):].split()))
+                     if line.startswith("leaf_value=") else line for line in lines]
+            trees.append("\n".join([f"Tree={len(trees)}"] + lines))
+    return lightgbm.Booster(model_str=head + "\n\n" + "\n\n".join(trees)
+                            + "\n\n\nend of trees" + tail)
 
 
 def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[str], recipe,
@@ -232,7 +272,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         "keep_hidden": keep_hidden,
         "drop_noscript": drop_noscript,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
-        "trees_per_stage": recipe.rescorer_rounds,
+        "trees_per_stage": recipe.rescorer_rounds, "bag": recipe.fast_bag,
         "onnx_bytes": {name: (bundle / name).stat().st_size
                        for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
         "onnx_check": checks, "calibration_f1": f1,

@@ -32,16 +32,18 @@ import numpy as np
 
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.features import (
+    CONTAINER_LEVELS,
     FEATURE_NAMES_V2,
-    FEATURES_V2,
+    FEATURES_V3,
     FEATURES_VERSION,
     LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
+    N_FEATURES_V3,
 )
 
-CONTEXT_VERSION = "context-v2"
-CONTEXT_FEATURES = FEATURES_V2  # the layout context_features reads
+CONTEXT_VERSION = "context-v3"
+CONTEXT_FEATURES = FEATURES_V3  # the layout context_features reads
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 # around it (means over +-3 and +-10 blocks) and relative to the page's mean.
@@ -49,8 +51,14 @@ CONTEXT_COLUMNS = tuple(_COLUMN[n] for n in (
     "words", "link_ratio", "punct_ratio", "sentences", "depth", "in_link", "stopword_ratio",
     "tag", "images", "in_candidate", "mean_word_length", "digit_ratio", "repeats"))
 NO_NEIGHBOUR = -1.0  # the value of a neighbour past the page's first or last block
-N_CONTEXT = N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4
-N_STAGE = 16
+# The levels of a block's ancestor chain (1: its parent) whose blocks are read together: the
+# container columns of blocks-v3 hold the chain's first CONTAINER_LEVELS ancestors
+GROUP_LEVELS = (1, 2, 3, 4, 6, 8)
+assert max(GROUP_LEVELS) <= CONTAINER_LEVELS
+N_GROUP = 4  # container_features' columns per level
+N_STAGE_GROUP = 4  # stage_features' columns per level
+N_CONTEXT = N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * len(GROUP_LEVELS)
+N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS)
 
 
 def _shift(values: np.ndarray, by: int, fill: float = NO_NEIGHBOUR) -> np.ndarray:
@@ -75,21 +83,64 @@ def _window_mean(values: np.ndarray, radius: int) -> np.ndarray:
     return (sums[high] - sums[low]) / (counts[:, None] if values.ndim == 2 else counts)
 
 
+def container_groups(features: np.ndarray) -> list[np.ndarray]:
+    """Per level of ``GROUP_LEVELS``, each block's group: the blocks of one page that share
+    that ancestor get the same number (0, 1, … in no meaningful order); a block whose chain is
+    shorter is a group of its own. Read off the container columns of ``blocks-v3`` rows."""
+    ids = np.asarray(features, np.float64)[:, N_FEATURES_V2:]
+    n = len(ids)
+    groups = []
+    for level in GROUP_LEVELS:
+        key = ids[:, level - 1]
+        # a block with no ancestor at this level (-1): a group of its own, keyed past any id
+        key = np.where(key < 0, key.max(initial=0.0) + 1.0 + np.arange(n), key)
+        groups.append(np.unique(key, return_inverse=True)[1].reshape(-1))
+    return groups
+
+
+def _group_mean(values: np.ndarray, weights: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per block, the ``weights``-weighted mean of ``values`` over its group."""
+    total = np.bincount(group, weights)
+    return np.bincount(group, values * weights)[group] / np.maximum(total[group], 1e-12)
+
+
+def container_features(features: np.ndarray) -> np.ndarray:
+    """``N_GROUP`` columns per level of ``GROUP_LEVELS`` for one page's ``blocks-v3`` rows:
+    over the blocks sharing the block's ancestor at that level, their mean words, their share
+    of the page's words, how many they are (log) and their word-weighted link ratio. A run of
+    one-word blocks (an advert's title cut into one ``<span>`` per word) or a container that
+    holds most of the page's words is seen as a whole."""
+    rows = np.asarray(features, np.float64)
+    words = rows[:, _COLUMN["words"]]
+    link_ratio = rows[:, _COLUMN["link_ratio"]]
+    total = max(words.sum(), 1.0)
+    ones = np.ones(len(rows))
+    parts = []
+    for group in container_groups(features):
+        count = np.bincount(group)[group].astype(np.float64)
+        parts += [_group_mean(words, ones, group), np.bincount(group, words)[group] / total,
+                  np.log1p(count), _group_mean(link_ratio, words + 1.0, group)]
+    return np.stack(parts, 1)
+
+
 def context_features(features: np.ndarray) -> np.ndarray:
-    """One page's ``block_features`` rows (layout ``blocks-v2``, in block order), each widened
-    to ``N_CONTEXT`` columns: its own, then for ``CONTEXT_COLUMNS`` the previous two and next
-    two blocks' values, the means over +-3 and +-10 blocks and the difference from the page's
-    mean, then the depth steps to both neighbours, the share of the page's unlinked words
-    before and after it, the page's unlinked words (log) and its share of linked words, and
-    last its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
+    """One page's ``block_features`` rows (layout ``blocks-v3``, in block order), each widened
+    to ``N_CONTEXT`` columns: its own ``blocks-v2`` columns (the container columns are
+    identifiers, read only to group blocks), then for ``CONTEXT_COLUMNS`` the previous two and
+    next two blocks' values, the means over +-3 and +-10 blocks and the difference from the
+    page's mean, then the depth steps to both neighbours, the share of the page's unlinked
+    words before and after it, the page's unlinked words (log) and its share of linked words,
+    then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
-    blocks and the page's share of CJK characters."""
-    rows = np.asarray(features, np.float32)
-    if rows.ndim != 2 or rows.shape[1] != N_FEATURES_V2:
-        raise ValueError(f"context features read {FEATURES_V2} rows ({N_FEATURES_V2} "
-                         f"columns), not {rows.shape[-1] if rows.ndim == 2 else rows.shape}")
-    if len(rows) == 0:
+    blocks and the page's share of CJK characters, and last ``container_features``."""
+    features = np.asarray(features, np.float32)
+    if features.ndim != 2 or features.shape[1] != N_FEATURES_V3:
+        got = features.shape[-1] if features.ndim == 2 else features.shape
+        raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
+                         f"columns), not {got}")
+    if len(features) == 0:
         return np.zeros((0, N_CONTEXT), np.float32)
+    rows = features[:, :N_FEATURES_V2]
     own = rows[:, CONTEXT_COLUMNS].astype(np.float64)
     parts = [rows.astype(np.float64)]
     parts += [_shift(own, by) for by in (1, 2, -1, -2)]
@@ -109,20 +160,27 @@ def context_features(features: np.ndarray) -> np.ndarray:
     parts.append(np.stack([words_cjk, words_cjk / max(words_cjk.sum(), 1.0),
                            _window_mean(words_cjk, 3),
                            np.full(len(rows), cjk.sum() / max(cjk.sum() + words.sum(), 1.0))], 1))
+    parts.append(container_features(features))
     return np.concatenate(parts, 1).astype(np.float32)
 
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarray:
-    """``N_STAGE`` columns per block from the first stage's probabilities of one page: its
-    own, the three blocks before and after (``NO_NEIGHBOUR`` past the ends), the means over
-    +-2, +-5 and +-15 blocks, the word-weighted mean over +-5, the page's mean, maximum and
-    word-weighted mean, its rank on the page (0: the most likely), and the lower of the highest
-    probabilities before and after it (high inside the page's main region)."""
+    """``N_STAGE`` columns per block from the first stage's probabilities of one page
+    (``features``: its ``blocks-v3`` rows): its own, the three blocks before and after
+    (``NO_NEIGHBOUR`` past the ends), the means over +-2, +-5 and +-15 blocks, the
+    word-weighted mean over +-5, the page's mean, maximum and word-weighted mean, its rank on
+    the page (0: the most likely), the lower of the highest probabilities before and after it
+    (high inside the page's main region); then per level of ``GROUP_LEVELS``, over the blocks
+    sharing its ancestor there: their word-weighted and plain mean probability, their
+    expected main words as a share of the page's words, and its own probability less their
+    word-weighted mean (a block is judged with its container; how many they are is a column
+    of ``container_features``)."""
     p = np.asarray(probabilities, np.float64)
     n = len(p)
     if n == 0:
         return np.zeros((0, N_STAGE), np.float32)
-    weight = np.log1p(np.asarray(features, np.float64)[:, _COLUMN["words"]])
+    words = np.asarray(features, np.float64)[:, _COLUMN["words"]]
+    weight = np.log1p(words)
     parts = [p] + [_shift(p, by) for by in (1, 2, 3, -1, -2, -3)]
     parts += [_window_mean(p, r) for r in (2, 5, 15)]
     parts.append(_window_mean(p * weight, 5) / (_window_mean(weight, 5) + 1e-6))
@@ -130,6 +188,12 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
               np.full(n, (p * weight).sum() / (weight.sum() + 1e-6))]
     parts.append(np.argsort(np.argsort(-p, kind="stable"), kind="stable") / n)
     parts.append(np.minimum(np.maximum.accumulate(p), np.maximum.accumulate(p[::-1])[::-1]))
+    total = max(words.sum(), 1.0)
+    ones = np.ones(n)
+    for group in container_groups(features):
+        weighted = _group_mean(p, words + 1.0, group)
+        parts += [weighted, _group_mean(p, ones, group),
+                  np.bincount(group, p * words)[group] / total, p - weighted]
     return np.stack(parts, 1).astype(np.float32)
 
 
