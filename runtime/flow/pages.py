@@ -193,7 +193,8 @@ class Preparer:
         self.keep_hidden = keep_hidden
         # True: segmented without the noscript elements that hold no block (drop_noscript)
         self.drop_noscript = drop_noscript
-        self.feature_layout = feature_layout  # the rescorer's (blocks-v2: with the extras)
+        # the rescorer's (blocks-v2: with the extras; blocks-v3: and the container columns)
+        self.feature_layout = feature_layout
         self._tokenizer = None
 
     @classmethod

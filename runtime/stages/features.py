@@ -15,13 +15,15 @@ pulpie_rt.parity.features_parity`` compares the two on real pages.
 
 This module holds the layouts: a rescorer is trained on one layout, and a bundle names the
 layout it needs. ``blocks-v1`` (``FEATURES_VERSION``, the ``accurate`` rescorer's and the C
-library's) is ``FEATURE_NAMES``; ``blocks-v2`` (``FEATURES_V2``, the ``fast`` profile's) is
+library's) is ``FEATURE_NAMES``; ``blocks-v2`` (``FEATURES_V2``) is
 ``blocks-v1`` followed by the core's extras (``EXTRA_NAMES``: the block's CJK characters, and
 how many levels up the nearest element carrying each of ``DISTANCE_KEYWORDS`` or being each
-of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none); ``blocks-v3`` (``FEATURES_V3``) is
+of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none); ``blocks-v3`` (``FEATURES_V3``, the
+``fast`` profile's) is
 ``blocks-v2`` followed by ``CONTAINER_NAMES``: for level k = 1..``CONTAINER_LEVELS``, which
-element the block's k-th ancestor is (nearest first, up to but not including ``<html>``),
-as a whole number naming it within the page, ``NO_CONTAINER`` where the chain is shorter.
+element the block's k-th ancestor is (nearest first, up to but not including ``<html>``; a
+run wrapper's chain starts at the element whose text it holds), as a whole number naming it
+within the page, ``NO_CONTAINER`` where the chain is shorter.
 Those are identifiers, not measurements: only equality between rows of one page means
 anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
 blocks by them and never reads them as values. The column order and the categorical codes
