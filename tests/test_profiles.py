@@ -215,6 +215,28 @@ def two_stage(tmp_path_factory):
     return folder, pages, first, second
 
 
+def test_averaged_boosters_score_the_mean_of_their_members_raw_scores():
+    lightgbm = pytest.importorskip("lightgbm")
+    from pulpie_rt.train.fast import average_boosters
+
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(2000, 4))
+    rows[:, 3] = rng.integers(0, 5, size=2000)  # a categorical column: its splits survive
+    labels = (rows[:, 0] + 0.5 * rows[:, 1] + (rows[:, 3] == 2) + rng.normal(size=2000) > 0)
+    members = []
+    for seed in range(3):
+        params = {"objective": "binary", "num_leaves": 7, "bagging_fraction": 0.8,
+                  "bagging_freq": 1, "feature_fraction": 0.8, "seed": seed, "verbose": -1,
+                  "deterministic": True}
+        data = lightgbm.Dataset(rows, labels.astype(int), categorical_feature=[3])
+        members.append(lightgbm.train(params, data, num_boost_round=12))
+    averaged = average_boosters(members)
+    assert averaged.num_trees() == 36
+    want = np.mean([m.predict(rows, raw_score=True) for m in members], 0)
+    np.testing.assert_allclose(averaged.predict(rows, raw_score=True), want, atol=1e-12)
+    assert not np.allclose(members[0].predict(rows, raw_score=True), want)  # they differ
+
+
 def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
     folder, pages, first, second = two_stage
     rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, CONTEXT_VERSION,
