@@ -8,15 +8,15 @@ noscript; bundles that ask for it; the training caches."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from rt_helpers import default_model_copy
 from spec import simplify_spec
 
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.extractor import Extractor
 from pulpie_rt.runtime.flow.pages import Preparer
-from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.reconstruct import extract_main_html
@@ -123,24 +123,8 @@ def test_prepare_page_takes_the_segmentation_bits():
     assert plain.item_ids == [str(i) for i in range(1, 9)]
 
 
-def _default_model_copy(tmp_path, fast_drop_noscript):
-    """The embedded default model's bundle, its files linked, its fast profile's
-    ``drop_noscript`` set (absent for None)."""
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name in os.listdir(DEFAULT_MODEL_DIR):
-        if name != "manifest.json":
-            os.symlink(os.path.realpath(os.path.join(DEFAULT_MODEL_DIR, name)), bundle / name)
-    with open(os.path.join(DEFAULT_MODEL_DIR, "manifest.json"), encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    if fast_drop_noscript is not None:
-        manifest["profiles"]["fast"]["drop_noscript"] = fast_drop_noscript
-    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return bundle
-
-
 def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
-    path = _default_model_copy(tmp_path, True)
+    path = default_model_copy(tmp_path, drop_noscript=True)
     assert load_bundle(path, "fast").drop_noscript is True
     assert load_bundle(path, "accurate").drop_noscript is False
     assert Preparer.from_bundle(load_bundle(path, "fast")).drop_noscript is True
@@ -149,27 +133,6 @@ def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
     dropped = Extractor(path, profile="fast").extract(PIXEL)
     assert dropped.error is None and "b5.example.jp" not in dropped.markdown
     assert set(dropped.labels) <= {"1", "2", "3", "4"}
-
-
-def test_drop_noscript_must_be_a_boolean_of_a_profile(tmp_path):
-    path = _default_model_copy(tmp_path, 1)
-    with pytest.raises(BundleError) as error:
-        load_bundle(path, "accurate")  # every profile is checked, not only the one asked for
-    assert str(error.value) == (f"{path / 'manifest.json'}: profiles.fast.drop_noscript must "
-                                "be true or false, not 1")
-    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    manifest["profiles"]["fast"]["drop_noscript"] = True
-    manifest["drop_noscript"] = True
-    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    with pytest.raises(BundleError) as error:
-        load_bundle(path)
-    assert str(error.value) == (
-        f"{path / 'manifest.json'}: drop_noscript is a profile's setting "
-        "(profiles.<name>.drop_noscript), not the manifest's: the top level is what readers "
-        "without profiles run, and they segment as the reference does")
-    manifest["drop_noscript"] = False  # what readers without profiles do anyway
-    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert load_bundle(path).drop_noscript is False and load_bundle(path, "fast").drop_noscript
 
 
 # ── the fast profile is trained on the segmentation it runs with ──────────────────────────

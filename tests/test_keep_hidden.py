@@ -6,16 +6,16 @@ which flags the blocks that exist only with it. The core against the specificati
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
+from rt_helpers import default_model_copy
 from spec import simplify_spec
 
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.extractor import Extractor
 from pulpie_rt.runtime.flow.pages import Preparer
-from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
+from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import hidden_blocks
@@ -97,24 +97,8 @@ def test_prepare_page_segments_as_asked():
     assert native.simplify_page(FADED, 500, keep_hidden=True) == simplify(FADED, keep_hidden=True)
 
 
-def _default_model_copy(tmp_path, fast_keep_hidden):
-    """The embedded default model's bundle, its files linked, its fast profile's
-    ``keep_hidden`` set (absent for None)."""
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name in os.listdir(DEFAULT_MODEL_DIR):
-        if name != "manifest.json":
-            os.symlink(os.path.realpath(os.path.join(DEFAULT_MODEL_DIR, name)), bundle / name)
-    with open(os.path.join(DEFAULT_MODEL_DIR, "manifest.json"), encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    if fast_keep_hidden is not None:
-        manifest["profiles"]["fast"]["keep_hidden"] = fast_keep_hidden
-    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return bundle
-
-
 def test_a_profile_that_keeps_hidden_elements_extracts_their_text(tmp_path):
-    path = _default_model_copy(tmp_path, True)
+    path = default_model_copy(tmp_path, keep_hidden=True)
     assert load_bundle(path, "fast").keep_hidden is True
     assert load_bundle(path, "accurate").keep_hidden is False
     assert Preparer.from_bundle(load_bundle(path, "fast")).keep_hidden is True
@@ -124,30 +108,10 @@ def test_a_profile_that_keeps_hidden_elements_extracts_their_text(tmp_path):
     kept = Extractor(path, profile="fast").extract(page)
     assert kept.error is None and "This article text fades in" in kept.markdown
     assert list(kept.labels) == ["1", "2"]
-    plain = Extractor(_default_model_copy(tmp_path / "plain", False), profile="fast").extract(page)
+    plain_bundle = default_model_copy(tmp_path / "plain", keep_hidden=False)
+    plain = Extractor(plain_bundle, profile="fast").extract(page)
     assert plain.error is None and "fades in" not in plain.markdown
     assert list(plain.labels) == ["1"]
-
-
-def test_keep_hidden_must_be_a_boolean_of_a_profile(tmp_path):
-    path = _default_model_copy(tmp_path, "yes")
-    with pytest.raises(BundleError) as error:
-        load_bundle(path, "accurate")  # every profile is checked, not only the one asked for
-    assert str(error.value) == (f"{path / 'manifest.json'}: profiles.fast.keep_hidden must be "
-                                'true or false, not "yes"')
-    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    manifest["profiles"]["fast"]["keep_hidden"] = True
-    manifest["keep_hidden"] = True
-    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    with pytest.raises(BundleError) as error:
-        load_bundle(path)
-    assert str(error.value) == (
-        f"{path / 'manifest.json'}: keep_hidden is a profile's setting "
-        "(profiles.<name>.keep_hidden), not the manifest's: the top level is what readers "
-        "without profiles run, and they segment as the reference does")
-    manifest["keep_hidden"] = False  # what readers without profiles do anyway
-    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert load_bundle(path).keep_hidden is False and load_bundle(path, "fast").keep_hidden
 
 
 # ── the fast profile is trained on the segmentation it runs with ──────────────────────────

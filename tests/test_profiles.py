@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from rt_helpers import tiny_bundle
+from rt_helpers import default_model_copy, tiny_bundle
 
 from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.model.backends import RescorerOnlyBackend, create_backend
@@ -319,3 +319,26 @@ def test_the_embedded_fast_profile_selects_blocks_by_expected_f1_on_the_segmenta
     bundle = load_bundle(embedded_model_dir(), "fast")
     assert bundle.expected_f1 and bundle.keep_hidden
     assert bundle.feature_layout == FEATURES_V3
+
+
+@pytest.mark.parametrize(("key", "bad", "shown"), [("keep_hidden", "yes", '"yes"'),
+                                                   ("drop_noscript", 1, "1")])
+def test_a_segmentation_setting_must_be_a_boolean_of_a_profile(tmp_path, key, bad, shown):
+    path = default_model_copy(tmp_path, **{key: bad})
+    with pytest.raises(BundleError) as error:
+        load_bundle(path, "accurate")  # every profile is checked, not only the one asked for
+    assert str(error.value) == (f"{path / 'manifest.json'}: profiles.fast.{key} must be "
+                                f"true or false, not {shown}")
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["profiles"]["fast"][key] = True
+    manifest[key] = True
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(BundleError) as error:
+        load_bundle(path)
+    assert str(error.value) == (
+        f"{path / 'manifest.json'}: {key} is a profile's setting "
+        f"(profiles.<name>.{key}), not the manifest's: the top level is what readers "
+        "without profiles run, and they segment as the reference does")
+    manifest[key] = False  # what readers without profiles do anyway
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert getattr(load_bundle(path), key) is False and getattr(load_bundle(path, "fast"), key)
