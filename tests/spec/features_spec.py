@@ -77,16 +77,23 @@ def _shift(values: np.ndarray, by: int) -> np.ndarray:
     return out
 
 
+def _elements_by_id(map_html: str) -> tuple[LexborHTMLParser, dict[str, object]]:
+    """lexbor's tree of ``map_html`` and its elements by ``_item_id`` (the first in document
+    order, as the core keeps it)."""
+    tree = LexborHTMLParser(map_html)
+    by_id: dict[str, object] = {}
+    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
+        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    return tree, by_id
+
+
 def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     """One float32 row of ``FEATURE_NAMES`` per block of ``item_ids`` (rows of zeros for ids
     that ``map_html`` does not hold)."""
     n = len(item_ids)
     if n == 0:
         return np.zeros((0, N_FEATURES), np.float32)
-    tree = LexborHTMLParser(map_html)
-    by_id: dict[str, object] = {}
-    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
-        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    _, by_id = _elements_by_id(map_html)
 
     n_kw, n_anc = len(KEYWORDS), len(ANCESTOR_TAGS)
     block = np.zeros((n, len(BLOCK_COLUMNS)), np.float32)
@@ -211,10 +218,7 @@ def block_extras(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     out[:, 0] = 0.0
     if n == 0:
         return out
-    tree = LexborHTMLParser(map_html)
-    by_id: dict[str, object] = {}
-    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
-        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    _, by_id = _elements_by_id(map_html)
     keyword_columns = [_KEYWORD_INDEX[w] for w in DISTANCE_KEYWORDS]
     for row, item_id in enumerate(item_ids):
         node = by_id.get(item_id)
@@ -253,10 +257,7 @@ def block_containers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     out = np.full((n, CONTAINER_LEVELS), NO_CONTAINER, np.float32)
     if n == 0:
         return out
-    tree = LexborHTMLParser(map_html)
-    by_id: dict[str, object] = {}
-    for node in tree.css(f"[{ITEM_ID_ATTR}]"):
-        by_id.setdefault(node.attributes.get(ITEM_ID_ATTR), node)
+    tree, by_id = _elements_by_id(map_html)
     number: dict[int, int] = {}
     if tree.root is not None:
         for element in tree.root.traverse():
