@@ -3,9 +3,10 @@
 The ``accurate`` profile adds the transformer's margin to a rescorer that never saw it; the
 ``fast`` profile has only the rescorer, so it is trained and calibrated for that use:
 
-1. each train page's block features (layout ``blocks-v2``: with the CJK characters and the
-   distances to keyword containers) read in context (``runtime.stages.rescore
-   .context_features``: neighbours, windows, page totals);
+1. each train page's block features (layout ``blocks-v3``: with the CJK characters, the
+   distances to keyword containers and the container identifiers) read in context
+   (``runtime.stages.rescore.context_features``: neighbours, windows, page totals, the blocks
+   sharing each of its containers);
 2. a first LightGBM ensemble over them (with ``Recipe.fast_word_weights`` each block weighted
    by the square root of its words; off in the shipped recipe), and its out-of-fold
    probabilities (``Recipe.fast_folds``
@@ -49,7 +50,7 @@ from pulpie_rt.runtime.stages.rescore import (
     context_features,
     stage_features,
 )
-from pulpie_rt.train.rescorer import save_rescorer, training_pages
+from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
@@ -95,16 +96,9 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
                if recipe.fast_word_weights else None)
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
                             categorical_feature=list(CATEGORICAL_COLUMNS), free_raw_data=False)
-    boosters = []
-    for member in range(recipe.fast_bag):
-        params = {
-            "objective": "binary", "learning_rate": recipe.rescorer_learning_rate,
-            "num_leaves": recipe.rescorer_leaves, "min_data_in_leaf": recipe.rescorer_min_leaf,
-            "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
-            "num_threads": recipe.threads, "deterministic": True, "force_row_wise": True,
-            "seed": recipe.seed + 1000 * member, "verbose": -1,
-        }
-        boosters.append(lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds))
+    boosters = [lightgbm.train(lightgbm_params(recipe, recipe.seed + 1000 * member), data,
+                               num_boost_round=recipe.rescorer_rounds)
+                for member in range(recipe.fast_bag)]
     return boosters[0] if len(boosters) == 1 else average_boosters(boosters)
 
 

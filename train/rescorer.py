@@ -88,11 +88,10 @@ def training_features(corpus: str = "train", workers: int | None = None,
     return np.concatenate(features), np.concatenate(labels)
 
 
-def fit_rescorer(features: np.ndarray, labels: np.ndarray, recipe):
-    """A seeded, deterministic LightGBM binary classifier (``recipe.rescorer_*``)."""
-    import lightgbm
-
-    params = {
+def lightgbm_params(recipe, seed: int) -> dict:
+    """The seeded, deterministic LightGBM settings of every rescorer ensemble
+    (``recipe.rescorer_*``; the fast profile's stages draw one ``seed`` per bag member)."""
+    return {
         "objective": "binary",
         "learning_rate": recipe.rescorer_learning_rate,
         "num_leaves": recipe.rescorer_leaves,
@@ -103,12 +102,19 @@ def fit_rescorer(features: np.ndarray, labels: np.ndarray, recipe):
         "num_threads": recipe.threads,
         "deterministic": True,
         "force_row_wise": True,
-        "seed": recipe.seed,
+        "seed": seed,
         "verbose": -1,
     }
+
+
+def fit_rescorer(features: np.ndarray, labels: np.ndarray, recipe):
+    """A seeded, deterministic LightGBM binary classifier (``recipe.rescorer_*``)."""
+    import lightgbm
+
     data = lightgbm.Dataset(features, labels, feature_name=list(FEATURE_NAMES),
                             categorical_feature=list(CATEGORICAL_COLUMNS))
-    return lightgbm.train(params, data, num_boost_round=recipe.rescorer_rounds)
+    return lightgbm.train(lightgbm_params(recipe, recipe.seed), data,
+                          num_boost_round=recipe.rescorer_rounds)
 
 
 def save_rescorer(booster, path: Path, check_features: np.ndarray, what: str = "",
