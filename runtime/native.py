@@ -31,7 +31,7 @@ __all__ = [
     "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
     "FinishError", "finish_page", "PageFailed", "PreparedCore", "prepare_page",
-    "extract_blocks", "pack_chunks", "hidden_blocks",
+    "extract_blocks", "pack_chunks", "hidden_blocks", "context_features", "stage_features",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -589,6 +589,10 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_pack_chunks": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int64,
                                ctypes.c_int64, ctypes.c_int64, _P, ctypes.POINTER(_Message)],
                               ctypes.c_int32),
+    "pulpie_rt_context_features": ([_P, ctypes.c_size_t, ctypes.c_size_t, _P, ctypes.c_size_t,
+                                    ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_stage_features": ([_P, ctypes.c_size_t, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
+                                  ctypes.c_size_t, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_finish_page": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32, _P,
                                ctypes.POINTER(_Message)], ctypes.c_int32),
@@ -790,6 +794,51 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
             raise DecodeError(text)
         raise CoreError(text)
     return out.tolist()
+
+
+def _input_call(function, *args) -> None:
+    """``_engine_call`` for a function whose status 1 refuses its input: ``ValueError`` with
+    the core's message as it is (status 2, a panic: ``CoreError``)."""
+    lib = _engine_library()
+    message = _Message()
+    status = function(*args, ctypes.byref(message))
+    if status != 0:
+        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+        raise (ValueError if status == 1 else CoreError)(text)
+
+
+def _rows(features: np.ndarray) -> np.ndarray:
+    features = np.ascontiguousarray(features, np.float32)
+    if features.ndim != 2:
+        raise ValueError(f"block features must be 2-D rows, not of shape {features.shape}")
+    return features
+
+
+def context_features(features: np.ndarray, width: int) -> np.ndarray:
+    """``rescore.context_features`` on the compiled core (``core/src/features/context.rs``):
+    one page's ``blocks-v3`` rows (2-D float32) in, one row of ``width`` (``N_CONTEXT``)
+    float32 columns per block out. ``ValueError`` with the core's message for rows of
+    another width."""
+    lib = _engine_library()
+    rows = _rows(features)
+    out = np.empty((len(rows), width), np.float32)
+    _input_call(lib.pulpie_rt_context_features, rows.ctypes.data, rows.shape[0], rows.shape[1],
+                out.ctypes.data, out.size)
+    return out
+
+
+def stage_features(probabilities: np.ndarray, features: np.ndarray, width: int) -> np.ndarray:
+    """``rescore.stage_features`` on the compiled core: the first stage's probabilities of one
+    page (float64, one per block) and its ``blocks-v3`` rows in, ``width`` (``N_STAGE``)
+    float32 columns per block out. ``ValueError`` with the core's message for rows of another
+    width or count."""
+    lib = _engine_library()
+    p = np.ascontiguousarray(probabilities, np.float64).reshape(-1)
+    rows = _rows(features)
+    out = np.empty((len(p), width), np.float32)
+    _input_call(lib.pulpie_rt_stage_features, p.ctypes.data, len(p), rows.ctypes.data,
+                rows.shape[0], rows.shape[1], out.ctypes.data, out.size)
+    return out
 
 
 class _FinishOutput(ctypes.Structure):

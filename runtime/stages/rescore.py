@@ -16,8 +16,10 @@ is its specification, on onnxruntime's Python API.
 
 A rescorer may also read its blocks in context (``manifest.rescorer.context``, the embedded
 model's ``fast`` profile): ``context_features`` widens each block's row with its neighbours'
-values, windowed means and page totals, derived from the page's feature rows in NumPy (one
-definition, used by the training and here). With a ``first_stage`` file it runs twice: the
+values, windowed means and page totals, derived from the page's feature rows by the compiled
+core (``core/src/features/context.rs``: one definition, used by the training and here;
+``tests/spec/context_spec.py`` is its specification, in NumPy). With a ``first_stage`` file it
+runs twice: the
 first ensemble's probabilities, read in context by ``stage_features`` (the neighbours' and the
 page's), join the row the second ensemble scores, so a block is judged beside what was
 decided around it. Only this runtime reads context (the C library runs the ``accurate``
@@ -61,68 +63,6 @@ N_CONTEXT = N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * len
 N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS)
 
 
-def _shift(values: np.ndarray, by: int, fill: float = NO_NEIGHBOUR) -> np.ndarray:
-    """``values`` moved ``by`` rows down (negative: up), ``fill`` where nothing moved in."""
-    out = np.full_like(values, fill)
-    if by > 0:
-        out[by:] = values[:-by]
-    elif by < 0:
-        out[:by] = values[-by:]
-    else:
-        out[:] = values
-    return out
-
-
-def _window_mean(values: np.ndarray, radius: int) -> np.ndarray:
-    """Per row, the mean of the rows within ``radius`` of it (fewer at the page's ends)."""
-    n = len(values)
-    sums = np.concatenate([np.zeros((1,) + values.shape[1:]), np.cumsum(values, 0)])
-    low = np.clip(np.arange(n) - radius, 0, n)
-    high = np.clip(np.arange(n) + radius + 1, 0, n)
-    counts = (high - low).astype(np.float64)
-    return (sums[high] - sums[low]) / (counts[:, None] if values.ndim == 2 else counts)
-
-
-def container_groups(features: np.ndarray) -> list[np.ndarray]:
-    """Per level of ``GROUP_LEVELS``, each block's group: the blocks of one page that share
-    that ancestor get the same number (0, 1, … in no meaningful order); a block whose chain is
-    shorter is a group of its own. Read off the container columns of ``blocks-v3`` rows."""
-    ids = np.asarray(features, np.float64)[:, N_FEATURES_V2:]
-    n = len(ids)
-    groups = []
-    for level in GROUP_LEVELS:
-        key = ids[:, level - 1]
-        # a block with no ancestor at this level (-1): a group of its own, keyed past any id
-        key = np.where(key < 0, key.max(initial=0.0) + 1.0 + np.arange(n), key)
-        groups.append(np.unique(key, return_inverse=True)[1].reshape(-1))
-    return groups
-
-
-def _group_mean(values: np.ndarray, weights: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Per block, the ``weights``-weighted mean of ``values`` over its group."""
-    total = np.bincount(group, weights)
-    return np.bincount(group, values * weights)[group] / np.maximum(total[group], 1e-12)
-
-
-def container_features(features: np.ndarray) -> np.ndarray:
-    """``N_GROUP`` columns per level of ``GROUP_LEVELS`` for one page's ``blocks-v3`` rows:
-    over the blocks sharing the block's ancestor at that level, their mean words, their share
-    of the page's words, how many they are (log) and their word-weighted link ratio. A run of
-    one-word blocks (an advert's title cut into one ``<span>`` per word) or a container that
-    holds most of the page's words is seen as a whole."""
-    rows = np.asarray(features, np.float64)
-    words = rows[:, _COLUMN["words"]]
-    link_ratio = rows[:, _COLUMN["link_ratio"]]
-    total = max(words.sum(), 1.0)
-    ones = np.ones(len(rows))
-    parts = []
-    for group in container_groups(features):
-        count = np.bincount(group)[group].astype(np.float64)
-        parts += [_group_mean(words, ones, group), np.bincount(group, words)[group] / total,
-                  np.log1p(count), _group_mean(link_ratio, words + 1.0, group)]
-    return np.stack(parts, 1)
-
-
 def context_features(features: np.ndarray) -> np.ndarray:
     """One page's ``block_features`` rows (layout ``blocks-v3``, in block order), each widened
     to ``N_CONTEXT`` columns: its own ``blocks-v2`` columns (the container columns are
@@ -132,36 +72,18 @@ def context_features(features: np.ndarray) -> np.ndarray:
     words before and after it, the page's unlinked words (log) and its share of linked words,
     then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
-    blocks and the page's share of CJK characters, and last ``container_features``."""
+    blocks and the page's share of CJK characters, and last ``N_GROUP`` columns per level of
+    ``GROUP_LEVELS``: over the blocks sharing the block's ancestor at that level, their mean
+    words, their share of the page's words, how many they are (log) and their word-weighted
+    link ratio (a run of one-word blocks, an advert's title cut into one ``<span>`` per word,
+    or a container that holds most of the page's words is seen as a whole). A block with no
+    ancestor at a level is a group of its own there. Computed by the compiled core
+    (``native.context_features``); ``ValueError`` for rows of another layout."""
     features = np.asarray(features, np.float32)
-    if features.ndim != 2 or features.shape[1] != N_FEATURES_V3:
-        got = features.shape[-1] if features.ndim == 2 else features.shape
+    if features.ndim != 2:
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns), not {got}")
-    if len(features) == 0:
-        return np.zeros((0, N_CONTEXT), np.float32)
-    rows = features[:, :N_FEATURES_V2]
-    own = rows[:, CONTEXT_COLUMNS].astype(np.float64)
-    parts = [rows.astype(np.float64)]
-    parts += [_shift(own, by) for by in (1, 2, -1, -2)]
-    parts += [_window_mean(own, 3), _window_mean(own, 10), own - own.mean(0, keepdims=True)]
-    depth = rows[:, _COLUMN["depth"]].astype(np.float64)
-    parts.append(np.stack([depth - _shift(depth, 1, 0.0), depth - _shift(depth, -1, 0.0)], 1))
-    words = rows[:, _COLUMN["words"]].astype(np.float64)
-    link_ratio = rows[:, _COLUMN["link_ratio"]].astype(np.float64)
-    unlinked = np.cumsum(words * (1 - link_ratio))
-    total = unlinked[-1] + 1e-6
-    parts.append(np.stack([unlinked / total, (total - unlinked) / total,
-                           np.full(len(rows), np.log1p(total)),
-                           np.full(len(rows), (words * link_ratio).sum() / (words.sum() + 1e-6))],
-                          1))
-    cjk = rows[:, _COLUMN["cjk_chars"]].astype(np.float64)
-    words_cjk = words + cjk / 2.0
-    parts.append(np.stack([words_cjk, words_cjk / max(words_cjk.sum(), 1.0),
-                           _window_mean(words_cjk, 3),
-                           np.full(len(rows), cjk.sum() / max(cjk.sum() + words.sum(), 1.0))], 1))
-    parts.append(container_features(features))
-    return np.concatenate(parts, 1).astype(np.float32)
+                         f"columns), not {features.shape}")
+    return native.context_features(features, N_CONTEXT)
 
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarray:
@@ -174,27 +96,11 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
     sharing its ancestor there: their word-weighted and plain mean probability, their
     expected main words as a share of the page's words, and its own probability less their
     word-weighted mean (a block is judged with its container; how many they are is a column
-    of ``container_features``)."""
+    of ``context_features``). Computed by the compiled core (``native.stage_features``)."""
     p = np.asarray(probabilities, np.float64)
-    n = len(p)
-    if n == 0:
+    if len(p) == 0:
         return np.zeros((0, N_STAGE), np.float32)
-    words = np.asarray(features, np.float64)[:, _COLUMN["words"]]
-    weight = np.log1p(words)
-    parts = [p] + [_shift(p, by) for by in (1, 2, 3, -1, -2, -3)]
-    parts += [_window_mean(p, r) for r in (2, 5, 15)]
-    parts.append(_window_mean(p * weight, 5) / (_window_mean(weight, 5) + 1e-6))
-    parts += [np.full(n, p.mean()), np.full(n, p.max()),
-              np.full(n, (p * weight).sum() / (weight.sum() + 1e-6))]
-    parts.append(np.argsort(np.argsort(-p, kind="stable"), kind="stable") / n)
-    parts.append(np.minimum(np.maximum.accumulate(p), np.maximum.accumulate(p[::-1])[::-1]))
-    total = max(words.sum(), 1.0)
-    ones = np.ones(n)
-    for group in container_groups(features):
-        weighted = _group_mean(p, words + 1.0, group)
-        parts += [weighted, _group_mean(p, ones, group),
-                  np.bincount(group, p * words)[group] / total, p - weighted]
-    return np.stack(parts, 1).astype(np.float32)
+    return native.stage_features(p, features, N_STAGE)
 
 
 class RescorerError(ValueError):

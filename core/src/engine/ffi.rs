@@ -4,8 +4,11 @@
 //! one implementation. Status codes and error messages as `ort::ffi` (0 done, 1 an error, 2 a
 //! panic; the message released with `pulpie_rt_free`). `pulpie_rt_finish_page` is the
 //! engine's finish (reconstruct → Markdown, or a page's whole text) for the same flow.
+//! `pulpie_rt_context_features` / `pulpie_rt_stage_features` are `rescore.py`'s columns of
+//! blocks in context (`features::context`), for that flow and the training.
 
 use super::decode::{decide_blocks, Decoding, SepOutputs};
+use crate::features::context;
 use crate::ort::ffi::{guarded, slice, OrtMessage};
 use crate::ort::{BlockRescorer, OrtError};
 use std::collections::HashSet;
@@ -97,6 +100,70 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
         }
         Err(status) => status,
     }
+}
+
+/// `rescore.context_features` of one page (`features::context`): `rows` × `columns` float32
+/// `blocks-v3` rows in, `rows` × `N_CONTEXT` float32 into `out` (`out_len` values, checked).
+/// Rows of another width: status 1, the message naming the width (`rescore.py` raises it as
+/// its `ValueError`).
+///
+/// # Safety
+/// `features` holds `rows × columns` values, `out` `out_len`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_context_features(
+    features: *const f32,
+    rows: usize,
+    columns: usize,
+    out: *mut f32,
+    out_len: usize,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let values = context::context_features(slice(features, rows * columns), columns).map_err(OrtError)?;
+        copy_out(&values, out, out_len)
+    }) {
+        Ok(()) => 0,
+        Err(status) => status,
+    }
+}
+
+/// `rescore.stage_features` of one page: its first stage's `n` probabilities (float64) and
+/// its `rows` × `columns` `blocks-v3` rows in, `n` × `N_STAGE` float32 into `out` (`out_len`
+/// values, checked). Status 1 with the message for rows of another width or count.
+///
+/// # Safety
+/// `probabilities` holds `n` values, `features` `rows × columns`, `out` `out_len`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_stage_features(
+    probabilities: *const f64,
+    n: usize,
+    features: *const f32,
+    rows: usize,
+    columns: usize,
+    out: *mut f32,
+    out_len: usize,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let values = context::stage_features(slice(probabilities, n), slice(features, rows * columns), columns)
+            .map_err(OrtError)?;
+        copy_out(&values, out, out_len)
+    }) {
+        Ok(()) => 0,
+        Err(status) => status,
+    }
+}
+
+/// `values` into the caller's `out` of `out_len` values (a mismatch: the caller's widths are
+/// not the core's).
+unsafe fn copy_out(values: &[f32], out: *mut f32, out_len: usize) -> Result<(), OrtError> {
+    if values.len() != out_len {
+        return Err(OrtError(format!("{} values for an output of {out_len}", values.len())));
+    }
+    if out_len > 0 {
+        std::ptr::copy_nonoverlapping(values.as_ptr(), out, out_len);
+    }
+    Ok(())
 }
 
 /// `pulpie_rt_finish_page`'s result: the main HTML and its Markdown (UTF-8, released with

@@ -25,6 +25,7 @@
 //! refuses nothing; what `Reader::Spec` reads unlike an HTML parser (a "/" inside a start tag
 //! that does not end it, an unclosed quote) a serializer never writes into `map_html`.
 
+pub mod context;
 mod text;
 
 pub use text::KEYWORDS;

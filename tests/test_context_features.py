@@ -1,0 +1,117 @@
+"""The fast profile's blocks in context: the compiled core's ``context_features`` and
+``stage_features`` (``core/src/features/context.rs``, what ``runtime.stages.rescore`` and the
+training call) against their NumPy specification (``tests/spec/context_spec.py``) on real
+pages, and the exact errors for rows of another layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from spec import context_spec
+
+from pulpie_rt.runtime.model.resolve import embedded_model_dir
+from pulpie_rt.runtime.stages.blocks import extract_blocks
+from pulpie_rt.runtime.stages.features import (
+    FEATURE_NAMES_V2,
+    N_FEATURES_V2,
+    N_FEATURES_V3,
+    block_features,
+)
+from pulpie_rt.runtime.stages.rescore import (
+    N_CONTEXT,
+    N_STAGE,
+    _probabilities,
+    _session,
+    context_features,
+    stage_features,
+)
+from pulpie_rt.runtime.stages.simplify import simplify
+
+# floats computed in float64 in the specification's order and rounded to float32: equal on
+# this machine save an ulp where NumPy's log1p is not the C library's; never asserted bitwise
+TOLERANCE = {"rtol": 1e-6, "atol": 1e-6}
+
+
+@pytest.fixture(scope="module")
+def page_rows(dev_pages) -> list[tuple[str, np.ndarray]]:
+    """Every 3rd dev page's blocks-v3 rows, segmented as the fast profile segments them."""
+    pages = []
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
+        _, item_ids = extract_blocks(simplified)
+        pages.append((page["id"], block_features(map_html, item_ids, "blocks-v3")))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def first_stage():
+    """The embedded model's fast first stage (onnxruntime's Python API)."""
+    return _session(embedded_model_dir() / "rescorer-fast-first.onnx")
+
+
+def test_context_features_are_the_specifications_on_dev_pages(page_rows):
+    assert len(page_rows) == 85 and sum(len(rows) for _, rows in page_rows) > 10_000
+    for page_id, rows in page_rows:
+        got, want = context_features(rows), context_spec.context_features(rows)
+        assert got.shape == want.shape == (len(rows), N_CONTEXT) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, **TOLERANCE, err_msg=page_id)
+        # the block's own columns are copied, not computed
+        np.testing.assert_array_equal(got[:, :N_FEATURES_V2], rows[:, :N_FEATURES_V2])
+
+
+def test_stage_features_are_the_specifications_on_dev_pages(page_rows, first_stage):
+    session, name = first_stage
+    rng = np.random.default_rng(0)
+    for page_id, rows in page_rows:
+        if not len(rows):
+            continue
+        real = _probabilities(session, name, context_features(rows))
+        # ties (equal probabilities) and extremes rank and accumulate in block order
+        synthetic = rng.choice([0.0, 0.25, 0.5, 1.0], size=len(rows))
+        for p in (real, synthetic):
+            got, want = stage_features(p, rows), context_spec.stage_features(p, rows)
+            assert got.shape == want.shape == (len(rows), N_STAGE)
+            np.testing.assert_allclose(got, want, **TOLERANCE, err_msg=page_id)
+            assert got[:, 14].tolist() == want[:, 14].tolist()  # ranks are exact
+
+
+def test_a_page_without_blocks_has_no_rows():
+    empty = np.zeros((0, N_FEATURES_V3), np.float32)
+    assert context_features(empty).shape == (0, N_CONTEXT)
+    assert context_features(empty).dtype == np.float32
+    assert stage_features(np.zeros(0), empty).shape == (0, N_STAGE)
+
+
+def test_rows_of_another_layout_are_refused_with_the_same_message():
+    with pytest.raises(ValueError) as error:
+        context_features(np.zeros((3, N_FEATURES_V2), np.float32))
+    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not 199"
+    with pytest.raises(ValueError) as error:
+        context_features(np.zeros((0, N_FEATURES_V2), np.float32))
+    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not 199"
+    with pytest.raises(ValueError) as error:
+        context_features(np.zeros(N_FEATURES_V3, np.float32))
+    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not (207,)"
+    with pytest.raises(ValueError) as error:
+        stage_features(np.zeros(2), np.zeros((3, N_FEATURES_V3), np.float32))
+    assert str(error.value) == "stage features: 2 probabilities for 3 blocks"
+    with pytest.raises(ValueError) as error:
+        stage_features(np.zeros(2), np.zeros((2, N_FEATURES_V2), np.float32))
+    assert str(error.value) == "stage features read blocks-v3 rows (207 columns), not 199"
+
+
+def test_groups_follow_the_container_columns_not_their_numbers():
+    """Two pages whose container identifiers differ only in their numbering give the same
+    columns (identifiers are not values); -0.0 is 0.0 (as np.unique has it)."""
+    rows = np.zeros((4, N_FEATURES_V3), np.float32)
+    rows[:, FEATURE_NAMES_V2.index("words")] = [3, 5, 7, 11]
+    rows[:, N_FEATURES_V2:] = -1
+    rows[:, N_FEATURES_V2] = [0.0, -0.0, 12, 12]
+    renamed = rows.copy()
+    renamed[:, N_FEATURES_V2] = [900, 900, 5, 5]
+    p = np.array([0.1, 0.7, 0.7, 0.3])
+    for got_rows in (rows, renamed):
+        np.testing.assert_allclose(context_features(got_rows), context_spec.context_features(rows),
+                                   **TOLERANCE)
+        np.testing.assert_allclose(stage_features(p, got_rows),
+                                   context_spec.stage_features(p, rows), **TOLERANCE)
