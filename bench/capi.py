@@ -4,7 +4,7 @@
     python -m pulpie_rt.bench.capi                   # pages/s: C path vs Python Pipeline
     python -m pulpie_rt.bench.capi --pages 64 --model build/small-onnx
     python -m pulpie_rt.bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
-    python -m pulpie_rt.bench.capi --parity [--model DIR]   # every dev page: C vs Extractor
+    python -m pulpie_rt.bench.capi --parity [--model DIR] [--profile P]  # C vs Extractor
 
 The C side is the example program, run as a user runs it: one process, one engine, its
 threads sharing it (``--threads``), pages batched ``--batch`` at a time, timed by the program
@@ -54,14 +54,18 @@ def write_pages(pages: Sequence[dict], path: Path) -> Path:
 
 def run_extract(pages_path: Path, model: str | Path | None = None, threads: int = 1,
                 batch: int = 1, ort_threads: int | None = None,
-                env: dict[str, str] | None = None, timing: dict | None = None) -> list[dict]:
+                env: dict[str, str] | None = None, timing: dict | None = None,
+                profile: str | None = None) -> list[dict]:
     """The example program's JSONL output for a pages file (one record per page, in order);
     raises when the process fails (a page's own error is in its record). ``timing``, when
-    given, receives the program's own ``open_s`` and ``extract_s``."""
+    given, receives the program's own ``open_s`` and ``extract_s``. ``profile``: the
+    bundle's profile (None: its default)."""
     command = [str(EXTRACT), "--jsonl", "--threads", str(threads), "--batch", str(batch),
                "--timing"]
     if model is not None:
         command += ["--model", str(model)]
+    if profile is not None:
+        command += ["--profile", profile]
     if ort_threads is not None:
         command += ["--ort-threads", str(ort_threads)]
     command.append(str(pages_path))
@@ -80,8 +84,9 @@ DEFAULT_PAGES = 48
 
 
 def bench(pages: Sequence[dict], model: str | None = None, threads: int | None = None,
-          batch: int = 4) -> dict:
-    """Pages/s of the C path and of the Python Pipeline on the same pages."""
+          batch: int = 4, profile: str | None = None) -> dict:
+    """Pages/s of the C path and of the Python Pipeline on the same pages (the bundle's
+    ``profile``; None: its default)."""
     import tempfile
 
     from pulpie_rt import Pipeline
@@ -91,10 +96,10 @@ def bench(pages: Sequence[dict], model: str | None = None, threads: int | None =
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-capi-") as tmp:
         path = write_pages(pages, Path(tmp) / "pages.jsonl")
         timing: dict = {}
-        c_records = run_extract(path, model, threads, batch, timing=timing)
+        c_records = run_extract(path, model, threads, batch, timing=timing, profile=profile)
         c_startup, c_seconds = timing["open_s"], timing["extract_s"]
     started = time.perf_counter()
-    pipeline = Pipeline(model) if model else Pipeline()
+    pipeline = Pipeline(model, profile=profile) if model else Pipeline(profile=profile)
     list(pipeline.run([PageInput(pages[0]["html"], page_id=0)]))
     py_startup = time.perf_counter() - started
     started = time.perf_counter()
@@ -107,6 +112,7 @@ def bench(pages: Sequence[dict], model: str | None = None, threads: int | None =
     return {
         "pages": len(pages),
         "model": model or "default",
+        "profile": profile,
         "c_threads": threads,
         "c_batch": batch,
         "c_pages_per_s": len(pages) / c_seconds,
@@ -119,20 +125,21 @@ def bench(pages: Sequence[dict], model: str | None = None, threads: int | None =
     }
 
 
-def parity(model: str | None) -> dict:
-    """The example program against ``Extractor(model).extract_batch([html])`` page by page on
-    every dev page: Markdown, error, n_main and n_other."""
+def parity(model: str | None, profile: str | None = None, step: int = 1) -> dict:
+    """The example program against ``Extractor(model, profile=profile).extract_batch([html])``
+    page by page on every ``step``-th dev page: Markdown, error, n_main and n_other."""
     import tempfile
 
     from pulpie_rt import Extractor
     from pulpie_rt.corpus import load_pages
 
-    pages = load_pages("dev")
+    pages = load_pages("dev")[::step]
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-capi-") as tmp:
         started = time.perf_counter()
-        records = run_extract(write_pages(pages, Path(tmp) / "pages.jsonl"), model)
+        records = run_extract(write_pages(pages, Path(tmp) / "pages.jsonl"), model,
+                              profile=profile)
         c_seconds = time.perf_counter() - started
-    extractor = Extractor(model) if model else Extractor()
+    extractor = Extractor(model, profile=profile) if model else Extractor(profile=profile)
     started = time.perf_counter()
     different = []
     for page, record in zip(pages, records, strict=True):
@@ -140,7 +147,7 @@ def parity(model: str | None) -> dict:
         if (record["markdown"], record["error"], record["n_main"], record["n_other"]) != (
                 result.markdown, result.error, result.n_main, result.n_other):
             different.append(page["id"])
-    return {"pages": len(pages), "model": model or "default", "identical":
+    return {"pages": len(pages), "model": model or "default", "profile": profile, "identical":
             len(pages) - len(different), "different": different, "c_seconds": c_seconds,
             "python_seconds": time.perf_counter() - started}
 
@@ -159,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES,
                         help=f"dev pages, evenly spread (default {DEFAULT_PAGES})")
     parser.add_argument("--model", default=None, help="a bundle directory (default: embedded)")
+    parser.add_argument("--profile", default=None,
+                        help="the bundle's profile, e.g. fast or accurate for the default "
+                             "model (default: its default_profile)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--write-pages", nargs=2, metavar=("N", "PATH"),
@@ -171,8 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pulpie_rt.eval.report import write_result
 
         build_capi()
-        result = parity(args.model)
-        print(f"C program vs Extractor, model {result['model']}: {result['identical']}/"
+        result = parity(args.model, args.profile)
+        print(f"C program vs Extractor, model {result['model']}, profile "
+              f"{result['profile'] or 'default'}: {result['identical']}/"
               f"{result['pages']} dev pages identical (C {result['c_seconds']:.0f} s, Python "
               f"{result['python_seconds']:.0f} s); different: {result['different']}")
         print(f"wrote {write_result('capi-parity', result, None)}")
@@ -187,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pulpie_rt.eval.report import write_result
 
     build_capi()
-    row = bench(bench_pages(args.pages), args.model, args.threads, args.batch)
+    row = bench(bench_pages(args.pages), args.model, args.threads, args.batch, args.profile)
     print(capi_line(row))
     print(f"wrote {write_result('capi', row, None)}")
     return 0

@@ -13,7 +13,9 @@ pulpie_rt.bench.capi --parity --model <tiny bundle>`` runs it).
 
 The embedded default model runs here on every 4th dev page (64 pages; its run over all 254
 in C and Python took 10 and 15 min on this loaded machine and gave 254/254 identical pages:
-``python -m pulpie_rt.bench.capi --parity`` runs it).
+``python -m pulpie_rt.bench.capi --parity`` runs it), and with its ``fast`` profile (the
+rescorer alone over blocks in context, ``options.profile``) on every 5th
+(``python -m pulpie_rt.bench.capi --parity --profile fast`` runs all 254).
 
 The library is built here (``make capi``) when cargo and a C compiler are on the PATH; the
 tests are skipped, saying so, when they are not.
@@ -169,7 +171,7 @@ class _Options(ctypes.Structure):
                 ("backend", ctypes.c_char_p), ("device_id", ctypes.c_int32),
                 ("threads", ctypes.c_int32), ("ort_library", ctypes.c_char_p),
                 ("max_input_bytes", ctypes.c_int64), ("max_page_tokens", ctypes.c_int64),
-                ("max_batch_tokens", ctypes.c_int64)]
+                ("max_batch_tokens", ctypes.c_int64), ("profile", ctypes.c_char_p)]
 
 
 def test_the_header_the_options_and_the_status_codes(capi):
@@ -177,11 +179,12 @@ def test_the_header_the_options_and_the_status_codes(capi):
     assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
     lib = ctypes.CDLL(str(LIBRARY))
     lib.pulpie_rt_abi_version.restype = ctypes.c_uint32
-    assert lib.pulpie_rt_abi_version() == 1
+    assert lib.pulpie_rt_abi_version() == 2
     options = _Options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(_Options) == 64
-    assert (options.model, options.backend, options.threads) == (None, None, 0)
+    assert options.struct_size == ctypes.sizeof(_Options) == 72
+    assert (options.model, options.backend, options.threads, options.profile) == (
+        None, None, 0, None)
     assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens) == (
         16 * 1024 * 1024, 131_072, 16_384)
     engine, err = ctypes.c_void_p(), ctypes.c_char_p()
@@ -193,6 +196,83 @@ def test_the_header_the_options_and_the_status_codes(capi):
     assert not engine.value
     options.backend, options.struct_size = None, 16
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 1
+
+
+FAST_PAGE_STEP = 5
+
+
+def test_the_fast_profile_gives_the_extractors_markdown_on_dev_pages(capi, dev_pages,
+                                                                     tmp_path):
+    """The embedded model's fast profile (no transformer: blocks-v3 features, the context
+    features and both ONNX stages in the core) on every 5th dev page, and its labels through
+    the C ABI on one page."""
+    pages = dev_pages[::FAST_PAGE_STEP]
+    c_records = run_extract(write_pages(pages, tmp_path / "fast.jsonl"), profile="fast")
+    extractor = Extractor(profile="fast")
+    expected = python_records(extractor, [p["html"] for p in pages])
+    assert_same(c_records, expected, [p["id"] for p in pages])
+    assert sum(1 for r in c_records if r["markdown"]) >= 0.9 * len(pages)
+    # the accurate profile, asked by name, is what the default (no profile) runs
+    accurate = run_extract(write_pages(pages[:8], tmp_path / "accurate.jsonl"),
+                           profile="accurate")
+    assert accurate == run_extract(tmp_path / "accurate.jsonl")
+    # a page whose labels the two profiles decide differently, through the C ABI
+    accurate_extractor = Extractor(profile="accurate")
+    page = next(p["html"] for p in pages[:20]
+                if extractor.extract(p["html"]).labels
+                != accurate_extractor.extract(p["html"]).labels)
+    assert _c_labels(page, profile=b"fast") == list(extractor.extract(page).labels.items())
+    assert _c_labels(page) == list(accurate_extractor.extract(page).labels.items())
+
+
+def _c_labels(page: str, model: bytes | None = None, profile: bytes | None = None) -> list:
+    """Each block's label of ``page`` through the C ABI (``pulpie_rt_result_label``)."""
+    lib = ctypes.CDLL(str(LIBRARY))
+    lib.pulpie_rt_result_label.restype = ctypes.c_char_p
+    options = _Options()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    options.model, options.profile = model, profile
+    engine, result = ctypes.c_void_p(), ctypes.c_void_p()
+    assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 0
+    data = page.encode("utf-8")
+    assert lib.pulpie_rt_extract(engine, data, len(data), None, ctypes.byref(result), None) == 0
+    is_main = ctypes.c_int()
+    labels = []
+    for index in range(lib.pulpie_rt_result_n_labels(result)):
+        item_id = lib.pulpie_rt_result_label(result, index, ctypes.byref(is_main)).decode()
+        labels.append((item_id, "main" if is_main.value else "other"))
+    lib.pulpie_rt_result_free(result)
+    lib.pulpie_rt_engine_close(engine)
+    return labels
+
+
+def test_an_unknown_profile_is_named_with_the_ones_there_are(capi, tmp_path, tiny):
+    lib = ctypes.CDLL(str(LIBRARY))
+    lib.pulpie_rt_string_free.argtypes = [ctypes.c_void_p]
+    options = _Options()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    engine, err = ctypes.c_void_p(), ctypes.c_void_p()
+
+    def open_error() -> tuple[int, str]:
+        status = lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine),
+                                           ctypes.byref(err))
+        assert not engine.value
+        message = ctypes.string_at(err.value).decode()
+        lib.pulpie_rt_string_free(err)
+        return status, message
+
+    options.profile = b"fastest"
+    assert open_error() == (3, "the embedded default model: no profile 'fastest' (this bundle "
+                               "has accurate, fast)")
+    options.model = str(tiny).encode()
+    assert open_error() == (3, f"{tiny / 'manifest.json'}: this bundle has no profiles (profile "
+                               "'fastest' asked); only the embedded default model has "
+                               "fast/accurate profiles")
+    done = subprocess.run([str(capi), "--profile", "fastest", "-"], input=b"<p>x",
+                          capture_output=True)
+    assert (done.returncode, done.stderr.decode()) == (
+        1, "extract: cannot open the model: the embedded default model: no profile 'fastest' "
+           "(this bundle has accurate, fast)\n")
 
 
 def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):

@@ -16,9 +16,9 @@
  *   }
  *   pulpie_rt_engine_close(engine);
  *
- * Output: for the same model and page, the Markdown, HTML, labels, `truncated` and
- * `empty_reason` are those of Python's `pulpie_rt.Extractor(model).extract(html)` (and of
- * `extract_batch` for `pulpie_rt_extract_batch`), byte for byte.
+ * Output: for the same model, profile and page, the Markdown, HTML, labels, `truncated` and
+ * `empty_reason` are those of Python's `pulpie_rt.Extractor(model, profile=...).extract(html)`
+ * (and of `extract_batch` for `pulpie_rt_extract_batch`), byte for byte.
  *
  * Threads: an engine is immutable once open; any number of threads may call
  * pulpie_rt_extract / pulpie_rt_extract_batch on one engine at once. Close it when no thread
@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 1
+#define PULPIE_RT_ABI_VERSION 2
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -60,7 +60,8 @@ extern "C" {
 #define PULPIE_RT_ERR_INTERNAL 2 /* a fault inside the library, caught (a bug: please report
                                     the message) */
 #define PULPIE_RT_ERR_MODEL 3    /* the model: not a bundle, a missing or unreadable file, a
-                                    manifest this runtime cannot read, no embedded model */
+                                    manifest this runtime cannot read, no embedded model, an
+                                    unknown profile */
 #define PULPIE_RT_ERR_RUNTIME 4  /* ONNX Runtime: library not found or too old, the model does
                                     not load, the backend is not available */
 
@@ -90,6 +91,13 @@ typedef struct {
                                 blocks in later chunks come out "other"; default 131072;
                                 < 0: no limit. pulpie_rt_result_truncated says what was cut */
     int64_t max_batch_tokens; /* padded tokens per model batch; default 16384; > 0 */
+    /* ABI 2 additions (a library of ABI 1 ignores them: check pulpie_rt_abi_version() >= 2): */
+    const char *profile;     /* the bundle's speed/quality profile (manifest "profiles"; the
+                                embedded default model: "fast", its block rescorer alone in two
+                                stages over blocks in context, no transformer, or "accurate",
+                                the transformer and its rescorer); NULL: the bundle's
+                                default_profile. A name the bundle lacks, or any name for a
+                                bundle without profiles: PULPIE_RT_ERR_MODEL naming what it has */
 } pulpie_rt_options;
 
 uint32_t pulpie_rt_abi_version(void);

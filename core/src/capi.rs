@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// `PULPIE_RT_ABI_VERSION`: raised when a function, struct layout or status code changes
-/// in a way that an existing program could notice.
-pub const ABI_VERSION: u32 = 1;
+/// in a way that an existing program could notice, or when fields are appended to
+/// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
+pub const ABI_VERSION: u32 = 2;
 
 pub const OK: c_int = 0;
 pub const ERR_ARGUMENT: c_int = 1;
@@ -26,7 +27,7 @@ pub const ERR_INTERNAL: c_int = 2;
 pub const ERR_MODEL: c_int = 3;
 pub const ERR_RUNTIME: c_int = 4;
 
-/// `pulpie_rt_options`, ABI 1 layout.
+/// `pulpie_rt_options`, ABI 2 layout (ABI 1's, then `profile`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct pulpie_rt_options {
@@ -39,6 +40,8 @@ pub struct pulpie_rt_options {
     pub max_input_bytes: i64,
     pub max_page_tokens: i64,
     pub max_batch_tokens: i64,
+    /// ABI 2: the bundle's profile (NULL: its `default_profile`)
+    pub profile: *const c_char,
 }
 
 /// The fields a caller must pass at least (the issue's first five).
@@ -58,6 +61,7 @@ impl Default for pulpie_rt_options {
             max_input_bytes: limits.max_input_bytes.map_or(-1, |n| n as i64),
             max_page_tokens: limits.max_page_tokens.map_or(-1, |n| n as i64),
             max_batch_tokens: config.max_batch_tokens as i64,
+            profile: std::ptr::null(),
         }
     }
 }
@@ -166,8 +170,17 @@ fn limit(value: i64) -> Option<usize> {
     usize::try_from(value).ok()
 }
 
-fn config_of(options: &pulpie_rt_options) -> Result<(Option<String>, EngineConfig), Failure> {
+/// What `pulpie_rt_engine_open` opens: the model (None: the embedded one), its profile (None:
+/// the bundle's default) and how it runs.
+struct OpenRequest {
+    model: Option<String>,
+    profile: Option<String>,
+    config: EngineConfig,
+}
+
+fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
     let model = unsafe { optional_str(options.model, "options.model")? }.map(str::to_string);
+    let profile = unsafe { optional_str(options.profile, "options.profile")? }.map(str::to_string);
     let backend = unsafe { optional_str(options.backend, "options.backend")? };
     let device_id =
         u32::try_from(options.device_id).map_err(|_| argument(format!("options.device_id is {}", options.device_id)))?;
@@ -194,7 +207,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<(Option<String>, EngineConfi
         max_batch_tokens,
         ..EngineConfig::default()
     };
-    Ok((model, config))
+    Ok(OpenRequest { model, profile, config })
 }
 
 #[no_mangle]
@@ -209,7 +222,7 @@ pub extern "C" fn pulpie_rt_version() -> *const c_char {
 }
 
 /// # Safety
-/// `options` is NULL or points to a writable ABI-1 `pulpie_rt_options`.
+/// `options` is NULL or points to a writable `pulpie_rt_options` of this ABI.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_options_init(options: *mut pulpie_rt_options) {
     if !options.is_null() {
@@ -232,10 +245,11 @@ pub unsafe extern "C" fn pulpie_rt_engine_open(
         }
         *out = std::ptr::null_mut();
         let options = read_options(options)?;
-        let (model, config) = config_of(&options)?;
+        let OpenRequest { model, profile, config } = config_of(&options)?;
+        let profile = profile.as_deref();
         let bundle = match model {
-            Some(dir) => Bundle::load_dir(std::path::Path::new(&dir)).map_err(|e| (ERR_MODEL, e))?,
-            None => Bundle::embedded().unwrap_or_else(|| {
+            Some(dir) => Bundle::load_dir_profile(std::path::Path::new(&dir), profile).map_err(|e| (ERR_MODEL, e))?,
+            None => Bundle::embedded_profile(profile).unwrap_or_else(|| {
                 Err("this build of libpulpie_rt has no embedded default model (built without the \
                      cargo feature embedded-model): pass a bundle directory in options.model"
                     .to_string())
@@ -491,7 +505,8 @@ mod tests {
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, threads), 28);
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, ort_library), 32);
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, max_batch_tokens), 56);
-        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 64);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, profile), 64);
+        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 72);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
     }
 
@@ -524,6 +539,30 @@ mod tests {
             let mut len = 7;
             assert_eq!(*pulpie_rt_result_markdown(std::ptr::null(), &mut len), 0);
             assert_eq!(len, 0);
+        }
+    }
+
+    #[test]
+    fn the_profile_is_read_only_within_struct_size() {
+        let dir = CString::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../pulpie_rt/default_model")).unwrap();
+        let fastest = CString::new("fastest").unwrap();
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../pulpie_rt/default_model/manifest.json");
+        unsafe {
+            let mut options =
+                pulpie_rt_options { model: dir.as_ptr(), profile: fastest.as_ptr(), ..pulpie_rt_options::default() };
+            let (mut engine, mut err) = (std::ptr::null_mut(), std::ptr::null_mut());
+            assert_eq!(pulpie_rt_engine_open(&options, &mut engine, &mut err), ERR_MODEL);
+            assert_eq!(
+                CStr::from_ptr(err).to_str().unwrap(),
+                format!("{manifest}: no profile 'fastest' (this bundle has accurate, fast)")
+            );
+            pulpie_rt_string_free(err);
+            // an ABI-1 caller's options end before `profile`: the default profile is read
+            options.struct_size = std::mem::offset_of!(pulpie_rt_options, profile) as u32;
+            let status = pulpie_rt_engine_open(&options, &mut engine, &mut err);
+            assert_ne!(status, ERR_MODEL);
+            pulpie_rt_string_free(err);
+            pulpie_rt_engine_close(engine);
         }
     }
 }

@@ -7,6 +7,8 @@
  *                                         "n_main": N, "n_other": N, "error": null | "…"}
  * options:
  *   --model DIR      a model bundle directory (default: the embedded default model)
+ *   --profile NAME   the bundle's profile ("fast" or "accurate" for the default model;
+ *                    default: its default_profile)
  *   --threads N      N threads sharing one engine (default 1); output stays in input order
  *   --batch N        pages per pulpie_rt_extract_batch call (default 1: pulpie_rt_extract)
  *   --ort-threads N  ONNX Runtime's intra-op threads per engine (default: its own)
@@ -285,18 +287,19 @@ int main(int argc, char **argv) {
     size_t n_inputs = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) options.model = argv[++i];
+        else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) options.profile = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0) threads = number("--threads", argv[++i]);
         else if (strcmp(argv[i], "--batch") == 0) batch = number("--batch", argv[++i]);
         else if (strcmp(argv[i], "--ort-threads") == 0) options.threads = (int32_t)number("--ort-threads", argv[++i]);
         else if (strcmp(argv[i], "--jsonl") == 0) jsonl = 1;
         else if (strcmp(argv[i], "--timing") == 0) timing = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs("usage: extract [--model DIR] [--threads N] [--batch N] [--ort-threads N] [--timing] "
+            fputs("usage: extract [--model DIR] [--profile NAME] [--threads N] [--batch N] [--ort-threads N] [--timing] "
                   "(page.html ... | --jsonl pages.jsonl ...)\n", stdout);
             return 0;
         } else inputs[n_inputs++] = argv[i];
     }
-    if (n_inputs == 0) die("usage", "extract [--model DIR] [--threads N] [--batch N] (page.html ... | --jsonl pages.jsonl ...)");
+    if (n_inputs == 0) die("usage", "extract [--model DIR] [--profile NAME] [--threads N] [--batch N] (page.html ... | --jsonl pages.jsonl ...)");
     if (threads < 1) threads = 1;
     if (batch < 1) batch = 1;
 

@@ -1,6 +1,9 @@
 //! A model bundle as the runtime reads it (`runtime/model/bundle.py`): `manifest.json`, the
-//! model, `tokenizer.json` and, for the default model, the rescorer; from a directory (as
-//! `pulpie-rt export` writes it) or compiled into the library (feature `embedded-model`).
+//! model, `tokenizer.json` and, for the default model, the rescorer files; from a directory
+//! (as `pulpie-rt export` writes it) or compiled into the library (feature `embedded-model`).
+//! A bundle with `profiles` (the default model's `fast` and `accurate`) is read with one of
+//! them, as `bundle.select_profile` reads it: its `decoding`, `rescorer`, `transformer`,
+//! `keep_hidden` and `drop_noscript` in place of the manifest's own.
 
 use crate::json::{self, Value};
 use std::path::{Path, PathBuf};
@@ -12,11 +15,14 @@ const BUNDLE_FORMAT_VERSION: i64 = 1;
 /// The block-feature layout this core computes (`features.FEATURES_VERSION`).
 pub const FEATURES_VERSION: &str = "blocks-v1";
 
+/// The segmentation settings only a profile may set (`bundle.SEGMENTATION_SETTINGS`).
+const SEGMENTATION_SETTINGS: [&str; 2] = ["keep_hidden", "drop_noscript"];
+
 /// Where a bundle's files are.
 pub enum Files {
     Dir(PathBuf),
-    /// the files' bytes: model, tokenizer.json, rescorer (when the manifest names one)
-    Embedded { model: &'static [u8], tokenizer: &'static [u8], rescorer: Option<&'static [u8]> },
+    /// the files' names and bytes (manifest, model, tokenizer, every rescorer file)
+    Embedded(&'static [(&'static str, &'static [u8])]),
 }
 
 /// The rescorer a manifest names (`manifest.rescorer`).
@@ -25,6 +31,11 @@ pub struct RescorerSpec {
     pub file: String,
     pub features: String,
     pub margin_weight: f64,
+    /// the context it reads its blocks in (`rescore.CONTEXT_VERSION`), or None: each block
+    /// alone
+    pub context: Option<String>,
+    /// the first stage's file of a two-stage rescorer (context only)
+    pub first_stage: Option<String>,
 }
 
 /// What the page flow reads from `manifest.json` (`Bundle`'s properties).
@@ -42,6 +53,15 @@ pub struct Manifest {
     /// `decoding.selection` is `"expected_f1"` (absent or `"threshold"`: by `main_margin`)
     pub expected_f1: bool,
     pub rescorer: Option<RescorerSpec>,
+    /// whether the transformer runs (false: a rescorer-only profile, no tokens or chunks)
+    pub transformer: bool,
+    /// the profile's segmentation settings (false without profiles)
+    pub keep_hidden: bool,
+    pub drop_noscript: bool,
+    /// the profile read (None: the bundle has none)
+    pub profile: Option<String>,
+    /// every profile the bundle has, in the manifest's order
+    pub profiles: Vec<String>,
 }
 
 pub struct Bundle {
@@ -74,9 +94,118 @@ fn int(value: Option<&Value>, what: &str) -> Result<Option<i64>, String> {
     }
 }
 
+/// Python's `repr` of a profile name (quotes as `str.__repr__` picks them).
+fn py_repr(name: &str) -> String {
+    super::py::repr_str(name)
+}
+
+/// `bundle.select_profile`: the manifest's JSON with `profile`'s `decoding`, `rescorer`,
+/// `transformer` and segmentation settings in place of its own (None: `default_profile`);
+/// unchanged for a bundle without profiles when `profile` is None. Also the profile read and
+/// the names of all. Messages as Python's `BundleError`.
+fn select_profile(
+    value: &Value,
+    profile: Option<&str>,
+    where_: &str,
+) -> Result<(Value, Option<String>, Vec<String>), String> {
+    for key in SEGMENTATION_SETTINGS {
+        if !matches!(value.get(key), None | Some(Value::Bool(false))) {
+            return Err(format!(
+                "{where_}: {key} is a profile's setting (profiles.<name>.{key}), not the manifest's: the top level \
+                 is what readers without profiles run, and they segment as the reference does"
+            ));
+        }
+    }
+    let profiles = match value.get("profiles") {
+        Some(v) if truthy(Some(v)) => v,
+        _ => {
+            if let Some(name) = profile {
+                return Err(format!(
+                    "{where_}: this bundle has no profiles (profile {} asked); only the embedded default \
+                     model has fast/accurate profiles",
+                    py_repr(name)
+                ));
+            }
+            return Ok((value.clone(), None, Vec::new()));
+        }
+    };
+    let entries = profiles.as_object().ok_or_else(|| format!("{where_}: profiles is not an object"))?;
+    let mut names: Vec<String> = Vec::new();
+    for (name, _) in entries {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    for name in &names {
+        let entry = profiles.get(name).expect("a member");
+        for key in SEGMENTATION_SETTINGS {
+            match entry.get(key) {
+                None | Some(Value::Bool(_)) => {}
+                Some(other) => {
+                    return Err(format!(
+                        "{where_}: profiles.{name}.{key} must be true or false, not {}",
+                        super::py::json_dumps(other)
+                    ))
+                }
+            }
+        }
+    }
+    let name = match profile {
+        Some(name) => Some(name.to_string()),
+        None => value.get("default_profile").and_then(Value::as_str).map(str::to_string),
+    };
+    let chosen = name.as_deref().and_then(|n| profiles.get(n));
+    let (Some(name), Some(chosen)) = (name, chosen) else {
+        let mut sorted = names.clone();
+        sorted.sort();
+        let asked = match profile {
+            Some(name) => py_repr(name),
+            None => match value.get("default_profile") {
+                None | Some(Value::Null) => "None".to_string(),
+                Some(Value::String(s)) => py_repr(s),
+                Some(other) => super::py::json_dumps(other),
+            },
+        };
+        return Err(format!("{where_}: no profile {asked} (this bundle has {})", sorted.join(", ")));
+    };
+    let mut members: Vec<(String, Value)> = value
+        .as_object()
+        .unwrap_or(&[])
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "decoding" | "rescorer" | "transformer"))
+        .cloned()
+        .collect();
+    for key in ["decoding", "rescorer"] {
+        let own = if truthy(chosen.get(key)) { chosen.get(key) } else { value.get(key) };
+        if let Some(own) = own {
+            members.push((key.to_string(), own.clone()));
+        }
+    }
+    let transformer = match chosen.get("transformer") {
+        None => true,
+        other => truthy(other),
+    };
+    members.push(("transformer".to_string(), Value::Bool(transformer)));
+    for key in SEGMENTATION_SETTINGS {
+        members.push((key.to_string(), Value::Bool(chosen.get(key).and_then(Value::as_bool).unwrap_or(false))));
+    }
+    let selected = Value::Object(members);
+    if !transformer && !truthy(selected.get("rescorer")) {
+        return Err(format!("{where_}: profile {} runs no transformer and has no rescorer", py_repr(&name)));
+    }
+    Ok((selected, Some(name), names))
+}
+
 impl Manifest {
-    /// Reads a manifest's JSON; `where_` names the file in messages.
+    /// Reads a manifest's JSON as a reader without profiles does (the default profile when
+    /// it has some); `where_` names the file in messages.
     pub fn parse(bytes: &[u8], where_: &str) -> Result<Manifest, String> {
+        Manifest::parse_profile(bytes, where_, None)
+    }
+
+    /// Reads a manifest's JSON with `profile` (None: the bundle's `default_profile`, or the
+    /// manifest as it is when it has no profiles); `where_` names the file in messages.
+    pub fn parse_profile(bytes: &[u8], where_: &str, profile: Option<&str>) -> Result<Manifest, String> {
         let value = json::parse(bytes).map_err(|e| format!("{where_}: unreadable manifest ({e})"))?;
         let format = value.get("format").and_then(Value::as_str);
         if format != Some(BUNDLE_FORMAT) {
@@ -88,6 +217,7 @@ impl Manifest {
                 "{where_}: format_version is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})"
             ));
         }
+        let (value, profile, profiles) = select_profile(&value, profile, where_)?;
         let bad = |what: &str| format!("{where_}: {what}");
         let onnx = value.get("onnx").ok_or_else(|| bad("no 'onnx' entry"))?;
         let onnx_file = onnx.get("file").and_then(Value::as_str).ok_or_else(|| bad("no onnx.file"))?;
@@ -126,10 +256,13 @@ impl Manifest {
                 margin_weight: field("margin_weight")?
                     .as_f64()
                     .ok_or_else(|| bad("rescorer.margin_weight is not a number"))?,
+                context: optional_str(spec, "context").map_err(|e| bad(&e))?,
+                first_stage: optional_str(spec, "first_stage").map_err(|e| bad(&e))?,
             })
         } else {
             None
         };
+        let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(Manifest {
             onnx_file: onnx_file.to_string(),
             output: output.to_string(),
@@ -142,13 +275,32 @@ impl Manifest {
             main_margin,
             expected_f1,
             rescorer,
+            transformer: value.get("transformer").is_none_or(|v| truthy(Some(v))),
+            keep_hidden: setting("keep_hidden"),
+            drop_noscript: setting("drop_noscript"),
+            profile,
+            profiles,
         })
     }
 }
 
+/// `rescorer.<key>`: a string, or None when absent or null (`spec.get(key)`).
+fn optional_str(spec: &Value, key: &str) -> Result<Option<String>, String> {
+    match spec.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("rescorer.{key} is not a string")),
+    }
+}
+
 impl Bundle {
-    /// `bundle.load_bundle`: a bundle directory, checked (messages as Python's `BundleError`).
+    /// `bundle.load_bundle`: a bundle directory, checked (messages as Python's `BundleError`),
+    /// with its default profile when it has profiles.
     pub fn load_dir(root: &Path) -> Result<Bundle, String> {
+        Bundle::load_dir_profile(root, None)
+    }
+
+    /// `bundle.load_bundle(root, profile)`.
+    pub fn load_dir_profile(root: &Path, profile: Option<&str>) -> Result<Bundle, String> {
         let shown = root.display().to_string();
         let manifest_path = root.join(MANIFEST_NAME);
         if !manifest_path.is_file() {
@@ -156,12 +308,8 @@ impl Bundle {
         }
         let bytes = std::fs::read(&manifest_path)
             .map_err(|e| format!("{}: unreadable manifest ({e})", manifest_path.display()))?;
-        let manifest = Manifest::parse(&bytes, &manifest_path.display().to_string())?;
-        let mut needed = vec![manifest.onnx_file.clone(), TOKENIZER_NAME.to_string()];
-        if let Some(rescorer) = &manifest.rescorer {
-            needed.push(rescorer.file.clone());
-        }
-        for file in needed {
+        let manifest = Manifest::parse_profile(&bytes, &manifest_path.display().to_string(), profile)?;
+        for file in manifest.needed_files() {
             if !root.join(&file).is_file() {
                 let name = Path::new(&file).file_name().map_or(file.clone(), |n| n.to_string_lossy().into_owned());
                 return Err(format!("{shown}: bundle is missing {name}"));
@@ -171,39 +319,81 @@ impl Bundle {
     }
 
     /// The embedded default model (`pulpie_rt/default_model/`, compiled in with the
-    /// `embedded-model` feature), or None in a build without it.
+    /// `embedded-model` feature) with its default profile, or None in a build without it.
     pub fn embedded() -> Option<Result<Bundle, String>> {
-        embedded::files().map(|(manifest, model, tokenizer, rescorer)| {
-            let name = "the embedded default model".to_string();
-            let manifest = Manifest::parse(manifest, &name)?;
-            let rescorer = manifest.rescorer.is_some().then_some(rescorer);
-            Ok(Bundle { name, manifest, files: Files::Embedded { model, tokenizer, rescorer } })
-        })
+        Bundle::embedded_profile(None)
+    }
+
+    /// The embedded default model with `profile` (None: its `default_profile`).
+    pub fn embedded_profile(profile: Option<&str>) -> Option<Result<Bundle, String>> {
+        Some(Bundle::from_files(embedded::files()?, "the embedded default model", profile))
+    }
+
+    /// A bundle whose files are `files` (names and bytes, the manifest among them); `name`
+    /// names it in messages.
+    pub fn from_files(
+        files: &'static [(&'static str, &'static [u8])],
+        name: &str,
+        profile: Option<&str>,
+    ) -> Result<Bundle, String> {
+        let find = |file: &str| files.iter().find(|(n, _)| *n == file).map(|(_, bytes)| *bytes);
+        let manifest = find(MANIFEST_NAME).ok_or_else(|| format!("{name}: not a pulpie-rt bundle (no {MANIFEST_NAME})"))?;
+        let manifest = Manifest::parse_profile(manifest, name, profile)?;
+        for file in manifest.needed_files() {
+            if find(&file).is_none() {
+                return Err(format!("{name}: bundle is missing {file}"));
+            }
+        }
+        Ok(Bundle { name: name.to_string(), manifest, files: Files::Embedded(files) })
+    }
+
+    /// The bytes of one of an embedded bundle's files (None: a directory's bundle, or no
+    /// such file).
+    pub fn embedded_file(&self, file: &str) -> Option<&'static [u8]> {
+        match &self.files {
+            Files::Dir(_) => None,
+            Files::Embedded(files) => files.iter().find(|(n, _)| *n == file).map(|(_, bytes)| *bytes),
+        }
+    }
+}
+
+impl Manifest {
+    /// The files the page flow reads (`load_bundle`'s `needed_files`): the model and the
+    /// tokenizer when the transformer runs (Python checks them whatever the profile), the
+    /// rescorer's files.
+    fn needed_files(&self) -> Vec<String> {
+        let mut needed = vec![self.onnx_file.clone(), TOKENIZER_NAME.to_string()];
+        if let Some(rescorer) = &self.rescorer {
+            needed.push(rescorer.file.clone());
+            needed.extend(rescorer.first_stage.clone());
+        }
+        needed
     }
 }
 
 #[cfg(feature = "embedded-model")]
 mod embedded {
-    macro_rules! default_model_file {
-        ($name:literal) => {
-            include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../pulpie_rt/default_model/", $name))
+    macro_rules! default_model_files {
+        ($($name:literal),*) => {
+            &[$(($name, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../pulpie_rt/default_model/", $name)))),*]
         };
     }
-    type Files = (&'static [u8], &'static [u8], &'static [u8], &'static [u8]);
-    pub fn files() -> Option<Files> {
-        Some((
-            default_model_file!("manifest.json"),
-            default_model_file!("model.onnx"),
-            default_model_file!("tokenizer.json"),
-            default_model_file!("rescorer.onnx"),
-        ))
+    static FILES: &[(&str, &[u8])] = default_model_files!(
+        "manifest.json",
+        "model.onnx",
+        "tokenizer.json",
+        "rescorer.onnx",
+        "rescorer-fast-first.onnx",
+        "rescorer-fast.onnx"
+    );
+    pub fn files() -> Option<&'static [(&'static str, &'static [u8])]> {
+        Some(FILES)
     }
 }
 
 #[cfg(not(feature = "embedded-model"))]
 mod embedded {
-    type Files = (&'static [u8], &'static [u8], &'static [u8], &'static [u8]);
-    pub fn files() -> Option<Files> {
+    pub fn files() -> Option<&'static [(&'static str, &'static [u8])]> {
         None
     }
 }
@@ -227,6 +417,77 @@ mod tests {
         let rescorer = m.rescorer.as_ref().unwrap();
         assert_eq!((rescorer.file.as_str(), rescorer.features.as_str()), ("rescorer.onnx", FEATURES_VERSION));
         assert_eq!(rescorer.margin_weight, 0.25);
+    }
+
+    #[test]
+    fn the_default_models_profiles() {
+        let dir = default_model_dir();
+        let accurate = Bundle::load_dir(&dir).unwrap().manifest;
+        assert_eq!(accurate.profile.as_deref(), Some("accurate"));
+        assert_eq!(accurate.profiles, ["fast", "accurate"]);
+        assert!(accurate.transformer && !accurate.keep_hidden && !accurate.drop_noscript && !accurate.expected_f1);
+        let fast = Bundle::load_dir_profile(&dir, Some("fast")).unwrap().manifest;
+        assert_eq!(fast.profile.as_deref(), Some("fast"));
+        assert!(!fast.transformer && fast.keep_hidden && fast.drop_noscript && fast.expected_f1);
+        assert_eq!((fast.keep_best_block, fast.main_margin), (true, Some(0.0)));
+        let rescorer = fast.rescorer.unwrap();
+        assert_eq!(
+            (rescorer.file.as_str(), rescorer.features.as_str(), rescorer.context.as_deref()),
+            ("rescorer-fast.onnx", "blocks-v3", Some("context-v3"))
+        );
+        assert_eq!(rescorer.first_stage.as_deref(), Some("rescorer-fast-first.onnx"));
+        let unknown = Bundle::load_dir_profile(&dir, Some("fastest")).err().unwrap();
+        let manifest = dir.join(MANIFEST_NAME);
+        assert_eq!(unknown, format!("{}: no profile 'fastest' (this bundle has accurate, fast)", manifest.display()));
+    }
+
+    fn manifest_with(extra: &str) -> Vec<u8> {
+        format!(
+            r#"{{"format": "pulpie-rt-bundle", "format_version": 1, "onnx": {{"file": "model.onnx"}},
+                "tokens": {{"sep_id": 5}}{extra}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn profiles_are_read_as_select_profile_reads_them() {
+        let plain = manifest_with("");
+        assert_eq!(Manifest::parse(&plain, "m.json").unwrap().profile, None);
+        assert_eq!(
+            Manifest::parse_profile(&plain, "m.json", Some("fast")).err().unwrap(),
+            "m.json: this bundle has no profiles (profile 'fast' asked); only the embedded default model has \
+             fast/accurate profiles"
+        );
+        let top = manifest_with(r#", "keep_hidden": null"#);
+        assert_eq!(
+            Manifest::parse(&top, "m.json").err().unwrap(),
+            "m.json: keep_hidden is a profile's setting (profiles.<name>.keep_hidden), not the manifest's: the \
+             top level is what readers without profiles run, and they segment as the reference does"
+        );
+        let bad = manifest_with(r#", "profiles": {"a": {"drop_noscript": "yes"}}, "default_profile": "a""#);
+        assert_eq!(
+            Manifest::parse(&bad, "m.json").err().unwrap(),
+            "m.json: profiles.a.drop_noscript must be true or false, not \"yes\""
+        );
+        let no_default = manifest_with(r#", "profiles": {"b": {}, "a": {}}"#);
+        assert_eq!(
+            Manifest::parse(&no_default, "m.json").err().unwrap(),
+            "m.json: no profile None (this bundle has a, b)"
+        );
+        let bare = manifest_with(r#", "profiles": {"a": {"transformer": false}}, "default_profile": "a""#);
+        assert_eq!(
+            Manifest::parse(&bare, "m.json").err().unwrap(),
+            "m.json: profile 'a' runs no transformer and has no rescorer"
+        );
+        // a profile's decoding replaces the manifest's; without one, the manifest's stays
+        let two = manifest_with(
+            r#", "decoding": {"main_margin": -1.0}, "default_profile": "b",
+               "profiles": {"a": {"decoding": {"main_margin": 2.0}}, "b": {"keep_hidden": true}}"#,
+        );
+        let a = Manifest::parse_profile(&two, "m.json", Some("a")).unwrap();
+        assert_eq!((a.main_margin, a.keep_hidden, a.transformer), (Some(2.0), false, true));
+        let b = Manifest::parse(&two, "m.json").unwrap();
+        assert_eq!((b.main_margin, b.keep_hidden, b.profile.as_deref()), (Some(-1.0), true, Some("b")));
     }
 
     #[test]

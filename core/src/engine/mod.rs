@@ -25,8 +25,8 @@ mod prepare;
 pub mod py;
 
 use crate::ort::{
-    default_buckets, make_batches, BlockRescorer, FlatBatch, ModelSource, Ort, SessionConfig, TokenClassifier,
-    DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, ModelSource, Ort, SessionConfig,
+    TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
 use bundle::{Bundle, Files, FEATURES_VERSION, TOKENIZER_NAME};
@@ -136,12 +136,10 @@ pub(crate) struct PrepareSettings {
     pub bos_id: Option<i64>,
     pub eos_id: Option<i64>,
     /// segment without removing hidden elements (`simplify::Flags::keep_hidden`; a bundle
-    /// profile's `keep_hidden`, Python page flow only: the C library's engine runs the
-    /// reference's segmentation)
+    /// profile's `keep_hidden`)
     pub keep_hidden: bool,
     /// segment without the `noscript` elements that hold no block
-    /// (`simplify::Flags::drop_noscript`; a bundle profile's `drop_noscript`, Python page
-    /// flow only, as `keep_hidden`)
+    /// (`simplify::Flags::drop_noscript`; a bundle profile's `drop_noscript`)
     pub drop_noscript: bool,
 }
 
@@ -212,13 +210,71 @@ pub(crate) fn prepare_text(
     Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
 }
 
-/// An open model: tokenizer, sessions and settings, shared by every thread.
+/// The bundle's block rescorer as the engine runs it (`rescore.BlockRescorer`).
+enum Rescorer {
+    /// over each block's `blocks-v1` row alone, beside the transformer's margins
+    Blocks(BlockRescorer),
+    /// over the page's blocks in context (`context-v3`, `blocks-v3` rows): the default
+    /// model's `fast` profile, which runs no transformer
+    Context(ContextRescorer),
+}
+
+/// `rescore.CONTEXT_VERSION`: the context this core reads blocks in.
+pub const CONTEXT_VERSION: &str = "context-v3";
+/// `features.FEATURES_V3`: the layout a rescorer in context reads.
+pub const CONTEXT_FEATURES: &str = "blocks-v3";
+/// `features.LAYOUTS`, as `BlockRescorer` names them.
+const LAYOUTS: [&str; 3] = [FEATURES_VERSION, "blocks-v2", CONTEXT_FEATURES];
+
+/// A rescorer this core can run, or `BlockRescorer`'s `RescorerError` message for it.
+fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String> {
+    let (features, context) = (spec.features.as_str(), spec.context.as_deref());
+    if !LAYOUTS.contains(&features) {
+        let layouts: Vec<String> = LAYOUTS.iter().map(|l| format!("'{l}'")).collect();
+        return Err(format!(
+            "{name}: rescorer reads features {}, this runtime computes {}",
+            py::repr_str(features),
+            layouts.join(", ")
+        ));
+    }
+    if let Some(context) = context.filter(|&c| c != CONTEXT_VERSION) {
+        return Err(format!(
+            "{name}: rescorer reads context {}, this runtime computes '{CONTEXT_VERSION}'",
+            py::repr_str(context)
+        ));
+    }
+    if context.is_some() && features != CONTEXT_FEATURES {
+        return Err(format!(
+            "{name}: context '{CONTEXT_VERSION}' reads features '{CONTEXT_FEATURES}', not {}",
+            py::repr_str(features)
+        ));
+    }
+    if context.is_none() && features != FEATURES_VERSION {
+        return Err(format!(
+            "{name}: a rescorer without context reads features '{FEATURES_VERSION}', not {}",
+            py::repr_str(features)
+        ));
+    }
+    if spec.first_stage.is_some() && context.is_none() {
+        return Err(format!("{name}: a first stage needs the context features"));
+    }
+    Ok(())
+}
+
+/// The message of a page with chunks decoded by a rescorer in context (`_decide_in_context`).
+const CONTEXT_WITH_TRANSFORMER: &str = "rescore: ValueError: a rescorer that reads blocks in context runs without \
+                                        the transformer (a rescorer-only profile)";
+
+/// An open model: tokenizer, sessions and settings, shared by every thread. A profile
+/// without the transformer (`Manifest::transformer` false) has no tokenizer and no model
+/// session: its pages are prepared without tokens and decided by the rescorer alone.
 pub struct Engine {
     bundle_name: String,
     manifest: bundle::Manifest,
-    tokenizer: Tokenizer,
-    classifier: TokenClassifier,
-    rescorer: Option<BlockRescorer>,
+    ort: Arc<Ort>,
+    tokenizer: Option<Tokenizer>,
+    classifier: Option<TokenClassifier>,
+    rescorer: Option<Rescorer>,
     config: EngineConfig,
 }
 
@@ -231,12 +287,7 @@ impl Engine {
     pub fn open(bundle: Bundle, config: EngineConfig) -> Result<Engine, OpenError> {
         let model_error = |e: String| OpenError::Model(e);
         if let Some(spec) = &bundle.manifest.rescorer {
-            if spec.features != FEATURES_VERSION {
-                return Err(OpenError::Model(format!(
-                    "{}: rescorer reads features '{}', this runtime computes '{FEATURES_VERSION}'",
-                    bundle.name, spec.features
-                )));
-            }
+            check_rescorer(spec, &bundle.name).map_err(OpenError::Model)?;
             if !features::AVAILABLE {
                 return Err(OpenError::Model(format!(
                     "{}: the bundle has a block rescorer, and this build of the core computes no \
@@ -245,35 +296,75 @@ impl Engine {
                 )));
             }
         }
-        let tokenizer_json = match &bundle.files {
-            Files::Dir(root) => {
-                let path = root.join(TOKENIZER_NAME);
-                std::fs::read(&path).map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))?
-            }
-            Files::Embedded { tokenizer, .. } => tokenizer.to_vec(),
+        let transformer = bundle.manifest.transformer;
+        let tokenizer = if transformer {
+            let tokenizer_json = match &bundle.files {
+                Files::Dir(root) => {
+                    let path = root.join(TOKENIZER_NAME);
+                    std::fs::read(&path).map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))?
+                }
+                Files::Embedded(_) => bundle.embedded_file(TOKENIZER_NAME).unwrap_or_default().to_vec(),
+            };
+            let mut tokenizer = Tokenizer::from_json(&tokenizer_json)
+                .map_err(|e| model_error(format!("{}: {TOKENIZER_NAME}: {e}", bundle.name)))?;
+            tokenizer.ensure_special_token(SEP_TOKEN);
+            Some(tokenizer)
+        } else {
+            None
         };
-        let mut tokenizer = Tokenizer::from_json(&tokenizer_json)
-            .map_err(|e| model_error(format!("{}: {TOKENIZER_NAME}: {e}", bundle.name)))?;
-        tokenizer.ensure_special_token(SEP_TOKEN);
         let ort = Ort::load(config.ort_library.as_deref()).map_err(|e| OpenError::Runtime(e.0))?;
-        let (model_path, rescorer_path);
-        let (model, rescorer_source) = match &bundle.files {
-            Files::Dir(root) => {
-                model_path = root.join(&bundle.manifest.onnx_file);
-                rescorer_path = bundle.manifest.rescorer.as_ref().map(|r| root.join(&r.file));
-                (ModelSource::File(&model_path), rescorer_path.as_deref().map(ModelSource::File))
-            }
-            Files::Embedded { model, rescorer, .. } => (ModelSource::Bytes(model), rescorer.map(ModelSource::Bytes)),
+        let path = |file: &str| match &bundle.files {
+            Files::Dir(root) => Some(root.join(file)),
+            Files::Embedded(_) => None,
         };
-        let classifier = TokenClassifier::open(&ort, model, &config.session, Some(&bundle.manifest.output))
-            .map_err(|e| OpenError::Runtime(e.0))?;
-        let rescorer = match (&bundle.manifest.rescorer, rescorer_source) {
-            (Some(spec), Some(source)) => {
-                Some(BlockRescorer::open(&ort, source, spec.margin_weight).map_err(|e| OpenError::Runtime(e.0))?)
+        // a file's source: its path in a directory's bundle, its bytes in the embedded one
+        fn source<'a>(bundle: &Bundle, file: &str, path: &'a Option<PathBuf>) -> ModelSource<'a> {
+            match path {
+                Some(path) => ModelSource::File(path),
+                None => ModelSource::Bytes(bundle.embedded_file(file).unwrap_or_default()),
             }
-            _ => None,
+        }
+        let runtime_error = |e: crate::ort::OrtError| OpenError::Runtime(e.0);
+        let classifier = if transformer {
+            let model_path = path(&bundle.manifest.onnx_file);
+            let model = source(&bundle, &bundle.manifest.onnx_file, &model_path);
+            Some(
+                TokenClassifier::open(&ort, model, &config.session, Some(&bundle.manifest.output))
+                    .map_err(runtime_error)?,
+            )
+        } else {
+            None
         };
-        Ok(Engine { bundle_name: bundle.name, manifest: bundle.manifest, tokenizer, classifier, rescorer, config })
+        let rescorer = match &bundle.manifest.rescorer {
+            None => None,
+            Some(spec) => {
+                let rescorer_path = path(&spec.file);
+                let rescorer = source(&bundle, &spec.file, &rescorer_path);
+                if spec.context.is_some() {
+                    let first_path = spec.first_stage.as_deref().and_then(path);
+                    let first = spec.first_stage.as_deref().map(|file| source(&bundle, file, &first_path));
+                    Some(Rescorer::Context(ContextRescorer::open(&ort, rescorer, first).map_err(runtime_error)?))
+                } else {
+                    Some(Rescorer::Blocks(
+                        BlockRescorer::open(&ort, rescorer, spec.margin_weight).map_err(runtime_error)?,
+                    ))
+                }
+            }
+        };
+        Ok(Engine {
+            bundle_name: bundle.name,
+            manifest: bundle.manifest,
+            ort,
+            tokenizer,
+            classifier,
+            rescorer,
+            config,
+        })
+    }
+
+    /// The profile the engine runs (None: its bundle has no profiles).
+    pub fn profile(&self) -> Option<&str> {
+        self.manifest.profile.as_deref()
     }
 
     pub fn bundle_name(&self) -> &str {
@@ -281,7 +372,7 @@ impl Engine {
     }
 
     pub fn ort(&self) -> &Arc<Ort> {
-        self.classifier.session().ort()
+        &self.ort
     }
 
     /// `Extractor.extract_batch`: one result per page (its bytes and its transport's
@@ -320,26 +411,23 @@ impl Engine {
             sep_id: m.sep_id,
             bos_id: m.bos_id,
             eos_id: m.eos_id,
-            keep_hidden: false,
-            drop_noscript: false,
+            keep_hidden: m.keep_hidden,
+            drop_noscript: m.drop_noscript,
         };
-        prepare_text(
-            text.as_bytes(),
-            Some(&self.tokenizer),
-            &settings,
-            if self.rescorer.is_some() || self.manifest.expected_f1 {
-                features::FeatureSet::Blocks
-            } else {
-                features::FeatureSet::None
-            },
-        )
+        let feature_set = match &self.rescorer {
+            Some(Rescorer::Context(_)) => features::FeatureSet::BlocksExtrasAndContainers,
+            Some(Rescorer::Blocks(_)) => features::FeatureSet::Blocks,
+            None if self.manifest.expected_f1 => features::FeatureSet::Blocks,
+            None => features::FeatureSet::None,
+        };
+        prepare_text(text.as_bytes(), self.tokenizer.as_ref(), &settings, feature_set)
     }
 
     /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
     fn decoding(&self) -> decode::Decoding {
         let m = &self.manifest;
         decode::Decoding {
-            margins: m.keep_best_block || m.main_margin.is_some() || self.rescorer.is_some(),
+            margins: m.keep_best_block || m.main_margin.is_some() || self.rescorer.is_some() || m.expected_f1,
             main_margin: m.main_margin,
             keep_best_block: m.keep_best_block,
             expected_f1: m.expected_f1,
@@ -406,7 +494,10 @@ impl Engine {
                 if let Some(why) = failed {
                     return Err(why);
                 }
-                catch_unwind(AssertUnwindSafe(|| self.decide(page, &chunk_outputs)))
+                catch_unwind(AssertUnwindSafe(|| match &self.rescorer {
+                    Some(Rescorer::Context(rescorer)) => self.decide_in_context(page, rescorer),
+                    _ => self.decide(page, &chunk_outputs),
+                }))
                     .unwrap_or_else(|_| Err(format!("rescore: {}", panic_message())))
             })
             .collect()
@@ -415,7 +506,14 @@ impl Engine {
     /// One batch through the classifier: the labels count and per row its SEP logits.
     fn run_batch(&self, batch: &FlatBatch) -> Result<(usize, Vec<Vec<f32>>), String> {
         catch_unwind(AssertUnwindSafe(|| {
-            self.classifier
+            let Some(classifier) = &self.classifier else {
+                // a rescorer-only profile prepares no chunks (`RescorerOnlyBackend.predict`)
+                let profile = self.manifest.profile.as_deref().map_or("None".to_string(), py::repr_str);
+                return Err(format!(
+                    "BackendError: profile {profile} runs no transformer: it has no chunks to predict"
+                ));
+            };
+            classifier
                 .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
                 .map(|sep| (sep.labels, sep.rows))
                 .map_err(|e| py::describe("OrtError", &e.0))
@@ -435,9 +533,46 @@ impl Engine {
             &chunk_blocks,
             &outputs,
             &self.decoding(),
-            self.rescorer.as_ref(),
+            match &self.rescorer {
+                Some(Rescorer::Blocks(rescorer)) => Some(rescorer),
+                _ => None,
+            },
             page.features.as_deref(),
             page.n_classified,
+        )
+    }
+
+    /// `pages._decide_in_context`: a rescorer in context scores the page's blocks (the
+    /// blocks the limits cut without a score), then `decide_blocks` decides the page from
+    /// those scores as from margins: one "chunk" holding every block.
+    fn decide_in_context(&self, page: &Prepared, rescorer: &ContextRescorer) -> Result<Vec<usize>, String> {
+        if !page.chunks.is_empty() {
+            return Err(CONTEXT_WITH_TRANSFORMER.to_string());
+        }
+        let features = page.features.as_deref().ok_or_else(|| decode::NO_FEATURES.to_string())?;
+        let n_blocks = page.item_ids.len();
+        let mut scores = rescorer
+            .log_odds(features, n_blocks)
+            .map_err(|e| format!("rescore: {}", py::describe("RescorerError", &e.0)))?;
+        for score in scores.iter_mut().skip(page.n_classified) {
+            *score = f32::NAN; // cut by the limits: "other"
+        }
+        let all_blocks: Vec<usize> = (0..n_blocks).collect();
+        let m = &self.manifest;
+        let decoding = decode::Decoding {
+            margins: true,
+            main_margin: m.main_margin,
+            keep_best_block: m.keep_best_block,
+            expected_f1: m.expected_f1,
+        };
+        decode::decide_blocks(
+            n_blocks,
+            &[&all_blocks],
+            &[decode::SepOutputs::Margins(&scores)],
+            &decoding,
+            None,
+            Some(features),
+            n_blocks,
         )
     }
 

@@ -8,7 +8,7 @@
 //!   `SessionOptions`, `Session`, `Tensor`, `Value`), statuses as `Result<_, OrtError>`;
 //! - `engine`: `TokenClassifier` (ids + mask → logits, float16 outputs widened to float32),
 //!   `SessionConfig` (threads, CPU / CUDA / TensorRT provider);
-//! - `rescorer`: `BlockRescorer` (`runtime/rescore.py`);
+//! - `rescorer`: `BlockRescorer` and `ContextRescorer` (`runtime/stages/rescore.py`);
 //! - `batches`: `make_batches`, padding and SEP-logit picking as `runtime/batches.py` and
 //!   `runtime/backends.py` do them;
 //! - `ffi`: a temporary ctypes surface for the parity checks against Python
@@ -38,7 +38,7 @@ pub use engine::{
     FEED_NAMES,
 };
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
-pub use rescorer::{combine, log_odds_of, BlockRescorer, PROBABILITIES};
+pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, PROBABILITIES};
 
 /// An error from ONNX Runtime or from this layer, as one message.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -111,6 +111,50 @@ impl BlockRescorer {
     }
 }
 
+/// A rescorer over blocks in context (`rescore.BlockRescorer` with `context` `context-v3`,
+/// the default model's `fast` profile): one page's `blocks-v3` rows widened by
+/// `features::context::context_features`, then, with a first stage, that stage's
+/// probabilities read in context (`stage_features`) appended, and the (second) ensemble's
+/// log-odds of "main" per block. Both sessions are `BlockRescorer`s (CPU, one thread each way).
+pub struct ContextRescorer {
+    first_stage: Option<BlockRescorer>,
+    last: BlockRescorer,
+}
+
+impl ContextRescorer {
+    pub fn open(
+        ort: &Arc<Ort>,
+        source: ModelSource<'_>,
+        first_stage: Option<ModelSource<'_>>,
+    ) -> Result<ContextRescorer, OrtError> {
+        let first_stage = first_stage.map(|source| BlockRescorer::open(ort, source, 0.0)).transpose()?;
+        Ok(ContextRescorer { first_stage, last: BlockRescorer::open(ort, source, 0.0)? })
+    }
+
+    /// `BlockRescorer.log_odds` of one page's blocks (`features`: `rows` `blocks-v3` rows,
+    /// row-major, in block order).
+    pub fn log_odds(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, OrtError> {
+        use crate::features::context::{context_features, stage_features, N_CONTEXT, N_STAGE};
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let columns = features.len() / rows;
+        let context = context_features(features, columns).map_err(OrtError)?;
+        let Some(first_stage) = &self.first_stage else {
+            return self.last.log_odds(&context, rows);
+        };
+        let first: Vec<f64> =
+            first_stage.probabilities(&context, rows)?.chunks_exact(2).map(|pair| f64::from(pair[1])).collect();
+        let stage = stage_features(&first, features, columns).map_err(OrtError)?;
+        let mut joined = Vec::with_capacity(rows * (N_CONTEXT + N_STAGE));
+        for (own, read) in context.chunks_exact(N_CONTEXT).zip(stage.chunks_exact(N_STAGE)) {
+            joined.extend_from_slice(own);
+            joined.extend_from_slice(read);
+        }
+        self.last.log_odds(&joined, rows)
+    }
+}
+
 /// `np.log(p / (1 - p))` of `np.clip(float64(p), 1e-7, 1 - 1e-7)`, cast to float32.
 pub fn log_odds_of(probability: f32) -> f32 {
     let p = f64::from(probability).clamp(1e-7, 1.0 - 1e-7);
