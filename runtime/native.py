@@ -32,6 +32,7 @@ __all__ = [
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
     "FinishError", "finish_page", "PageFailed", "PreparedCore", "prepare_page",
     "extract_blocks", "pack_chunks", "hidden_blocks", "context_features", "stage_features",
+    "CoreContextRescorer",
 ]
 
 # an explicit library file (a build elsewhere); otherwise the one pip built into the package
@@ -567,6 +568,12 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_ort_rescorer_run": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P,
                                     ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_context_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t,
+                                             ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
+                                             ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_ort_context_rescorer_log_odds": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
+                                                 ctypes.POINTER(_Message)], ctypes.c_int32),
+    "pulpie_rt_ort_context_rescorer_free": ([_P], None),
     "pulpie_rt_ort_make_batches": ([_P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
                                     ctypes.c_uint32, _P, _P, ctypes.c_size_t, ctypes.c_uint32,
                                     ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
@@ -731,6 +738,39 @@ class CoreRescorer:
                      rows, columns, margins.ctypes.data, probabilities.ctypes.data,
                      log_odds.ctypes.data, scores.ctypes.data)
         return probabilities, log_odds, scores
+
+
+class CoreContextRescorer:
+    """The core's rescorer over blocks in context (``core/src/ort/rescorer.rs``'
+    ``ContextRescorer``, the C library's ``fast`` profile too): the context features, the
+    first stage's file (when given), the stage features and the last stage's file, each
+    stage one ONNX Runtime session (CPU, one thread each way), shared by threads."""
+
+    def __init__(self, onnx_path: str | Path, first_stage: str | Path | None = None) -> None:
+        lib = _engine_library()
+        self._lib = lib
+        self.handle = None
+        data = os.fsencode(onnx_path)
+        first = b"" if first_stage is None else os.fsencode(first_stage)
+        handle = _P()
+        _engine_call(lib.pulpie_rt_ort_context_rescorer_open, _ort_handle(), data, len(data),
+                     first or None, len(first), ctypes.byref(handle))
+        self.handle = handle.value
+
+    def __del__(self) -> None:
+        if getattr(self, "handle", None):
+            self._lib.pulpie_rt_ort_context_rescorer_free(self.handle)
+            self.handle = None
+
+    def log_odds(self, features: np.ndarray) -> np.ndarray:
+        """The log-odds of "main" (float32) per row of one page's ``blocks-v3`` rows, in
+        block order. ``CoreError`` with the core's message when it fails (rows of another
+        width: ``context_features``' message)."""
+        rows = _rows(features)
+        out = np.empty(len(rows), np.float32)
+        _engine_call(self._lib.pulpie_rt_ort_context_rescorer_log_odds, self.handle,
+                     rows.ctypes.data, rows.shape[0], rows.shape[1], out.ctypes.data)
+        return out
 
 
 _OUTPUTS_LOGITS, _OUTPUTS_MARGINS = 0, 1  # core/src/engine/ffi.rs

@@ -1,7 +1,9 @@
 """The fast profile's blocks in context: the compiled core's ``context_features`` and
 ``stage_features`` (``core/src/features/context.rs``, what ``runtime.stages.rescore`` and the
 training call) against their NumPy specification (``tests/spec/context_spec.py``) on real
-pages, and the exact errors for rows of another layout."""
+pages, the exact errors for rows of another layout, and the core's two-stage rescorer
+(``BlockRescorer`` in context, the C library's ``fast`` profile) against the specification's
+on onnxruntime's Python API."""
 
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ from pulpie_rt.runtime.stages.features import (
     block_features,
 )
 from pulpie_rt.runtime.stages.rescore import (
+    CONTEXT_VERSION,
     N_CONTEXT,
     N_STAGE,
-    _probabilities,
-    _session,
+    BlockRescorer,
+    RescorerError,
     context_features,
     stage_features,
 )
@@ -43,10 +46,14 @@ def page_rows(dev_pages) -> list[tuple[str, np.ndarray]]:
     return pages
 
 
+FAST_LAST = "rescorer-fast.onnx"
+FAST_FIRST = "rescorer-fast-first.onnx"
+
+
 @pytest.fixture(scope="module")
 def first_stage():
     """The embedded model's fast first stage (onnxruntime's Python API)."""
-    return _session(embedded_model_dir() / "rescorer-fast-first.onnx")
+    return context_spec._session(embedded_model_dir() / FAST_FIRST)
 
 
 def test_context_features_are_the_specifications_on_dev_pages(page_rows):
@@ -60,12 +67,11 @@ def test_context_features_are_the_specifications_on_dev_pages(page_rows):
 
 
 def test_stage_features_are_the_specifications_on_dev_pages(page_rows, first_stage):
-    session, name = first_stage
     rng = np.random.default_rng(0)
     for page_id, rows in page_rows:
         if not len(rows):
             continue
-        real = _probabilities(session, name, context_features(rows))
+        real = context_spec.probabilities(first_stage, context_features(rows))
         # ties (equal probabilities) and extremes rank and accumulate in block order
         synthetic = rng.choice([0.0, 0.25, 0.5, 1.0], size=len(rows))
         for p in (real, synthetic):
@@ -115,3 +121,21 @@ def test_groups_follow_the_container_columns_not_their_numbers():
                                    **TOLERANCE)
         np.testing.assert_allclose(stage_features(p, got_rows),
                                    context_spec.stage_features(p, rows), **TOLERANCE)
+
+
+def test_the_cores_two_stages_are_the_specifications_on_dev_pages(page_rows):
+    folder = embedded_model_dir()
+    core = BlockRescorer(folder / FAST_LAST, 0.0, "blocks-v3", CONTEXT_VERSION,
+                         folder / FAST_FIRST)
+    assert core.core is None and core.width == N_CONTEXT + N_STAGE
+    spec = context_spec.SpecContextRescorer(folder / FAST_LAST, folder / FAST_FIRST)
+    equal = total = 0
+    for page_id, rows in page_rows:
+        got, want = core.log_odds(rows), spec.log_odds(rows)
+        assert got.dtype == np.float32 and got.shape == (len(rows),)
+        np.testing.assert_allclose(got, want, **TOLERANCE, err_msg=page_id)
+        equal, total = equal + int((got == want).sum()), total + len(rows)
+    assert equal >= 0.99 * total  # the same ONNX Runtime over the same rows
+    with pytest.raises(RescorerError) as error:
+        core.log_odds(np.zeros((2, N_FEATURES_V2), np.float32))
+    assert str(error.value) == f"features have {N_FEATURES_V2} columns, the rescorer reads 207"

@@ -18,12 +18,13 @@ A rescorer may also read its blocks in context (``manifest.rescorer.context``, t
 model's ``fast`` profile): ``context_features`` widens each block's row with its neighbours'
 values, windowed means and page totals, derived from the page's feature rows by the compiled
 core (``core/src/features/context.rs``: one definition, used by the training and here;
-``tests/spec/context_spec.py`` is its specification, in NumPy). With a ``first_stage`` file it
-runs twice: the
-first ensemble's probabilities, read in context by ``stage_features`` (the neighbours' and the
-page's), join the row the second ensemble scores, so a block is judged beside what was
-decided around it. Only this runtime reads context (the C library runs the ``accurate``
-profile): these scores are computed here, and the core decides the page from them.
+``tests/spec/context_spec.py`` is its specification, in NumPy). With a ``first_stage`` file
+it runs twice: the first ensemble's probabilities, read in context by ``stage_features`` (the
+neighbours' and the page's), join the row the second ensemble scores, so a block is judged
+beside what was decided around it. The core runs both stages too
+(``native.CoreContextRescorer``, the C library's ``fast`` profile);
+``tests/spec/context_spec.py`` holds the same two stages on onnxruntime's Python API as their
+specification. The core then decides the page from these scores.
 """
 
 from __future__ import annotations
@@ -108,11 +109,12 @@ class RescorerError(ValueError):
 
 
 class BlockRescorer:
-    """The ensemble(s) of a bundle's rescorer. Over the block features alone (``context``
-    None): one ONNX Runtime session in the core (``core``; CPU, one thread each way: the trees
-    are small; threads may share it). Reading blocks in context (``CONTEXT_VERSION``):
-    onnxruntime sessions here, over the first stage's file too when it has one (``core`` is
-    None)."""
+    """The ensemble(s) of a bundle's rescorer, run by the compiled core (ONNX Runtime's C
+    API; CPU, one thread each way: the trees are small; threads may share them). Over the
+    block features alone (``context`` None): one session (``core``). Reading blocks in
+    context (``CONTEXT_VERSION``): the core's ``ContextRescorer`` (``in_context``: the
+    context features, the first stage's file when it has one, the stage features, the last
+    stage; the C library's ``fast`` profile runs the same), and ``core`` is None."""
 
     def __init__(self, onnx_path: str | Path, margin_weight: float, features: str,
                  context: str | None = None, first_stage: str | Path | None = None):
@@ -135,15 +137,15 @@ class BlockRescorer:
         self.context = context
         self.margin_weight = float(margin_weight)
         self.core = None
-        self.first_stage = None
-        if context is None:
-            try:
+        self.in_context = None
+        self.first_stage = None if first_stage is None else Path(first_stage)
+        try:
+            if context is None:
                 self.core = native.CoreRescorer(onnx_path, margin_weight)
-            except native.CoreError as exc:
-                raise RescorerError(f"{onnx_path}: {exc}") from exc
-        else:
-            self.session, self.input_name = _session(onnx_path)
-            self.first_stage = None if first_stage is None else _session(first_stage)
+            else:
+                self.in_context = native.CoreContextRescorer(onnx_path, first_stage)
+        except native.CoreError as exc:
+            raise RescorerError(f"{onnx_path}: {exc}") from exc
 
     @property
     def width(self) -> int:
@@ -170,14 +172,10 @@ class BlockRescorer:
         rows = np.ascontiguousarray(features, np.float32)
         if self.core is not None:
             return self._core_run(rows, np.zeros(len(rows), np.float32))[1]
-        rows = context_features(rows)
-        if self.first_stage is not None:
-            session, name = self.first_stage
-            first = _probabilities(session, name, rows)
-            rows = np.ascontiguousarray(np.concatenate([rows, stage_features(first, features)],
-                                                       1))
-        p = np.clip(_probabilities(self.session, self.input_name, rows), 1e-7, 1 - 1e-7)
-        return np.log(p / (1 - p)).astype(np.float32)
+        try:
+            return self.in_context.log_odds(rows)
+        except native.CoreError as exc:
+            raise RescorerError(str(exc)) from exc
 
     def scores(self, features: np.ndarray, margins: np.ndarray) -> np.ndarray:
         """Per block: log-odds + ``margin_weight`` x margin (a block without a margin, NaN,
@@ -189,24 +187,6 @@ class BlockRescorer:
             return self._core_run(np.ascontiguousarray(features, np.float32),
                                   np.asarray(margins, np.float32))[2]
         return self.log_odds(features) + self.margin_weight * np.nan_to_num(margins, nan=0.0)
-
-
-def _session(onnx_path: str | Path):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-    outputs = [o.name for o in session.get_outputs()]
-    if "probabilities" not in outputs:
-        raise RescorerError(f"{onnx_path}: no 'probabilities' output (has {outputs})")
-    return session, session.get_inputs()[0].name
-
-
-def _probabilities(session, input_name: str, rows: np.ndarray) -> np.ndarray:
-    (probabilities,) = session.run(["probabilities"], {input_name: rows})
-    return probabilities[:, 1].astype(np.float64)
 
 
 _RESCORER_CACHE: dict[tuple, BlockRescorer] = {}  # one session per file

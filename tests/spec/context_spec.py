@@ -12,9 +12,16 @@ float32). NumPy's order of operations is part of it: ``np.cumsum`` adds in row o
 ``.sum()`` / ``.mean()`` (and ``own.mean(0)``, ``own`` being Fortran-ordered after fancy
 indexing) adds pairwise, ``np.bincount`` block by block, and ``argsort(kind="stable")`` keeps
 ties in block order.
+
+``SpecContextRescorer`` is the specification of the rescorer over blocks in context
+(``runtime.stages.rescore.BlockRescorer`` with a ``context``, which runs in the core:
+``native.CoreContextRescorer``): these columns, the first stage's probabilities and the last
+stage's log-odds, on onnxruntime's Python API.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -163,3 +170,42 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
         parts += [weighted, _group_mean(p, ones, group),
                   np.bincount(group, p * words)[group] / total, p - weighted]
     return np.stack(parts, 1).astype(np.float32)
+
+
+class SpecContextRescorer:
+    """A rescorer over blocks in context: onnxruntime sessions (CPU, one thread each way) over
+    the last stage's file and, when given, the first stage's."""
+
+    def __init__(self, onnx_path: str | Path, first_stage: str | Path | None = None):
+        self.session = _session(onnx_path)
+        self.first_stage = None if first_stage is None else _session(first_stage)
+
+    def log_odds(self, features: np.ndarray) -> np.ndarray:
+        """The log-odds of "main" per row of one page's ``blocks-v3`` rows (float32, from the
+        float32 probability clipped to [1e-7, 1 - 1e-7] in float64)."""
+        if len(features) == 0:
+            return np.zeros(0, dtype=np.float32)
+        rows = context_features(np.ascontiguousarray(features, np.float32))
+        if self.first_stage is not None:
+            first = probabilities(self.first_stage, rows)
+            rows = np.ascontiguousarray(np.concatenate([rows, stage_features(first, features)],
+                                                       1))
+        p = np.clip(probabilities(self.session, rows), 1e-7, 1 - 1e-7)
+        return np.log(p / (1 - p)).astype(np.float32)
+
+
+def _session(onnx_path: str | Path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    return session, session.get_inputs()[0].name
+
+
+def probabilities(session, rows: np.ndarray) -> np.ndarray:
+    """P(main) per row (float64) of an ensemble's ``probabilities`` output."""
+    session, input_name = session
+    (probabilities,) = session.run(["probabilities"], {input_name: rows})
+    return probabilities[:, 1].astype(np.float64)

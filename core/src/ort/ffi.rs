@@ -1,13 +1,14 @@
 //! The ctypes surface over `ort` that Python binds: `runtime/native.py` runs the batcher
 //! (`pulpie_rt_ort_make_batches`) and the block rescorer (`pulpie_rt_ort_rescorer_*`) of the
-//! Python page flow on it, and the parity checks (`parity/ort_core_parity.py`,
+//! Python page flow on it (and the `fast` profile's rescorer over blocks in context,
+//! `pulpie_rt_ort_context_rescorer_*`), and the parity checks (`parity/ort_core_parity.py`,
 //! `tests/test_ort_core.py`) drive the classifier through it. Every function runs under the crate's panic guard and returns
 //! 0 (done), 1 (an error, its message in `error`) or 2 (a panic, its message in `error`);
 //! messages and arrays returned are released with `pulpie_rt_free` /
 //! `pulpie_rt_ort_free_u64s` / `pulpie_rt_ort_free_floats`.
 
 use super::{
-    combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ExecutionProvider, FlatBatch, ModelSource, Ort,
+    combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ContextRescorer, ExecutionProvider, FlatBatch, ModelSource, Ort,
     OrtError, SessionConfig, TokenClassifier,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -345,6 +346,70 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_run(
 /// `rescorer` comes from `pulpie_rt_ort_rescorer_open`, released once.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_ort_rescorer_free(rescorer: *mut BlockRescorer) {
+    if !rescorer.is_null() {
+        drop(Box::from_raw(rescorer));
+    }
+}
+
+/// Opens a rescorer over blocks in context (`ContextRescorer`): `model` the (last) stage's
+/// ONNX file path, `first_stage` the first stage's (`first_stage_len` 0: none). `out` gets a
+/// handle released with `pulpie_rt_ort_context_rescorer_free`.
+///
+/// # Safety
+/// `ort` comes from `pulpie_rt_ort_load`; the paths hold their lengths of UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_open(
+    ort: *const Ort,
+    model: *const u8,
+    model_len: usize,
+    first_stage: *const u8,
+    first_stage_len: usize,
+    out: *mut *mut ContextRescorer,
+    error: *mut OrtMessage,
+) -> i32 {
+    let Some(ort) = shared(ort, error) else { return 1 };
+    match guarded(error, || {
+        let first = if first_stage_len == 0 { None } else { Some(source(first_stage, first_stage_len, 0)?) };
+        ContextRescorer::open(&ort, source(model, model_len, 0)?, first)
+    }) {
+        Ok(rescorer) => {
+            *out = Box::into_raw(Box::new(rescorer));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `BlockRescorer.log_odds` of one page's blocks in context: `rows` × `columns` float32
+/// `blocks-v3` rows in, `rows` log-odds into `log_odds`. Rows of another width: status 1 with
+/// `context_features`' message.
+///
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_context_rescorer_open`; `features` holds `rows ×
+/// columns` values, `log_odds` `rows`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_log_odds(
+    rescorer: *const ContextRescorer,
+    features: *const f32,
+    rows: usize,
+    columns: usize,
+    log_odds: *mut f32,
+    error: *mut OrtMessage,
+) -> i32 {
+    let rescorer = &*rescorer;
+    match guarded(error, || rescorer.log_odds(slice(features, rows * columns), rows)) {
+        Ok(odds) => {
+            std::ptr::copy_nonoverlapping(odds.as_ptr(), log_odds, odds.len().min(rows));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_context_rescorer_open`, released once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_free(rescorer: *mut ContextRescorer) {
     if !rescorer.is_null() {
         drop(Box::from_raw(rescorer));
     }
