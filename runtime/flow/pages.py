@@ -397,9 +397,9 @@ def _decide(page: PreparedPage, chunk_outputs: list[np.ndarray], margins: bool,
 def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: bool,
                        rescorer, expected_f1: bool = False) -> list[int]:
     """A rescorer that reads blocks in context (the default model's ``fast`` profile, no
-    transformer): its scores are computed here (``rescore.BlockRescorer.log_odds``: the core's
-    context features, the ensembles on onnxruntime), then the core decides the page from
-    them as it does from margins: one
+    transformer): its scores are computed first (``rescore.BlockRescorer.log_odds``: the
+    core's ``ContextRescorer``, the C library's engine runs the same), then the core decides
+    the page from them as it does from margins: one
     "chunk" holding every block, the blocks the limits cut without a score."""
     if page.chunks:
         raise ValueError("a rescorer that reads blocks in context runs without the "
