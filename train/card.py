@@ -155,8 +155,9 @@ by their authors on far more data.
       "; it drops noscript elements (above)" if drops_noscript else ""}.
 - `accurate`: the transformer over 1,024-token windows plus its rescorer (decoding above).
 
-The manifest's top-level `decoding` and `rescorer` are the `accurate` profile's, so readers
-without profiles (the C library) run `accurate`.
+The manifest's top-level `decoding` and `rescorer` are the `accurate` profile's: what readers
+without profiles run. The C library reads the profiles (`pulpie_rt_options.profile`; NULL:
+`default_profile`).
 
 ## Training data and labels
 
