@@ -1,10 +1,10 @@
 """What the Ray Data and datatrove tests share: the real dev pages they run, and what
 ``Extractor`` (the embedded default model) makes of each, computed once per test run.
 
-Each integration runs twice (``SETTINGS``): with the default model's default profile
-(``accurate``, the transformer) on every 4th dev page of at most 40,000 characters (a few
-seconds of model time on 2 cores; ``PULPIE_RT_INTEGRATION_PAGES=all`` takes all 254 instead),
-and with its ``fast`` profile (the block rescorer alone) on all 254 dev pages.
+Each integration runs twice (``SETTINGS``): with the default model's ``accurate`` profile
+(the transformer) on every 4th dev page of at most 40,000 characters (a few seconds of model
+time on 2 cores; ``PULPIE_RT_INTEGRATION_PAGES=all`` takes all 254 instead), and with its
+default profile (``fast``, the block rescorer alone) on all 254 dev pages.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ class Setting:
         return f"{self.profile or 'default'}-{'all' if self.all_pages else 'subset'}"
 
 
-SETTINGS = (Setting(None, all_pages=os.environ.get("PULPIE_RT_INTEGRATION_PAGES") == "all"),
-            Setting("fast", all_pages=True))
+SETTINGS = (Setting("accurate",
+                    all_pages=os.environ.get("PULPIE_RT_INTEGRATION_PAGES") == "all"),
+            Setting(None, all_pages=True))
 
 
 @lru_cache(maxsize=2)

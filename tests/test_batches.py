@@ -85,7 +85,7 @@ CONFIGS = [  # (max_batch_tokens, buckets, max_batch_attention, padded)
 @pytest.fixture(scope="module")
 def dev_chunk_items():
     """Every chunk of every third dev page, as the default model's preparer cuts them."""
-    bundle = load_bundle(embedded_model_dir())
+    bundle = load_bundle(embedded_model_dir(), "accurate")  # the transformer's chunks
     preparer = Preparer.from_bundle(bundle)
     items = []
     for page in dev_subset(3):

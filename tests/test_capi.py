@@ -97,7 +97,8 @@ def test_the_c_program_gives_the_extractors_markdown_on_dev_pages(capi, dev_page
                                                                   default_model_pages,
                                                                   default_model_jsonl, tiny,
                                                                   model):
-    """The tiny bundle on every dev page, the embedded default model on every 4th."""
+    """The tiny bundle on every dev page, the embedded default model (its default profile,
+    ``fast``) on every 4th."""
     bundle = tiny if model == "tiny" else None
     pages, path = (dev_pages, dev_jsonl) if bundle else (default_model_pages,
                                                          default_model_jsonl)
@@ -198,31 +199,30 @@ def test_the_header_the_options_and_the_status_codes(capi):
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 1
 
 
-FAST_PAGE_STEP = 5
+PROFILE_PAGE_STEP = 5
 
 
-def test_the_fast_profile_gives_the_extractors_markdown_on_dev_pages(capi, dev_pages,
-                                                                     tmp_path):
-    """The embedded model's fast profile (no transformer: blocks-v3 features, the context
-    features and both ONNX stages in the core) on every 5th dev page, and its labels through
-    the C ABI on one page."""
-    pages = dev_pages[::FAST_PAGE_STEP]
-    c_records = run_extract(write_pages(pages, tmp_path / "fast.jsonl"), profile="fast")
-    extractor = Extractor(profile="fast")
-    expected = python_records(extractor, [p["html"] for p in pages])
+def test_the_accurate_profile_asked_by_name_gives_the_extractors_markdown_on_dev_pages(
+        capi, dev_pages, tmp_path):
+    """The embedded model's ``accurate`` profile (the transformer and its rescorer), asked
+    for by name, on every 5th dev page (the default, ``fast``, is checked on every 4th above);
+    the default is what ``profile="fast"`` runs; each profile's labels through the C ABI on a
+    page the two decide differently."""
+    pages = dev_pages[::PROFILE_PAGE_STEP]
+    c_records = run_extract(write_pages(pages, tmp_path / "accurate.jsonl"), profile="accurate")
+    accurate_extractor = Extractor(profile="accurate")
+    expected = python_records(accurate_extractor, [p["html"] for p in pages])
     assert_same(c_records, expected, [p["id"] for p in pages])
     assert sum(1 for r in c_records if r["markdown"]) >= 0.9 * len(pages)
-    # the accurate profile, asked by name, is what the default (no profile) runs
-    accurate = run_extract(write_pages(pages[:8], tmp_path / "accurate.jsonl"),
-                           profile="accurate")
-    assert accurate == run_extract(tmp_path / "accurate.jsonl")
-    # a page whose labels the two profiles decide differently, through the C ABI
-    accurate_extractor = Extractor(profile="accurate")
+    fast = run_extract(write_pages(pages[:8], tmp_path / "fast.jsonl"), profile="fast")
+    assert fast == run_extract(tmp_path / "fast.jsonl")
+    extractor = Extractor(profile="fast")
     page = next(p["html"] for p in pages[:20]
                 if extractor.extract(p["html"]).labels
                 != accurate_extractor.extract(p["html"]).labels)
-    assert _c_labels(page, profile=b"fast") == list(extractor.extract(page).labels.items())
-    assert _c_labels(page) == list(accurate_extractor.extract(page).labels.items())
+    assert _c_labels(page) == list(extractor.extract(page).labels.items())
+    assert _c_labels(page, profile=b"accurate") == list(
+        accurate_extractor.extract(page).labels.items())
 
 
 def _c_labels(page: str, model: bytes | None = None, profile: bytes | None = None) -> list:

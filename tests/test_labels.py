@@ -78,7 +78,7 @@ def test_random_pages_decode_as_the_specification():
 
 @pytest.fixture(scope="module")
 def default_extractor():
-    return Extractor()
+    return Extractor(profile="accurate")  # the transformer's logits and the rescorer
 
 
 def test_default_model_decodes_dev_pages_as_the_specification(default_extractor):

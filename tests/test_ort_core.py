@@ -47,7 +47,7 @@ def core() -> CoreOrt:
 
 @pytest.fixture(scope="module")
 def default_bundle():
-    return load_bundle(embedded_model_dir())
+    return load_bundle(embedded_model_dir(), "accurate")  # the transformer and its rescorer
 
 
 def _prepared(bundle, pages):

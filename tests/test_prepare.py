@@ -17,7 +17,7 @@ from pulpie_rt.runtime.model.resolve import embedded_model_dir
 
 
 def default_bundle():
-    return load_bundle(embedded_model_dir())
+    return load_bundle(embedded_model_dir(), "accurate")  # tokens and chunks
 
 
 def _outcome(preparer: Preparer, html, prepare, content_type=None):

@@ -341,4 +341,4 @@ def test_a_segmentation_setting_must_be_a_boolean_of_a_profile(tmp_path, key, ba
         "without profiles run, and they segment as the reference does")
     manifest[key] = False  # what readers without profiles do anyway
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert getattr(load_bundle(path), key) is False and getattr(load_bundle(path, "fast"), key)
+    assert getattr(load_bundle(path, "accurate"), key) is False and getattr(load_bundle(path), key)

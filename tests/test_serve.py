@@ -33,10 +33,13 @@ PAYLOAD_LIMIT = 6_000_000  # server A: a 5 MB page fits, a 6.5 MB body does not
 FIVE_MB_PAGE = "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>"  # synthetic
 
 
-def start_server(tmp_path_factory, *options: str) -> LocalServer:
-    """``pulpie-rt serve`` with one CPU worker and the embedded default model (as
-    ``Extractor()`` uses), offline, ready."""
-    server = LocalServer(["--workers", "1", *options],
+def start_server(tmp_path_factory, *options: str, profile: str | None = "accurate"
+                 ) -> LocalServer:
+    """``pulpie-rt serve`` with one CPU worker and the embedded default model, offline, ready;
+    its ``accurate`` profile unless told otherwise (None: the model's default, ``fast``):
+    the transformer's batches are what the limits, timeouts and shutdown tests load."""
+    profile_options = [] if profile is None else ["--profile", profile]
+    server = LocalServer(["--workers", "1", *profile_options, *options],
                          tmp_path_factory.mktemp("serve") / "serve.log",
                          env={"HF_HUB_OFFLINE": "1", "PULPIE_RT_MODEL": None})
     try:
@@ -66,7 +69,7 @@ def small_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def extractor() -> Extractor:
-    return Extractor(device="cpu")
+    return Extractor(device="cpu", profile="accurate")  # the servers' profile
 
 
 @pytest.fixture(scope="module")
@@ -425,7 +428,7 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
 def test_info_metrics_openapi(server):
     info = httpx.get(server.url + "/info").json()
     assert info["model"] == "default" and info["backend"] == "onnxruntime"
-    assert info["profile"] == "accurate"  # the embedded model's default profile
+    assert info["profile"] == "accurate"  # asked for (start_server)
     assert info["device"] == "cpu" and info["state"] == "ready" and info["workers"] == 1
     assert info["limits"] == {"max_batch_tokens": 16384, "max_batch_wait_ms": 5.0,
                               "max_concurrent_requests": 512, "max_client_batch_size": 32,
@@ -496,11 +499,11 @@ def test_the_bench_row_runs_both_sides_on_the_same_pages(parity_pages):
     assert "serve, 2 callers, 1 page/request" in serve_table(report)
 
 
-def test_the_fast_profile_serves_what_the_extractor_makes_with_it(tmp_path_factory,
-                                                                  parity_pages):
-    server = start_server(tmp_path_factory, "--profile", "fast")
+def test_the_default_fast_profile_serves_what_the_extractor_makes_with_it(tmp_path_factory,
+                                                                          parity_pages):
+    server = start_server(tmp_path_factory, profile=None)
     try:
-        assert httpx.get(server.url + "/info").json()["profile"] == "fast"
+        assert httpx.get(server.url + "/info").json()["profile"] == "fast"  # the default
         response = extract(server.url, parity_pages)
     finally:
         assert server.stop() == 0, server.log()

@@ -215,8 +215,8 @@ the figures are in the project README.
 - The `fast` profile reads the dev ground-truth pages better than trafilatura 2.3.1 (word F1
   0.863 against 0.829 in one `make quality` run, at 47 against 17 pages per CPU-second), and
   the dev corpus's readability article pages as well within a page's worth of noise but not
-  better (0.9255 against 0.9262, `python -m pulpie_rt.bench.quality --articles`), so
-  `accurate` (0.804 and 0.912) stays the default. On articles it keeps too much around the
+  better (0.9255 against 0.9262, `python -m pulpie_rt.bench.quality --articles`); it is the
+  default, above `accurate` (0.804 and 0.912) on both. On articles it keeps too much around the
   story on a Taiwanese blog portal (`readability/pixnet` 0.43 against 0.83) and news pages
   with advertising, related stories or comments (`msn` 0.74, `wikia` 0.84, `liberation-1`
   0.84, against 1.00); it keeps too little on long pages whose late paragraphs it doubts (the
