@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn the_default_models_manifest() {
-        let bundle = Bundle::load_dir(&default_model_dir()).unwrap();
+        let bundle = Bundle::load_dir_profile(&default_model_dir(), Some("accurate")).unwrap();
         let m = &bundle.manifest;
         assert_eq!((m.sep_id, m.bos_id, m.eos_id, m.pad_id, m.max_tokens), (4, Some(0), Some(1), 2, 1024));
         assert_eq!((m.onnx_file.as_str(), m.output.as_str()), ("model.onnx", "logits"));
@@ -422,11 +422,12 @@ mod tests {
     #[test]
     fn the_default_models_profiles() {
         let dir = default_model_dir();
-        let accurate = Bundle::load_dir(&dir).unwrap().manifest;
+        let accurate = Bundle::load_dir_profile(&dir, Some("accurate")).unwrap().manifest;
         assert_eq!(accurate.profile.as_deref(), Some("accurate"));
         assert_eq!(accurate.profiles, ["fast", "accurate"]);
         assert!(accurate.transformer && !accurate.keep_hidden && !accurate.drop_noscript && !accurate.expected_f1);
-        let fast = Bundle::load_dir_profile(&dir, Some("fast")).unwrap().manifest;
+        // no profile asked: the manifest's default_profile
+        let fast = Bundle::load_dir(&dir).unwrap().manifest;
         assert_eq!(fast.profile.as_deref(), Some("fast"));
         assert!(!fast.transformer && fast.keep_hidden && fast.drop_noscript && fast.expected_f1);
         assert_eq!((fast.keep_best_block, fast.main_margin), (true, Some(0.0)));
