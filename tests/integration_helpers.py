@@ -45,11 +45,14 @@ def integration_pages(all_pages: bool = False) -> tuple[dict, ...]:
     return tuple({"id": p["id"], "html": p["html"]} for p in pages)
 
 
+DEFAULT_SETTING = SETTINGS[1]  # the model's default profile, what an integration runs unasked
+
+
 @lru_cache(maxsize=2)
-def extractor_results(setting: Setting = SETTINGS[0]
+def extractor_results(setting: Setting = DEFAULT_SETTING
                       ) -> dict[str, tuple[str, int, int, str | None]]:
-    """``Extractor()``'s ``(markdown, n_main, n_other, error)`` by page id, for the pages and
-    the garbage row."""
+    """``Extractor(profile=setting.profile)``'s ``(markdown, n_main, n_other, error)`` by page
+    id, for the setting's pages and the garbage row."""
     from pulpie_rt import Extractor
 
     pages = [*integration_pages(setting.all_pages), {"id": "garbage", "html": GARBAGE_HTML}]
