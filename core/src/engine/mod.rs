@@ -558,18 +558,12 @@ impl Engine {
             *score = f32::NAN; // cut by the limits: "other"
         }
         let all_blocks: Vec<usize> = (0..n_blocks).collect();
-        let m = &self.manifest;
-        let decoding = decode::Decoding {
-            margins: true,
-            main_margin: m.main_margin,
-            keep_best_block: m.keep_best_block,
-            expected_f1: m.expected_f1,
-        };
         decode::decide_blocks(
             n_blocks,
             &[&all_blocks],
             &[decode::SepOutputs::Margins(&scores)],
-            &decoding,
+            // the bundle's own (it has a rescorer, so its scores are read as margins)
+            &self.decoding(),
             None,
             Some(features),
             n_blocks,
