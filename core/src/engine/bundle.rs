@@ -94,11 +94,6 @@ fn int(value: Option<&Value>, what: &str) -> Result<Option<i64>, String> {
     }
 }
 
-/// Python's `repr` of a profile name (quotes as `str.__repr__` picks them).
-fn py_repr(name: &str) -> String {
-    super::py::repr_str(name)
-}
-
 /// `bundle.select_profile`: the manifest's JSON with `profile`'s `decoding`, `rescorer`,
 /// `transformer` and segmentation settings in place of its own (None: `default_profile`);
 /// unchanged for a bundle without profiles when `profile` is None. Also the profile read and
@@ -123,7 +118,7 @@ fn select_profile(
                 return Err(format!(
                     "{where_}: this bundle has no profiles (profile {} asked); only the embedded default \
                      model has fast/accurate profiles",
-                    py_repr(name)
+                    super::py::repr_str(name)
                 ));
             }
             return Ok((value.clone(), None, Vec::new()));
@@ -159,10 +154,10 @@ fn select_profile(
         let mut sorted = names.clone();
         sorted.sort();
         let asked = match profile {
-            Some(name) => py_repr(name),
+            Some(name) => super::py::repr_str(name),
             None => match value.get("default_profile") {
                 None | Some(Value::Null) => "None".to_string(),
-                Some(Value::String(s)) => py_repr(s),
+                Some(Value::String(s)) => super::py::repr_str(s),
                 Some(other) => super::py::json_dumps(other),
             },
         };
@@ -191,7 +186,7 @@ fn select_profile(
     }
     let selected = Value::Object(members);
     if !transformer && !truthy(selected.get("rescorer")) {
-        return Err(format!("{where_}: profile {} runs no transformer and has no rescorer", py_repr(&name)));
+        return Err(format!("{where_}: profile {} runs no transformer and has no rescorer", super::py::repr_str(&name)));
     }
     Ok((selected, Some(name), names))
 }
