@@ -39,6 +39,18 @@ go on past 8 characters 98% of the time, NBSP's 85%, and both rarely go past 2. 
 do not carry the train page of ═ lines, wcxb/dev/0018: counted without it, the pairs of a space
 and a ═ no other page writes cost more than its runs gain, and it is read as windows-1252.)
 
+Last, lone characters: a non-ASCII character that is an element's whole text is scored by what
+elements of that name (read from the end tag) held alone on the train pages, mixed with the
+pair model's P(character | ">") by ``LONE_PRIOR`` (raw counts, as the pairs):
+
+    P(c | alone in <name>) = (n(name, c) + LONE_PRIOR * P(c | ">")) / (n(name) + LONE_PRIOR)
+
+A middle dot (KOI8-R's 0x9E) is alone in a ``<span>`` 279 times, a zero-width joiner
+(windows-1256's 0x9E) in a ``<p>`` 246 times and never in a ``<span>``: the pairs alone read a
+KOI8-R page of dot separators (wcxb/dev/4317) as windows-1256; with lone characters it is read
+as KOI8-R, also by the model counted without that page, and no other re-encoded page's reading
+changed (``python -m pulpie_rt.bench.detector``).
+
 Measured the same way (``python -m pulpie_rt.bench.detector``), the class model alone read
 2,845 of 2,868 right (dev 666 of 669), with pairs and runs 2,862 (dev 665: two English dev
 pages lost, "Agnès" read as windows-1250's "Agnčs" because "slovenčina" is in the language
@@ -71,6 +83,8 @@ ASCII_CONTEXT_FACTOR = 1.0
 RUN_BUCKETS = 7
 RUN_PRIOR = 2.0
 RUN_POWER = 0.5
+LONE_PRIOR = 10.0
+MIN_LONE_COUNT = 2
 
 # (name, [(first, last), ...]): a character's class is the first whose ranges hold it; cased
 # scripts are split in two by str.isupper() (the detector uses char::is_uppercase, the same
@@ -239,6 +253,27 @@ def build_pairs(pages) -> dict:
             "run_logp": run_logp}
 
 
+# one non-ASCII character making up an element's whole text (whitespace around it allowed),
+# and the element's name from its end tag
+_LONE_RE = re.compile(r">[ \t\r\n\f]*([^\x00-\x7f])[ \t\r\n\f]*</([A-Za-z][A-Za-z0-9]*)")
+
+
+def build_lone(pages) -> dict:
+    """The lone-character tables: ``count`` {(element name, character): how many elements of
+    that name hold just that non-ASCII character, at least ``MIN_LONE_COUNT``}, ``total``
+    {element name: how many elements of that name hold just one non-ASCII character}."""
+    counts: Counter = Counter()
+    for page in pages:
+        for match in _LONE_RE.finditer(page["html"]):
+            counts[(match.group(2).lower(), match.group(1))] += 1
+    total: Counter = Counter()
+    for (name, _), n in counts.items():
+        total[name] += n
+    kept = {key: n for key, n in counts.items() if n >= MIN_LONE_COUNT}
+    names = {name for name, _ in kept}
+    return {"count": kept, "total": {name: n for name, n in total.items() if name in names}}
+
+
 def build(pages) -> dict:
     """The model's tables from ``pages``: ``logp`` {code point: log P(character | class)},
     ``floors`` [class], ``bigram`` [previous class][class], ``n_pages``."""
@@ -270,6 +305,7 @@ def build(pages) -> dict:
 def main() -> None:
     model = build(iter_pages("train"))
     pair_model = build_pairs(iter_pages("train"))
+    lone_model = build_lone(iter_pages("train"))
     n_classes = len(CLASSES)
     logp, floors, bigram, n_pages = (model["logp"], model["floors"], model["bigram"],
                                      model["n_pages"])
@@ -314,6 +350,7 @@ def main() -> None:
         out.write("    " + " ".join(f"(0x{cp:X}, {logp[cp]:.2f})," for cp in row) + "\n")
     out.write("];\n\n")
     write_pairs(out, pair_model)
+    write_lone(out, lone_model)
 
 
 def write_pairs(out, pair_model: dict) -> None:
@@ -345,6 +382,24 @@ def write_pairs(out, pair_model: dict) -> None:
     out.write(f"pub const CONTEXT_COUNT: [(u32, f32); {len(firsts)}] = [\n")
     for i in range(0, len(firsts), 6):
         out.write("    " + " ".join(f"(0x{k:X}, {int(n)}.0)," for k, n in firsts[i:i + 6]) + "\n")
+    out.write("];\n")
+
+
+def write_lone(out, lone_model: dict) -> None:
+    out.write(f"\npub const LONE_PRIOR: f64 = {LONE_PRIOR};\n\n")
+    totals = sorted(lone_model["total"].items())
+    out.write("/// (element name, how many elements of that name hold one non-ASCII character and "
+              "nothing else), sorted.\n")
+    out.write(f"pub const LONE_TOTAL: [(&str, f32); {len(totals)}] = [\n")
+    for name, n in totals:
+        out.write(f"    (\"{name}\", {n}.0),\n")
+    out.write("];\n\n")
+    counts = sorted((name, ord(ch), n) for (name, ch), n in lone_model["count"].items())
+    out.write("/// (element name, character, how many elements of that name hold it alone) seen at "
+              f"least {MIN_LONE_COUNT} times, sorted.\n")
+    out.write(f"pub const LONE_COUNT: [(&str, u32, f32); {len(counts)}] = [\n")
+    for name, cp, n in counts:
+        out.write(f"    (\"{name}\", 0x{cp:X}, {n}.0),\n")
     out.write("];\n")
 
 

@@ -27,16 +27,21 @@
 //!      superscript ¹ inside a word) show which is a language;
 //!    - runs of one non-ASCII character, scored by class and the run's length so far: a line
 //!      of 60 box-drawing characters (KOI8-R's 0xA0) is plausible, 60 NBSP (windows-125x's
-//!      0xA0) much less, while runs of 2 to 7 NBSP are the usual ones.
+//!      0xA0) much less, while runs of 2 to 7 NBSP are the usual ones;
+//!    - lone characters: a byte that is an element's whole text (`<span>\x9E</span>`) is
+//!      scored by what elements of that name held alone on the train pages (`lone_log_ratio`).
+//!      0x9E is a middle dot in KOI8-R and a zero-width joiner in windows-1256, and both follow
+//!      `>` about equally often; but the dot is a separator alone in a `<span>` (279 on the
+//!      train pages) and the joiner the filler of an empty Webflow `<p>` (246), never alone in
+//!      a `<span>`.
 //!
 //! Candidates are the legacy encodings of the scripts the train pages hold text in (Latin,
 //! Cyrillic, Greek, Arabic, Chinese, Japanese, Korean); Hebrew, Thai and Vietnamese pages are
 //! only read right when they declare their encoding. The train pages are mostly English: a
 //! language they hold little of (Czech: 24 ř on 4 pages) gets the class model's estimate for
 //! its pairs, and the pairs of a frequent character the pages never show count against it.
-//! Bytes whose only non-ASCII content is one symbol can stay undecidable: 0x9E alone between
-//! two tags is a middle dot in KOI8-R and a zero-width joiner in windows-1256, and the train
-//! pages hold elements of just one or the other about equally often.
+//! Bytes whose only non-ASCII content is one symbol can stay undecidable where the symbol is
+//! inside text: the pairs around it are all the model has.
 //!
 //! Ties go to the earlier candidate (the order is how common each is on the web): ISO-8859-15
 //! reads most Western pages as windows-1252 does and wins only where its bytes differ (0xA4
@@ -55,6 +60,9 @@ const ERROR_COST: f64 = 30.0;
 
 /// At most this many bytes of the page's non-ASCII parts are scored.
 const SAMPLE_BYTES: usize = 32 * 1024;
+
+/// At most this many lone bytes (`lone_bytes`) are scored.
+const MAX_LONE: usize = 1024;
 
 /// In order of preference on a tie.
 pub const CANDIDATES: &[Encoding] = &[
@@ -113,9 +121,10 @@ pub fn detect(bytes: &[u8]) -> (Encoding, Evidence) {
 /// The most probable legacy candidate for bytes that are not UTF-8.
 pub fn best_legacy(bytes: &[u8]) -> Encoding {
     let sample = non_ascii_sample(bytes, SAMPLE_BYTES);
+    let lone = lone_bytes(bytes, MAX_LONE);
     let mut best = (f64::NEG_INFINITY, CANDIDATES[0]);
     for &candidate in CANDIDATES {
-        let score = score(&sample, candidate, best.0);
+        let score = score(&sample, &lone, candidate, best.0);
         if score > best.0 {
             best = (score, candidate);
         }
@@ -126,13 +135,90 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
 /// The candidate's score, or any score below `floor` once it is sure to end below it (every
 /// character's term is a log-probability, at most 0: a candidate's sum only goes down, so the
 /// scoring stops there; the choice is the one a full scoring makes).
-fn score(sample: &[u8], candidate: Encoding, floor: f64) -> f64 {
+fn score(sample: &[u8], lone: &[(u8, &[u8])], candidate: Encoding, floor: f64) -> f64 {
     let (text, errors) = encoding::decode(sample, candidate);
-    let error_cost = ERROR_COST * errors as f64;
-    if -error_cost < floor {
-        return -error_cost;
+    // the lone terms can be positive: added first, so that the sum only goes down after them
+    let base = lone_log_ratio(lone, candidate) - ERROR_COST * errors as f64;
+    if base < floor {
+        return base;
     }
-    log_probability_above(&text, floor + error_cost) - error_cost
+    log_probability_above(&text, floor - base) + base
+}
+
+/// The page's bytes above 0x7F that make up an element's whole text, whitespace around them
+/// allowed (`<span class="dot">\x9E</span>`), with the element's name from its end tag, at most
+/// `limit` of them.
+pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8])> {
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0C');
+    let mut lone = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b < 0x80 {
+            continue;
+        }
+        let before = bytes[..i].iter().rposition(|&c| !is_space(c));
+        if before.map(|j| bytes[j]) != Some(b'>') {
+            continue;
+        }
+        let after = i + 1 + bytes[i + 1..].iter().position(|&c| !is_space(c)).unwrap_or(bytes.len() - i - 1);
+        let rest = &bytes[after..];
+        if !rest.starts_with(b"</") || !rest.get(2).is_some_and(u8::is_ascii_alphabetic) {
+            continue;
+        }
+        let name_len = rest[2..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
+        lone.push((b, &rest[2..2 + name_len]));
+        if lone.len() == limit {
+            break;
+        }
+    }
+    lone
+}
+
+/// What the lone-character model changes in log P(page) for `candidate`: for each lone byte
+/// the candidate reads as one character `c` (not an error), log P(c | alone in an element of
+/// that name) - log P(c | after `>`), where the first is what the train pages' elements of
+/// that name held alone, mixed with the second by `LONE_PRIOR` (a Dirichlet prior, as the
+/// pairs are): a middle dot is a separator alone in a `<span>` on 32 train pages, a zero-width
+/// joiner the filler of an empty `<p>` (Webflow) on 16 and never alone in a `<span>`, though
+/// both follow `>` equally often.
+fn lone_log_ratio(lone: &[(u8, &[u8])], candidate: Encoding) -> f64 {
+    let mut total = 0.0;
+    for &(byte, name) in lone {
+        let (text, errors) = encoding::decode(&[byte], candidate);
+        let mut chars = text.chars();
+        let (Some(c), None, 0) = (chars.next(), chars.next(), errors) else {
+            continue;
+        };
+        let n_name = lone_total(name);
+        if n_name == 0.0 {
+            continue;
+        }
+        let class = class_of(c);
+        let after_tag = pair_log_probability('>', class_of('>'), 1, c, class, char_log_probability(c, class) as f64).exp();
+        let n_char = lone_count(name, c);
+        total += ((n_char + model::LONE_PRIOR * after_tag) / (n_name + model::LONE_PRIOR)).ln() - after_tag.ln();
+    }
+    total
+}
+
+fn lone_total(name: &[u8]) -> f64 {
+    match model::LONE_TOTAL.binary_search_by(|&(k, _)| cmp_name(k, name)) {
+        Ok(i) => model::LONE_TOTAL[i].1 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+fn lone_count(name: &[u8], c: char) -> f64 {
+    let found = model::LONE_COUNT
+        .binary_search_by(|&(k, cp, _)| cmp_name(k, name).then(cp.cmp(&(c as u32))));
+    match found {
+        Ok(i) => model::LONE_COUNT[i].2 as f64,
+        Err(_) => 0.0,
+    }
+}
+
+/// Orders a model's (lower-case) element name against a page's, case-insensitively.
+fn cmp_name(model_name: &str, page_name: &[u8]) -> std::cmp::Ordering {
+    model_name.bytes().cmp(page_name.iter().map(u8::to_ascii_lowercase))
 }
 
 /// log P(text) under the character model: the class-based bigram, with each pair that holds a
@@ -433,5 +519,28 @@ mod tests {
         let euc_kr = b"<p>At the <b>Extrusion distance\xa1\xa6</b> prompt, then <b>Select edges\xa1\xa6</b> \
                        and <b>Fillet\xa1\xa6</b></p>";
         assert_eq!(detect(euc_kr).0, Encoding::EUC_KR);
+    }
+
+    #[test]
+    fn lone_bytes_with_their_element() {
+        let page = b"<span class=\"dot\">\x9e</span><p>\n  \xa0 </P><b>x\xe9</b><i>\xe9 </ i>\xe9</a>";
+        let lone: Vec<(u8, &[u8])> = lone_bytes(page, 10);
+        // the last: after an end tag's `>`, as the train pages' counting reads it
+        assert_eq!(lone, vec![(0x9e, &b"span"[..]), (0xa0, &b"P"[..]), (0xe9, &b"a"[..])]);
+        assert_eq!(lone_bytes(page, 1).len(), 1);
+    }
+
+    #[test]
+    fn a_symbol_alone_in_an_element() {
+        // 0x9E alone in an element: a middle dot in KOI8-R, a zero-width joiner in windows-1256.
+        // Both follow `>` on the train pages about as often; which element holds it decides: a
+        // separator `<span>` (the pair model alone took windows-1256) or a Webflow empty `<p>`
+        let dots = b"<div><span class=\"count\">28 posts</span><span class=\"dot\">\x9e</span>\
+                     <a href=\"#1\">#1</a> <span class=\"dot\">\x9e</span> <a href=\"/u\">user</a>\
+                     <span class=\"dot\">\x9e</span> Jan 2024</div>";
+        assert_eq!(detect(dots).0, Encoding::KOI8_R);
+        let webflow = b"<div class=\"rich-text\"><p>The plan</p><p>\x9e</p><p>Next steps</p>\
+                        <p>\x9e</p><p>Contact us</p><p>\x9e</p></div>";
+        assert_eq!(detect(webflow).0, Encoding::WINDOWS_1256);
     }
 }
