@@ -159,8 +159,8 @@ pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8])> {
         if before.map(|j| bytes[j]) != Some(b'>') {
             continue;
         }
-        let after = i + 1 + bytes[i + 1..].iter().position(|&c| !is_space(c)).unwrap_or(bytes.len() - i - 1);
-        let rest = &bytes[after..];
+        let spaces = bytes[i + 1..].iter().take_while(|&&c| is_space(c)).count();
+        let rest = &bytes[i + 1 + spaces..];
         if !rest.starts_with(b"</") || !rest.get(2).is_some_and(u8::is_ascii_alphabetic) {
             continue;
         }
@@ -193,9 +193,10 @@ fn lone_log_ratio(lone: &[(u8, &[u8])], candidate: Encoding) -> f64 {
             continue;
         }
         let class = class_of(c);
-        let after_tag = pair_log_probability('>', class_of('>'), 1, c, class, char_log_probability(c, class) as f64).exp();
-        let n_char = lone_count(name, c);
-        total += ((n_char + model::LONE_PRIOR * after_tag) / (n_name + model::LONE_PRIOR)).ln() - after_tag.ln();
+        let char_logp = char_log_probability(c, class) as f64;
+        let after_tag = pair_log_probability('>', class_of('>'), 1, c, class, char_logp).exp();
+        let alone = (lone_count(name, c) + model::LONE_PRIOR * after_tag) / (n_name + model::LONE_PRIOR);
+        total += alone.ln() - after_tag.ln();
     }
     total
 }
