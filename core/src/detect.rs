@@ -135,7 +135,7 @@ pub fn best_legacy(bytes: &[u8]) -> Encoding {
 /// The candidate's score, or any score below `floor` once it is sure to end below it (every
 /// character's term is a log-probability, at most 0: a candidate's sum only goes down, so the
 /// scoring stops there; the choice is the one a full scoring makes).
-fn score(sample: &[u8], lone: &[(u8, &[u8])], candidate: Encoding, floor: f64) -> f64 {
+fn score(sample: &[u8], lone: &[(u8, &[u8], usize)], candidate: Encoding, floor: f64) -> f64 {
     let (text, errors) = encoding::decode(sample, candidate);
     // the lone terms can be positive: added first, so that the sum only goes down after them
     let base = lone_log_ratio(lone, candidate) - ERROR_COST * errors as f64;
@@ -147,8 +147,9 @@ fn score(sample: &[u8], lone: &[(u8, &[u8])], candidate: Encoding, floor: f64) -
 
 /// The page's bytes above 0x7F that make up an element's whole text, whitespace around them
 /// allowed (`<span class="dot">\x9E</span>`), with the element's name from its end tag, at most
-/// `limit` of them.
-pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8])> {
+/// `limit` of them, as distinct (byte, name, how many) sorted: a page repeats its separator
+/// element, which each candidate then decodes and looks up once.
+pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8], usize)> {
     let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0C');
     let mut lone = Vec::new();
     for (i, &b) in bytes.iter().enumerate() {
@@ -170,7 +171,15 @@ pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8])> {
             break;
         }
     }
-    lone
+    lone.sort_unstable();
+    let mut distinct: Vec<(u8, &[u8], usize)> = Vec::new();
+    for (b, name) in lone {
+        match distinct.last_mut() {
+            Some((last_b, last_name, n)) if (*last_b, *last_name) == (b, name) => *n += 1,
+            _ => distinct.push((b, name, 1)),
+        }
+    }
+    distinct
 }
 
 /// What the lone-character model changes in log P(page) for `candidate`: for each lone byte
@@ -180,9 +189,9 @@ pub fn lone_bytes(bytes: &[u8], limit: usize) -> Vec<(u8, &[u8])> {
 /// pairs are): a middle dot is a separator alone in a `<span>` on 32 train pages, a zero-width
 /// joiner the filler of an empty `<p>` (Webflow) on 16 and never alone in a `<span>`, though
 /// both follow `>` equally often.
-fn lone_log_ratio(lone: &[(u8, &[u8])], candidate: Encoding) -> f64 {
+fn lone_log_ratio(lone: &[(u8, &[u8], usize)], candidate: Encoding) -> f64 {
     let mut total = 0.0;
-    for &(byte, name) in lone {
+    for &(byte, name, times) in lone {
         let (text, errors) = encoding::decode(&[byte], candidate);
         let mut chars = text.chars();
         let (Some(c), None, 0) = (chars.next(), chars.next(), errors) else {
@@ -196,7 +205,7 @@ fn lone_log_ratio(lone: &[(u8, &[u8])], candidate: Encoding) -> f64 {
         let char_logp = char_log_probability(c, class) as f64;
         let after_tag = pair_log_probability('>', class_of('>'), 1, c, class, char_logp).exp();
         let alone = (lone_count(name, c) + model::LONE_PRIOR * after_tag) / (n_name + model::LONE_PRIOR);
-        total += alone.ln() - after_tag.ln();
+        total += times as f64 * (alone.ln() - after_tag.ln());
     }
     total
 }
@@ -524,11 +533,15 @@ mod tests {
 
     #[test]
     fn lone_bytes_with_their_element() {
-        let page = b"<span class=\"dot\">\x9e</span><p>\n  \xa0 </P><b>x\xe9</b><i>\xe9 </ i>\xe9</a>";
-        let lone: Vec<(u8, &[u8])> = lone_bytes(page, 10);
-        // the last: after an end tag's `>`, as the train pages' counting reads it
-        assert_eq!(lone, vec![(0x9e, &b"span"[..]), (0xa0, &b"P"[..]), (0xe9, &b"a"[..])]);
-        assert_eq!(lone_bytes(page, 1).len(), 1);
+        let page = b"<span class=\"dot\">\x9e</span><p>\n  \xa0 </P><b>x\xe9</b><i>\xe9 </ i>\xe9</a>\
+                     <span>\x9e</span>";
+        let lone: Vec<(u8, &[u8], usize)> = lone_bytes(page, 10);
+        // the third: after an end tag's `>`, as the train pages' counting reads it
+        assert_eq!(
+            lone,
+            vec![(0x9e, &b"span"[..], 2), (0xa0, &b"P"[..], 1), (0xe9, &b"a"[..], 1)]
+        );
+        assert_eq!(lone_bytes(page, 1), vec![(0x9e, &b"span"[..], 1)]);
     }
 
     #[test]
