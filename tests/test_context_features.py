@@ -58,6 +58,11 @@ def first_stage():
 
 def test_context_features_are_the_specifications_on_dev_pages(page_rows):
     assert len(page_rows) == 85 and sum(len(rows) for _, rows in page_rows) > 10_000
+    # the pages repeat texts: later copies, and copies within three levels of another
+    copies = np.concatenate([context_spec.copy_features(rows) for _, rows in page_rows
+                             if len(rows)])
+    near = (copies[:, 2] > 0) & (copies[:, 2] <= 3)
+    assert (copies[:, 0] == 1).sum() > 1_000 and near.sum() > 500
     for page_id, rows in page_rows:
         got, want = context_features(rows), context_spec.context_features(rows)
         assert got.shape == want.shape == (len(rows), N_CONTEXT) and got.dtype == np.float32

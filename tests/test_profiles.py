@@ -28,8 +28,10 @@ from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_VERSION,
     GROUP_LEVELS,
     N_CONTEXT,
+    N_COPY,
     N_GROUP,
     N_STAGE,
+    N_STAGE_COPY,
     N_STAGE_GROUP,
     BlockRescorer,
     RescorerError,
@@ -136,7 +138,7 @@ def test_context_features_read_neighbours_windows_the_page_and_the_containers():
     assert out[:, block + 6 * k + w].tolist() == [-10, -20, 10, 20]  # minus the page's mean
     steps = out[:, block + 7 * k: block + 7 * k + 2]
     assert steps.tolist() == [[2, -1], [1, 0], [0, 2], [-2, 1]]  # depth - neighbour's (0 past)
-    end = N_CONTEXT - N_GROUP * len(GROUP_LEVELS)  # where the container columns start
+    end = N_CONTEXT - N_COPY - N_GROUP * len(GROUP_LEVELS)  # where the container columns start
     before, after = out[:, end - 10 + 2], out[:, end - 10 + 3]  # unlinked words up to, after
     assert before == pytest.approx([0.125, 0.125, 0.5, 1.0], abs=1e-6)
     assert after == pytest.approx([0.875, 0.875, 0.5, 0.0], abs=1e-6)
@@ -155,6 +157,7 @@ def test_context_features_read_neighbours_windows_the_page_and_the_containers():
     # no ancestor at level 3: each block is a container of its own
     assert up3[:, 0].tolist() == [10, 0, 30, 40] and up3[:, 2] == pytest.approx([np.log(2)] * 4)
     assert (up3[:, 3] == 0).all()
+    assert (out[:, N_CONTEXT - N_COPY:] == 0).all()  # no text repeated: no copies
     assert context_features(rows[:0]).shape == (0, N_CONTEXT)
     with pytest.raises(ValueError, match="context features read blocks-v3 rows"):
         context_features(rows[:, :N_FEATURES_V2])
@@ -180,6 +183,7 @@ def test_stage_features_read_the_first_stages_probabilities_around_a_block_and_i
     assert up1[:, 1] == pytest.approx([0.5, 0.5, 0.4, 0.4])
     assert up1[:, 2] == pytest.approx([9 / 80, 9 / 80, 26 / 80, 26 / 80])
     assert up1[:, 3] == pytest.approx(p - up1[:, 0])
+    assert (out[:, N_STAGE - N_STAGE_COPY:] == -1).all()  # no copies
     assert stage_features(p[:0], rows[:0]).shape == (0, N_STAGE)
 
 
@@ -255,9 +259,9 @@ def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
 def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
     folder = two_stage[0]
     with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
-                                            "runtime computes 'context-v3'"):
+                                            "runtime computes 'context-v4'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, "context-v0")
-    with pytest.raises(RescorerError, match="context 'context-v3' reads features 'blocks-v3', "
+    with pytest.raises(RescorerError, match="context 'context-v4' reads features 'blocks-v3', "
                                             "not 'blocks-v1'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION)
     with pytest.raises(RescorerError, match="a first stage needs the context features"):

@@ -70,7 +70,7 @@ def context_names() -> list[str]:
     for level in GROUP_LEVELS:
         names += [f"up{level}_{n}" for n in ("mean_words", "words_share", "blocks_log",
                                             "link_ratio")]
-    return names
+    return names + ["later_copy", "copy_level_first", "copy_level_nearest"]
 
 
 def stage_names() -> list[str]:
@@ -81,7 +81,7 @@ def stage_names() -> list[str]:
     for level in GROUP_LEVELS:
         names += [f"up{level}_{n}" for n in ("p_words_mean", "p_mean", "p_main_words_share",
                                             "p_less_mean")]
-    return names
+    return names + ["p_first_copy", "p_near_copy_max"]
 
 
 def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):

@@ -19,7 +19,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                    "selection": "threshold"|"expected_f1"},   (optional)
       "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2"|"blocks-v3",
                    "margin_weight": float,
-                   "context": "context-v3", "first_stage": "file.onnx"},   (optional;
+                   "context": "context-v4", "first_stage": "file.onnx"},   (optional;
                    a rescorer with context reads blocks-v3, one without blocks-v1)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",

@@ -45,7 +45,7 @@ from pulpie_rt.runtime.stages.features import (
     N_FEATURES_V3,
 )
 
-CONTEXT_VERSION = "context-v3"
+CONTEXT_VERSION = "context-v4"
 CONTEXT_FEATURES = FEATURES_V3  # the layout context_features reads
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
@@ -60,8 +60,18 @@ GROUP_LEVELS = (1, 2, 3, 4, 6, 8)
 assert max(GROUP_LEVELS) <= CONTAINER_LEVELS
 N_GROUP = 4  # container_features' columns per level
 N_STAGE_GROUP = 4  # stage_features' columns per level
-N_CONTEXT = N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * len(GROUP_LEVELS)
-N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS)
+# A block's copies: the blocks whose text the page holds more than once (repeats >= 2) with
+# these columns equal (the rows hold no text, only its statistics)
+COPY_COLUMNS = tuple(_COLUMN[n] for n in (
+    "words", "chars", "punct", "links", "stopword_ratio", "digit_ratio", "mean_word_length",
+    "repeats"))
+COPY_APART = CONTAINER_LEVELS + 1  # the level of two copies that share no container column
+NEAR_COPY_LEVEL = 3  # copies sharing an ancestor up to this level are near each other
+N_COPY = 3  # context_features' copy columns
+N_STAGE_COPY = 2  # stage_features' copy columns
+N_CONTEXT = (N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * len(GROUP_LEVELS)
+             + N_COPY)
+N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS) + N_STAGE_COPY
 
 
 def context_features(features: np.ndarray) -> np.ndarray:
@@ -78,7 +88,13 @@ def context_features(features: np.ndarray) -> np.ndarray:
     words, their share of the page's words, how many they are (log) and their word-weighted
     link ratio (a run of one-word blocks, an advert's title cut into one ``<span>`` per word,
     or a container that holds most of the page's words is seen as a whole). A block with no
-    ancestor at a level is a group of its own there. Computed by the compiled core
+    ancestor at a level is a group of its own there. Last ``N_COPY`` columns from the block's
+    copies (``COPY_COLUMNS``): 1 when it is a later copy (not the first on the page), the
+    level of its nearest ancestor shared with the first copy (later copies; else 0), and the
+    level of its nearest ancestor shared with any other copy (0 with none; ``COPY_APART``
+    when they share no container column): a paragraph repeated inside the article shares a
+    near container with its first copy, a teaser repeated in a related box does not.
+    Computed by the compiled core
     (``native.context_features``); ``ValueError`` for rows of another layout."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2:
@@ -97,7 +113,10 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
     sharing its ancestor there: their word-weighted and plain mean probability, their
     expected main words as a share of the page's words, and its own probability less their
     word-weighted mean (a block is judged with its container; how many they are is a column
-    of ``context_features``). Computed by the compiled core (``native.stage_features``)."""
+    of ``context_features``); last ``N_STAGE_COPY`` columns from its copies: the first copy's
+    probability (later copies; ``NO_NEIGHBOUR`` otherwise) and the highest probability of
+    the other copies sharing an ancestor with it up to ``NEAR_COPY_LEVEL`` (``NO_NEIGHBOUR``
+    with none). Computed by the compiled core (``native.stage_features``)."""
     p = np.asarray(probabilities, np.float64)
     if len(p) == 0:
         return np.zeros((0, N_STAGE), np.float32)

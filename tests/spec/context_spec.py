@@ -1,4 +1,4 @@
-"""The specification of the ``fast`` profile's blocks in context (context ``context-v3``), in
+"""The specification of the ``fast`` profile's blocks in context (context ``context-v4``), in
 NumPy: the compiled core (``core/src/features/context.rs``), which
 ``runtime.stages.rescore.context_features`` and ``stage_features`` call (and with them the
 training, ``train/fast.py``), computes the same columns; ``tests/test_context_features.py``
@@ -29,9 +29,12 @@ from pulpie_rt.runtime.stages.features import FEATURES_V3, N_FEATURES_V2, N_FEAT
 from pulpie_rt.runtime.stages.rescore import (
     _COLUMN,
     CONTEXT_COLUMNS,
+    COPY_APART,
+    COPY_COLUMNS,
     GROUP_LEVELS,
     N_CONTEXT,
     N_STAGE,
+    NEAR_COPY_LEVEL,
     NO_NEIGHBOUR,
 )
 
@@ -98,6 +101,44 @@ def container_features(features: np.ndarray) -> np.ndarray:
     return np.stack(parts, 1)
 
 
+def copy_groups(features: np.ndarray) -> list[list[int]]:
+    """The blocks of one page that are copies of each other, each group in block order: the
+    blocks whose text the page holds more than once (``repeats`` >= 2) with equal
+    ``COPY_COLUMNS`` (the text's statistics; the rows hold no text), groups of two or more,
+    in order of their first block."""
+    rows = np.asarray(features, np.float32)
+    members: dict[tuple, list[int]] = {}
+    for i in np.flatnonzero(rows[:, _COLUMN["repeats"]] >= 2):
+        members.setdefault(tuple(float(v) for v in rows[i, list(COPY_COLUMNS)]), []).append(int(i))
+    return [group for group in members.values() if len(group) >= 2]
+
+
+def _common_level(ids: np.ndarray, i: int, j: int) -> int:
+    """The level of the nearest ancestor blocks ``i`` and ``j`` share (1: the parent), from
+    the container columns; ``COPY_APART`` when they share none of them."""
+    for level in range(1, ids.shape[1] + 1):
+        if ids[i, level - 1] == ids[j, level - 1] and ids[i, level - 1] >= 0:
+            return level
+    return COPY_APART
+
+
+def copy_features(features: np.ndarray) -> np.ndarray:
+    """Three columns per block from its copies (``copy_groups``): 1 when it is a later copy
+    (not its group's first block), the level of its nearest ancestor shared with the first
+    copy (later copies; 0 otherwise), and the level of its nearest ancestor shared with any
+    other copy (0 with no copy). A paragraph repeated inside the article shares a near
+    container with its first copy, a teaser repeated in a related box or a footer does
+    not."""
+    ids = np.asarray(features, np.float64)[:, N_FEATURES_V2:]
+    out = np.zeros((len(ids), 3))
+    for group in copy_groups(features):
+        for i in group:
+            out[i, 2] = min(_common_level(ids, i, j) for j in group if j != i)
+            if i != group[0]:
+                out[i, 0], out[i, 1] = 1.0, _common_level(ids, i, group[0])
+    return out
+
+
 def context_features(features: np.ndarray) -> np.ndarray:
     """One page's ``block_features`` rows (layout ``blocks-v3``, in block order), each widened
     to ``N_CONTEXT`` columns: its own ``blocks-v2`` columns (the container columns are
@@ -107,7 +148,8 @@ def context_features(features: np.ndarray) -> np.ndarray:
     words before and after it, the page's unlinked words (log) and its share of linked words,
     then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
-    blocks and the page's share of CJK characters, and last ``container_features``."""
+    blocks and the page's share of CJK characters, then ``container_features`` and last
+    ``copy_features``."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2 or features.shape[1] != N_FEATURES_V3:
         got = features.shape[-1] if features.ndim == 2 else features.shape
@@ -136,6 +178,7 @@ def context_features(features: np.ndarray) -> np.ndarray:
                            _window_mean(words_cjk, 3),
                            np.full(len(rows), cjk.sum() / max(cjk.sum() + words.sum(), 1.0))], 1))
     parts.append(container_features(features))
+    parts.append(copy_features(features))
     return np.concatenate(parts, 1).astype(np.float32)
 
 
@@ -149,7 +192,10 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
     sharing its ancestor there: their word-weighted and plain mean probability, their
     expected main words as a share of the page's words, and its own probability less their
     word-weighted mean (a block is judged with its container; how many they are is a column
-    of ``container_features``)."""
+    of ``container_features``); last, from its copies (``copy_groups``), the first copy's
+    probability (later copies; ``NO_NEIGHBOUR`` otherwise) and the highest probability of
+    the copies sharing an ancestor with it up to ``NEAR_COPY_LEVEL`` (``NO_NEIGHBOUR`` with
+    none)."""
     p = np.asarray(probabilities, np.float64)
     n = len(p)
     if n == 0:
@@ -169,6 +215,17 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
         weighted = _group_mean(p, words + 1.0, group)
         parts += [weighted, _group_mean(p, ones, group),
                   np.bincount(group, p * words)[group] / total, p - weighted]
+    ids = np.asarray(features, np.float64)[:, N_FEATURES_V2:]
+    first_copy, near_copy = np.full(n, NO_NEIGHBOUR), np.full(n, NO_NEIGHBOUR)
+    for group in copy_groups(features):
+        for i in group:
+            if i != group[0]:
+                first_copy[i] = p[group[0]]
+            near = [p[j] for j in group
+                    if j != i and _common_level(ids, i, j) <= NEAR_COPY_LEVEL]
+            if near:
+                near_copy[i] = max(near)
+    parts += [first_copy, near_copy]
     return np.stack(parts, 1).astype(np.float32)
 
 

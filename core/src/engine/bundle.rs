@@ -425,11 +425,11 @@ mod tests {
         let fast = Bundle::load_dir(&dir).unwrap().manifest;
         assert_eq!(fast.profile.as_deref(), Some("fast"));
         assert!(!fast.transformer && fast.keep_hidden && fast.drop_noscript && fast.expected_f1);
-        assert_eq!((fast.keep_best_block, fast.main_margin), (true, Some(0.0)));
+        assert_eq!((fast.keep_best_block, fast.main_margin), (true, Some(0.25)));
         let rescorer = fast.rescorer.unwrap();
         assert_eq!(
             (rescorer.file.as_str(), rescorer.features.as_str(), rescorer.context.as_deref()),
-            ("rescorer-fast.onnx", "blocks-v3", Some("context-v3"))
+            ("rescorer-fast.onnx", "blocks-v3", Some("context-v4"))
         );
         assert_eq!(rescorer.first_stage.as_deref(), Some("rescorer-fast-first.onnx"));
         let unknown = Bundle::load_dir_profile(&dir, Some("fastest")).err().unwrap();

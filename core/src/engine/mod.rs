@@ -214,13 +214,13 @@ pub(crate) fn prepare_text(
 enum Rescorer {
     /// over each block's `blocks-v1` row alone, beside the transformer's margins
     Blocks(BlockRescorer),
-    /// over the page's blocks in context (`context-v3`, `blocks-v3` rows): the default
+    /// over the page's blocks in context (`context-v4`, `blocks-v3` rows): the default
     /// model's `fast` profile, which runs no transformer
     Context(ContextRescorer),
 }
 
 /// `rescore.CONTEXT_VERSION`: the context this core reads blocks in.
-pub const CONTEXT_VERSION: &str = "context-v3";
+pub const CONTEXT_VERSION: &str = "context-v4";
 /// `features.FEATURES_V3`: the layout a rescorer in context reads.
 pub const CONTEXT_FEATURES: &str = "blocks-v3";
 /// `features.LAYOUTS`, as `BlockRescorer` names them.

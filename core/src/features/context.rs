@@ -1,5 +1,5 @@
 //! The `fast` profile's blocks in context (`runtime/stages/rescore.py`' `context_features` and
-//! `stage_features`, context `context-v3`): one page's `blocks-v3` rows widened with their
+//! `stage_features`, context `context-v4`): one page's `blocks-v3` rows widened with their
 //! neighbours' values, windowed means, page totals and container groups, and the first
 //! stage's probabilities read the same way. `tests/spec/context_spec.py` is the
 //! specification, in NumPy; the training (`train/fast.py`), the Python page flow and the C
@@ -11,6 +11,8 @@
 //! block, ranks from a stable sort. What may still differ by an ulp is `log1p` (NumPy may use
 //! its own SIMD implementation); the tests compare with a tolerance.
 
+use std::collections::HashMap;
+
 use super::{N_CONTAINERS, N_EXTRAS, N_FEATURES, PAGE, TEXT_STATS};
 
 /// Columns of layout `blocks-v2` (`blocks-v1` and the extras) and `blocks-v3` (and the
@@ -21,9 +23,12 @@ pub const N_FEATURES_V3: usize = N_FEATURES_V2 + N_CONTAINERS;
 // the block columns read here (`features.FEATURE_NAMES_V2`)
 const TAG: usize = 0;
 const WORDS: usize = 2;
+const CHARS: usize = 3;
 const LINK_RATIO: usize = 4;
+const LINKS: usize = 5;
 const IMAGES: usize = 6;
 const PUNCT_RATIO: usize = 7;
+const PUNCT: usize = 8;
 const DEPTH: usize = 9;
 const IN_LINK: usize = 10;
 const SENTENCES: usize = 11;
@@ -50,9 +55,20 @@ const _: () = assert!(GROUP_LEVELS[GROUP_LEVELS.len() - 1] <= N_CONTAINERS);
 pub const N_GROUP: usize = 4;
 /// `stage_features`' columns per level.
 pub const N_STAGE_GROUP: usize = 4;
+/// A block's copies: the blocks whose text the page holds more than once (`repeats` >= 2)
+/// with these columns equal (the rows hold no text, only its statistics).
+pub const COPY_COLUMNS: [usize; 8] =
+    [WORDS, CHARS, PUNCT, LINKS, STOPWORD_RATIO, DIGIT_RATIO, MEAN_WORD_LENGTH, REPEATS];
+/// The level of two copies that share no container column.
+pub const COPY_APART: usize = N_CONTAINERS + 1;
+/// Copies sharing an ancestor up to this level are near each other.
+pub const NEAR_COPY_LEVEL: usize = 3;
+/// `copy_features`' columns, and `stage_features`' columns from the copies.
+pub const N_COPY: usize = 3;
+pub const N_STAGE_COPY: usize = 2;
 pub const N_CONTEXT: usize =
-    N_FEATURES_V2 + 7 * CONTEXT_COLUMNS.len() + 2 + 4 + 4 + N_GROUP * GROUP_LEVELS.len();
-pub const N_STAGE: usize = 16 + N_STAGE_GROUP * GROUP_LEVELS.len();
+    N_FEATURES_V2 + 7 * CONTEXT_COLUMNS.len() + 2 + 4 + 4 + N_GROUP * GROUP_LEVELS.len() + N_COPY;
+pub const N_STAGE: usize = 16 + N_STAGE_GROUP * GROUP_LEVELS.len() + N_STAGE_COPY;
 
 /// NumPy's `pairwise_sum` of float64 (`np.sum` / `np.mean` of a 1-D array, and of each column
 /// of a Fortran-ordered 2-D one): eight accumulators over blocks of up to 128 values, halves
@@ -164,7 +180,7 @@ pub fn container_groups(rows: &[f32]) -> Vec<Vec<usize>> {
     GROUP_LEVELS
         .iter()
         .map(|&level| {
-            let mut numbers: std::collections::HashMap<u64, usize> = Default::default();
+            let mut numbers: HashMap<u64, usize> = HashMap::new();
             let mut next = 0usize;
             rows.chunks_exact(N_FEATURES_V3)
                 .map(|row| {
@@ -232,6 +248,134 @@ fn container_columns(rows: &[f32]) -> Vec<Vec<f64>> {
     parts
 }
 
+/// `copy_groups`: the blocks of one page that are copies of each other (`COPY_COLUMNS`),
+/// each group in block order, groups of two or more in order of their first block. As the
+/// specification's tuples of floats: -0.0 is 0.0, and a NaN in the key is never a copy.
+pub fn copy_groups(rows: &[f32]) -> Vec<Vec<usize>> {
+    let mut numbers: HashMap<[u32; COPY_COLUMNS.len()], usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, row) in rows.chunks_exact(N_FEATURES_V3).enumerate() {
+        if !(row[REPEATS] >= 2.0) || COPY_COLUMNS.iter().any(|&c| row[c].is_nan()) {
+            continue;
+        }
+        let key = COPY_COLUMNS.map(|c| (row[c] + 0.0).to_bits());
+        let number = *numbers.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[number].push(i);
+    }
+    groups.retain(|group| group.len() >= 2);
+    groups
+}
+
+/// Block `i`'s ancestor identifier at `level` (1: its parent), from the container columns
+/// (negative past the end of its chain).
+fn container_id(rows: &[f32], i: usize, level: usize) -> f32 {
+    rows[i * N_FEATURES_V3 + N_FEATURES_V2 + level - 1]
+}
+
+/// The level of the nearest ancestor blocks `i` and `j` share, `COPY_APART` when they share
+/// none of the container columns.
+fn common_level(rows: &[f32], i: usize, j: usize) -> usize {
+    (1..=N_CONTAINERS)
+        .find(|&level| {
+            let id = container_id(rows, i, level);
+            id >= 0.0 && id == container_id(rows, j, level)
+        })
+        .unwrap_or(COPY_APART)
+}
+
+/// Per copy of each group, the copies sharing its ancestor at each level, counted: the
+/// nearest level another copy shares is the first whose count is two or more (the
+/// specification's minimum over pairs, in linear time: a page may repeat one link
+/// thousands of times). Keys: (group, level, identifier bits).
+fn shared_counts(rows: &[f32], groups: &[Vec<usize>]) -> HashMap<(usize, usize, u32), usize> {
+    let mut counts: HashMap<(usize, usize, u32), usize> = HashMap::new();
+    for (g, group) in groups.iter().enumerate() {
+        for &i in group {
+            for level in 1..=N_CONTAINERS {
+                let id = container_id(rows, i, level);
+                if id >= 0.0 {
+                    *counts.entry((g, level, (id + 0.0).to_bits())).or_default() += 1;
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// `copy_features`: `N_COPY` columns per block (1 for a later copy, the level shared with the
+/// first copy, the nearest level shared with any other copy; 0 where they do not apply),
+/// column-wise.
+fn copy_columns(rows: &[f32]) -> Vec<Vec<f64>> {
+    let n = rows.len() / N_FEATURES_V3;
+    let mut parts = vec![vec![0.0f64; n]; N_COPY];
+    let groups = copy_groups(rows);
+    let counts = shared_counts(rows, &groups);
+    for (g, group) in groups.iter().enumerate() {
+        for &i in group {
+            let nearest = (1..=N_CONTAINERS)
+                .find(|&level| {
+                    let id = container_id(rows, i, level);
+                    id >= 0.0 && counts[&(g, level, (id + 0.0).to_bits())] >= 2
+                })
+                .unwrap_or(COPY_APART);
+            parts[2][i] = nearest as f64;
+            if i != group[0] {
+                parts[0][i] = 1.0;
+                parts[1][i] = common_level(rows, i, group[0]) as f64;
+            }
+        }
+    }
+    parts
+}
+
+/// `stage_features`' `N_STAGE_COPY` columns: per later copy the first copy's probability, per
+/// copy the highest probability of the other copies within `NEAR_COPY_LEVEL` of it
+/// (`NO_NEIGHBOUR` where none), column-wise. Those copies are the ones with the same ancestor
+/// at the same level, the highest up to `NEAR_COPY_LEVEL` that it has (a shared parent is a
+/// shared grandparent), so the two highest probabilities per such ancestor give the answer.
+fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
+    let n = p.len();
+    let mut first = vec![NO_NEIGHBOUR; n];
+    let mut near = vec![NO_NEIGHBOUR; n];
+    for group in copy_groups(rows) {
+        // (level, identifier bits) of its highest ancestor up to NEAR_COPY_LEVEL
+        let near_id = |i: usize| {
+            (1..=NEAR_COPY_LEVEL)
+                .rev()
+                .map(|level| (level, container_id(rows, i, level)))
+                .find(|&(_, id)| id >= 0.0)
+                .map(|(level, id)| (level, (id + 0.0).to_bits()))
+        };
+        // per ancestor: the highest probability and its block, and the second highest
+        let mut best: HashMap<(usize, u32), ((f64, usize), Option<f64>)> = HashMap::new();
+        for &i in &group {
+            first[i] = if i == group[0] { NO_NEIGHBOUR } else { p[group[0]] };
+            let Some(id) = near_id(i) else { continue };
+            let entry = best.entry(id).or_insert(((p[i], i), None));
+            if entry.0 .1 != i {
+                if p[i] > entry.0 .0 {
+                    entry.1 = Some(entry.0 .0);
+                    entry.0 = (p[i], i);
+                } else if entry.1.is_none_or(|second| p[i] > second) {
+                    entry.1 = Some(p[i]);
+                }
+            }
+        }
+        for &i in &group {
+            let Some(id) = near_id(i) else { continue };
+            let ((top, holder), second) = best[&id];
+            let other = if holder == i { second } else { Some(top) };
+            if let Some(value) = other {
+                near[i] = value;
+            }
+        }
+    }
+    vec![first, near]
+}
+
 /// The message for rows of another width than `blocks-v3` (`what`: whose).
 fn wrong_width(what: &str, columns: usize) -> String {
     format!("{what} read blocks-v3 rows ({N_FEATURES_V3} columns), not {columns}")
@@ -244,8 +388,9 @@ fn wrong_width(what: &str, columns: usize) -> String {
 /// neighbours, the share of the page's unlinked words before and after it, the page's
 /// unlinked words (log) and its share of linked words, then its words counting CJK
 /// characters (`words` + `cjk_chars` / 2), their share of the page's, their mean over ±3
-/// blocks and the page's share of CJK characters, and last the container columns. An error
-/// naming the width for rows that are not `blocks-v3`.
+/// blocks and the page's share of CJK characters, then the container columns and last the
+/// copy columns (`copy_columns`). An error naming the width for rows that are not
+/// `blocks-v3`.
 pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String> {
     if columns != N_FEATURES_V3 || !rows.len().is_multiple_of(N_FEATURES_V3) {
         return Err(wrong_width("context features", columns));
@@ -322,7 +467,9 @@ pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String
     write_columns(&mut out, N_CONTEXT, at, &cjk_columns);
     at += 4;
     write_columns(&mut out, N_CONTEXT, at, &container_columns(rows));
-    debug_assert_eq!(at + N_GROUP * GROUP_LEVELS.len(), N_CONTEXT);
+    at += N_GROUP * GROUP_LEVELS.len();
+    write_columns(&mut out, N_CONTEXT, at, &copy_columns(rows));
+    debug_assert_eq!(at + N_COPY, N_CONTEXT);
     Ok(out)
 }
 
@@ -353,7 +500,8 @@ fn descending_ranks(values: &[f64]) -> Vec<usize> {
 /// mean, its rank on the page (0: the most likely), the lower of the highest probabilities
 /// before and after it; then per level of `GROUP_LEVELS`, over its group: their
 /// word-weighted and plain mean probability, their expected main words as a share of the
-/// page's words, and its own probability less their word-weighted mean.
+/// page's words, and its own probability less their word-weighted mean; last the copies'
+/// (`copy_stage_columns`).
 pub fn stage_features(probabilities: &[f64], rows: &[f32], columns: usize) -> Result<Vec<f32>, String> {
     let n = probabilities.len();
     if n == 0 {
@@ -411,6 +559,7 @@ pub fn stage_features(probabilities: &[f64], rows: &[f32], columns: usize) -> Re
         parts.push(group.iter().map(|&g| main_sums[g] / total).collect());
         parts.push(own_less);
     }
+    parts.extend(copy_stage_columns(p, rows));
     debug_assert_eq!(parts.len(), N_STAGE);
     let mut out = vec![0.0f32; n * N_STAGE];
     write_columns(&mut out, N_STAGE, 0, &parts);
@@ -423,7 +572,7 @@ mod tests {
 
     #[test]
     fn widths_and_columns_are_the_layouts() {
-        assert_eq!((N_FEATURES_V2, N_FEATURES_V3, N_CONTEXT, N_STAGE), (199, 207, 324, 40));
+        assert_eq!((N_FEATURES_V2, N_FEATURES_V3, N_CONTEXT, N_STAGE), (199, 207, 327, 42));
         // rescore.CONTEXT_COLUMNS over features.FEATURE_NAMES_V2
         assert_eq!(CONTEXT_COLUMNS, [2, 4, 7, 11, 9, 10, 163, 0, 6, 157, 165, 164, 160]);
         assert_eq!(CJK_CHARS, 166);
@@ -463,6 +612,73 @@ mod tests {
         let groups = container_groups(&rows);
         assert_eq!(groups[0], vec![0, 0, 1, 2]);
         assert_eq!(groups[1], vec![0, 1, 2, 3]); // no level-2 ancestors
+    }
+
+    /// Rows of blocks with `words` and `repeats`, each with its chain of ancestor ids.
+    fn copy_rows(blocks: &[(f32, f32, &[f32])]) -> Vec<f32> {
+        let mut rows = vec![0.0f32; blocks.len() * N_FEATURES_V3];
+        for (row, &(words, repeats, chain)) in rows.chunks_exact_mut(N_FEATURES_V3).zip(blocks) {
+            row[WORDS] = words;
+            row[REPEATS] = repeats;
+            row[N_FEATURES_V2..].fill(-1.0);
+            row[N_FEATURES_V2..N_FEATURES_V2 + chain.len()].copy_from_slice(chain);
+        }
+        rows
+    }
+
+    #[test]
+    fn copies_are_read_by_where_the_others_are() {
+        // a paragraph (40 words) in two sections (11, 12) of one article (10), a third time in
+        // the footer (20 in 21 in 22) under the same body (1), one level deeper; a 3-word
+        // link in the header (30 in 31) and in the footer; a unique paragraph
+        let rows = copy_rows(&[
+            (40.0, 3.0, &[11.0, 10.0, 5.0, 1.0]),
+            (3.0, 2.0, &[30.0, 31.0, 1.0]),
+            (40.0, 3.0, &[12.0, 10.0, 5.0, 1.0]),
+            (40.0, 3.0, &[20.0, 21.0, 22.0, 1.0]),
+            (3.0, 2.0, &[20.0, 21.0, 22.0, 1.0]),
+            (40.0, 1.0, &[12.0, 10.0, 5.0, 1.0]),
+        ]);
+        assert_eq!(copy_groups(&rows), vec![vec![0, 2, 3], vec![1, 4]]);
+        let out = context_features(&rows, N_FEATURES_V3).unwrap();
+        let copies: Vec<[f32; N_COPY]> = out
+            .chunks_exact(N_CONTEXT)
+            .map(|r| r[N_CONTEXT - N_COPY..].try_into().unwrap())
+            .collect();
+        // later copy, level shared with the first copy, nearest level shared with any copy;
+        // the links share body 1 at different levels: no shared level
+        let apart = COPY_APART as f32;
+        assert_eq!(
+            copies,
+            vec![[0.0, 0.0, 2.0], [0.0, 0.0, apart], [1.0, 2.0, 2.0], [1.0, 4.0, 4.0], [1.0, apart, apart], [0.0; 3]]
+        );
+        let p = [0.9, 0.2, 0.1, 0.3, 0.6, 0.5];
+        let stage = stage_features(&p, &rows, N_FEATURES_V3).unwrap();
+        let copies: Vec<[f32; N_STAGE_COPY]> = stage
+            .chunks_exact(N_STAGE)
+            .map(|r| r[N_STAGE - N_STAGE_COPY..].try_into().unwrap())
+            .collect();
+        // the first copy's probability; the highest of the copies within NEAR_COPY_LEVEL:
+        // the article's two see each other, the footer's (level 4) sees none
+        let none = NO_NEIGHBOUR as f32;
+        assert_eq!(
+            copies,
+            vec![[none, 0.1], [none, none], [0.9, 0.9], [0.9, none], [0.2, none], [none, none]]
+        );
+    }
+
+    #[test]
+    fn copies_apart_share_no_container_column_and_nan_is_never_a_copy() {
+        let rows = copy_rows(&[(5.0, 2.0, &[3.0]), (5.0, 2.0, &[4.0]), (f32::NAN, 2.0, &[3.0]), (f32::NAN, 2.0, &[3.0])]);
+        assert_eq!(copy_groups(&rows), vec![vec![0, 1]]);
+        let out = context_features(&rows, N_FEATURES_V3).unwrap();
+        let apart = COPY_APART as f32;
+        assert_eq!(out[N_CONTEXT - N_COPY..N_CONTEXT], [0.0, 0.0, apart]);
+        assert_eq!(out[2 * N_CONTEXT - N_COPY..2 * N_CONTEXT], [1.0, apart, apart]);
+        let stage = stage_features(&[0.4, 0.7, 0.1, 0.2], &rows, N_FEATURES_V3).unwrap();
+        let none = NO_NEIGHBOUR as f32;
+        assert_eq!(stage[N_STAGE - N_STAGE_COPY..N_STAGE], [none, none]);
+        assert_eq!(stage[2 * N_STAGE - N_STAGE_COPY..2 * N_STAGE], [0.4, none]);
     }
 
     #[test]

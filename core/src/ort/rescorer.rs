@@ -111,7 +111,7 @@ impl BlockRescorer {
     }
 }
 
-/// A rescorer over blocks in context (`rescore.BlockRescorer` with `context` `context-v3`,
+/// A rescorer over blocks in context (`rescore.BlockRescorer` with `context` `context-v4`,
 /// the default model's `fast` profile): one page's `blocks-v3` rows widened by
 /// `features::context::context_features`, then, with a first stage, that stage's
 /// probabilities read in context (`stage_features`) appended, and the (second) ensemble's
