@@ -126,9 +126,9 @@ def copy_features(features: np.ndarray) -> np.ndarray:
     """Three columns per block from its copies (``copy_groups``): 1 when it is a later copy
     (not its group's first block), the level of its nearest ancestor shared with the first
     copy (later copies; 0 otherwise), and the level of its nearest ancestor shared with any
-    other copy (0 with no copy). A paragraph repeated inside the article shares a near
-    container with its first copy, a teaser repeated in a related box or a footer does
-    not."""
+    other copy (0 with no copy); ``COPY_APART`` where two share no container column. A
+    paragraph repeated inside the article shares a near container with its first copy, a
+    teaser repeated in a related box or a footer does not."""
     ids = np.asarray(features, np.float64)[:, N_FEATURES_V2:]
     out = np.zeros((len(ids), 3))
     for group in copy_groups(features):
