@@ -232,8 +232,8 @@ def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> in
                                      "train_minutes")}
     transformer_recipe = {k: v for k, v in previous["recipe"].items()
                           if k not in ("fast_folds", "fast_word_weights", "fast_keep_hidden",
-                                       "fast_bag", "fast_drop_noscript", "fast_selection",
-                                       "default_profile")}
+                                       "fast_bag", "fast_seed", "fast_drop_noscript",
+                                       "fast_selection", "default_profile")}
     if {k: v for k, v in asdict(recipe).items() if k in transformer_recipe} != transformer_recipe:
         raise SystemExit("--fast-only: the recipe differs from the shipped model's in its "
                          "transformer or accurate rescorer settings: run the whole command")

@@ -217,21 +217,21 @@ the figures are in the project README.
   long list of links (a sitemap, an index) can lose it.
 - The `fast` profile reads the dev ground-truth pages better than trafilatura 2.3.1 (word F1
   0.860 against 0.829 in one `make quality` run, at 2.8 times its pages per CPU-second), and
-  the dev corpus's readability article pages better too, by less than the training seed
-  moves it (0.9272 against 0.9262, `python -m pulpie_rt.bench.quality --articles`; 0.9254
-  to 0.9272 over three seeds of this recipe); it is the default, above `accurate` (0.804
-  and 0.912) on both. On articles it keeps too much around the story on a Taiwanese blog
-  portal (`readability/pixnet` 0.46 against 0.83) and news pages with advertising, related
-  stories or comments (`msn` 0.81, `wikia` 0.83, against 0.99 and 1.00); it keeps too little
-  on long pages whose late paragraphs or captions it doubts (`wikipedia-2` 0.63 without its
-  reference list, `hukumusume` 0.57, `lazy-image-2` 0.83); and five small lorem-ipsum
-  fixtures (0.84) repeat a paragraph in a second section that it keeps once (on the train
-  pages 87% of the later copies of a text of 15 words or more are not main content). On
-  the ground-truth pages it loses most on listings whose cards around the main list it keeps
-  (`wcxb/dev/4355` arc.dev remote jobs 0.25 against 1.00, `wcxb/dev/0632` allbirds
+  the dev corpus's readability article pages better too, by less than the training seed moves
+  it (0.9272 against 0.9262, `python -m pulpie_rt.bench.quality --articles`; 0.9254 to 0.9273
+  over the fast seeds 0, 1, 2, `Recipe.fast_seed`, mean 0.9266); it is the default, above
+  `accurate` (0.804 and 0.912) on both. On articles it keeps too much around the story on a
+  Taiwanese blog portal (`readability/pixnet` 0.46 against 0.83) and news pages with
+  advertising, related stories or comments (`msn` 0.81, `wikia` 0.83, against 0.99 and 1.00);
+  it keeps too little on long pages whose late paragraphs or captions it doubts (`wikipedia-2`
+  0.63 without its reference list, `hukumusume` 0.57, `lazy-image-2` 0.83); and five small
+  lorem-ipsum fixtures (0.84) repeat a paragraph in a second section that it keeps once (on
+  the train pages 87% of the later copies of a text of 15 words or more are not main content).
+  On the ground-truth pages it loses most on listings whose cards around the main list it
+  keeps (`wcxb/dev/4355` arc.dev remote jobs 0.25 against 1.00, `wcxb/dev/0632` allbirds
   collection 0.74 against 0.96) and on a documentation quickstart whose steps it drops
-  (`wcxb/dev/0681` twilio 0.38 against 0.82). Figures per page:
-  `python -m pulpie_rt.bench.quality --per-page`.
+  (`wcxb/dev/0681` twilio 0.38 against 0.82). Figures per page: `python -m
+  pulpie_rt.bench.quality --per-page`.
 - Its dev figures move by about ±0.01 word F1 (ground truth) from one training seed to
   another (65 pages): a difference that small between two models is not a finding.
 - How much each part contributes on the ground-truth pages (transformer only, rescorer only,

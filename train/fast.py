@@ -85,9 +85,10 @@ def stage_names() -> list[str]:
 
 
 def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
-    """A seeded, deterministic LightGBM ensemble (the ``rescorer_*`` settings): with
-    ``recipe.fast_bag`` > 1, that many ensembles of different seeds (their row and column
-    samples differ) averaged into one (``average_boosters``)."""
+    """A seeded, deterministic LightGBM ensemble (the ``rescorer_*`` settings, seeded by
+    ``recipe.fast_seed`` or else ``recipe.seed``): with ``recipe.fast_bag`` > 1, that many
+    ensembles of different seeds (their row and column samples differ) averaged into one
+    (``average_boosters``)."""
     import lightgbm
 
     # word F1 counts words, not blocks: with fast_word_weights a long block weighs more (sqrt:
@@ -96,7 +97,8 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
                if recipe.fast_word_weights else None)
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
                             categorical_feature=list(CATEGORICAL_COLUMNS), free_raw_data=False)
-    boosters = [lightgbm.train(lightgbm_params(recipe, recipe.seed + 1000 * member), data,
+    seed = recipe.seed if recipe.fast_seed is None else recipe.fast_seed
+    boosters = [lightgbm.train(lightgbm_params(recipe, seed + 1000 * member), data,
                                num_boost_round=recipe.rescorer_rounds)
                 for member in range(recipe.fast_bag)]
     return boosters[0] if len(boosters) == 1 else average_boosters(boosters)

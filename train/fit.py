@@ -108,6 +108,10 @@ class Recipe:
     # 0.8673 (+0.0022); articles 0.9272, 0.9254, 0.9272 (mean 0.9266, +0.0017). With the
     # stopword and punctuation columns too, seed 0: 0.8679, 0.8599, 0.9238, not kept
     fast_bag: int = 5
+    # the fast profile's LightGBM seeds (bag member k draws fast_seed + 1000 k; None: seed, as
+    # shipped): train --fast-only --recipe '{"fast_seed": 1}' retrains the fast profile alone
+    # with other seeds, to measure how far its figures move with them (README, "Models")
+    fast_seed: int | None = None
     # the fast profile segments pages without removing hidden elements (manifest
     # profiles.fast.keep_hidden; stages.simplify's keep_hidden), and is trained and
     # calibrated on that segmentation: main content faded in (style="opacity:0") or folded
