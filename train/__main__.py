@@ -230,10 +230,9 @@ def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> in
     previous = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
     kept = {k: previous[k] for k in ("data", "parameters", "decoding", "rescorer",
                                      "train_minutes")}
+    # every fast profile setting is named fast_*: the rest must be the shipped model's
     transformer_recipe = {k: v for k, v in previous["recipe"].items()
-                          if k not in ("fast_folds", "fast_word_weights", "fast_keep_hidden",
-                                       "fast_bag", "fast_seed", "fast_drop_noscript",
-                                       "fast_selection", "default_profile")}
+                          if not k.startswith("fast_") and k != "default_profile"}
     if {k: v for k, v in asdict(recipe).items() if k in transformer_recipe} != transformer_recipe:
         raise SystemExit("--fast-only: the recipe differs from the shipped model's in its "
                          "transformer or accurate rescorer settings: run the whole command")

@@ -626,6 +626,11 @@ mod tests {
         rows
     }
 
+    /// The last `K` columns of each row of row-major `out` (`width` columns).
+    fn last_columns<const K: usize>(out: &[f32], width: usize) -> Vec<[f32; K]> {
+        out.chunks_exact(width).map(|r| r[width - K..].try_into().unwrap()).collect()
+    }
+
     #[test]
     fn copies_are_read_by_where_the_others_are() {
         // a paragraph (40 words) in two sections (11, 12) of one article (10), a third time in
@@ -640,11 +645,7 @@ mod tests {
             (40.0, 1.0, &[12.0, 10.0, 5.0, 1.0]),
         ]);
         assert_eq!(copy_groups(&rows), vec![vec![0, 2, 3], vec![1, 4]]);
-        let out = context_features(&rows, N_FEATURES_V3).unwrap();
-        let copies: Vec<[f32; N_COPY]> = out
-            .chunks_exact(N_CONTEXT)
-            .map(|r| r[N_CONTEXT - N_COPY..].try_into().unwrap())
-            .collect();
+        let copies = last_columns::<N_COPY>(&context_features(&rows, N_FEATURES_V3).unwrap(), N_CONTEXT);
         // later copy, level shared with the first copy, nearest level shared with any copy;
         // the links share body 1 at different levels: no shared level
         let apart = COPY_APART as f32;
@@ -653,11 +654,7 @@ mod tests {
             vec![[0.0, 0.0, 2.0], [0.0, 0.0, apart], [1.0, 2.0, 2.0], [1.0, 4.0, 4.0], [1.0, apart, apart], [0.0; 3]]
         );
         let p = [0.9, 0.2, 0.1, 0.3, 0.6, 0.5];
-        let stage = stage_features(&p, &rows, N_FEATURES_V3).unwrap();
-        let copies: Vec<[f32; N_STAGE_COPY]> = stage
-            .chunks_exact(N_STAGE)
-            .map(|r| r[N_STAGE - N_STAGE_COPY..].try_into().unwrap())
-            .collect();
+        let copies = last_columns::<N_STAGE_COPY>(&stage_features(&p, &rows, N_FEATURES_V3).unwrap(), N_STAGE);
         // the first copy's probability; the highest of the copies within NEAR_COPY_LEVEL:
         // the article's two see each other, the footer's (level 4) sees none
         let none = NO_NEIGHBOUR as f32;
@@ -671,14 +668,12 @@ mod tests {
     fn copies_apart_share_no_container_column_and_nan_is_never_a_copy() {
         let rows = copy_rows(&[(5.0, 2.0, &[3.0]), (5.0, 2.0, &[4.0]), (f32::NAN, 2.0, &[3.0]), (f32::NAN, 2.0, &[3.0])]);
         assert_eq!(copy_groups(&rows), vec![vec![0, 1]]);
-        let out = context_features(&rows, N_FEATURES_V3).unwrap();
+        let copies = last_columns::<N_COPY>(&context_features(&rows, N_FEATURES_V3).unwrap(), N_CONTEXT);
         let apart = COPY_APART as f32;
-        assert_eq!(out[N_CONTEXT - N_COPY..N_CONTEXT], [0.0, 0.0, apart]);
-        assert_eq!(out[2 * N_CONTEXT - N_COPY..2 * N_CONTEXT], [1.0, apart, apart]);
+        assert_eq!(copies[..2], [[0.0, 0.0, apart], [1.0, apart, apart]]);
         let stage = stage_features(&[0.4, 0.7, 0.1, 0.2], &rows, N_FEATURES_V3).unwrap();
         let none = NO_NEIGHBOUR as f32;
-        assert_eq!(stage[N_STAGE - N_STAGE_COPY..N_STAGE], [none, none]);
-        assert_eq!(stage[2 * N_STAGE - N_STAGE_COPY..2 * N_STAGE], [0.4, none]);
+        assert_eq!(last_columns::<N_STAGE_COPY>(&stage, N_STAGE)[..2], [[none, none], [0.4, none]]);
     }
 
     #[test]
