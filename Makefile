@@ -138,8 +138,9 @@ tiny: venv
 	$(PYTHON) -m pulpie_rt.export.tiny --out tests/fixtures/tiny-eurobert
 
 # The C library (README "Embedding in C services"): the same crate as the Python package's core,
-# built with the embedded default model (cargo feature embedded-model; its own target folder, so
-# the two builds do not undo each other), the public header, ONNX Runtime beside it (copied from
+# built with the embedded default model (cargo feature embedded-model) and without the Python
+# package's internal entry points (so it exports only pulpie_rt.h's functions), in its own target
+# folder (so the two builds do not undo each other), the public header, ONNX Runtime beside it (copied from
 # the onnxruntime wheel of whichever Python has it; else set PULPIE_RT_ORT_LIB at run time) and
 # the example program examples/c/extract.c.
 CAPI := $(BUILD)/capi
@@ -147,8 +148,8 @@ CAPI_PYTHON := $(firstword $(wildcard $(PYTHON)) $(PY))
 capi: $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h $(CAPI)/extract $(CAPI)/.ort
 $(CAPI)/libpulpie_rt.so: $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*)
 	mkdir -p $(CAPI)
-	cargo build --release --manifest-path core/Cargo.toml --features embedded-model \
-	    --target-dir $(BUILD)/capi-target
+	cargo build --release --manifest-path core/Cargo.toml --no-default-features \
+	    --features embedded-model --target-dir $(BUILD)/capi-target
 	cp $(BUILD)/capi-target/release/libpulpie_rt_core.so $@
 $(CAPI)/pulpie_rt.h: core/include/pulpie_rt.h
 	mkdir -p $(CAPI)

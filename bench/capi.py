@@ -5,13 +5,17 @@
     python -m pulpie_rt.bench.capi --pages 64 --model build/small-onnx
     python -m pulpie_rt.bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
     python -m pulpie_rt.bench.capi --parity [--model DIR] [--profile P]  # C vs Extractor
+    python -m pulpie_rt.bench.capi --processes --pages 200 --threads 2 --batch 8
+                                 # whole processes: pulpie-rt run vs the C program
 
 The C side is the example program, run as a user runs it: one process, one engine, its
 threads sharing it (``--threads``), pages batched ``--batch`` at a time, timed by the program
 itself (``--timing``). Model load is in neither side's figure (each side's start-up is timed
 apart; Python's includes its first page). The Python side is
-``pulpie_rt.Pipeline`` (worker processes for the CPU stages) on the same pages. Both must give
-the same Markdown page by page; the row says how many did.
+``pulpie_rt.Pipeline`` (threads on the same engine, through the C ABI) on the same pages. Both
+must give the same Markdown page by page; the row says how many did. ``--processes`` times
+whole processes as a user runs them, model load included: ``pulpie-rt run`` against the
+example program, alternating, best of three, wall time and CPU time.
 """
 
 from __future__ import annotations
@@ -125,6 +129,71 @@ def bench(pages: Sequence[dict], model: str | None = None, threads: int | None =
     }
 
 
+def bench_processes(pages: Sequence[dict], threads: int = 2, batch: int = 8,
+                    repeats: int = 3, model: str | None = None) -> dict:
+    """Whole processes, model load included, as a user runs them on the same JSONL file:
+    ``pulpie-rt run PAGES --workers THREADS`` against the example program ``extract --jsonl
+    --threads THREADS --batch BATCH``; alternating, best wall time of ``repeats`` each."""
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-doors-") as tmp:
+        path = write_pages(pages, Path(tmp) / "pages.jsonl")
+        out = Path(tmp) / "out.jsonl"
+        c_command = [str(EXTRACT), "--jsonl", "--threads", str(threads), "--batch", str(batch),
+                     str(path)]
+        py_command = [sys.executable, "-m", "pulpie_rt.cli", "run", str(path), "--out",
+                      str(out), "--workers", str(threads), "--quiet"]
+        if model is not None:
+            c_command[1:1] = ["--model", str(model)]
+            py_command += ["--model", str(model)]
+        c_best = py_best = c_cpu = py_cpu = float("inf")
+        c_stdout = b""
+        for _ in range(repeats):
+            cpu = _children_cpu_s()
+            started = time.perf_counter()
+            done = subprocess.run(c_command, capture_output=True)
+            c_best = min(c_best, time.perf_counter() - started)
+            c_cpu = min(c_cpu, _children_cpu_s() - cpu)
+            if done.returncode not in (0, 2):
+                raise RuntimeError(f"{' '.join(c_command)} exited {done.returncode}")
+            c_stdout = done.stdout
+            out.unlink(missing_ok=True)
+            cpu = _children_cpu_s()
+            started = time.perf_counter()
+            subprocess.run(py_command, capture_output=True, check=True)
+            py_best = min(py_best, time.perf_counter() - started)
+            py_cpu = min(py_cpu, _children_cpu_s() - cpu)
+        c_records = [json.loads(line) for line in c_stdout.decode("utf-8").splitlines()]
+        py_records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    same = sum(1 for c, p in zip(c_records, py_records, strict=True)
+               if c["markdown"] == p["markdown"])
+    return {"pages": len(pages), "model": model or "default", "threads": threads,
+            "c_batch": batch, "repeats": repeats, "c_seconds": c_best, "python_seconds": py_best,
+            "c_pages_per_s": len(pages) / c_best, "python_pages_per_s": len(pages) / py_best,
+            "python_over_c": c_best / py_best, "c_cpu_s": c_cpu, "python_cpu_s": py_cpu,
+            "python_over_c_per_cpu_s": c_cpu / py_cpu, "same_markdown": same,
+            "cpus": os.cpu_count()}
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def processes_line(row: dict) -> str:
+    """The whole-process row, one line."""
+    return (f"pulpie-rt run vs the C program ({row['threads']} threads, same {row['pages']} "
+            f"pages, model load included, best of {row['repeats']}): "
+            f"{row['python_pages_per_s']:.1f} vs {row['c_pages_per_s']:.1f} pages/s = "
+            f"{row['python_over_c']:.2f}x; CPU {row['python_cpu_s']:.2f} vs {row['c_cpu_s']:.2f} s "
+            f"= {row['python_over_c_per_cpu_s']:.2f}x pages per CPU-second | same Markdown "
+            f"{row['same_markdown']}/{row['pages']}")
+
+
 def parity(model: str | None, profile: str | None = None, step: int = 1) -> dict:
     """The example program against ``Extractor(model, profile=profile).extract_batch([html])``
     page by page on every ``step``-th dev page: Markdown, error, n_main and n_other."""
@@ -174,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write-pages", nargs=2, metavar=("N", "PATH"),
                         help="write N dev pages of under 60 kB, evenly spread, as the C "
                              "program's JSONL and stop (valgrind runs 20-50x slower)")
+    parser.add_argument("--processes", action="store_true",
+                        help="whole processes: pulpie-rt run vs the C program, same pages")
     parser.add_argument("--parity", action="store_true",
                         help="compare the C program with Extractor on every dev page and stop")
     args = parser.parse_args(argv)
@@ -198,6 +269,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pulpie_rt.eval.report import write_result
 
     build_capi()
+    if args.processes:
+        row = bench_processes(bench_pages(args.pages), args.threads, args.batch,
+                              model=args.model)
+        print(processes_line(row))
+        print(f"wrote {write_result('doors', row, None)}")
+        return 0
     row = bench(bench_pages(args.pages), args.model, args.threads, args.batch, args.profile)
     print(capi_line(row))
     print(f"wrote {write_result('capi', row, None)}")

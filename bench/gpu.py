@@ -55,7 +55,7 @@ from pulpie_rt.bench.gpus import (
 )
 from pulpie_rt.eval.pages import bench_pages, spread
 from pulpie_rt.eval.report import format_table, machine_info, write_result
-from pulpie_rt.runtime.model.backends import detect_gpu
+from pulpie_rt.runtime.model.devices import detect_gpu
 
 PARITY_GOAL = 0.999
 DEFAULT_GPU_PAGES = 500

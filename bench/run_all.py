@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
                              "bench.serve's)")
+    parser.add_argument("--doors-pages", type=int, default=200,
+                        help="pages of the pulpie-rt run vs C program row (default 200)")
     parser.add_argument("--capi-pages", type=int, default=None,
                         help="dev pages for the C library vs Pipeline row (default: "
                              "bench.capi's)")
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if "capi" not in args.skip:
         from pulpie_rt.bench.capi import DEFAULT_PAGES as CAPI_PAGES
         from pulpie_rt.bench.capi import bench as capi_bench
-        from pulpie_rt.bench.capi import build_capi, capi_line
+        from pulpie_rt.bench.capi import bench_processes, build_capi, capi_line, processes_line
 
         try:
             build_capi()
@@ -131,6 +133,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"C library vs Pipeline: {len(pages)} pages", flush=True)
             report["capi"] = capi_bench(pages)
             tables.append(capi_line(report["capi"]))
+            print(tables[-1], flush=True)
+            # the doors as a user runs them: whole processes, model load included
+            doors = bench_pages(args.doors_pages, args.inputs, args.corpus)
+            print(f"pulpie-rt run vs the C program: {len(doors)} pages", flush=True)
+            report["doors"] = bench_processes(doors, threads=2, batch=8)
+            tables.append(processes_line(report["doors"]))
             print(tables[-1], flush=True)
     from pulpie_rt.bench.gpu import gpu_name
 

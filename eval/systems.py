@@ -141,20 +141,18 @@ def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
 
 
 def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:
-    """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU."""
-    from pulpie_rt.runtime.flow.pages import Preparer, run_chunks
-    from pulpie_rt.runtime.model.backends import create_backend
+    """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU
+    (``eval.margins``: the transformer through onnxruntime's Python API)."""
+    from pulpie_rt.eval.margins import SepLogitsSession, chunk_sep_logits
+    from pulpie_rt.runtime.flow.pages import Preparer
     from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)
-    backend = create_backend(bundle, "onnxruntime", "cpu", threads=threads)
     preparer = Preparer.from_bundle(bundle)
     prepared = [preparer.prepare(page["html"]) for page in pages]
-    margins, failed = run_chunks(backend, prepared, sep_margins, 16384)
-    if failed:
-        raise RuntimeError(f"calibration pages failed: {sorted(failed.items())[:3]}")
-    return [(page, ready, [margins[(i, c)] for c in range(len(ready.chunks))])
-            for i, (page, ready) in enumerate(zip(pages, prepared, strict=True))]
+    logits = chunk_sep_logits(SepLogitsSession(bundle, threads), prepared)
+    return [(page, ready, [sep_margins(chunk) for chunk in page_logits])
+            for page, ready, page_logits in zip(pages, prepared, logits, strict=True)]
 
 
 def decoded_texts(scored: list, threshold: float, rescorer=None) -> dict[str, str]:

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from pulpie_rt.runtime.digest import files_sha256
-from pulpie_rt.runtime.model.backends import GpuInfo, detect_gpu
 from pulpie_rt.runtime.model.bundle import Bundle, load_bundle
+from pulpie_rt.runtime.model.devices import GpuInfo, detect_gpu
 
 from .profiles import GPU_PRESETS, GpuPreset, Profile, preset_for_device_name, profiles_for
 from .to_onnx import FP32_SCOPES

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from pulpie_rt.runtime.stages.batches import SEQ_BUCKETS
+from pulpie_rt.runtime import native
 
+# the engine's sequence-length buckets (the core defines them)
+SEQ_BUCKETS: tuple[int, ...] = native.seq_buckets()
 MAX_TOKENS = SEQ_BUCKETS[-1]
 REFERENCE_HIDDEN_SIZE = 768  # Orange Small; token budgets below are sized for it
 

@@ -6,22 +6,31 @@ import argparse
 import importlib
 import sys
 
-# (module, description): each module defines ``register(subparsers)`` adding its commands,
-# each command sets ``func(args) -> int``.
+# Each module defines ``register(subparsers)`` adding its commands; each command sets
+# ``func(args) -> int``.
 _COMMAND_MODULES = (
     "pulpie_rt.runtime.cli",  # extract, run
     "pulpie_rt.export.cli",  # export, engine
     "pulpie_rt.bench.cli",  # bench
     "pulpie_rt.integrations.serve.cli",  # serve
 )
+# the module of each command: a command imports only its own (the benchmarks' and the
+# service's imports would cost `pulpie-rt run` a start-up it does not need)
+_MODULE_OF_COMMAND = {
+    "extract": _COMMAND_MODULES[0], "run": _COMMAND_MODULES[0],
+    "export": _COMMAND_MODULES[1], "engine": _COMMAND_MODULES[1],
+    "bench": _COMMAND_MODULES[2], "serve": _COMMAND_MODULES[3],
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command``'s module only."""
     parser = argparse.ArgumentParser(
         prog="pulpie-rt", description="Main-content extraction with Pulpie models, torch-free."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in _COMMAND_MODULES:
+    modules = (_MODULE_OF_COMMAND[command],) if command in _MODULE_OF_COMMAND else _COMMAND_MODULES
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -33,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from pulpie_rt.runtime.model.backends import BACKEND_NAMES, BackendError
+from pulpie_rt.runtime.model.devices import BACKEND_NAMES
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError
 
 WRITE_EVERY_PAGES = 64
@@ -51,6 +51,7 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    from pulpie_rt.runtime.flow.engine import BackendError
     from pulpie_rt.runtime.flow.extractor import ExtractionError, Extractor
 
     source = "<stdin>" if args.page == "-" else args.page
@@ -89,9 +90,18 @@ def _record(page, result) -> dict:
     return record
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+class _NoProgress:
+    """``--quiet``'s progress bar: nothing (and tqdm not imported)."""
 
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pulpie_rt.runtime.flow.engine import BackendError
     from pulpie_rt.runtime.flow.pages import PageInput
     from pulpie_rt.runtime.flow.pipeline import Pipeline
     from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
@@ -110,6 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
                             backend=args.backend, limits=_limits(args), profile=args.profile)
     except (ModelError, BackendError) as exc:
+        return _fail("run", str(exc))
+    except ValueError as exc:
         return _fail("run", str(exc))
 
     n_skip = len(done_ids)
@@ -144,8 +156,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         pending, last_write = [], time.monotonic()
         guard.after_write()
 
-    bar = tqdm(desc="pulpie-rt", unit="page", initial=0, file=sys.stderr, dynamic_ncols=True,
-               mininterval=1.0, disable=args.quiet)
+    if args.quiet:
+        bar = _NoProgress()
+    else:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="pulpie-rt", unit="page", initial=0, file=sys.stderr,
+                   dynamic_ncols=True, mininterval=1.0)
     results = pipeline.run(pages())
     previous_handler = signal.signal(signal.SIGTERM, guard)
     try:
@@ -175,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                      code=EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
-        results.close()  # stops the pipeline's threads and worker processes
+        results.close()  # stops the pipeline's threads
         bar.close()
     if stats["mismatch"] is not None:
         position, found, expected = stats["mismatch"]
@@ -187,10 +204,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     fallbacks = pipeline.stats.fallbacks
     fell_back = ("; fell back: " + ", ".join(f"{what} ({n}x)" for what, n in
                                              sorted(fallbacks.items()))) if fallbacks else ""
+    engines = ", ".join(sorted({f"{e.device} ({_runs_on(e.provider)})"
+                                for e in pipeline.engines}))
     print(f"pulpie-rt run: {stats['pages']} pages{skipped}, {stats['errors']} errors, "
-          f"{stats['truncated']} truncated, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}"
-          f"{fell_back}", file=sys.stderr)
+          f"{stats['truncated']} truncated, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}; "
+          f"profile {pipeline.bundle.profile or 'default'} on {engines}{fell_back}",
+          file=sys.stderr)
     return 0
+
+
+def _runs_on(provider: str) -> str:
+    """How a run line names what ran the model."""
+    return "no model: block rescorer" if provider == "none" else f"ONNX Runtime {provider}"
 
 
 def _limits(args: argparse.Namespace):
@@ -252,6 +277,6 @@ def register(subparsers) -> None:
     run.add_argument("--id-field", default="id")
     run.add_argument("--devices", nargs="+", default=None, help="e.g. cuda:0 cuda:1, or cpu")
     run.add_argument("--workers", type=int, default=None,
-                     help="CPU worker processes (default: sized from measured stage speeds)")
+                     help="threads calling the engine (default: the usable CPUs; two per GPU)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)

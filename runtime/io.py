@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json.gz")
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
 PARQUET_SUFFIXES = (".parquet",)
@@ -104,6 +106,17 @@ def _record_page(record, where: str, html_field: str, id_field: str) -> InputPag
                      content_type=content_type if isinstance(content_type, str) else None)
 
 
+def _loads(line: bytes):
+    """One JSON record: orjson (5x the standard library on pages' escaped HTML: 0.14 against
+    0.69 CPU-s for 200 dev pages, measured with both on the same lines), and the standard
+    library's reading where orjson refuses a line (lone surrogate escapes, which pages do hold,
+    are valid JSON to it; and its message names what is wrong)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
                ) -> Iterator[InputPage]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
@@ -114,7 +127,7 @@ def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
                     continue
                 where = f"{path.name}:{number}"
                 try:
-                    record = json.loads(line)
+                    record = _loads(line)
                 except ValueError as exc:
                     yield InputPage(where, None, f"input: {where}: invalid JSON ({exc})")
                     continue

@@ -21,8 +21,10 @@ import itertools
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
@@ -504,6 +506,7 @@ def block_features(map_html: str, item_ids: list[str | None],
     ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
     it (template content, HTML-only void elements; see core/src/features): for measurements.
     """
+    import numpy as np
     lib = _library()
     # lone surrogates (no UTF-8 for them) are dropped, as the specification's parser drops
     # them (selectolax encodes with errors="ignore")
@@ -527,6 +530,7 @@ def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     ``<body>``): a block that exists only when the page is segmented with
     ``keep_hidden``. 0 for ids ``map_html`` does not hold, and for None. ``CoreError`` where
     the core fails on the page."""
+    import numpy as np
     lib = _library()
     data = map_html.encode("utf-8", "ignore")
     ids, lens = _joined_ids(item_ids)
@@ -631,10 +635,12 @@ def _engine_call(function, *args) -> None:
 
 
 def _u64s(values) -> np.ndarray:
+    import numpy as np
     return np.ascontiguousarray(values, dtype=np.uint64)
 
 
 def _take_u64s(lib: ctypes.CDLL, ptr, length: int) -> np.ndarray:
+    import numpy as np
     try:
         return np.ctypeslib.as_array(ptr, (length,)).copy() if length else np.zeros(0, np.uint64)
     finally:
@@ -676,11 +682,14 @@ def ort_library_path() -> Path | None:
     explicit = os.environ.get(ORT_LIBRARY_ENV)
     if explicit:
         return Path(explicit)
-    try:
-        import onnxruntime
-    except ImportError:
+    # found without importing the onnxruntime module: one ONNX Runtime per process (the core's)
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
+    folder = Path(next(iter(spec.submodule_search_locations))) / "capi"
+    found = sorted(folder.glob("libonnxruntime.so*"))
     return found[0] if found else None
 
 
@@ -725,6 +734,7 @@ class CoreRescorer:
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(probabilities [rows, 2], log_odds, scores)`` of ``features`` ``[rows, columns]``
         and one margin per row."""
+        import numpy as np
         features = np.ascontiguousarray(features, np.float32)
         rows = len(features)
         columns = features.shape[1] if features.ndim == 2 else 0
@@ -766,6 +776,7 @@ class CoreContextRescorer:
         """The log-odds of "main" (float32) per row of one page's ``blocks-v3`` rows, in
         block order. ``CoreError`` with the core's message when it fails (rows of another
         width: ``context_features``' message)."""
+        import numpy as np
         rows = _rows(features)
         out = np.empty(len(rows), np.float32)
         _engine_call(self._lib.pulpie_rt_ort_context_rescorer_log_odds, self.handle,
@@ -792,6 +803,7 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     ``expected_f1``: the blocks of the best expected word F1 instead of those above
     ``threshold``, weighing each by the ``words`` column of ``features``).
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
+    import numpy as np
     lib = _engine_library()
     outputs = [np.asarray(o, dtype=np.float32) for o in chunk_outputs]
     kinds = {o.ndim for o in outputs}
@@ -848,6 +860,7 @@ def _input_call(function, *args) -> None:
 
 
 def _rows(features: np.ndarray) -> np.ndarray:
+    import numpy as np
     features = np.ascontiguousarray(features, np.float32)
     if features.ndim != 2:
         raise ValueError(f"block features must be 2-D rows, not of shape {features.shape}")
@@ -859,6 +872,7 @@ def context_features(features: np.ndarray, width: int) -> np.ndarray:
     one page's ``blocks-v3`` rows (2-D float32) in, one row of ``width`` (``N_CONTEXT``)
     float32 columns per block out. ``ValueError`` with the core's message for rows of
     another width."""
+    import numpy as np
     lib = _engine_library()
     rows = _rows(features)
     out = np.empty((len(rows), width), np.float32)
@@ -872,6 +886,7 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray, width: int) 
     page (float64, one per block) and its ``blocks-v3`` rows in, ``width`` (``N_STAGE``)
     float32 columns per block out. ``ValueError`` with the core's message for rows of another
     width or count."""
+    import numpy as np
     lib = _engine_library()
     p = np.ascontiguousarray(probabilities, np.float64).reshape(-1)
     rows = _rows(features)
@@ -955,6 +970,7 @@ _NO_LIMIT = 2**64 - 1  # a limit turned off (ffi.rs)
 
 def _array(ptr: int | None, length: int, ctype, dtype) -> np.ndarray:
     """A copy of ``length`` values at ``ptr``."""
+    import numpy as np
     if not length:
         return np.zeros(0, dtype)
     return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), (length,)).copy()
@@ -995,6 +1011,7 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
     simplify stage ignores it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
+    import numpy as np
     lib = _engine_library()
     data = _page_bytes(html)
     out = _PrepareOutput()
@@ -1077,6 +1094,7 @@ def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
                 bos_id: int | None, eos_id: int | None) -> tuple[list[list[int]], list[list[int]]]:
     """``chunks.pack_chunks`` on the compiled core (``core/src/engine/prepare.rs``): each
     chunk's token ids and block indices."""
+    import numpy as np
     if max_tokens < 0:
         raise ValueError(f"max_tokens must not be negative, not {max_tokens}")
     lib = _engine_library()
@@ -1106,3 +1124,117 @@ def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
         chunk_blocks.append(blocks[block_start:block_end].tolist())
         token_start, block_start = token_end, block_end
     return chunk_token_ids, chunk_blocks
+
+
+# ── the engine's C ABI (core/include/pulpie_rt.h, core/src/capi.rs) ───────────────────────
+# Every door runs pages through the engine the C library opens (runtime/flow/engine.py); the
+# Python doors use the public C ABI plus the internal ``pulpie_rt_py_*`` calls of capi.rs.
+
+
+class EngineOptions(ctypes.Structure):
+    """``pulpie_rt_options`` of ABI 3 (pulpie_rt.h)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("model", ctypes.c_char_p),
+        ("backend", ctypes.c_char_p),
+        ("device_id", ctypes.c_int32),
+        ("threads", ctypes.c_int32),
+        ("ort_library", ctypes.c_char_p),
+        ("max_input_bytes", ctypes.c_int64),
+        ("max_page_tokens", ctypes.c_int64),
+        ("max_batch_tokens", ctypes.c_int64),
+        ("profile", ctypes.c_char_p),
+        ("cutoff_length", ctypes.c_int64),
+    ]
+
+
+class ResultView(ctypes.Structure):
+    """``pulpie_rt_py_result_view`` (capi.rs): a result's fields in one call."""
+
+    _fields_ = [
+        ("markdown", ctypes.c_void_p), ("markdown_len", ctypes.c_size_t),
+        ("html", ctypes.c_void_p), ("html_len", ctypes.c_size_t),
+        ("error", ctypes.c_char_p), ("truncated", ctypes.c_char_p),
+        ("empty_reason", ctypes.c_char_p), ("encoding", ctypes.c_char_p),
+        ("label_ids", ctypes.c_void_p), ("label_ids_len", ctypes.c_size_t),
+        ("label_main", ctypes.c_void_p), ("n_labels", ctypes.c_size_t),
+    ]
+
+
+_ABI_SIGNATURES = {
+    "pulpie_rt_abi_version": ([], ctypes.c_uint32),
+    "pulpie_rt_options_init": ([ctypes.POINTER(EngineOptions)], None),
+    "pulpie_rt_engine_open": ([ctypes.POINTER(EngineOptions), ctypes.POINTER(_P),
+                               ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
+    "pulpie_rt_engine_close": ([_P], None),
+    "pulpie_rt_engine_provider": ([_P], ctypes.c_char_p),
+    "pulpie_rt_result_free": ([_P], None),
+    "pulpie_rt_string_free": ([ctypes.c_char_p], None),
+    "pulpie_rt_py_extract": ([_P, ctypes.POINTER(ctypes.c_char_p),
+                              ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_char_p),
+                              ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
+                              ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
+    "pulpie_rt_py_result_view": ([_P, ctypes.POINTER(ResultView)], None),
+    "pulpie_rt_py_engine_fallbacks": ([_P], ctypes.c_uint64),
+    "pulpie_rt_py_seq_buckets": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
+                                 ctypes.c_size_t),
+    "pulpie_rt_py_max_batch_attention": ([], ctypes.c_uint64),
+}
+# the ABI this binding is written for (pulpie_rt.h's PULPIE_RT_ABI_VERSION)
+ABI_VERSION = 3
+
+_ABI_DECLARED: list[bool] = []  # whether _ABI_SIGNATURES are set on the library
+
+
+def engine_abi() -> ctypes.CDLL:
+    """The core with its C ABI declared (the library the C programs link is the same code)."""
+    lib = _library()
+    if not _ABI_DECLARED:
+        for name, (argtypes, restype) in _ABI_SIGNATURES.items():
+            function = getattr(lib, name)
+            function.argtypes, function.restype = argtypes, restype
+        found = lib.pulpie_rt_abi_version()
+        if found != ABI_VERSION:
+            raise CoreMissing(f"the compiled core has ABI {found}, this package needs "
+                              f"{ABI_VERSION}: rebuild it (`make core`, or reinstall)")
+        _ABI_DECLARED.append(True)
+    return lib
+
+
+_DEFAULTS_CACHE: list[EngineOptions] = []  # the core's default options (a cache)
+
+
+def engine_defaults() -> EngineOptions:
+    """The core's defaults (``pulpie_rt_options_init``): limits, batch tokens, cutoff. The one
+    definition of each lives in the core; Python reads them from here."""
+    if not _DEFAULTS_CACHE:
+        options = EngineOptions()
+        engine_abi().pulpie_rt_options_init(ctypes.byref(options))
+        _DEFAULTS_CACHE.append(options)
+    return _DEFAULTS_CACHE[0]
+
+
+def page_bytes(html: str) -> bytes:
+    """A ``str`` page as the core takes text (see ``_page_bytes``)."""
+    return _page_bytes(html)
+
+
+def utf8_at(pointer: int | None, length: int) -> str:
+    """The ``length`` UTF-8 bytes at ``pointer`` as a ``str`` (one copy)."""
+    return _decode_utf8(pointer, length, None) if length else ""
+
+
+def seq_buckets() -> tuple[int, ...]:
+    """The engine's sequence-length buckets: a batch is padded to the smallest that holds its
+    longest chunk, and a TensorRT engine has one optimisation profile per bucket."""
+    lib = engine_abi()
+    count = lib.pulpie_rt_py_seq_buckets(None, 0)
+    values = (ctypes.c_uint64 * count)()
+    lib.pulpie_rt_py_seq_buckets(values, count)
+    return tuple(int(v) for v in values)
+
+
+def max_batch_attention() -> int:
+    """The engine's cap on rows x length**2 per batch (ONNX Runtime's eager attention)."""
+    return int(engine_abi().pulpie_rt_py_max_batch_attention())

@@ -1,5 +1,6 @@
 """The C library (``make capi``: ``libpulpie_rt.so``, ``pulpie_rt.h``, the example program
-``examples/c/extract.c``) against the Python page flow: the example program, a C program
+``examples/c/extract.c``) against the Python doors (the same engine, reached through ctypes):
+the example program, a C program
 with no Python in it, must give ``pulpie_rt.Extractor(model).extract(html)``'s Markdown, error,
 ``n_main`` and ``n_other`` on every dev page, with the tiny checkpoint's bundle and with the
 embedded default model; 8 threads sharing one engine give what one thread gives; every hostile
@@ -34,6 +35,7 @@ from rt_helpers import hostile_pages, short_context_bundle
 from pulpie_rt import Extractor
 from pulpie_rt.bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
 from pulpie_rt.eval.report import REPO_ROOT
+from pulpie_rt.runtime import native
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -167,12 +169,7 @@ def test_a_missing_model_and_a_missing_onnx_runtime_are_named(capi, tmp_path):
         f"{missing}: cannot open shared object file: No such file or directory\n")
 
 
-class _Options(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("model", ctypes.c_char_p),
-                ("backend", ctypes.c_char_p), ("device_id", ctypes.c_int32),
-                ("threads", ctypes.c_int32), ("ort_library", ctypes.c_char_p),
-                ("max_input_bytes", ctypes.c_int64), ("max_page_tokens", ctypes.c_int64),
-                ("max_batch_tokens", ctypes.c_int64), ("profile", ctypes.c_char_p)]
+_Options = native.EngineOptions  # pulpie_rt_options, ABI 3
 
 
 def test_the_header_the_options_and_the_status_codes(capi):
@@ -180,14 +177,14 @@ def test_the_header_the_options_and_the_status_codes(capi):
     assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
     lib = ctypes.CDLL(str(LIBRARY))
     lib.pulpie_rt_abi_version.restype = ctypes.c_uint32
-    assert lib.pulpie_rt_abi_version() == 2
+    assert lib.pulpie_rt_abi_version() == 3
     options = _Options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(_Options) == 72
+    assert options.struct_size == ctypes.sizeof(_Options) == 80
     assert (options.model, options.backend, options.threads, options.profile) == (
         None, None, 0, None)
-    assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens) == (
-        16 * 1024 * 1024, 131_072, 16_384)
+    assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens,
+            options.cutoff_length) == (16 * 1024 * 1024, 131_072, 16_384, 500)
     engine, err = ctypes.c_void_p(), ctypes.c_char_p()
     lib.pulpie_rt_string_free.argtypes = [ctypes.c_char_p]
     options.backend = b"tpu"

@@ -123,14 +123,6 @@ def _children(pid: int) -> list[int]:
     return children
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_killed_run_resumes_with_every_page_once(tmp_path):
     base = small_dev_pages(20_000)
     # ten copies: the first write comes after 64 pages, and the ~300 left take seconds even on
@@ -154,11 +146,8 @@ def test_killed_run_resumes_with_every_page_once(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
-    # the killed run's pool workers notice and exit (none left waiting forever)
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert workers and not any(_alive(pid) for pid in workers)
+    # threads on one engine: the run had no child process to leave behind
+    assert workers == []
     written = read_jsonl(out)
     assert 0 < len(written) < len(pages)
     with out.open("ab") as fh:  # and a torn record, as if killed in the middle of a write
@@ -218,10 +207,7 @@ def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):
     assert last == (f"pulpie-rt run: SIGTERM: {len(written)} pages are written to {out}, "
                     "rerun with the same --out to resume")
     assert 0 < len(written) < len(pages)
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(_alive(pid) for pid in workers)
+    assert workers == []  # threads on one engine: no child process
     done = subprocess.run(args, capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode()
     assert [r["id"] for r in read_jsonl(out)] == [i for i, _ in pages]

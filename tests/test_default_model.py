@@ -4,7 +4,6 @@ good on real pages as its training run measured."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,10 +13,9 @@ from spec.labels_spec import block_margins, keep_best_block
 from pulpie_rt import Extractor
 from pulpie_rt.eval.metrics import score_pages
 from pulpie_rt.eval.pages import groundtruth_pages
-from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime.flow.pages import PreparedPage, decide_blocks
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
-from pulpie_rt.runtime.stages.batches import Bucket
 from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.markdown import to_text
 
@@ -128,33 +126,15 @@ def test_block_margins_map_like_block_predictions_and_keep_best_block_uses_them(
     assert keep_best_block([], np.zeros(0)) == []
 
 
-class _AllOtherBackend:
-    """Every SEP says "other", with a margin that grows along the chunk."""
-
-    def __init__(self, keep_best: bool, main_margin: float | None = None):
-        self.bundle = SimpleNamespace(keep_best_block=keep_best, main_margin=main_margin)
-
-    def is_padded(self) -> bool:
-        return True
-
-    def buckets(self) -> list[Bucket] | None:
-        return None
-
-    def predict(self, batch) -> list[np.ndarray]:
-        out = []
-        for row in range(batch.rows):
-            n_sep = int((batch.row(row) == 9).sum())
-            out.append(np.stack([np.full(n_sep, 5.0), np.linspace(0.0, 1.0, n_sep)], axis=1))
-        return out
-
-
-def test_predict_pages_applies_the_bundles_decoding_only_when_it_asks():
+def test_the_bundles_decoding_applies_only_when_it_asks():
+    """Every SEP says "other", with a margin that grows along the chunk (-5, -4.5, -4)."""
     page = PreparedPage(["1", "2", "3"], [Chunk([0, 5, 9, 6, 9, 7, 9, 1], [0, 1, 2])], "")
-    assert predict_pages(_AllOtherBackend(False), [page]) == [[0, 0, 0]]
-    assert predict_pages(_AllOtherBackend(True), [page, None]) == [[0, 0, 1], None]
-    # margins are -5, -4.5, -4: a threshold of -4.6 makes the last two main
-    assert predict_pages(_AllOtherBackend(False, -4.6), [page]) == [[0, 1, 1]]
-    assert predict_pages(_AllOtherBackend(True, -4.6), [page]) == [[0, 1, 1]]
+    logits = [np.stack([np.full(3, 5.0), np.linspace(0.0, 1.0, 3)], axis=1).astype(np.float32)]
+    assert decide_blocks(page, logits, None, False) == [0, 0, 0]
+    assert decide_blocks(page, logits, None, True) == [0, 0, 1]
+    # a threshold of -4.6 makes the last two main
+    assert decide_blocks(page, logits, -4.6, False) == [0, 1, 1]
+    assert decide_blocks(page, logits, -4.6, True) == [0, 1, 1]
 
 
 def test_default_model_on_hostile_pages_gives_every_page_a_result(default_extractor):

@@ -14,8 +14,9 @@ from spec import labels_spec
 from spec.rescore_spec import SpecRescorer
 
 from pulpie_rt import Extractor
+from pulpie_rt.eval.margins import SepLogitsSession, chunk_sep_logits
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.flow.pages import Preparer, _sep_outputs, decide_blocks, run_chunks
+from pulpie_rt.runtime.flow.pages import Preparer, decide_blocks
 
 
 def _core(n_blocks, chunk_blocks, chunk_logits, margins, threshold, keep_best,
@@ -84,16 +85,14 @@ def default_extractor():
 def test_default_model_decodes_dev_pages_as_the_specification(default_extractor):
     """Real pages, the default model's logits and block features: the core's decoding with
     the core's rescorer against the specification with onnxruntime's Python rescorer."""
-    backend = default_extractor.backend
-    bundle = backend.bundle
+    bundle = default_extractor.bundle
     preparer = Preparer.from_bundle(bundle)
     pages = [preparer.prepare(p["html"]) for p in dev_subset(6)]
-    outputs, failed = run_chunks(backend, pages, _sep_outputs)
-    assert not failed
+    page_logits = chunk_sep_logits(SepLogitsSession(bundle), pages)
     spec_rescorer = SpecRescorer(bundle.rescorer_path, bundle.manifest["rescorer"]["margin_weight"])
     blocks = mains = 0
     for index, page in enumerate(pages):
-        chunk_logits = [outputs[(index, c)] for c in range(len(page.chunks))]
+        chunk_logits = page_logits[index]
         chunk_blocks = [c.block_indices for c in page.chunks]
         expected = labels_spec.predictions_of_page(
             page.n_blocks, chunk_blocks, chunk_logits, True, bundle.main_margin,

@@ -1,7 +1,9 @@
-"""Pipeline: input order, per-page errors, bounded streaming, worker sizing; no torch imported."""
+"""Pipeline: input order, per-page errors, bounded streaming, threads on one engine (no
+process), no torch, transformers or onnxruntime module imported."""
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,7 @@ import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor, PageInput, PageResult, Pipeline
-from pulpie_rt.runtime.flow.pipeline import GROUP_PAGES, size_workers
+from pulpie_rt.runtime.flow.pipeline import usable_cpus
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,7 @@ def expected(pages):
     return extractor.extract_batch([p["html"] for p in pages])
 
 
-@pytest.mark.parametrize("workers", [0, 1])
+@pytest.mark.parametrize("workers", [0, 1, 4])
 def test_results_in_input_order_with_errors_in_place(pages, expected, workers):
     inputs = [PageInput(p["html"], page_id=p["id"], metadata={"n": i}) for i, p in
               enumerate(pages)]
@@ -44,37 +46,38 @@ def test_results_in_input_order_with_errors_in_place(pages, expected, workers):
 def test_run_streams_with_bounded_memory(pages):
     consumed = 0
     ahead = 0
+    pipeline = Pipeline(tiny_bundle(), devices="cpu", workers=2, window=1)
+    group = pipeline.group_pages
+    assert pipeline.window == group  # the window holds at least one group
 
     def source():
         nonlocal consumed
-        for index in range(3 * GROUP_PAGES + 5):
+        for index in range(3 * group + 5):
             consumed += 1
             yield pages[index % len(pages)]["html"]
 
-    pipeline = Pipeline(tiny_bundle(), devices="cpu", workers=0, window=GROUP_PAGES)
     produced = 0
     for result in pipeline.run(source()):
         produced += 1
         ahead = max(ahead, consumed - produced)
         assert result.error is None
-    assert produced == 3 * GROUP_PAGES + 5
-    assert ahead <= GROUP_PAGES  # never more than the window in flight
+    assert produced == 3 * group + 5
+    # never more than the window, plus the group being gathered, between input and output
+    assert ahead <= 2 * group
 
 
-def test_worker_count_from_measured_stage_speeds(pages):
+def test_threads_share_one_engine_and_start_no_process(pages, expected):
     pipeline = Pipeline(tiny_bundle(), devices="cpu")
-    results = pipeline.extract_batch([p["html"] for p in pages[:10]])
-    assert len(results) == 10 and all(r.error is None for r in results)
-    assert set(pipeline.stage_seconds) == {"prepare", "infer", "finish"}
-    assert pipeline.workers >= 1
-    # GPU twice as fast as one worker's pre+post -> two workers; capped by spare cores
-    assert size_workers(0.2, 0.2, 0.2, 1, 16, cpu_infer=False) == 2
-    assert size_workers(0.2, 0.2, 0.05, 2, 16, cpu_infer=False) == 15
-    assert size_workers(0.2, 0.2, 0.05, 2, 4, cpu_infer=False) == 3
-    assert size_workers(1.0, 1.0, 0.01, 1, 2, cpu_infer=True) == 1
+    assert len(pipeline.engines) == 1 and pipeline.devices == ["cpu"]
+    assert pipeline.workers == usable_cpus()  # one calling thread per usable CPU
+    results = pipeline.extract_batch([p["html"] for p in pages])
+    assert [r.markdown for r in results] == [e.markdown for e in expected]
+    assert multiprocessing.active_children() == []
+    assert pipeline.stats.pages == len(pages) and pipeline.stats.errors == 0
 
 
-def test_extraction_imports_no_torch_or_transformers():
+def test_extraction_imports_no_torch_transformers_or_onnxruntime():
+    """The engine loads ONNX Runtime's C library itself: one ONNX Runtime per process."""
     code = textwrap.dedent(f"""
         import sys
         import pulpie_rt
@@ -82,7 +85,7 @@ def test_extraction_imports_no_torch_or_transformers():
             "<html><body><h1>Title</h1><p>Some text here.</p></body></html>")
         assert result.n_blocks == 2, result
         heavy = sorted(m for m in sys.modules
-                       if m.split(".")[0] in ("torch", "transformers", "pulpie"))
+                       if m.split(".")[0] in ("torch", "transformers", "pulpie", "onnxruntime"))
         print(",".join(heavy) or "none")
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,19 +1,19 @@
 """The block rescorer: LightGBM -> ONNX parity, the runtime's checks, and how a bundle's
-rescorer decides blocks in predict_pages."""
+rescorer decides blocks in the core's decoding."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from rt_helpers import tiny_bundle
 from spec.rescore_spec import SpecRescorer
 
-from pulpie_rt.runtime.flow.pages import PreparedPage, predict_pages
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.flow.pages import PreparedPage, decide_blocks
 from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
@@ -83,29 +83,9 @@ def test_a_bundle_naming_a_missing_rescorer_is_refused(tmp_path):
         load_bundle(bundle)
 
 
-class _MarginBackend:
-    """Margins -1, 0, +1 along each chunk's SEPs; its bundle has ``rescorer``."""
-
-    def __init__(self, main_margin: float, rescorer):
-        self.bundle = SimpleNamespace(keep_best_block=True, main_margin=main_margin,
-                                      has_rescorer=True, rescorer=rescorer)
-
-    def is_padded(self) -> bool:
-        return True
-
-    def buckets(self):
-        return None
-
-    def predict(self, batch):
-        out = []
-        for row in range(batch.rows):
-            n_sep = int((batch.row(row) == 9).sum())
-            out.append(np.stack([np.zeros(n_sep), np.linspace(-1.0, 1.0, n_sep)], axis=1))
-        return out
-
-
-def test_predict_pages_decides_by_the_rescorers_scores(trained):
-    """The core's decoding with the core's rescorer: score = log-odds + 1.0 x margin."""
+def test_the_decoding_decides_by_the_rescorers_scores(trained):
+    """The core's decoding with the core's rescorer: score = log-odds + 1.0 x margin, on
+    margins -1, 0, +1 along the chunk's SEPs."""
     _, path, x, _, _ = trained
     rescorer = BlockRescorer(path, margin_weight=1.0, features=FEATURES_VERSION)
     odds = rescorer.log_odds(x[:400])
@@ -114,19 +94,21 @@ def test_predict_pages_decides_by_the_rescorers_scores(trained):
     scores = rescorer.log_odds(features) + np.array([-1.0, 0.0, 1.0], np.float32)
     assert scores[0] > max(scores[1:]) and np.argmax([-1.0, 0.0, 1.0]) == 2
     chunk = Chunk([0, 5, 9, 6, 9, 7, 9, 1], [0, 1, 2])
+    margins = [np.array([-1.0, 0.0, 1.0], np.float32)]
     page = PreparedPage(["1", "2", "3"], [chunk], "", features)
     for threshold in (*(float(s) - 1e-3 for s in scores), float(scores.max()) + 1.0):
         expected = [int(s > threshold) for s in scores] if (scores > threshold).any() else [1, 0, 0]
-        assert predict_pages(_MarginBackend(threshold, rescorer), [page]) == [expected]
+        assert decide_blocks(page, margins, threshold, True, rescorer) == expected
     # blocks past n_classified are "other", whatever their features score
     cut = PreparedPage(["1", "2", "3"], [chunk], "", features, n_classified=1)
-    assert predict_pages(_MarginBackend(float(scores.min()) - 1.0, rescorer), [cut]) == [[1, 0, 0]]
-    # a page prepared without features fails alone, naming the stage and the reason
+    assert decide_blocks(cut, margins, float(scores.min()) - 1.0, True, rescorer) == [1, 0, 0]
+    # a page prepared without features fails, naming the stage and the reason
     bare = PreparedPage(["1", "2", "3"], [chunk], "")
-    outcome = predict_pages(_MarginBackend(0.0, rescorer), [bare, page])
-    assert str(outcome[0]) == ("rescore: ValueError: the bundle has a rescorer but the page has "
-                               "no block features (prepared without Preparer.from_bundle?)")
-    assert outcome[1] == ([int(s > 0.0) for s in scores] if (scores > 0).any() else [1, 0, 0])
+    with pytest.raises(native.DecodeError) as failed:
+        decide_blocks(bare, margins, 0.0, True, rescorer)
+    assert str(failed.value) == ("rescore: ValueError: the bundle has a rescorer but the page "
+                                 "has no block features (prepared without "
+                                 "Preparer.from_bundle?)")
 
 
 def test_core_rescorer_gives_the_specifications_scores(trained):

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 2
+#define PULPIE_RT_ABI_VERSION 3
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -71,7 +71,9 @@ typedef struct pulpie_rt_result pulpie_rt_result; /* owned by the caller */
 /*
  * Options of pulpie_rt_engine_open. Always start from pulpie_rt_options_init, which sets
  * struct_size and every default; later ABI versions only append fields, and the library
- * reads no field past struct_size (those keep their defaults).
+ * reads no field past struct_size (those keep their defaults). A struct_size that is not the
+ * size of some ABI's struct is read as the largest such size below it (no field is read in
+ * part).
  */
 typedef struct {
     uint32_t struct_size;
@@ -98,10 +100,16 @@ typedef struct {
                                 the transformer and its rescorer); NULL: the bundle's
                                 default_profile. A name the bundle lacks, or any name for a
                                 bundle without profiles: PULPIE_RT_ERR_MODEL naming what it has */
+    /* ABI 3 additions (a library of ABI 2 ignores them): */
+    int64_t cutoff_length;   /* simplify's cut of long runs of inline text, in characters
+                                (pulpie_rt.Extractor's cutoff_length); default 500; >= 0 */
 } pulpie_rt_options;
 
 uint32_t pulpie_rt_abi_version(void);
 const char *pulpie_rt_version(void); /* the library's version, e.g. "0.1.0" (static) */
+/* ABI 3: the name and meaning of a status code, e.g. "PULPIE_RT_ERR_MODEL: the model cannot
+ * be used" (static; "unknown status" for a code this library does not return). */
+const char *pulpie_rt_status_string(int status);
 
 /* Fills *o with the defaults of this ABI (struct_size = sizeof(pulpie_rt_options)). */
 void pulpie_rt_options_init(pulpie_rt_options *o);
@@ -110,6 +118,10 @@ void pulpie_rt_options_init(pulpie_rt_options *o);
  * defaults. On success *out is the engine; otherwise *out is NULL. */
 int pulpie_rt_engine_open(const pulpie_rt_options *o, pulpie_rt_engine **out, char **err);
 void pulpie_rt_engine_close(pulpie_rt_engine *e); /* NULL: nothing */
+/* ABI 3: what runs the engine's model: "cpu", "cuda" or "tensorrt" (the ONNX Runtime
+ * execution provider its session runs on), or "none" when the profile runs no model (the
+ * default model's "fast": its block rescorer alone, on the CPU). Static; NULL for NULL. */
+const char *pulpie_rt_engine_provider(const pulpie_rt_engine *e);
 
 /*
  * Extracts one page: `html` is `len` bytes in any encoding; NULL with len 0 is an empty page.
@@ -130,6 +142,15 @@ int pulpie_rt_extract(pulpie_rt_engine *e, const char *html, size_t len, const c
 int pulpie_rt_extract_batch(pulpie_rt_engine *e, const char *const *html, const size_t *len,
                             size_t n, pulpie_rt_result **out, char **err);
 
+/*
+ * ABI 3: pulpie_rt_extract_batch with each page's transport Content-Type (as
+ * pulpie_rt_extract's content_type): content_type is NULL (no page has one) or points to n
+ * pointers, each NULL or the page's Content-Type header.
+ */
+int pulpie_rt_extract_pages(pulpie_rt_engine *e, const char *const *html, const size_t *len,
+                            const char *const *content_type, size_t n, pulpie_rt_result **out,
+                            char **err);
+
 /* The main content as Markdown / HTML / plain text: NUL-terminated UTF-8, valid until the
  * result is freed; *len (when len is not NULL) is its length in bytes without the NUL (the
  * Markdown may hold NUL bytes the page had). Empty for a failed page. The text is made on
@@ -142,6 +163,9 @@ const char *pulpie_rt_result_error(const pulpie_rt_result *r);        /* NULL wh
 const char *pulpie_rt_result_truncated(const pulpie_rt_result *r);    /* what the limits cut, or NULL */
 const char *pulpie_rt_result_empty_reason(const pulpie_rt_result *r); /* why the Markdown is empty
                                                                          without an error, or NULL */
+/* ABI 3: the encoding the page's bytes were decoded with (its Encoding Standard name, e.g.
+ * "UTF-8", "windows-1252", "Shift_JIS"), or NULL for a failed page. */
+const char *pulpie_rt_result_encoding(const pulpie_rt_result *r);
 uint32_t pulpie_rt_result_n_main(const pulpie_rt_result *r);  /* blocks labelled main */
 uint32_t pulpie_rt_result_n_other(const pulpie_rt_result *r); /* blocks labelled other */
 

@@ -9,7 +9,7 @@
 #![allow(non_camel_case_types)]
 
 use crate::engine::bundle::Bundle;
-use crate::engine::{Engine, EngineConfig, Limits, OpenError, PageOutput};
+use crate::engine::{Engine, EngineConfig, Limits, OpenError, PageIn, PageOutput};
 use crate::ort::{ExecutionProvider, SessionConfig};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -19,7 +19,9 @@ use std::sync::OnceLock;
 /// `PULPIE_RT_ABI_VERSION`: raised when a function, struct layout or status code changes
 /// in a way that an existing program could notice, or when fields are appended to
 /// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
-pub const ABI_VERSION: u32 = 2;
+/// 3: `cutoff_length`, `pulpie_rt_extract_pages` (per-page content types),
+/// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
+pub const ABI_VERSION: u32 = 3;
 
 pub const OK: c_int = 0;
 pub const ERR_ARGUMENT: c_int = 1;
@@ -27,7 +29,7 @@ pub const ERR_INTERNAL: c_int = 2;
 pub const ERR_MODEL: c_int = 3;
 pub const ERR_RUNTIME: c_int = 4;
 
-/// `pulpie_rt_options`, ABI 2 layout (ABI 1's, then `profile`).
+/// `pulpie_rt_options`, ABI 3 layout (ABI 1's, then `profile`, then `cutoff_length`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct pulpie_rt_options {
@@ -42,10 +44,23 @@ pub struct pulpie_rt_options {
     pub max_batch_tokens: i64,
     /// ABI 2: the bundle's profile (NULL: its `default_profile`)
     pub profile: *const c_char,
+    /// ABI 3: `Extractor`'s `cutoff_length` (simplify's cut of long inline text runs)
+    pub cutoff_length: i64,
 }
 
 /// The fields a caller must pass at least (the issue's first five).
 const MIN_OPTIONS_SIZE: usize = std::mem::offset_of!(pulpie_rt_options, threads) + 4;
+
+/// The sizes of `pulpie_rt_options` a program of some ABI passes: the minimum, ABI 1's
+/// (up to `max_batch_tokens`), ABI 2's (`profile`), ABI 3's (`cutoff_length`). A
+/// `struct_size` between two is read as the smaller, so a size that ends inside a field
+/// never copies part of it.
+const KNOWN_OPTIONS_SIZES: [usize; 4] = [
+    MIN_OPTIONS_SIZE,
+    std::mem::offset_of!(pulpie_rt_options, profile),
+    std::mem::offset_of!(pulpie_rt_options, cutoff_length),
+    std::mem::size_of::<pulpie_rt_options>(),
+];
 
 impl Default for pulpie_rt_options {
     fn default() -> Self {
@@ -62,6 +77,7 @@ impl Default for pulpie_rt_options {
             max_page_tokens: limits.max_page_tokens.map_or(-1, |n| n as i64),
             max_batch_tokens: config.max_batch_tokens as i64,
             profile: std::ptr::null(),
+            cutoff_length: config.cutoff_length as i64,
         }
     }
 }
@@ -79,11 +95,15 @@ pub struct pulpie_rt_result {
     error: Option<CString>,
     truncated: Option<CString>,
     empty_reason: Option<CString>,
+    encoding: Option<CString>,
     labels: Vec<(CString, bool)>,
     n_main: u32,
     n_other: u32,
     /// the plain text of `html`, made on first request (`pulpie_rt_result_text`)
     text: OnceLock<Vec<u8>>,
+    /// the labels' ids joined by NULs and one byte per label (1: main), made on first request
+    /// (`pulpie_rt_py_result_view`)
+    packed_labels: OnceLock<(Vec<u8>, Vec<u8>)>,
 }
 
 fn nul_terminated(text: String) -> Vec<u8> {
@@ -107,10 +127,12 @@ impl pulpie_rt_result {
             error: out.error.as_deref().map(c_string),
             truncated: out.truncated.as_deref().map(c_string),
             empty_reason: out.empty_reason.as_deref().map(c_string),
+            encoding: out.encoding.as_deref().map(c_string),
             labels: out.labels.iter().map(|(id, main)| (c_string(id), *main)).collect(),
             n_main,
             n_other,
             text: OnceLock::new(),
+            packed_labels: OnceLock::new(),
         }
     }
 }
@@ -161,7 +183,7 @@ unsafe fn read_options(options: *const pulpie_rt_options) -> Result<pulpie_rt_op
              call pulpie_rt_options_init first"
         )));
     }
-    let size = size.min(std::mem::size_of::<pulpie_rt_options>());
+    let size = KNOWN_OPTIONS_SIZES.iter().copied().filter(|&known| known <= size).max().unwrap_or(MIN_OPTIONS_SIZE);
     std::ptr::copy_nonoverlapping(options as *const u8, &mut read as *mut pulpie_rt_options as *mut u8, size);
     Ok(read)
 }
@@ -197,6 +219,8 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| argument(format!("options.max_batch_tokens is {}", options.max_batch_tokens)))?;
+    let cutoff_length = usize::try_from(options.cutoff_length)
+        .map_err(|_| argument(format!("options.cutoff_length is {}", options.cutoff_length)))?;
     let config = EngineConfig {
         session: SessionConfig { intra_op_threads: threads, inter_op_threads: 0, provider },
         ort_library,
@@ -205,7 +229,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
             max_page_tokens: limit(options.max_page_tokens),
         },
         max_batch_tokens,
-        ..EngineConfig::default()
+        cutoff_length,
     };
     Ok(OpenRequest { model, profile, config })
 }
@@ -285,11 +309,9 @@ unsafe fn page_bytes<'a>(html: *const c_char, len: usize) -> Option<&'a [u8]> {
 
 /// The pages of a call through the engine: one result per page (a NULL page with a length
 /// gets an input error; it is not read).
-fn extract_pages(engine: &Engine, pages: &[Option<&[u8]>], content_type: Option<&[u8]>,
-) -> Vec<*mut pulpie_rt_result> {
-    let present: Vec<(&[u8], Option<&[u8]>)> =
-        pages.iter().filter_map(|p| p.map(|page| (page, content_type))).collect();
-    let mut outputs = engine.extract_batch(&present).into_iter();
+pub(crate) fn extract_pages(engine: &Engine, pages: &[Option<PageIn<'_>>]) -> Vec<*mut pulpie_rt_result> {
+    let present: Vec<PageIn<'_>> = pages.iter().flatten().copied().collect();
+    let mut outputs = engine.extract_pages(&present).into_iter();
     pages
         .iter()
         .map(|page| {
@@ -303,6 +325,11 @@ fn extract_pages(engine: &Engine, pages: &[Option<&[u8]>], content_type: Option<
             Box::into_raw(Box::new(pulpie_rt_result::new(output)))
         })
         .collect()
+}
+
+/// A C string argument's bytes, or None for NULL.
+unsafe fn optional_bytes<'a>(text: *const c_char) -> Option<&'a [u8]> {
+    (!text.is_null()).then(|| CStr::from_ptr(text).to_bytes())
 }
 
 /// # Safety
@@ -325,9 +352,9 @@ pub unsafe extern "C" fn pulpie_rt_extract(
         if engine.is_null() {
             return Err(argument("engine is NULL"));
         }
-        let content_type = (!content_type.is_null())
-            .then(|| std::ffi::CStr::from_ptr(content_type).to_bytes());
-        let results = extract_pages(&(*engine).engine, &[page_bytes(html, len)], content_type);
+        let content_type = optional_bytes(content_type);
+        let page = page_bytes(html, len).map(|data| PageIn::Bytes { data, content_type });
+        let results = extract_pages(&(*engine).engine, &[page]);
         *out = results[0];
         Ok(())
     })
@@ -346,6 +373,25 @@ pub unsafe extern "C" fn pulpie_rt_extract_batch(
     out: *mut *mut pulpie_rt_result,
     err: *mut *mut c_char,
 ) -> c_int {
+    pulpie_rt_extract_pages(engine, html, len, std::ptr::null(), n, out, err)
+}
+
+/// `pulpie_rt_extract_batch` with each page's transport Content-Type: `content_type` is NULL
+/// (none has one) or points to `n` C strings, each NULL or the page's Content-Type.
+///
+/// # Safety
+/// As for `pulpie_rt_extract_batch`; `content_type` is NULL or points to `n` pointers, each
+/// NULL or a C string.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract_pages(
+    engine: *mut pulpie_rt_engine,
+    html: *const *const c_char,
+    len: *const usize,
+    content_type: *const *const c_char,
+    n: usize,
+    out: *mut *mut pulpie_rt_result,
+    err: *mut *mut c_char,
+) -> c_int {
     guard(err, || {
         if n == 0 {
             return Ok(());
@@ -360,10 +406,45 @@ pub unsafe extern "C" fn pulpie_rt_extract_batch(
         }
         let html = std::slice::from_raw_parts(html, n);
         let len = std::slice::from_raw_parts(len, n);
-        let pages: Vec<Option<&[u8]>> = html.iter().zip(len).map(|(&h, &l)| page_bytes(h, l)).collect();
-        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages, None));
+        let types: &[*const c_char] =
+            if content_type.is_null() { &[] } else { std::slice::from_raw_parts(content_type, n) };
+        let pages: Vec<Option<PageIn<'_>>> = (0..n)
+            .map(|i| {
+                let content_type = types.get(i).and_then(|&t| optional_bytes(t));
+                page_bytes(html[i], len[i]).map(|data| PageIn::Bytes { data, content_type })
+            })
+            .collect();
+        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
         Ok(())
     })
+}
+
+/// What runs the engine's model: `"cpu"`, `"cuda"` or `"tensorrt"` (ONNX Runtime's
+/// execution provider the session was opened with), or `"none"` for a profile that runs no
+/// model (the block rescorer alone, on the CPU). Static; NULL for a NULL engine.
+///
+/// # Safety
+/// `engine` is NULL or open.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_engine_provider(engine: *const pulpie_rt_engine) -> *const c_char {
+    match engine.as_ref() {
+        None => std::ptr::null(),
+        Some(e) => e.engine.provider_c_name().as_ptr() as *const c_char,
+    }
+}
+
+/// The name of a status code (`"PULPIE_RT_OK"` …), or `"unknown status"`. Static.
+#[no_mangle]
+pub extern "C" fn pulpie_rt_status_string(status: c_int) -> *const c_char {
+    let name: &'static str = match status {
+        OK => "PULPIE_RT_OK: success\0",
+        ERR_ARGUMENT => "PULPIE_RT_ERR_ARGUMENT: a bad argument\0",
+        ERR_INTERNAL => "PULPIE_RT_ERR_INTERNAL: a fault inside the library\0",
+        ERR_MODEL => "PULPIE_RT_ERR_MODEL: the model cannot be used\0",
+        ERR_RUNTIME => "PULPIE_RT_ERR_RUNTIME: ONNX Runtime failed\0",
+        _ => "unknown status\0",
+    };
+    name.as_ptr() as *const c_char
 }
 
 unsafe fn bytes_out(bytes: &[u8], len: *mut usize) -> *const c_char {
@@ -436,6 +517,13 @@ pub unsafe extern "C" fn pulpie_rt_result_empty_reason(result: *const pulpie_rt_
 /// # Safety
 /// `result` is NULL or a live result.
 #[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_encoding(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.encoding))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_result_n_main(result: *const pulpie_rt_result) -> u32 {
     result.as_ref().map_or(0, |r| r.n_main)
 }
@@ -492,6 +580,143 @@ pub unsafe extern "C" fn pulpie_rt_string_free(text: *mut c_char) {
     }
 }
 
+// ---- Internal: the Python doors' entry points (runtime/flow/engine.py). Not in
+// pulpie_rt.h; the C library's version script (core/pulpie_rt.map) does not export them.
+
+/// `pulpie_rt_extract_pages` where a page may be text its caller already decoded:
+/// `is_text[i]` 1 reads page `i` as text (UTF-8, lone surrogates as their 3 bytes: a Python
+/// `str` encoded with `surrogatepass`; no encoding recorded), 0 as bytes to decode with its
+/// `content_type[i]` (NULL: none).
+///
+/// # Safety
+/// As for `pulpie_rt_extract_pages`; `is_text` points to `n` bytes.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_py_extract(
+    engine: *mut pulpie_rt_engine,
+    html: *const *const c_char,
+    len: *const usize,
+    content_type: *const *const c_char,
+    is_text: *const u8,
+    n: usize,
+    out: *mut *mut pulpie_rt_result,
+    err: *mut *mut c_char,
+) -> c_int {
+    guard(err, || {
+        if n == 0 {
+            return Ok(());
+        }
+        if out.is_null() || engine.is_null() || html.is_null() || len.is_null() || is_text.is_null() {
+            return Err(argument("engine, html, len, is_text or out is NULL"));
+        }
+        let out = std::slice::from_raw_parts_mut(out, n);
+        out.fill(std::ptr::null_mut());
+        let html = std::slice::from_raw_parts(html, n);
+        let len = std::slice::from_raw_parts(len, n);
+        let is_text = std::slice::from_raw_parts(is_text, n);
+        let types: &[*const c_char] =
+            if content_type.is_null() { &[] } else { std::slice::from_raw_parts(content_type, n) };
+        let pages: Vec<Option<PageIn<'_>>> = (0..n)
+            .map(|i| {
+                let content_type = types.get(i).and_then(|&t| optional_bytes(t));
+                page_bytes(html[i], len[i]).map(|data| {
+                    if is_text[i] != 0 {
+                        PageIn::Text(data)
+                    } else {
+                        PageIn::Bytes { data, content_type }
+                    }
+                })
+            })
+            .collect();
+        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
+        Ok(())
+    })
+}
+
+/// Everything of a result in one call, for the Python doors: pointers into the result,
+/// valid until it is freed.
+#[cfg(feature = "python-ffi")]
+#[repr(C)]
+pub struct pulpie_rt_py_result_view {
+    pub markdown: *const c_char,
+    pub markdown_len: usize,
+    pub html: *const c_char,
+    pub html_len: usize,
+    pub error: *const c_char,
+    pub truncated: *const c_char,
+    pub empty_reason: *const c_char,
+    pub encoding: *const c_char,
+    /// the labelled blocks' ids, each followed by a NUL
+    pub label_ids: *const c_char,
+    pub label_ids_len: usize,
+    /// one byte per label: 1 main, 0 other
+    pub label_main: *const u8,
+    pub n_labels: usize,
+}
+
+/// # Safety
+/// `result` is a live result; `view` is writable.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_py_result_view(result: *const pulpie_rt_result, view: *mut pulpie_rt_py_result_view) {
+    let (Some(r), Some(view)) = (result.as_ref(), view.as_mut()) else { return };
+    let (ids, main) = r.packed_labels.get_or_init(|| {
+        let mut ids = Vec::new();
+        let mut main = Vec::with_capacity(r.labels.len());
+        for (id, is_main) in &r.labels {
+            ids.extend_from_slice(id.as_bytes_with_nul());
+            main.push(u8::from(*is_main));
+        }
+        (ids, main)
+    });
+    *view = pulpie_rt_py_result_view {
+        markdown: r.markdown.as_ptr() as *const c_char,
+        markdown_len: r.markdown.len() - 1,
+        html: r.html.as_ptr() as *const c_char,
+        html_len: r.html.len() - 1,
+        error: c_or_null(&r.error),
+        truncated: c_or_null(&r.truncated),
+        empty_reason: c_or_null(&r.empty_reason),
+        encoding: c_or_null(&r.encoding),
+        label_ids: ids.as_ptr() as *const c_char,
+        label_ids_len: ids.len(),
+        label_main: main.as_ptr(),
+        n_labels: main.len(),
+    };
+}
+
+/// Batches of this engine that failed in the model and ran row by row since it opened.
+///
+/// # Safety
+/// `engine` is NULL or open.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_py_engine_fallbacks(engine: *const pulpie_rt_engine) -> u64 {
+    engine.as_ref().map_or(0, |e| e.engine.row_by_row_fallbacks())
+}
+
+/// The engine's sequence-length buckets (`ort::DEFAULT_BUCKETS`): their count, the first
+/// `capacity` written to `out`.
+///
+/// # Safety
+/// `out` points to `capacity` writable values (or is NULL with `capacity` 0).
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_py_seq_buckets(out: *mut u64, capacity: usize) -> usize {
+    let buckets = crate::ort::DEFAULT_BUCKETS;
+    for (i, &length) in buckets.iter().take(capacity).enumerate() {
+        *out.add(i) = length as u64;
+    }
+    buckets.len()
+}
+
+/// The engine's cap on rows × length² per batch (`ort::DEFAULT_MAX_BATCH_ATTENTION`).
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub extern "C" fn pulpie_rt_py_max_batch_attention() -> u64 {
+    crate::ort::DEFAULT_MAX_BATCH_ATTENTION as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,7 +731,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, ort_library), 32);
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, max_batch_tokens), 56);
         assert_eq!(std::mem::offset_of!(pulpie_rt_options, profile), 64);
-        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 72);
+        assert_eq!(std::mem::offset_of!(pulpie_rt_options, cutoff_length), 72);
+        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 80);
+        assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80]);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
     }
 

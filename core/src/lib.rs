@@ -16,6 +16,12 @@
 //! done, 1 input the core cannot take (the reason says why), 2 a panic (caught; never crosses
 //! the C ABI), 4 the specification raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
 //! Output buffers are released with `pulpie_rt_free`.
+//!
+//! Those entry points are the Python package's (cargo feature `python-ffi`, on by default); the
+//! C library (`make capi`) is built without them and exports only `pulpie_rt.h` (`capi`).
+
+// without the Python entry points, helpers only they call are unused
+#![cfg_attr(not(feature = "python-ffi"), allow(dead_code, unused_imports))]
 
 pub mod capi;
 mod charref;
@@ -65,6 +71,7 @@ fn leak(s: String) -> (*mut u8, usize) {
 /// # Safety
 /// `page` points to `len` bytes; `out` to a writable `SimplifyOutput`. Buffers written into
 /// `out` are released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_simplify_page(
     page: *const u8,
@@ -88,6 +95,7 @@ pub const SIMPLIFY_DROP_NOSCRIPT: u32 = 2;
 ///
 /// # Safety
 /// As for `pulpie_rt_simplify_page`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
     page: *const u8,
@@ -129,6 +137,7 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
 /// # Safety
 /// `data` points to `len` bytes; `out` to a writable `TextOutput`, whose buffer is released
 /// with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_simplify_step(
     data: *const u8,
@@ -185,6 +194,7 @@ pub struct DecodeOutput {
 /// # Safety
 /// `data` points to `len` bytes, `content_type` (unless null) to `content_type_len` bytes;
 /// `out` to a writable `DecodeOutput`, whose text is released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_decode(
     data: *const u8,
@@ -274,6 +284,7 @@ fn reason_ptr(reason: &'static str) -> *const u8 {
 
 /// # Safety
 /// `ptr`/`len` come from an output filled by this library, freed once.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_free(ptr: *mut u8, len: usize) {
     if !ptr.is_null() {
@@ -295,6 +306,7 @@ pub struct TextOutput {
 /// # Safety
 /// `map_html` and `main_ids` point to `map_len` and `ids_len` bytes of UTF-8; `out` to a
 /// writable `TextOutput`, whose buffer is released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_reconstruct(
     map_html: *const u8,
@@ -344,6 +356,7 @@ pub struct TokenizerLoadOutput {
 /// # Safety
 /// `json` (or `path`) and `ensure_specials` point to that many bytes (UTF-8 for the path and
 /// the specials); `out` to a writable `TokenizerLoadOutput`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
     json: *const u8,
@@ -408,6 +421,7 @@ fn path_of(bytes: &[u8]) -> Result<std::path::PathBuf, String> {
 /// # Safety
 /// `handle` comes from `pulpie_rt_tokenizer_load` (or is null), freed once, when no other
 /// thread uses it.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_tokenizer_free(handle: *mut tokenizer::Tokenizer) {
     if !handle.is_null() {
@@ -420,6 +434,7 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_free(handle: *mut tokenizer::Tokeni
 ///
 /// # Safety
 /// `handle` is a live tokenizer; `token` points to `len` bytes.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_tokenizer_token_to_id(
     handle: *const tokenizer::Tokenizer,
@@ -440,6 +455,7 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_token_to_id(
 ///
 /// # Safety
 /// `handle` is a live tokenizer.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_tokenizer_vocab_size(
     handle: *const tokenizer::Tokenizer,
@@ -468,6 +484,7 @@ pub struct TokenIdsOutput {
 /// # Safety
 /// `handle` is a live tokenizer; `texts` points to `texts_len` bytes, `text_ends` to
 /// `n_texts` offsets; `out` to a writable `TokenIdsOutput`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_tokenizer_encode(
     handle: *const tokenizer::Tokenizer,
@@ -513,6 +530,7 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_encode(
 
 /// # Safety
 /// `ptr`/`len` come from a `TokenIdsOutput`, freed once.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_free_u32(ptr: *mut u32, len: usize) {
     if !ptr.is_null() {
@@ -537,6 +555,7 @@ pub const STATUS_SPEC_RAISES: i32 = 4;
 /// # Safety
 /// `input` points to `len` readable bytes; `out` to a writable `TextOutput`, whose buffer is
 /// released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_markdown(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
     install_panic_hook();
@@ -566,6 +585,7 @@ pub unsafe extern "C" fn pulpie_rt_markdown(input: *const u8, len: usize, out: *
 ///
 /// # Safety
 /// As for `pulpie_rt_markdown`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_text(input: *const u8, len: usize, out: *mut TextOutput) -> i32 {
     install_panic_hook();
@@ -630,6 +650,7 @@ pub const FEATURES_CONTAINERS: u32 = 4;
 /// when `ids_len` is 0), `id_lens` to `n_ids` lengths whose sum (`NO_ID` counting 0) is
 /// `ids_len`; `out` to a writable `FeaturesOutput`, whose buffer is released with
 /// `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_block_features(
     map_html: *const u8,
@@ -708,6 +729,7 @@ fn split_ids<'a>(ids: &'a str, lens: &[usize]) -> tree::Res<Vec<Option<&'a str>>
 /// # Safety
 /// As for `pulpie_rt_block_features`; `out` to a writable `TextOutput`, whose buffer is
 /// released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_hidden_blocks(
     map_html: *const u8,

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
-from pulpie_rt.runtime.model.backends import BACKEND_NAMES
+from pulpie_rt.runtime.model.devices import BACKEND_NAMES
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 _DEFAULTS = Limits()

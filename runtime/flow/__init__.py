@@ -1,3 +1,4 @@
-"""The page flow: pages in, ``PageResult`` out. ``pages`` holds the one serial flow (prepare ->
-predict -> finish) that ``Extractor``, ``Pipeline`` (which overlaps it over processes and
-devices), the CLI and the integrations all run."""
+"""The page flow: pages in, ``PageResult`` out, through the one engine (``engine``: the
+compiled core's page flow, the C library's). ``Extractor`` (a page or a batch), ``Pipeline``
+(a stream, threads on one engine per device), the CLI and the integrations are thin layers
+over it; ``pages`` defines what a page and its result are."""

@@ -3,24 +3,25 @@
     from pulpie_rt import Extractor
     result = Extractor("path/to/bundle").extract(html)
     print(result.markdown)
+
+A thin layer over the one engine (``flow.engine.Engine``, the C library's page flow).
 """
 
 from __future__ import annotations
 
 import os
 
+from pulpie_rt.runtime.flow.engine import Engine
 from pulpie_rt.runtime.flow.pages import (
+    DEFAULT_CUTOFF_LENGTH,
     DEFAULT_LIMITS,
+    DEFAULT_MAX_BATCH_TOKENS,
     PageInput,
     PageLimits,
     PageResult,
-    Preparer,
     RunStats,
-    extract_pages,
 )
-from pulpie_rt.runtime.model.backends import create_backend
-from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
-from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 
 class ExtractionError(RuntimeError):
@@ -30,14 +31,15 @@ class ExtractionError(RuntimeError):
 class Extractor:
     """Extract main content from raw HTML with a Pulpie model.
 
-    ``model``: hub name, checkpoint directory, bundle directory or engine file (see
+    ``model``: hub name, checkpoint directory, bundle directory or ``default`` (see
     ``pulpie_rt.runtime.model.resolve``). ``backend``: ``auto``, ``tensorrt`` or
     ``onnxruntime``. ``device``: ``cpu``, ``cuda`` or ``cuda:N``; None picks a GPU when one is
-    usable. ``limits`` bounds what one page may cost (``PageLimits``; a result says what was
-    cut in ``truncated``). ``stats`` counts the pages, errors and fallbacks of every call.
+    usable (a device asked for by name is used or ``BackendError`` says why). ``limits``
+    bounds what one page may cost (``PageLimits``; a result says what was cut in
+    ``truncated``). ``stats`` counts the pages, errors and fallbacks of every call.
     ``profile``: the bundle's speed/quality profile (the embedded default model: ``fast``, its
     block rescorer alone, or ``accurate``, its transformer and rescorer; None: the bundle's
-    default, see ``runtime.model.bundle``).
+    default, see ``runtime.model.bundle``). ``threads``: ONNX Runtime's intra-op threads.
     """
 
     def __init__(
@@ -46,25 +48,27 @@ class Extractor:
         backend: str = "auto",
         device: str | None = None,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-        cutoff_length: int = 500,
+        cutoff_length: int = DEFAULT_CUTOFF_LENGTH,
         threads: int | None = None,
         limits: PageLimits = DEFAULT_LIMITS,
         profile: str | None = None,
     ):
-        resolved = resolve_model(model, profile=profile)
-        self.bundle = resolved.bundle
-        self.backend = create_backend(
-            self.bundle, backend, device, engine_path=resolved.engine_paths, threads=threads
-        )
         self.stats = RunStats()
-        if self.backend.fallback:
-            self.stats.fell_back(self.backend.fallback)
-        self.max_batch_tokens = max_batch_tokens
-        self.preparer = Preparer.from_bundle(self.bundle, cutoff_length, limits)
+        self.engine = Engine(model, profile=profile, backend=backend, device=device,
+                             threads=threads, limits=limits, max_batch_tokens=max_batch_tokens,
+                             cutoff_length=cutoff_length, stats=self.stats)
+        self.bundle = self.engine.bundle
 
     @property
     def device(self) -> str:
-        return self.backend.device
+        """Where the model runs (``cpu`` or ``cuda:N``)."""
+        return self.engine.device
+
+    @property
+    def provider(self) -> str:
+        """ONNX Runtime's execution provider the model runs on (``cpu``, ``cuda``,
+        ``tensorrt``), or ``none`` for a profile without a model."""
+        return self.engine.provider
 
     def extract(self, html: str | bytes, content_type: str | None = None) -> PageResult:
         """Main content of one page; ``ExtractionError`` ("<stage>: <reason>") on failure.
@@ -87,5 +91,6 @@ class Extractor:
         pages = [PageInput(html, page_id=index, content_type=content_type)
                  for index, (html, content_type) in enumerate(zip(htmls, content_types,
                                                                   strict=True))]
-        return extract_pages(self.preparer, self.backend, pages, self.max_batch_tokens,
-                             self.stats)
+        results = self.engine.extract_pages(pages)
+        self.stats.count(results)
+        return results

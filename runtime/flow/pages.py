@@ -1,16 +1,15 @@
-"""The page flow: what happens to every page, whoever asks (``Extractor``, ``Pipeline``, the
-CLI, the integrations).
+"""What a page is on its way through pulpie-rt, whoever asks: ``PageInput`` in, ``PageResult``
+out, ``PageLimits`` bounding its cost, ``RunStats`` counting a run's pages, errors and
+fallbacks.
 
-``prepare(preparer, html)``: simplify -> blocks -> tokens -> chunks (CPU; picklable result).
-Prepare (past the decode stage) and finish run in the compiled core, the same functions the C
-library's engine runs; their readable specifications are ``tests/spec/{prepare,finish}_spec.py``.
-``predict_pages(backend, pages)``: every page's chunks through the one batcher and a backend.
-``finish(page, predictions)``: labels -> reconstruct -> Markdown.
-``extract_pages(preparer, backend, pages)``: the three in a row, serially; ``Pipeline``
-overlaps the same three steps over worker processes and devices.
+Every door runs its pages through the one engine (``runtime/flow/engine.py``: the compiled
+core's page flow, the C library's). ``Preparer`` and ``finish`` below expose the core's
+prepare (decode -> simplify -> blocks -> tokens -> chunks -> features) and finish (labels ->
+reconstruct -> Markdown) one page at a time, for the tools that look inside a page (training,
+parity, the tests); their readable specifications are ``tests/spec/{prepare,finish}_spec.py``.
 
-Every step returns a page's failure instead of raising it: ``"<stage>: <reason>"``, which
-becomes that page's ``PageResult.error``, so one page never takes down a batch.
+A page's failure is ``"<stage>: <reason>"``, which becomes that page's ``PageResult.error``,
+so one page never takes down a batch.
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from pulpie_rt.runtime import native
-from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS, make_batches
 from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_V3, FEATURES_VERSION
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
@@ -80,11 +79,15 @@ class PageLimits:
     work on a page to 16 full chunks. None turns a limit off.
     """
 
-    max_input_bytes: int | None = 16 * 1024 * 1024
-    max_page_tokens: int | None = 131_072
+    max_input_bytes: int | None = native.engine_defaults().max_input_bytes
+    max_page_tokens: int | None = native.engine_defaults().max_page_tokens
 
 
 DEFAULT_LIMITS = PageLimits()
+# the engine's padded tokens per model batch and simplify's cut of long inline runs (the
+# core's defaults, pulpie_rt_options_init)
+DEFAULT_MAX_BATCH_TOKENS: int = native.engine_defaults().max_batch_tokens
+DEFAULT_CUTOFF_LENGTH: int = native.engine_defaults().cutoff_length
 
 
 @dataclass
@@ -174,7 +177,7 @@ class Preparer:
         bos_id: int | None,
         eos_id: int | None,
         max_tokens: int = 8192,
-        cutoff_length: int = 500,
+        cutoff_length: int = DEFAULT_CUTOFF_LENGTH,
         with_features: bool = False,
         limits: PageLimits = DEFAULT_LIMITS,
         with_tokens: bool = True,
@@ -198,7 +201,7 @@ class Preparer:
         self._tokenizer = None
 
     @classmethod
-    def from_bundle(cls, bundle, cutoff_length: int = 500,
+    def from_bundle(cls, bundle, cutoff_length: int = DEFAULT_CUTOFF_LENGTH,
                     limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
         block features, when the bundle has a rescorer; no tokens when its profile runs no
@@ -298,91 +301,6 @@ class RunStats:
         return text
 
 
-FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
-
-
-def run_chunks(
-    backend, pages: list[PreparedPage | None], read,
-    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS, stats: RunStats | None = None,
-) -> tuple[dict[tuple[int, int], Any], dict[int, PageError]]:
-    """Every chunk of ``pages`` through the one batcher and ``backend``: ``read(logits)`` per
-    ``(page index, chunk index)``, and the pages whose inference failed.
-
-    A batch that fails is retried row by row (counted in ``stats``), so one page that breaks
-    the engine fails alone.
-    """
-    items = [
-        ((page_index, chunk_index), chunk.token_ids)
-        for page_index, page in enumerate(pages)
-        if page is not None
-        for chunk_index, chunk in enumerate(page.chunks)
-    ]
-    outputs: dict[tuple[int, int], Any] = {}
-    failed: dict[int, PageError] = {}
-    attention = getattr(backend, "attention_budget", None)
-    padded = backend.is_padded()
-    for batch in make_batches(items, max_batch_tokens, backend.buckets(), attention, padded):
-        try:
-            batch_logits = backend.predict(batch)
-        except Exception:
-            batch_logits = None
-        if batch_logits is not None:
-            for key, logits in zip(batch.keys, batch_logits, strict=True):
-                outputs[key] = read(logits)
-            continue
-        if stats is not None and batch.rows > 1:
-            stats.fell_back(FALLBACK_ROW_BY_ROW)
-        for row, key in enumerate(batch.keys):
-            single = make_batches([(key, batch.row(row))], max_batch_tokens, backend.buckets(),
-                                  padded=padded)
-            try:
-                (logits,) = backend.predict(single[0])
-                outputs[key] = read(logits)
-            except Exception as exc:
-                failed[key[0]] = PageError("inference", describe(exc))
-    return outputs, failed
-
-
-def _sep_outputs(logits) -> np.ndarray:
-    """A row's SEP logits as the core's decoding reads them (float32 ``[n_sep, labels]``)."""
-    return np.asarray(logits, dtype=np.float32)
-
-
-def predict_pages(
-    backend, pages: list[PreparedPage | None], max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-    stats: RunStats | None = None,
-) -> list[list[int] | PageError | None]:
-    """Per page its block predictions (``None`` pages stay ``None``; a page whose inference
-    failed gets its ``PageError``, see ``run_chunks``).
-
-    The backend's bundle may ask for its own ``decoding`` (see ``runtime.model.bundle``): a
-    margin threshold instead of the argmax, ``keep_best_block`` and a block rescorer
-    (``runtime.stages.rescore``). The decoding runs in the compiled core
-    (``native.decide_blocks``, the C library's too).
-    """
-    bundle = getattr(backend, "bundle", None)
-    keep_best = bool(bundle is not None and bundle.keep_best_block)
-    threshold = bundle.main_margin if bundle is not None else None
-    rescorer = bundle.rescorer if getattr(bundle, "has_rescorer", False) else None
-    expected_f1 = bool(getattr(bundle, "expected_f1", False))
-    need_margins = keep_best or threshold is not None or rescorer is not None or expected_f1
-    outputs_by_key, failed = run_chunks(backend, pages, _sep_outputs, max_batch_tokens, stats)
-    results: list[list[int] | PageError | None] = []
-    for page_index, page in enumerate(pages):
-        if page is None:
-            results.append(None)
-        elif page_index in failed:
-            results.append(failed[page_index])
-        else:
-            chunk_outputs = [outputs_by_key[(page_index, i)] for i in range(len(page.chunks))]
-            try:
-                results.append(_decide(page, chunk_outputs, need_margins, threshold, keep_best,
-                                       rescorer, expected_f1))
-            except Exception as exc:
-                results.append(_rescore_error(exc))
-    return results
-
-
 def _decide(page: PreparedPage, chunk_outputs: list[np.ndarray], margins: bool,
             threshold: float | None, keep_best: bool, rescorer, expected_f1: bool = False
             ) -> list[int]:
@@ -401,6 +319,7 @@ def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: b
     core's ``ContextRescorer``, the C library's engine runs the same), then the core decides
     the page from them as it does from margins: one
     "chunk" holding every block, the blocks the limits cut without a score."""
+    import numpy as np
     if page.chunks:
         raise ValueError("a rescorer that reads blocks in context runs without the "
                          "transformer (a rescorer-only profile)")
@@ -505,25 +424,3 @@ def result_for(page: PageInput, outcome: PageResult | PageError | str) -> PageRe
         outcome.page_id, outcome.metadata = page.page_id, page.metadata
         return outcome
     return PageResult(page.page_id, error=str(outcome), metadata=page.metadata)
-
-
-def extract_pages(preparer: Preparer, backend, pages: Sequence[PageInput],
-                  max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-                  stats: RunStats | None = None) -> list[PageResult]:
-    """The serial page flow: every page prepared, all chunks through the batcher and
-    ``backend`` together, every page finished; results in input order."""
-    prepared = [prepare(preparer, page.html, page.content_type) for page in pages]
-    ready = [p if isinstance(p, PreparedPage) else None for p in prepared]
-    predictions = predict_pages(backend, ready, max_batch_tokens, stats)
-    results = []
-    for page, outcome, preds in zip(pages, prepared, predictions, strict=True):
-        failure = failure_of(outcome, preds)
-        results.append(result_for(page, failure if failure is not None else finish(outcome, preds)))
-    if stats is not None:
-        stats.count(results)
-    return results
-
-
-def chunk_lengths(pages: list[PreparedPage]) -> np.ndarray:
-    """Token count of every chunk of ``pages`` (for sizing and benchmarks)."""
-    return np.array([len(c) for p in pages for c in p.chunks], dtype=np.int64)

@@ -18,20 +18,15 @@ predictions.
 from __future__ import annotations
 
 import ctypes
-import os
-import shutil
-import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from pulpie_rt.runtime.model.bundle import Bundle
+from pulpie_rt.runtime.model.devices import BACKEND_NAMES, gpu_available
 from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_ATTENTION, Batch, Bucket
-
-BACKEND_NAMES = ("auto", "tensorrt", "onnxruntime")
 
 
 class BackendError(RuntimeError):
@@ -309,52 +304,6 @@ class TensorRTBackend:
 
 
 # ---------------------------------------------------------------------------- selection
-
-
-def gpu_devices() -> list[str]:
-    """``cuda:N`` for every NVIDIA GPU this process may use, found without importing any CUDA
-    library (``CUDA_VISIBLE_DEVICES`` honoured); empty without one."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return []
-    if not (Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()):
-        return []
-    if visible:
-        return [f"cuda:{i}" for i in range(len(visible.split(",")))]
-    count = sum(1 for name in os.listdir("/dev")
-                if name.startswith("nvidia") and name[6:].isdigit())
-    return [f"cuda:{i}" for i in range(max(count, 1))]
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    name: str
-    compute_capability: str
-    memory_mib: int
-
-
-def detect_gpu() -> GpuInfo | None:
-    """The first NVIDIA GPU as ``nvidia-smi`` reports it (name, compute capability, memory: what
-    engine builds and GPU benchmarks need), or None (no driver, no GPU)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if not out:
-        return None
-    name, capability, memory = (part.strip() for part in out[0].split(","))
-    return GpuInfo(name, capability, int(float(memory)))
-
-
-def gpu_available() -> bool:
-    """True when an NVIDIA GPU is visible (see ``gpu_devices``)."""
-    return bool(gpu_devices())
 
 
 def create_backend(

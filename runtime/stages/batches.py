@@ -22,11 +22,12 @@ from pulpie_rt.runtime import native
 
 # Sequence-length buckets: a batch is padded to the smallest that holds its longest chunk. The
 # TensorRT engine builder (``export.profiles``) makes one optimisation profile per bucket.
-SEQ_BUCKETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192)
-DEFAULT_MAX_BATCH_TOKENS = 16384
+# (The core defines them: core/src/ort/batches.rs.)
+SEQ_BUCKETS: tuple[int, ...] = native.seq_buckets()
+DEFAULT_MAX_BATCH_TOKENS: int = native.engine_defaults().max_batch_tokens
 # rows * length**2 cap for engines whose attention materialises [rows, heads, L, L] scores
 # (ONNX Runtime's eager graph): as much memory as one full 8192-token chunk, no more.
-DEFAULT_MAX_BATCH_ATTENTION = 8192 * 8192
+DEFAULT_MAX_BATCH_ATTENTION: int = native.max_batch_attention()
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,10 @@ below are part of the layouts; the core writes its columns in the same order.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from pulpie_rt.runtime import native
 
@@ -111,6 +114,7 @@ def block_features(map_html: str, item_ids: list[str | None],
     ``native.CoreMissing`` where the compiled core is not built (``make core``),
     ``native.CoreError`` where it fails on the page (a caught panic: no page is refused),
     ``ValueError`` for a layout this runtime does not compute."""
+    import numpy as np
     if layout not in LAYOUTS:
         raise ValueError(f"unknown block feature layout {layout!r} (this runtime computes "
                          f"{', '.join(LAYOUTS)})")
@@ -128,6 +132,7 @@ def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     column of ``block_features`` (that would change ``FEATURES_VERSION``): a flag for
     training and measurement. Computed by the compiled core with the segmentation's own
     rule (``native.hidden_blocks``)."""
+    import numpy as np
     if not item_ids:
         return np.zeros(0, np.uint8)
     return native.hidden_blocks(map_html, item_ids)

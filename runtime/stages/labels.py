@@ -16,19 +16,23 @@ label; blocks without an item id get no label).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAIN, OTHER = "main", "other"
 
 
 def sep_positions(token_ids: np.ndarray, sep_id: int) -> np.ndarray:
     """Indices of the SEP tokens of one unpadded row."""
+    import numpy as np
     return np.flatnonzero(np.asarray(token_ids) == sep_id)
 
 
 def sep_margins(sep_logits: np.ndarray) -> np.ndarray:
     """logit(main) - logit(other) per SEP row."""
+    import numpy as np
     logits = np.asarray(sep_logits, dtype=np.float32)
     if len(logits) == 0:
         return np.zeros(0, dtype=np.float32)

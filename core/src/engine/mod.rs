@@ -20,6 +20,7 @@
 pub mod bundle;
 pub mod decode;
 pub mod features;
+#[cfg(feature = "python-ffi")]
 mod ffi;
 mod prepare;
 pub mod py;
@@ -100,6 +101,18 @@ pub struct PageOutput {
     pub error: Option<String>,
     pub truncated: Option<String>,
     pub empty_reason: Option<String>,
+    /// the Encoding Standard name of what the page's bytes were decoded with (None: the
+    /// page was given as text, `PageIn::Text`)
+    pub encoding: Option<String>,
+}
+
+/// One page of a call: bytes (decoded by the decode stage, with the transport's
+/// Content-Type if any) or text a caller already decoded (UTF-8, except that it may hold
+/// lone surrogates as the 3 bytes of their code point: a Python `str`, `surrogatepass`).
+#[derive(Clone, Copy, Debug)]
+pub enum PageIn<'a> {
+    Bytes { data: &'a [u8], content_type: Option<&'a [u8]> },
+    Text(&'a [u8]),
 }
 
 impl PageOutput {
@@ -276,7 +289,13 @@ pub struct Engine {
     classifier: Option<TokenClassifier>,
     rescorer: Option<Rescorer>,
     config: EngineConfig,
+    /// batches that failed in the model and were run again row by row (`FALLBACK_ROW_BY_ROW`)
+    row_by_row: std::sync::atomic::AtomicU64,
 }
+
+/// What a run reports when a batch failed in the engine and ran row by row (the Python
+/// doors' `RunStats` fallback line).
+pub const FALLBACK_ROW_BY_ROW: &str = "a batch failed in the engine and ran row by row";
 
 /// The text of the last panic on this thread (set by `lib.rs`'s hook).
 fn panic_message() -> String {
@@ -359,7 +378,37 @@ impl Engine {
             classifier,
             rescorer,
             config,
+            row_by_row: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How many batches failed in the model and ran row by row since the engine opened.
+    pub fn row_by_row_fallbacks(&self) -> u64 {
+        self.row_by_row.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the profile runs the transformer (false: the block rescorer alone, CPU).
+    pub fn uses_transformer(&self) -> bool {
+        self.classifier.is_some()
+    }
+
+    /// What runs the model, NUL-terminated: the execution provider of its session
+    /// (`"cpu\0"`, `"cuda\0"`, `"tensorrt\0"`), or `"none\0"` when the profile runs no model.
+    pub fn provider_c_name(&self) -> &'static str {
+        use crate::ort::ExecutionProvider;
+        if self.classifier.is_none() {
+            return "none\0";
+        }
+        match self.config.session.provider {
+            ExecutionProvider::Cpu => "cpu\0",
+            ExecutionProvider::Cuda { .. } => "cuda\0",
+            ExecutionProvider::TensorRt { .. } => "tensorrt\0",
+        }
+    }
+
+    /// The settings the engine runs with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
     }
 
     /// The profile the engine runs (None: its bundle has no profiles).
@@ -375,34 +424,60 @@ impl Engine {
         &self.ort
     }
 
-    /// `Extractor.extract_batch`: one result per page (its bytes and its transport's
-    /// Content-Type, if any), in order.
+    /// `Extractor.extract_batch` of pages given as bytes: one result per page (its bytes and
+    /// its transport's Content-Type, if any), in order.
     pub fn extract_batch(&self, pages: &[(&[u8], Option<&[u8]>)]) -> Vec<PageOutput> {
-        let prepared: Vec<Result<Prepared, String>> = pages
+        let pages: Vec<PageIn<'_>> =
+            pages.iter().map(|&(data, content_type)| PageIn::Bytes { data, content_type }).collect();
+        self.extract_pages(&pages)
+    }
+
+    /// `Extractor.extract_batch`: one result per page, in order. The pages' chunks share the
+    /// model's batches; a page's failure is its result's `error`.
+    pub fn extract_pages(&self, pages: &[PageIn<'_>]) -> Vec<PageOutput> {
+        let prepared: Vec<(Result<Prepared, String>, Option<&'static str>)> = pages
             .iter()
-            .map(|&(page, content_type)| {
-                catch_unwind(AssertUnwindSafe(|| self.prepare(page, content_type)))
-                    .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())))
+            .map(|&page| {
+                let (text, encoding) = match page {
+                    PageIn::Bytes { data, content_type } => {
+                        match catch_unwind(AssertUnwindSafe(|| crate::decode::decode_page(data, content_type))) {
+                            Ok(decoded) => (std::borrow::Cow::Owned(decoded.text.into_bytes()), Some(decoded.encoding.name())),
+                            Err(_) => return (Err(format!("decode: CoreError: {}", panic_message())), None),
+                        }
+                    }
+                    PageIn::Text(text) => (std::borrow::Cow::Borrowed(text), None),
+                };
+                let prepared = catch_unwind(AssertUnwindSafe(|| self.prepare(&text)))
+                    .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())));
+                (prepared, encoding)
             })
             .collect();
+        let (prepared, encodings): (Vec<_>, Vec<_>) = prepared.into_iter().unzip();
         let predictions = self.predict(&prepared);
         prepared
             .into_iter()
             .zip(predictions)
-            .map(|(page, predicted)| match (page, predicted) {
-                (Err(error), _) => PageOutput::failed(error),
-                (Ok(_), Err(error)) => PageOutput::failed(error),
-                (Ok(page), Ok(predictions)) => catch_unwind(AssertUnwindSafe(|| self.finish(&page, &predictions)))
-                    .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
-                    .unwrap_or_else(PageOutput::failed),
+            .zip(encodings)
+            .map(|((page, predicted), encoding)| {
+                let mut output = match (page, predicted) {
+                    (Err(error), _) => PageOutput::failed(error),
+                    (Ok(_), Err(error)) => PageOutput::failed(error),
+                    (Ok(page), Ok(predictions)) => {
+                        catch_unwind(AssertUnwindSafe(|| self.finish(&page, &predictions)))
+                            .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
+                            .unwrap_or_else(PageOutput::failed)
+                    }
+                };
+                if output.error.is_none() {
+                    output.encoding = encoding.map(str::to_string);
+                }
+                output
             })
             .collect()
     }
 
-    /// `Preparer.prepare`.
-    fn prepare(&self, page: &[u8], content_type: Option<&[u8]>) -> Result<Prepared, String> {
-        // the decode stage every entry point shares (runtime/stages/decode.py binds it too)
-        let text = crate::decode::decode_page(page, content_type).text;
+    /// `Preparer.prepare` of a page's text (decoded by `extract_pages`).
+    fn prepare(&self, text: &[u8]) -> Result<Prepared, String> {
         let m = &self.manifest;
         let settings = PrepareSettings {
             limits: self.config.limits,
@@ -420,7 +495,7 @@ impl Engine {
             None if self.manifest.expected_f1 => features::FeatureSet::Blocks,
             None => features::FeatureSet::None,
         };
-        prepare_text(text.as_bytes(), self.tokenizer.as_ref(), &settings, feature_set)
+        prepare_text(text, self.tokenizer.as_ref(), &settings, feature_set)
     }
 
     /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
@@ -468,6 +543,9 @@ impl Engine {
                     }
                 }
                 Err(_) => {
+                    if plan.rows.len() > 1 {
+                        self.row_by_row.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     for &item in &plan.rows {
                         let single = FlatBatch::from_rows([row(keys[item])]);
                         match self.run_batch(&single) {
@@ -589,6 +667,7 @@ impl Engine {
             error: None,
             truncated: page.truncated.clone(),
             empty_reason: finished.empty_reason.map(str::to_string),
+            encoding: None,
         })
     }
 }

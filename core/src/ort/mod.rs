@@ -21,6 +21,7 @@
 mod api;
 mod batches;
 mod engine;
+#[cfg(feature = "python-ffi")]
 pub(crate) mod ffi;
 mod library;
 mod rescorer;

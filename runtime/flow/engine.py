@@ -1,0 +1,299 @@
+"""The one engine behind every door: the compiled core's page flow, opened through the C ABI.
+
+``Engine`` opens the engine the C library's ``pulpie_rt_engine_open`` opens (``core/src/engine``:
+decode -> simplify -> blocks -> tokens -> chunks -> batches -> ONNX Runtime's C API -> labels ->
+reconstruct -> Markdown) and hands it whole batches of pages. ``Extractor``, ``Pipeline``, the
+CLI, the service and the Ray and datatrove steps all call ``Engine.extract_pages``; there is no
+second page flow in Python.
+
+One engine serves any number of threads at once: ctypes releases the GIL for the whole call,
+so a process runs pages in parallel by threads on one engine, not by process pools.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pulpie_rt.runtime import native
+from pulpie_rt.runtime.flow.pages import (
+    DEFAULT_LIMITS,
+    PageInput,
+    PageLimits,
+    PageResult,
+    RunStats,
+)
+from pulpie_rt.runtime.model.devices import BACKEND_NAMES, gpu_devices
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError, resolve_model
+
+logger = logging.getLogger("pulpie_rt")
+
+# pulpie_rt.h's status codes
+_OK, _ERR_ARGUMENT, _ERR_INTERNAL, _ERR_MODEL, _ERR_RUNTIME = 0, 1, 2, 3, 4
+
+FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
+NO_MODEL_ON_DEVICE = ("profile {profile!r} runs no model on a device (its block rescorer runs "
+                      "on the CPU): device {device!r} is not used")
+
+
+class BackendError(RuntimeError):
+    """The engine cannot run where it was asked to (an unknown backend or device, a GPU
+    provider that is missing or does not load); the message says why."""
+
+
+class EngineError(RuntimeError):
+    """The engine failed a whole call (not one page: a page's failure is its result's
+    ``error``); the message is the core's."""
+
+
+def _check(status: int, err: ctypes.c_char_p, what: str) -> None:
+    if status == _OK:
+        return
+    lib = native.engine_abi()
+    message = err.value.decode("utf-8", "replace") if err.value else f"status {status}"
+    lib.pulpie_rt_string_free(err)
+    if status == _ERR_MODEL:
+        raise ModelError(message)
+    if status in (_ERR_RUNTIME, _ERR_ARGUMENT):
+        raise BackendError(message)
+    raise EngineError(f"{what}: {message}")
+
+
+def _device_request(backend: str, device: str | None, uses_transformer: bool
+                    ) -> tuple[str, int, bool]:
+    """``(provider, device_id, may_fall_back)`` for the C options from the doors' ``backend``
+    and ``device``: ``auto`` with no device takes the first GPU when one is visible and may
+    fall back to the CPU (saying so); anything asked for by name is run there or fails."""
+    if backend not in BACKEND_NAMES:
+        raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_NAMES)}")
+    if device is not None and device != "cpu" and not device.startswith("cuda"):
+        raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'")
+    device_id = 0
+    if device is not None and device.startswith("cuda:"):
+        try:
+            device_id = int(device.split(":", 1)[1])
+        except ValueError:
+            raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'") from None
+        if device_id < 0:
+            raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'")
+    if backend == "tensorrt":
+        if device == "cpu":
+            raise BackendError("backend 'tensorrt' runs on a GPU, not on device 'cpu'")
+        return "tensorrt", device_id, False
+    if device is None:
+        if backend == "auto" and uses_transformer and gpu_devices():
+            return "cuda", 0, True
+        return "cpu", 0, False
+    return ("cpu", 0, False) if device == "cpu" else ("cuda", device_id, False)
+
+
+class Engine:
+    """An open model: the compiled engine over one bundle and profile, on one device.
+
+    ``model``: hub name, checkpoint directory, bundle directory or ``default`` (see
+    ``runtime.model.resolve``). ``profile``: the bundle's speed/quality profile (None: its
+    default). ``backend``: ``auto``, ``onnxruntime`` or ``tensorrt``; ``device``: ``cpu``,
+    ``cuda`` or ``cuda:N`` (None: a GPU when one is visible and the profile runs a model, else
+    the CPU). A device asked for by name is used or the engine does not open
+    (``BackendError`` says why); only ``auto`` without a device falls back, and says so in
+    ``stats``. ``threads``: ONNX Runtime's intra-op threads (None: its default, one per
+    core). ``limits`` bounds what one page may cost; ``max_batch_tokens`` and
+    ``cutoff_length`` default to the core's.
+
+    ``extract_pages`` may be called from any number of threads at once.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike = DEFAULT_MODEL,
+        profile: str | None = None,
+        backend: str = "auto",
+        device: str | None = None,
+        threads: int | None = None,
+        limits: PageLimits = DEFAULT_LIMITS,
+        max_batch_tokens: int | None = None,
+        cutoff_length: int | None = None,
+        stats: RunStats | None = None,
+    ):
+        self.stats = stats if stats is not None else RunStats()
+        resolved = resolve_model(model, profile=profile)
+        self.bundle = resolved.bundle
+        self.profile = self.bundle.profile
+        self.uses_transformer = self.bundle.uses_transformer
+        provider, device_id, may_fall_back = _device_request(backend, device,
+                                                             self.uses_transformer)
+        if not self.uses_transformer and provider != "cpu":
+            # nothing to place on a GPU: the rescorer runs on the CPU, said once
+            self.stats.fell_back(NO_MODEL_ON_DEVICE.format(profile=self.profile,
+                                                           device=device or "cuda"))
+            provider, device_id = "cpu", 0
+        defaults = native.engine_defaults()
+        self._options = native.EngineOptions()
+        native.engine_abi().pulpie_rt_options_init(ctypes.byref(self._options))
+        self._keep: list[bytes] = []  # the option strings, alive while the engine opens
+        o = self._options
+        o.model = self._c(os.fsdecode(self.bundle.path))
+        o.profile = self._c(self.profile) if self.profile is not None else None
+        o.device_id = device_id
+        o.threads = threads or 0
+        ort_library = native.ort_library_path()
+        o.ort_library = self._c(os.fsdecode(ort_library)) if ort_library else None
+        o.max_input_bytes = -1 if limits.max_input_bytes is None else limits.max_input_bytes
+        o.max_page_tokens = -1 if limits.max_page_tokens is None else limits.max_page_tokens
+        o.max_batch_tokens = (defaults.max_batch_tokens if max_batch_tokens is None
+                              else max_batch_tokens)
+        o.cutoff_length = defaults.cutoff_length if cutoff_length is None else cutoff_length
+        if isinstance(o.cutoff_length, bool) or not isinstance(o.cutoff_length, int) or \
+                o.cutoff_length < 0:
+            raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
+        self.limits = limits
+        self._handle = None
+        try:
+            self._open(provider)
+        except BackendError as exc:
+            if not may_fall_back:
+                raise
+            self.stats.fell_back(f"no GPU engine could be opened ({exc}): CPU instead")
+            self._open("cpu")
+        self.provider = native.engine_abi().pulpie_rt_engine_provider(self._handle).decode()
+        # the device the model runs on; a profile without a model runs on the CPU
+        self.device = ("cpu" if self.provider in ("cpu", "none")
+                       else f"cuda:{device_id}")
+        self._fallbacks_seen = 0
+
+    def _c(self, text: str) -> bytes:
+        data = text.encode("utf-8", "surrogateescape")
+        self._keep.append(data)
+        return data
+
+    def _open(self, provider: str) -> None:
+        self._options.backend = self._c(provider)
+        lib = native.engine_abi()
+        handle = ctypes.c_void_p()
+        err = ctypes.c_char_p()
+        status = lib.pulpie_rt_engine_open(ctypes.byref(self._options), ctypes.byref(handle),
+                                           ctypes.byref(err))
+        _check(status, err, "open")
+        self._handle = handle
+
+    def close(self) -> None:
+        """Release the engine (no call may be running on it)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            native.engine_abi().pulpie_rt_engine_close(handle)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def info(self) -> dict[str, Any]:
+        """What runs: the bundle's name, its profile, the provider and device."""
+        return {"model": self.bundle.path.name, "profile": self.profile,
+                "provider": self.provider, "device": self.device,
+                "transformer": self.uses_transformer}
+
+    def extract_pages(self, pages: Sequence[PageInput]) -> list[PageResult]:
+        """One result per page, in order (``page_id`` and ``metadata`` echoed). The pages'
+        chunks share the model's batches; a page that fails gets ``error``
+        (``"<stage>: <reason>"``) and empty content, the others are not affected. Releases
+        the GIL for the engine's work."""
+        n = len(pages)
+        results: list[PageResult | None] = [None] * n
+        sent: list[int] = []
+        data: list[bytes] = []
+        types: list[bytes | None] = []
+        text_flags: list[int] = []
+        for index, page in enumerate(pages):
+            html = page.html
+            if isinstance(html, str):
+                data.append(native.page_bytes(html))
+                text_flags.append(1)
+            elif isinstance(html, (bytes, bytearray, memoryview)):
+                data.append(bytes(html))
+                text_flags.append(0)
+            else:
+                results[index] = PageResult(page.page_id, metadata=page.metadata, error=(
+                    f"input: html must be str or bytes, not {type(html).__name__}"))
+                continue
+            content_type = page.content_type
+            types.append(None if content_type is None or isinstance(html, str)
+                         else content_type.encode("utf-8", "surrogateescape").replace(b"\0", b" "))
+            sent.append(index)
+        if sent:
+            for index, result in zip(sent, self._run(data, types, text_flags), strict=True):
+                page = pages[index]
+                result.page_id, result.metadata = page.page_id, page.metadata
+                results[index] = result
+        self._count_fallbacks()
+        return results  # type: ignore[return-value]
+
+    def _run(self, data: list[bytes], types: list[bytes | None], text_flags: list[int]
+             ) -> list[PageResult]:
+        lib = native.engine_abi()
+        n = len(data)
+        if self._handle is None:
+            raise EngineError("the engine is closed")
+        html = (ctypes.c_char_p * n)(*data)
+        lengths = (ctypes.c_size_t * n)(*(len(d) for d in data))
+        content_types = (ctypes.c_char_p * n)(*types)
+        is_text = (ctypes.c_uint8 * n)(*text_flags)
+        out = (ctypes.c_void_p * n)()
+        err = ctypes.c_char_p()
+        status = lib.pulpie_rt_py_extract(self._handle, html, lengths, content_types, is_text,
+                                          n, out, ctypes.byref(err))
+        if status != _OK:
+            message = err.value.decode("utf-8", "replace") if err.value else f"status {status}"
+            lib.pulpie_rt_string_free(err)
+            return [PageResult(error=f"engine: {message}") for _ in range(n)]
+        results = []
+        view = native.ResultView()
+        try:
+            for pointer in out:
+                lib.pulpie_rt_py_result_view(pointer, ctypes.byref(view))
+                results.append(_result_of(view))
+        finally:
+            for pointer in out:
+                lib.pulpie_rt_result_free(pointer)
+        return results
+
+    def _count_fallbacks(self) -> None:
+        """Report the batches the engine ran row by row since the last call."""
+        total = native.engine_abi().pulpie_rt_py_engine_fallbacks(self._handle)
+        new = total - self._fallbacks_seen
+        if new > 0:
+            self._fallbacks_seen = total
+            self.stats.fell_back(FALLBACK_ROW_BY_ROW, new)
+
+
+def _text(pointer: int | None, length: int) -> str:
+    return native.utf8_at(pointer, length) if length else ""
+
+
+def _optional(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+def _result_of(view: native.ResultView) -> PageResult:
+    """A ``PageResult`` from a result's view (copied: the result is freed next)."""
+    labels: dict[str, str] = {}
+    if view.n_labels:
+        ids = ctypes.string_at(view.label_ids, view.label_ids_len).decode(
+            "utf-8", "surrogatepass").split("\0")
+        mains = ctypes.string_at(view.label_main, view.n_labels)
+        labels = {item_id: "main" if main else "other"
+                  for item_id, main in zip(ids, mains, strict=False)}
+    return PageResult(
+        html=_text(view.html, view.html_len),
+        markdown=_text(view.markdown, view.markdown_len),
+        labels=labels,
+        error=_optional(view.error),
+        truncated=_optional(view.truncated),
+        empty_reason=_optional(view.empty_reason),
+        encoding=_optional(view.encoding),
+    )
+

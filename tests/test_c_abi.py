@@ -1,0 +1,145 @@
+"""The C library's ABI 3 (``core/include/pulpie_rt.h``), called through ctypes on the library
+``make capi`` builds: only the header's functions are exported, ``struct_size`` is read as the
+size of a known ABI, status codes have names, a batch takes each page's Content-Type and a
+result says what its bytes were decoded with, and an engine says what runs its model."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from pulpie_rt import Extractor
+from pulpie_rt.bench.capi import LIBRARY, build_capi
+from pulpie_rt.eval.report import REPO_ROOT
+from pulpie_rt.runtime import native
+
+MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make", "nm") if shutil.which(tool) is None]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING_TOOLS),
+    reason=f"the C library needs {', '.join(MISSING_TOOLS)} on the PATH to be built")
+
+HEADER = REPO_ROOT / "core" / "include" / "pulpie_rt.h"
+
+
+@pytest.fixture(scope="module")
+def lib() -> ctypes.CDLL:
+    build_capi()
+    lib = ctypes.CDLL(str(LIBRARY))
+    options = ctypes.POINTER(native.EngineOptions)
+    lib.pulpie_rt_options_init.argtypes = [options]
+    lib.pulpie_rt_engine_open.argtypes = [options, ctypes.POINTER(ctypes.c_void_p),
+                                          ctypes.POINTER(ctypes.c_char_p)]
+    lib.pulpie_rt_engine_provider.argtypes = [ctypes.c_void_p]
+    lib.pulpie_rt_engine_provider.restype = ctypes.c_char_p
+    lib.pulpie_rt_engine_close.argtypes = [ctypes.c_void_p]
+    lib.pulpie_rt_status_string.argtypes = [ctypes.c_int]
+    lib.pulpie_rt_status_string.restype = ctypes.c_char_p
+    lib.pulpie_rt_string_free.argtypes = [ctypes.c_char_p]
+    lib.pulpie_rt_extract_pages.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_char_p)]
+    for name in ("pulpie_rt_result_error", "pulpie_rt_result_encoding"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p]
+        getattr(lib, name).restype = ctypes.c_char_p
+    lib.pulpie_rt_result_markdown.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+    lib.pulpie_rt_result_markdown.restype = ctypes.c_void_p
+    lib.pulpie_rt_result_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def header_functions() -> set[str]:
+    """The functions ``pulpie_rt.h`` declares."""
+    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    return set(re.findall(r"\b(pulpie_rt_\w+)\s*\(", text))
+
+
+def test_the_library_exports_exactly_the_headers_functions(lib):
+    done = subprocess.run(["nm", "-D", "--defined-only", str(LIBRARY)], capture_output=True,
+                          text=True, check=True)
+    exported = {line.split()[-1] for line in done.stdout.splitlines()
+                if line.split()[-1].startswith("pulpie_rt_")}
+    assert len(header_functions()) >= 20
+    assert exported == header_functions()
+
+
+def _open(lib, options) -> tuple[int, ctypes.c_void_p, str | None]:
+    engine, err = ctypes.c_void_p(), ctypes.c_char_p()
+    status = lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine),
+                                       ctypes.byref(err))
+    message = err.value.decode() if err.value else None
+    if err.value:
+        lib.pulpie_rt_string_free(err)
+    return status, engine, message
+
+
+def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
+    options = native.EngineOptions()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    assert options.struct_size == ctypes.sizeof(native.EngineOptions) == 80
+    assert options.cutoff_length == 500
+    options.profile = b"no-such-profile"
+    status, engine, message = _open(lib, options)
+    assert status == 3 and "no profile 'no-such-profile'" in message
+    # a size that ends inside `profile` (ABI 2's pointer) is read as ABI 1's: no profile
+    # is read, half a pointer is never copied, and the default profile opens
+    options.struct_size = native.EngineOptions.profile.offset + 4
+    status, engine, message = _open(lib, options)
+    assert (status, message) == (0, None)
+    assert lib.pulpie_rt_engine_provider(engine) == b"none"  # fast: no model on a device
+    lib.pulpie_rt_engine_close(engine)
+    # ABI 3's field is read at ABI 3's size only
+    options = native.EngineOptions()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    options.cutoff_length = -1
+    assert _open(lib, options)[0] == 1
+    options.struct_size = native.EngineOptions.cutoff_length.offset + 7
+    status, engine, _ = _open(lib, options)
+    assert status == 0
+    lib.pulpie_rt_engine_close(engine)
+
+
+def test_status_codes_have_names(lib):
+    names = [lib.pulpie_rt_status_string(code).decode() for code in range(6)]
+    assert names == ["PULPIE_RT_OK: success", "PULPIE_RT_ERR_ARGUMENT: a bad argument",
+                     "PULPIE_RT_ERR_INTERNAL: a fault inside the library",
+                     "PULPIE_RT_ERR_MODEL: the model cannot be used",
+                     "PULPIE_RT_ERR_RUNTIME: ONNX Runtime failed", "unknown status"]
+
+
+# café in windows-1252 bytes, with no declaration: a header's charset changes what it reads
+PAGE = ("<html><body><h1>Le caf\xe9</h1><p>" + "Un caf\xe9 cr\xe8me et deux croissants. " * 8
+        + "</p></body></html>").encode("windows-1252")
+
+
+def test_a_batch_reads_each_pages_content_type_as_python_does(lib):
+    options = native.EngineOptions()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    status, engine, message = _open(lib, options)
+    assert status == 0, message
+    types = [None, b"text/html; charset=ISO-8859-7", b"text/html; charset=windows-1252"]
+    n = len(types)
+    out = (ctypes.c_void_p * n)()
+    err = ctypes.c_char_p()
+    status = lib.pulpie_rt_extract_pages(
+        engine, (ctypes.c_char_p * n)(*[PAGE] * n), (ctypes.c_size_t * n)(*[len(PAGE)] * n),
+        (ctypes.c_char_p * n)(*types), n, out, ctypes.byref(err))
+    assert status == 0
+    ours = []
+    for result in out:
+        size = ctypes.c_size_t()
+        pointer = lib.pulpie_rt_result_markdown(result, ctypes.byref(size))
+        ours.append((ctypes.string_at(pointer, size.value).decode(),
+                     lib.pulpie_rt_result_encoding(result).decode()))
+        assert lib.pulpie_rt_result_error(result) is None
+        lib.pulpie_rt_result_free(result)
+    lib.pulpie_rt_engine_close(engine)
+    python = Extractor().extract_batch([PAGE] * n, [None if t is None else t.decode()
+                                                    for t in types])
+    assert ours == [(r.markdown, r.encoding) for r in python]
+    assert ours[1][1] == "ISO-8859-7" and "caf\u03b9" in ours[1][0]  # 0xE9 read as Greek ι
+    assert ours[2][1] == "windows-1252" and "café" in ours[2][0]

@@ -1,0 +1,80 @@
+"""The one engine behind every door (``runtime/flow/engine.py``): the Python doors open the
+C library's engine and hand it whole batches; it says what runs the model, refuses devices it
+cannot use, and serves threads at once."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from rt_helpers import small_dev_pages, tiny_bundle
+
+from pulpie_rt import Extractor, PageInput
+from pulpie_rt.runtime.flow.engine import NO_MODEL_ON_DEVICE, BackendError, Engine
+from pulpie_rt.runtime.flow.pages import DEFAULT_LIMITS, DEFAULT_MAX_BATCH_TOKENS
+from pulpie_rt.runtime.model.devices import gpu_devices
+
+
+def test_the_engine_says_what_runs_the_model():
+    fast = Extractor()  # the embedded default model's default profile: no transformer
+    assert (fast.bundle.profile, fast.provider, fast.device) == ("fast", "none", "cpu")
+    tiny = Extractor(tiny_bundle(), device="cpu")
+    assert (tiny.provider, tiny.device) == ("cpu", "cpu")
+    assert tiny.engine.info() == {"model": tiny_bundle().name, "profile": None,
+                                  "provider": "cpu", "device": "cpu", "transformer": True}
+
+
+def test_the_cores_defaults_are_the_doors_defaults():
+    assert (DEFAULT_LIMITS.max_input_bytes, DEFAULT_LIMITS.max_page_tokens) == (
+        16 * 1024 * 1024, 131_072)
+    assert DEFAULT_MAX_BATCH_TOKENS == 16_384
+
+
+@pytest.mark.skipif(bool(gpu_devices()), reason="a GPU is visible here")
+def test_a_gpu_asked_for_a_profile_without_a_model_is_said_once_not_refused():
+    extractor = Extractor(device="cuda")
+    assert (extractor.provider, extractor.device) == ("none", "cpu")
+    said = NO_MODEL_ON_DEVICE.format(profile="fast", device="cuda")
+    assert dict(extractor.stats.fallbacks) == {said: 1}
+    assert extractor.extract("<p>" + "Some words in a paragraph. " * 20).markdown
+
+
+@pytest.mark.parametrize(("backend", "device", "message"), [
+    ("tpu", None, "unknown backend 'tpu': choose one of auto, tensorrt, onnxruntime"),
+    ("auto", "gpu", "device 'gpu': choose 'cpu', 'cuda' or 'cuda:N'"),
+    ("auto", "cuda:x", "device 'cuda:x': choose 'cpu', 'cuda' or 'cuda:N'"),
+    ("tensorrt", "cpu", "backend 'tensorrt' runs on a GPU, not on device 'cpu'"),
+])
+def test_devices_it_cannot_use_are_refused_with_the_reason(backend, device, message):
+    with pytest.raises(BackendError) as refused:
+        Engine(tiny_bundle(), backend=backend, device=device)
+    assert str(refused.value) == message
+
+
+def test_bytes_are_decoded_and_say_with_what_text_is_taken_as_it_is():
+    extractor = Extractor()
+    page = ("<html><body><h1>Le caf\xe9</h1><p>" + "Un caf\xe9 cr\xe8me. " * 20
+            + "</p></body></html>")
+    as_text, as_bytes, with_header = extractor.extract_batch(
+        [page, page.encode("windows-1252"), page.encode("windows-1252")],
+        [None, None, "text/html; charset=ISO-8859-7"])
+    assert as_text.encoding is None and as_bytes.encoding == "windows-1252"
+    assert as_text.markdown == as_bytes.markdown and "café" in as_text.markdown
+    assert with_header.encoding == "ISO-8859-7" and "caf\u03b9" in with_header.markdown
+    # a lone surrogate in a str page reaches the core as the Python page flow gave it
+    (odd,) = extractor.extract_batch([page.replace("Un", "Un\ud800", 1)])
+    assert odd.error is None and odd.markdown
+
+
+def test_threads_on_one_engine_give_what_one_thread_gives():
+    engine = Engine(tiny_bundle(), device="cpu")
+    pages = [PageInput(p["html"], page_id=p["id"]) for p in small_dev_pages(20_000)[:12]]
+    alone = engine.extract_pages(pages)
+    groups = [pages[i:i + 3] for i in range(0, len(pages), 3)]
+    with ThreadPoolExecutor(4) as pool:
+        together = [r for group in pool.map(engine.extract_pages, groups) for r in group]
+    assert [(r.page_id, r.markdown, r.labels) for r in together] == [
+        (r.page_id, r.markdown, r.labels) for r in alone]
+    assert all(r.error is None for r in alone)
+    engine.close()
+    assert engine.extract_pages([]) == []
