@@ -3,30 +3,29 @@
 
     python -m pulpie_rt.parity.features_parity [--corpus dev|train] [--limit N] [--all-labels]
 
-Every page goes through the default model's own preparation (``Extractor().preparer``:
-simplify -> blocks -> tokens -> chunks -> block features, on the core); then both sides
-compute ``block_features(map_html, item_ids)`` again, back to back (alternating which goes
-first), for the CPU seconds per page of each, side by side. Every value is compared: the
+Every page goes through the default model's own preparation (its ``accurate`` profile's
+``Preparer``: simplify -> blocks -> tokens -> chunks -> block features, on the core); then both
+sides compute ``block_features(map_html, item_ids)`` again, back to back (alternating which
+goes first), for the CPU seconds per page of each, side by side. Every value is compared: the
 count and flag columns (``COUNT_COLUMNS``) must be equal, a ratio column's value is bitwise
 equal, within ``RTOL`` or different; the table names every column with a value that is not
 bitwise equal.
 
 Labels: the default model's full decoding (``runtime.flow.pages.decide_blocks``: the rescorer's
-log-odds over the features plus its margin weight times the transformer's margin, the
-bundle's threshold and keep-best-block rule) with the Python features and with the core's,
-on the same transformer margins. The margins are what ``predict_pages`` reads:
-``flow.pages.run_chunks(extractor.backend, pages, stages.labels.sep_margins)`` over the prepared
-pages. The decoding is a function of the features and the margins alone, so a page whose two
-feature matrices are bitwise equal has the same labels on both sides: by default the
-transformer runs only on pages whose matrices differ; ``--all-labels`` runs it on every page
-(dev: a few CPU minutes) to show it.
+log-odds over the features plus its margin weight times the transformer's margin, the bundle's
+threshold and keep-best-block rule) with the Python features and with the core's, on the same
+transformer margins (``eval.margins``: the transformer's SEP logits over the prepared pages,
+batched as the engine batches). The decoding is a function of the features and the margins
+alone, so a page whose two feature matrices are bitwise equal has the same labels on both
+sides: by default the transformer runs only on pages whose matrices differ; ``--all-labels``
+runs it on every page (dev: a few CPU minutes) to show it.
 
 ``--libxml2-tree`` reads the core's features from libxml2's tree of ``map_html`` as it is
 (``<template>`` content and the elements HTML makes void read as libxml2 reads them; see
 core/src/features/mod.rs): what the core's view of the tree changes.
 
-Writes the figures to ``bench/results/features-parity-<corpus>-<time>.json`` (``--out``);
-exit status 1 if any label differs.
+Writes the figures to ``bench/results/features-parity-<corpus>-<time>.json`` (``--out``); exit
+status 1 if any label differs.
 """
 
 from __future__ import annotations
@@ -148,10 +147,13 @@ class LabelCheck:
     the same transformer margins, for the pages given to ``add`` (in batches)."""
 
     def __init__(self) -> None:
-        from pulpie_rt import Extractor
+        from pulpie_rt.eval.margins import SepLogitsSession
+        from pulpie_rt.runtime.flow.pages import Preparer
+        from pulpie_rt.runtime.model.resolve import resolve_model
 
-        self.extractor = Extractor()
-        self.bundle = self.extractor.bundle
+        self.bundle = resolve_model("default", profile="accurate").bundle
+        self.preparer = Preparer.from_bundle(self.bundle)
+        self.session = SepLogitsSession(self.bundle)
         self.rescorer = self.bundle.rescorer
         self.pending: list[tuple[str, Any, np.ndarray]] = []
         self.pages = self.blocks = 0
@@ -163,18 +165,16 @@ class LabelCheck:
             self.flush()
 
     def flush(self) -> None:
-        from pulpie_rt.runtime.flow.pages import decide_blocks, run_chunks
+        from pulpie_rt.eval.margins import chunk_sep_logits
+        from pulpie_rt.runtime.flow.pages import decide_blocks
         from pulpie_rt.runtime.stages.labels import sep_margins
 
         if not self.pending:
             return
         pages = [prepared for _, prepared, _ in self.pending]
-        outputs, failed = run_chunks(self.extractor.backend, pages, sep_margins,
-                                     self.extractor.max_batch_tokens)
+        page_logits = chunk_sep_logits(self.session, pages)
         for index, (page_id, prepared, spec_features) in enumerate(self.pending):
-            if index in failed:
-                raise RuntimeError(f"{page_id}: the transformer failed: {failed[index]}")
-            margins = [outputs[(index, k)] for k in range(len(prepared.chunks))]
+            margins = [sep_margins(logits) for logits in page_logits[index]]
             labels = {}
             for side, features in (("core", prepared.features), ("spec", spec_features)):
                 labels[side] = decide_blocks(
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = load_spec()
     labels = LabelCheck()
-    preparer = labels.extractor.preparer
+    preparer = labels.preparer
 
     def core_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
         return native.block_features(map_html, item_ids, libxml2_tree=args.libxml2_tree)

@@ -12,6 +12,7 @@ from pulpie_rt.runtime.flow.pages import (
     EMPTY_NO_MAIN,
     EMPTY_NO_TEXT,
     PageLimits,
+    Preparer,
 )
 from pulpie_rt.runtime.stages.chunks import Chunk
 
@@ -59,7 +60,7 @@ def test_a_page_over_the_token_limit_keeps_the_labels_of_what_the_model_read(tin
     cut = limited.extract_batch(pages)
     n_cut = 0
     for page, full, part in zip(pages, whole, cut, strict=True):
-        chunks = limited.preparer.prepare(page).chunks
+        chunks = preparer_of(limited).prepare(page).chunks
         n_kept = max(chunks[-1].block_indices) + 1
         ids = list(full.labels)
         if part.truncated is None:
@@ -73,12 +74,18 @@ def test_a_page_over_the_token_limit_keeps_the_labels_of_what_the_model_read(tin
     assert n_cut >= 5  # the check above ran on pages that were really cut
 
 
+def preparer_of(extractor: Extractor) -> Preparer:
+    """The core's prepare of ``extractor``'s model and limits, one page at a time (what the
+    engine prepares a page with)."""
+    return Preparer.from_bundle(extractor.bundle, limits=extractor.engine.limits)
+
+
 def test_the_default_limits_leave_real_pages_whole(dev_pages):
     """Every dev page is under the default limits with the default model's tokenizer (its
     ``accurate`` profile: the ``fast`` one reads no tokens)."""
     extractor = Extractor(profile="accurate")
     for page in dev_pages[::7]:
-        prepared = extractor.preparer.prepare(page["html"])
+        prepared = preparer_of(extractor).prepare(page["html"])
         assert prepared.truncated is None, page["id"]
         assert prepared.n_classified == prepared.n_blocks
 

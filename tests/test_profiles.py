@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from rt_helpers import default_model_copy, tiny_bundle
 
+from pulpie_rt.runtime.flow.engine import Engine
 from pulpie_rt.runtime.flow.pages import Preparer
-from pulpie_rt.runtime.model.backends import RescorerOnlyBackend, create_backend
 from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 from pulpie_rt.runtime.stages.features import (
@@ -94,9 +94,9 @@ def test_unknown_profiles_are_refused_with_what_there_is(tmp_path):
 
 
 def test_a_profile_without_the_transformer_prepares_no_tokens_and_runs_no_model(tmp_path):
+    engine = Engine(profile="fast")  # the embedded model's: its rescorer alone, on the CPU
+    assert (engine.provider, engine.device, engine.uses_transformer) == ("none", "cpu", False)
     bundle = load_bundle(_profiled_bundle(tmp_path))
-    backend = create_backend(bundle, "auto", None)
-    assert isinstance(backend, RescorerOnlyBackend) and backend.device == "cpu"
     preparer = Preparer.from_bundle(bundle)
     assert (preparer.with_tokens, preparer.with_features) == (False, True)
     page = preparer.prepare("<html><body><nav><a href='/'>Home</a></nav><p>One sentence here."
