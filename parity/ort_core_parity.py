@@ -1,18 +1,18 @@
 """ONNX Runtime from the compiled core (``core/src/ort``: the C API, loaded with ``dlopen``)
 against onnxruntime's Python API, on the real chunks and block features of the dev pages.
 
-The engine layer of the coming C library runs the model without Python; this command shows
-that it computes what the Python runtime computes: for each bundle, every dev page is
-prepared (``Preparer.from_bundle(bundle).prepare(html)``), its chunks go through the one
-batcher (``make_batches``, as ``pages.run_chunks`` calls it for ONNX Runtime), and each batch
-runs through ``OnnxRuntimeBackend``'s session and through the core's ``TokenClassifier``
-with the same thread count. Printed per bundle: max |Δlogit| over every logit, whether the
-logits are bitwise equal, SEP labels (argmax) that differ, and the same for the SEP logits
-the core picks itself (its own padding and ``sep_logits``); for a bundle with a rescorer,
-the rescorer's probabilities, log-odds and scores on the pages' block features, against its
-specification on onnxruntime's Python API (``tests/spec/rescore_spec.py``). The core's
-``make_batches`` through this surface is compared with ``runtime.stages.batches``' (which
-calls it too) on the same chunk lengths.
+The engine layer of the coming C library runs the model without Python; this command shows that
+it computes what the Python runtime computes: for each bundle, every dev page is prepared
+(``Preparer.from_bundle(bundle).prepare(html)``), its chunks go through the engine's batcher
+(``parity.batches.make_batches``: the core's grouping, laid out flat), and each batch runs
+through onnxruntime's Python session (``eval.margins.SepLogitsSession``) and through the core's
+``TokenClassifier`` with the same thread count. Printed per bundle: max |Δlogit| over every
+logit, whether the logits are bitwise equal, SEP labels (argmax) that differ, and the same for
+the SEP logits the core picks itself (its own padding and ``sep_logits``); for a bundle with a
+rescorer, the rescorer's probabilities, log-odds and scores on the pages' block features,
+against its specification on onnxruntime's Python API (``tests/spec/rescore_spec.py``). The
+core's ``make_batches`` through this surface is compared with ``parity.batches``' (which calls
+it too) on the same chunk lengths.
 
     python -m pulpie_rt.parity.ort_core_parity --bundle default --bundle /tmp/tiny-bundle
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.stages.batches import (
+from pulpie_rt.parity.batches import (
     DEFAULT_MAX_BATCH_ATTENTION,
     DEFAULT_MAX_BATCH_TOKENS,
     Batch,
@@ -332,7 +332,7 @@ def batching_configs() -> list[tuple[str, int, list[Bucket] | None, int | None]]
 
 def compare_batching(core: CoreOrt, items: list[tuple]) -> dict:
     """Python's ``make_batches`` vs the core's on ``items`` for every ``batching_configs``."""
-    from pulpie_rt.runtime.stages.batches import make_batches
+    from pulpie_rt.parity.batches import make_batches
 
     lengths = [len(tokens) for _, tokens in items]
     index_of = {key: i for i, (key, _) in enumerate(items)}
@@ -358,9 +358,9 @@ def _spec(name: str):
 
 
 def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: int) -> dict:
+    from pulpie_rt.eval.margins import SepLogitsSession
+    from pulpie_rt.parity.batches import make_batches, sep_logits
     from pulpie_rt.runtime.flow.pages import PageError, Preparer
-    from pulpie_rt.runtime.model.backends import OnnxRuntimeBackend, sep_logits
-    from pulpie_rt.runtime.stages.batches import make_batches
     from pulpie_rt.runtime.stages.labels import sep_margins
 
     block_margins = _spec("labels_spec").block_margins
@@ -377,7 +377,7 @@ def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: 
     seconds_prepare = time.perf_counter() - started
     items = [((p, c), chunk.token_ids) for p, page in enumerate(prepared) if page is not None
              for c, chunk in enumerate(page.chunks)]
-    python_backend = OnnxRuntimeBackend(bundle, "cpu", threads=threads)
+    python_backend = SepLogitsSession(bundle, threads)
     classifier = core.classifier(bundle.onnx_path, intra_op_threads=threads)
     max_delta = max_sep_delta = 0.0
     bitwise_batches = sep_bitwise_rows = tokens = sep_positions = label_flips = 0
@@ -388,10 +388,9 @@ def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: 
     for batch in batches:
         input_ids, attention_mask = batch.padded(bundle.pad_id)
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
-        feed = {name: feed[name].astype(python_backend.input_dtypes[name])
-                for name in python_backend.input_names}
+        feed = {name: feed[name].astype(dtype) for name, dtype in python_backend.inputs.items()}
         started = time.perf_counter()
-        (python_logits,) = python_backend.session.run([python_backend.output_name], feed)
+        (python_logits,) = python_backend.session.run([python_backend.output], feed)
         seconds["python"] += time.perf_counter() - started
         started = time.perf_counter()
         core_logits = classifier.run(input_ids, attention_mask)

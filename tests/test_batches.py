@@ -1,75 +1,68 @@
-"""The one batcher: every chunk exactly once, length buckets, padded-token budget, flat layout;
-the core's grouping (``core/src/ort/batches.rs``) against its specification on dev chunks."""
+"""The one batcher (the core's ``plan_batches``, which the engine batches with): every chunk
+exactly once, shortest first, length buckets, the padded-token budget, row caps and the
+attention cap; and the core against its specification (``tests/spec/batches_spec.py``) on
+the dev pages' chunks."""
 
 from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from rt_helpers import dev_subset
 from spec import batches_spec
+from spec.batches_spec import Bucket
 
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
-from pulpie_rt.runtime.stages.batches import SEQ_BUCKETS, Bucket, make_batches
+
+SEQ_BUCKETS = native.seq_buckets()
 
 
-def _items(lengths):
-    return [(("page", i), list(range(1, n + 1))) for i, n in enumerate(lengths)]
+def plan(lengths, max_batch_tokens, buckets=None, max_batch_attention=None, padded=True):
+    """The core's batches: per batch the items' indices and its bucket."""
+    core_buckets = None if buckets is None else [
+        (b.max_length, b.max_rows) if isinstance(b, Bucket) else (int(b), None)
+        for b in buckets]
+    return [(order.tolist(), Bucket(size, cap)) for order, size, cap in native.plan_batches(
+        list(lengths), max_batch_tokens, core_buckets, max_batch_attention, padded)]
+
+
+def test_the_engine_buckets():
+    assert SEQ_BUCKETS == (128, 256, 512, 1024, 2048, 4096, 8192)
+    assert native.max_batch_attention() == 8192 * 8192
 
 
 def test_every_chunk_once_sorted_within_budget_and_bucket():
     rng = random.Random(3)
     lengths = [rng.choice([5, 60, 130, 300, 700, 2000, 5000, 8192]) for _ in range(400)]
-    items = _items(lengths)
-    batches = make_batches(items, max_batch_tokens=16384)
-    keys = [k for b in batches for k in b.keys]
-    assert sorted(keys) == sorted(k for k, _ in items)
-    seen_lengths = [n for b in batches for n in b.lengths.tolist()]
-    assert seen_lengths == sorted(lengths)  # shortest first: minimal padding
-    for batch in batches:
-        assert batch.rows * batch.max_length <= 16384 or batch.rows == 1
-        bounds = [b for b in SEQ_BUCKETS if b >= batch.max_length]
-        assert batch.bucket.max_length == bounds[0]
-        assert all(n > (SEQ_BUCKETS[SEQ_BUCKETS.index(bounds[0]) - 1]
-                        if bounds[0] != SEQ_BUCKETS[0] else 0) for n in batch.lengths)
-
-
-def test_flat_layout_and_padding():
-    (batch,) = make_batches([("a", [7, 8, 9]), ("b", [4, 5])], max_batch_tokens=100)
-    assert batch.keys == ["b", "a"]
-    assert batch.input_ids.tolist() == [4, 5, 7, 8, 9]
-    assert batch.position_ids.tolist() == [0, 1, 0, 1, 2]
-    assert batch.cumulative_seq_lengths.tolist() == [0, 2, 5]
-    ids, mask = batch.padded(pad_id=0)
-    assert ids.tolist() == [[4, 5, 0], [7, 8, 9]]
-    assert mask.tolist() == [[1, 1, 0], [1, 1, 1]]
-    assert ids.dtype == np.int64
+    batches = plan(lengths, 16384)
+    rows = [i for order, _ in batches for i in order]
+    assert sorted(rows) == list(range(len(lengths)))  # every chunk once
+    assert [lengths[i] for i in rows] == sorted(lengths)  # shortest first: minimal padding
+    for order, bucket in batches:
+        longest = max(lengths[i] for i in order)
+        assert len(order) * longest <= 16384 or len(order) == 1
+        bounds = [b for b in SEQ_BUCKETS if b >= longest]
+        assert bucket.max_length == bounds[0]
+        below = SEQ_BUCKETS[SEQ_BUCKETS.index(bounds[0]) - 1] if bounds[0] != SEQ_BUCKETS[0] else 0
+        assert all(lengths[i] > below for i in order)
 
 
 def test_row_caps_and_oversize_rows():
-    items = _items([10] * 7 + [20_000])
-    batches = make_batches(items, max_batch_tokens=1000, buckets=[Bucket(16, 3), Bucket(8192)])
-    assert [b.rows for b in batches] == [3, 3, 1, 1]
-    assert batches[-1].max_length == 20_000  # longer than every bucket: alone
-    assert make_batches([]) == []
+    batches = plan([10] * 7 + [20_000], 1000, [Bucket(16, 3), Bucket(8192)])
+    assert [len(order) for order, _ in batches] == [3, 3, 1, 1]
+    assert batches[-1] == ([7], Bucket(20_000, 1))  # longer than every bucket: alone
+    assert plan([], 1000) == []
 
 
 def test_attention_budget_caps_rows_of_long_chunks():
-    items = _items([8000] * 3 + [4000] * 5 + [1000] * 40)
-    batches = make_batches(items, max_batch_tokens=1 << 30, max_batch_attention=8192 * 8192)
-    assert [b.rows for b in batches] == [40, 4, 1, 1, 1, 1]
-    assert all(b.rows * b.max_length**2 <= 8192 * 8192 for b in batches)
-
-
-# ── the core's batcher against its specification (tests/spec/batches_spec.py) ─────────────
-
-
-def _plan(batches):
-    return [(b.keys, b.bucket, b.input_ids.tolist(), b.cumulative_seq_lengths.tolist())
-            for b in batches]
+    lengths = [8000] * 3 + [4000] * 5 + [1000] * 40
+    batches = plan(lengths, 1 << 30, max_batch_attention=8192 * 8192)
+    assert [len(order) for order, _ in batches] == [40, 4, 1, 1, 1, 1]
+    assert all(len(order) * max(lengths[i] for i in order) ** 2 <= 8192 * 8192
+               for order, _ in batches)
 
 
 CONFIGS = [  # (max_batch_tokens, buckets, max_batch_attention, padded)
@@ -83,33 +76,29 @@ CONFIGS = [  # (max_batch_tokens, buckets, max_batch_attention, padded)
 
 
 @pytest.fixture(scope="module")
-def dev_chunk_items():
-    """Every chunk of every third dev page, as the default model's preparer cuts them."""
+def dev_chunk_lengths():
+    """The length of every chunk of every third dev page, as the default model's preparer
+    cuts them."""
     bundle = load_bundle(embedded_model_dir(), "accurate")  # the transformer's chunks
     preparer = Preparer.from_bundle(bundle)
-    items = []
-    for page in dev_subset(3):
-        prepared = preparer.prepare(page["html"])
-        items += [((page["id"], c), chunk.token_ids) for c, chunk in enumerate(prepared.chunks)]
-    return items
+    return [len(chunk.token_ids) for page in dev_subset(3)
+            for chunk in preparer.prepare(page["html"]).chunks]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[str(i) for i in range(len(CONFIGS))])
-def test_core_batches_as_the_specification_on_dev_chunks(dev_chunk_items, config):
+def test_core_batches_as_the_specification_on_dev_chunks(dev_chunk_lengths, config):
     tokens, buckets, attention, padded = config
-    assert len(dev_chunk_items) > 200
-    ours = make_batches(dev_chunk_items, tokens, buckets, attention, padded)
-    spec = batches_spec.make_batches(dev_chunk_items, tokens, buckets, attention, padded)
+    assert len(dev_chunk_lengths) > 200
+    ours = plan(dev_chunk_lengths, tokens, buckets, attention, padded)
     assert len(ours) > 3
-    assert _plan(ours) == _plan(spec)
+    assert ours == batches_spec.make_batches(dev_chunk_lengths, tokens, buckets, attention,
+                                             padded)
 
 
 def test_core_batches_as_the_specification_on_random_lengths():
     """Lengths past the last bucket, equal lengths (the sort is stable), row caps."""
     rng = random.Random(7)
     lengths = [rng.choice([1, 5, 128, 129, 300, 8192, 8193, 20_000]) for _ in range(300)]
-    items = _items(lengths)
     for tokens, buckets, attention, padded in CONFIGS:
-        ours = make_batches(items, tokens, buckets, attention, padded)
-        assert _plan(ours) == _plan(batches_spec.make_batches(items, tokens, buckets, attention,
-                                                              padded))
+        assert plan(lengths, tokens, buckets, attention, padded) == batches_spec.make_batches(
+            lengths, tokens, buckets, attention, padded)

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from rt_helpers import dev_subset
 from spec import labels_spec
+from spec.labels_spec import argmax_labels, block_predictions
 from spec.rescore_spec import SpecRescorer
 
 from pulpie_rt import Extractor
 from pulpie_rt.eval.margins import SepLogitsSession, chunk_sep_logits
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.pages import Preparer, decide_blocks
+from pulpie_rt.runtime.stages.labels import labels_from_predictions
 
 
 def _core(n_blocks, chunk_blocks, chunk_logits, margins, threshold, keep_best,
@@ -135,3 +137,14 @@ def test_expected_f1_selection_needs_the_block_features():
                                                  "features"):
         native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
                              True, expected_f1=True)
+
+
+def test_sep_quirks_as_reference():
+    # more SEPs than blocks (a literal <|sep|> in text): extra predictions are dropped
+    # fewer SEPs than blocks: the rest stay 0 ("other")
+    preds = block_predictions(5, [[0, 1], [2, 3, 4]], [[1, 0, 1], [1]])
+    assert preds == [1, 0, 1, 0, 0]
+    labels = labels_from_predictions(["1", None, "2", "1", "3"], [1, 1, 0, 0, 1])
+    assert labels == {"1": "other", "2": "other", "3": "main"}
+    assert list(labels) == ["1", "2", "3"]
+    assert argmax_labels(np.array([[0.5, 0.5], [0.1, 0.2]])) == [0, 1]  # ties: first

@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
-from spec.batches_spec import make_batches as python_make_batches
 from spec.rescore_spec import SpecRescorer
 
+from pulpie_rt.eval.margins import SepLogitsSession
+from pulpie_rt.parity.batches import DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS
+from pulpie_rt.parity.batches import make_batches as python_make_batches
 from pulpie_rt.parity.ort_core_parity import (
     CoreError,
     CoreOrt,
@@ -25,10 +27,8 @@ from pulpie_rt.parity.ort_core_parity import (
 )
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.pages import Preparer
-from pulpie_rt.runtime.model.backends import OnnxRuntimeBackend
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
-from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS
 
 LIBRARY = ort_library_path()
 pytestmark = [
@@ -68,7 +68,8 @@ def test_tiny_bundle_batch_gives_onnxruntimes_labels(core):
                                   DEFAULT_MAX_BATCH_ATTENTION)
     batch = max(batches, key=lambda b: int((b.input_ids == bundle.sep_id).sum()))
     assert batch.rows > 1
-    python = OnnxRuntimeBackend(bundle, "cpu", threads=1).predict(batch)
+    python = SepLogitsSession(bundle, threads=1).run_rows(
+        [batch.row(i).tolist() for i in range(batch.rows)])
     classifier = core.classifier(bundle.onnx_path, intra_op_threads=1)
     ours = classifier.predict(batch, bundle.pad_id, bundle.sep_id)
     assert sum(len(row) for row in python) > 50

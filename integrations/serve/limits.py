@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pulpie_rt.runtime.stages.batches import DEFAULT_MAX_BATCH_TOKENS
+from pulpie_rt.runtime.flow.pages import DEFAULT_MAX_BATCH_TOKENS
 
 
 @dataclass(frozen=True)

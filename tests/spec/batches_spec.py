@@ -1,7 +1,6 @@
 """The specification of the one batcher, in Python: the compiled core
-(``core/src/ort/batches.rs``' ``plan_batches``), which ``runtime.stages.batches.make_batches``
-and the C library's engine call, groups chunks the same way; ``tests/test_batches.py``
-compares the two on the chunks of the dev pages.
+(``core/src/ort/batches.rs``' ``plan_batches``, which the engine batches with) groups chunks
+the same way; ``tests/test_batches.py`` compares the two on the chunks of the dev pages.
 
 Chunks are sorted by length and cut greedily so that ``rows * longest_row`` (or, for an
 engine that does not pad, the sum of the lengths) stays within ``max_batch_tokens``, within
@@ -10,15 +9,25 @@ engine that does not pad, the sum of the lengths) stays within ``max_batch_token
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from pulpie_rt.runtime.stages.batches import (
-    DEFAULT_MAX_BATCH_TOKENS,
-    Batch,
-    Bucket,
-    as_buckets,
-    make_batch,
-)
+from pulpie_rt.runtime import native
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Rows of at most ``max_length`` tokens, at most ``max_rows`` per batch (None: no cap)."""
+
+    max_length: int
+    max_rows: int | None = None
+
+
+def as_buckets(bounds: Iterable[int | Bucket] | None) -> list[Bucket]:
+    """Sorted buckets from lengths or ``Bucket``s (the engine's own when None)."""
+    items = native.seq_buckets() if bounds is None else bounds
+    return sorted((b if isinstance(b, Bucket) else Bucket(int(b)) for b in items),
+                  key=lambda b: b.max_length)
 
 
 def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
@@ -30,43 +39,42 @@ def bucket_for(length: int, buckets: Sequence[Bucket]) -> Bucket:
 
 
 def make_batches(
-    items: Iterable[tuple[Hashable, Sequence[int]]],
-    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    lengths: Sequence[int],
+    max_batch_tokens: int,
     buckets: Iterable[int | Bucket] | None = None,
     max_batch_attention: int | None = None,
     padded: bool = True,
-) -> list[Batch]:
-    """Group ``(key, token_ids)`` items into batches, shortest first.
+) -> list[tuple[list[int], Bucket]]:
+    """Group items of these token ``lengths`` into batches, shortest first: per batch the
+    items' indices in row order and its bucket.
 
     The token budget counts what the engine computes: ``rows * longest <= max_batch_tokens``
-    for a backend that pads every row to the longest (``Backend.is_padded()``), the sum of the
-    rows' lengths for one that does not. Within a batch also ``rows * longest**2 <=
-    max_batch_attention`` (when given) and ``rows <= bucket.max_rows`` (a single row over a
-    budget is allowed: it must run somehow); rows of one batch share a bucket.
+    for an engine that pads every row to the longest, the sum of the rows' lengths for one
+    that does not. Within a batch also ``rows * longest**2 <= max_batch_attention`` (when
+    given) and ``rows <= bucket.max_rows`` (a single row over a budget is allowed: it must run
+    somehow); rows of one batch share a bucket.
     """
     bucket_list = as_buckets(buckets)
-    ordered = sorted(items, key=lambda item: len(item[1]))
-    batches: list[Batch] = []
-    keys: list[Hashable] = []
-    sequences: list[Sequence[int]] = []
+    ordered = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[tuple[list[int], Bucket]] = []
+    rows_of: list[int] = []
     current: Bucket | None = None
     unpadded_tokens = 0  # sum of the lengths in the current batch
-    for key, sequence in ordered:
-        bucket = bucket_for(len(sequence), bucket_list)
-        rows = len(keys) + 1
-        length = len(sequence)  # the longest so far: items come shortest first
+    for index in ordered:
+        length = lengths[index]  # the longest so far: items come shortest first
+        bucket = bucket_for(length, bucket_list)
+        rows = len(rows_of) + 1
         too_many = current is not None and current.max_rows is not None and rows > current.max_rows
         tokens = rows * length if padded else unpadded_tokens + length
         over = tokens > max_batch_tokens or (
             max_batch_attention is not None and rows * length * length > max_batch_attention
         )
-        if keys and (bucket != current or over or too_many):
-            batches.append(make_batch(keys, sequences, current))
-            keys, sequences, unpadded_tokens = [], [], 0
-        keys.append(key)
-        sequences.append(sequence)
+        if rows_of and (bucket != current or over or too_many):
+            batches.append((rows_of, current))
+            rows_of, unpadded_tokens = [], 0
+        rows_of.append(index)
         unpadded_tokens += length
         current = bucket
-    if keys:
-        batches.append(make_batch(keys, sequences, current))
+    if rows_of:
+        batches.append((rows_of, current))
     return batches

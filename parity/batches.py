@@ -1,14 +1,10 @@
-"""Batches: chunks from many pages grouped by length into buckets, under a padded-token budget.
+"""Flat batches for the parity tools and tests that feed the core's ONNX Runtime layer and
+onnxruntime's Python API the same padded rows (``parity/ort_core_parity.py``,
+``tests/test_ort_core.py``). Not a door: the engine batches inside the core.
 
-The one batching routine every entry point uses (``Extractor``, ``Pipeline``, the CLI). A batch
-is flat, as in text-embeddings-inference: the rows' token ids concatenated, their position ids,
-and ``cumulative_seq_lengths``; each backend pads it (or not) as its engine needs.
-
-Chunks are sorted by length and cut greedily so that ``rows * longest_row`` stays within
-``max_batch_tokens`` and no batch crosses a bucket boundary (a bucket is an engine profile:
-every row of a batch then fits the same TensorRT optimisation profile / padded shape). The
-grouping is the compiled core's (``native.plan_batches``), the one the C library batches with;
-this module builds the flat batches the backends take.
+A batch is flat, as in text-embeddings-inference: the rows' token ids concatenated, their
+position ids, and ``cumulative_seq_lengths``; ``padded`` makes the rectangle both sides run.
+The grouping is the core's (``native.plan_batches``, the engine's batcher).
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from pulpie_rt.runtime import native
 
 # Sequence-length buckets: a batch is padded to the smallest that holds its longest chunk. The
 # TensorRT engine builder (``export.profiles``) makes one optimisation profile per bucket.
-# (The core defines them: core/src/ort/batches.rs.)
+# the engine's (the core defines them: core/src/ort/batches.rs)
 SEQ_BUCKETS: tuple[int, ...] = native.seq_buckets()
 DEFAULT_MAX_BATCH_TOKENS: int = native.engine_defaults().max_batch_tokens
 # rows * length**2 cap for engines whose attention materialises [rows, heads, L, L] scores
@@ -138,3 +134,14 @@ def make_batches(
         batches.append(make_batch([key for key, _ in chosen], [seq for _, seq in chosen],
                                   Bucket(max_length, max_rows)))
     return batches
+
+
+def sep_logits(
+    logits: np.ndarray, input_ids: np.ndarray, lengths: np.ndarray, sep_id: int
+) -> list[np.ndarray]:
+    """Per row of a padded ``[rows, length, labels]`` output, the logits at its SEP tokens."""
+    out = []
+    for row, n in enumerate(lengths):
+        positions = np.flatnonzero(input_ids[row, :n] == sep_id)
+        out.append(np.asarray(logits[row, positions], dtype=np.float32))
+    return out
