@@ -152,6 +152,11 @@ def test_every_route_answers_errors_in_json(server):
         assert response.status_code == status
         assert response.json()["error_type"] == error_type
         assert response.json()["error"].startswith(f"{method} {path}: ")
+    with connect(server) as sock:  # not HTTP at all: uvicorn's own refusal, in JSON too
+        sock.sendall(b"NOT HTTP\r\n\r\n")
+        status, body, headers = read_answer(sock, timeout=10)
+    assert (status, body["error_type"], headers["connection"]) == (400, "invalid_http", "close")
+    assert body["error"].startswith("invalid HTTP request: ")
 
 
 def test_64_mib_announced_is_refused_at_once_without_its_body(server):
@@ -444,7 +449,7 @@ def test_groups_take_queued_pages_of_every_request_within_the_byte_budget():
 
     from pulpie_rt import PageInput
 
-    service = fake_service(max_batch_tokens=100, max_batch_wait_ms=0)  # groups of 1,200 bytes
+    service = fake_service(max_batch_tokens=80, max_batch_wait_ms=0)  # groups of 1,200 bytes
     loop = asyncio.new_event_loop()
     try:
         pages = [PageInput("x" * size, page_id=name) for name, size in
@@ -460,3 +465,23 @@ def test_groups_take_queued_pages_of_every_request_within_the_byte_budget():
         loop.close()
     # d overflows the first group and starts the next; e is over the budget: alone
     assert groups == [["a", "b", "c"], ["d"], ["e"], ["f"]]
+
+
+def test_the_soak_run_works_in_small(tmp_path):
+    """``python -m pulpie_rt.bench.soak`` (make bench) in a few seconds: every kind of request
+    sent, answered as documented and counted by the service (its memory is the long run's)."""
+    from pulpie_rt.bench.soak import MIX, run_soak, soak_table
+    from pulpie_rt.corpus import load_pages
+
+    pages = sorted(load_pages("dev"), key=lambda p: len(p["html"]))[:8]
+    report = run_soak(seconds=6, callers=4, warm_up=1, pages=pages, seed=3)
+    assert report["transport_errors"] == {} and report["exit_status"] == 0
+    assert report["ready_at_end"] == 200
+    answered = {case: set(counts) for case, counts in report["by_case"].items() if counts}
+    allowed = {"good": {"200"}, "hostile": {"200"}, "large": {"200"}, "oversized": {"413"},
+               "bad": {"400", "415", "422"}, "stall": {"client left"}}
+    assert all(answered[case] <= allowed[case] for case in answered), answered
+    assert set(answered) <= set(MIX) and "good" in answered
+    served = report["served_requests_total"]
+    assert served.get("499", 0) == report["by_case"]["stall"].get("client left", 0)
+    assert "PASSED" in soak_table(report) or "FAILED" in soak_table(report)

@@ -63,6 +63,7 @@ CLIENT_CLOSED = 499
 ERRORS = {
     "empty_body": 400,
     "invalid_json": 400,
+    "invalid_http": 400,  # a request head h11 cannot parse (protocol.py)
     "unauthorized": 401,
     "not_found": 404,
     "method_not_allowed": 405,
@@ -222,7 +223,7 @@ class ServeApp:
         self.bytes_in_flight = 0  # body bytes held by requests (event loop only)
         self.shutdown_deadline: float | None = None  # time.monotonic() by which to be gone
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
+        self._stopping = asyncio.Event()  # set at SIGTERM (bound to the loop at first use)
         self.app = Starlette(routes=[
             Route("/v1/extract", self.extract, methods=["POST"]),
             Route("/live", self.live, methods=["GET"]),
@@ -264,7 +265,6 @@ class ServeApp:
         once the server has answered the requests it had (or given up on them at the
         shutdown timeout), stop the service within what is left of that timeout."""
         self._loop = asyncio.get_running_loop()
-        self._stopping = asyncio.Event()
         loader = threading.Thread(target=self.service.load, name="pulpie-rt-load", daemon=True)
         loader.start()
         watcher = asyncio.create_task(self._watch_load())
@@ -356,7 +356,7 @@ class ServeApp:
     # -- internals
 
     def _not_ready(self) -> RequestRefused | None:
-        if self._stopping is not None and self._stopping.is_set():
+        if self._stopping.is_set():
             return RequestRefused("shutting_down", "the service is shutting down")
         state = self.service.state
         if state == "ready":

@@ -1,4 +1,5 @@
-"""uvicorn's HTTP/1.1 connection (h11) with a timeout for receiving request headers.
+"""uvicorn's HTTP/1.1 connection (h11) with a timeout for receiving request headers, and JSON
+for the requests it cannot parse.
 
 uvicorn times out idle keep-alive connections but not a client that connects and sends its
 headers slowly or never: such a connection is held for as long as the client likes, and
@@ -23,17 +24,22 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
+def raw_json_answer(status: int, reason: str, error_type: str, message: str) -> bytes:
+    """A whole HTTP/1.1 answer with the service's JSON error body, closing the connection
+    (written to the socket directly: no request was parsed that h11 could answer)."""
+    body = json.dumps({"error": message, "error_type": error_type}).encode()
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+
+
 def read_timeout_protocol(read_timeout_s: float,
                           on_timeout: Callable[[str], None] | None = None) -> type[H11Protocol]:
     """uvicorn's ``http=`` class: ``H11Protocol`` with the request-head timeout.
     ``on_timeout(phase)`` is called for each connection it drops (``"headers"``)."""
 
-    body = json.dumps({"error": f"the request headers did not arrive within "
-                                f"{read_timeout_s:g} s (--request-read-timeout)",
-                       "error_type": "request_timeout"}).encode()
-    answer = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-              b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n"
-              + body)
+    answer = raw_json_answer(408, "Request Timeout", "request_timeout",
+                             f"the request headers did not arrive within {read_timeout_s:g} s "
+                             "(--request-read-timeout)")
 
     class ReadTimeoutH11Protocol(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
@@ -54,6 +60,13 @@ def read_timeout_protocol(read_timeout_s: float,
             # idle now: uvicorn's keep-alive timer runs until the next byte (unless a
             # pipelined request has just started)
             self._disarm()
+
+        def send_400_response(self, msg: str) -> None:
+            """A request h11 cannot parse (a malformed or oversized head): the JSON error
+            answer every other error has, not uvicorn's plain text."""
+            self.transport.write(raw_json_answer(400, "Bad Request", "invalid_http",
+                                                 f"invalid HTTP request: {msg}"))
+            self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
