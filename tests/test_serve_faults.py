@@ -348,11 +348,15 @@ class FakeEngine:
 
     def __init__(self) -> None:
         self.groups: list[list] = []
+        self.broken = False  # every page fails as a lost device would fail it
 
     def extract_pages(self, pages):
         from pulpie_rt import PageResult
 
         self.groups.append([p.page_id for p in pages])
+        if self.broken:
+            return [PageResult(p.page_id, error="inference: OrtError: device lost")
+                    for p in pages]
         return [PageResult(p.page_id, markdown=f"page {p.page_id}") for p in pages]
 
     def close(self) -> None:
@@ -442,6 +446,35 @@ def test_readiness_is_503_when_an_extraction_thread_is_gone():
         refused = client.post("/v1/extract", json={"pages": [{"html": "<p>x</p>"}]})
         assert (refused.status_code, refused.json()["error_type"]) == (503, "not_serving")
         assert client.get("/live").status_code == 200
+
+
+def test_readiness_is_503_while_the_engine_fails_every_page_and_comes_back(monkeypatch):
+    from starlette.testclient import TestClient
+
+    from pulpie_rt.integrations.serve import service as service_module
+    from pulpie_rt.integrations.serve.app import create_app
+
+    monkeypatch.setattr(service_module, "PROBE_INTERVAL_S", 0.1)
+    service = fake_service()
+    with TestClient(create_app(service)) as client:
+        assert service.loaded.wait(30)
+        engine = service.engine
+        engine.broken = True
+        body = {"pages": [{"id": "a", "html": "<p>a</p>"}]}
+        for _ in range(service_module.FAILING_GROUPS):
+            assert client.get("/ready").status_code == 200  # one failing page is no verdict
+            answer = client.post("/v1/extract", json=body)
+            assert answer.json()["results"][0]["error"] == "inference: OrtError: device lost"
+        ready = client.get("/ready")
+        assert (ready.status_code, ready.json()["error_type"]) == (503, "not_serving")
+        time.sleep(0.5)  # the probe runs the warm-up page, which still fails
+        assert client.get("/ready").status_code == 503
+        engine.broken = False  # the device is back: the probe sees it with no request
+        deadline = time.monotonic() + 10
+        while client.get("/ready").status_code != 200:
+            assert time.monotonic() < deadline, "not ready 10 s after the engine recovered"
+            time.sleep(0.05)
+        assert client.post("/v1/extract", json=body).json()["results"][0]["content"] == "page a"
 
 
 def test_groups_take_queued_pages_of_every_request_within_the_byte_budget():

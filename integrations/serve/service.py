@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from pulpie_rt.integrations.failures import is_transient
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
 from pulpie_rt.integrations.serve.metrics import ServiceMetrics
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, RunStats, describe
@@ -28,7 +29,13 @@ from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 logger = logging.getLogger("pulpie_rt.serve")
 
-# A small real-looking page (synthetic) run once before the service says it is ready.
+# Groups in a row whose every page failed for the machine's reason (engine, inference,
+# internal) before the service says it is not ready (one hostile page alone does not), and
+# seconds between runs of the warm-up page from then on, until one passes.
+FAILING_GROUPS = 3
+PROBE_INTERVAL_S = 2.0
+# A small real-looking page (synthetic) run once before the service says it is ready, and
+# again while the engine fails.
 WARM_UP_PAGE = "<html><body><article><h1>Warm up</h1><p>One paragraph.</p></article></body></html>"
 # A group's byte budget per token of --max-batch-tokens: a page's HTML bytes per chunk token
 # (markup the model never reads included) are 15 on the median dev page (p10 4, p90 61; 27 over
@@ -129,6 +136,12 @@ class ExtractionService:
         self._closing = False  # no page joins the queue any more; threads drain it and end
         self._flushing = False  # no request can come: groups take what is queued, no waiting
         self._threads: list[threading.Thread] = []
+        # the engine failed every page of the last FAILING_GROUPS groups for the machine's
+        # reason: not ready until a group or the warm-up page passes again
+        self.engine_failing = False
+        self._failed_groups = 0
+        self._probing = threading.Event()
+        self._prober: threading.Thread | None = None
         self.metrics.queue_size.set_function(lambda: len(self._queue))
 
     # -- start and stop
@@ -140,9 +153,9 @@ class ExtractionService:
             fallback = getattr(self.engine, "fallback", None)
             if fallback:
                 self.stats.fell_back(fallback)
-            (warm,) = self.engine.extract_pages([PageInput(WARM_UP_PAGE, page_id="warm-up")])
-            if warm.error is not None:
-                raise RuntimeError(f"the warm-up page failed: {warm.error}")
+            failure = self._warm_up()
+            if failure is not None:
+                raise RuntimeError(f"the warm-up page failed: {failure}")
             for index in range(self.workers):
                 thread = threading.Thread(target=self._run, name=f"pulpie-rt-extract-{index}",
                                           daemon=True)
@@ -163,10 +176,55 @@ class ExtractionService:
         return open_engine(self.model, self.backend_name, self.device, self.threads,
                            self.limits.max_batch_tokens, self.profile)
 
+    def _warm_up(self) -> str | None:
+        """The warm-up page through the engine; its error, or None."""
+        try:
+            (warm,) = self.engine.extract_pages([PageInput(WARM_UP_PAGE, page_id="warm-up")])
+        except Exception as exc:
+            return f"engine: {describe(exc)}"
+        return warm.error
+
     def serving(self) -> bool:
-        """Whether a page submitted now would be extracted: ready, and every extraction
-        thread alive."""
-        return self.state == "ready" and all(t.is_alive() for t in self._threads)
+        """Whether a page submitted now would be extracted: ready, every extraction thread
+        alive, and the engine not failing every page."""
+        return (self.state == "ready" and not self.engine_failing
+                and all(t.is_alive() for t in self._threads))
+
+    def _group_done(self, all_failed: bool) -> None:
+        """After each group: whether the engine failed all of it for the machine's reason.
+        ``FAILING_GROUPS`` such groups in a row make the service not ready, and a probe
+        thread runs the warm-up page every ``PROBE_INTERVAL_S`` until it passes, so that
+        readiness comes back even when no request arrives (a balancer sends none to a
+        service that is not ready)."""
+        with self._queued:
+            self._failed_groups = self._failed_groups + 1 if all_failed else 0
+            if self._failed_groups < FAILING_GROUPS:
+                self.engine_failing = False
+                return
+            self.engine_failing = True
+            if self._probing.is_set():
+                return
+            self._probing.set()
+            self._prober = threading.Thread(target=self._probe, name="pulpie-rt-probe",
+                                            daemon=True)
+        self._prober.start()
+
+    def _probe(self) -> None:
+        while True:
+            with self._queued:  # the decision to stop is taken where _group_done decides
+                if not self.engine_failing or self._closing:
+                    self._probing.clear()
+                    return
+            time.sleep(PROBE_INTERVAL_S)
+            if self._closing:  # the engine may be closing: no call on it now
+                continue
+            failure = self._warm_up()
+            if failure is None:
+                with self._queued:
+                    self._failed_groups = 0
+                    self.engine_failing = False
+            else:
+                logger.warning("pulpie-rt serve: the engine still fails: %s", failure)
 
     def stop_waiting(self) -> None:
         """No new request can come (SIGTERM): groups take what is queued without waiting for
@@ -187,17 +245,19 @@ class ExtractionService:
             self._closing = True
             self._queued.notify_all()
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        callers = [*self._threads, *([self._prober] if self._prober is not None else [])]
+        for thread in callers:
+            if thread.is_alive():
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         with self._queued:
             dropped = list(self._queue)
             self._queue.clear()
         for ticket in dropped:
             ticket.cancel()
-        if any(t.is_alive() for t in self._threads):
-            logger.warning("pulpie-rt serve: %d extraction threads still running at exit",
-                           sum(t.is_alive() for t in self._threads))
-        if self.engine is not None and not any(t.is_alive() for t in self._threads):
+        running = sum(t.is_alive() for t in callers)
+        if running:
+            logger.warning("pulpie-rt serve: %d threads still in the engine at exit", running)
+        elif self.engine is not None:
             self.engine.close()
         self.state = "closed"
 
@@ -268,6 +328,7 @@ class ExtractionService:
             results = [PageResult(t.page.page_id, error=f"engine: {describe(exc)}")
                        for t in group]
         self.metrics.stage_seconds.labels(stage="extract").observe(time.monotonic() - started)
+        self._group_done(all(is_transient(r.error) for r in results))
         for ticket, result in zip(group, results, strict=True):
             if ticket.with_text and result.error is None:
                 result.text  # noqa: B018 (computed here, in this thread, not in the event loop)
