@@ -262,6 +262,12 @@ def child_pids(pid: int) -> list[int]:
     return found
 
 
+def test_the_service_runs_no_child_process(server):
+    """Pages run in threads on one engine (issue 25): no process pool, nothing a dead child
+    could break."""
+    assert child_pids(server.process.pid) == []
+
+
 def test_kill_9_of_every_child_process_and_the_service_answers(server):
     """Whatever the service runs in child processes dies; within 20 s requests are answered
     again, and while they are not, readiness is not 200."""
