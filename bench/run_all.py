@@ -1,5 +1,6 @@
 """``make bench`` / ``pulpie-rt bench``: CPU stages, end to end (+ tokens, + the service vs
-``Pipeline``, + the Ray Data path vs ``pulpie-rt run``), tables and one JSON.
+``Pipeline``, + the Ray Data path vs ``pulpie-rt run``, + a soak run of the service), tables
+and one JSON.
 
     python -m pulpie_rt.bench.run_all                       # all dev pages for CPU stages,
                                                             # 12 for end to end (tiny model)
@@ -45,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale-pages", type=int, default=None,
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi"],
+                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
+                                 "soak"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -55,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capi-pages", type=int, default=None,
                         help="dev pages for the C library vs Pipeline row (default: "
                              "bench.capi's)")
+    parser.add_argument("--soak-seconds", type=float, default=None,
+                        help="length of the service's soak run (default: bench.soak's, 600)")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -139,6 +143,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"pulpie-rt run vs the C program: {len(doors)} pages", flush=True)
             report["doors"] = bench_processes(doors, threads=2, batch=8)
             tables.append(processes_line(report["doors"]))
+            print(tables[-1], flush=True)
+    if "soak" not in args.skip:
+        try:
+            from pulpie_rt.bench.soak import DEFAULT_SECONDS, run_soak, soak_table
+        except ImportError as exc:  # the serve extra or httpx missing
+            print(f"Soak: skipped ({exc})")
+        else:
+            seconds = args.soak_seconds or DEFAULT_SECONDS
+            print(f"Soak: pulpie-rt serve, 16 callers, {seconds:g} s", flush=True)
+            report["soak"] = run_soak(seconds)
+            tables.append(soak_table(report["soak"]))
             print(tables[-1], flush=True)
     from pulpie_rt.bench.gpu import gpu_name
 

@@ -4,10 +4,11 @@ pages, in one run (``make bench``'s "serve" row; the issue's goal: the service a
 
 - ``Pipeline``: ``Pipeline(model, workers=W).extract_batch(pages)`` in this process (model
   loaded and warmed up beforehand, load time not counted).
-- ``serve``: ``pulpie-rt serve --workers W`` in a child process on 127.0.0.1 (started and warmed
-  up beforehand); ``callers`` async httpx clients post one page a request until every page is
-  answered. The clock runs from the first request to the last answer, so it includes HTTP,
-  JSON and the client itself, which shares this machine's cores.
+- ``serve``: ``pulpie-rt serve --workers W`` (W extraction threads on one engine) in a child
+  process on 127.0.0.1 (started and warmed up beforehand); ``callers`` async httpx clients post
+  one page a request until every page is answered. The clock runs from the first request to the
+  last answer, so it includes HTTP, JSON and the client itself, which shares this machine's
+  cores.
 
 The two alternate ``repeats`` times; pages/s is the best pass of each (the least disturbed by
 other work on the machine), every pass is in the JSON. Both must give the same Markdown.
@@ -113,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", nargs="+", default=None, metavar="FILE")
     parser.add_argument("--callers", type=int, default=DEFAULT_CALLERS)
     parser.add_argument("--workers", type=int, default=None,
-                        help="CPU workers of both sides (default: the service's default)")
+                        help="Pipeline's workers and the service's extraction threads "
+                             "(default: the service's default)")
     parser.add_argument("--model", default=None, help="default: the embedded model")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default=None, help="JSON file or folder (default bench/results)")

@@ -24,11 +24,24 @@ Stats (datatrove's, per task in ``logging_dir/stats/`` and merged in ``stats.jso
 Resume is datatrove's own: a task that finishes writes ``logging_dir/completions/<rank>`` and a
 rerun with the same ``logging_dir`` skips it (``skip_completed=True``, the default); a task
 that did not finish runs again from its start, and its writer rewrites its output file.
+
+Failures (``integrations.failures``): a page whose error is permanent (the page: its input,
+decoding, parsing, ...) is counted in ``errors`` and dropped or kept with its error, once. A
+transient one (the engine, inference, a crashed worker, a failure of ours) is never written:
+the page runs again in a freshly opened model (``TRANSIENT_ATTEMPTS`` in all), and if it
+still fails the step raises ``TransientPageError``: the task fails, writes no completion, and
+the next run of the executor runs it again.
+
+Sizing: a task's model gets the task's share of the machine, not the whole machine:
+``DATATROVE_CPUS_PER_TASK`` where the executor sets it (Slurm, Ray), else the CPUs this
+process may use divided among the tasks that can run at once on it (``LocalPipelineExecutor``
+runs up to ``tasks`` of them; with ``workers`` below that, pass ``threads=cores // workers``).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 try:
     from datatrove.data import DocumentsPipeline
@@ -40,7 +53,14 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("pulpie_rt.integrations.datatrove needs datatrove: "
                       "pip install 'pulpie-rt[datatrove]'") from exc
 
-from pulpie_rt import PageInput, Pipeline
+from pulpie_rt import PageInput, PageResult, Pipeline
+from pulpie_rt.integrations.failures import (
+    TRANSIENT_ATTEMPTS,
+    is_transient,
+    transient_failure,
+)
+from pulpie_rt.runtime.flow.pages import describe
+from pulpie_rt.runtime.model.devices import usable_cpus
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 # Our stat names beside datatrove's total / forwarded / dropped.
@@ -54,9 +74,8 @@ class PulpieExtractor(PipelineStep):
     ``model``: anything ``Extractor`` takes; None is the embedded default model.
     ``keep_failed`` / ``keep_empty``: forward a failed page (empty ``text``,
     ``metadata["error"]``) / a page without main content instead of dropping it.
-    ``devices``, ``workers``, ``threads``, ``backend``: ``Pipeline``'s, per task. Several
-    tasks on one machine share its cores: give each ``workers=0`` and ``threads`` = its share
-    (``Pipeline`` sizes ``workers=None`` from the whole machine's core count).
+    ``devices``, ``workers``, ``threads``, ``backend``: ``Pipeline``'s, per task; None
+    (the default) sizes them to the task's share of the machine (the module's docstring).
     """
 
     name = "pulpie-rt main content"
@@ -76,18 +95,26 @@ class PulpieExtractor(PipelineStep):
         self.backend = backend
         self.profile = profile
 
-    def pipeline(self) -> Pipeline:
-        """This task's ``Pipeline`` (the model loaded here, in the task's process)."""
-        return Pipeline(self.model, devices=self.devices, workers=self.workers,
-                        threads=self.threads, backend=self.backend, profile=self.profile)
+    def pipeline(self, world_size: int = 1) -> Pipeline:
+        """This task's ``Pipeline`` (the model loaded here, in the task's process), sized to
+        the task's share of the machine unless told."""
+        workers, threads = self.workers, self.threads
+        if workers is None and threads is None:
+            # the CPU stages in the task's process, the model on its share of the cores
+            workers, threads = 0, task_cpus(world_size)
+        return Pipeline(self.model, devices=self.devices, workers=workers, threads=threads,
+                        backend=self.backend, profile=self.profile)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1
             ) -> DocumentsPipeline:
         if data is None:
             return
-        pipeline = self.pipeline()
+        pipeline = self.pipeline(world_size)
+        retrying: list[Pipeline] = []  # a fresh model for pages that failed transiently
         pages = (PageInput(doc.text, page_id=doc.id, metadata={"document": doc}) for doc in data)
         for result in pipeline.run(pages):
+            if is_transient(result.error):
+                result = self._retry(result, retrying, world_size)
             doc = result.metadata["document"]
             self.stat_update(StatHints.total)
             if result.error is not None:
@@ -109,3 +136,38 @@ class PulpieExtractor(PipelineStep):
             self.update_doc_stats(doc)
             yield doc
         logger.info(f"pulpie-rt, task {rank}: {pipeline.stats.summary()}")
+
+    def _retry(self, failed: PageResult, retrying: list[Pipeline], world_size: int
+               ) -> PageResult:
+        """``failed``'s page run again in a freshly opened model, up to ``TRANSIENT_ATTEMPTS``
+        in all; ``TransientPageError`` (the task fails, to be run again) if it still fails."""
+        doc = failed.metadata["document"]
+        page = PageInput(doc.text, page_id=doc.id, metadata=failed.metadata)
+        result = failed
+        for attempt in range(2, TRANSIENT_ATTEMPTS + 1):
+            logger.warning(f"pulpie-rt: document {doc.id!r} failed for a transient reason "
+                           f"({result.error}); attempt {attempt} of {TRANSIENT_ATTEMPTS}")
+            time.sleep(0.5 * 2 ** (attempt - 2))
+            try:
+                retrying[:] = [self.pipeline(world_size)]  # not the one that failed
+                (result,) = retrying[0].extract_batch([page])
+            except Exception as exc:
+                result = PageResult(doc.id, error=f"pipeline: {describe(exc)}",
+                                    metadata=failed.metadata)
+            if not is_transient(result.error):
+                return result
+        raise transient_failure([doc.id], [result.error])
+
+
+def task_cpus(world_size: int) -> int:
+    """CPUs for one task's model: ``DATATROVE_CPUS_PER_TASK`` when the executor sets it (Slurm,
+    Ray), else this process's usable CPUs shared among the tasks that may run on them at
+    once (at most ``world_size``), at least 1."""
+    try:
+        given = int(os.environ.get("DATATROVE_CPUS_PER_TASK", "-1"))
+    except ValueError:
+        given = -1
+    if given > 0:
+        return given
+    cpus = usable_cpus()
+    return max(1, cpus // max(1, min(world_size, cpus)))

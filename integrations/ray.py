@@ -10,12 +10,23 @@
 ``PulpieExtractor`` is the callable class Ray runs in each actor: it loads the model once, takes
 batches (Arrow, pandas or numpy) with an HTML column (str or bytes, and optionally a
 content-type column), keeps every column and adds ``markdown``, ``n_main``, ``n_other``,
-``error`` and ``encoding`` (what an HTML bytes cell was decoded with). One row in, one row
-out, always: a page that fails gets ``error`` ("<stage>: <reason>", as ``pulpie-rt run``
-writes it) and empty content instead of an exception, because one exception in
-``map_batches`` fails the whole Ray job. ``extract_dataset`` builds the
-``map_batches`` call: an actor pool sized to the cluster, a GPU per actor when asked, and the
-CPU stages (simplify, tokenize, reconstruct, Markdown) in worker processes of each GPU actor.
+``error``, ``encoding`` (what an HTML bytes cell was decoded with), ``truncated`` (what the
+page limits cut) and ``empty_reason`` (why a page without error has no content). One row in,
+one row out. ``extract_dataset`` builds the ``map_batches`` call: an actor pool sized to the
+cluster (one CPU left to the reads and writes), a GPU per actor when asked.
+
+Failures
+--------
+A page's error is permanent or transient (``integrations.failures``). A permanent one (the
+page: its input, decoding, parsing, ...) is written once, in ``error`` ("<stage>: <reason>",
+as ``pulpie-rt run`` writes it), with empty content: it would fail again. A transient one (the
+engine, inference, a crashed worker, a failure of ours) is never written: the actor runs those
+pages again (``TRANSIENT_ATTEMPTS`` in all, the model reopened between attempts), and if they
+still fail it raises ``TransientPageError``, which ``extract_dataset`` tells Ray Data to retry
+as a task (``task_retries`` times, on a restarted actor if it died). A job whose retries are
+spent fails, naming the pages; with a checkpoint, its rerun resumes at the rows not written.
+An actor that dies (killed, out of memory) is restarted by Ray and its task retried: every row
+comes out exactly once.
 
 Resume
 ------
@@ -40,7 +51,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 try:
@@ -54,6 +67,12 @@ except ImportError as exc:  # pragma: no cover - depends on the install
                       "pip install 'pulpie-rt[ray]'") from exc
 
 from pulpie_rt import PageInput, PageResult, Pipeline
+from pulpie_rt.integrations.failures import (
+    TRANSIENT_ATTEMPTS,
+    TransientPageError,
+    is_transient,
+    transient_failure,
+)
 from pulpie_rt.runtime.flow.pages import describe
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
@@ -61,7 +80,13 @@ logger = logging.getLogger("pulpie_rt")
 
 # The columns every output row gets, and their Arrow types.
 OUTPUT_TYPES = {"markdown": pa.string(), "n_main": pa.int64(), "n_other": pa.int64(),
-                "error": pa.string(), "encoding": pa.string()}
+                "error": pa.string(), "encoding": pa.string(), "truncated": pa.string(),
+                "empty_reason": pa.string()}
+# Ray Data's retries of a task whose pages kept failing for a transient reason, or whose actor
+# died (Ray's own default for actor tasks is to retry without end).
+TASK_RETRIES = 3
+# Seconds before the first in-actor retry of transient failures (doubled for each next one).
+RETRY_BACKOFF_S = 0.5
 # CPUs a GPU actor asks for when not told: one for the inference thread, three worker processes
 # for the CPU stages (see README, "Scale out", for sizing them to a GPU).
 GPU_ACTOR_CPUS = 4
@@ -87,9 +112,16 @@ class PulpieExtractor:
             device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
         self.html_column = html_column
         self.content_type_column = content_type_column
-        self.pipeline = Pipeline(DEFAULT_MODEL if model is None else model, devices=device,
-                                 workers=workers, threads=threads, backend=backend,
-                                 profile=profile)
+        self._settings = {"model": DEFAULT_MODEL if model is None else model,
+                          "devices": device, "workers": workers, "threads": threads,
+                          "backend": backend, "profile": profile}
+        self.pipeline = self.open_pipeline()
+
+    def open_pipeline(self) -> Pipeline:
+        """The model, loaded (again after a transient failure: a broken session or worker
+        pool is not reused)."""
+        settings = dict(self._settings)
+        return Pipeline(settings.pop("model"), **settings)
 
     def __call__(self, batch: Any) -> Any:
         """``batch`` with the output columns added (replaced, when it already has them), in the
@@ -105,24 +137,43 @@ class PulpieExtractor:
 
     def extract(self, htmls: Sequence, content_types: Sequence | None = None
                 ) -> list[PageResult]:
-        """One result per page, in order. Never raises for a page: a failure is its ``error``."""
+        """One result per page, in order; a permanent failure is the page's ``error``.
+        Pages that failed for a transient reason run again (``TRANSIENT_ATTEMPTS`` in all);
+        ``TransientPageError`` when some still fail (never a row written with such an
+        error)."""
         if content_types is None:
             content_types = [None] * len(htmls)
         pages = [PageInput(_cell(html), page_id=index, content_type=_cell(content_type))
                  for index, (html, content_type) in enumerate(zip(htmls, content_types,
                                                                   strict=True))]
-        try:
-            return self.pipeline.extract_batch(pages)
-        except Exception:  # not a page's failure (those are results): a broken worker pool
-            logger.exception("pulpie-rt: a batch failed as a whole; running its pages one by one")
-            return [self._alone(page) for page in pages]
-
-    def _alone(self, page: PageInput) -> PageResult:
-        try:
-            (result,) = self.pipeline.extract_batch([page])
-            return result
-        except Exception as exc:
-            return PageResult(page.page_id, error=f"pipeline: {describe(exc)}")
+        results: list[PageResult | None] = [None] * len(pages)
+        todo = list(range(len(pages)))
+        for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+            if self.pipeline is None:
+                self.pipeline = self.open_pipeline()
+            batch = [pages[i] for i in todo]
+            try:
+                got = self.pipeline.extract_batch(batch)
+            except Exception as exc:  # not a page's failure: the batch as a whole
+                logger.exception("pulpie-rt: a batch of %d pages failed as a whole", len(batch))
+                got = [PageResult(page.page_id, error=f"pipeline: {describe(exc)}")
+                       for page in batch]
+            failed = []
+            for index, result in zip(todo, got, strict=True):
+                results[index] = result
+                if is_transient(result.error):
+                    failed.append(index)
+            if not failed:
+                return results
+            todo = failed
+            logger.warning("pulpie-rt: %d of %d pages failed for a transient reason (attempt %d "
+                           "of %d; first: %s)", len(failed), len(pages), attempt,
+                           TRANSIENT_ATTEMPTS, results[failed[0]].error)
+            self.pipeline = None  # reopened for the next attempt
+            if attempt < TRANSIENT_ATTEMPTS:
+                time.sleep(RETRY_BACKOFF_S * 2 ** (attempt - 1))
+        raise transient_failure([f"row {i} of the batch" for i in todo],
+                                [results[i].error for i in todo])
 
     # -- batch formats
 
@@ -167,7 +218,9 @@ def output_columns(results: Sequence[PageResult]) -> dict[str, list]:
             "n_main": [r.n_main for r in results],
             "n_other": [r.n_other for r in results],
             "error": [r.error for r in results],
-            "encoding": [r.encoding for r in results]}
+            "encoding": [r.encoding for r in results],
+            "truncated": [r.truncated for r in results],
+            "empty_reason": [r.empty_reason for r in results]}
 
 
 def _cell(value: Any) -> Any:
@@ -200,7 +253,23 @@ def actors_for_cluster(num_gpus: float = 0, cpus_per_actor: float = 1) -> int:
             raise ValueError(f"a GPU actor asks for {cpus_per_actor:g} CPUs and the cluster has "
                              f"{cpus:g} (one stays for reads): lower cpus_per_actor")
         return min(by_gpu, by_cpu)
+    if by_cpu == 0:
+        logger.warning("pulpie-rt: the Ray cluster has %g CPUs: its one actor takes every CPU, "
+                       "and reads wait for it", cpus)
     return max(1, by_cpu)
+
+
+def _check_cpus_left(actors: int, cpus_per_actor: float) -> None:
+    """Warn when a fixed actor pool takes every CPU the cluster has now: the read and write
+    tasks then wait for an actor's CPU, and an actor restarted after a crash can wait for
+    ever (a 2-CPU cluster with 2 actors stalled so)."""
+    if not ray.is_initialized():
+        return
+    cpus = ray.cluster_resources().get("CPU", 0)
+    if actors * cpus_per_actor > cpus - 1:
+        logger.warning("pulpie-rt: %d actors of %g CPUs leave none of the cluster's %g CPUs to "
+                       "the reads and writes; the job may stall (actors=None sizes the pool "
+                       "to leave one)", actors, cpus_per_actor, cpus)
 
 
 def extract_dataset(
@@ -217,6 +286,8 @@ def extract_dataset(
     checkpoint_path: str | os.PathLike | None = None,
     backend: str = "auto",
     profile: str | None = None,
+    task_retries: int = TASK_RETRIES,
+    extractor: type[PulpieExtractor] = PulpieExtractor,
 ) -> ray.data.Dataset:
     """``ds`` with ``markdown``, ``n_main``, ``n_other`` and ``error`` added to every row, by a
     pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
@@ -229,7 +300,9 @@ def extract_dataset(
     rows of a block (larger blocks are split so that every actor gets some; pass
     ``min_rows_per_file=`` to ``write_parquet`` for fewer, larger output files).
     ``checkpoint_path``: resume by ``id_column`` (see the module docstring); it takes effect
-    when ``ds`` is read from files and the result is written.
+    when ``ds`` is read from files and the result is written. ``task_retries``: Ray Data's
+    retries of a task whose pages kept failing for a transient reason or whose actor died.
+    ``extractor``: the callable class (a subclass of ``PulpieExtractor`` that adds columns).
     """
     gpu = num_gpus > 0
     if cpus_per_actor is None:
@@ -237,6 +310,7 @@ def extract_dataset(
     if actors is None:
         actors = actors_for_cluster(num_gpus, cpus_per_actor)
     if isinstance(actors, int):
+        _check_cpus_left(actors, cpus_per_actor)
         compute = ray.data.ActorPoolStrategy(size=actors)
     else:
         compute = ray.data.ActorPoolStrategy(min_size=actors[0], max_size=actors[1])
@@ -246,6 +320,8 @@ def extract_dataset(
             path = os.path.abspath(path)  # pyarrow's file systems take absolute paths only
         ds.context.checkpoint_config = CheckpointConfig(
             id_column=id_column, checkpoint_path=path, delete_checkpoint_on_success=False)
+    # a batch whose pages keep failing for a transient reason is retried as a task
+    ds.context.actor_task_retry_on_errors = [TransientPageError]
     whole_cpus = max(1, int(cpus_per_actor))
     constructor = {
         "model": model, "html_column": html_column, "content_type_column": content_type_column,
@@ -261,6 +337,9 @@ def extract_dataset(
     # pages: blocks of at most a batch let every actor of the pool take a share.
     blocks = ds.repartition(target_num_rows_per_block=batch_size)
     return blocks.map_batches(
-        PulpieExtractor, fn_constructor_kwargs=constructor, batch_format="pyarrow",
+        extractor, fn_constructor_kwargs=constructor, batch_format="pyarrow",
         batch_size=batch_size, compute=compute, num_cpus=cpus_per_actor,
-        num_gpus=num_gpus if gpu else None)
+        num_gpus=num_gpus if gpu else None,
+        # Ray Data retries an actor's task without end by default; keyword remote arguments of
+        # map_batches are deprecated: the retries go in through the per-actor arguments
+        ray_remote_args_fn=partial(dict, max_task_retries=task_retries))

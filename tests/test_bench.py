@@ -293,7 +293,8 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     out = tmp_path / "bench.json"
     parser = argparse.ArgumentParser()
     run_all.add_arguments(parser)
-    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "--out", str(out)])
+    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "soak", "--out",
+                              str(out)])
     assert run_all.run(args) == 0
     report = json.loads(out.read_text())
     assert report["kind"] == "bench"

@@ -120,3 +120,130 @@ def test_failed_and_empty_documents_kept_when_asked(tmp_path):
               ("total", "forwarded", "errors", "empty")}
     assert counts == {"total": 3, "forwarded": 3, "errors": 1, "empty": 1}
     assert "dropped" not in step.stats.stats
+
+
+# ---------------------------------------------------------------------------- failures
+
+
+class FlakyPipeline:
+    """A task's model that fails the documents in ``transient`` for a transient reason (while
+    ``failing`` says so) and those in ``permanent`` for good; every run of a page counted."""
+
+    def __init__(self, pipeline, fault):
+        self.pipeline, self.fault = pipeline, fault
+        self.stats = pipeline.stats
+
+    def _faulted(self, results):
+        for result in results:
+            doc_id = result.metadata["document"].id
+            self.fault.runs[doc_id] = self.fault.runs.get(doc_id, 0) + 1
+            if doc_id in self.fault.transient and self.fault.failing:
+                result.error, result.html, result.markdown = (
+                    "inference: InjectedFault: device lost", "", "")
+            elif doc_id in self.fault.permanent:
+                result.error, result.html, result.markdown = (
+                    "decode: InjectedFault: not a page", "", "")
+            yield result
+
+    def run(self, pages):
+        yield from self._faulted(self.pipeline.run(pages))
+
+    def extract_batch(self, pages):
+        return list(self._faulted(self.pipeline.extract_batch(pages)))
+
+
+class Fault:
+    def __init__(self, transient=(), permanent=(), failing=True):
+        self.transient, self.permanent, self.failing = set(transient), set(permanent), failing
+        self.runs: dict[str, int] = {}
+
+
+def flaky_step(fault: Fault, **options):
+    from pulpie_rt.integrations.datatrove import PulpieExtractor
+
+    class FlakyExtractor(PulpieExtractor):
+        def pipeline(self, world_size: int = 1):
+            return FlakyPipeline(super().pipeline(world_size), fault)
+
+    return FlakyExtractor(workers=0, threads=1, **options)
+
+
+def test_a_transient_failure_runs_again_a_permanent_one_once(tmp_path, monkeypatch):
+    from datatrove.data import Document
+
+    import pulpie_rt.integrations.datatrove as integration
+
+    monkeypatch.setattr(integration.time, "sleep", lambda s: None)
+    pages = integration_pages()[:3]
+    docs = [Document(text=p["html"], id=p["id"]) for p in pages]
+    fault = Fault(transient=[pages[0]["id"]], permanent=[pages[1]["id"]])
+
+    class Recovering(FlakyPipeline):  # the model opened again no longer fails
+        def extract_batch(self, pages):
+            fault.failing = False
+            return super().extract_batch(pages)
+
+    step = flaky_step(fault, keep_failed=True)
+    opened = []
+
+    def pipeline(world_size: int = 1):
+        from pulpie_rt import Pipeline
+
+        opened.append(world_size)
+        return Recovering(Pipeline(workers=0, threads=1), fault)
+
+    monkeypatch.setattr(step, "pipeline", pipeline)
+    out = {d.id: d for d in step.run(iter(docs))}
+    expected = extractor_results()
+    assert out[pages[0]["id"]].text == expected[pages[0]["id"]][0] != ""
+    assert "error" not in out[pages[0]["id"]].metadata
+    assert out[pages[1]["id"]].metadata["error"] == "decode: InjectedFault: not a page"
+    assert fault.runs == {pages[0]["id"]: 2, pages[1]["id"]: 1, pages[2]["id"]: 1}
+    assert len(opened) == 2  # the task's model, and a fresh one for the retry
+    assert int(step.stats["errors"].total) == 1
+
+
+def test_a_persistent_transient_failure_fails_the_task_and_the_rerun_completes_it(tmp_path):
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    from pulpie_rt.integrations.failures import TRANSIENT_ATTEMPTS, TransientPageError
+
+    inputs, out, logs = tmp_path / "in", tmp_path / "out", tmp_path / "logs"
+    shards = write_shards(inputs, SETTINGS[1])
+    victim = shards[1][0]["id"]
+    fault = Fault(transient=[victim])
+
+    def executor():
+        return LocalPipelineExecutor(
+            [JsonlReader(str(inputs), text_key="html"), flaky_step(fault), JsonlWriter(str(out))],
+            tasks=2, workers=1, logging_dir=str(logs))
+
+    with pytest.raises(TransientPageError, match=f"^1 pages failed {TRANSIENT_ATTEMPTS} times "
+                       f"for a transient reason \\('{victim}'\\); first: inference: "
+                       "InjectedFault: device lost$"):
+        executor().run()
+    assert fault.runs[victim] == TRANSIENT_ATTEMPTS
+    assert sorted(p.name for p in (logs / "completions").iterdir()) == ["00000"]
+
+    fault.failing = False  # the machine is well again: the rerun runs task 1 alone
+    executor().run()
+    assert sorted(p.name for p in (logs / "completions").iterdir()) == ["00000", "00001"]
+    documents = read_output(out)  # each document once
+    assert victim in documents and documents[victim]["text"]
+    expected = extractor_results(SETTINGS[1])
+    assert set(documents) == {d["id"] for shard in shards for d in shard if expected[d["id"]][0]}
+
+
+def test_a_task_gets_its_share_of_the_machine(monkeypatch):
+    from pulpie_rt.integrations.datatrove import task_cpus
+    from pulpie_rt.runtime.model.devices import usable_cpus
+
+    monkeypatch.setenv("DATATROVE_CPUS_PER_TASK", "3")  # Slurm's and Ray's executors set it
+    assert task_cpus(64) == 3
+    monkeypatch.setenv("DATATROVE_CPUS_PER_TASK", "-1")  # the local executor's
+    cpus = usable_cpus()
+    assert task_cpus(1) == cpus
+    assert task_cpus(64) == 1
+    assert task_cpus(2) == max(1, cpus // min(2, cpus))

@@ -25,6 +25,8 @@ from integration_helpers import (  # noqa: E402
 from pulpie_rt import PageResult  # noqa: E402
 
 NULL_ERROR = "input: html must be str or bytes, not NoneType"
+OUTPUT_COLUMNS = ["markdown", "n_main", "n_other", "error", "encoding", "truncated",
+                  "empty_reason"]
 
 
 @pytest.fixture(scope="module")
@@ -164,16 +166,14 @@ def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
     expected = expected_columns(rows)
     table = pa.Table.from_pylist(rows)
     out = extractor(table)
-    assert out.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
-                                "encoding"]
+    assert out.column_names == ["id", "page", "type", *OUTPUT_COLUMNS]
     assert {name: out.column(name).to_pylist() for name in expected} == expected
     assert out.column("page").to_pylist() == [r["page"] for r in rows]
     # the bytes cells decoded with their content-type column's charset; the null row has none
     assert out.column("encoding").to_pylist()[:3] == ["UTF-8", "UTF-8", None]
 
     out = extractor(table.to_pandas())
-    assert list(out.columns) == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
-                                "encoding"]
+    assert list(out.columns) == ["id", "page", "type", *OUTPUT_COLUMNS]
     got = {name: out[name].tolist() for name in expected}
     got["error"] = [None if e is None or e != e else e for e in got["error"]]  # NaN is missing
     assert got == expected
@@ -185,8 +185,7 @@ def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
 
     # a batch that already has the output columns (a rerun over an output) gets them replaced
     again = extractor(extractor(table))
-    assert again.column_names == ["id", "page", "type", "markdown", "n_main", "n_other", "error",
-                                "encoding"]
+    assert again.column_names == ["id", "page", "type", *OUTPUT_COLUMNS]
 
 
 def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):
@@ -194,18 +193,155 @@ def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):
         extractor(pa.table({"html": ["<p>x</p>"]}))
 
 
-def test_a_batch_that_breaks_as_a_whole_still_gives_every_row(extractor, monkeypatch):
-    """A failure outside the page flow's per-page errors (a dead worker pool, a bug): the batch
-    runs page by page, and only the page that fails alone gets an error."""
+def test_truncated_and_empty_reason_columns(extractor):
+    out = extractor(pa.table({"page": ["<html><body><p>" + "word " * 50 + "</p></body></html>",
+                                       GARBAGE_HTML], "type": [None, None]}))
+    assert out.schema.field("truncated").type == pa.string()
+    assert out.column("truncated").to_pylist() == [None, None]
+    reasons = out.column("empty_reason").to_pylist()
+    assert reasons[0] is None and isinstance(reasons[1], str) and reasons[1]
 
-    def extract_batch(pages):
-        if len(pages) > 1:
+
+class FlakyPipeline:
+    """A model that fails some calls as a whole or some pages for a transient reason."""
+
+    def __init__(self, whole_failures: int = 0, page_failures: int = 0, permanent: bool = False):
+        self.whole_failures = whole_failures
+        self.page_failures = page_failures
+        self.permanent = permanent
+        self.calls: list[list[int]] = []
+
+    def extract_batch(self, pages):
+        self.calls.append([p.page_id for p in pages])
+        if self.whole_failures > 0:
+            self.whole_failures -= 1
             raise RuntimeError("worker pool broke")
-        if pages[0].html == "boom":
-            raise OSError("worker died\nsecond line")
-        return [PageResult(pages[0].page_id, markdown=f"page {pages[0].page_id}")]
+        results = [PageResult(p.page_id, markdown=f"page {p.page_id}") for p in pages]
+        for result in results:
+            if result.page_id == 1 and self.page_failures > 0:
+                self.page_failures -= 1
+                result.markdown, result.error = "", "inference: OrtError: device lost"
+            if result.page_id == 2 and self.permanent:
+                result.markdown, result.error = "", "decode: LookupError: unknown encoding"
+        return results
 
-    monkeypatch.setattr(extractor.pipeline, "extract_batch", extract_batch)
-    out = extractor(pa.table({"page": ["<p>a</p>", "boom", "<p>c</p>"], "type": [None] * 3}))
-    assert out.column("markdown").to_pylist() == ["page 0", "", "page 2"]
-    assert out.column("error").to_pylist() == [None, "pipeline: OSError: worker died", None]
+
+def with_pipeline(extractor, flaky: FlakyPipeline, monkeypatch) -> list[FlakyPipeline]:
+    """``extractor`` running ``flaky`` (the same one reopened after a transient failure);
+    the list of the pipelines it opened."""
+    import pulpie_rt.integrations.ray as ray_integration
+
+    opened = []
+
+    def open_pipeline():
+        opened.append(flaky)
+        return flaky
+
+    monkeypatch.setattr(extractor, "open_pipeline", open_pipeline)
+    monkeypatch.setattr(extractor, "pipeline", flaky)
+    monkeypatch.setattr(ray_integration, "RETRY_BACKOFF_S", 0)
+    return opened
+
+
+def test_transient_failures_rerun_in_the_actor_permanent_ones_are_written(extractor,
+                                                                           monkeypatch):
+    flaky = FlakyPipeline(whole_failures=1, page_failures=1, permanent=True)
+    opened = with_pipeline(extractor, flaky, monkeypatch)
+    out = extractor(pa.table({"page": ["<p>a</p>", "<p>b</p>", "<p>c</p>"], "type": [None] * 3}))
+    assert out.column("markdown").to_pylist() == ["page 0", "page 1", ""]
+    assert out.column("error").to_pylist() == [None, None,
+                                               "decode: LookupError: unknown encoding"]
+    # the whole batch failed, then page 1 alone (transient), then page 1 again; page 2's
+    # permanent error is never run again
+    assert flaky.calls == [[0, 1, 2], [0, 1, 2], [1]]
+    assert len(opened) == 2  # the model reopened after each transient failure
+
+
+def test_transient_failures_that_persist_fail_the_task_not_the_row(extractor, monkeypatch):
+    from pulpie_rt.integrations.failures import TRANSIENT_ATTEMPTS, TransientPageError
+
+    flaky = FlakyPipeline(page_failures=TRANSIENT_ATTEMPTS)
+    with_pipeline(extractor, flaky, monkeypatch)
+    with pytest.raises(TransientPageError, match=r"^1 pages failed 3 times for a transient "
+                       r"reason \('row 1 of the batch'\); first: inference: OrtError: "
+                       r"device lost$"):
+        extractor(pa.table({"page": ["<p>a</p>", "<p>b</p>"], "type": [None] * 2}))
+    assert flaky.calls == [[0, 1], [1], [1]]
+
+
+# ---------------------------------------------------------------- faults in a real job
+
+
+def fault_rows(kinds: dict[int, str], n: int = 16) -> list[dict]:
+    """``n`` dev pages as rows, the ones at ``kinds``' indexes marked with that fault."""
+    from ray_faults import marker
+
+    pages = integration_pages(True)[:n]
+    return [{"id": p["id"], "html": p["html"] + (marker(kinds[i]) if i in kinds else ""),
+             "n": i} for i, p in enumerate(pages)]
+
+
+def run_faulty_job(tmp_path, rows: list[dict]) -> tuple[list[dict], object]:
+    """``rows`` through ``extract_dataset`` with ``FaultyExtractor``, written as Parquet and
+    read back; the log folder of the attempts."""
+    import ray
+    import ray_faults
+
+    from pulpie_rt.integrations.ray import extract_dataset
+
+    ray_faults.register()
+    logs = tmp_path / "attempts"
+    logs.mkdir()
+
+    class Faulty(ray_faults.FaultyExtractor):
+        LOG_DIR = str(logs)
+
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    write_rows(inputs / "part-0.parquet", rows)
+    extract_dataset(ray.data.read_parquet(str(inputs)), actors=2, batch_size=4,
+                    extractor=Faulty).write_parquet(str(out))
+    return pq.read_table(out).to_pylist(), logs
+
+
+def expected_for(rows: list[dict]) -> dict[str, tuple[str, str | None]]:
+    from pulpie_rt import Extractor
+
+    results = Extractor().extract_batch([r["html"] for r in rows])
+    return {r["id"]: (res.markdown, res.error) for r, res in zip(rows, results, strict=True)}
+
+
+def attempts(logs, kind: str) -> int:
+    path = logs / kind
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_transient_failure_is_retried_by_ray_a_permanent_one_written_once(cluster, tmp_path):
+    from ray_faults import TRANSIENT_FAILURES
+
+    rows = fault_rows({1: "permanent", 10: "transient"})
+    out, logs = run_faulty_job(tmp_path, rows)
+    assert sorted(r["id"] for r in out) == sorted(r["id"] for r in rows)  # each exactly once
+    expected = expected_for(rows)
+    by_id = {r["id"]: r for r in out}
+    permanent, transient = rows[1]["id"], rows[10]["id"]
+    assert (by_id[permanent]["markdown"], by_id[permanent]["error"]) == (
+        "", "decode: InjectedFault: not a page")
+    wrong = [i for i, r in by_id.items() if i != permanent
+             and (r["markdown"], r["error"]) != expected[i]]
+    assert wrong == []
+    assert by_id[transient]["error"] is None and by_id[transient]["markdown"]
+    assert attempts(logs, "permanent") == 1  # written once, never run again
+    # failed in the actor's own attempts, then in Ray's retry of the task until it passed
+    assert attempts(logs, "transient") == TRANSIENT_FAILURES + 1
+
+
+def test_an_actor_killed_mid_job_loses_and_repeats_no_row(cluster, tmp_path):
+    rows = fault_rows({9: "kill"})
+    out, logs = run_faulty_job(tmp_path, rows)
+    assert attempts(logs, "kill") == 1  # the actor was killed
+    ids = [r["id"] for r in out]
+    assert sorted(ids) == sorted(r["id"] for r in rows) and len(set(ids)) == len(ids)
+    expected = expected_for(rows)
+    assert [i for i, r in ((r["id"], r) for r in out)
+            if (r["markdown"], r["error"]) != expected[i]] == []

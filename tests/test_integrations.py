@@ -64,3 +64,39 @@ def test_the_base_install_pulls_neither_engine():
                            "m for m in ('ray', 'datatrove') if m in sys.modules))"],
                           capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "[]", done.stderr[-2000:]
+
+
+def test_which_page_errors_are_transient():
+    from pulpie_rt import Extractor
+    from pulpie_rt.integrations.failures import (
+        PERMANENT_STAGES,
+        TRANSIENT_STAGES,
+        error_stage,
+        is_transient,
+    )
+
+    assert not PERMANENT_STAGES & TRANSIENT_STAGES
+    # the page's own failures, as the page flow writes them
+    (missing,) = Extractor().extract_batch([None])
+    assert missing.error == "input: html must be str or bytes, not NoneType"
+    assert not is_transient(missing.error)
+    for error in ("decode: LookupError: unknown encoding: x-nothing",
+                  "simplify: SimplifyError: the compiled core failed on this input: depth",
+                  "tokenize: RuntimeError: core tokenizer failed (status 2): panic",
+                  "rescore: ValueError: the bundle has a rescorer but the page has no features",
+                  "reconstruct: ValueError: map_html is not UTF-8",
+                  "markdown: TypeError: html must be str, not int",
+                  "features: the page has no blocks",
+                  "somethingnew: a stage nobody classified"):  # unknown: never retried
+        assert not is_transient(error), error
+    # the machine's
+    for error in ("inference: OrtError: CUDA out of memory",
+                  "engine: EngineError: the session is gone",
+                  "internal: KeyError: 'x'",
+                  "prepare: BrokenProcessPool: A process in the process pool was terminated",
+                  "finish: BrokenProcessPool: A process in the process pool was terminated",
+                  "pipeline: RuntimeError: worker pool broke",
+                  "worker: killed"):
+        assert is_transient(error), error
+    assert not is_transient(None)
+    assert error_stage("decode: LookupError: a: b") == "decode"

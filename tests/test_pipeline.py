@@ -12,7 +12,7 @@ import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor, PageInput, PageResult, Pipeline
-from pulpie_rt.runtime.flow.pipeline import usable_cpus
+from pulpie_rt.runtime.model.devices import usable_cpus
 
 
 @pytest.fixture(scope="module")

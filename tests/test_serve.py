@@ -1,9 +1,10 @@
 """``pulpie-rt serve``: real servers in subprocesses on 127.0.0.1, real HTTP clients.
 
 Results equal ``Extractor``'s on real dev pages; a bounded load (32 callers, 400 single-page
-requests) gets only 200s, batches pages across requests and is counted exactly by /metrics;
-every documented error answer; /health, /info, /metrics, /openapi.json; 429, 413, 504; a
-graceful SIGTERM. Every request loop is bounded in count and time.
+requests) gets only 200s, groups pages across requests and is counted exactly by /metrics;
+every documented error answer; /ready, /info, /metrics, /openapi.json; 429, 413, 504; a
+graceful SIGTERM. Every request loop is bounded in count and time. Hostile clients and
+faults: ``test_serve_faults.py``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ FIVE_MB_PAGE = "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>"  #
 
 def start_server(tmp_path_factory, *options: str, profile: str | None = "accurate"
                  ) -> LocalServer:
-    """``pulpie-rt serve`` with one CPU worker and the embedded default model, offline, ready;
+    """``pulpie-rt serve`` with one extraction thread and the embedded default model, offline,
+    ready;
     its ``accurate`` profile unless told otherwise (None: the model's default, ``fast``):
     the transformer's batches are what the limits, timeouts and shutdown tests load."""
     profile_options = [] if profile is None else ["--profile", profile]
@@ -148,73 +150,6 @@ async def load(url: str, bodies: list[dict], callers: int, time_limit_s: float =
     return answers
 
 
-# ---------------------------------------------------------------------------- the batcher
-
-
-class Queued:
-    def __init__(self, name: str, tokens: int, cancelled: bool = False):
-        self.name, self.tokens, self.cancelled = name, tokens, cancelled
-        self.enqueued_at = time.monotonic() - 1.0  # its wait is over: take what is queued
-
-
-def batches_of(pages: list[Queued], max_batch_tokens: int) -> list[list[str]]:
-    from pulpie_rt.integrations.serve.batcher import Batcher
-
-    batcher = Batcher(lambda batch: None, max_batch_tokens, max_wait_s=0.01)
-    for page in pages:
-        batcher.put(page)
-    batcher.close()  # not started: close only queues the end
-    batches = []
-    while (batch := batcher.next_batch()) is not None:
-        batches.append([page.name for page in batch])
-    return batches
-
-
-def test_batcher_fills_batches_across_requests_under_the_token_budget():
-    pages = [Queued("a", 400), Queued("b", 500), Queued("c", 300), Queued("d", 900),
-             Queued("gone", 100, cancelled=True), Queued("e", 2500), Queued("f", 50)]
-    # d overflows the first batch and starts the next; e is over the budget: alone
-    assert batches_of(pages, 1200) == [["a", "b", "c"], ["d"], ["e"], ["f"]]
-    assert batches_of(pages, 10_000) == [["a", "b", "c", "d", "e", "f"]]
-
-
-def test_batcher_waits_for_more_pages_up_to_max_wait():
-    from pulpie_rt.integrations.serve.batcher import Batcher
-
-    batches: list[list[str]] = []
-    batcher = Batcher(lambda batch: batches.append([p.name for p in batch]), 1000,
-                      max_wait_s=0.5)
-    batcher.start()
-    first = Queued("first", 100)
-    first.enqueued_at = time.monotonic()
-    batcher.put(first)
-    second = Queued("second", 100)
-    second.enqueued_at = time.monotonic()
-    batcher.put(second)  # well within the first one's wait: the same batch
-    batcher.close(timeout=10)
-    assert batches == [["first", "second"]]
-
-
-def test_batcher_stops_waiting_once_told_no_request_can_come():
-    from pulpie_rt.integrations.serve.batcher import Batcher
-
-    batches: list[tuple[list[str], float]] = []
-    batcher = Batcher(lambda batch: batches.append(([p.name for p in batch], time.monotonic())),
-                      1000, max_wait_s=60)
-    batcher.start()
-    page = Queued("only", 100)
-    page.enqueued_at = started = time.monotonic()
-    batcher.put(page)
-    time.sleep(0.2)  # the batcher now waits up to 60 s for the batch to fill
-    batcher.stop_waiting()
-    late = Queued("late", 100)
-    late.enqueued_at = time.monotonic()
-    batcher.put(late)  # still prepared in a worker when the signal came: it runs too
-    batcher.close(timeout=10)
-    assert [names for names, _ in batches] == [["only"], ["late"]]
-    assert batches[-1][1] - started < 10
-
-
 # ---------------------------------------------------------------------------- results
 
 
@@ -283,7 +218,7 @@ def test_32_callers_400_requests_only_200s_batched_and_counted(server, extractor
     assert delta("pulpie_rt_pages_total", outcome="ok") == 400
     assert delta("pulpie_rt_batch_pages_sum") == 400
     batches = delta("pulpie_rt_batch_pages_count")
-    assert 400 / batches > 1, f"{batches:g} batches for 400 pages: no batching across requests"
+    assert 400 / batches > 1, f"{batches:g} groups for 400 pages: no grouping across requests"
     assert counter(after, "pulpie_rt_queue_size") == 0
     assert counter(after, "pulpie_rt_requests_in_progress") == 0
 
@@ -376,9 +311,9 @@ def test_bad_requests_get_the_documented_answer(server, parity_pages, case):
                            "32 (--max-client-batch-size)"),
         "over-payload-limit": (413, "payload_too_large", f"the request body ({PAYLOAD_LIMIT + 25}"
                                f" bytes) is over the payload limit ({PAYLOAD_LIMIT} bytes)"),
-        "over-payload-limit-chunked": (413, "payload_too_large", f"the request body "
-                                       f"({PAYLOAD_LIMIT + 25} bytes) is over the payload "
-                                       f"limit ({PAYLOAD_LIMIT} bytes)"),
+        # no Content-Length: refused once the bytes read pass the limit
+        "over-payload-limit-chunked": (413, "payload_too_large", "the request body is over the "
+                                       f"payload limit ({PAYLOAD_LIMIT} bytes)"),
         "page-not-an-object": (422, "invalid_request", "pages[0] is not a JSON object"),
     }
     content, headers = requests[case]
@@ -432,23 +367,28 @@ def test_info_metrics_openapi(server):
     assert info["device"] == "cpu" and info["state"] == "ready" and info["workers"] == 1
     assert info["limits"] == {"max_batch_tokens": 16384, "max_batch_wait_ms": 5.0,
                               "max_concurrent_requests": 512, "max_client_batch_size": 32,
-                              "payload_limit": PAYLOAD_LIMIT, "request_timeout_s": 120.0}
+                              "payload_limit": PAYLOAD_LIMIT, "max_bytes_in_flight": 1 << 30,
+                              "request_timeout_s": 120.0, "request_read_timeout_s": 30.0,
+                              "shutdown_timeout_s": 30.0}
     assert info["version"] and info["formats"] == ["markdown", "html", "text"]
     metrics = httpx.get(server.url + "/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     names = {f.name for f in parser.text_string_to_metric_families(metrics.text)}
     assert {"pulpie_rt_requests", "pulpie_rt_request_duration_seconds", "pulpie_rt_queue_size",
-            "pulpie_rt_batch_pages", "pulpie_rt_batch_tokens", "pulpie_rt_engine_batch_rows",
-            "pulpie_rt_engine_batch_tokens", "pulpie_rt_stage_duration_seconds",
-            "pulpie_rt_pages", "pulpie_rt_requests_in_progress"} <= names
+            "pulpie_rt_batch_pages", "pulpie_rt_batch_bytes", "pulpie_rt_stage_duration_seconds",
+            "pulpie_rt_pages", "pulpie_rt_requests_in_progress",
+            "pulpie_rt_request_bytes_in_flight", "pulpie_rt_read_timeouts"} <= names
     spec = httpx.get(server.url + "/openapi.json").json()
     assert spec["openapi"].startswith("3.") and "/v1/extract" in spec["paths"]
     responses = spec["paths"]["/v1/extract"]["post"]["responses"]
-    assert set(responses) == {"200", "400", "413", "415", "422", "429", "503", "504"}
+    assert set(responses) == {"200", "400", "408", "413", "415", "422", "429", "500", "503",
+                              "504"}
+    assert {"/v1/extract", "/live", "/ready", "/health", "/info", "/metrics",
+            "/openapi.json"} == set(spec["paths"])
     assert httpx.get(server.url + "/docs", follow_redirects=True).json() == spec
 
 
-def test_health_is_503_until_the_model_is_loaded():
+def test_ready_is_503_until_the_model_is_loaded():
     from starlette.testclient import TestClient
 
     from pulpie_rt.integrations.serve.app import create_app
@@ -463,15 +403,17 @@ def test_health_is_503_until_the_model_is_loaded():
 
     service = SlowLoading(workers=1)
     with TestClient(create_app(service)) as client:
-        health = client.get("/health")
-        assert (health.status_code, health.json()) == (
-            503, {"error": "the model is loading", "error_type": "loading"})
+        for path in ("/ready", "/health"):
+            health = client.get(path)
+            assert (health.status_code, health.json()) == (
+                503, {"error": "the model is loading", "error_type": "loading"})
+        assert client.get("/live").status_code == 200  # alive while loading
         refused = client.post("/v1/extract", json={"pages": [{"html": "<p>x</p>"}]})
         assert (refused.status_code, refused.json()["error_type"]) == (503, "loading")
         assert client.get("/info").json()["state"] == "loading"
         release.set()
         assert service.loaded.wait(120)
-        assert client.get("/health").status_code == 200
+        assert client.get("/ready").status_code == 200
         answer = client.post("/v1/extract", json={"pages": [{"html": "<p>x</p>"}]})
         assert answer.status_code == 200 and answer.json()["results"][0]["error"] is None
     assert service.state == "closed"
@@ -521,9 +463,9 @@ def test_the_default_fast_profile_serves_what_the_extractor_makes_with_it(tmp_pa
 def test_sigterm_finishes_what_is_queued_and_exits_0(tmp_path_factory, extractor, parity_pages):
     """Four requests in flight, SIGTERM: each still gets its results, no new connection is
     accepted, the process exits 0."""
-    # The batcher waits up to 60 s for a batch to fill, so no request can finish before the
-    # signal however fast the machine (a CI run once saw all four done before the 4th was
-    # counted); closing the queue on SIGTERM ends that wait.
+    # An extraction thread waits up to 60 s for a group to fill, so no request can finish
+    # before the signal however fast the machine (a CI run once saw all four done before the
+    # 4th was counted); SIGTERM ends that wait.
     server = start_server(tmp_path_factory, "--max-batch-wait-ms", "60000",
                           "--max-batch-tokens", "10000000")
     try:
@@ -547,7 +489,7 @@ def _sigterm_with_four_requests_in_flight(server, extractor, parity_pages) -> No
         deadline = time.monotonic() + 30
         while refused is None and time.monotonic() < deadline:  # the listener closes at once
             try:
-                httpx.get(server.url + "/health", timeout=5)
+                httpx.get(server.url + "/live", timeout=5)
             except httpx.ConnectError as exc:
                 refused = exc
             time.sleep(0.05)

@@ -1,22 +1,33 @@
-"""The service's HTTP API (Starlette): routes, request parsing, limits and error answers.
+"""The service's HTTP API (Starlette): routes, request admission, limits and error answers.
 
     POST /v1/extract   pages in, per-page results in order (JSON, or one raw HTML page)
-    GET  /health       200 once the model is loaded, 503 before (and while shutting down)
-    GET  /info         model, backend, device, limits, version
+    GET  /live         200 while the process answers (liveness)
+    GET  /ready        200 while a request would be served, 503 otherwise (readiness);
+                       /health is the same
+    GET  /info         model, provider, device, limits, version (no file system paths)
     GET  /metrics      Prometheus text format (``metrics.py``)
     GET  /openapi.json the API (``openapi.py``); /docs redirects there
 
-Every error answer is JSON ``{"error": "<message>", "error_type": "<kind>"}`` with the status
-of ``ERRORS``. A request whose body is refused is still read to its end (up to
-``DRAIN_LIMIT`` bytes, then the connection is closed) so that the client, which sends the body
-before it reads the answer, gets the answer and not a reset connection.
+Every error answer, on every route, is JSON ``{"error": "<message>", "error_type": "<kind>"}``
+with the status of ``ERRORS``; a failure of our own is a JSON 500 ``internal``.
+
+Admission of an extract request, in order: ready; a bearer token when the service has an API
+key; a ``Content-Length`` over the payload limit is refused at once (413) without reading the
+body; the body's bytes are reserved against ``max_bytes_in_flight`` (429 past it: the
+announced length when the headers arrive, a chunked body as it arrives); the body must
+arrive within ``request_read_timeout_s`` (408 and the connection closed); only then does the
+request take one of ``max_concurrent_requests`` slots (429 past it), so clients that stall
+hold no slot. A refused body is not read: uvicorn drops its bytes as they come (under the
+head timer of ``protocol.py``) and the connection stays usable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +35,7 @@ from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -31,29 +43,40 @@ from starlette.routing import Route
 from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from pulpie_rt.integrations.serve.openapi import openapi_document
 from pulpie_rt.integrations.serve.service import ExtractionService
-from pulpie_rt.runtime.flow.pages import PageInput, PageResult
+from pulpie_rt.runtime.flow.pages import PageInput, PageResult, describe
 from pulpie_rt.version import __version__
+
+logger = logging.getLogger("pulpie_rt.serve")
 
 FORMATS = ("markdown", "html", "text")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 JSON_TYPES = ("application/json", "")  # no Content-Type: JSON
-# A refused body is read up to this many bytes before the answer; past it the connection closes.
-DRAIN_LIMIT = 64 * 1024 * 1024
 # Bodies and answers past this size are (de)serialised off the event loop.
 OFF_LOOP_BYTES = 256 * 1024
 RETRY_AFTER_S = 1
+# Routes open without the API key: the probes of an orchestrator, which carry no token.
+OPEN_PATHS = frozenset({"/live", "/ready", "/health"})
+# The status counted for a request whose client went away before its answer (nginx's).
+CLIENT_CLOSED = 499
 
 # error_type -> HTTP status (the documented answers; README "Serve", openapi.py)
 ERRORS = {
     "empty_body": 400,
     "invalid_json": 400,
+    "invalid_http": 400,  # a request head h11 cannot parse (protocol.py)
+    "unauthorized": 401,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "request_timeout": 408,
     "payload_too_large": 413,
     "batch_too_large": 413,
     "unsupported_media_type": 415,
     "invalid_request": 422,
     "overloaded": 429,
+    "internal": 500,
     "loading": 503,
     "load_failed": 503,
+    "not_serving": 503,
     "shutting_down": 503,
     "timeout": 504,
 }
@@ -67,52 +90,25 @@ def error_response(error_type: str, message: str, headers: dict | None = None,
 
 
 class RequestRefused(Exception):
-    """A request answered with an error before any page started."""
+    """A request answered with an error before any page started. ``close``: the connection
+    closes after the answer (a body left half-sent by a client that stalled)."""
 
-    def __init__(self, error_type: str, message: str, **extra: Any):
+    def __init__(self, error_type: str, message: str, close: bool = False,
+                 headers: dict | None = None, **extra: Any):
         super().__init__(message)
-        self.response = error_response(error_type, message, **extra)
+        headers = dict(headers or {})
+        if close:
+            headers["Connection"] = "close"
+        self.response = error_response(error_type, message, headers or None, **extra)
 
 
-class BodyReader:
-    """The request body, read at most once, within the payload limit."""
+class ClientGone(Exception):
+    """The client closed the connection before its request was whole."""
 
-    def __init__(self, request: Request, limit: int):
-        self.request = request
-        self.limit = limit
-        self._chunks: AsyncIterator[bytes] | None = None
 
-    async def read(self) -> bytes:
-        """The whole body; ``RequestRefused`` (413) past the limit, after reading it out."""
-        declared = self.request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self.drain()
-            raise RequestRefused("payload_too_large", self._too_large(int(declared)))
-        self._chunks = self.request.stream()
-        parts: list[bytes] = []
-        size = 0
-        async for chunk in self._chunks:
-            size += len(chunk)
-            if size > self.limit:
-                size += await self.drain()
-                raise RequestRefused("payload_too_large", self._too_large(size))
-            parts.append(chunk)
-        return b"".join(parts)
-
-    async def drain(self) -> int:
-        """Read and drop what is left of the body (up to ``DRAIN_LIMIT``); bytes read."""
-        if self._chunks is None:
-            self._chunks = self.request.stream()
-        dropped = 0
-        with contextlib.suppress(Exception):  # a client that went away: nothing to drain
-            async for chunk in self._chunks:
-                dropped += len(chunk)
-                if dropped > DRAIN_LIMIT:
-                    break
-        return dropped
-
-    def _too_large(self, size: int) -> str:
-        return f"the request body ({size} bytes) is over the payload limit ({self.limit} bytes)"
+def overloaded(message: str) -> RequestRefused:
+    return RequestRefused("overloaded", f"{message}: retry later",
+                          headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str, str],
@@ -134,6 +130,9 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
         payload = json.loads(body)
     except ValueError as exc:  # JSONDecodeError, or bytes that are no Unicode text
         raise RequestRefused("invalid_json", f"the body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # arrays or objects nested past the parser's depth
+        raise RequestRefused("invalid_json", "the body is not valid JSON: it is nested too "
+                             "deeply") from exc
     if not isinstance(payload, dict):
         raise RequestRefused("invalid_request", "the body must be a JSON object "
                              '{"pages": [{"id": ..., "html": ...}], "format": ...}')
@@ -154,9 +153,13 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
         if page_content_type is not None and not isinstance(page_content_type, str):
             raise RequestRefused("invalid_request", f"pages[{index}].content_type must be a "
                                  "string")
+        page_id = page.get("id", index)
+        if page_id is not None and not isinstance(page_id, (str, int, float)):
+            raise RequestRefused("invalid_request", f"pages[{index}].id must be a string, a "
+                                 "number or null")
         # an "html" that is missing or not a string is that page's own error (the page flow's
         # "input: ..."), not the request's
-        inputs.append(PageInput(page.get("html"), page_id=page.get("id", index),
+        inputs.append(PageInput(page.get("html"), page_id=page_id,
                                 content_type=page_content_type))
     return inputs, output_format
 
@@ -189,29 +192,79 @@ def render_json(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def declared_length(request: Request) -> int | None:
+    """The request's ``Content-Length`` (h11 has checked it is one number), None when the body
+    is chunked."""
+    value = request.headers.get("content-length")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+class BytesHeld:
+    """Request body bytes one request holds against ``max_bytes_in_flight``."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+
 class ServeApp:
-    """The routes of one service; ``app`` is the ASGI application."""
+    """The routes of one service; ``asgi`` is the ASGI application."""
 
     def __init__(self, service: ExtractionService,
-                 on_load_failed: Callable[[str], None] | None = None):
+                 on_load_failed: Callable[[str], None] | None = None,
+                 api_key: str | None = None):
         self.service = service
         self.limits = service.limits
         self.metrics = service.metrics
         self.on_load_failed = on_load_failed
-        self.active_requests = 0  # extract requests admitted and not answered (event loop only)
+        self.api_key = api_key.encode() if api_key else None
+        self.active_requests = 0  # requests whole and being served (event loop only)
+        self.bytes_in_flight = 0  # body bytes held by requests (event loop only)
+        self.shutdown_deadline: float | None = None  # time.monotonic() by which to be gone
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()  # set at SIGTERM (bound to the loop at first use)
         self.app = Starlette(routes=[
             Route("/v1/extract", self.extract, methods=["POST"]),
-            Route("/health", self.health, methods=["GET"]),
+            Route("/live", self.live, methods=["GET"]),
+            Route("/ready", self.ready, methods=["GET"]),
+            Route("/health", self.ready, methods=["GET"]),
             Route("/info", self.info, methods=["GET"]),
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/openapi.json", self.openapi, methods=["GET"]),
             Route("/docs", self.docs, methods=["GET"]),
-        ], lifespan=self.lifespan)
+        ], lifespan=self.lifespan, exception_handlers={HTTPException: self.http_error,
+                                                       Exception: self.internal_error})
+
+    async def asgi(self, scope, receive, send) -> None:
+        """The application: the API key checked, then the routes."""
+        if (scope["type"] == "http" and self.api_key is not None
+                and scope["path"] not in OPEN_PATHS and not self._authorized(scope)):
+            response = error_response("unauthorized", "a valid API key is needed: send "
+                                      "'Authorization: Bearer <key>'",
+                                      headers={"WWW-Authenticate": "Bearer"})
+            if scope["path"] == "/v1/extract":
+                self.metrics.requests.labels(status="401").inc()
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, token = value.partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(),
+                                                                           self.api_key)
+        return False
+
+    # -- start and stop
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Load the model in a thread (the server answers /health 503 meanwhile); at shutdown,
-        once the server has answered every request, stop the batcher and the workers."""
+        """Load the model in a thread (the server answers /ready 503 meanwhile); at shutdown,
+        once the server has answered the requests it had (or given up on them at the
+        shutdown timeout), stop the service within what is left of that timeout."""
+        self._loop = asyncio.get_running_loop()
         loader = threading.Thread(target=self.service.load, name="pulpie-rt-load", daemon=True)
         loader.start()
         watcher = asyncio.create_task(self._watch_load())
@@ -219,8 +272,27 @@ class ServeApp:
             yield
         finally:
             watcher.cancel()
-            await asyncio.to_thread(loader.join)
-            await asyncio.to_thread(self.service.close)
+            if self.shutdown_deadline is None:
+                self.shutdown_deadline = time.monotonic() + self.limits.shutdown_timeout_s
+            await asyncio.to_thread(loader.join, self._time_left())
+            await asyncio.to_thread(self.service.close, self._time_left())
+
+    def _time_left(self) -> float:
+        return max(0.5, self.shutdown_deadline - time.monotonic())
+
+    def begin_shutdown(self) -> None:
+        """SIGTERM: readiness says no at once, requests still being received are answered 503
+        and dropped, the service stops waiting for groups to fill. Safe to call from a signal
+        handler."""
+        if self.shutdown_deadline is None:
+            self.shutdown_deadline = time.monotonic() + self.limits.shutdown_timeout_s
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed already
+                self._loop.call_soon_threadsafe(self._stop)
+
+    def _stop(self) -> None:
+        self._stopping.set()
+        self.service.stop_waiting()
 
     async def _watch_load(self) -> None:
         await asyncio.to_thread(self.service.loaded.wait)
@@ -229,9 +301,12 @@ class ServeApp:
 
     # -- routes
 
-    async def health(self, request: Request) -> Response:
+    async def live(self, request: Request) -> Response:
+        return JSONResponse({"status": "alive"})
+
+    async def ready(self, request: Request) -> Response:
         refused = self._not_ready()
-        return refused.response if refused else JSONResponse({"status": "ok"})
+        return refused.response if refused else JSONResponse({"status": "ready"})
 
     async def info(self, request: Request) -> Response:
         return JSONResponse({**self.service.info(), "version": __version__,
@@ -241,16 +316,37 @@ class ServeApp:
         return Response(self.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document(self.limits))
+        return JSONResponse(openapi_document(self.limits, self.api_key is not None))
 
     async def docs(self, request: Request) -> Response:
         return RedirectResponse("/openapi.json")
+
+    async def http_error(self, request: Request, exc: HTTPException) -> Response:
+        """Starlette's own refusals (no such route, method) as JSON."""
+        error_type = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        if error_type is None:
+            return JSONResponse({"error": exc.detail, "error_type": "http_error"},
+                                status_code=exc.status_code, headers=exc.headers)
+        return error_response(error_type, f"{request.method} {request.url.path}: {exc.detail}",
+                              headers=exc.headers)
+
+    async def internal_error(self, request: Request, exc: Exception) -> Response:
+        logger.error("pulpie-rt serve: %s %s failed", request.method, request.url.path,
+                     exc_info=exc)
+        return error_response("internal", f"internal error: {describe(exc)}")
 
     async def extract(self, request: Request) -> Response:
         started = time.perf_counter()
         self.metrics.in_progress.inc()
         try:
             response = await self._extract(request)
+        except RequestRefused as exc:
+            response = exc.response
+        except ClientGone:
+            response = Response(status_code=CLIENT_CLOSED)  # nobody reads it: counted only
+        except Exception as exc:  # a bug of ours: still a JSON answer, still counted
+            logger.exception("pulpie-rt serve: a request failed")
+            response = error_response("internal", f"internal error: {describe(exc)}")
         finally:
             self.metrics.in_progress.dec()
         self.metrics.requests.labels(status=str(response.status_code)).inc()
@@ -260,9 +356,14 @@ class ServeApp:
     # -- internals
 
     def _not_ready(self) -> RequestRefused | None:
+        if self._stopping.is_set():
+            return RequestRefused("shutting_down", "the service is shutting down")
         state = self.service.state
         if state == "ready":
-            return None
+            if self.service.serving():
+                return None
+            return RequestRefused("not_serving", "the service cannot extract pages now "
+                                  "(an extraction thread has stopped)")
         if state == "loading":
             return RequestRefused("loading", "the model is loading")
         if state == "failed":
@@ -270,27 +371,98 @@ class ServeApp:
                                   f"the model did not load: {self.service.load_error}")
         return RequestRefused("shutting_down", "the service is shutting down")
 
-    async def _extract(self, request: Request) -> Response:
-        body = BodyReader(request, self.limits.payload_limit)
-        refused = self._not_ready()
-        if refused is None and self.active_requests >= self.limits.max_concurrent_requests:
-            refused = RequestRefused(
-                "overloaded", f"{self.active_requests} requests are being served, the maximum "
-                "(--max-concurrent-requests): retry later")
-            refused.response.headers["Retry-After"] = str(RETRY_AFTER_S)
-        if refused is not None:
-            await body.drain()
-            return refused.response
-        self.active_requests += 1
-        try:
-            return await self._serve(request, body)
-        except RequestRefused as exc:
-            return exc.response
-        finally:
-            self.active_requests -= 1
+    def _hold(self, held: BytesHeld, size: int) -> None:
+        """Reserve ``size`` more body bytes for a request; 429 past ``max_bytes_in_flight``."""
+        if self.bytes_in_flight + size > self.limits.max_bytes_in_flight:
+            raise overloaded(f"{self.bytes_in_flight} bytes of requests are held, the "
+                             f"maximum is {self.limits.max_bytes_in_flight} "
+                             "(--max-bytes-in-flight)")
+        held.bytes += size
+        self.bytes_in_flight += size
+        self.metrics.bytes_in_flight.set(self.bytes_in_flight)
 
-    async def _serve(self, request: Request, body: BodyReader) -> Response:
-        data = await body.read()
+    def _release(self, held: BytesHeld) -> None:
+        self.bytes_in_flight -= held.bytes
+        held.bytes = 0
+        self.metrics.bytes_in_flight.set(self.bytes_in_flight)
+
+    def _too_many_requests(self) -> RequestRefused | None:
+        if self.active_requests >= self.limits.max_concurrent_requests:
+            return overloaded(f"{self.active_requests} requests are being served, the maximum "
+                              "(--max-concurrent-requests)")
+        return None
+
+    async def _extract(self, request: Request) -> Response:
+        refused = self._not_ready()
+        if refused is not None:
+            raise refused
+        declared = declared_length(request)
+        limit = self.limits.payload_limit
+        if declared is not None and declared > limit:
+            raise RequestRefused("payload_too_large", f"the request body ({declared} bytes) is "
+                                 f"over the payload limit ({limit} bytes)")
+        refused = self._too_many_requests()  # the slots are full now: no use reading the body
+        if refused is not None:
+            raise refused
+        held = BytesHeld()
+        try:
+            self._hold(held, declared or 0)
+            data = await self._read_body(request, held)
+            refused = self._too_many_requests()
+            if refused is not None:
+                raise refused
+            self.active_requests += 1
+            try:
+                return await self._serve(request, data)
+            finally:
+                self.active_requests -= 1
+        finally:
+            self._release(held)
+
+    async def _read_body(self, request: Request, held: BytesHeld) -> bytes:
+        """The whole body, within the payload limit, the bytes in flight and the read
+        timeout; a shutdown ends the wait (503)."""
+        deadline = time.monotonic() + self.limits.request_read_timeout_s
+        limit = self.limits.payload_limit
+        parts: list[bytes] = []
+        size = 0
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            while True:
+                message = await self._receive(request, stopping, deadline)
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk = message.get("body", b"")
+                if chunk:
+                    size += len(chunk)
+                    if size > limit:
+                        raise RequestRefused("payload_too_large", f"the request body is over "
+                                             f"the payload limit ({limit} bytes)")
+                    if size > held.bytes:
+                        self._hold(held, size - held.bytes)
+                    parts.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(parts)
+        finally:
+            stopping.cancel()
+
+    async def _receive(self, request: Request, stopping: asyncio.Future,
+                       deadline: float) -> dict:
+        remaining = deadline - time.monotonic()
+        receiving = asyncio.ensure_future(request.receive())
+        done, _ = await asyncio.wait({receiving, stopping}, timeout=max(0.0, remaining),
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if receiving in done:
+            return receiving.result()
+        receiving.cancel()
+        if stopping in done:
+            raise RequestRefused("shutting_down", "the service is shutting down", close=True)
+        self.metrics.read_timeouts.labels(phase="body").inc()
+        raise RequestRefused("request_timeout", "the request body did not arrive within "
+                             f"{self.limits.request_read_timeout_s:g} s "
+                             "(--request-read-timeout)", close=True)
+
+    async def _serve(self, request: Request, data: bytes) -> Response:
         content_type = request.headers.get("content-type", "")
         media_type = content_type.split(";", 1)[0].strip().lower()
         query = dict(request.query_params)
@@ -298,19 +470,24 @@ class ServeApp:
                         self.limits.max_client_batch_size)
         pages, output_format = (await asyncio.to_thread(parse) if len(data) > OFF_LOOP_BYTES
                                 else parse())
+        del data
         loop = asyncio.get_running_loop()
         with_text = output_format == "text"
         tickets = [self.service.submit(page, loop, with_text) for page in pages]
-        timeout = self.limits.request_timeout_s
-        _, unfinished = await asyncio.wait([t.future for t in tickets], timeout=timeout)
-        if unfinished:
-            late = [t for t in tickets if not t.future.done()]
-            for ticket in late:
-                ticket.cancel()
-            return error_response(
-                "timeout", f"the request timed out after {timeout:g} s with {len(late)} of "
-                f"{len(tickets)} pages not finished", unfinished=[t.page.page_id for t in late])
-        results = [result_json(t.future.result(), output_format) for t in tickets]
+        try:
+            timeout = self.limits.request_timeout_s
+            _, unfinished = await asyncio.wait([t.future for t in tickets], timeout=timeout)
+            if unfinished:
+                late = [t for t in tickets if not t.future.done()]
+                return error_response(
+                    "timeout", f"the request timed out after {timeout:g} s with {len(late)} "
+                    f"of {len(tickets)} pages not finished",
+                    unfinished=[t.page.page_id for t in late])
+            results = [result_json(t.future.result(), output_format) for t in tickets]
+        finally:
+            for ticket in tickets:  # answered, timed out or cancelled: nobody waits any more
+                if not ticket.future.done():
+                    ticket.cancel()
         payload = {"format": output_format, "results": results}
         size = sum(len(r["content"]) for r in results)
         content = (await asyncio.to_thread(render_json, payload) if size > OFF_LOOP_BYTES
@@ -319,6 +496,7 @@ class ServeApp:
 
 
 def create_app(service: ExtractionService,
-               on_load_failed: Callable[[str], None] | None = None) -> Starlette:
+               on_load_failed: Callable[[str], None] | None = None,
+               api_key: str | None = None) -> Callable:
     """The ASGI application of ``service`` (it loads the model at start-up, in a thread)."""
-    return ServeApp(service, on_load_failed).app
+    return ServeApp(service, on_load_failed, api_key).asgi

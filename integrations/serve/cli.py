@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -12,6 +13,9 @@ from pulpie_rt.runtime.model.devices import BACKEND_NAMES
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 _DEFAULTS = Limits()
+# Where the API key may come from instead of --api-key (a command line is visible to every
+# user of the machine in `ps`).
+API_KEY_VARIABLE = "PULPIE_RT_API_KEY"
 # Seconds an idle keep-alive connection stays open. uvicorn's default (5 s) equals httpx's own
 # idle expiry: a client that reuses a connection just as the server closes it gets a dropped
 # connection. Longer than common clients' expiry, the client always closes first.
@@ -22,7 +26,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from pulpie_rt.integrations.serve.app import create_app
+        from pulpie_rt.integrations.serve.app import ServeApp
+        from pulpie_rt.integrations.serve.protocol import read_timeout_protocol
         from pulpie_rt.integrations.serve.service import ExtractionService
     except ImportError as exc:
         print(f"pulpie-rt serve: {exc.name} is missing: pip install 'pulpie-rt[serve]'",
@@ -34,7 +39,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_concurrent_requests=args.max_concurrent_requests,
         max_client_batch_size=args.max_client_batch_size,
         payload_limit=args.payload_limit,
+        max_bytes_in_flight=args.max_bytes_in_flight,
         request_timeout_s=args.request_timeout,
+        request_read_timeout_s=args.request_read_timeout,
+        shutdown_timeout_s=args.shutdown_timeout,
     )
     service = ExtractionService(args.model, backend=args.backend, device=args.device,
                                 workers=args.workers, threads=args.threads, limits=limits,
@@ -46,15 +54,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.should_exit = True
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
-    config = uvicorn.Config(create_app(service, on_load_failed), host=args.host, port=args.port,
+    api_key = args.api_key or os.environ.get(API_KEY_VARIABLE) or None
+    app = ServeApp(service, on_load_failed, api_key)
+    protocol = read_timeout_protocol(
+        limits.request_read_timeout_s,
+        lambda phase: service.metrics.read_timeouts.labels(phase=phase).inc())
+    config = uvicorn.Config(app.asgi, host=args.host, port=args.port, http=protocol,
                             log_level=args.log_level, access_log=args.access_log,
-                            lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
+                            interface="asgi3", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S,
+                            timeout_graceful_shutdown=limits.shutdown_timeout_s)
 
     class GracefulServer(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:
-            # no new request can come: queued pages run without waiting for batches to fill,
-            # so the requests in flight end as soon as their pages have run
-            service.stop_waiting()
+            # no new request can come: readiness says so, requests still arriving are
+            # dropped, queued pages run without waiting for groups to fill; uvicorn waits
+            # for the requests in flight up to --shutdown-timeout
+            app.begin_shutdown()
             super().handle_exit(sig, frame)
 
     server = GracefulServer(config)
@@ -106,10 +121,11 @@ def register(subparsers) -> None:
     serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
     serve.add_argument("--workers", type=_positive(int), default=None,
-                       help="CPU worker processes for prepare/finish (default: cores - 1, "
+                       help="extraction threads, each running a group of queued pages "
+                            "through the one engine (default: the CPUs this process may use, "
                             f"here {default_workers()})")
     serve.add_argument("--threads", type=_positive(int), default=None,
-                       help="ONNX Runtime intra-op threads (default: onnxruntime's)")
+                       help="the engine's intra-op threads (default: the engine's)")
     serve.add_argument("--max-batch-tokens", type=_positive(int),
                        default=_DEFAULTS.max_batch_tokens,
                        help="chunk tokens per batch across requests (default %(default)s)")
@@ -125,10 +141,27 @@ def register(subparsers) -> None:
                        help="pages in one request; past it 413 (default %(default)s)")
     serve.add_argument("--payload-limit", type=_positive(int), default=_DEFAULTS.payload_limit,
                        help="bytes of one request body; past it 413 (default %(default)s)")
+    serve.add_argument("--max-bytes-in-flight", type=_positive(int),
+                       default=_DEFAULTS.max_bytes_in_flight,
+                       help="request body bytes held at once (announced lengths reserved when "
+                            "the headers arrive); past it 429 (default %(default)s)")
     serve.add_argument("--request-timeout", type=_positive(float),
                        default=_DEFAULTS.request_timeout_s,
-                       help="seconds a request may take; past it 504 listing the pages not "
-                            "finished (default %(default)s)")
+                       help="seconds a request may take once received; past it 504 listing "
+                            "the pages not finished (default %(default)s)")
+    serve.add_argument("--request-read-timeout", type=_positive(float),
+                       default=_DEFAULTS.request_read_timeout_s,
+                       help="seconds a client has to send the request headers, and again its "
+                            "body; past it 408 and the connection is closed (default "
+                            "%(default)s)")
+    serve.add_argument("--shutdown-timeout", type=_positive(float),
+                       default=_DEFAULTS.shutdown_timeout_s,
+                       help="seconds SIGTERM waits for the requests received to be answered "
+                            "before it drops them and exits (default %(default)s)")
+    serve.add_argument("--api-key", default=None,
+                       help="a bearer token every request but /live, /ready and /health must "
+                            f"carry (Authorization: Bearer KEY); also ${API_KEY_VARIABLE}, "
+                            "which keeps it out of the process list")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"])
     serve.add_argument("--access-log", action="store_true", help="log every request")

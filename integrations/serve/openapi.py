@@ -1,5 +1,5 @@
 """The service's OpenAPI 3.1 document (``GET /openapi.json``), written out by hand: the API is
-five routes, and the document states the limits the running service applies."""
+a few routes, and the document states the limits the running service applies."""
 
 from __future__ import annotations
 
@@ -15,25 +15,45 @@ def _answer(description: str, schema: dict | None = None) -> dict[str, Any]:
             "content": {"application/json": {"schema": schema or _ERROR}}}
 
 
-def openapi_document(limits) -> dict[str, Any]:
-    """The document for a service running under ``limits`` (a ``limits.Limits``)."""
+def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
+    """The document for a service running under ``limits`` (a ``limits.Limits``); with
+    ``api_key``, every route but the probes needs the bearer token."""
+    unauthorized = {"401": _answer("unauthorized: no valid 'Authorization: Bearer <key>'")} \
+        if api_key else {}
+    internal = {"500": _answer("internal: a failure of the service itself")}
     extract_errors = {
-        "400": _answer("empty_body (no body) or invalid_json (a body that is not JSON)"),
-        "413": _answer(f"payload_too_large (body over {limits.payload_limit} bytes) or "
-                       f"batch_too_large (over {limits.max_client_batch_size} pages)"),
+        "400": _answer("empty_body (no body) or invalid_json (a body that is not JSON, or "
+                       "nested too deeply)"),
+        **unauthorized,
+        "408": _answer(f"request_timeout: the body did not arrive within "
+                       f"{limits.request_read_timeout_s:g} s of the headers (the headers "
+                       "have as long); the connection is closed"),
+        "413": _answer(f"payload_too_large (body over {limits.payload_limit} bytes, refused "
+                       "from its Content-Length before it is read) or batch_too_large (over "
+                       f"{limits.max_client_batch_size} pages)"),
         "415": _answer("unsupported_media_type: neither application/json nor text/html"),
         "422": _answer("invalid_request: JSON that is not {pages: [...], format: ...}"),
         "429": {**_answer(f"overloaded: {limits.max_concurrent_requests} requests are being "
-                          "served; retry after the Retry-After header's seconds"),
+                          f"served, or {limits.max_bytes_in_flight} bytes of request bodies "
+                          "are held; retry after the Retry-After header's seconds"),
                 "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
-        "503": _answer("loading, load_failed or shutting_down"),
+        **internal,
+        "503": _answer("loading, load_failed, not_serving or shutting_down"),
         "504": _answer(f"timeout: not every page finished within {limits.request_timeout_s:g} s; "
                        "`unfinished` lists their ids",
                        {"allOf": [_ERROR, {"type": "object", "properties": {
                            "unfinished": {"type": "array", "items": {}}}}]}),
     }
+    ready = {"get": {"summary": "readiness: 200 while a request would be served; 503 while "
+                                "loading, when extraction cannot run, and from SIGTERM on",
+                     "security": [],
+                     "responses": {"200": {"description": "ready"},
+                                   "503": _answer("loading, load_failed, not_serving or "
+                                                  "shutting_down")}}}
+    security = {"security": [{"bearer": []}]} if api_key else {}
     return {
         "openapi": "3.1.0",
+        **security,
         "info": {"title": "pulpie-rt serve", "version": __version__,
                  "description": "Main content of web pages (Markdown, HTML or text), pages "
                                 "batched across requests."},
@@ -51,18 +71,25 @@ def openapi_document(limits) -> dict[str, Any]:
                                              {"$ref": "#/components/schemas/Response"}),
                               **extract_errors},
             }},
-            "/health": {"get": {"summary": "200 once the model is loaded, 503 before",
-                                "responses": {"200": {"description": "ready"},
-                                              "503": _answer("loading, load_failed or "
-                                                             "shutting_down")}}},
-            "/info": {"get": {"summary": "model, backend, device, limits, version",
-                              "responses": {"200": {"description": "JSON object"}}}},
+            "/live": {"get": {"summary": "liveness: 200 while the process answers (loading "
+                                         "and shutting down included)",
+                              "security": [],
+                              "responses": {"200": {"description": "alive"}}}},
+            "/ready": ready,
+            "/health": {"get": {**ready["get"], "summary": "the same as /ready"}},
+            "/info": {"get": {"summary": "model, provider, device, limits, version (no file "
+                                         "system paths)",
+                              "responses": {"200": {"description": "JSON object"},
+                                            **unauthorized}}},
             "/metrics": {"get": {"summary": "Prometheus text format",
-                                 "responses": {"200": {"description": "text/plain"}}}},
+                                 "responses": {"200": {"description": "text/plain"},
+                                               **unauthorized}}},
             "/openapi.json": {"get": {"summary": "this document",
-                                      "responses": {"200": {"description": "JSON object"}}}},
+                                      "responses": {"200": {"description": "JSON object"},
+                                                    **unauthorized}}},
         },
-        "components": {"schemas": {
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                       "schemas": {
             "Request": {"type": "object", "required": ["pages"], "properties": {
                 "pages": {"type": "array", "minItems": 1,
                           "maxItems": limits.max_client_batch_size,
@@ -70,7 +97,8 @@ def openapi_document(limits) -> dict[str, Any]:
                 "format": {"enum": ["markdown", "html", "text"], "default": "markdown"},
             }},
             "Page": {"type": "object", "required": ["html"], "properties": {
-                "id": {"description": "echoed on the result (default: the page's index)"},
+                "id": {"type": ["string", "number", "null"],
+                       "description": "echoed on the result (default: the page's index)"},
                 "html": {"type": "string"},
                 "content_type": {"type": "string",
                                  "description": "the page's own Content-Type (charset)"},

@@ -46,10 +46,10 @@ class LocalServer:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
-    def health(self) -> int | None:
-        """``GET /health``'s status, or None when nothing answers."""
+    def health(self, path: str = "/ready") -> int | None:
+        """``GET path``'s status (readiness by default), or None when nothing answers."""
         try:
-            with urllib.request.urlopen(self.url + "/health", timeout=5) as response:
+            with urllib.request.urlopen(self.url + path, timeout=5) as response:
                 return response.status
         except urllib.error.HTTPError as exc:
             return exc.code
@@ -57,7 +57,7 @@ class LocalServer:
             return None
 
     def wait_ready(self, timeout: float = 300) -> None:
-        """Until ``/health`` answers 200; ``RuntimeError`` with the log if the server exits
+        """Until ``/ready`` answers 200; ``RuntimeError`` with the log if the server exits
         or is not ready in time."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

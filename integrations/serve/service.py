@@ -1,11 +1,14 @@
-"""The service's page flow: the runtime's flow functions spread over workers and the batcher.
+"""The service's page flow: one engine, one queue of pages, a few threads.
 
-    request -> PageTicket --[worker: prepare]--> batcher queue (all requests)
-            --[batcher thread: predict_pages on a batch]--> [worker: finish] --> the ticket's
-            future, in the request's event loop
+    request -> PageTicket -> queue (the pages of every request)
+            --[extraction thread: a group of queued pages under a byte budget]-->
+            engine.extract_pages(group) --> each ticket's future, in the request's event loop
 
-Nothing here blocks the event loop: ``submit`` only hands the page to the pool; results come
-back through ``loop.call_soon_threadsafe``.
+The engine runs a group's pages whole (prepare -> batches of their chunks -> the model ->
+labels -> finish) with the GIL released, so the threads run groups side by side on one loaded
+model. No process does page work: nothing here can be left half-alive by a killed child.
+Nothing blocks the event loop: ``submit`` only queues the page; results come back through
+``loop.call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -14,65 +17,81 @@ import asyncio
 import logging
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from functools import partial
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
-from pulpie_rt.integrations.serve.batcher import Batcher
+from pulpie_rt.integrations.failures import is_transient
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
 from pulpie_rt.integrations.serve.metrics import ServiceMetrics
-from pulpie_rt.integrations.serve.workers import (
-    WARM_UP_PAGE,
-    finish_timed,
-    prepare_timed,
-    start_pool,
-)
-from pulpie_rt.runtime.flow.pages import (
-    PageError,
-    PageInput,
-    PageResult,
-    PreparedPage,
-    Preparer,
-    RunStats,
-    describe,
-    failure_of,
-    predict_pages,
-    result_for,
-)
-from pulpie_rt.runtime.model.backends import create_backend
-from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
-from pulpie_rt.runtime.stages.batches import Batch
+from pulpie_rt.runtime.flow.pages import PageInput, PageResult, RunStats, describe
+from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 logger = logging.getLogger("pulpie_rt.serve")
+
+# Groups in a row whose every page failed for the machine's reason (engine, inference,
+# internal) before the service says it is not ready (one hostile page alone does not), and
+# seconds between runs of the warm-up page from then on, until one passes.
+FAILING_GROUPS = 3
+PROBE_INTERVAL_S = 2.0
+# A small real-looking page (synthetic) run once before the service says it is ready, and
+# again while the engine fails.
+WARM_UP_PAGE = "<html><body><article><h1>Warm up</h1><p>One paragraph.</p></article></body></html>"
+# A group's byte budget per token of --max-batch-tokens: a page's HTML bytes per chunk token
+# (markup the model never reads included) are 15 on the median dev page (p10 4, p90 61; 27 over
+# all bytes; the accurate profile's tokenizer), so a group holds about one engine batch of
+# chunks. Pages are grouped before they are tokenized: bytes are what is known.
+GROUP_BYTES_PER_TOKEN = 15
+
+
+def open_engine(model: str, backend: str, device: str | None, threads: int | None,
+                max_batch_tokens: int, profile: str | None):
+    """The one engine of the service: ``extract_pages(pages)``, thread-safe, results in order."""
+    from pulpie_rt import Extractor
+    from pulpie_rt.runtime.flow.pages import extract_pages
+
+    class FlowEngine:
+        """The in-process page flow behind ``Extractor`` (the compiled core's prepare and
+        finish, the model's session), called from several threads at once."""
+
+        def __init__(self) -> None:
+            self.extractor = Extractor(model, backend=backend, device=device, threads=threads,
+                                       max_batch_tokens=max_batch_tokens, profile=profile)
+            self.bundle = self.extractor.bundle
+            self.device = self.extractor.backend.device
+            self.provider = self.extractor.backend.name
+            self.fallback = self.extractor.backend.fallback
+
+        def extract_pages(self, pages: Sequence[PageInput]) -> list[PageResult]:
+            ex = self.extractor
+            return extract_pages(ex.preparer, ex.backend, pages, ex.max_batch_tokens)
+
+        def close(self) -> None:
+            pass
+
+    return FlowEngine()
 
 
 class PageTicket:
     """One page of one request, from its request to its result."""
 
-    __slots__ = ("page", "loop", "with_text", "future", "prepared", "tokens", "enqueued_at",
-                 "cancelled", "prepare_future")
+    __slots__ = ("page", "loop", "with_text", "future", "size", "enqueued_at", "cancelled")
 
     def __init__(self, page: PageInput, loop: asyncio.AbstractEventLoop, with_text: bool):
         self.page = page
         self.loop = loop
-        self.with_text = with_text  # the request wants the plain text (made in the worker)
+        self.with_text = with_text  # the request wants the plain text (made in the thread)
         self.future: asyncio.Future = loop.create_future()
-        self.prepared: PreparedPage | None = None
-        self.tokens = 0
-        self.enqueued_at = 0.0
-        self.cancelled = False  # set by the request when it gives up; the batcher skips it
-        self.prepare_future: Future | None = None
+        html = page.html
+        self.size = len(html) if isinstance(html, (str, bytes, bytearray)) else 0
+        self.enqueued_at = time.monotonic()
+        self.cancelled = False  # its request gave up (timed out, shut down): skipped
 
     def cancel(self) -> None:
-        """The request gave up on this page: drop it wherever it is (a worker already
-        preparing it finishes; a batch already running it runs it)."""
         self.cancelled = True
-        if self.prepare_future is not None:
-            self.prepare_future.cancel()
 
     def deliver(self, result: PageResult) -> None:
         """Hand ``result`` to the request (from any thread)."""
-        self.prepared = None
         try:
             self.loop.call_soon_threadsafe(_resolve, self.future, result)
         except RuntimeError:  # the event loop is closed: nobody waits any more
@@ -84,37 +103,19 @@ def _resolve(future: asyncio.Future, result: PageResult) -> None:
         future.set_result(result)
 
 
-class MeteredBackend:
-    """The engine backend, counting the rows and tokens of every call it runs."""
-
-    def __init__(self, backend, metrics: ServiceMetrics):
-        self._backend = backend
-        self._metrics = metrics
-
-    def __getattr__(self, name: str):
-        return getattr(self._backend, name)
-
-    def predict(self, batch: Batch):
-        padded = self._backend.is_padded()
-        tokens = batch.rows * batch.max_length if padded else int(batch.lengths.sum())
-        self._metrics.engine_rows.observe(batch.rows)
-        self._metrics.engine_tokens.observe(tokens)
-        return self._backend.predict(batch)
-
-
 class ExtractionService:
-    """Model, engine backend, CPU workers and the batcher of one ``pulpie-rt serve``.
+    """The engine and the extraction threads of one ``pulpie-rt serve``.
 
-    ``load()`` (blocking, run in a thread at start-up) resolves the model and starts them;
-    until it has, ``state`` is ``"loading"``; after, ``"ready"``, or ``"failed"`` with
-    ``load_error``. ``close()`` runs what is queued and stops.
+    ``load()`` (blocking, run in a thread at start-up) opens the engine, runs one page through
+    it and starts the threads; until it has, ``state`` is ``"loading"``; after, ``"ready"``,
+    or ``"failed"`` with ``load_error``. ``close(timeout)`` runs what is queued (until the
+    timeout) and stops.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, backend: str = "auto",
                  device: str | None = None, workers: int | None = None,
                  threads: int | None = None, limits: Limits | None = None,
-                 metrics: ServiceMetrics | None = None, cutoff_length: int = 500,
-                 profile: str | None = None):
+                 metrics: ServiceMetrics | None = None, profile: str | None = None):
         self.model = str(model)
         self.profile = profile
         self.backend_name = backend
@@ -123,165 +124,239 @@ class ExtractionService:
         self.threads = threads
         self.limits = limits or Limits()
         self.metrics = metrics or ServiceMetrics()
-        self.cutoff_length = cutoff_length
+        self.group_bytes = self.limits.max_batch_tokens * GROUP_BYTES_PER_TOKEN
         self.stats = RunStats()
+        self._stats_lock = threading.Lock()
         self.state = "loading"
         self.load_error: str | None = None
         self.loaded = threading.Event()  # set once load() has ended, either way
-        self.backend = None
-        self.bundle = None
-        self._pool: ProcessPoolExecutor | None = None
-        self._batcher: Batcher | None = None
+        self.engine = None
+        self._queue: deque[PageTicket] = deque()
+        self._queued = threading.Condition()
+        self._closing = False  # no page joins the queue any more; threads drain it and end
+        self._flushing = False  # no request can come: groups take what is queued, no waiting
+        self._threads: list[threading.Thread] = []
+        # the engine failed every page of the last FAILING_GROUPS groups for the machine's
+        # reason: not ready until a group or the warm-up page passes again
+        self.engine_failing = False
+        self._failed_groups = 0
+        self._probing = threading.Event()
+        self._prober: threading.Thread | None = None
+        self.metrics.queue_size.set_function(lambda: len(self._queue))
 
     # -- start and stop
 
     def load(self) -> None:
-        """Resolve the model, create the backend, start the workers and the batcher."""
+        """Open the engine, run the warm-up page, start the extraction threads."""
         try:
-            resolved = resolve_model(self.model, profile=self.profile)
-            self.bundle = resolved.bundle
-            backend = create_backend(self.bundle, self.backend_name, self.device,
-                                     engine_path=resolved.engine_paths, threads=self.threads)
-            if backend.fallback:
-                self.stats.fell_back(backend.fallback)
-            self.backend = backend
-            preparer = Preparer.from_bundle(self.bundle, self.cutoff_length)
-            self._pool = start_pool(preparer, self.workers)
-            self._warm_up(backend)
-            self._metered = MeteredBackend(backend, self.metrics)
-            self._batcher = Batcher(self._run_batch, self.limits.max_batch_tokens,
-                                    self.limits.max_batch_wait_ms / 1000)
-            self.metrics.queue_size.set_function(self._batcher.size)
-            self._batcher.start()
+            self.engine = self.open_engine()
+            fallback = getattr(self.engine, "fallback", None)
+            if fallback:
+                self.stats.fell_back(fallback)
+            failure = self._warm_up()
+            if failure is not None:
+                raise RuntimeError(f"the warm-up page failed: {failure}")
+            for index in range(self.workers):
+                thread = threading.Thread(target=self._run, name=f"pulpie-rt-extract-{index}",
+                                          daemon=True)
+                thread.start()
+                self._threads.append(thread)
         except Exception as exc:
             self.load_error = describe(exc)
             self.state = "failed"
             logger.error("pulpie-rt serve: the model did not load: %s", self.load_error)
         else:
-            self.state = "ready"
+            if self.state == "loading":
+                self.state = "ready"
         finally:
             self.loaded.set()
 
-    def _warm_up(self, backend) -> None:
-        """One page through the whole flow before the service says it is ready: the engine's
-        first call is slow, and a flow that cannot finish a page should not report ready."""
-        prepared, _ = self._pool.submit(prepare_timed, WARM_UP_PAGE, None).result()
-        predictions = (predict_pages(backend, [prepared], self.limits.max_batch_tokens)[0]
-                       if isinstance(prepared, PreparedPage) else None)
-        failure = failure_of(prepared, predictions)
-        if failure is None:
-            outcome, _ = self._pool.submit(finish_timed, prepared, predictions).result()
-            failure = outcome if isinstance(outcome, str) else None
-        if failure is not None:
-            raise RuntimeError(f"the warm-up page failed: {failure}")
+    def open_engine(self):
+        """The engine (a method, so that a test can put a fake one in its place)."""
+        return open_engine(self.model, self.backend_name, self.device, self.threads,
+                           self.limits.max_batch_tokens, self.profile)
+
+    def _warm_up(self) -> str | None:
+        """The warm-up page through the engine; its error, or None."""
+        try:
+            (warm,) = self.engine.extract_pages([PageInput(WARM_UP_PAGE, page_id="warm-up")])
+        except Exception as exc:
+            return f"engine: {describe(exc)}"
+        return warm.error
+
+    def serving(self) -> bool:
+        """Whether a page submitted now would be extracted: ready, every extraction thread
+        alive, and the engine not failing every page."""
+        return (self.state == "ready" and not self.engine_failing
+                and all(t.is_alive() for t in self._threads))
+
+    def _group_done(self, all_failed: bool) -> None:
+        """After each group: whether the engine failed all of it for the machine's reason.
+        ``FAILING_GROUPS`` such groups in a row make the service not ready, and a probe
+        thread runs the warm-up page every ``PROBE_INTERVAL_S`` until it passes, so that
+        readiness comes back even when no request arrives (a balancer sends none to a
+        service that is not ready)."""
+        with self._queued:
+            self._failed_groups = self._failed_groups + 1 if all_failed else 0
+            if self._failed_groups < FAILING_GROUPS:
+                self.engine_failing = False
+                return
+            self.engine_failing = True
+            if self._probing.is_set():
+                return
+            self._probing.set()
+            self._prober = threading.Thread(target=self._probe, name="pulpie-rt-probe",
+                                            daemon=True)
+        self._prober.start()
+
+    def _probe(self) -> None:
+        while True:
+            with self._queued:  # the decision to stop is taken where _group_done decides
+                if not self.engine_failing or self._closing:
+                    self._probing.clear()
+                    return
+            time.sleep(PROBE_INTERVAL_S)
+            if self._closing:  # the engine may be closing: no call on it now
+                continue
+            failure = self._warm_up()
+            if failure is None:
+                with self._queued:
+                    self._failed_groups = 0
+                    self.engine_failing = False
+            else:
+                logger.warning("pulpie-rt serve: the engine still fails: %s", failure)
 
     def stop_waiting(self) -> None:
-        """The server takes no new request (SIGTERM): run queued pages without waiting for
-        batches to fill. Safe to call from a signal handler."""
-        if self._batcher is not None:
-            self._batcher.stop_waiting()
-
-    def close(self) -> None:
-        """Run every page queued, then stop the batcher and the workers."""
-        if self.state == "ready":
+        """No new request can come (SIGTERM): groups take what is queued without waiting for
+        more. Takes the queue's lock: call it from the event loop, not a signal handler."""
+        if self.state in ("ready", "loading"):
             self.state = "closing"
-        if self._batcher is not None:
-            self._batcher.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._queued:
+            self._flushing = True
+            self._queued.notify_all()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Run the pages queued (for at most ``timeout`` seconds), then stop the threads; pages
+        still queued then are dropped (their requests were answered or cancelled already)."""
+        if self.state in ("ready", "loading"):
+            self.state = "closing"
+        self._flushing = True
+        with self._queued:
+            self._closing = True
+            self._queued.notify_all()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        callers = [*self._threads, *([self._prober] if self._prober is not None else [])]
+        for thread in callers:
+            if thread.is_alive():
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        with self._queued:
+            dropped = list(self._queue)
+            self._queue.clear()
+        for ticket in dropped:
+            ticket.cancel()
+        running = sum(t.is_alive() for t in callers)
+        if running:
+            logger.warning("pulpie-rt serve: %d threads still in the engine at exit", running)
+        elif self.engine is not None:
+            self.engine.close()
         self.state = "closed"
 
     # -- pages
 
     def submit(self, page: PageInput, loop: asyncio.AbstractEventLoop,
                with_text: bool = False) -> PageTicket:
-        """Start ``page`` on its way; its ``PageResult`` arrives in ``ticket.future`` (with
-        ``text`` already made when ``with_text``: the event loop never parses HTML)."""
+        """Queue ``page``; its ``PageResult`` arrives in ``ticket.future`` (with ``text`` made
+        already when ``with_text``: the event loop never parses HTML)."""
         ticket = PageTicket(page, loop, with_text)
-        try:
-            future = self._pool.submit(prepare_timed, page.html, page.content_type)
-        except RuntimeError as exc:  # the pool is shutting down
-            self._answer(ticket, f"prepare: {describe(exc)}")
-            return ticket
-        ticket.prepare_future = future
-        future.add_done_callback(partial(self._on_prepared, ticket))
+        with self._queued:
+            if self._closing:
+                ticket.future.set_result(PageResult(page.page_id, error="internal: the service "
+                                                    "is shutting down"))
+                return ticket
+            self._queue.append(ticket)
+            self._queued.notify()
         return ticket
 
-    def _answer(self, ticket: PageTicket, outcome: PageResult | PageError | str) -> None:
-        if ticket.cancelled:  # its request answered 504 already
-            return
-        result = result_for(ticket.page, outcome)
-        self.metrics.pages.labels(outcome="ok" if result.error is None else "error").inc()
-        self.stats.count((result,))
-        ticket.deliver(result)
+    def _next_group(self) -> list[PageTicket] | None:
+        """The oldest live page and those queued after it within the byte budget (waiting up
+        to --max-batch-wait-ms after the first one was queued for more, unless shutting down);
+        None once closing and the queue is empty."""
+        wait_s = self.limits.max_batch_wait_ms / 1000
+        with self._queued:
+            group: list[PageTicket] = []
+            size = 0
+            while True:
+                while self._queue:
+                    ticket = self._queue[0]
+                    if ticket.cancelled:
+                        self._queue.popleft()
+                        continue
+                    if group and size + ticket.size > self.group_bytes:
+                        return group
+                    group.append(self._queue.popleft())
+                    size += ticket.size
+                if group:
+                    remaining = group[0].enqueued_at + wait_s - time.monotonic()
+                    if self._flushing or self._closing or remaining <= 0:
+                        return group
+                    self._queued.wait(remaining)
+                elif self._closing:
+                    return None
+                else:
+                    self._queued.wait()
 
-    def _on_prepared(self, ticket: PageTicket, future: Future) -> None:
-        """In the pool's thread: a prepared page joins the batcher's queue."""
-        try:
-            outcome, seconds = future.result()
-            self.metrics.stage_seconds.labels(stage="prepare").observe(seconds)
-        except Exception as exc:  # the worker died (e.g. killed for memory) or was cancelled
-            outcome = f"prepare: {describe(exc)}"
-        if isinstance(outcome, str):
-            self._answer(ticket, outcome)
-            return
-        if ticket.cancelled:
-            return
-        ticket.prepared = outcome
-        ticket.prepare_future = None
-        ticket.tokens = sum(len(chunk) for chunk in outcome.chunks)
-        ticket.enqueued_at = time.monotonic()
-        self._batcher.put(ticket)
-
-    def _run_batch(self, tickets: list[PageTicket]) -> None:
-        """On the batcher's thread: the batch's pages through the engine, then to the workers
-        to finish."""
-        started = time.monotonic()
-        for ticket in tickets:
-            self.metrics.stage_seconds.labels(stage="queue").observe(started - ticket.enqueued_at)
-        self.metrics.batch_pages.observe(len(tickets))
-        self.metrics.batch_tokens.observe(sum(t.tokens for t in tickets))
-        pages = [ticket.prepared for ticket in tickets]
-        try:
-            predictions = predict_pages(self._metered, pages, self.limits.max_batch_tokens,
-                                        self.stats)
-        except Exception as exc:  # predict_pages isolates pages; this guards against a bug
-            predictions = [PageError("inference", describe(exc))] * len(tickets)
-        self.metrics.stage_seconds.labels(stage="infer").observe(time.monotonic() - started)
-        for ticket, page, page_predictions in zip(tickets, pages, predictions, strict=True):
-            failure = failure_of(page, page_predictions)
-            if failure is not None:
-                self._answer(ticket, failure)
-                continue
+    def _run(self) -> None:
+        """An extraction thread: groups through the engine until closed."""
+        while (group := self._next_group()) is not None:
             try:
-                future = self._pool.submit(finish_timed, page, page_predictions,
-                                           ticket.with_text)
-            except RuntimeError as exc:  # the pool is shutting down
-                self._answer(ticket, f"finish: {describe(exc)}")
-                continue
-            ticket.prepared = None
-            future.add_done_callback(partial(self._on_finished, ticket))
+                self._extract(group)
+            except Exception as exc:  # _extract answers every page; this guards the thread
+                logger.exception("pulpie-rt serve: a group failed")
+                for ticket in group:
+                    self._answer(ticket, PageResult(ticket.page.page_id,
+                                                    error=f"internal: {describe(exc)}"))
 
-    def _on_finished(self, ticket: PageTicket, future: Future) -> None:
+    def _extract(self, group: list[PageTicket]) -> None:
+        started = time.monotonic()
+        for ticket in group:
+            self.metrics.stage_seconds.labels(stage="queue").observe(started - ticket.enqueued_at)
+        self.metrics.batch_pages.observe(len(group))
+        self.metrics.batch_bytes.observe(sum(t.size for t in group))
         try:
-            outcome, seconds = future.result()
-            self.metrics.stage_seconds.labels(stage="finish").observe(seconds)
-        except Exception as exc:
-            outcome = f"finish: {describe(exc)}"
-        self._answer(ticket, outcome)
+            results = self.engine.extract_pages([t.page for t in group])
+        except Exception as exc:  # the engine isolates pages; this guards against a bug
+            results = [PageResult(t.page.page_id, error=f"engine: {describe(exc)}")
+                       for t in group]
+        self.metrics.stage_seconds.labels(stage="extract").observe(time.monotonic() - started)
+        self._group_done(all(is_transient(r.error) for r in results))
+        for ticket, result in zip(group, results, strict=True):
+            if ticket.with_text and result.error is None:
+                result.text  # noqa: B018 (computed here, in this thread, not in the event loop)
+            self._answer(ticket, result)
+
+    def _answer(self, ticket: PageTicket, result: PageResult) -> None:
+        result.page_id, result.metadata = ticket.page.page_id, ticket.page.metadata
+        if ticket.cancelled:  # its request answered already
+            return
+        self.metrics.pages.labels(outcome="ok" if result.error is None else "error").inc()
+        with self._stats_lock:
+            self.stats.count((result,))
+        ticket.deliver(result)
 
     # -- description
 
     def info(self) -> dict[str, Any]:
-        """What ``GET /info`` shows: model, backend, device, workers, fallbacks."""
-        backend = self.backend
+        """What ``GET /info`` shows: model (its name, never a file system path), profile,
+        provider, device, threads, fallbacks."""
+        engine = self.engine
+        bundle = getattr(engine, "bundle", None)
         return {
-            "model": self.model,
-            "profile": self.bundle.profile if self.bundle is not None else None,
-            "bundle": str(self.bundle.path) if self.bundle is not None else None,
-            "max_tokens_per_chunk": self.bundle.max_tokens if self.bundle is not None else None,
-            "backend": backend.name if backend is not None else None,
-            "device": backend.device if backend is not None else None,
+            "model": self.model if "/" not in self.model else self.model.rstrip("/")
+            .rsplit("/", 1)[-1],
+            "profile": bundle.profile if bundle is not None else None,
+            "max_tokens_per_chunk": bundle.max_tokens if bundle is not None else None,
+            "backend": getattr(engine, "provider", None),
+            "device": getattr(engine, "device", None),
             "workers": self.workers,
             "state": self.state,
             "fallbacks": dict(self.stats.fallbacks),

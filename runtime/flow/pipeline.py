@@ -26,7 +26,7 @@ from pulpie_rt.runtime.flow.pages import (
     RunStats,
     describe,
 )
-from pulpie_rt.runtime.model.devices import gpu_devices
+from pulpie_rt.runtime.model.devices import gpu_devices, usable_cpus
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 # Pages per engine call: a profile that runs the transformer batches the chunks of a call's
@@ -36,15 +36,6 @@ GROUP_PAGES_TRANSFORMER = 32
 GROUP_PAGES_BLOCKS = 8
 # calling threads per GPU engine: one prepares and finishes pages while another's run the model
 THREADS_PER_GPU = 2
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, which a container or a task's CPU
-    share sets), not the machine's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class Pipeline:

@@ -1,6 +1,7 @@
-"""Devices: which GPUs this process may use, and what they are (found without importing any
-CUDA library). The engine (``runtime/flow/engine.py``) runs the model on ONNX Runtime's CPU,
-CUDA or TensorRT execution provider; these helpers pick a device and describe it."""
+"""Devices: which CPUs and GPUs this process may use, and what the GPUs are (found without
+importing any CUDA library). The engine (``runtime/flow/engine.py``) runs the model on ONNX
+Runtime's CPU, CUDA or TensorRT execution provider; these helpers pick a device, size a
+process's threads and describe a GPU."""
 
 from __future__ import annotations
 
@@ -9,6 +10,24 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity mask, lowered by a cgroup v2 CPU quota
+    (a container's ``--cpus``), at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
 
 # the doors' ``backend=`` choices: ``auto`` (a GPU when one is visible, else the CPU), ONNX
 # Runtime's CPU/CUDA providers, or its TensorRT provider
