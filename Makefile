@@ -29,7 +29,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind fuzz
+        default-model clean capi capi-valgrind fuzz ort-gpu
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -89,19 +89,42 @@ lint: venv
 # The core's own tests (cargo test), those that need ONNX Runtime included: its C library
 # from the onnxruntime wheel in the test environment. Then the Python suite.
 ORT_LIBRARY = $(PYTHON) -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))[0])'
-test: venv
+test: venv ort-gpu
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
 	$(PYTHON) -m pytest -q -ra
+
+# The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into
+# build/ort-gpu for the tests that ask a GPU-less machine for cuda and tensorrt
+# (tests/test_gpu_devices.py, which skips saying so where PyPI cannot be reached) and for
+# bench/gpu_check.sh. ORT_GPU_VERSION: the newest onnxruntime-gpu on PyPI (CUDA 13 build).
+ORT_GPU_VERSION ?= 1.31.1
+ORT_GPU := $(BUILD)/ort-gpu
+ort-gpu: $(ORT_GPU)/.done
+$(ORT_GPU)/.done:
+	@mkdir -p $(ORT_GPU)
+	@$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+	    --platform manylinux_2_28_x86_64 -d $(ORT_GPU) \
+	    onnxruntime-gpu==$(ORT_GPU_VERSION) >$(ORT_GPU)/download.log 2>&1 \
+	  && cd $(ORT_GPU) && $(PY) -c "import glob, zipfile; \
+	    z = zipfile.ZipFile(glob.glob('onnxruntime_gpu-$(ORT_GPU_VERSION)-*.whl')[0]); \
+	    [z.extract(n, '.') for n in z.namelist() if n.startswith('onnxruntime/capi/lib')]" \
+	  && rm -f onnxruntime_gpu-*.whl && touch .done \
+	  || echo "onnxruntime-gpu $(ORT_GPU_VERSION) not downloaded (see $(ORT_GPU)/download.log): the GPU-provider tests will skip"
 
 # Verified ONNX bundle only (works on any machine).
 onnx: venv
 	$(VENV)/bin/pulpie-rt export $(MODEL) --out $(BUILD)/$(notdir $(MODEL))-onnx --precision fp32
 
-# Export + verify + TensorRT engine. Without an NVIDIA GPU it stops at the engine step
-# with a clear message; the ONNX bundle in build/ is then ready for ONNX Runtime.
+# Export + verify + TensorRT engines, built by the core's engine itself (ONNX Runtime's
+# TensorRT provider, one FP16 engine per batcher bucket sized for GPU's token budget) into
+# the bundle's tensorrt/<gpu>/ folder with their EPContext models: every later open of the
+# bundle with backend tensorrt on that GPU type loads them without rebuilding. Needs an NVIDIA
+# GPU, the onnxruntime-gpu wheel (or PULPIE_RT_ORT_LIB) and CUDA 13, cuDNN 9 and TensorRT 10
+# on the library path; without a GPU it stops at the engine step with a clear message, and
+# the ONNX bundle in build/ is then ready for ONNX Runtime.
 engine: onnx
-	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION) --out $(BUILD)/$(notdir $(MODEL))-$(GPU).engine
+	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION)
 
 # Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
 golden: venv

@@ -10,7 +10,7 @@
 
 use crate::engine::bundle::Bundle;
 use crate::engine::{Engine, EngineConfig, Limits, OpenError, PageIn, PageOutput};
-use crate::ort::{ExecutionProvider, SessionConfig};
+use crate::ort::{ExecutionProvider, GpuOptions, SessionConfig};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -230,6 +230,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         },
         max_batch_tokens,
         cutoff_length,
+        gpu: GpuOptions::default(),
     };
     Ok(OpenRequest { model, profile, config })
 }
@@ -577,6 +578,22 @@ pub unsafe extern "C" fn pulpie_rt_result_free(result: *mut pulpie_rt_result) {
 pub unsafe extern "C" fn pulpie_rt_string_free(text: *mut c_char) {
     if !text.is_null() {
         drop(CString::from_raw(text));
+    }
+}
+
+// ---- the engine's devices (issue 25, GPU path) ------------------------------------------
+
+/// What a caller should tell its user once about the engine's devices (a GPU asked for a
+/// profile without a transformer; TensorRT engines built or loaded, and where), or NULL when
+/// there is nothing to say. Freed with `pulpie_rt_string_free`.
+///
+/// # Safety
+/// `engine` is NULL or an open engine.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_engine_notice(engine: *const pulpie_rt_engine) -> *mut c_char {
+    match engine.as_ref().and_then(|engine| engine.engine.notice()) {
+        Some(notice) => c_string(&notice).into_raw(),
+        None => std::ptr::null_mut(),
     }
 }
 

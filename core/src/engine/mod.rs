@@ -19,6 +19,7 @@
 
 pub mod bundle;
 pub mod decode;
+mod devices;
 pub mod features;
 #[cfg(feature = "python-ffi")]
 mod ffi;
@@ -26,7 +27,8 @@ mod prepare;
 pub mod py;
 
 use crate::ort::{
-    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, ModelSource, Ort, SessionConfig,
+    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, GpuOptions, ModelSource, Ort,
+    SessionConfig,
     TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
@@ -68,6 +70,9 @@ pub struct EngineConfig {
     pub limits: Limits,
     pub max_batch_tokens: usize,
     pub cutoff_length: usize,
+    /// how a GPU provider runs: more GPUs, TensorRT's precision, profiles and caches
+    /// (`devices.rs`)
+    pub gpu: GpuOptions,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +83,7 @@ impl Default for EngineConfig {
             limits: Limits::default(),
             max_batch_tokens: DEFAULT_MAX_BATCH_TOKENS,
             cutoff_length: DEFAULT_CUTOFF_LENGTH,
+            gpu: GpuOptions::default(),
         }
     }
 }
@@ -348,7 +354,13 @@ impl Engine {
             let model_path = path(&bundle.manifest.onnx_file);
             let model = source(&bundle, &bundle.manifest.onnx_file, &model_path);
             Some(
-                TokenClassifier::open(&ort, model, &config.session, Some(&bundle.manifest.output))
+                TokenClassifier::open_on(
+                    &ort,
+                    model,
+                    &config.session,
+                    &devices::gpu_options(&config),
+                    Some(&bundle.manifest.output),
+                )
                     .map_err(runtime_error)?,
             )
         } else {
@@ -529,7 +541,8 @@ impl Engine {
         let plans = make_batches(
             &lengths,
             self.config.max_batch_tokens,
-            &default_buckets(),
+            // TensorRT caps each bucket's rows to its profile
+            &self.classifier.as_ref().map_or_else(default_buckets, |c| c.buckets().to_vec()),
             Some(DEFAULT_MAX_BATCH_ATTENTION),
         );
         let mut outputs: Vec<Option<(Vec<f32>, usize)>> = vec![None; keys.len()];

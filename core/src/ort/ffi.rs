@@ -498,3 +498,67 @@ pub unsafe extern "C" fn pulpie_rt_ort_make_batches(
         Err(status) => status,
     }
 }
+
+// ---- GPUs and TensorRT engines (`pulpie-rt engine`, export/engine.py) ----------------------
+
+/// GPU `device` as the NVIDIA driver describes it: "name\nmajor.minor\nfolder" in `out` (the
+/// folder name its TensorRT engines are cached under), released with `pulpie_rt_free`.
+///
+/// # Safety
+/// `out` and `error` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_gpu(device: u32, out: *mut OrtMessage, error: *mut OrtMessage) -> i32 {
+    match guarded(error, || super::cuda::probe(device, None)) {
+        Ok(gpu) => {
+            let (major, minor) = gpu.compute_capability;
+            let (ptr, len) = crate::leak(format!("{}\n{major}.{minor}\n{}", gpu.name, gpu.slug()));
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// Builds the TensorRT engines of the ONNX model file `model` on GPU `device` as the engine
+/// does when it opens the model with backend tensorrt (one per profile, sized for
+/// `max_batch_tokens`, FP16 unless `fp32`), into `cache_dir` (empty: `tensorrt/<gpu>` beside
+/// the model) with their EPContext models, or finds them built already. `out`: the provider,
+/// then what was done, one line each (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// Pointers as documented; paths are UTF-8 of the lengths given.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
+    ort: *const Ort,
+    model: *const u8,
+    model_len: usize,
+    device: u32,
+    fp32: u32,
+    max_batch_tokens: usize,
+    cache_dir: *const u8,
+    cache_dir_len: usize,
+    out: *mut OrtMessage,
+    error: *mut OrtMessage,
+) -> i32 {
+    let Some(ort) = shared(ort, error) else { return 1 };
+    match guarded(error, || {
+        let path = Path::new(text(model, model_len)?);
+        let dir = text(cache_dir, cache_dir_len)?;
+        let mut gpu = super::GpuOptions::default();
+        gpu.tensorrt.fp16 = Some(fp32 == 0);
+        gpu.tensorrt.max_batch_tokens = max_batch_tokens.max(1);
+        gpu.tensorrt.cache_dir = (!dir.is_empty()).then(|| dir.into());
+        let config = SessionConfig { provider: ExecutionProvider::TensorRt { device_id: device }, ..SessionConfig::default() };
+        let classifier = TokenClassifier::open_on(&ort, ModelSource::File(path), &config, &gpu, None)?;
+        let mut lines = vec![classifier.provider().to_string()];
+        lines.extend(classifier.notes().iter().cloned());
+        Ok(lines.join("\n"))
+    }) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
