@@ -135,6 +135,7 @@ def test_a_gpu_without_the_cuda_libraries_fails_with_onnx_runtimes_reason(
     loading = f"providers_{backend}.so with error: {missing}: cannot open shared object file"
     assert loading in message
     assert "onnxruntime_src" not in message  # ONNX Runtime's source location is left out
+    assert not (tiny / "tensorrt").exists()  # no engine cache folder left behind
     assert message.endswith(
         " - the onnxruntime-gpu wheel's providers need the NVIDIA CUDA 13 runtime, cuBLAS and "
         "cuRAND, cuDNN 9 and for TensorRT libnvinfer 10 on the library path (LD_LIBRARY_PATH)"

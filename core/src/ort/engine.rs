@@ -583,6 +583,18 @@ fn tensorrt_sessions(
     }
     // build: every profile's engine, into the folder when there is one
     let (boxes, buckets) = trt.boxes()?;
+    // the folders made here, removed again (when still empty) if the provider does not load
+    let mut made: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = &dir {
+        let mut missing = dir.as_path();
+        while !missing.exists() {
+            made.push(missing.to_path_buf());
+            match missing.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => missing = parent,
+                _ => break,
+            }
+        }
+    }
     let dir = match dir {
         Some(dir) => match std::fs::create_dir_all(&dir) {
             Ok(()) => Some(dir),
@@ -606,8 +618,10 @@ fn tensorrt_sessions(
         let keys = tensorrt_provider_options(device, trt, shape, &files);
         let appended =
             append_gpu(ort, &mut options, ExecutionProvider::TensorRt { device_id: device }, device, gpu, Some(keys));
-        if let (Err(_), Some(dir)) = (&appended, &dir) {
-            let _ = std::fs::remove_dir(dir); // made for this build, still empty
+        if appended.is_err() {
+            for folder in &made {
+                let _ = std::fs::remove_dir(folder); // made for this build, still empty
+            }
         }
         appended?;
         let session = Session::open(ort, source, &options)?;

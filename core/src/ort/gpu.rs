@@ -214,8 +214,9 @@ pub fn tensorrt_provider_options(
     if let EngineFiles::BuildInto { dir, context_model } = files {
         let dir = dir.display().to_string();
         list.extend([
+            // no trt_engine_cache_path: with an EPContext model dumped, ONNX Runtime keeps the
+            // engine beside it and refuses an absolute cache path ("for security purpose")
             ("trt_engine_cache_enable".to_string(), flag(true)),
-            ("trt_engine_cache_path".to_string(), dir.clone()),
             // boxes of one model must not share (and overwrite) one engine file name
             ("trt_engine_cache_prefix".to_string(), format!("pulpie_{}", shape.tag())),
             ("trt_timing_cache_enable".to_string(), flag(true)),
@@ -416,7 +417,6 @@ mod tests {
                 ("trt_profile_max_shapes", "input_ids:127x256,attention_mask:127x256,position_ids:127x256"),
                 ("trt_builder_optimization_level", "4"),
                 ("trt_engine_cache_enable", "1"),
-                ("trt_engine_cache_path", "/b/tensorrt/nvidia-l4-sm89"),
                 ("trt_engine_cache_prefix", "pulpie_129-256"),
                 ("trt_timing_cache_enable", "1"),
                 ("trt_timing_cache_path", "/b/tensorrt/nvidia-l4-sm89"),
