@@ -692,6 +692,49 @@ pub fn f16_to_f32(bits: u16) -> f32 {
 mod tests {
     use super::*;
 
+    /// Two devices' sessions (CPU sessions standing in for two GPUs): a call goes to the device
+    /// with the fewest calls running, a TensorRT-style profile is chosen by the batch's shape,
+    /// and the results do not depend on the device.
+    #[test]
+    #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
+    fn calls_go_to_the_least_busy_device_and_the_profile_that_holds_them() {
+        let ort = Ort::load(None).expect("set PULPIE_RT_ORT_LIB");
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pulpie_rt/default_model/model.onnx");
+        let config = SessionConfig { intra_op_threads: 1, inter_op_threads: 1, provider: ExecutionProvider::Cpu };
+        let mut classifier = TokenClassifier::open(&ort, ModelSource::File(&path), &config, None).unwrap();
+        let short = ShapeBox { min_rows: 1, min_length: 1, opt_rows: 4, opt_length: 8, max_rows: 4, max_length: 8 };
+        let long = ShapeBox { min_rows: 1, min_length: 9, opt_rows: 2, opt_length: 64, max_rows: 2, max_length: 64 };
+        let open = || Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap();
+        classifier.devices.push(Device {
+            sessions: vec![Placed { shape: Some(short), session: open() }, Placed { shape: Some(long), session: open() }],
+            busy: AtomicUsize::new(0),
+        });
+        let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
+        {
+            let (first, _held) = classifier.place(1, 4).unwrap();
+            assert!(std::ptr::eq(first, &classifier.devices[0].sessions[0].session));
+            // device 0 is busy: the next call goes to device 1, to the profile of its shape
+            let (second, _also) = classifier.place(2, 30).unwrap();
+            assert!(std::ptr::eq(second, &classifier.devices[1].sessions[1].session));
+            // a tie goes to the first device; then device 1 is the least busy again
+            let (third, _third) = classifier.place(1, 4).unwrap();
+            assert!(std::ptr::eq(third, &classifier.devices[0].sessions[0].session));
+            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+            let error = classifier.place(3, 30).err().unwrap();
+            assert_eq!(
+                error.0,
+                "a batch of 3 rows × 30 tokens is outside every TensorRT profile (1-8, 9-64): batch \
+                 with the classifier's buckets"
+            );
+            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+        }
+        assert!(classifier.devices.iter().all(|d| d.busy.load(Ordering::SeqCst) == 0));
+        let busy = &classifier.devices[0].busy;
+        busy.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap(), expected);
+        busy.fetch_sub(1, Ordering::SeqCst);
+    }
+
     #[test]
     fn onnx_runtimes_reason_is_kept_without_its_source_location() {
         let raw = "/onnxruntime_src/onnxruntime/core/session/provider_bridge_ort.cc:2043 \
