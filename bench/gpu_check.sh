@@ -28,8 +28,8 @@
 #                  runs/*.jsonl and gpu_check.log.
 #
 # What the GPU machine needs (nothing is fetched there):
-#   - build/capi/ (libpulpie_rt.so, extract; x86-64 Linux, glibc >= 2.34) and
-#     build/gpu-check/ (bundles, dev pages) from --prepare;
+#   - build/gpu-check/ from --prepare: capi/ (extract and libpulpie_rt.so, the C library
+#     without the embedded model, 4 MB; x86-64 Linux, glibc >= 2.34), the bundles, the pages;
 #   - the onnxruntime-gpu 1.31.1 C library: ORT_GPU_DIR, else build/ort-gpu/onnxruntime/capi,
 #     else the installed onnxruntime package's capi/ when it is the GPU build. Its CUDA
 #     provider is 284 MB: more than one 64 MiB carry, so it travels split (see --pack below);
@@ -44,9 +44,12 @@
 #     an FP16 sibling DIR-fp16 is used when present) for model-sized figures.
 #   GPU_PRICE_PER_HOUR (default 3.50, an H200's on-demand hour) prices the billion pages.
 #
-#   --pack DIR     split build/ort-gpu's libraries into parts of at most 60 MB under DIR
-#                  (.gitignored), for carrying over several calls; --unpack DIR joins them back
-#                  into build/ort-gpu/onnxruntime/capi.
+#   --pack DIR     build/ort-gpu's libraries (314 MB: the CUDA provider's kernels for every
+#                  architecture) xz-compressed and split into PART_MB-MB parts (default 18) under
+#                  DIR (.gitignored), to carry over several calls while the machine stays warm
+#                  (a call's carry is at most 64 MiB with the 27.5 MB of tracked files and the
+#                  17 MB of --prepare's build/gpu-check); --unpack DIR joins them back into
+#                  build/ort-gpu/onnxruntime/capi (python3's lzma: no xz needed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -58,10 +61,12 @@ while [ $# -gt 0 ]; do
         --prepare) PREPARE=1 ;;
         --cpu-dry-run) DRY_RUN=1; PREPARE=1 ;;
         --pack)
-            mkdir -p "$2" && tar -C build -cf - ort-gpu/onnxruntime | split -b 60m - "$2/ort-gpu.tar.part-"
+            mkdir -p "$2" && tar -C build -cf - ort-gpu/onnxruntime | xz -9 -T2 \
+                | split -b "${PART_MB:-18}m" - "$2/ort-gpu.tar.xz.part-"
             ls -la "$2"; exit 0 ;;
         --unpack)
-            cat "$2"/ort-gpu.tar.part-* | tar -C build -xf - && ls -la build/ort-gpu/onnxruntime/capi
+            cat "$2"/ort-gpu.tar.xz.part-* | python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" \
+                | tar -C build -xf - && ls -la build/ort-gpu/onnxruntime/capi
             exit $? ;;
         -h|--help) sed -n 2,52p "$0"; exit 0 ;;
         *) OUT_DIR="$1" ;;
@@ -75,7 +80,7 @@ LOG="$OUT_DIR/gpu_check.log"
 RUNS="$OUT_DIR/runs.tsv"
 : > "$RUNS"
 WORK=build/gpu-check
-EXTRACT=build/capi/extract
+EXTRACT=$WORK/capi/extract
 log() { echo "[gpu_check +$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 
@@ -95,13 +100,19 @@ if [ "$PREPARE" = 1 ]; then
                 || { log "FAILED: export $precision (see $LOG)"; exit 2; }
         fi
     done
+    # the example program beside the C library without the embedded model (the Python
+    # package's build of the same crate: the same C ABI, 4 MB instead of 27)
+    make -s core >>"$LOG" 2>&1 || { log "FAILED: make core (see $LOG)"; exit 2; }
+    mkdir -p "$WORK/capi"
+    cp build/capi/extract "$WORK/capi/extract"
+    cp "$(ls runtime/_core_rs*.so | head -1)" "$WORK/capi/libpulpie_rt.so"
     pages=${GPU_CHECK_PAGES:-../shared/corpus/dev.jsonl.gz}
     cp "$pages" "$WORK/dev.jsonl.gz" || { log "FAILED: no dev pages at $pages"; exit 2; }
-    log "prepared: $EXTRACT, build/capi/libpulpie_rt.so, $WORK/ ($(du -sh "$WORK" | cut -f1)); carry build/capi and $WORK, and build/ort-gpu (bench/gpu_check.sh --pack)"
+    log "prepared: $WORK/ ($(du -sh "$WORK" | cut -f1)); carry it, and build/ort-gpu (bench/gpu_check.sh --pack DIR)"
 fi
 
 # ---------------------------------------------------------------- environment
-[ -x "$EXTRACT" ] || { log "FAILED: no $EXTRACT (bench/gpu_check.sh --prepare on a CPU machine, then carry build/capi)"; exit 2; }
+[ -x "$EXTRACT" ] || { log "FAILED: no $EXTRACT (bench/gpu_check.sh --prepare on a CPU machine, then carry $WORK)"; exit 2; }
 [ -f "$WORK/dev.jsonl.gz" ] || { log "FAILED: no $WORK/dev.jsonl.gz (--prepare)"; exit 2; }
 # a CPU dry run reads the first GPU_CHECK_PAGE_LIMIT pages (default 16 there, all on a GPU)
 LIMIT=${GPU_CHECK_PAGE_LIMIT:-$([ "$DRY_RUN" = 1 ] && echo 16 || echo 0)}
