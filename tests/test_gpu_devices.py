@@ -163,3 +163,75 @@ def test_the_cpu_says_so(capi, tiny):
     done = run(capi, ["--model", str(tiny)])
     assert done.returncode == 0, done.stderr
     assert done.stderr.decode().splitlines()[-1].endswith(", 1 pages, provider cpu")
+
+
+# ── the Python doors: the same engine, the same refusals ───────────────────────────────────
+
+PYTHON_OPEN = """
+import sys
+from pulpie_rt import Extractor
+from pulpie_rt.runtime.flow.engine import BackendError
+try:
+    Extractor(sys.argv[1], backend=sys.argv[2], device=sys.argv[3])
+except BackendError as exc:
+    print(exc)
+    raise SystemExit(3)
+"""
+
+
+def python_open(model: Path, backend: str, device: str, driver: Path | None = None,
+                devices: int | None = None) -> subprocess.CompletedProcess:
+    """``Extractor(model, backend=, device=)`` in a fresh process with the onnxruntime-gpu
+    wheel's library (and a driver stand-in: LD_LIBRARY_PATH is read at process start)."""
+    import sys
+
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("LD_LIBRARY_PATH", "FAKE_CUDA_DEVICES")}
+    env["PULPIE_RT_ORT_LIB"] = str(gpu_library())
+    if driver is not None:
+        env["LD_LIBRARY_PATH"] = str(driver)
+    if devices is not None:
+        env["FAKE_CUDA_DEVICES"] = str(devices)
+    return subprocess.run([sys.executable, "-c", PYTHON_OPEN, str(model), backend, device],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("backend,device,provider", [
+    ("onnxruntime", "cuda", "cuda"), ("tensorrt", "cuda:0", "tensorrt"),
+])
+def test_python_asking_for_a_gpu_fails_with_the_reason_never_on_the_cpu(
+        tiny, fake_driver, backend, device, provider):
+    gpu_library()
+    if not has_driver():
+        done = python_open(tiny, backend, device)
+        assert done.returncode == 3, done.stderr
+        assert done.stdout == (
+            f"cannot run on execution provider '{provider}' on GPU 0: no NVIDIA driver here: "
+            "libcuda.so.1 cannot be loaded (libcuda.so.1: cannot open shared object file: No "
+            f"such file or directory){NO_FALLBACK}\n")
+    done = python_open(tiny, backend, device, fake_driver)  # a GPU, no CUDA libraries
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.startswith(f"cannot run on execution provider '{provider}' on GPU 0: "
+                                  "ONNX Runtime ")
+    assert done.stdout.endswith(f"{NO_FALLBACK}\n")
+    done = python_open(tiny, backend, "cuda:2", fake_driver, devices=2)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == (f"cannot run on execution provider '{provider}' on GPU 2: there is "
+                           f"no GPU 2: the NVIDIA driver sees 2 GPUs (0 to 1){NO_FALLBACK}\n")
+
+
+def test_the_cli_asking_for_a_gpu_fails_with_the_reason(tiny, fake_driver):
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "LD_LIBRARY_PATH"}
+    env["PULPIE_RT_ORT_LIB"] = str(gpu_library())
+    env["LD_LIBRARY_PATH"] = str(fake_driver)
+    done = subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "extract", "-", "--model",
+                           str(tiny), "--device", "cuda"], input=PAGE, capture_output=True,
+                          env=env, timeout=300)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    message = done.stderr.decode()
+    assert message.startswith("pulpie-rt extract: cannot run on execution provider 'cuda' on "
+                              "GPU 0: ONNX Runtime ")
+    assert message.endswith(f"{NO_FALLBACK}\n")

@@ -598,7 +598,7 @@ pub unsafe extern "C" fn pulpie_rt_engine_notice(engine: *const pulpie_rt_engine
 }
 
 // ---- Internal: the Python doors' entry points (runtime/flow/engine.py). Not in
-// pulpie_rt.h; the C library's version script (core/pulpie_rt.map) does not export them.
+// pulpie_rt.h; the C library is built without them (cargo feature python-ffi off).
 
 /// `pulpie_rt_extract_pages` where a page may be text its caller already decoded:
 /// `is_text[i]` 1 reads page `i` as text (UTF-8, lone surrogates as their 3 bytes: a Python
@@ -702,14 +702,17 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(result: *const pulpie_rt_resul
     };
 }
 
-/// Batches of this engine that failed in the model and ran row by row since it opened.
+/// What this engine's model computed since it opened, into `out[4]`: batches that failed
+/// and ran row by row, model calls, real tokens, computed (padded) tokens.
 ///
 /// # Safety
-/// `engine` is NULL or open.
+/// `engine` is NULL or open; `out` points to 4 writable values.
 #[cfg(feature = "python-ffi")]
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_py_engine_fallbacks(engine: *const pulpie_rt_engine) -> u64 {
-    engine.as_ref().map_or(0, |e| e.engine.row_by_row_fallbacks())
+pub unsafe extern "C" fn pulpie_rt_py_engine_counters(engine: *const pulpie_rt_engine, out: *mut u64) {
+    let counters = engine.as_ref().map(|e| e.engine.counters()).unwrap_or_default();
+    let values = [counters.row_by_row_fallbacks, counters.model_calls, counters.real_tokens, counters.computed_tokens];
+    std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len());
 }
 
 /// The engine's sequence-length buckets (`ort::DEFAULT_BUCKETS`): their count, the first

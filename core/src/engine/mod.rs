@@ -297,6 +297,21 @@ pub struct Engine {
     config: EngineConfig,
     /// batches that failed in the model and were run again row by row (`FALLBACK_ROW_BY_ROW`)
     row_by_row: std::sync::atomic::AtomicU64,
+    /// what the model computed since the engine opened (`Counters`)
+    model_calls: std::sync::atomic::AtomicU64,
+    real_tokens: std::sync::atomic::AtomicU64,
+    computed_tokens: std::sync::atomic::AtomicU64,
+}
+
+/// What an engine's model computed since it opened: batches run, the tokens of their rows, and
+/// the tokens computed with the padding (rows × the longest row), for tokens/s and the
+/// padding share of benchmarks and `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub row_by_row_fallbacks: u64,
+    pub model_calls: u64,
+    pub real_tokens: u64,
+    pub computed_tokens: u64,
 }
 
 /// What a run reports when a batch failed in the engine and ran row by row (the Python
@@ -391,12 +406,21 @@ impl Engine {
             rescorer,
             config,
             row_by_row: std::sync::atomic::AtomicU64::new(0),
+            model_calls: std::sync::atomic::AtomicU64::new(0),
+            real_tokens: std::sync::atomic::AtomicU64::new(0),
+            computed_tokens: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
-    /// How many batches failed in the model and ran row by row since the engine opened.
-    pub fn row_by_row_fallbacks(&self) -> u64 {
-        self.row_by_row.load(std::sync::atomic::Ordering::Relaxed)
+    /// What the model computed since the engine opened.
+    pub fn counters(&self) -> Counters {
+        use std::sync::atomic::Ordering::Relaxed;
+        Counters {
+            row_by_row_fallbacks: self.row_by_row.load(Relaxed),
+            model_calls: self.model_calls.load(Relaxed),
+            real_tokens: self.real_tokens.load(Relaxed),
+            computed_tokens: self.computed_tokens.load(Relaxed),
+        }
     }
 
     /// Whether the profile runs the transformer (false: the block rescorer alone, CPU).
@@ -604,10 +628,17 @@ impl Engine {
                     "BackendError: profile {profile} runs no transformer: it has no chunks to predict"
                 ));
             };
-            classifier
+            let predicted = classifier
                 .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
                 .map(|sep| (sep.labels, sep.rows))
-                .map_err(|e| py::describe("OrtError", &e.0))
+                .map_err(|e| py::describe("OrtError", &e.0))?;
+            use std::sync::atomic::Ordering::Relaxed;
+            let lengths = batch.cumulative_seq_lengths.windows(2).map(|w| (w[1] - w[0]) as u64);
+            let (rows, longest) = lengths.fold((0u64, 0u64), |(n, m), l| (n + 1, m.max(l)));
+            self.model_calls.fetch_add(1, Relaxed);
+            self.real_tokens.fetch_add(batch.input_ids.len() as u64, Relaxed);
+            self.computed_tokens.fetch_add(rows * longest, Relaxed);
+            Ok(predicted)
         }))
         .unwrap_or_else(|_| Err(panic_message()))
     }
