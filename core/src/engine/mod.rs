@@ -1,7 +1,7 @@
-//! The whole page flow in the core, for the C library (`capi.rs`): raw HTML in, main-content
-//! Markdown out, with no Python. Each step reproduces `runtime/flow/pages.py` (`Preparer`,
-//! `predict_pages`, `finish`) and its stages exactly, so `pulpie_rt_extract` returns what
-//! `pulpie_rt.Extractor(model).extract(html)` returns:
+//! The whole page flow in the core: raw HTML in, main-content Markdown out. Every door runs it:
+//! the C library (`capi.rs`) and the Python doors (`runtime/flow/engine.py`, through the same
+//! C ABI), so `pulpie_rt_extract` returns what `pulpie_rt.Extractor(model).extract(html)`
+//! returns. Its readable specifications are `tests/spec/{prepare,labels,finish}_spec.py`:
 //!
 //! - `prepare`: the page's bytes decoded by the decode stage (`crate::decode`), cut by
 //!   `Limits::max_input_bytes`, simplified, split into blocks, tokenized with the bundle's
@@ -534,7 +534,7 @@ impl Engine {
         prepare_text(text, self.tokenizer.as_ref(), &settings, feature_set)
     }
 
-    /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
+    /// The bundle's decoding (margins or argmax, threshold, `keep_best_block`).
     fn decoding(&self) -> decode::Decoding {
         let m = &self.manifest;
         decode::Decoding {
@@ -545,10 +545,9 @@ impl Engine {
         }
     }
 
-    /// `predict_pages`: per page its block predictions, or its error (failed pages stay
-    /// failed).
+    /// Per page its block predictions, or its error (failed pages stay failed).
     fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<Vec<usize>, String>> {
-        // (page, chunk) of every chunk to run, in `run_chunks`' order
+        // (page, chunk) of every chunk to run, pages in order, chunks in order
         let mut keys: Vec<(usize, usize)> = Vec::new();
         for (page_index, page) in pages.iter().enumerate() {
             if let Ok(page) = page {
@@ -643,7 +642,7 @@ impl Engine {
         .unwrap_or_else(|_| Err(panic_message()))
     }
 
-    /// `predict_pages`' per-page decoding (`decode::decide_blocks`).
+    /// A page's decoding from its chunks' SEP logits (`decode::decide_blocks`).
     fn decide(&self, page: &Prepared, chunk_outputs: &[(Vec<f32>, usize)]) -> Result<Vec<usize>, String> {
         let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
         let outputs: Vec<decode::SepOutputs<'_>> = chunk_outputs

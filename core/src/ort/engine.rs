@@ -1,6 +1,6 @@
 //! The token classifier: a bundle's `model.onnx` (EuroBERT token classification, exported by
-//! `pulpie_rt.export`) run on `[rows, length]` token ids, as `runtime/backends.py`'s
-//! `OnnxRuntimeBackend` runs it.
+//! `pulpie_rt.export`) run on `[rows, length]` token ids (`eval/margins.py` runs the same graph
+//! through onnxruntime's Python API as the tests' oracle).
 
 use super::api::{ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec};
 use super::batches::{default_buckets, sep_logits, Bucket, FlatBatch};
