@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale-pages", type=int, default=None,
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi"],
+                        choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
+                                 "trees"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -53,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capi-pages", type=int, default=None,
                         help="dev pages for the C library vs Pipeline row (default: "
                              "bench.capi's)")
+    parser.add_argument("--trees-pages", type=int, default=None,
+                        help="dev pages for the tree kernel vs ONNX Runtime rows (default: "
+                             "bench.trees')")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -132,6 +136,16 @@ def run(args: argparse.Namespace) -> int:
             report["capi"] = capi_bench(pages)
             tables.append(capi_line(report["capi"]))
             print(tables[-1], flush=True)
+    if "trees" not in args.skip:
+        from pulpie_rt.bench.trees import DEFAULT_PAGES as TREES_PAGES
+        from pulpie_rt.bench.trees import run as trees_bench
+        from pulpie_rt.bench.trees import trees_table
+
+        pages = bench_pages(args.trees_pages or TREES_PAGES, args.inputs, args.corpus)
+        print(f"Tree kernel vs ONNX Runtime: {len(pages)} pages", flush=True)
+        report["trees"] = trees_bench(pages)
+        tables.append(trees_table(report["trees"]))
+        print(tables[-1], flush=True)
     from pulpie_rt.bench.gpu import gpu_name
 
     if gpu_name() is None:

@@ -38,7 +38,7 @@ pub use engine::{
     FEED_NAMES,
 };
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
-pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, PROBABILITIES};
+pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV};
 
 /// An error from ONNX Runtime or from this layer, as one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
