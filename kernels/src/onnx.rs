@@ -204,9 +204,15 @@ fn tensor(message: &[u8]) -> Result<Tensor, ParseError> {
             return error(format!("tensor '{}': raw data of type {} not read", out.name, out.data_type));
         }
         match out.data_type {
-            TENSOR_FLOAT => out.floats = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect(),
-            TENSOR_DOUBLE => out.doubles = raw.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect(),
-            _ => out.int64s = raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect(),
+            TENSOR_FLOAT => {
+                out.floats = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+            }
+            TENSOR_DOUBLE => {
+                out.doubles = raw.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect()
+            }
+            _ => {
+                out.int64s = raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect()
+            }
         }
     }
     Ok(out)
@@ -426,7 +432,10 @@ impl Model {
     /// The opset version the model imports for `domain` ("" and "ai.onnx" are the same).
     pub fn opset(&self, domain: &str) -> Option<i64> {
         let wanted = if domain == "ai.onnx" { "" } else { domain };
-        self.opsets.iter().find(|(d, _)| (if d == "ai.onnx" { "" } else { d.as_str() }) == wanted).map(|(_, v)| *v)
+        self.opsets
+            .iter()
+            .find(|(d, _)| (if d == "ai.onnx" { "" } else { d.as_str() }) == wanted)
+            .map(|(_, v)| *v)
     }
 }
 

@@ -171,7 +171,8 @@ impl TreeEnsemble {
     /// Reads the trees behind the graph output `output` (the `[rows, 2]` float probabilities)
     /// of a serialized ONNX model.
     pub fn from_onnx(bytes: &[u8], output: &str) -> Result<TreeEnsemble, Unsupported> {
-        let model = crate::onnx::parse_model(bytes).map_err(|e| Unsupported(format!("not a readable ONNX model: {e}")))?;
+        let model = crate::onnx::parse_model(bytes)
+            .map_err(|e| Unsupported(format!("not a readable ONNX model: {e}")))?;
         TreeEnsemble::from_model(&model, output)
     }
 
@@ -207,7 +208,10 @@ impl TreeEnsemble {
                         return refuse(format!("a Mul by '{}', not a float scalar", tensor.name));
                     }
                     if graph.inputs.iter().any(|i| i.name == tensor.name) {
-                        return refuse(format!("the Mul's '{}' is an input that may be overridden", tensor.name));
+                        return refuse(format!(
+                            "the Mul's '{}' is an input that may be overridden",
+                            tensor.name
+                        ));
                     }
                     if scale.is_some() {
                         return refuse("two Mul nodes after the trees");
@@ -239,7 +243,11 @@ impl TreeEnsemble {
         TreeEnsemble::from_classifier(classifier, columns, scale)
     }
 
-    fn from_classifier(node: &Node, columns: Option<usize>, scale: Option<f32>) -> Result<TreeEnsemble, Unsupported> {
+    fn from_classifier(
+        node: &Node,
+        columns: Option<usize>,
+        scale: Option<f32>,
+    ) -> Result<TreeEnsemble, Unsupported> {
         for attribute in &node.attributes {
             if attribute.reference.is_some() {
                 return refuse(format!("attribute {} refers to a function's", attribute.name));
@@ -248,7 +256,8 @@ impl TreeEnsemble {
                 return refuse(format!("attribute {}", attribute.name));
             }
         }
-        let transform = node.attribute("post_transform").map(|a: &Attribute| a.s.as_slice()).unwrap_or(b"NONE");
+        let transform =
+            node.attribute("post_transform").map(|a: &Attribute| a.s.as_slice()).unwrap_or(b"NONE");
         if transform != b"LOGISTIC" {
             return refuse(format!("post_transform {}", String::from_utf8_lossy(transform)));
         }
@@ -296,7 +305,9 @@ impl TreeEnsemble {
         let class_nodes = ints(node, "class_nodeids");
         let class_trees = ints(node, "class_treeids");
         let weights = floats(node, "class_weights");
-        if class_nodes.len() != class_ids.len() || class_trees.len() != class_ids.len() || weights.len() != class_ids.len()
+        if class_nodes.len() != class_ids.len()
+            || class_trees.len() != class_ids.len()
+            || weights.len() != class_ids.len()
         {
             return refuse("class_ids, class_nodeids, class_treeids and class_weights differ in length");
         }
@@ -309,7 +320,8 @@ impl TreeEnsemble {
 
         // Trees: a new tree starts where the tree id changes (ONNX Runtime's roots); each tree's
         // nodes must be contiguous, as a tree id seen again would start a second root.
-        let mut index: std::collections::HashMap<(i64, i64), usize> = std::collections::HashMap::with_capacity(n);
+        let mut index: std::collections::HashMap<(i64, i64), usize> =
+            std::collections::HashMap::with_capacity(n);
         let mut roots: Vec<usize> = Vec::new();
         let mut seen_trees = std::collections::HashSet::new();
         for i in 0..n {
@@ -327,7 +339,10 @@ impl TreeEnsemble {
         let mut weight_count = vec![0u32; n];
         for k in 0..class_ids.len() {
             let Some(&i) = index.get(&(class_trees[k], class_nodes[k])) else {
-                return refuse(format!("a weight for node {}-{} that does not exist", class_trees[k], class_nodes[k]));
+                return refuse(format!(
+                    "a weight for node {}-{} that does not exist",
+                    class_trees[k], class_nodes[k]
+                ));
             };
             if modes[i] != Mode::Leaf {
                 continue; // ONNX Runtime ignores weights on branches (old onnxmltools wrote some)
@@ -352,11 +367,16 @@ impl TreeEnsemble {
             let child = |id: i64, which: &str| -> Result<usize, Unsupported> {
                 if !(0..n as i64).contains(&id) {
                     // ONNX Runtime refuses the model then (a child id must be < the node count)
-                    return refuse(format!("node {}-{}: {which} child id {id} out of range", tree_ids[i], node_ids[i]));
+                    return refuse(format!(
+                        "node {}-{}: {which} child id {id} out of range",
+                        tree_ids[i], node_ids[i]
+                    ));
                 }
                 match index.get(&(tree_ids[i], id)) {
                     Some(&j) if j != i => Ok(j),
-                    Some(_) => refuse(format!("node {}-{} is its own {which} child", tree_ids[i], node_ids[i])),
+                    Some(_) => {
+                        refuse(format!("node {}-{} is its own {which} child", tree_ids[i], node_ids[i]))
+                    }
                     None => refuse(format!("node {}-{}: no {which} child {id}", tree_ids[i], node_ids[i])),
                 }
             };
@@ -371,21 +391,43 @@ impl TreeEnsemble {
             let t = thresholds[i];
             logical.push(match modes[i] {
                 Mode::Leq => Logical::Leq { feature, threshold: t, nan_true, next: [on_true, on_false] },
-                Mode::Lt => Logical::Leq { feature, threshold: below(t), nan_true, next: [on_true, on_false] },
-                // x > t is !(x <= t) but for NaN, which goes wherever the node says
-                Mode::Gt => Logical::Leq { feature, threshold: t, nan_true: !nan_true, next: [on_false, on_true] },
-                Mode::Gte => Logical::Leq { feature, threshold: below(t), nan_true: !nan_true, next: [on_false, on_true] },
-                Mode::Eq => {
-                    Logical::Eq { feature, threshold: t, nan_true, next: [on_true, on_false], set: folds_into_a_set(t) }
+                Mode::Lt => {
+                    Logical::Leq { feature, threshold: below(t), nan_true, next: [on_true, on_false] }
                 }
+                // x > t is !(x <= t) but for NaN, which goes wherever the node says
+                Mode::Gt => {
+                    Logical::Leq { feature, threshold: t, nan_true: !nan_true, next: [on_false, on_true] }
+                }
+                Mode::Gte => Logical::Leq {
+                    feature,
+                    threshold: below(t),
+                    nan_true: !nan_true,
+                    next: [on_false, on_true],
+                },
+                Mode::Eq => Logical::Eq {
+                    feature,
+                    threshold: t,
+                    nan_true,
+                    next: [on_true, on_false],
+                    set: folds_into_a_set(t),
+                },
                 // NaN != t holds: NaN takes the original true child, the swapped false one
-                Mode::Neq => Logical::Eq { feature, threshold: t, nan_true: false, next: [on_false, on_true], set: false },
+                Mode::Neq => Logical::Eq {
+                    feature,
+                    threshold: t,
+                    nan_true: false,
+                    next: [on_false, on_true],
+                    set: false,
+                },
                 Mode::Leaf => unreachable!(),
             });
         }
         if let Some(columns) = columns {
             if min_columns > columns {
-                return refuse(format!("the trees read feature {} of a {columns}-wide input", min_columns - 1));
+                return refuse(format!(
+                    "the trees read feature {} of a {columns}-wide input",
+                    min_columns - 1
+                ));
             }
         }
         let mut layout = Layout::new(&logical);
@@ -650,7 +692,7 @@ impl<'a> Layout<'a> {
                 points.retain(|p| !p.is_nan());
                 points.sort_by(|a, b| a.partial_cmp(b).unwrap());
                 points.dedup_by(|a, b| a == b); // -0 and 0 are one point for ==
-                // boundaries: interval j is (b[j-1], b[j]]; odd j are the points themselves
+                                                // boundaries: interval j is (b[j-1], b[j]]; odd j are the points themselves
                 let bounds: Vec<f32> = points.iter().flat_map(|&c| [below(c), c]).collect();
                 const TO_TRUE: u32 = u32::MAX - 1;
                 const TO_FALSE: u32 = u32::MAX - 2;
@@ -694,7 +736,15 @@ impl<'a> Layout<'a> {
     /// Steps telling apart the intervals `lo..=hi` of `bounds` (interval j is
     /// `(bounds[j-1], bounds[j]]`, interval `bounds.len()` is above them all); odd intervals
     /// are the chain's points and lead to `on_true`, even ones to `on_false`. Returns the first.
-    fn search(&mut self, feature: u32, bounds: &[f32], lo: usize, hi: usize, on_true: u32, on_false: u32) -> u32 {
+    fn search(
+        &mut self,
+        feature: u32,
+        bounds: &[f32],
+        lo: usize,
+        hi: usize,
+        on_true: u32,
+        on_false: u32,
+    ) -> u32 {
         if lo == hi {
             return if lo % 2 == 1 { on_true } else { on_false };
         }
