@@ -288,3 +288,26 @@ def test_the_kernel_reads_the_rescorer_files_widths():
         trees.predict(np.zeros((2, 3), np.float32))
     with pytest.raises(native.CoreError, match="not a readable ONNX model"):
         KernelTrees(b"\x0a\xff")
+
+
+def test_the_c_library_runs_the_kernel_and_onnx_runtime_alike(dev_pages, tmp_path):
+    """The C library's engine (embedded default model, its default profile ``fast``) opens
+    its rescorers through the same core: the same records with ``PULPIE_RT_TREES`` unset and
+    ``onnxruntime``, and a wrong value named."""
+    import os
+    import shutil
+
+    from pulpie_rt.bench.capi import build_capi, run_extract, write_pages
+
+    missing = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"the C library needs {', '.join(missing)} on the PATH")
+    build_capi()
+    path = write_pages(dev_pages[::16], tmp_path / "pages.jsonl")
+    env = {k: v for k, v in os.environ.items() if k != "PULPIE_RT_TREES"}
+    on_kernel = run_extract(path, env=env)
+    on_onnxruntime = run_extract(path, env=env | {"PULPIE_RT_TREES": "onnxruntime"})
+    assert len(on_kernel) == len(dev_pages[::16])
+    assert on_kernel == on_onnxruntime
+    with pytest.raises(RuntimeError, match="PULPIE_RT_TREES=\"gpu\": expected 'kernel'"):
+        run_extract(path, env=env | {"PULPIE_RT_TREES": "gpu"})
