@@ -518,21 +518,15 @@ impl TreeEnsemble {
                 let base: [*const f32; GROUP] =
                     std::array::from_fn(|k| rows[(start + k).min(n - 1) * columns..].as_ptr());
                 let mut at = [root; GROUP];
-                for _ in 0..depth {
+                // two steps a turn, the check after the second only: a lane that did not move
+                // then is on its leaf (a branch always moves), and a leaf stays put
+                for _ in 0..depth.div_ceil(2) {
+                    for k in 0..GROUP {
+                        at[k] = unsafe { self.step::<NAN>(steps, nan_true, base[k], at[k]) };
+                    }
                     let mut moved = 0u32;
                     for k in 0..GROUP {
-                        // SAFETY: `at[k]` is a step index (roots and children all are, by
-                        // construction), and every step's feature is < min_columns <= columns,
-                        // so the read stays in the lane's row
-                        let next = unsafe {
-                            let step = steps.get_unchecked(at[k] as usize);
-                            let x = *base[k].add(step.feature as usize);
-                            if NAN {
-                                step.child(x, *nan_true.get_unchecked(at[k] as usize))
-                            } else {
-                                step.child_of_number(x)
-                            }
-                        };
+                        let next = unsafe { self.step::<NAN>(steps, nan_true, base[k], at[k]) };
                         moved |= next ^ at[k];
                         at[k] = next;
                     }
@@ -546,6 +540,28 @@ impl TreeEnsemble {
                 }
                 start += GROUP;
             }
+        }
+    }
+
+    /// One step of a lane: from step `at`, its row's child.
+    ///
+    /// # Safety
+    /// `at` is a step index (roots and children all are, by construction), and `row` points at
+    /// a row of at least `min_columns` values (every step's feature is below that).
+    #[inline(always)]
+    unsafe fn step<const NAN: bool>(
+        &self,
+        steps: &[Step],
+        nan_true: &[bool],
+        row: *const f32,
+        at: u32,
+    ) -> u32 {
+        let step = steps.get_unchecked(at as usize);
+        let x = *row.add(step.feature as usize);
+        if NAN {
+            step.child(x, *nan_true.get_unchecked(at as usize))
+        } else {
+            step.child_of_number(x)
         }
     }
 
