@@ -63,7 +63,8 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 # Both environments' editable installs load the same library file (runtime/_core_rs*.so).
 # core/build.rs fetches lexbor's C sources once into build/lexbor and keeps the compiled
 # library there, so rebuilds and `cargo test` do not fetch or compile them again.
-CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs)
+CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs) \
+                kernels/Cargo.toml $(wildcard kernels/src/*.rs)
 export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
@@ -92,6 +93,7 @@ ORT_LIBRARY = $(PYTHON) -c 'import glob, os, onnxruntime; print(sorted(glob.glob
 test: venv ort-gpu
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
+	cargo test -q --manifest-path kernels/Cargo.toml
 	$(PYTHON) -m pytest -q -ra
 
 # The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into

@@ -572,12 +572,14 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_ort_rescorer_run": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P,
                                     ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t,
                                              ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
                                              ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_log_odds": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
                                                  ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_context_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_make_batches": ([_P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
                                     ctypes.c_uint32, _P, _P, ctypes.c_size_t, ctypes.c_uint32,
                                     ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
@@ -711,9 +713,22 @@ def _ort_handle() -> int:
     return handle.value
 
 
+def _trees(function, handle: int) -> str:
+    """What runs a core rescorer's trees (``pulpie_rt_ort_*rescorer_trees``)."""
+    lib = _engine_library()
+    message = _Message()
+    status = function(handle, ctypes.byref(message))
+    text = _take(lib, message.ptr, message.len) if message.ptr else ""
+    if status != 0:
+        raise CoreError(text or f"status {status}")
+    return text
+
+
 class CoreRescorer:
     """The core's block rescorer (``core/src/ort/rescorer.rs``) over one ``rescorer.onnx``:
-    one ONNX Runtime session, CPU, shared by threads (each call releases the GIL)."""
+    its trees on the tree kernel (``kernels/``) or, when the kernel cannot run them or
+    ``PULPIE_RT_TREES=onnxruntime``, one ONNX Runtime session (CPU); shared by threads (each
+    call releases the GIL)."""
 
     def __init__(self, onnx_path: str | Path, margin_weight: float) -> None:
         lib = _engine_library()
@@ -724,6 +739,11 @@ class CoreRescorer:
         _engine_call(lib.pulpie_rt_ort_rescorer_open, _ort_handle(), data, len(data), 0,
                      float(margin_weight), ctypes.byref(handle))
         self.handle = handle.value
+
+    @property
+    def trees(self) -> str:
+        """What runs the trees: ``"kernel"``, or ``"onnxruntime (why)"``."""
+        return _trees(self._lib.pulpie_rt_ort_rescorer_trees, self.handle)
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):
@@ -754,7 +774,7 @@ class CoreContextRescorer:
     """The core's rescorer over blocks in context (``core/src/ort/rescorer.rs``'
     ``ContextRescorer``, the C library's ``fast`` profile too): the context features, the
     first stage's file (when given), the stage features and the last stage's file, each
-    stage one ONNX Runtime session (CPU, one thread each way), shared by threads."""
+    stage's trees as ``CoreRescorer`` runs them; shared by threads."""
 
     def __init__(self, onnx_path: str | Path, first_stage: str | Path | None = None) -> None:
         lib = _engine_library()
@@ -766,6 +786,12 @@ class CoreContextRescorer:
         _engine_call(lib.pulpie_rt_ort_context_rescorer_open, _ort_handle(), data, len(data),
                      first or None, len(first), ctypes.byref(handle))
         self.handle = handle.value
+
+    @property
+    def trees(self) -> list[str]:
+        """What runs each stage's trees, the first stage first: ``"kernel"``, or
+        ``"onnxruntime (why)"``."""
+        return _trees(self._lib.pulpie_rt_ort_context_rescorer_trees, self.handle).split("\n")
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):

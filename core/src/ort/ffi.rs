@@ -351,6 +351,23 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_free(rescorer: *mut BlockRescore
     }
 }
 
+/// What runs the rescorer's trees (`BlockRescorer::trees`: "kernel" or "onnxruntime (why)"),
+/// in `out` (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_rescorer_open`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_rescorer_trees(rescorer: *const BlockRescorer, out: *mut OrtMessage) -> i32 {
+    match guarded(out, || rescorer.as_ref().map(BlockRescorer::trees).ok_or_else(|| OrtError("no rescorer".into()))) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
 /// Opens a rescorer over blocks in context (`ContextRescorer`): `model` the (last) stage's
 /// ONNX file path, `first_stage` the first stage's (`first_stage_len` 0: none). `out` gets a
 /// handle released with `pulpie_rt_ort_context_rescorer_free`.
@@ -400,6 +417,28 @@ pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_log_odds(
     match guarded(error, || rescorer.log_odds(slice(features, rows * columns), rows)) {
         Ok(odds) => {
             std::ptr::copy_nonoverlapping(odds.as_ptr(), log_odds, odds.len().min(rows));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// What runs each stage's trees (`ContextRescorer::trees`), one line a stage, the first
+/// stage first, in `out` (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_context_rescorer_open`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_trees(
+    rescorer: *const ContextRescorer,
+    out: *mut OrtMessage,
+) -> i32 {
+    match guarded(out, || {
+        rescorer.as_ref().map(|r| r.trees().join("\n")).ok_or_else(|| OrtError("no rescorer".into()))
+    }) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
             0
         }
         Err(status) => status,
@@ -560,5 +599,72 @@ pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
             0
         }
         Err(status) => status,
+    }
+}
+
+/// The tree kernel alone (`pulpie_rt_kernels::TreeEnsemble`), for the parity checks against
+/// ONNX Runtime (`python -m pulpie_rt.parity.trees`, tests/test_trees.py): the trees behind the
+/// `probabilities` output of the ONNX model in `model` (its bytes). Status 1 with the reason
+/// when the kernel does not run them.
+///
+/// # Safety
+/// `model` holds `model_len` bytes; `out` receives a handle released with
+/// `pulpie_rt_trees_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_open(
+    model: *const u8,
+    model_len: usize,
+    out: *mut *mut pulpie_rt_kernels::TreeEnsemble,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        pulpie_rt_kernels::TreeEnsemble::from_onnx(slice(model, model_len), super::PROBABILITIES)
+            .map_err(|e| OrtError(e.0))
+    }) {
+        Ok(trees) => {
+            *out = Box::into_raw(Box::new(trees));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `[rows, 2]` probabilities and `rows` int64 labels (as ONNX Runtime's classifier gives them)
+/// of `rows` × `columns` float32 features.
+///
+/// # Safety
+/// `trees` comes from `pulpie_rt_trees_open`; buffers as their lengths say.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_predict(
+    trees: *const pulpie_rt_kernels::TreeEnsemble,
+    features: *const f32,
+    rows: usize,
+    columns: usize,
+    probabilities: *mut f32,
+    labels: *mut i64,
+    error: *mut OrtMessage,
+) -> i32 {
+    let trees = &*trees;
+    match guarded(error, || {
+        let mut probs = vec![0f32; rows * 2];
+        let mut labs = vec![0i64; rows];
+        trees.predict(slice(features, rows * columns), columns, &mut probs, Some(&mut labs)).map_err(OrtError)?;
+        Ok((probs, labs))
+    }) {
+        Ok((probs, labs)) => {
+            std::ptr::copy_nonoverlapping(probs.as_ptr(), probabilities, probs.len());
+            std::ptr::copy_nonoverlapping(labs.as_ptr(), labels, labs.len());
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// # Safety
+/// `trees` comes from `pulpie_rt_trees_open`, released once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_free(trees: *mut pulpie_rt_kernels::TreeEnsemble) {
+    if !trees.is_null() {
+        drop(Box::from_raw(trees));
     }
 }

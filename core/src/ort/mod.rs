@@ -45,7 +45,7 @@ pub use engine::{
 };
 pub use gpu::{GpuOptions, ShapeBox, TensorRtOptions};
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
-pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, PROBABILITIES};
+pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV};
 
 /// An error from ONNX Runtime or from this layer, as one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
