@@ -22,14 +22,16 @@ RUN_PYTHON := $(RUN_VENV)/bin/python
 RUN_PIP    := $(RUN_PYTHON) -m pip
 MODEL   ?= small
 GPU     ?= auto
-INPUT   ?= ../shared/corpus/dev.jsonl.gz
+# the repository's dev pages (corpus/README.md), from their one definition in pulpie_rt/corpus.py
+INPUT   ?= $(shell $(PY) pulpie_rt/corpus.py dev)
 OUT     ?= $(BUILD)/main-content.jsonl
 PRECISION ?= fp16
 BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind fuzz
+        default-model clean capi capi-valgrind fuzz \
+        install capi-dist wheel sdist FORCE
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
