@@ -6,6 +6,8 @@ import argparse
 import importlib
 import sys
 
+from pulpie_rt.version import __version__
+
 # (module, description): each module defines ``register(subparsers)`` adding its commands,
 # each command sets ``func(args) -> int``.
 _COMMAND_MODULES = (
@@ -20,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulpie-rt", description="Main-content extraction with Pulpie models, torch-free."
     )
+    parser.add_argument("--version", action="version", version=f"pulpie-rt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMAND_MODULES:
         try:
