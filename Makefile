@@ -3,6 +3,8 @@
 #                  default model on CPU, offline (MODEL=orange-small for the Orange model)
 #   make test   -- ruff + the whole test suite on CPU
 # Each creates the virtual environment it needs. On a GPU machine: make engine MODEL=small GPU=l4.
+# Packages (docs/packaging.md): make wheel / sdist (dist/), make capi / install / capi-dist (the
+# C SDK; no virtual environment needed).
 #
 # Two environments:
 #   .venv-run/  what a run needs: the package, its dependencies and the `io` extra (WARC,
