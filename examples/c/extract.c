@@ -20,7 +20,9 @@
  *                    and the provider the model runs on
  *
  * Build: cc -O2 -Ibuild/capi examples/c/extract.c -Lbuild/capi -lpulpie_rt -lpthread \
- *           -Wl,-rpath,'$ORIGIN' -o build/capi/extract      (what `make capi` runs)
+ *           -Wl,-rpath,'$ORIGIN' -o build/capi/extract      (what `make capi` runs), or
+ *        against an installed copy (`make install PREFIX=...`, docs/packaging.md):
+ *        cc examples/c/extract.c $(pkg-config --cflags --libs pulpie_rt) -o extract
  * Exit status: 0 when every page gave a result (a page's own error is in its output line or,
  * for HTML files, on stderr), 1 on a usage, I/O or engine error, 2 when a page failed.
  */
