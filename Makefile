@@ -80,11 +80,11 @@ $(RUN_VENV)/.core: $(RUN_VENV)/.installed $(CORE_SOURCES)
 
 # The main job. MODEL is only passed on when given on the command line (`make run
 # MODEL=orange-small`): the default is the embedded model (or $$PULPIE_RT_MODEL). A MODEL that
-# is neither a bundle directory nor an engine file (a hub name, a checkpoint) is exported to
+# is not a bundle directory (a hub name, a checkpoint) is exported to
 # ONNX on first use, which needs the export extra.
 RUN_MODEL := $(if $(filter command line,$(origin MODEL)),$(MODEL))
 RUN_NEEDS_EXPORT := $(if $(RUN_MODEL),$(if $(or $(filter default,$(RUN_MODEL)),\
-    $(wildcard $(RUN_MODEL)/manifest.json),$(filter %.engine %.plan,$(RUN_MODEL))),,yes))
+    $(wildcard $(RUN_MODEL)/manifest.json)),,yes))
 run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 	$(RUN_VENV)/bin/pulpie-rt run $(INPUT) --out $(OUT) $(if $(RUN_MODEL),--model $(RUN_MODEL))
 

@@ -345,7 +345,7 @@ def test_the_gpu_extra_resolves_to_exactly_one_onnx_runtime_distribution(wheel, 
           f"{wheel}[gpu]"], timeout=1800)
     names = [item["metadata"]["name"].lower().replace("_", "-")
              for item in json.loads(report.read_text())["install"]]
-    assert {"pulpie-rt", "onnxruntime-gpu", "tensorrt", "cuda-python"} <= set(names), names
+    assert {"pulpie-rt", "onnxruntime-gpu", "tensorrt"} <= set(names), names
     assert [n for n in names if n in ORT_DISTRIBUTIONS] == ["onnxruntime-gpu"], names
 
 
