@@ -81,8 +81,10 @@ def bad_bodies() -> list[tuple[str, bytes, str]]:
 
 def rss_bytes(pid: int) -> int:
     """Resident memory of process ``pid`` and its children (from /proc)."""
+    from pulpie_rt.integrations.serve.process import descendants
+
     total = 0
-    for proc in [pid, *_children(pid)]:
+    for proc in [pid, *descendants(pid)]:
         try:
             for line in Path(f"/proc/{proc}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -90,19 +92,6 @@ def rss_bytes(pid: int) -> int:
         except OSError:
             continue
     return total
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 class Soak:

@@ -184,3 +184,26 @@ def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
             manifest["profiles"]["fast"][key] = value
     (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return bundle
+
+
+SERVE_START_TIMEOUT_S = 180
+
+
+def start_server(tmp_path_factory, *options: str, profile: str | None = "accurate",
+                 env: dict | None = None):
+    """``pulpie-rt serve`` with one extraction thread and the embedded default model, offline,
+    ready; its ``accurate`` profile unless told otherwise (None: the model's default,
+    ``fast``): the transformer's batches are what the limits, timeouts and shutdown tests
+    load. ``env`` is added to the service's environment."""
+    from pulpie_rt.integrations.serve.process import LocalServer
+
+    profile_options = [] if profile is None else ["--profile", profile]
+    server = LocalServer(["--workers", "1", *profile_options, *options],
+                         tmp_path_factory.mktemp("serve") / "serve.log",
+                         env={"HF_HUB_OFFLINE": "1", "PULPIE_RT_MODEL": None, **(env or {})})
+    try:
+        server.wait_ready(SERVE_START_TIMEOUT_S)
+    except BaseException:
+        server.stop()
+        raise
+    return server

@@ -13,6 +13,7 @@ import pytest
 from rt_helpers import hostile_pages, short_context_bundle, small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor
+from pulpie_rt.integrations.serve.process import descendants
 
 CLI = [sys.executable, "-m", "pulpie_rt.cli"]
 
@@ -110,19 +111,6 @@ def test_hostile_pages_one_record_each(tmp_path):
     assert summary.startswith(f"pulpie-rt run: {len(records)} pages, 1 errors, ")  # bad JSON
 
 
-def _children(pid: int) -> list[int]:
-    children = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    if int(fh.read().split(")")[-1].split()[1]) == pid:
-                        children.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-    return children
-
-
 def test_killed_run_resumes_with_every_page_once(tmp_path):
     base = small_dev_pages(20_000)
     # ten copies: the first write comes after 64 pages, and the ~300 left take seconds even on
@@ -142,7 +130,7 @@ def test_killed_run_resumes_with_every_page_once(tmp_path):
             time.sleep(0.05)
         if proc.poll() is not None:
             pytest.fail("the run ended before it could be killed")
-        workers = _children(proc.pid)
+        workers = descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
@@ -198,7 +186,7 @@ def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):
         time.sleep(0.05)
     if proc.poll() is not None:
         pytest.fail("the run ended before SIGTERM could be sent")
-    workers = _children(proc.pid)
+    workers = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr.decode()

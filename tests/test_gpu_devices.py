@@ -69,6 +69,14 @@ def tiny(tmp_path_factory) -> Path:
 
 def run(capi: Path, args: list[str], driver: Path | None = None,
         devices: int | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(capi), *args, "--timing", "-"], input=PAGE, capture_output=True,
+                          env=gpu_env(driver, devices))
+
+
+def gpu_env(driver: Path | None = None, devices: int | None = None) -> dict[str, str]:
+    """This process's environment with the onnxruntime-gpu wheel's library, and the driver
+    stand-in in ``driver`` seeing ``devices`` GPUs (LD_LIBRARY_PATH is read at process start:
+    the callers start a process)."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("LD_LIBRARY_PATH", "FAKE_CUDA_DEVICES")}
     env["PULPIE_RT_ORT_LIB"] = str(gpu_library())
@@ -76,8 +84,7 @@ def run(capi: Path, args: list[str], driver: Path | None = None,
         env["LD_LIBRARY_PATH"] = str(driver)
     if devices is not None:
         env["FAKE_CUDA_DEVICES"] = str(devices)
-    return subprocess.run([str(capi), *args, "--timing", "-"], input=PAGE, capture_output=True,
-                          env=env)
+    return env
 
 
 def has_driver() -> bool:
@@ -185,15 +192,9 @@ def python_open(model: Path, backend: str, device: str, driver: Path | None = No
     wheel's library (and a driver stand-in: LD_LIBRARY_PATH is read at process start)."""
     import sys
 
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("LD_LIBRARY_PATH", "FAKE_CUDA_DEVICES")}
-    env["PULPIE_RT_ORT_LIB"] = str(gpu_library())
-    if driver is not None:
-        env["LD_LIBRARY_PATH"] = str(driver)
-    if devices is not None:
-        env["FAKE_CUDA_DEVICES"] = str(devices)
     return subprocess.run([sys.executable, "-c", PYTHON_OPEN, str(model), backend, device],
-                          capture_output=True, text=True, env=env, timeout=300)
+                          capture_output=True, text=True, env=gpu_env(driver, devices),
+                          timeout=300)
 
 
 @pytest.mark.parametrize("backend,device,provider", [
@@ -223,12 +224,9 @@ def test_python_asking_for_a_gpu_fails_with_the_reason_never_on_the_cpu(
 def test_the_cli_asking_for_a_gpu_fails_with_the_reason(tiny, fake_driver):
     import sys
 
-    env = {key: value for key, value in os.environ.items() if key != "LD_LIBRARY_PATH"}
-    env["PULPIE_RT_ORT_LIB"] = str(gpu_library())
-    env["LD_LIBRARY_PATH"] = str(fake_driver)
     done = subprocess.run([sys.executable, "-m", "pulpie_rt.cli", "extract", "-", "--model",
                            str(tiny), "--device", "cuda"], input=PAGE, capture_output=True,
-                          env=env, timeout=300)
+                          env=gpu_env(fake_driver), timeout=300)
     assert done.returncode == 2
     assert done.stdout == b""
     message = done.stderr.decode()

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from rt_helpers import small_dev_pages
+from rt_helpers import small_dev_pages, start_server
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -27,29 +27,10 @@ parser = pytest.importorskip("prometheus_client.parser")
 
 from pulpie_rt import Extractor  # noqa: E402
 from pulpie_rt.corpus import load_pages  # noqa: E402
-from pulpie_rt.integrations.serve.process import LocalServer, free_port  # noqa: E402
+from pulpie_rt.integrations.serve.process import free_port  # noqa: E402
 
-START_TIMEOUT_S = 180
 PAYLOAD_LIMIT = 6_000_000  # server A: a 5 MB page fits, a 6.5 MB body does not
 FIVE_MB_PAGE = "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>"  # synthetic
-
-
-def start_server(tmp_path_factory, *options: str, profile: str | None = "accurate"
-                 ) -> LocalServer:
-    """``pulpie-rt serve`` with one extraction thread and the embedded default model, offline,
-    ready;
-    its ``accurate`` profile unless told otherwise (None: the model's default, ``fast``):
-    the transformer's batches are what the limits, timeouts and shutdown tests load."""
-    profile_options = [] if profile is None else ["--profile", profile]
-    server = LocalServer(["--workers", "1", *profile_options, *options],
-                         tmp_path_factory.mktemp("serve") / "serve.log",
-                         env={"HF_HUB_OFFLINE": "1", "PULPIE_RT_MODEL": None})
-    try:
-        server.wait_ready(START_TIMEOUT_S)
-    except BaseException:
-        server.stop()
-        raise
-    return server
 
 
 @pytest.fixture(scope="module")

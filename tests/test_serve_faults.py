@@ -15,17 +15,16 @@ import os
 import signal
 import socket
 import time
-from pathlib import Path
 
 import pytest
+from rt_helpers import start_server
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 parser = pytest.importorskip("prometheus_client.parser")
 
-from pulpie_rt.integrations.serve.process import LocalServer  # noqa: E402
+from pulpie_rt.integrations.serve.process import LocalServer, descendants  # noqa: E402
 
-START_TIMEOUT_S = 180
 READ_TIMEOUT_S = 3
 MAX_REQUESTS = 8
 PAYLOAD_LIMIT = 2_000_000
@@ -36,15 +35,8 @@ PAGE = {"id": "p", "html": "<html><body><article><h1>Title</h1><p>A first paragr
 
 
 def start(tmp_path_factory, *options: str, env: dict | None = None) -> LocalServer:
-    server = LocalServer(["--workers", "1", *options],
-                         tmp_path_factory.mktemp("serve-faults") / "serve.log",
-                         env={"HF_HUB_OFFLINE": "1", "PULPIE_RT_MODEL": None, **(env or {})})
-    try:
-        server.wait_ready(START_TIMEOUT_S)
-    except BaseException:
-        server.stop()
-        raise
-    return server
+    """The service with the model's default profile (``fast``)."""
+    return start_server(tmp_path_factory, *options, profile=None, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -243,35 +235,16 @@ def test_12_stalled_clients_hold_no_slot_and_are_dropped(server):
     assert after[("pulpie_rt_request_bytes_in_flight", ())] == 0
 
 
-def child_pids(pid: int) -> list[int]:
-    """Every descendant process of ``pid`` (from /proc)."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            parents.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def test_the_service_runs_no_child_process(server):
     """Pages run in threads on one engine (issue 25): no process pool, nothing a dead child
     could break."""
-    assert child_pids(server.process.pid) == []
+    assert descendants(server.process.pid) == []
 
 
 def test_kill_9_of_every_child_process_and_the_service_answers(server):
     """Whatever the service runs in child processes dies; within 20 s requests are answered
     again, and while they are not, readiness is not 200."""
-    children = child_pids(server.process.pid)
+    children = descendants(server.process.pid)
     for pid in children:
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 20

@@ -377,6 +377,50 @@ pub unsafe extern "C" fn pulpie_rt_extract_batch(
     pulpie_rt_extract_pages(engine, html, len, std::ptr::null(), n, out, err)
 }
 
+/// `pulpie_rt_extract_pages`' work (and the Python doors' `pulpie_rt_py_extract`, which says
+/// which pages are text with `is_text`): the pages read from the caller's arrays, one result
+/// each into `out`.
+unsafe fn extract_pages_call(
+    engine: *mut pulpie_rt_engine,
+    html: *const *const c_char,
+    len: *const usize,
+    content_type: *const *const c_char,
+    is_text: Option<*const u8>,
+    n: usize,
+    out: *mut *mut pulpie_rt_result,
+) -> Result<(), Failure> {
+    if n == 0 {
+        return Ok(());
+    }
+    if out.is_null() {
+        return Err(argument("out is NULL"));
+    }
+    let out = std::slice::from_raw_parts_mut(out, n);
+    out.fill(std::ptr::null_mut());
+    if engine.is_null() || html.is_null() || len.is_null() || is_text.is_some_and(|t| t.is_null()) {
+        return Err(argument("engine, html or len is NULL"));
+    }
+    let html = std::slice::from_raw_parts(html, n);
+    let len = std::slice::from_raw_parts(len, n);
+    let is_text: &[u8] = match is_text {
+        Some(flags) => std::slice::from_raw_parts(flags, n),
+        None => &[],
+    };
+    let types: &[*const c_char] =
+        if content_type.is_null() { &[] } else { std::slice::from_raw_parts(content_type, n) };
+    let pages: Vec<Option<PageIn<'_>>> = (0..n)
+        .map(|i| {
+            let content_type = types.get(i).and_then(|&t| optional_bytes(t));
+            page_bytes(html[i], len[i]).map(|data| match is_text.get(i) {
+                Some(&flag) if flag != 0 => PageIn::Text(data),
+                _ => PageIn::Bytes { data, content_type },
+            })
+        })
+        .collect();
+    out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
+    Ok(())
+}
+
 /// `pulpie_rt_extract_batch` with each page's transport Content-Type: `content_type` is NULL
 /// (none has one) or points to `n` C strings, each NULL or the page's Content-Type.
 ///
@@ -393,31 +437,7 @@ pub unsafe extern "C" fn pulpie_rt_extract_pages(
     out: *mut *mut pulpie_rt_result,
     err: *mut *mut c_char,
 ) -> c_int {
-    guard(err, || {
-        if n == 0 {
-            return Ok(());
-        }
-        if out.is_null() {
-            return Err(argument("out is NULL"));
-        }
-        let out = std::slice::from_raw_parts_mut(out, n);
-        out.fill(std::ptr::null_mut());
-        if engine.is_null() || html.is_null() || len.is_null() {
-            return Err(argument("engine, html or len is NULL"));
-        }
-        let html = std::slice::from_raw_parts(html, n);
-        let len = std::slice::from_raw_parts(len, n);
-        let types: &[*const c_char] =
-            if content_type.is_null() { &[] } else { std::slice::from_raw_parts(content_type, n) };
-        let pages: Vec<Option<PageIn<'_>>> = (0..n)
-            .map(|i| {
-                let content_type = types.get(i).and_then(|&t| optional_bytes(t));
-                page_bytes(html[i], len[i]).map(|data| PageIn::Bytes { data, content_type })
-            })
-            .collect();
-        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
-        Ok(())
-    })
+    guard(err, || extract_pages_call(engine, html, len, content_type, None, n, out))
 }
 
 /// What runs the engine's model: `"cpu"`, `"cuda"` or `"tensorrt"` (ONNX Runtime's
@@ -619,35 +639,7 @@ pub unsafe extern "C" fn pulpie_rt_py_extract(
     out: *mut *mut pulpie_rt_result,
     err: *mut *mut c_char,
 ) -> c_int {
-    guard(err, || {
-        if n == 0 {
-            return Ok(());
-        }
-        if out.is_null() || engine.is_null() || html.is_null() || len.is_null() || is_text.is_null() {
-            return Err(argument("engine, html, len, is_text or out is NULL"));
-        }
-        let out = std::slice::from_raw_parts_mut(out, n);
-        out.fill(std::ptr::null_mut());
-        let html = std::slice::from_raw_parts(html, n);
-        let len = std::slice::from_raw_parts(len, n);
-        let is_text = std::slice::from_raw_parts(is_text, n);
-        let types: &[*const c_char] =
-            if content_type.is_null() { &[] } else { std::slice::from_raw_parts(content_type, n) };
-        let pages: Vec<Option<PageIn<'_>>> = (0..n)
-            .map(|i| {
-                let content_type = types.get(i).and_then(|&t| optional_bytes(t));
-                page_bytes(html[i], len[i]).map(|data| {
-                    if is_text[i] != 0 {
-                        PageIn::Text(data)
-                    } else {
-                        PageIn::Bytes { data, content_type }
-                    }
-                })
-            })
-            .collect();
-        out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
-        Ok(())
-    })
+    guard(err, || extract_pages_call(engine, html, len, content_type, Some(is_text), n, out))
 }
 
 /// Everything of a result in one call, for the Python doors: pointers into the result,

@@ -21,6 +21,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def descendants(pid: int) -> list[int]:
+    """Every descendant process of ``pid``, children first (read from /proc; the service and
+    ``pulpie-rt run`` start none: threads on one engine)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(0), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 class LocalServer:
     """``python -m pulpie_rt.cli serve --port <free> OPTIONS`` with its output in ``log_path``.
 
