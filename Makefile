@@ -29,7 +29,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind fuzz
+        default-model clean capi capi-valgrind fuzz docs
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -93,6 +93,11 @@ test: venv
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
 	$(PYTHON) -m pytest -q -ra
+
+# The documentation site (mkdocs.yml, docs/): warnings as errors, into build/site/. make test
+# builds it too (tests/test_docs.py, which also runs every code block of the docs and README).
+docs: venv
+	$(VENV)/bin/mkdocs build --strict --site-dir $(BUILD)/site
 
 # Verified ONNX bundle only (works on any machine).
 onnx: venv
