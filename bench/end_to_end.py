@@ -8,9 +8,10 @@ Sides (each with the model loaded and warmed up beforehand; load time reported a
 - ``ours <backend> Pipeline``  ``pulpie_rt.Pipeline(...).extract_batch(pages)``
 
 The loops are interleaved page by page with the reference loop. Tokens are counted where the
-model is called — a forward pre-hook on the reference's torch model, a wrapper around
-``onnxruntime.InferenceSession.run`` for ours — so tokens/s and the padding fraction come from
-what each engine actually computed, not from what we think it did. Pages/s are wall-clock (the
+model is called — a forward pre-hook on the reference's torch model, the engine's own counters
+for ours (``Engine.counters``: batches run, their rows' tokens, tokens with the padding) — so
+tokens/s and the padding fraction come from what each engine actually computed, not from what
+we think it did. Pages/s are wall-clock (the
 model uses every core it is given).
 
 The reference runs eager attention in fp32 on CPU and is slow on long chunks: the default is a
@@ -83,27 +84,24 @@ class SideResult:
 # ---------------------------------------------------------------- token counting hooks
 
 
+def engines_of(side: Any) -> list:
+    """The engines an ``Extractor`` (one) or a ``Pipeline`` (one per device) runs."""
+    return list(getattr(side, "engines", None) or [side.engine])
+
+
 @contextlib.contextmanager
-def count_ort_tokens(counter: TokenCounter) -> Iterator[None]:
-    """Count tokens of every ``onnxruntime.InferenceSession.run`` call made inside the block."""
-    import numpy as np
-    import onnxruntime as ort
-
-    original = ort.InferenceSession.run
-
-    def run(self, output_names, input_feed, *args, **kwargs):
-        ids = input_feed.get("input_ids") if isinstance(input_feed, dict) else None
-        if ids is not None:
-            mask = input_feed.get("attention_mask")
-            real = int(np.asarray(mask).sum()) if mask is not None else int(np.asarray(ids).size)
-            counter.add(np.asarray(ids).shape, real)
-        return original(self, output_names, input_feed, *args, **kwargs)
-
-    ort.InferenceSession.run = run
+def count_engine_tokens(counter: TokenCounter, engines: Sequence) -> Iterator[None]:
+    """Count the model calls and tokens ``engines`` computed inside the block (their own
+    counters, read before and after)."""
+    before = [engine.counters() for engine in engines]
     try:
         yield
     finally:
-        ort.InferenceSession.run = original
+        for engine, start in zip(engines, before, strict=True):
+            now = engine.counters()
+            counter.calls += now["model_calls"] - start["model_calls"]
+            counter.real += now["real_tokens"] - start["real_tokens"]
+            counter.computed += now["computed_tokens"] - start["computed_tokens"]
 
 
 def hook_torch_tokens(model, counter: TokenCounter):
@@ -224,6 +222,7 @@ def run_end_to_end(pages: Sequence[dict], checkpoint: Path | None = None,
     warmup = htmls[:2]
     results: dict[str, SideResult] = {}
     callables: dict[str, Callable[[str], Any]] = {}
+    engines: dict[str, list] = {}
     skipped: dict[str, str] = {}
 
     ref_name = "ref Extractor loop"
@@ -242,6 +241,7 @@ def run_end_to_end(pages: Sequence[dict], checkpoint: Path | None = None,
             continue
         results[name] = SideResult(name, load_s=load_s)
         callables[name] = ours_ex.extract
+        engines[name] = engines_of(ours_ex)
 
     counters = {name: results[name].tokens for name in callables}
     for fn in callables.values():  # warm-up: first-call allocations, lazy imports
@@ -253,11 +253,12 @@ def run_end_to_end(pages: Sequence[dict], checkpoint: Path | None = None,
 
     log(f"  loops: {len(htmls)} pages, interleaved: {', '.join(callables)}")
     ours_names = [n for n in callables if n != ref_name]
-    # ORT calls made while one of our sides runs are attributed to it by swapping counters.
+    # each of our sides counts what its own engine computed during its calls
     wrapped: dict[str, Callable[[str], Any]] = {ref_name: callables[ref_name]}
     for name in ours_names:
-        def call(html: str, _fn=callables[name], _counter=counters[name]) -> Any:
-            with count_ort_tokens(_counter):
+        def call(html: str, _fn=callables[name], _counter=counters[name],
+                 _engines=engines[name]) -> Any:
+            with count_engine_tokens(_counter, _engines):
                 return _fn(html)
         wrapped[name] = call
     interleaved_loops(htmls, wrapped, results)
@@ -318,7 +319,7 @@ def _run_pipelines(htmls, checkpoint, our_model, backends, device, workers, resu
             side = results[name] = SideResult(name, load_s=load_s)
             pipe.extract_batch([page_input(html=h, page_id=i) for i, h in enumerate(htmls[:2])])
             inputs = [page_input(html=h, page_id=i) for i, h in enumerate(htmls)]
-            with count_ort_tokens(side.tokens):
+            with count_engine_tokens(side.tokens, engines_of(pipe)):
                 start = time.perf_counter()
                 out = pipe.extract_batch(inputs)
                 side.wall_s = time.perf_counter() - start

@@ -38,7 +38,8 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_name] = "1"
 
 # The stages timed, in order, and what each reads (prepared once per page).
-STAGES = ("simplify", "blocks", "tokens", "chunks", "reconstruct", "markdown", "features")
+STAGES = ("simplify", "blocks", "tokens", "chunks", "reconstruct", "markdown", "features",
+          "rescore")
 MAX_TOKENS = 8192
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
 
@@ -119,6 +120,16 @@ def stage_functions(checkpoint: Path, slowdown: dict[str, float]) -> dict[str, C
         functions["features"] = lambda item: block_features(*item)
     except ImportError:
         pass
+    try:  # the default model's fast profile: its two rescorer stages on one page's blocks
+        from pulpie_rt.runtime.model.resolve import embedded_model_dir
+        from pulpie_rt.runtime.stages.rescore import CONTEXT_VERSION, BlockRescorer
+
+        model = embedded_model_dir()
+        rescorer = BlockRescorer(model / "rescorer-fast.onnx", 0.0, "blocks-v3", CONTEXT_VERSION,
+                                 model / "rescorer-fast-first.onnx")
+        functions["rescore"] = rescorer.log_odds
+    except (ImportError, OSError, ValueError):
+        pass
     return {name: slowed(fn, slowdown.get(name, 1.0)) for name, fn in functions.items()}
 
 
@@ -178,6 +189,17 @@ class Side:
             if encoded is not None:
                 self._run("chunks", index, encoded)
             self._run("features", index, (map_html, item_ids))
+            if "rescore" in self.functions:
+                try:  # the fast profile's rows, untimed
+                    from pulpie_rt.runtime.stages.features import block_features
+
+                    rows = block_features(map_html, item_ids, "blocks-v3")
+                except Exception as exc:  # noqa: BLE001 - the page is left out of the stage
+                    self.errors.setdefault("rescore", f"page {index}: {type(exc).__name__}: "
+                                                      f"{exc}")
+                else:
+                    if len(rows):
+                        self._run("rescore", index, rows)
         main_html = self._run("reconstruct", index, (map_html, alternating_labels(simplified)))
         if main_html is not None:
             self._run("markdown", index, main_html)

@@ -35,7 +35,8 @@ from typing import Any
 from pulpie_rt.bench.end_to_end import (
     SideResult,
     TokenCounter,
-    count_ort_tokens,
+    count_engine_tokens,
+    engines_of,
     hook_torch_tokens,
     label_agreement,
     load_our_extractor,
@@ -128,28 +129,12 @@ def page_chunk_lengths(htmls: Sequence[str], tokenizer_dir: Path) -> list[list[i
     return lengths
 
 
-def hook_backend_tokens(backend: Any, counter: TokenCounter) -> None:
-    """Count tokens of a backend whose model calls are not ONNX Runtime's (TensorRT)."""
-    predict = backend.predict
-
-    def counted(batch):
-        lengths = [int(n) for n in batch.lengths]
-        length = max(lengths)
-        profile_for = getattr(backend, "_profile_for", None)
-        if profile_for is not None:  # TensorRT pads up to the profile's shortest length
-            length = max(length, profile_for(len(lengths), length).min_length)
-        counter.add((len(lengths), length), sum(lengths))
-        return predict(batch)
-
-    backend.predict = counted
-
-
 # ---------------------------------------------------------------- sides
 
 
 def _time_side(name: str, load: Callable[[], Any], run: Callable[[Any, list[str]], list],
                htmls: list[str], hook: Callable[[Any, TokenCounter], Any] | None,
-               ort_counting: bool, log: Callable[[str], None]) -> SideResult:
+               engine_counting: bool, log: Callable[[str], None]) -> SideResult:
     side = SideResult(name)
     start = time.perf_counter()
     obj = load()
@@ -158,7 +143,8 @@ def _time_side(name: str, load: Callable[[], Any], run: Callable[[Any, list[str]
     if hook is not None:
         hook(obj, side.tokens)
     with UtilSampler() as util:
-        counting = count_ort_tokens(side.tokens) if ort_counting else contextlib.nullcontext()
+        counting = (count_engine_tokens(side.tokens, engines_of(obj)) if engine_counting
+                    else contextlib.nullcontext())
         with counting:
             start = time.perf_counter()
             side.outputs = run(obj, htmls)
@@ -220,14 +206,6 @@ def _ref_hook(obj: Any, counter: TokenCounter) -> None:
         hook_torch_tokens(model, counter)
 
 
-def _our_backend_hook(obj: Any, counter: TokenCounter) -> None:
-    """Extractor has ``backend``, Pipeline ``backends`` (one per device)."""
-    backends = list(getattr(obj, "backends", None) or [getattr(obj, "backend", None)])
-    for backend in backends:
-        if backend is not None and getattr(backend, "name", "") != "onnxruntime":
-            hook_backend_tokens(backend, counter)
-
-
 def reference_workers() -> int:
     """Pre- and post-processing workers given to the reference Pipeline: half the cores each,
     more than its own sizing (2 for one GPU), so the reference is not starved of CPU."""
@@ -236,7 +214,8 @@ def reference_workers() -> int:
 
 def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device: str,
               sides: Sequence[str]) -> list[tuple[str, Callable, Callable, Callable | None, bool]]:
-    """(name, load, run, token hook, count via ORT) for each requested side, in that order."""
+    """(name, load, run, token hook, count by the engine's counters) for each requested side,
+    in that order."""
     ref_workers = reference_workers()
     plan = []
     ours_models: list[tuple[str, Path | None, str]] = []
@@ -259,11 +238,11 @@ def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device
             if side == "ours-loop":
                 plan.append((f"ours {label} loop",
                              lambda m=model, b=backend: load_our_extractor(m, b, device), _loop,
-                             _our_backend_hook, backend == "onnxruntime"))
+                             None, True))
             elif side == "ours-pipeline":
                 plan.append((f"ours {label} Pipeline",
                              lambda m=model, b=backend: load_our_pipeline(m, b, device, None),
-                             _our_pipeline_run, _our_backend_hook, backend == "onnxruntime"))
+                             _our_pipeline_run, None, True))
     return plan
 
 
@@ -366,7 +345,7 @@ def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     report["reference_pipeline_workers"] = reference_workers()
     results = []
     started = time.perf_counter()
-    for side_name, load, run, hook, ort_counting in side_plan(
+    for side_name, load, run, hook, engine_counting in side_plan(
             checkpoint, Path(args.engine) if args.engine else None,
             Path(args.bundle) if args.bundle else None, device, args.sides):
         if args.time_budget and time.perf_counter() - started > args.time_budget:
@@ -374,7 +353,7 @@ def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
             results.append({"side": side_name, "failed": "skipped: time budget used up"})
             continue
         try:
-            side = _time_side(side_name, load, run, htmls, hook, ort_counting, log)
+            side = _time_side(side_name, load, run, htmls, hook, engine_counting, log)
         except Exception as exc:  # noqa: BLE001 - one side failing must not lose the others
             log(f"  {side_name}: FAILED ({type(exc).__name__}: {exc})")
             results.append({"side": side_name, "failed": f"{type(exc).__name__}: {exc}"})

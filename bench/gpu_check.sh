@@ -1,199 +1,254 @@
 #!/usr/bin/env bash
-# Everything that needs an NVIDIA GPU, in one run of at most ~8 minutes on a fresh machine:
+# The engine path on a GPU, in one go of at most 8 minutes: the core's engine (the C library,
+# driven by the C example program build/capi/extract, no Python in the loop) on ONNX Runtime's
+# CUDA and TensorRT execution providers, every dev page, each run's block labels against the
+# CPU's FP32 labels, pages/s, and the cost of a billion pages.
 #
-#   1. environment: reuse a working one, else install the project + GPU extras from wheels in
-#      .whl/ (no package registry needed; see "Filling .whl/" below)
-#   2. tiny test checkpoint -> ONNX bundle (verified) -> TensorRT FP16 engine
-#   3. Orange-Small-shaped random checkpoint (Llama-3 vocabulary) -> fp32 bundle -> TensorRT
-#      FP16 engine; fp16 bundle for ONNX Runtime CUDA
-#   4. TensorRT-vs-PyTorch label parity on real pages (tiny checkpoint, reference in bf16)
-#   5. the GPU benchmark: TensorRT / ORT CUDA vs the reference (bf16) on 500 real pages
-#   6. the token distribution with the Llama-3 vocabulary (CPU)
+#   runs (each: extract --jsonl --labels --timing over the dev pages, timed by the program):
+#     cpu-fp32        the reference labels (the GPU machine's CPU)
+#     cuda-fp32       CUDA provider, FP32 bundle (TF32 off: exact FP32)
+#     cuda-fp16       CUDA provider, FP16 bundle (norms and rotary kept FP32 by the export)
+#     tensorrt-fp16   TensorRT provider, FP16 engines: built on the first open into the bundle's
+#                     tensorrt/<gpu>/ folder (-build), then opened again: loaded, not rebuilt
+#                     (compare open_s)
+#   and the honest-device check: a GPU that does not exist (--device 99) must fail, never run
+#   on the CPU.
 #
-# Usage:  bench/gpu_check.sh [OUT_DIR] [--cpu-dry-run]
-#   OUT_DIR defaults to $OUT, else bench/results/gpu-<UTC time>. It receives gpu_check.json
-#   (every step's status and seconds, and the figures), gpu-bench.json, parity.json,
-#   tokens.json and gpu_check.log.
-#   --cpu-dry-run: no GPU here - run the same steps on the CPU with a 2-layer model of the
-#   real vocabulary and a handful of pages; the engine steps report "no GPU" (expected);
-#   speed figures mean nothing. Proves the script and everything it calls work.
+# Usage:  bench/gpu_check.sh [--prepare] [--cpu-dry-run] [OUT_DIR]
+#   --prepare      on a CPU machine with the project's environment (make venv): build the C
+#                  library (make capi), the tiny checkpoint's FP32 and FP16 bundles and the dev
+#                  pages into build/gpu-check/, and the onnxruntime-gpu C library (make ort-gpu);
+#                  then print what to carry to the GPU machine.
+#   --cpu-dry-run  no GPU here: --prepare, then every run on the CPU provider instead (labels
+#                  agree by construction, speeds mean nothing), and the GPU providers asked for
+#                  through onnxruntime-gpu's library must fail with the reason. Proves the
+#                  script and everything it calls.
+#   OUT_DIR        default bench/results/gpu-<UTC time>: gpu_check.json (every run's pages,
+#                  label agreement, pages/s, $ per billion pages, open seconds, provider),
+#                  runs/*.jsonl and gpu_check.log.
 #
-# Filling .whl/ (on a machine with a package registry and the GPU box's OS, CPU and Python):
-#   pip download -d .whl setuptools wheel torch==2.13.0 transformers==5.23.0 \
-#       selectolax==0.4.10 'onnxruntime-gpu>=1.18' 'tensorrt-cu12>=10' 'cuda-python>=12' \
-#       '.[dev,export,bench]'
-#   pip download -d .whl --no-deps pulpie==0.0.2
-# (torch==2.13.0 from the default index on Linux x86_64 is the CUDA build; never another torch.)
+# What the GPU machine needs (nothing is fetched there):
+#   - build/gpu-check/ from --prepare: capi/ (extract and libpulpie_rt.so, the C library
+#     without the embedded model, 4 MB; x86-64 Linux, glibc >= 2.34), the bundles, the pages;
+#   - the onnxruntime-gpu 1.31.1 C library: ORT_GPU_DIR, else build/ort-gpu/onnxruntime/capi,
+#     else the installed onnxruntime package's capi/ when it is the GPU build. Its CUDA
+#     provider is 284 MB: more than one 64 MiB carry, so it travels split (see --pack below);
+#   - CUDA 13 runtime, cuBLAS/cuBLASLt, cuRAND, cuDNN 9: the python3 there has them as
+#     nvidia-* packages (PyTorch's), found and put on LD_LIBRARY_PATH here; TensorRT 10
+#     (libnvinfer.so.10, libnvonnxparser.so.10) for the TensorRT runs, else they are skipped,
+#     saying so;
+#   - nothing else: the model is the tiny checkpoint (tests/fixtures/tiny-eurobert) packing
+#     GPU_CHECK_MAX_TOKENS-token chunks (default 2048: the CPU reference run stays short), so
+#     the label agreement is real and the speed is the engine path's more than a model's;
+#     set GPU_CHECK_BUNDLES="DIR ..." (FP32 bundles, e.g. Orange Small exported elsewhere;
+#     an FP16 sibling DIR-fp16 is used when present) for model-sized figures.
+#   GPU_PRICE_PER_HOUR (default 3.50, an H200's on-demand hour) prices the billion pages.
+#
+#   --pack DIR     build/ort-gpu's libraries (314 MB: the CUDA provider's kernels for every
+#                  architecture) xz-compressed and split into PART_MB-MB parts (default 18) under
+#                  DIR (.gitignored), to carry over several calls while the machine stays warm
+#                  (a call's carry is at most 64 MiB with the 27.5 MB of tracked files and the
+#                  17 MB of --prepare's build/gpu-check); --unpack DIR joins them back into
+#                  build/ort-gpu/onnxruntime/capi (python3's lzma: no xz needed there).
 set -uo pipefail
-
 cd "$(dirname "$0")/.."
-DRY_RUN=0
-OUT_DIR="${OUT:-}"
-for arg in "$@"; do
-    case "$arg" in
-        --cpu-dry-run) DRY_RUN=1 ;;
-        -h|--help) sed -n 2,30p "$0"; exit 0 ;;
-        *) OUT_DIR="$arg" ;;
-    esac
-done
-OUT_DIR="${OUT_DIR:-bench/results/gpu-$(date -u +%Y%m%dT%H%M%SZ)}"
-mkdir -p "$OUT_DIR"
-OUT_DIR="$(cd "$OUT_DIR" && pwd)"
-BUILD="${BUILD:-build/gpu-check}"
-mkdir -p "$BUILD"
-LOG="$OUT_DIR/gpu_check.log"
-STEPS="$OUT_DIR/steps.tsv"
-: > "$STEPS"
+REPO=$(pwd)
 START=$(date +%s)
 BUDGET_S=${BUDGET_S:-480}
-
+PREPARE=0; DRY_RUN=0; OUT_DIR=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --prepare) PREPARE=1 ;;
+        --cpu-dry-run) DRY_RUN=1; PREPARE=1 ;;
+        --pack)
+            mkdir -p "$2" && tar -C build -cf - ort-gpu/onnxruntime | xz -9 -T2 \
+                | split -b "${PART_MB:-18}m" - "$2/ort-gpu.tar.xz.part-"
+            ls -la "$2"; exit 0 ;;
+        --unpack)
+            cat "$2"/ort-gpu.tar.xz.part-* | python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" \
+                | tar -C build -xf - && ls -la build/ort-gpu/onnxruntime/capi
+            exit $? ;;
+        -h|--help) sed -n 2,52p "$0"; exit 0 ;;
+        *) OUT_DIR="$1" ;;
+    esac
+    shift
+done
+OUT_DIR="${OUT_DIR:-bench/results/gpu-$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$OUT_DIR/runs"
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+LOG="$OUT_DIR/gpu_check.log"
+RUNS="$OUT_DIR/runs.tsv"
+: > "$RUNS"
+WORK=build/gpu-check
+EXTRACT=$WORK/capi/extract
 log() { echo "[gpu_check +$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 
-SLOW=1  # timeout multiplier: 3 on a CPU dry run (a small shared CPU box)
-# step NAME TIMEOUT_S COMMAND...: runs, logs, records "name rc seconds" (never aborts the run)
-step() {
-    local name="$1" limit=$(( $2 * SLOW )); shift 2
-    local t0; t0=$(date +%s)
-    log "== $name (timeout ${limit}s): $*"
-    timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1
-    local rc=$?
-    local dt=$(( $(date +%s) - t0 ))
-    printf '%s\t%s\t%s\n' "$name" "$rc" "$dt" >> "$STEPS"
-    log "   $name: rc=$rc in ${dt}s"
-    return $rc
-}
-
-# ---------------------------------------------------------------- 1. environment
-PY=""
-usable() {  # $1 = python; GPU mode also needs CUDA torch, TensorRT, ORT CUDA, cuda-python
-    "$1" - <<EOF >/dev/null 2>&1
-import pulpie_rt, pulpie, transformers, torch
-if not $DRY_RUN:
-    import tensorrt, onnxruntime
-    from cuda.bindings import runtime
-    assert torch.cuda.is_available()
-    assert "CUDAExecutionProvider" in onnxruntime.get_available_providers()
-EOF
-}
-for candidate in "${PYTHON:-}" .venv/bin/python .venv-gpu/bin/python; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ] && usable "$candidate"; then
-        PY="$candidate"; break
-    fi
-done
-if [ -z "$PY" ]; then
-    if [ ! -d .whl ]; then
-        log "no usable environment and no .whl/ folder of wheels: see the header of $0"
-        printf 'env\t2\t0\n' >> "$STEPS"
-    else
-        log "installing from .whl/ into .venv-gpu (no package index)"
-        t0=$(date +%s)
-        python3 -m venv .venv-gpu
-        PIPI=(.venv-gpu/bin/python -m pip install -q --no-index --find-links .whl)
-        { "${PIPI[@]}" setuptools wheel \
-          && "${PIPI[@]}" torch==2.13.0 \
-          && "${PIPI[@]}" --no-build-isolation -e '.[dev,export,bench]' selectolax==0.4.10 \
-               transformers==5.23.0 \
-          && "${PIPI[@]}" --no-deps pulpie==0.0.2 \
-          && { .venv-gpu/bin/python -m pip uninstall -y -q onnxruntime || true; } \
-          && "${PIPI[@]}" onnxruntime-gpu tensorrt-cu12 cuda-python; } >>"$LOG" 2>&1
-        printf 'env\t%s\t%s\n' "$?" "$(( $(date +%s) - t0 ))" >> "$STEPS"
-        usable .venv-gpu/bin/python && PY=.venv-gpu/bin/python
-    fi
+# ---------------------------------------------------------------- prepare (CPU machine)
+if [ "$PREPARE" = 1 ]; then
+    PY=${PYTHON:-.venv/bin/python}
+    [ -x "$PY" ] || { log "FAILED: --prepare needs the project's environment ($PY; make venv)"; exit 2; }
+    make -s capi >>"$LOG" 2>&1 || { log "FAILED: make capi (see $LOG)"; exit 2; }
+    make -s ort-gpu PY=python3 >>"$LOG" 2>&1
+    mkdir -p "$WORK"
+    for precision in fp32 fp16; do
+        if [ ! -f "$WORK/tiny-$precision/manifest.json" ]; then
+            log "exporting the tiny checkpoint ($precision)"
+            "$PY" -m pulpie_rt.cli export tests/fixtures/tiny-eurobert --out "$WORK/tiny-$precision" \
+                --precision "$precision" --no-verify --max-tokens "${GPU_CHECK_MAX_TOKENS:-2048}" \
+                >>"$LOG" 2>&1 \
+                || { log "FAILED: export $precision (see $LOG)"; exit 2; }
+        fi
+    done
+    # the example program beside the C library without the embedded model (the Python
+    # package's build of the same crate: the same C ABI, 4 MB instead of 27)
+    make -s core >>"$LOG" 2>&1 || { log "FAILED: make core (see $LOG)"; exit 2; }
+    mkdir -p "$WORK/capi"
+    cp build/capi/extract "$WORK/capi/extract"
+    cp "$(ls runtime/_core_rs*.so | head -1)" "$WORK/capi/libpulpie_rt.so"
+    pages=${GPU_CHECK_PAGES:-../shared/corpus/dev.jsonl.gz}
+    cp "$pages" "$WORK/dev.jsonl.gz" || { log "FAILED: no dev pages at $pages"; exit 2; }
+    log "prepared: $WORK/ ($(du -sh "$WORK" | cut -f1)); carry it, and build/ort-gpu (bench/gpu_check.sh --pack DIR)"
 fi
-if [ -z "$PY" ]; then
-    log "FAILED: no working Python environment (see $LOG)"
+
+# ---------------------------------------------------------------- environment
+[ -x "$EXTRACT" ] || { log "FAILED: no $EXTRACT (bench/gpu_check.sh --prepare on a CPU machine, then carry $WORK)"; exit 2; }
+[ -f "$WORK/dev.jsonl.gz" ] || { log "FAILED: no $WORK/dev.jsonl.gz (--prepare)"; exit 2; }
+# a CPU dry run reads the first GPU_CHECK_PAGE_LIMIT pages (default 16 there, all on a GPU)
+LIMIT=${GPU_CHECK_PAGE_LIMIT:-$([ "$DRY_RUN" = 1 ] && echo 16 || echo 0)}
+if [ "$LIMIT" -gt 0 ]; then
+    gzip -dc "$WORK/dev.jsonl.gz" | head -n "$LIMIT" > "$WORK/dev.jsonl"
+else
+    gzip -dc "$WORK/dev.jsonl.gz" > "$WORK/dev.jsonl"
+fi
+[ "$DRY_RUN" = 1 ] && BUDGET_S=$(( BUDGET_S * 3 ))  # a small shared CPU machine
+N_PAGES=$(wc -l < "$WORK/dev.jsonl")
+ORT_GPU_DIR=${ORT_GPU_DIR:-build/ort-gpu/onnxruntime/capi}
+if ! ls "$ORT_GPU_DIR"/libonnxruntime.so.1.* >/dev/null 2>&1; then
+    ORT_GPU_DIR=$(python3 -c "import onnxruntime, os; print(os.path.join(os.path.dirname(onnxruntime.__file__), 'capi'))" 2>/dev/null)
+fi
+ORT_GPU_LIB=$(ls "$ORT_GPU_DIR"/libonnxruntime.so.1.* 2>/dev/null | head -1)
+if [ -z "$ORT_GPU_LIB" ] || [ ! -f "$ORT_GPU_DIR/libonnxruntime_providers_cuda.so" ]; then
+    log "FAILED: no onnxruntime-gpu C library (ORT_GPU_DIR, build/ort-gpu: make ort-gpu, or --unpack)"
     exit 2
 fi
-log "python: $PY"
-RT=("$PY" -m pulpie_rt.cli)
-
+log "ONNX Runtime: $ORT_GPU_LIB"
+# CUDA 13, cuDNN 9 and TensorRT from the python3 packages there (nvidia-*, tensorrt-*)
+NV_LIBS=$(python3 - <<'EOF' 2>/dev/null
+import glob, os, site, sys
+roots = [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+dirs = set()
+for root in roots:
+    for pattern in ("nvidia/*/lib", "nvidia/*/*/lib", "nvidia/cu13/lib", "tensorrt_libs", "tensorrt*_libs"):
+        dirs.update(d for d in glob.glob(os.path.join(root, pattern)) if os.path.isdir(d))
+print(":".join(sorted(dirs)))
+EOF
+)
+export LD_LIBRARY_PATH="${NV_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+have_lib() { ldconfig -p 2>/dev/null | grep -q "$1" || { IFS=:; for d in $LD_LIBRARY_PATH; do [ -e "$d/$1" ] && { unset IFS; return 0; }; done; unset IFS; false; }; }
+HAS_TRT=0; have_lib libnvinfer.so.10 && HAS_TRT=1
 if [ "$DRY_RUN" = 1 ]; then
-    SLOW=3; BUDGET_S=$(( BUDGET_S * SLOW ))
-    SHAPE=mini; PAGES=4; PARITY_PAGES=4; TOKEN_PAGES=40
-    SIDES=(ours-pipeline ref-loop ours-loop)
-    log "CPU DRY RUN: GPU steps are expected to report 'no GPU'; figures mean nothing"
+    GPU="none (CPU dry run)"
 else
     nvidia-smi >>"$LOG" 2>&1 || { log "FAILED: nvidia-smi finds no GPU"; exit 2; }
-    SHAPE=orange-small; PAGES=500; PARITY_PAGES=100; TOKEN_PAGES=""
-    SIDES=(ours-pipeline ref-pipeline ref-loop ours-loop)
+    GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    have_lib libcublasLt.so.13 || log "warning: no libcublasLt.so.13 on the library path: the CUDA runs will fail, saying so"
+    [ "$HAS_TRT" = 1 ] || log "no libnvinfer.so.10 (TensorRT 10): the TensorRT runs are skipped"
 fi
+log "GPU: $GPU; $N_PAGES dev pages"
 
-# ---------------------------------------------------------------- 2. tiny: bundle + engine
-# A bundle already in $BUILD (a rerun on the same machine) is reused unless FRESH=1.
-exported() { [ "${FRESH:-0}" != 1 ] && [ -f "$1/manifest.json" ] && [ -f "$1/model.onnx" ]; }
-TINY=tests/fixtures/tiny-eurobert
-exported "$BUILD/tiny-onnx" && log "reusing $BUILD/tiny-onnx" || \
-    step tiny-export 120 "${RT[@]}" export "$TINY" --out "$BUILD/tiny-onnx" --precision fp32
-engine_in() { [ "${FRESH:-0}" != 1 ] && ls "$1"/*.engine >/dev/null 2>&1; }
-engine_in "$BUILD/tiny-onnx" && log "reusing the engine in $BUILD/tiny-onnx" || \
-    step tiny-engine 150 "${RT[@]}" engine "$BUILD/tiny-onnx" --gpu auto --precision fp16
-TINY_ENGINE=$(ls "$BUILD"/tiny-onnx/*.engine 2>/dev/null | head -1)
-
-# ---------------------------------------------------------------- 3. Orange-Small-shaped
-SMALL="$BUILD/$SHAPE-random"
-if exported "$BUILD/$SHAPE-onnx" && [ -f "$SMALL/config.json" ]; then
-    log "reusing $SMALL and $BUILD/$SHAPE-onnx"
-else
-    step small-checkpoint 120 "$PY" -m pulpie_rt.bench.random_checkpoint "$SMALL" \
-        --shape "$SHAPE"
-    step small-export 150 "${RT[@]}" export "$SMALL" --out "$BUILD/$SHAPE-onnx" \
-        --precision fp32 --no-verify
-fi
-engine_in "$BUILD/$SHAPE-onnx" && log "reusing the engine in $BUILD/$SHAPE-onnx" || \
-    step small-engine 240 "${RT[@]}" engine "$BUILD/$SHAPE-onnx" --gpu auto --precision fp16
-SMALL_ENGINE=$(ls "$BUILD/$SHAPE-onnx"/*.engine 2>/dev/null | head -1)
-ORT_BUNDLE="$BUILD/$SHAPE-onnx"
-if [ "$DRY_RUN" = 0 ] && exported "$BUILD/$SHAPE-onnx-fp16"; then
-    ORT_BUNDLE="$BUILD/$SHAPE-onnx-fp16"
-elif [ "$DRY_RUN" = 0 ] && [ "$(left)" -gt 200 ]; then
-    step small-export-fp16 120 "${RT[@]}" export "$SMALL" --out "$BUILD/$SHAPE-onnx-fp16" \
-        --precision fp16 --no-verify && ORT_BUNDLE="$BUILD/$SHAPE-onnx-fp16"
-fi
-
-# ---------------------------------------------------------------- 4. parity
-PARITY_ARGS=(parity --checkpoint "$TINY" --pages "$PARITY_PAGES" --out "$OUT_DIR/parity.json")
-if [ -n "$TINY_ENGINE" ]; then PARITY_ARGS+=(--engine "$TINY_ENGINE"); fi
-if [ "$DRY_RUN" = 1 ]; then PARITY_ARGS+=(--bundle "$BUILD/tiny-onnx" --cpu-dry-run --light); fi
-step parity 150 "$PY" -m pulpie_rt.bench.gpu "${PARITY_ARGS[@]}"
-
-# ---------------------------------------------------------------- 5. GPU bench
-BENCH_BUDGET=$(( $(left) - 60 ))
-[ "$BENCH_BUDGET" -lt 60 ] && BENCH_BUDGET=60
-BENCH_ARGS=(bench --checkpoint "$SMALL" --pages "$PAGES" --bundle "$ORT_BUNDLE"
-            --sides "${SIDES[@]}" --time-budget "$BENCH_BUDGET" --out "$OUT_DIR/gpu-bench.json")
-if [ -n "$SMALL_ENGINE" ]; then BENCH_ARGS+=(--engine "$SMALL_ENGINE"); fi
-if [ "$DRY_RUN" = 1 ]; then BENCH_ARGS+=(--cpu-dry-run --light); fi
-step gpu-bench $(( (BENCH_BUDGET + 120) / SLOW )) "$PY" -m pulpie_rt.bench.gpu "${BENCH_ARGS[@]}"
-
-# ---------------------------------------------------------------- 6. token distribution
-TOKEN_ARGS=(--out "$OUT_DIR/tokens.json")
-if [ -n "$TOKEN_PAGES" ]; then TOKEN_ARGS+=(--pages "$TOKEN_PAGES"); fi
-step tokens 120 "$PY" -m pulpie_rt.bench.token_report "${TOKEN_ARGS[@]}"
+# ---------------------------------------------------------------- runs
+# run NAME BUNDLE BACKEND [EXTRA...]: the program over the dev pages; records name, rc, seconds
+run() {
+    local name="$1" bundle="$2" backend="$3"; shift 3
+    local limit=$(( $(left) - 20 ))
+    if [ "$limit" -lt 20 ]; then log "   $name: skipped (time budget spent)"; printf '%s\t%s\t%s\t%s\n' "$name" skipped "$bundle" "$backend" >> "$RUNS"; return; fi
+    log "== $name: $backend on $bundle (timeout ${limit}s)"
+    local t0; t0=$(date +%s)
+    PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" timeout --kill-after=10 "$limit" "$EXTRACT" --jsonl --labels --timing \
+        --threads "${THREADS:-2}" --batch "${BATCH:-32}" --model "$bundle" --backend "$backend" "$@" \
+        "$WORK/dev.jsonl" > "$OUT_DIR/runs/$name.jsonl" 2> "$OUT_DIR/runs/$name.stderr"
+    local rc=$?
+    cat "$OUT_DIR/runs/$name.stderr" >> "$LOG"
+    log "   $name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$OUT_DIR/runs/$name.stderr")"
+    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$bundle" "$backend" >> "$RUNS"
+}
+CUDA=cuda; TRT=tensorrt
+[ "$DRY_RUN" = 1 ] && { CUDA=cpu; TRT=cpu; }
+BUNDLES=("$WORK/tiny-fp32" ${GPU_CHECK_BUNDLES:-})
+for fp32 in "${BUNDLES[@]}"; do
+    tag=$(basename "$fp32" | sed 's/-fp32$//')
+    fp16="$fp32-fp16"; [ -d "$WORK/$tag-fp16" ] && fp16="$WORK/$tag-fp16"
+    run "$tag.cpu-fp32" "$fp32" cpu
+    run "$tag.cuda-fp32" "$fp32" "$CUDA"
+    [ -d "$fp16" ] && run "$tag.cuda-fp16" "$fp16" "$CUDA"
+    if [ "$HAS_TRT" = 1 ] || [ "$DRY_RUN" = 1 ]; then
+        rm -rf "$fp32/tensorrt"
+        run "$tag.tensorrt-fp16-build" "$fp32" "$TRT"
+        run "$tag.tensorrt-fp16" "$fp32" "$TRT"   # the engines of the run before: loaded
+    fi
+done
+# honest devices: a GPU that is not there fails with the reason, it never runs on the CPU
+PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" "$EXTRACT" --model "$WORK/tiny-fp32" --backend cuda --device 99 - \
+    < /dev/null > /dev/null 2> "$OUT_DIR/runs/honest.stderr"
+HONEST_RC=$?
+log "honest devices: cuda on GPU 99 exits $HONEST_RC: $(cat "$OUT_DIR/runs/honest.stderr")"
 
 # ---------------------------------------------------------------- summary
-"$PY" - "$OUT_DIR" "$STEPS" "$DRY_RUN" "$(( $(date +%s) - START ))" <<'EOF' | tee -a "$LOG"
-import json, sys
+python3 - "$OUT_DIR" "$RUNS" "$DRY_RUN" "$(( $(date +%s) - START ))" "${GPU_PRICE_PER_HOUR:-3.50}" \
+    "$GPU" "$HONEST_RC" <<'EOF' | tee -a "$LOG"
+import json, re, sys
 from pathlib import Path
-out, steps_file, dry_run, total = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
-steps = []
-for line in steps_file.read_text().splitlines():
-    name, rc, seconds = line.split("\t")
-    steps.append({"step": name, "rc": int(rc), "seconds": int(seconds)})
-# Without a GPU the engine steps must stop with the clear "no GPU" exit code 3.
-expected = {"tiny-engine": 3, "small-engine": 3} if dry_run else {}
-for s in steps:
-    s["ok"] = s["rc"] == expected.get(s["step"], 0)
-summary = {"cpu_dry_run": dry_run, "total_seconds": total, "steps": steps,
-           "passed": all(s["ok"] for s in steps)}
-for name in ("parity", "gpu-bench", "tokens"):
-    path = out / f"{name}.json"
-    if path.is_file():
-        summary[name] = json.loads(path.read_text())
-(out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-for s in steps:
-    print(f"  {s['step']:<18} rc={s['rc']:<4} {s['seconds']:>4}s  {'ok' if s['ok'] else 'FAILED'}")
-print(f"gpu_check: {'PASSED' if summary['passed'] else 'FAILED'} in {total}s "
-      f"({'CPU dry run' if dry_run else 'GPU'}); results in {out}/gpu_check.json")
-sys.exit(0 if summary["passed"] else 1)
+out, runs_file, dry_run, total, price, gpu, honest_rc = sys.argv[1:8]
+out, dry_run, price = Path(out), dry_run == "1", float(price)
+rows, reference = [], {}
+for line in Path(runs_file).read_text().splitlines():
+    name, rc, bundle, backend = line.split("\t")
+    row = {"run": name, "rc": rc, "bundle": bundle, "backend": backend}
+    records = out / "runs" / f"{name}.jsonl"
+    stderr = (out / "runs" / f"{name}.stderr")
+    text = stderr.read_text() if stderr.is_file() else ""
+    timing = re.search(r"timing: open ([0-9.]+) s, extract ([0-9.]+) s, (\d+) pages, provider (\S+)", text)
+    if rc == "0" or rc == "2":
+        pages = [json.loads(l) for l in records.read_text().splitlines()]
+        labels = {p["id"]: p.get("labels", "") for p in pages}
+        row["pages"] = len(pages)
+        row["page_errors"] = sum(1 for p in pages if p["error"])
+        if timing:
+            open_s, extract_s = float(timing.group(1)), float(timing.group(2))
+            row.update(open_s=open_s, extract_s=extract_s, provider=timing.group(4),
+                       pages_per_s=round(len(pages) / extract_s, 1) if extract_s else None)
+            if row["pages_per_s"]:
+                row["usd_per_billion_pages"] = round(price / 3600 / row["pages_per_s"] * 1e9)
+        model = name.split(".")[0]
+        if name.endswith("cpu-fp32"):
+            reference[model] = labels
+        ref = reference.get(model)
+        if ref is not None:
+            same_pages = sum(1 for k, v in labels.items() if ref.get(k) == v)
+            blocks = sum(len(v) for v in ref.values())
+            same_blocks = sum(sum(a == b for a, b in zip(ref.get(k, ""), v)) for k, v in labels.items())
+            row.update(pages_same_labels=same_pages, block_agreement=round(same_blocks / max(blocks, 1), 5))
+    elif rc != "skipped":
+        row["error"] = text.strip().splitlines()[-1] if text.strip() else f"exit {rc}"
+    rows.append(row)
+honest = (out / "runs" / "honest.stderr").read_text().strip()
+honest_ok = honest_rc == "1" and "cannot run on execution provider 'cuda' on GPU 99" in honest
+ran = [r for r in rows if r["rc"] in ("0", "2")]
+passed = honest_ok and bool(ran) and all(r["rc"] in ("0", "2", "skipped") or not dry_run for r in rows)
+if dry_run:
+    passed = passed and all(r.get("pages_same_labels") == r.get("pages") for r in ran)
+summary = {"cpu_dry_run": dry_run, "gpu": gpu, "total_seconds": int(total), "price_per_hour": price,
+           "runs": rows, "honest_devices": {"exit": int(honest_rc), "message": honest, "ok": honest_ok},
+           "passed": passed}
+(out / "gpu_check.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(f"{'run':<28}{'rc':>4}{'pages':>7}{'same':>6}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}  provider")
+for r in rows:
+    print(f"{r['run']:<28}{r['rc']:>4}{r.get('pages', ''):>7}{r.get('pages_same_labels', ''):>6}"
+          f"{r.get('block_agreement', ''):>9}{r.get('open_s', ''):>8}{r.get('pages_per_s', ''):>9}"
+          f"{r.get('usd_per_billion_pages', ''):>9}  {r.get('provider', r.get('error', ''))}")
+print(f"honest devices: {'ok' if honest_ok else 'FAILED'}: {honest}")
+print(f"gpu_check: {'PASSED' if passed else 'FAILED'} in {total}s "
+      f"({'CPU dry run' if dry_run else gpu}); results in {out}/gpu_check.json")
+sys.exit(0 if passed else 1)
 EOF

@@ -1,28 +1,43 @@
-"""Extraction quality on the dev pages with ground truth: ours vs trafilatura, side by side.
+"""Extraction quality: ours vs trafilatura, side by side, on the dev pages with ground truth,
+the dev corpus's readability articles and the public article sets held apart from training.
 
-    python -m pulpie_rt.bench.quality [--model M] [--profiles P ...] [--limit N]
-                                      [--skip trafilatura] [--out PATH]
+    python -m pulpie_rt.bench.quality [--sets groundtruth|readability|l3s-gn1|dragnet|all ...]
+                                      [--model M] [--seed-models BUNDLE ...]
+                                      [--profiles P ...] [--limit N] [--skip trafilatura]
+                                      [--out PATH]
     pulpie-rt bench quality ...
+    make quality   (--sets all, with the fast-seed copies of make fast-seeds)
 
-Pages: the dev records with ``reference_kind == "groundtruth"`` (60 WCXB pages, plain-text
-``main_content``; 5 WebMainBench pages whose reference is Markdown: only words are scored, so
-Markdown syntax costs little, though link URLs count as reference words).
+Page sets (``--sets``, one table each, all in one run and one JSON):
+
+- ``groundtruth`` (the default): the dev records with ``reference_kind == "groundtruth"`` (60
+  WCXB pages, plain-text ``main_content``; 5 WebMainBench pages whose reference is Markdown:
+  only words are scored, so Markdown syntax costs little, though link URLs count as reference
+  words).
+- ``readability`` (also ``--articles``): the dev corpus's mozilla/readability pages (news and
+  blog articles, Readability.js's expected output as reference; the accurate profile's
+  decoding was calibrated on them, the fast profile never reads them).
+- ``l3s-gn1``, ``dragnet``: public news and blog article sets with human ground truth, built
+  by ``python -m pulpie_rt.eval.article_sets`` into ``build/article-sets/`` (not committed:
+  their licences are research-only and AGPLv3). Never trained, calibrated or chosen on.
+- ``all``: the four, leaving out (with a note) the article sets not built.
 
 Rows (systems):
 
 - ``ours (<profile>)``: ``Extractor(model, profile=...).extract_batch(htmls)``, scored on each
   result's ``.text``; one row per profile of the model (the embedded default model: ``fast``
-  and ``accurate``; a model without profiles: one ``ours`` row).
+  and ``accurate``; a model without profiles: one ``ours`` row). On the added article sets
+  (thousands of pages) only the model's default profile, unless ``--profiles`` names others.
+  With ``--seed-models`` (copies of the model whose fast profile was retrained with other
+  seeds: ``make fast-seeds``) the fast row is the mean over the model and its copies, with
+  the standard deviation (``±``) and range over them; its pages per CPU-second are over all
+  their runs.
 - ``trafilatura``: ``trafilatura.extract(html)`` with default settings (None -> ""); skipped
   with a one-line note when trafilatura is not installed (``pip install -e '.[bench]'``).
 - ``rule labels (ceiling)``: our ``simplify`` -> ``extract_blocks`` ->
   ``train.labels.label_blocks(blocks, reference)`` -> ``labels_from_predictions`` ->
   ``extract_main_html`` -> ``to_text``: the best a model trained on those labels can reach.
 - ``whole page``: the same path with every block main (a floor).
-
-``--articles`` scores the dev corpus's mozilla/readability pages instead (news and blog
-articles, Readability.js's expected output as reference; the accurate profile's decoding was
-calibrated on them, the fast profile's on train pages only).
 
 Metrics: word P/R/F1, ROUGE-5, empty outputs and the snippet checks, as
 ``pulpie_rt.eval.metrics`` defines them (one definition for ``bench`` and ``train``).
@@ -33,12 +48,13 @@ processes and ONNX Runtime's intra-op threads count; imports and model load excl
 pages/s of wall clock. ours = ``extract_batch`` over the pages plus ``.text`` of each result;
 ONNX Runtime uses its own intra-op threads (``--threads``). trafilatura = the ``extract``
 loop. ``--all-pages`` times them over all dev pages (quality still only on the ground-truth
-ones). The rule rows are not timed.
+ones; groundtruth set only). The rule rows are not timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -49,6 +65,14 @@ from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, groundtr
 from pulpie_rt.eval.report import format_table, machine_info, write_result
 from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
+# the page sets a run can score: the dev pages with ground truth, the dev corpus's readability
+# articles, and the public article sets that eval.article_sets builds (held apart from training)
+PAGE_SETS = ("groundtruth", "readability", "l3s-gn1", "dragnet")
+DEV_SETS = ("groundtruth", "readability")
+SET_NOTES = {"groundtruth": "dev pages with ground truth, never trained on",
+             "readability": f"dev {CALIBRATION_SOURCE} pages, never trained on",
+             "l3s-gn1": "L3S-GN1 news, held apart from training",
+             "dragnet": "Dragnet news and blogs, held apart from training"}
 SYSTEMS = ("ours", "trafilatura", "ceiling", "whole-page")
 ROW_NAMES = {"ours": "ours", "trafilatura": "trafilatura", "ceiling": "rule labels (ceiling)",
              "whole-page": "whole page"}
@@ -102,9 +126,11 @@ def _speeds(run: dict[str, Any]) -> dict[str, float | None]:
             "pages_per_s": n / run["wall_s"] if run["wall_s"] else None}
 
 
-def _profiles(args: argparse.Namespace) -> list[str | None]:
-    """The profiles to score: those asked, else every profile of the model (None: a model
-    without profiles, or one that cannot be read here: its row then says why)."""
+def _profiles(args: argparse.Namespace, page_set: str = "groundtruth") -> list[str | None]:
+    """The profiles to score: those asked, else every profile of the model on the dev sets and
+    its default profile alone on the added article sets (thousands of pages: the transformer
+    profile would take an hour there) (None: a model without profiles, or one that cannot be
+    read here: its row then says why)."""
     if args.profiles:
         return list(args.profiles)
     from pulpie_rt.runtime.model.resolve import resolve_model
@@ -113,6 +139,8 @@ def _profiles(args: argparse.Namespace) -> list[str | None]:
         bundle = resolve_model(args.model).bundle
     except Exception:
         return [None]
+    if page_set not in DEV_SETS and bundle.profiles:
+        return [bundle.profile]
     return list(bundle.profiles) or [None]
 
 
@@ -125,18 +153,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profiles", nargs="*", default=None,
                         help="the model's profiles to score, one row each (default: all it "
                              "has, e.g. fast accurate for the embedded model)")
+    parser.add_argument("--seed-models", nargs="*", default=[], metavar="BUNDLE",
+                        help="copies of --model retrained with other fast seeds (make "
+                             "fast-seeds: build/fast-seeds/N): the fast profile's row is "
+                             "then the mean ± standard deviation over the model and them")
+    parser.add_argument("--sets", nargs="*", default=None, metavar="SET",
+                        help=f"page sets to score, one table each: {', '.join(PAGE_SETS)}, "
+                             "or 'all' (groundtruth, readability and every article set built "
+                             "by python -m pulpie_rt.eval.article_sets; default: groundtruth)")
     parser.add_argument("--limit", type=int, default=None,
-                        help="score only N ground-truth pages, evenly spread (default: all)")
+                        help="score only N pages of each set, evenly spread (default: all)")
     parser.add_argument("--skip", nargs="*", default=[], choices=SYSTEMS,
                         help="rows to leave out")
     parser.add_argument("--all-pages", action="store_true",
                         help="time ours and trafilatura over all corpus pages (quality still "
-                             "on the ground-truth pages only)")
+                             "on the ground-truth pages only; groundtruth set only)")
     parser.add_argument("--corpus", default="dev", help="corpus file (default dev)")
     parser.add_argument("--articles", action="store_true",
-                        help=f"score the dev corpus's {CALIBRATION_SOURCE} pages (news and blog "
-                             "articles; reference: Readability.js's expected output) instead of "
-                             "the ground-truth pages")
+                        help=f"the same as --sets readability: the dev corpus's "
+                             f"{CALIBRATION_SOURCE} pages (news and blog articles; reference: "
+                             "Readability.js's expected output)")
     parser.add_argument("--threads", type=int, default=None,
                         help="ONNX Runtime intra-op threads for ours (default: its own)")
     parser.add_argument("--batch-pages", type=int, default=32,
@@ -147,35 +183,96 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON file or folder (default: bench/results/)")
 
 
-def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    if args.articles:
-        from pulpie_rt.eval.pages import spread
+def page_sets(args: argparse.Namespace) -> list[str]:
+    """The sets to score, in order; 'all' = groundtruth, readability and the article sets that
+    are built (one not built is named with the command that builds it)."""
+    from pulpie_rt.eval.article_sets import ARTICLE_SETS_DIR, SETS, article_set_path
 
-        gt_pages = spread(calibration_pages(), args.limit)
-    else:
-        gt_pages = groundtruth_pages(args.limit, args.corpus)
-    if not gt_pages:
-        print("quality: no ground-truth pages to score", file=sys.stderr)
-        return 1
+    asked = list(args.sets or []) + (["readability"] if args.articles else [])
+    if not asked:
+        return ["groundtruth"]
+    names: list[str] = []
+    for name in asked:
+        if name == "all":
+            built = [s for s in SETS if article_set_path(s).is_file()]
+            missing = [s for s in SETS if s not in built]
+            if missing:
+                print(f"quality: article sets {', '.join(missing)} not built in "
+                      f"{ARTICLE_SETS_DIR} (python -m pulpie_rt.eval.article_sets): skipped",
+                      flush=True)
+            names += ["groundtruth", "readability", *built]
+        elif name in PAGE_SETS:
+            names.append(name)
+        else:
+            raise SystemExit(f"quality: unknown page set {name!r} (known: "
+                             f"{', '.join(PAGE_SETS)}, all)")
+    return list(dict.fromkeys(names))
+
+
+def set_pages(name: str, args: argparse.Namespace) -> list[dict]:
+    from pulpie_rt.eval.article_sets import load_article_set
+    from pulpie_rt.eval.pages import spread
+
+    if name == "groundtruth":
+        return groundtruth_pages(args.limit, args.corpus)
+    if name == "readability":
+        return spread(calibration_pages(), args.limit)
+    return spread(load_article_set(name), args.limit)
+
+
+def _spread_scores(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's scores with each mean metric replaced by the mean over ``runs`` (the
+    model and its seed copies), its standard deviation (``<metric>_sd``, n - 1) and range."""
+    scores = dict(runs[0])
+    if len(runs) < 2:
+        return scores
+    for key in ("precision", "recall", "f1", "rouge5_p", "rouge5_r", "rouge5_f1"):
+        values = [r[key] for r in runs]
+        scores[key] = statistics.fmean(values)
+        scores[f"{key}_sd"] = statistics.stdev(values)
+        scores[f"{key}_min"], scores[f"{key}_max"] = min(values), max(values)
+    scores["seed_f1"] = [r["f1"] for r in runs]
+    scores["empty"] = max(r["empty"] for r in runs)
+    return scores
+
+
+def _pm(scores: dict[str, Any], key: str) -> str:
+    sd = scores.get(f"{key}_sd")
+    return _f(scores.get(key)) + ("" if sd is None else f" ± {sd:.3f}")
+
+
+def set_table(rows: Sequence[dict[str, Any]]) -> str:
+    headers = ["system", "seeds", "pages", "word P", "word R", "word F1", "F1 seed range",
+               "ROUGE-5 F1", "empty", "pages/CPU-s"]
+    body = []
+    for row in rows:
+        s = row["scores"]
+        seeds = s.get("seed_f1")
+        body.append([row["name"], str(len(seeds) if seeds else 1), str(s["pages"]),
+                     _pm(s, "precision"), _pm(s, "recall"), _pm(s, "f1"),
+                     "-" if not seeds else f"{min(seeds):.3f}-{max(seeds):.3f}",
+                     _pm(s, "rouge5_f1"), str(s["empty"]),
+                     _f(row.get("pages_per_cpu_s"), 1)])
+    return format_table(headers, body)
+
+
+def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
+    """One page set's rows: ours (each profile; the fast profile over the seed copies too),
+    trafilatura, the ceiling and the whole page."""
+    gt_pages = set_pages(name, args)
     references = {p["id"]: p["reference"] for p in gt_pages}
     snippets = {p["id"]: p.get("snippets") for p in gt_pages}
-    if args.all_pages:
+    timed_pages = gt_pages
+    if args.all_pages and name == "groundtruth":
         from pulpie_rt.corpus import load_pages
 
         timed_pages = load_pages(args.corpus)
         missing = set(references) - {p["id"] for p in timed_pages}
         timed_pages += [p for p in gt_pages if p["id"] in missing]
-    else:
-        timed_pages = gt_pages
-    kind = f"{CALIBRATION_SOURCE} article" if args.articles else "ground-truth"
-    print(f"quality: {len(gt_pages)} {kind} pages scored, {len(timed_pages)} timed",
-          flush=True)
-    report: dict[str, Any] = {"kind": "quality", "machine": machine_info(),
-                              "corpus": args.corpus, "scored_pages": len(gt_pages),
-                              "page_set": "articles" if args.articles else "groundtruth",
-                              "timed_pages": len(timed_pages), "rouge_n": ROUGE_N,
-                              "rows": [], "skipped": {}}
+    print(f"quality: {name}: {len(gt_pages)} pages scored ({SET_NOTES.get(name, 'held apart')})"
+          f", {len(timed_pages)} timed", flush=True)
+    report: dict[str, Any] = {"page_set": name, "scored_pages": len(gt_pages),
+                              "timed_pages": len(timed_pages), "rows": [], "skipped": {}}
     rows: list[dict[str, Any]] = report["rows"]
     failed = False
 
@@ -183,33 +280,38 @@ def run(args: argparse.Namespace) -> int:
         return score_pages(texts, references, snippets, per_page=args.per_page)
 
     if "ours" not in args.skip:
-        for profile in _profiles(args):
-            name = "ours" if profile is None else f"ours ({profile})"
+        for profile in _profiles(args, name):
+            name_row = "ours" if profile is None else f"ours ({profile})"
+            models = [str(args.model)] + (list(args.seed_models) if profile == "fast" else [])
+            runs = []
             try:
-                ours = run_in_child(run_ours, timed_pages, str(args.model), args.threads,
-                                    args.batch_pages, profile)
+                for model in models:
+                    runs.append(run_in_child(run_ours, timed_pages, model, args.threads,
+                                             args.batch_pages, profile))
             except Exception as exc:  # the model could not be resolved or loaded
-                line = f"{name}: skipped - cannot load model {args.model!r}: {exc}"
+                line = f"{name_row}: skipped - cannot load model {model!r}: {exc}"
                 print(line, flush=True)
-                report["skipped"][name] = line
+                report["skipped"][name_row] = line
                 failed = True
                 continue
+            ours = runs[0]
+            cpu_s = sum(r["tree_cpu_s"] for r in runs)
             rows.append({
-                "system": "ours", "name": name, "model": str(args.model),
-                "profile": ours["profile"],
+                "system": "ours", "name": name_row, "model": str(args.model),
+                "seed_models": models[1:], "profile": ours["profile"],
                 "device": ours["device"], "threads": args.threads,
-                "scores": score(ours["texts"]),
+                "scores": _spread_scores([score(r["texts"]) for r in runs]),
                 "empty_with_blocks": _empty_with_blocks(ours["texts"], references,
                                                         ours["n_blocks"]),
                 "errors": {pid: e for pid, e in ours["errors"].items() if pid in references},
                 "errors_all_timed": len(ours["errors"]),
                 "model_load_s": ours["load_s"], "wall_s": ours["wall_s"],
                 "cpu_s": ours["tree_cpu_s"], "timed_pages": ours["timed_pages"],
-                **_speeds(ours),
+                **_speeds({"timed_pages": ours["timed_pages"] * len(runs),
+                           "tree_cpu_s": cpu_s, "wall_s": sum(r["wall_s"] for r in runs)}),
             })
-            print(f"{name}: {ours['wall_s']:.1f} s, {ours['tree_cpu_s']:.1f} CPU-s for "
-                  f"{ours['timed_pages']} pages (model load {ours['load_s']:.1f} s, excluded)",
-                  flush=True)
+            print(f"{name_row}: {len(runs)} model(s), {cpu_s:.1f} CPU-s for "
+                  f"{ours['timed_pages']} pages each (model load excluded)", flush=True)
     if "trafilatura" not in args.skip:
         try:
             import trafilatura  # noqa: F401  (installed? the child needs it)
@@ -240,11 +342,37 @@ def run(args: argparse.Namespace) -> int:
                          "scores": score(texts),
                          "empty_with_blocks": _empty_with_blocks(texts, references, n_blocks),
                          "pages_per_s": None})
+    return report, failed
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    names = page_sets(args)
+    report: dict[str, Any] = {"kind": "quality", "machine": machine_info(),
+                              "corpus": args.corpus, "rouge_n": ROUGE_N,
+                              "seed_models": list(args.seed_models), "sets": []}
+    failed = False
+    for name in names:
+        one, one_failed = score_set(name, args)
+        if not one["scored_pages"]:
+            print(f"quality: {name}: no pages to score", file=sys.stderr)
+            return 1
+        report["sets"].append(one)
+        failed = failed or one_failed
     report["wall_s"] = time.perf_counter() - started
-    print()
-    print(quality_table(rows))
-    print()
-    print(micro_table(rows))
+    for one in report["sets"]:
+        rows = one["rows"]
+        print(f"\n== {one['page_set']}: {one['scored_pages']} pages "
+              f"({SET_NOTES.get(one['page_set'], 'held apart from training')})")
+        print(quality_table(rows))
+        print()
+        print(micro_table(rows))
+    if args.seed_models or len(names) > 1:
+        print("\n== word F1 by page set (ours: mean ± standard deviation over the model and "
+              "its seed copies; pages/CPU-s over all their runs)")
+        for one in report["sets"]:
+            print(f"\n{one['page_set']} ({one['scored_pages']} pages)")
+            print(set_table(one["rows"]))
     print("\npages/CPU-s: pages per user+system second of each system's own process and every "
           "process and thread it started (model load excluded); pages/s: wall clock; same "
           "pages, same run; ours = extract_batch + .text; rule rows untimed")

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
-                                 "soak"],
+                                 "soak", "trees"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "bench.capi's)")
     parser.add_argument("--soak-seconds", type=float, default=None,
                         help="length of the service's soak run (default: bench.soak's, 600)")
+    parser.add_argument("--trees-pages", type=int, default=None,
+                        help="dev pages for the tree kernel vs ONNX Runtime rows (default: "
+                             "bench.trees')")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -155,6 +158,16 @@ def run(args: argparse.Namespace) -> int:
             report["soak"] = run_soak(seconds)
             tables.append(soak_table(report["soak"]))
             print(tables[-1], flush=True)
+    if "trees" not in args.skip:
+        from pulpie_rt.bench.trees import DEFAULT_PAGES as TREES_PAGES
+        from pulpie_rt.bench.trees import run as trees_bench
+        from pulpie_rt.bench.trees import trees_table
+
+        pages = bench_pages(args.trees_pages or TREES_PAGES, args.inputs, args.corpus)
+        print(f"Tree kernel vs ONNX Runtime: {len(pages)} pages", flush=True)
+        report["trees"] = trees_bench(pages)
+        tables.append(trees_table(report["trees"]))
+        print(tables[-1], flush=True)
     from pulpie_rt.bench.gpu import gpu_name
 
     if gpu_name() is None:

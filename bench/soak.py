@@ -19,7 +19,9 @@ Printed: requests by status (the callers' view and the service's ``requests_tota
 p99 latency (all answered requests, and the good ones alone), the service's resident memory
 (RSS) after start, after a warm-up of the same load (``--warm-up`` seconds: allocators and
 caches reach their working size), and at the end; the growth from warm-up to end must stay
-within ``--max-growth`` (10%) for the run to pass.
+within ``--max-growth`` (10%) for the run to pass. RSS is also sampled every ``RSS_EVERY_S``
+under load after the warm-up (it moves with the hostile pages in flight): the median of the
+last third of the samples against the first third's is the trend, printed beside.
 
     python -m pulpie_rt.bench.soak                       # 10 minutes
     python -m pulpie_rt.bench.soak --seconds 150 --warm-up 30
@@ -45,6 +47,7 @@ DEFAULT_SECONDS = 600
 DEFAULT_CALLERS = 16
 PAYLOAD_LIMIT = 4_000_000
 READ_TIMEOUT_S = 5
+RSS_EVERY_S = 5  # seconds between samples of the service's RSS after the warm-up
 # case -> share of requests
 MIX = {"good": 0.55, "hostile": 0.15, "large": 0.05, "oversized": 0.10, "bad": 0.10,
        "stall": 0.05}
@@ -190,7 +193,8 @@ class Soak:
         finally:
             writer.close()
 
-    async def run(self, seconds: float, callers: int, on_warm, warm_up: float) -> None:
+    async def run(self, seconds: float, callers: int, on_warm, warm_up: float,
+                  on_sample=lambda: None) -> None:
         import httpx
 
         deadline = time.monotonic() + seconds
@@ -203,6 +207,9 @@ class Soak:
         async def watch() -> None:
             await asyncio.sleep(max(0.0, warm_at - time.monotonic()))
             on_warm()
+            while time.monotonic() < deadline:  # the trend, not one sample: RSS moves with
+                await asyncio.sleep(RSS_EVERY_S)  # the pages in flight
+                on_sample()
 
         limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
         async with httpx.AsyncClient(limits=limits, timeout=300) as client:
@@ -236,8 +243,9 @@ def run_soak(seconds: float = DEFAULT_SECONDS, callers: int = DEFAULT_CALLERS,
         rss["start"] = rss_bytes(pid)
         soak = Soak(server.url, server.port, pages, seed)
         started = time.monotonic()
+        samples: list[int] = []
         asyncio.run(soak.run(seconds, callers, lambda: rss.__setitem__("warm", rss_bytes(pid)),
-                             warm_up))
+                             warm_up, lambda: samples.append(rss_bytes(pid))))
         wall = time.monotonic() - started
         time.sleep(1)  # the service counts the clients that left last
         rss["end"] = rss_bytes(pid)
@@ -249,6 +257,9 @@ def run_soak(seconds: float = DEFAULT_SECONDS, callers: int = DEFAULT_CALLERS,
               for family in text_string_to_metric_families(metrics) for s in family.samples
               if s.name == "pulpie_rt_requests_total"}
     growth = rss["end"] / rss["warm"] - 1 if rss.get("warm") else None
+    third = max(1, len(samples) // 3)
+    trend = (sorted(samples[-third:])[third // 2] / sorted(samples[:third])[third // 2] - 1
+             if samples else None)
     return {
         "seconds": wall, "callers": callers, "warm_up_s": warm_up, "seed": seed,
         "requests": sum(soak.statuses.values()),
@@ -263,6 +274,7 @@ def run_soak(seconds: float = DEFAULT_SECONDS, callers: int = DEFAULT_CALLERS,
                       "good_p50": percentile(soak.good_latencies, 50),
                       "good_p99": percentile(soak.good_latencies, 99)},
         "rss_bytes": rss, "rss_growth": growth, "max_growth": max_growth,
+        "rss_samples": samples, "rss_trend": trend,
         "passed": (growth is not None and growth <= max_growth and not soak.transport_errors
                    and ready == 200 and exit_status == 0),
         "ready_at_end": ready, "exit_status": exit_status,
@@ -288,7 +300,10 @@ def soak_table(report: dict[str, Any]) -> str:
         f"  RSS: start {mib['start']:.0f} MiB, after {report['warm_up_s']:g} s of warm-up "
         f"{mib.get('warm', 0):.0f} MiB, end {mib['end']:.0f} MiB: growth "
         + (f"{growth:+.1%}" if growth is not None else "n/a")
-        + f" (limit {report['max_growth']:.0%})",
+        + f" (limit {report['max_growth']:.0%}); under load every {RSS_EVERY_S} s: "
+        + (f"{min(report['rss_samples']) / 2 ** 20:.0f}-{max(report['rss_samples']) / 2 ** 20:.0f}"
+           f" MiB, median of the last third {report['rss_trend']:+.1%} against the first"
+           if report["rss_samples"] else "no samples"),
         f"  ready at the end: {report['ready_at_end']}; exit status after SIGTERM: "
         f"{report['exit_status']}; {'PASSED' if report['passed'] else 'FAILED'}",
     ])

@@ -1,4 +1,4 @@
-"""Which pages a measurement runs on: the shared corpus (``../shared/corpus``), its ground-truth
+"""Which pages a measurement runs on: the corpus (``pulpie_rt.corpus``), its ground-truth
 and calibration subsets, or the user's own files (read by ``pulpie_rt.runtime.io``, the same
 readers ``pulpie-rt run`` uses), evenly spread when fewer are asked for."""
 
@@ -47,7 +47,7 @@ def read_input_pages(paths: Iterable[str | Path], html_field: str = "html") -> l
 
 def bench_pages(n: int | None = None, inputs: Sequence[str] | None = None,
                 corpus: str = "dev") -> list[dict]:
-    """``n`` real pages (evenly spread): the user's files if given, else ``../shared/corpus``.
+    """``n`` real pages (evenly spread): the user's files if given, else the corpus ``corpus``.
 
     ``corpus`` may join names with '+' ("dev+train") to draw from several files in order.
     """

@@ -36,16 +36,16 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from .engine import EngineMismatchError, EngineUnavailableError, run_engine_command
 
     try:
-        meta = run_engine_command(args.bundle, gpu=args.gpu, precision=args.precision,
-                                  out=args.out, fp32_softmax=args.fp32_softmax)
+        entry = run_engine_command(args.bundle, gpu=args.gpu, precision=args.precision,
+                                   device=args.device)
     except EngineUnavailableError as exc:
         _print_err(str(exc))
         return 3
     except (EngineMismatchError, BundleError) as exc:
         _print_err(f"pulpie-rt engine: {exc}")
         return 2
-    print(f"engine ready: {meta['engine']} ({meta['gpu']}, TensorRT {meta['tensorrt']}, "
-          f"{len(meta['profiles'])} profiles)")
+    print(f"engines ready: {args.bundle}/{entry['folder']} ({entry['gpu']}, {entry['precision']}, "
+          f"{len(entry['profiles'])} profiles, ONNX Runtime {entry['onnxruntime']})")
     return 0
 
 
@@ -66,13 +66,12 @@ def register(subparsers) -> None:
     export.set_defaults(func=cmd_export)
 
     engine = subparsers.add_parser(
-        "engine", help="ONNX bundle -> TensorRT engine (NVIDIA GPU)",
-        description="Build a TensorRT engine with one profile per sequence-length bucket "
-                    "for the GPU of this machine.")
+        "engine", help="ONNX bundle -> TensorRT engines (NVIDIA GPU)",
+        description="Build the TensorRT engines the engine runs with backend tensorrt (one per "
+                    "sequence-length bucket, ONNX Runtime's TensorRT provider) for the GPU of "
+                    "this machine, into the bundle's tensorrt/<gpu>/ folder.")
     engine.add_argument("bundle", help="bundle directory written by `pulpie-rt export`")
     engine.add_argument("--gpu", choices=[*GPU_PRESETS, "auto"], default="auto")
     engine.add_argument("--precision", choices=["fp16", "fp32"], default="fp16")
-    engine.add_argument("--out", default=None, help="engine file (default: in the bundle)")
-    engine.add_argument("--fp32-softmax", action="store_true",
-                        help="also force softmax layers to FP32 (RMSNorm and rotary always are)")
+    engine.add_argument("--device", type=int, default=0, help="the GPU to build on (default 0)")
     engine.set_defaults(func=cmd_engine)

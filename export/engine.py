@@ -1,38 +1,46 @@
-"""ONNX bundle -> TensorRT engine for one GPU type (``pulpie-rt engine``).
+"""ONNX bundle -> TensorRT engines for one GPU type (``pulpie-rt engine``, ``make engine``).
 
-Engines are tied to a GPU architecture (compute capability) and a TensorRT version, so they are
-built on the GPU that will run them. The builder adds one optimization profile per
-sequence-length bucket (``profiles.py``), keeps RMSNorm, softmax and the rotary cos/sin in FP32
-inside an FP16 engine (norms after attention overflow FP16, and their cost is negligible), and
-persists the timing cache so rebuilding on the same GPU type is quick. Beside the engine goes
-``<engine>.json``: TensorRT version, GPU name, compute capability, profiles, bundle source.
+The engines are built by the core's own engine path (ONNX Runtime's TensorRT execution
+provider, ``core/src/ort/gpu.rs``), exactly as the engine builds them when it opens the bundle
+with backend ``tensorrt``: one FP16 engine per batcher bucket, its rows sized for the GPU's
+token budget (``profiles.GPU_PRESETS``), written with ONNX Runtime's EPContext models, the
+engine files and TensorRT's timing cache into ``<bundle>/tensorrt/<gpu>/``. Every later open
+of the bundle with backend ``tensorrt`` on that GPU type loads them without rebuilding. The
+bundle's manifest lists what was built (``tensorrt_engines``).
+
+Engines are tied to a GPU architecture and to the ONNX Runtime / TensorRT versions, so they are
+built on the GPU that will run them. It needs the onnxruntime-gpu wheel's C library
+(``PULPIE_RT_ORT_LIB``, else the installed ``onnxruntime`` package's when it is the GPU build)
+and CUDA 13, cuDNN 9 and TensorRT 10 on the library path.
 """
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import json
 import os
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.runtime.digest import files_sha256
-from pulpie_rt.runtime.model.bundle import Bundle, load_bundle
-from pulpie_rt.runtime.model.devices import GpuInfo, detect_gpu
+from pulpie_rt.runtime.model.bundle import load_bundle
 
-from .profiles import GPU_PRESETS, GpuPreset, Profile, preset_for_device_name, profiles_for
-from .to_onnx import FP32_SCOPES
-
-WORKSPACE_BYTES = 8 << 30
-# Non-float layers need no precision; setting one on them is an error in TensorRT.
-_NO_PRECISION_LAYERS = ("CONSTANT", "SHAPE", "IDENTITY", "ASSERTION")
+from .profiles import GPU_PRESETS, REFERENCE_HIDDEN_SIZE, GpuPreset, preset_for_device_name
 
 
 class EngineUnavailableError(RuntimeError):
-    """No NVIDIA GPU or no TensorRT here: the engine cannot be built on this machine."""
+    """No NVIDIA GPU or no GPU build of ONNX Runtime here: engines cannot be built."""
 
 
 class EngineMismatchError(RuntimeError):
-    """An engine built for another GPU architecture or TensorRT version."""
+    """A preset for another GPU architecture than this machine's."""
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    compute_capability: str
+    folder: str  # the folder name its engines are cached under, e.g. "nvidia-l4-sm89"
 
 
 def no_engine_message(bundle: Path, reason: str) -> str:
@@ -40,12 +48,65 @@ def no_engine_message(bundle: Path, reason: str) -> str:
             f"them. The ONNX bundle {bundle} is ready for ONNX Runtime.")
 
 
-def _import_tensorrt():
+class _Message(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _core() -> ctypes.CDLL:
+    """The compiled core (the library every door runs), with the calls used here declared (a
+    handle of its own, so the declarations do not touch the runtime's)."""
+    from pulpie_rt.runtime import native
+
+    path = native.library_path()
+    if path is None:
+        raise EngineUnavailableError("pulpie_rt's compiled core is not built (`make core`)")
+    lib = ctypes.CDLL(str(path))
+    lib.pulpie_rt_ort_gpu.argtypes = [ctypes.c_uint32, ctypes.POINTER(_Message),
+                                      ctypes.POINTER(_Message)]
+    lib.pulpie_rt_ort_load.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Message)]
+    lib.pulpie_rt_ort_release.argtypes = [ctypes.c_void_p]
+    lib.pulpie_rt_ort_tensorrt_build.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
+        ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_Message),
+        ctypes.POINTER(_Message)]
+    lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return lib
+
+
+def _text(lib: ctypes.CDLL, message: _Message) -> str:
+    if not message.ptr:
+        return ""
+    text = ctypes.string_at(message.ptr, message.len).decode("utf-8", "replace")
+    lib.pulpie_rt_free(message.ptr, message.len)
+    return text
+
+
+def detect_gpu(device: int = 0) -> GpuInfo | str:
+    """GPU ``device`` as the NVIDIA driver describes it, or why there is none."""
+    lib = _core()
+    out, error = _Message(), _Message()
+    if lib.pulpie_rt_ort_gpu(device, ctypes.byref(out), ctypes.byref(error)) != 0:
+        return _text(lib, error)
+    name, capability, folder = _text(lib, out).split("\n")
+    return GpuInfo(name, capability, folder)
+
+
+def gpu_onnxruntime_library() -> str | None:
+    """``PULPIE_RT_ORT_LIB``, else the installed onnxruntime package's C library when it has
+    the CUDA provider beside it (the onnxruntime-gpu wheel), else None."""
+    explicit = os.environ.get("PULPIE_RT_ORT_LIB")
+    if explicit:
+        return explicit
     try:
-        import tensorrt
+        import onnxruntime
     except ImportError:
         return None
-    return tensorrt
+    capi = Path(onnxruntime.__file__).parent / "capi"
+    found = sorted(glob.glob(str(capi / "libonnxruntime.so.1*")))
+    if found and (capi / "libonnxruntime_providers_cuda.so").is_file():
+        return found[-1]
+    return None
 
 
 def choose_preset(requested: str, gpu: GpuInfo) -> GpuPreset:
@@ -54,11 +115,10 @@ def choose_preset(requested: str, gpu: GpuInfo) -> GpuPreset:
     if requested == "auto":
         if detected is not None:
             return detected
-        # An unlisted GPU: size batches like the listed GPU with the nearest memory.
-        nearest = min(GPU_PRESETS.values(),
-                      key=lambda p: abs(p.memory_gib * 1024 - gpu.memory_mib))
-        return GpuPreset("auto", gpu.name, gpu.compute_capability, nearest.memory_gib,
-                         nearest.batch_tokens, nearest.max_batch)
+        # an unlisted GPU: the budget of the smallest listed GPU (its engines fit anywhere)
+        smallest = min(GPU_PRESETS.values(), key=lambda p: p.memory_gib)
+        return GpuPreset("auto", gpu.name, gpu.compute_capability, smallest.memory_gib,
+                         smallest.batch_tokens, smallest.max_batch)
     preset = GPU_PRESETS[requested]
     if preset.compute_capability != gpu.compute_capability:
         raise EngineMismatchError(
@@ -68,155 +128,59 @@ def choose_preset(requested: str, gpu: GpuInfo) -> GpuPreset:
     return preset
 
 
-def _mark_fp32(network, trt, fp32_softmax: bool) -> int:
-    """Force FP32 on RMSNorm and rotary layers (and softmax if asked); return the count.
-
-    The rotary chain matters most: in FP16, positions above 2048 are no longer integers and
-    the angles lose their low bits (measured with ONNX Runtime on an 8191-token chunk: max
-    |dlogit| 1.9 and 97.3% SEP agreement with FP16 rotary, 0.027 and 100% with FP32 rotary).
-
-    Softmax is left to TensorRT by default: its fused attention kernels accumulate the softmax
-    in FP32 already, and a forced FP32 softmax layer can keep them from fusing.
-    """
-    skip = {getattr(trt.LayerType, name) for name in _NO_PRECISION_LAYERS
-            if hasattr(trt.LayerType, name)}
-    floats = (trt.float16, trt.float32)
-    marked = 0
-    for index in range(network.num_layers):
-        layer = network.get_layer(index)
-        is_softmax = layer.type == trt.LayerType.SOFTMAX or "Softmax" in layer.name
-        wanted = (fp32_softmax if is_softmax
-                  else any(scope in layer.name for scope in FP32_SCOPES))
-        outputs = [layer.get_output(i) for i in range(layer.num_outputs)]
-        if not wanted or layer.type in skip or not all(o.dtype in floats for o in outputs):
-            continue
-        if layer.type != trt.LayerType.CAST:  # a cast's own type is its output type
-            layer.precision = trt.float32
-        for i in range(layer.num_outputs):
-            layer.set_output_type(i, trt.float32)
-        marked += 1
-    return marked
-
-
-def build_engine(bundle: Bundle, trt, gpu: GpuInfo, preset: GpuPreset, precision: str,
-                 out: Path, timing_cache: Path, fp32_softmax: bool = False,
-                 log=print) -> dict:
-    """Build and write the engine plus ``<engine>.json``; return that metadata."""
-    if bundle.manifest["onnx"]["precision"] != "fp32":
-        log("note: building from an fp16 ONNX graph; an fp32 bundle gives TensorRT more room")
-    logger = trt.Logger(trt.Logger.WARNING)
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)
-    parser = trt.OnnxParser(network, logger)
-    if not parser.parse_from_file(str(bundle.onnx_path)):
-        errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
-        raise RuntimeError(f"TensorRT cannot parse {bundle.onnx_path}: {errors}")
-
-    config = builder.create_builder_config()
-    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
-    marked = 0
-    if precision == "fp16":
-        config.set_flag(trt.BuilderFlag.FP16)
-        config.set_flag(trt.BuilderFlag.OBEY_PRECISION_CONSTRAINTS)
-        marked = _mark_fp32(network, trt, fp32_softmax)
-
-    profiles: list[Profile] = profiles_for(preset, bundle.manifest["model"]["hidden_size"])
-    for profile in profiles:
-        opt_profile = builder.create_optimization_profile()
-        for name in ("input_ids", "attention_mask"):
-            opt_profile.set_shape(name, *profile.shapes())
-        config.add_optimization_profile(opt_profile)
-
-    cache_bytes = timing_cache.read_bytes() if timing_cache.is_file() else b""
-    cache = config.create_timing_cache(cache_bytes)
-    config.set_timing_cache(cache, ignore_mismatch=False)
-
-    start = time.perf_counter()
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None:
-        raise RuntimeError("TensorRT failed to build the engine (see the messages above)")
-    seconds = time.perf_counter() - start
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(memoryview(serialized))
-    timing_cache.parent.mkdir(parents=True, exist_ok=True)
-    timing_cache.write_bytes(memoryview(config.get_timing_cache().serialize()))
-
-    metadata = {
-        "engine": out.name, "tensorrt": trt.__version__, "gpu": gpu.name,
-        "compute_capability": gpu.compute_capability, "preset": preset.key,
-        "precision": precision, "fp32_layers": marked, "fp32_softmax": fp32_softmax,
-        "profiles": [p.as_dict() for p in profiles],
-        "inputs": ["input_ids", "attention_mask"], "output": "logits",
-        # the runtime finds the bundle of an engine through this path (relative to the engine)
-        "bundle": os.path.relpath(bundle.path.resolve(), out.parent.resolve()),
-        "bundle_source": bundle.manifest["source"],
-        "bundle_onnx_sha256": files_sha256([bundle.onnx_path]),
-        "timing_cache": str(timing_cache), "build_seconds": round(seconds, 1),
-    }
-    metadata_path(out).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    return metadata
-
-
-def metadata_path(engine: Path) -> Path:
-    return Path(str(engine) + ".json")
-
-
-def check_engine_compatible(engine: str | Path, trt_version: str, gpu: GpuInfo) -> dict:
-    """The engine's metadata if it was built for this TensorRT and GPU architecture.
-
-    TensorRT itself fails on a foreign engine with an opaque deserialisation error; this names
-    what differs and what to do.
-    """
-    engine = Path(engine)
-    meta_file = metadata_path(engine)
-    if not meta_file.is_file():
-        raise EngineMismatchError(f"{engine}: no {meta_file.name} beside it; rebuild it with "
-                                  "`pulpie-rt engine BUNDLE --gpu auto`")
-    meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    problems = []
-    if meta.get("tensorrt") != trt_version:
-        problems.append(f"built with TensorRT {meta.get('tensorrt')}, this is {trt_version}")
-    if meta.get("compute_capability") != gpu.compute_capability:
-        problems.append(f"built for {meta.get('gpu')} (compute capability "
-                        f"{meta.get('compute_capability')}), this GPU is {gpu.name} "
-                        f"({gpu.compute_capability})")
-    if problems:
-        raise EngineMismatchError(f"{engine}: " + "; ".join(problems) + ". Engines are tied to "
-                                  "the GPU architecture and TensorRT version: rebuild it here "
-                                  "with `pulpie-rt engine BUNDLE --gpu auto`.")
-    return meta
-
-
-def load_engine(engine: str | Path):
-    """Deserialise an engine after checking it matches this GPU and TensorRT version."""
-    trt = _import_tensorrt()
-    gpu = detect_gpu()
-    if trt is None or gpu is None:
-        raise EngineUnavailableError("loading a TensorRT engine needs an NVIDIA GPU and the "
-                                     "tensorrt package")
-    check_engine_compatible(engine, trt.__version__, gpu)
-    runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
-    return runtime.deserialize_cuda_engine(Path(engine).read_bytes())
+def batch_tokens_for(preset: GpuPreset, hidden_size: int) -> int:
+    """The preset's padded tokens per batch, scaled down for a model wider than Orange Small
+    (never up: a narrower model's rows are capped by the preset's budget all the same)."""
+    scaled = preset.batch_tokens * REFERENCE_HIDDEN_SIZE // max(hidden_size, 1)
+    return max(1024, min(preset.batch_tokens, scaled))
 
 
 def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str = "fp16",
-                       out: str | Path | None = None, fp32_softmax: bool = False,
-                       log=print) -> dict:
-    """``pulpie-rt engine``: checks first (GPU, TensorRT, bundle), then builds."""
+                       device: int = 0, log=print) -> dict:
+    """``pulpie-rt engine``: checks first (bundle, GPU, ONNX Runtime), then builds."""
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)  # a missing/broken bundle is reported before anything else
-    device = detect_gpu()
-    if device is None:
-        raise EngineUnavailableError(no_engine_message(bundle_dir, "no NVIDIA GPU found"))
-    trt = _import_tensorrt()
-    if trt is None:
+    found = detect_gpu(device)
+    if isinstance(found, str):
+        raise EngineUnavailableError(
+            no_engine_message(bundle_dir, f"no NVIDIA GPU found ({found})"))
+    library = gpu_onnxruntime_library()
+    if library is None:
         raise EngineUnavailableError(no_engine_message(
-            bundle_dir, f"TensorRT is not installed (GPU: {device.name}; "
-                        "pip install -e '.[gpu]')"))
-    preset = choose_preset(gpu, device)
-    engine_path = Path(out) if out else bundle_dir / f"model-{preset.key}-{precision}.engine"
-    cache = engine_path.parent / f"timing-{preset.key}-trt{trt.__version__}.cache"
-    log(f"building {precision} engine for {device.name} (preset {preset.key}) from "
-        f"{bundle.onnx_path}")
-    return build_engine(bundle, trt, device, preset, precision, engine_path, cache,
-                        fp32_softmax=fp32_softmax, log=log)
+            bundle_dir, f"no GPU build of ONNX Runtime (GPU: {found.name}): pip install "
+                        "onnxruntime-gpu, or set PULPIE_RT_ORT_LIB to its libonnxruntime.so"))
+    preset = choose_preset(gpu, found)
+    budget = batch_tokens_for(preset, bundle.manifest["model"]["hidden_size"])
+    log(f"building {precision} TensorRT engines for {found.name} (preset {preset.key}, "
+        f"{budget} tokens per batch) from {bundle.onnx_path}")
+    lib = _core()
+    ort, error = ctypes.c_void_p(), _Message()
+    path = library.encode()
+    if lib.pulpie_rt_ort_load(path, len(path), ctypes.byref(ort), ctypes.byref(error)) != 0:
+        raise EngineUnavailableError(no_engine_message(bundle_dir, _text(lib, error)))
+    try:
+        model = str(bundle.onnx_path).encode()
+        out = _Message()
+        status = lib.pulpie_rt_ort_tensorrt_build(
+            ort, model, len(model), device, int(precision == "fp32"), budget, b"", 0,
+            ctypes.byref(out), ctypes.byref(error))
+        if status != 0:
+            raise EngineUnavailableError(no_engine_message(bundle_dir, _text(lib, error)))
+        provider, *notes = _text(lib, out).split("\n")
+    finally:
+        lib.pulpie_rt_ort_release(ort)
+    folder = bundle_dir / "tensorrt" / found.folder
+    record = json.loads((folder / "tensorrt.json").read_text(encoding="utf-8"))
+    entry = {"gpu": found.name, "compute_capability": found.compute_capability,
+             "preset": preset.key, "folder": f"tensorrt/{found.folder}",
+             "precision": record["precision"], "max_batch_tokens": budget,
+             "onnxruntime": record["onnxruntime"], "profiles": record["profiles"],
+             "provider": provider, "notes": notes}
+    manifest_path = bundle_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    built = [e for e in manifest.get("tensorrt_engines", []) if e.get("folder") != entry["folder"]]
+    manifest["tensorrt_engines"] = [*built, entry]
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    for note in notes:
+        log(note)
+    return entry

@@ -1,22 +1,15 @@
-"""TensorRT optimization profiles per GPU preset: data shared by the engine builder and batcher.
+"""Per-GPU token budgets for TensorRT engines (``pulpie-rt engine --gpu``): pure data.
 
-One profile per sequence-length bucket: TensorRT tunes kernels for a profile's ``opt`` shape,
-so a single 1..8192 profile would be fast only near its ``opt``. A batch of chunks is padded to
-the smallest bucket that holds its longest chunk and runs on that bucket's profile. Batch
-ranges come from a per-GPU budget of padded tokens per batch (scaled down for wider models).
-
-Pure data and arithmetic: importable by the runtime without torch or TensorRT.
+The shape profiles themselves are the core's (``core/src/ort/gpu.rs``: one per batcher bucket,
+its rows from the token budget and the attention budget), so the engine and the builder cannot
+disagree; a preset only says how many padded tokens a batch may hold on that GPU (scaled down
+for models wider than Orange Small, ``engine.batch_tokens_for``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from pulpie_rt.runtime import native
-
-# the engine's sequence-length buckets (the core defines them)
-SEQ_BUCKETS: tuple[int, ...] = native.seq_buckets()
-MAX_TOKENS = SEQ_BUCKETS[-1]
 REFERENCE_HIDDEN_SIZE = 768  # Orange Small; token budgets below are sized for it
 
 
@@ -39,26 +32,6 @@ GPU_PRESETS: dict[str, GpuPreset] = {
 }
 
 
-@dataclass(frozen=True)
-class Profile:
-    """Shapes of one optimization profile: ``[batch, seq]`` for both inputs."""
-
-    min_seq: int
-    opt_seq: int
-    max_seq: int
-    min_batch: int
-    opt_batch: int
-    max_batch: int
-
-    def shapes(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
-        """(min, opt, max) input shapes as TensorRT's ``set_shape`` takes them."""
-        return ((self.min_batch, self.min_seq), (self.opt_batch, self.opt_seq),
-                (self.max_batch, self.max_seq))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
 def preset_for_device_name(device_name: str) -> GpuPreset | None:
     """The preset whose name occurs in a CUDA device name (``NVIDIA H200`` -> h200)."""
     # whole words only: "L4" must not match an "L40S", "A10G" not an "A100"
@@ -67,32 +40,3 @@ def preset_for_device_name(device_name: str) -> GpuPreset | None:
         if preset.name.upper() in words:
             return preset
     return None
-
-
-def max_batch_for(preset: GpuPreset, seq: int, hidden_size: int = REFERENCE_HIDDEN_SIZE) -> int:
-    """Rows a batch of sequence length ``seq`` may hold on ``preset`` (at least 1)."""
-    budget = preset.batch_tokens * REFERENCE_HIDDEN_SIZE // max(hidden_size, 1)
-    return max(1, min(preset.max_batch, budget // seq))
-
-
-def profiles_for(preset: GpuPreset | str, hidden_size: int = REFERENCE_HIDDEN_SIZE,
-                 buckets: tuple[int, ...] = SEQ_BUCKETS) -> list[Profile]:
-    """One profile per bucket: sequences in ``(previous bucket, bucket]``, tuned at the bucket."""
-    if isinstance(preset, str):
-        preset = GPU_PRESETS[preset]
-    profiles = []
-    previous = 0
-    for bucket in buckets:
-        rows = max_batch_for(preset, bucket, hidden_size)
-        profiles.append(Profile(min_seq=previous + 1, opt_seq=bucket, max_seq=bucket,
-                                min_batch=1, opt_batch=rows, max_batch=rows))
-        previous = bucket
-    return profiles
-
-
-def bucket_for(seq_len: int, buckets: tuple[int, ...] = SEQ_BUCKETS) -> int:
-    """The smallest bucket holding ``seq_len`` tokens; the index is the profile index."""
-    for bucket in buckets:
-        if seq_len <= bucket:
-            return bucket
-    raise ValueError(f"{seq_len} tokens exceed the largest bucket ({buckets[-1]})")

@@ -35,7 +35,7 @@ the next run of the executor runs it again.
 Sizing: a task's model gets the task's share of the machine, not the whole machine:
 ``DATATROVE_CPUS_PER_TASK`` where the executor sets it (Slurm, Ray), else the CPUs this
 process may use divided among the tasks that can run at once on it (``LocalPipelineExecutor``
-runs up to ``tasks`` of them; with ``workers`` below that, pass ``threads=cores // workers``).
+runs up to ``tasks`` of them; with ``workers`` below that, pass ``workers=cores // workers``).
 """
 
 from __future__ import annotations
@@ -100,8 +100,9 @@ class PulpieExtractor(PipelineStep):
         the task's share of the machine unless told."""
         workers, threads = self.workers, self.threads
         if workers is None and threads is None:
-            # the CPU stages in the task's process, the model on its share of the cores
-            workers, threads = 0, task_cpus(world_size)
+            # one thread per CPU of the task's share calls its engine (one ONNX Runtime
+            # thread each): not the whole machine for every task
+            workers, threads = task_cpus(world_size), 1
         return Pipeline(self.model, devices=self.devices, workers=workers, threads=threads,
                         backend=self.backend, profile=self.profile)
 

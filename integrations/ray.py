@@ -87,8 +87,9 @@ OUTPUT_TYPES = {"markdown": pa.string(), "n_main": pa.int64(), "n_other": pa.int
 TASK_RETRIES = 3
 # Seconds before the first in-actor retry of transient failures (doubled for each next one).
 RETRY_BACKOFF_S = 0.5
-# CPUs a GPU actor asks for when not told: one for the inference thread, three worker processes
-# for the CPU stages (see README, "Scale out", for sizing them to a GPU).
+# CPUs a GPU actor asks for when not told: four threads calling its engine, each running its
+# pages' CPU stages while another's run on the GPU (see README, "Scale out", for sizing them to
+# a GPU).
 GPU_ACTOR_CPUS = 4
 DEFAULT_BATCH_SIZE = 64
 
@@ -98,15 +99,15 @@ class PulpieExtractor:
 
     ``model``: anything ``Extractor`` takes (a hub name, bundle, checkpoint directory or engine
     file); None is the embedded default model. ``device``: ``cpu``, ``cuda`` or ``cuda:N``;
-    None takes the GPU Ray gave this actor, else the CPU. ``workers``: CPU processes for
-    simplify/tokenize/reconstruct/Markdown (0: in a thread of the actor). ``threads``: ONNX
-    Runtime's threads on the CPU (None: its default, every core of the machine; in your own
-    ``map_batches`` pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does).
+    None takes the GPU Ray gave this actor, else the CPU. ``workers``: threads calling the
+    actor's one engine (each runs whole pages, the GIL released; in your own ``map_batches``
+    pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does). ``threads``: ONNX
+    Runtime's intra-op threads per call (None: its default, every core of the machine).
     """
 
     def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",
                  content_type_column: str | None = None, device: str | None = None,
-                 workers: int = 0, threads: int | None = None, backend: str = "auto",
+                 workers: int = 1, threads: int | None = 1, backend: str = "auto",
                  profile: str | None = None):
         if device is None:
             device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
@@ -294,10 +295,10 @@ def extract_dataset(
 
     ``actors``: a fixed count, or ``(min, max)`` for an autoscaling pool; None: as many as the
     cluster holds now (``actors_for_cluster``). ``num_gpus``: GPUs per actor (0: CPU actors;
-    0.5: two actors share a GPU). ``cpus_per_actor``: None is 1 for a CPU actor (its ONNX
-    Runtime threads) and ``GPU_ACTOR_CPUS`` for a GPU actor (one for inference, the rest worker
-    processes for the CPU stages). ``batch_size``: pages per call of an actor, and at most the
-    rows of a block (larger blocks are split so that every actor gets some; pass
+    0.5: two actors share a GPU). ``cpus_per_actor``: None is 1 for a CPU actor and
+    ``GPU_ACTOR_CPUS`` for a GPU actor; an actor runs that many threads on its one engine.
+    ``batch_size``: pages per call of an actor, and at most the rows of a block (larger
+    blocks are split so that every actor gets some; pass
     ``min_rows_per_file=`` to ``write_parquet`` for fewer, larger output files).
     ``checkpoint_path``: resume by ``id_column`` (see the module docstring); it takes effect
     when ``ds`` is read from files and the result is written. ``task_retries``: Ray Data's
@@ -326,12 +327,11 @@ def extract_dataset(
     constructor = {
         "model": model, "html_column": html_column, "content_type_column": content_type_column,
         "device": "cuda" if gpu else "cpu", "backend": backend, "profile": profile,
-        # CPU actor: the model takes the actor's CPUs, the CPU stages run in a thread beside it
-        # (with the default model they are about a tenth of a page's time: Pipeline's
-        # stage_seconds, 8 dev pages). GPU actor: one CPU feeds the GPU, the others run the
-        # CPU stages in worker processes.
-        "workers": max(1, whole_cpus - 1) if gpu else 0,
-        "threads": 1 if gpu else whole_cpus,
+        # one thread per CPU of the actor calls its engine, each with one ONNX Runtime
+        # thread: pages run side by side (on a GPU, one thread's CPU stages run while
+        # another's batch is on the device)
+        "workers": whole_cpus,
+        "threads": 1,
     }
     # Ray hands an actor a whole block, and a block read from one file can hold thousands of
     # pages: blocks of at most a batch let every actor of the pool take a share.

@@ -67,7 +67,7 @@ IS_COUNT = np.array([name in COUNT_COLUMNS for name in FEATURE_NAMES])
 # normally bitwise equal; numpy's float32 sums may take another order on another CPU (its
 # BLAS kernel), which this tolerance (a few float32 ulps) covers.
 RTOL = 1e-6
-LABEL_BATCH = 8  # pages per run_chunks call
+LABEL_BATCH = 8  # pages per transformer call (eval.margins.chunk_sep_logits)
 
 
 def load_spec(path: Path = SPEC_PATH) -> ModuleType:

@@ -6,6 +6,8 @@ import argparse
 import importlib
 import sys
 
+from pulpie_rt.version import __version__
+
 # Each module defines ``register(subparsers)`` adding its commands; each command sets
 # ``func(args) -> int``.
 _COMMAND_MODULES = (
@@ -28,6 +30,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulpie-rt", description="Main-content extraction with Pulpie models, torch-free."
     )
+    parser.add_argument("--version", action="version", version=f"pulpie-rt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = (_MODULE_OF_COMMAND[command],) if command in _MODULE_OF_COMMAND else _COMMAND_MODULES
     for name in modules:

@@ -572,12 +572,14 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_ort_rescorer_run": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P,
                                     ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t,
                                              ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
                                              ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_log_odds": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
                                                  ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_context_rescorer_free": ([_P], None),
+    "pulpie_rt_ort_context_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_ort_make_batches": ([_P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
                                     ctypes.c_uint32, _P, _P, ctypes.c_size_t, ctypes.c_uint32,
                                     ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
@@ -676,21 +678,47 @@ def plan_batches(lengths: list[int], max_batch_tokens: int,
     return plans
 
 
+# ONNX Runtime's CPU library that the wheel ships beside the core (setup.py, from the release
+# pinned in tools/ort_library.py); the distributions whose own library comes before it (a GPU
+# build: `pip install 'pulpie-rt[gpu]'`) and after it (a source build without it).
+VENDORED_ORT_LIBRARY = _HERE / "libonnxruntime.so.1"
+PREFERRED_ORT_DISTRIBUTIONS = ("onnxruntime-gpu",)
+FALLBACK_ORT_DISTRIBUTIONS = ("onnxruntime",)
+
+
+def _distribution_ort_library(name: str) -> Path | None:
+    """The C library an installed ONNX Runtime distribution holds, found from its file list
+    (the package is never imported: importing it loads its own copy of ONNX Runtime)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(name).files or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = sorted(Path(str(file.locate())) for file in files
+                   if re.fullmatch(r"onnxruntime/capi/libonnxruntime\.so(\.\d+)*", str(file)))
+    found = [path for path in found if path.is_file()]
+    return found[-1] if found else None
+
+
 def ort_library_path() -> Path | None:
-    """The ONNX Runtime C library the core loads for the Python page flow: ``$PULPIE_RT_ORT_LIB``,
-    else the installed onnxruntime wheel's ``capi/libonnxruntime.so.*``; None without one."""
+    """The ONNX Runtime C library the core loads: ``$PULPIE_RT_ORT_LIB``; else an installed
+    onnxruntime-gpu's; else the CPU library shipped beside the core; else an installed
+    onnxruntime's; None without any."""
     explicit = os.environ.get(ORT_LIBRARY_ENV)
     if explicit:
         return Path(explicit)
-    # found without importing the onnxruntime module: one ONNX Runtime per process (the core's)
-    import importlib.util
-
-    spec = importlib.util.find_spec("onnxruntime")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations))) / "capi"
-    found = sorted(folder.glob("libonnxruntime.so*"))
-    return found[0] if found else None
+    for name in PREFERRED_ORT_DISTRIBUTIONS:
+        found = _distribution_ort_library(name)
+        if found is not None:
+            return found
+    if VENDORED_ORT_LIBRARY.is_file():
+        return VENDORED_ORT_LIBRARY
+    for name in FALLBACK_ORT_DISTRIBUTIONS:
+        found = _distribution_ort_library(name)
+        if found is not None:
+            return found
+    return None
 
 
 _ORT_CACHE: list[int] = []  # the core's ONNX Runtime handle, loaded once per process
@@ -701,8 +729,9 @@ def _ort_handle() -> int:
         return _ORT_CACHE[0]
     path = ort_library_path()
     if path is None:
-        raise CoreError("no ONNX Runtime C library: install the onnxruntime wheel or set "
-                        f"{ORT_LIBRARY_ENV} to a libonnxruntime.so")
+        raise CoreError("no ONNX Runtime C library: none beside the core (reinstall pulpie-rt), "
+                        "no onnxruntime-gpu or onnxruntime installed, and "
+                        f"{ORT_LIBRARY_ENV} not set to a libonnxruntime.so")
     lib = _engine_library()
     handle = _P()
     data = os.fsencode(path)
@@ -711,9 +740,22 @@ def _ort_handle() -> int:
     return handle.value
 
 
+def _trees(function, handle: int) -> str:
+    """What runs a core rescorer's trees (``pulpie_rt_ort_*rescorer_trees``)."""
+    lib = _engine_library()
+    message = _Message()
+    status = function(handle, ctypes.byref(message))
+    text = _take(lib, message.ptr, message.len) if message.ptr else ""
+    if status != 0:
+        raise CoreError(text or f"status {status}")
+    return text
+
+
 class CoreRescorer:
     """The core's block rescorer (``core/src/ort/rescorer.rs``) over one ``rescorer.onnx``:
-    one ONNX Runtime session, CPU, shared by threads (each call releases the GIL)."""
+    its trees on the tree kernel (``kernels/``) or, when the kernel cannot run them or
+    ``PULPIE_RT_TREES=onnxruntime``, one ONNX Runtime session (CPU); shared by threads (each
+    call releases the GIL)."""
 
     def __init__(self, onnx_path: str | Path, margin_weight: float) -> None:
         lib = _engine_library()
@@ -724,6 +766,11 @@ class CoreRescorer:
         _engine_call(lib.pulpie_rt_ort_rescorer_open, _ort_handle(), data, len(data), 0,
                      float(margin_weight), ctypes.byref(handle))
         self.handle = handle.value
+
+    @property
+    def trees(self) -> str:
+        """What runs the trees: ``"kernel"``, or ``"onnxruntime (why)"``."""
+        return _trees(self._lib.pulpie_rt_ort_rescorer_trees, self.handle)
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):
@@ -754,7 +801,7 @@ class CoreContextRescorer:
     """The core's rescorer over blocks in context (``core/src/ort/rescorer.rs``'
     ``ContextRescorer``, the C library's ``fast`` profile too): the context features, the
     first stage's file (when given), the stage features and the last stage's file, each
-    stage one ONNX Runtime session (CPU, one thread each way), shared by threads."""
+    stage's trees as ``CoreRescorer`` runs them; shared by threads."""
 
     def __init__(self, onnx_path: str | Path, first_stage: str | Path | None = None) -> None:
         lib = _engine_library()
@@ -766,6 +813,12 @@ class CoreContextRescorer:
         _engine_call(lib.pulpie_rt_ort_context_rescorer_open, _ort_handle(), data, len(data),
                      first or None, len(first), ctypes.byref(handle))
         self.handle = handle.value
+
+    @property
+    def trees(self) -> list[str]:
+        """What runs each stage's trees, the first stage first: ``"kernel"``, or
+        ``"onnxruntime (why)"``."""
+        return _trees(self._lib.pulpie_rt_ort_context_rescorer_trees, self.handle).split("\n")
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):
@@ -1169,14 +1222,15 @@ _ABI_SIGNATURES = {
                                ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
     "pulpie_rt_engine_close": ([_P], None),
     "pulpie_rt_engine_provider": ([_P], ctypes.c_char_p),
+    "pulpie_rt_engine_notice": ([_P], _P),
     "pulpie_rt_result_free": ([_P], None),
-    "pulpie_rt_string_free": ([ctypes.c_char_p], None),
+    "pulpie_rt_string_free": ([_P], None),
     "pulpie_rt_py_extract": ([_P, ctypes.POINTER(ctypes.c_char_p),
                               ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_char_p),
                               ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
                               ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
     "pulpie_rt_py_result_view": ([_P, ctypes.POINTER(ResultView)], None),
-    "pulpie_rt_py_engine_fallbacks": ([_P], ctypes.c_uint64),
+    "pulpie_rt_py_engine_counters": ([_P, ctypes.POINTER(ctypes.c_uint64)], None),
     "pulpie_rt_py_seq_buckets": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
                                  ctypes.c_size_t),
     "pulpie_rt_py_max_batch_attention": ([], ctypes.c_uint64),

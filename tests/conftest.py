@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pulpie_rt.corpus import load_pages
+from pulpie_rt.corpus import find_corpus, load_pages, missing_reason
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -17,6 +17,16 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 @pytest.fixture(scope="session")
 def dev_pages() -> list[dict]:
     return load_pages("dev")
+
+
+@pytest.fixture(scope="session")
+def train_corpus() -> Path:
+    """``train.jsonl.gz``, which is not in the repository: the test is skipped without it,
+    saying where it was looked for and where to get it (corpus/README.md)."""
+    path = find_corpus("train")
+    if path is None:
+        pytest.skip(missing_reason("train"))
+    return path
 
 
 def load_golden(name: str) -> dict:

@@ -12,7 +12,7 @@ from spec.labels_spec import block_margins, keep_best_block
 
 from pulpie_rt import Extractor
 from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.eval.pages import calibration_pages, groundtruth_pages
 from pulpie_rt.runtime.flow.pages import PreparedPage, decide_blocks
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
@@ -20,9 +20,17 @@ from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.markdown import to_text
 
 MAX_BUNDLE_BYTES = 25 * 1024 * 1024
-# word F1 on the 65 ground-truth dev pages, rounded down from the model card's figures
-FAST_LEAST_F1 = 0.79
-ACCURATE_LEAST_F1 = 0.80
+# The fast profile's word F1 for fast seeds 0 (shipped), 1 and 2 (make fast-seeds, then make
+# quality; bench/results/quality-fast-seed-{1,2}[-articles].json and the shipped model's
+# quality-20261202T000654Z.json / -000726Z.json): on the 65 ground-truth dev pages and on the
+# 126 readability article pages. The card's figures must be the shipped seed's, and what this
+# run measures must lie within the seeds' spread (max - min) of them: a model below
+# trafilatura (0.829 and 0.926 there) fails.
+FAST_SEED_F1 = {"groundtruth": (0.8595, 0.8555, 0.8673), "readability": (0.9272, 0.9254, 0.9273)}
+TRAFILATURA_F1 = {"groundtruth": 0.8293, "readability": 0.9262}
+# the accurate profile has no seed copies (its transformer is not retrained): the card's
+# figure less 0.01 (a block flip on a long page across CPUs moves a page's F1, not the mean)
+ACCURATE_TOLERANCE = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -92,21 +100,39 @@ def profile_scores() -> dict:
     return out
 
 
-@pytest.mark.parametrize("profile, least", [("fast", FAST_LEAST_F1),
-                                            ("accurate", ACCURATE_LEAST_F1)])
-def test_quality_on_groundtruth_pages_is_measured_here(profile_scores, profile, least):
-    """Word F1 of each profile on all the ground-truth dev pages, computed in this run: at
-    least what the model card claims, rounded down (a block flip on a long page across CPUs
-    moves a page's F1, not the mean by 0.01), well above the whole page's text, and never an
-    empty output for a page whose blocks were kept."""
+def test_quality_on_groundtruth_pages_is_measured_here(profile_scores, results):
+    """Word F1 of each profile on all the ground-truth dev pages, computed in this run: the
+    card's figure within the fast seeds' spread (accurate: within 0.01), well above the whole
+    page's text, and never an empty output for a page whose blocks were kept."""
     pages = groundtruth_pages()
-    outputs, scores = profile_scores[profile]
-    assert scores["f1"] >= least, scores["f1"]
-    assert scores["f1"] >= profile_scores["whole page"][1]["f1"] + 0.05
-    for page, result in zip(pages, outputs, strict=True):
-        assert result.error is None, page["id"]
-        if result.n_blocks:
-            assert result.text.strip(), page["id"]
+    seeds = FAST_SEED_F1["groundtruth"]
+    card = results["dev_groundtruth"]["fast"]["f1"]
+    assert round(card, 4) == seeds[0]  # the card is the shipped seed's figure
+    measured = profile_scores["fast"][1]["f1"]
+    assert abs(measured - card) <= max(seeds) - min(seeds), measured
+    assert measured > TRAFILATURA_F1["groundtruth"], measured
+    accurate = profile_scores["accurate"][1]["f1"]
+    assert accurate >= results["dev_groundtruth"]["accurate"]["f1"] - ACCURATE_TOLERANCE
+    for profile in ("fast", "accurate"):
+        outputs, scores = profile_scores[profile]
+        assert scores["f1"] >= profile_scores["whole page"][1]["f1"] + 0.05
+        for page, result in zip(pages, outputs, strict=True):
+            assert result.error is None, page["id"]
+            if result.n_blocks:
+                assert result.text.strip(), page["id"]
+
+
+def test_fast_quality_on_the_readability_articles_is_the_cards(default_extractor):
+    """The fast profile on the dev corpus's 126 readability article pages, computed here: the
+    shipped seed's figure within the seeds' spread, and above trafilatura's."""
+    pages = calibration_pages()
+    assert len(pages) == 126
+    outputs = default_extractor.extract_batch([p["html"] for p in pages])
+    scores = score_pages({p["id"]: r.text for p, r in zip(pages, outputs, strict=True)},
+                         {p["id"]: p["reference"] for p in pages})
+    seeds = FAST_SEED_F1["readability"]
+    assert abs(scores["f1"] - seeds[0]) <= max(seeds) - min(seeds), scores["f1"]
+    assert scores["f1"] > TRAFILATURA_F1["readability"], scores["f1"]
 
 
 # ── keep_best_block decoding ─────────────────────────────────────────────────────────────

@@ -43,7 +43,7 @@ RUN_LANGUAGES = {"python", "bash", "sh", "c"}
 PARSED_LANGUAGES = {"json"}
 SHOWN_LANGUAGES = {"text"}
 SKIP_KINDS = {"gpu", "cluster", "network", "recursion", "install", "slow"}
-MAX_SKIPPED = 12
+MAX_SKIPPED = 14
 BLOCK_TIMEOUT_S = 900
 README_MAX_LINES = 200
 

@@ -25,7 +25,8 @@ def test_run_requirements_name_nothing_heavy():
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     run = [_name(r) for r in project["dependencies"] + project["optional-dependencies"]["io"]]
-    assert "onnxruntime" in run and "pyarrow" in run
+    # no ONNX Runtime distribution: the package carries ONNX Runtime's CPU library itself
+    assert "pyarrow" in run and not {"onnxruntime", "onnxruntime-gpu"} & set(run)
     assert not set(run) & set(HEAVY), run
     export = {_name(r) for r in project["optional-dependencies"]["export"]}
     assert {"torch", "transformers", "onnx"} <= export
@@ -53,7 +54,7 @@ def test_make_run_installs_the_run_environment_only():
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make here")
 def test_a_model_to_export_adds_the_export_extra_and_make_test_builds_the_full_one():
     hub = "\n".join(_dry_run("run", "MODEL=orange-small"))
-    assert "torch==2.13.0" in hub and "'.[io,export]'" in hub and "pulpie==" not in hub
+    assert "torch==2.13.0" in hub and "'.[io,export,cpu]'" in hub and "pulpie==" not in hub
     full = _dry_run("test")
     assert all(line.startswith(".venv/bin/python -m pip") for line in full)
     assert any("torch==2.13.0" in line for line in full)

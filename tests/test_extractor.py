@@ -98,19 +98,17 @@ def test_model_resolution_errors(tmp_path):
         resolve_model(tmp_path)
     engine = tmp_path / "x.engine"
     engine.write_bytes(b"")
-    with pytest.raises(ModelError, match="engine file has no bundle"):
+    with pytest.raises(ModelError) as refused:
         resolve_model(engine)
+    assert str(refused.value) == (
+        f"model {str(engine)!r}: a TensorRT engine file is not a model: pass its bundle "
+        "directory (`pulpie-rt engine BUNDLE` builds the engines into it, and backend "
+        "'tensorrt' loads them)")
 
 
-def test_bundle_and_engine_resolution(tmp_path):
+def test_bundle_resolution():
     bundle = tiny_bundle()
     assert resolve_model(bundle).bundle.path == bundle
-    assert resolve_model(bundle).engine_path is None
-    engine = tmp_path / "m.engine"
-    engine.write_bytes(b"")
-    (tmp_path / "m.engine.json").write_text(f'{{"bundle": "{bundle}"}}')
-    resolved = resolve_model(engine)
-    assert resolved.engine_path == engine and resolved.bundle.path == bundle
 
 
 def test_checkpoint_directory_is_exported_once_into_the_cache(tmp_path, monkeypatch):

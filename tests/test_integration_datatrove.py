@@ -43,8 +43,8 @@ def executor(inputs, out, logs, **step_options):
 
     from pulpie_rt.integrations.datatrove import PulpieExtractor
 
-    # two tasks share the 2 cores: each runs its CPU stages in-process on one ONNX thread
-    step = PulpieExtractor(workers=0, threads=1, **step_options)
+    # two tasks share the 2 cores: each calls its engine from one thread, one ONNX thread
+    step = PulpieExtractor(workers=1, threads=1, **step_options)
     return LocalPipelineExecutor(
         [JsonlReader(str(inputs), text_key="html"), step, JsonlWriter(str(out))],
         tasks=2, workers=2, logging_dir=str(logs))
@@ -109,7 +109,7 @@ def test_failed_and_empty_documents_kept_when_asked(tmp_path):
     page = integration_pages()[0]
     documents = [Document(text=page["html"], id=page["id"]), Document(text=GARBAGE_HTML, id="g"),
                  Document(text=None, id="none")]
-    step = PulpieExtractor(keep_failed=True, keep_empty=True, workers=0, threads=1)
+    step = PulpieExtractor(keep_failed=True, keep_empty=True, workers=1, threads=1)
     out = list(step.run(iter(documents)))
     assert [d.id for d in out] == [page["id"], "g", "none"]
     assert out[0].text == extractor_results()[page["id"]][0] != ""
@@ -165,7 +165,7 @@ def flaky_step(fault: Fault, **options):
         def pipeline(self, world_size: int = 1):
             return FlakyPipeline(super().pipeline(world_size), fault)
 
-    return FlakyExtractor(workers=0, threads=1, **options)
+    return FlakyExtractor(workers=1, threads=1, **options)
 
 
 def test_a_transient_failure_runs_again_a_permanent_one_once(tmp_path, monkeypatch):
@@ -190,7 +190,7 @@ def test_a_transient_failure_runs_again_a_permanent_one_once(tmp_path, monkeypat
         from pulpie_rt import Pipeline
 
         opened.append(world_size)
-        return Recovering(Pipeline(workers=0, threads=1), fault)
+        return Recovering(Pipeline(workers=1, threads=1), fault)
 
     monkeypatch.setattr(step, "pipeline", pipeline)
     out = {d.id: d for d in step.run(iter(docs))}

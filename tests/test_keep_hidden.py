@@ -122,7 +122,7 @@ HIDING_TRAIN_PAGES = ("wcxb/dev/0210", "wcxb/dev/0407")
 
 
 @pytest.fixture(scope="module")
-def mini_corpus(tmp_path_factory):
+def mini_corpus(tmp_path_factory, train_corpus):
     """A corpus ``mini`` of six real train pages: the two above and the first four small ones
     with ground truth."""
     import gzip

@@ -245,14 +245,20 @@ def test_an_onnx_runtime_too_old_for_the_api_version_is_refused(tmp_path):
         "needs ONNX Runtime 1.11 or newer")
 
 
-def test_no_library_anywhere_says_where_it_looked():
+def test_no_library_anywhere_says_where_it_looked(tmp_path):
     """In a fresh process (here the wheel's library is loaded already, and dlopen finds a
-    loaded library by its soname) with no PULPIE_RT_ORT_LIB and nothing on the path."""
+    loaded library by its soname) with no PULPIE_RT_ORT_LIB and nothing on the path, from a
+    copy of the core in a folder of its own (the package ships ONNX Runtime beside the core)."""
     import os
+    import shutil
     import subprocess
     import sys
 
+    copy = tmp_path / "core" / native.library_path().name
+    copy.parent.mkdir()
+    shutil.copy(native.library_path(), copy)
     env = {k: v for k, v in os.environ.items() if k not in ("PULPIE_RT_ORT_LIB", "LD_LIBRARY_PATH")}
+    env["PULPIE_RT_NATIVE_LIB"] = str(copy)
     probe = ("from pulpie_rt.parity.ort_core_parity import CoreOrt, CoreError\n"
              "try:\n    CoreOrt(None)\nexcept CoreError as e:\n    print(e)\n"
              "else:\n    print('found')\n")
@@ -260,7 +266,7 @@ def test_no_library_anywhere_says_where_it_looked():
                          text=True, check=True).stdout.strip()
     if out == "found":
         pytest.skip("libonnxruntime.so.1 is on this machine's library path")
-    folder = native.library_path().resolve().parent
+    folder = copy.parent
     assert out == (
         f"ONNX Runtime library not found; tried: {folder}/libonnxruntime.so.1 ("
         f"{folder}/libonnxruntime.so.1: cannot open shared object file: No such file or "

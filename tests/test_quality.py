@@ -128,8 +128,10 @@ def test_cli_writes_rows_without_a_model(tmp_path, capsys):
     rc = quality.main(["--limit", "2", "--skip", "ours", "trafilatura", "--out", str(out)])
     assert rc == 0
     report = json.loads(out.read_text())
-    assert [row["system"] for row in report["rows"]] == ["ceiling", "whole-page"]
-    assert report["scored_pages"] == 2
+    (one,) = report["sets"]
+    assert one["page_set"] == "groundtruth"
+    assert [row["system"] for row in one["rows"]] == ["ceiling", "whole-page"]
+    assert one["scored_pages"] == 2
     assert "rule labels (ceiling)" in capsys.readouterr().out
 
 
@@ -141,3 +143,35 @@ def test_trafilatura_row():
     out = quality.run_trafilatura([{"id": "p", "html": html}])
     assert out["errors"] == {}
     assert word_prf(out["texts"]["p"], body)[1] == 1.0
+
+
+def test_seed_rows_are_means_with_their_standard_deviation():
+    runs = [{"precision": p, "recall": 0.9, "f1": f, "rouge5_p": 0.5, "rouge5_r": 0.5,
+             "rouge5_f1": 0.5, "empty": e, "pages": 3}
+            for p, f, e in ((0.8, 0.84, 0), (0.9, 0.86, 1), (1.0, 0.88, 0))]
+    scores = quality._spread_scores(runs)
+    assert scores["f1"] == pytest.approx(0.86) and scores["f1_sd"] == pytest.approx(0.02)
+    assert scores["precision"] == pytest.approx(0.9)
+    assert scores["precision_sd"] == pytest.approx(0.1)
+    assert (scores["f1_min"], scores["f1_max"]) == (0.84, 0.88)
+    assert scores["seed_f1"] == [0.84, 0.86, 0.88] and scores["empty"] == 1
+    assert quality._spread_scores(runs[:1]) == runs[0]  # one model: its own scores
+    table = quality.set_table([{"name": "ours (fast)", "scores": scores,
+                                "pages_per_cpu_s": 40.0}])
+    assert "0.860 ± 0.020" in table and "0.840-0.880" in table
+
+
+def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, capsys):
+    from pulpie_rt.eval import article_sets
+
+    monkeypatch.setattr(article_sets, "ARTICLE_SETS_DIR", tmp_path)
+    (tmp_path / "dragnet.jsonl.gz").write_bytes(b"")
+    monkeypatch.setattr(article_sets, "article_set_path",
+                        lambda name, folder=tmp_path: tmp_path / f"{name}.jsonl.gz")
+    args = quality.argparse.Namespace(sets=["all"], articles=False)
+    assert quality.page_sets(args) == ["groundtruth", "readability", "dragnet"]
+    assert "l3s-gn1 not built" in capsys.readouterr().out
+    args = quality.argparse.Namespace(sets=None, articles=True)
+    assert quality.page_sets(args) == ["readability"]
+    with pytest.raises(SystemExit, match="unknown page set 'news'"):
+        quality.page_sets(quality.argparse.Namespace(sets=["news"], articles=False))

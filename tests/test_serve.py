@@ -362,7 +362,7 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
 
 def test_info_metrics_openapi(server):
     info = httpx.get(server.url + "/info").json()
-    assert info["model"] == "default" and info["backend"] == "onnxruntime"
+    assert info["model"] == "default" and info["provider"] == "cpu"
     assert info["profile"] == "accurate"  # asked for (start_server)
     assert info["device"] == "cpu" and info["state"] == "ready" and info["workers"] == 1
     assert info["limits"] == {"max_batch_tokens": 16384, "max_batch_wait_ms": 5.0,

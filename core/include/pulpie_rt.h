@@ -123,6 +123,13 @@ void pulpie_rt_engine_close(pulpie_rt_engine *e); /* NULL: nothing */
  * default model's "fast": its block rescorer alone, on the CPU). Static; NULL for NULL. */
 const char *pulpie_rt_engine_provider(const pulpie_rt_engine *e);
 
+/* ABI 3: what to tell the user once about the engine's devices (a GPU asked for a profile
+ * that runs no model; TensorRT engines built or loaded, and where), or NULL. Asking for "cuda"
+ * or "tensorrt" where it cannot run fails at pulpie_rt_engine_open with PULPIE_RT_ERR_RUNTIME
+ * and the reason (no driver, no such GPU, a provider that cannot load its CUDA, cuDNN or
+ * TensorRT libraries); it never runs on the CPU. Free with pulpie_rt_string_free. */
+char *pulpie_rt_engine_notice(const pulpie_rt_engine *e);
+
 /*
  * Extracts one page: `html` is `len` bytes in any encoding; NULL with len 0 is an empty page.
  * They are decoded as every entry point of pulpie-rt decodes page bytes: a byte order mark,

@@ -10,7 +10,7 @@
 
 use crate::engine::bundle::Bundle;
 use crate::engine::{Engine, EngineConfig, Limits, OpenError, PageIn, PageOutput};
-use crate::ort::{ExecutionProvider, SessionConfig};
+use crate::ort::{ExecutionProvider, GpuOptions, SessionConfig};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -230,6 +230,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         },
         max_batch_tokens,
         cutoff_length,
+        gpu: GpuOptions::default(),
     };
     Ok(OpenRequest { model, profile, config })
 }
@@ -580,8 +581,24 @@ pub unsafe extern "C" fn pulpie_rt_string_free(text: *mut c_char) {
     }
 }
 
+// ---- the engine's devices (issue 25, GPU path) ------------------------------------------
+
+/// What a caller should tell its user once about the engine's devices (a GPU asked for a
+/// profile without a transformer; TensorRT engines built or loaded, and where), or NULL when
+/// there is nothing to say. Freed with `pulpie_rt_string_free`.
+///
+/// # Safety
+/// `engine` is NULL or an open engine.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_engine_notice(engine: *const pulpie_rt_engine) -> *mut c_char {
+    match engine.as_ref().and_then(|engine| engine.engine.notice()) {
+        Some(notice) => c_string(&notice).into_raw(),
+        None => std::ptr::null_mut(),
+    }
+}
+
 // ---- Internal: the Python doors' entry points (runtime/flow/engine.py). Not in
-// pulpie_rt.h; the C library's version script (core/pulpie_rt.map) does not export them.
+// pulpie_rt.h; the C library is built without them (cargo feature python-ffi off).
 
 /// `pulpie_rt_extract_pages` where a page may be text its caller already decoded:
 /// `is_text[i]` 1 reads page `i` as text (UTF-8, lone surrogates as their 3 bytes: a Python
@@ -685,14 +702,17 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(result: *const pulpie_rt_resul
     };
 }
 
-/// Batches of this engine that failed in the model and ran row by row since it opened.
+/// What this engine's model computed since it opened, into `out[4]`: batches that failed
+/// and ran row by row, model calls, real tokens, computed (padded) tokens.
 ///
 /// # Safety
-/// `engine` is NULL or open.
+/// `engine` is NULL or open; `out` points to 4 writable values.
 #[cfg(feature = "python-ffi")]
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_py_engine_fallbacks(engine: *const pulpie_rt_engine) -> u64 {
-    engine.as_ref().map_or(0, |e| e.engine.row_by_row_fallbacks())
+pub unsafe extern "C" fn pulpie_rt_py_engine_counters(engine: *const pulpie_rt_engine, out: *mut u64) {
+    let counters = engine.as_ref().map(|e| e.engine.counters()).unwrap_or_default();
+    let values = [counters.row_by_row_fallbacks, counters.model_calls, counters.real_tokens, counters.computed_tokens];
+    std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len());
 }
 
 /// The engine's sequence-length buckets (`ort::DEFAULT_BUCKETS`): their count, the first

@@ -12,10 +12,17 @@
  *   --threads N      N threads sharing one engine (default 1); output stays in input order
  *   --batch N        pages per pulpie_rt_extract_batch call (default 1: pulpie_rt_extract)
  *   --ort-threads N  ONNX Runtime's intra-op threads per engine (default: its own)
- *   --timing         print to stderr the seconds taken to open the engine and to extract
+ *   --backend NAME   cpu (default), cuda or tensorrt (ONNX Runtime's providers; a GPU that
+ *                    cannot run is an error, never a CPU run)
+ *   --device N       the GPU for cuda / tensorrt (default 0)
+ *   --labels         --jsonl: add "labels", one letter per block: m (main) or o (other)
+ *   --timing         print to stderr the seconds taken to open the engine and to extract,
+ *                    and the provider the model runs on
  *
  * Build: cc -O2 -Ibuild/capi examples/c/extract.c -Lbuild/capi -lpulpie_rt -lpthread \
- *           -Wl,-rpath,'$ORIGIN' -o build/capi/extract      (what `make capi` runs)
+ *           -Wl,-rpath,'$ORIGIN' -o build/capi/extract      (what `make capi` runs), or
+ *        against an installed copy (`make install PREFIX=...`, docs/packaging.md):
+ *        cc examples/c/extract.c $(pkg-config --cflags --libs pulpie_rt) -o extract
  * Exit status: 0 when every page gave a result (a page's own error is in its output line or,
  * for HTML files, on stderr), 1 on a usage, I/O or engine error, 2 when a page failed.
  */
@@ -282,7 +289,7 @@ int main(int argc, char **argv) {
     pulpie_rt_options options;
     pulpie_rt_options_init(&options);
     long threads = 1, batch = 1;
-    int jsonl = 0, timing = 0;
+    int jsonl = 0, timing = 0, labels = 0;
     char **inputs = xmalloc((size_t)argc * sizeof *inputs);
     size_t n_inputs = 0;
     for (int i = 1; i < argc; i++) {
@@ -291,10 +298,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--threads") == 0) threads = number("--threads", argv[++i]);
         else if (strcmp(argv[i], "--batch") == 0) batch = number("--batch", argv[++i]);
         else if (strcmp(argv[i], "--ort-threads") == 0) options.threads = (int32_t)number("--ort-threads", argv[++i]);
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) options.backend = argv[++i];
+        else if (strcmp(argv[i], "--device") == 0) options.device_id = (int32_t)number("--device", argv[++i]);
+        else if (strcmp(argv[i], "--labels") == 0) labels = 1;
         else if (strcmp(argv[i], "--jsonl") == 0) jsonl = 1;
         else if (strcmp(argv[i], "--timing") == 0) timing = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs("usage: extract [--model DIR] [--profile NAME] [--threads N] [--batch N] [--ort-threads N] [--timing] "
+            fputs("usage: extract [--model DIR] [--profile NAME] [--threads N] [--batch N] [--ort-threads N] "
+                  "[--backend cpu|cuda|tensorrt] [--device N] [--labels] [--timing] "
                   "(page.html ... | --jsonl pages.jsonl ...)\n", stdout);
             return 0;
         } else inputs[n_inputs++] = argv[i];
@@ -343,6 +354,9 @@ int main(int argc, char **argv) {
     work w = {.pages = pages, .n_pages = n_pages, .batch = (size_t)batch, .next = 0, .failed_call = 0};
     double opening = now();
     if (pulpie_rt_engine_open(&options, &w.engine, &err) != PULPIE_RT_OK) die("cannot open the model", err);
+    char *notice = pulpie_rt_engine_notice(w.engine);
+    if (notice) fprintf(stderr, "extract: note: %s\n", notice);
+    pulpie_rt_string_free(notice);
     double extracting = now();
     pthread_mutex_init(&w.lock, NULL);
     pthread_t *ids = xmalloc((size_t)threads * sizeof *ids);
@@ -351,9 +365,10 @@ int main(int argc, char **argv) {
     for (long t = 0; t < threads; t++) pthread_join(ids[t], NULL);
     pthread_mutex_destroy(&w.lock);
     free(ids);
-    if (timing)
-        fprintf(stderr, "timing: open %.3f s, extract %.3f s, %zu pages\n", extracting - opening,
-                now() - extracting, n_pages);
+    if (timing) {
+        fprintf(stderr, "timing: open %.3f s, extract %.3f s, %zu pages, provider %s\n",
+                extracting - opening, now() - extracting, n_pages, pulpie_rt_engine_provider(w.engine));
+    }
 
     int page_failed = 0;
     for (size_t i = 0; i < n_pages; i++) {
@@ -371,6 +386,16 @@ int main(int argc, char **argv) {
                    pulpie_rt_result_n_other(r));
             if (error) write_json_string(stdout, error, strlen(error));
             else fputs("null", stdout);
+            if (labels) {
+                fputs(", \"labels\": \"", stdout);
+                uint32_t n_labels = r ? pulpie_rt_result_n_labels(r) : 0;
+                for (uint32_t l = 0; l < n_labels; l++) {
+                    int is_main = 0;
+                    pulpie_rt_result_label(r, l, &is_main);
+                    fputc(is_main ? 'm' : 'o', stdout);
+                }
+                fputc('"', stdout);
+            }
             fputs("}\n", stdout);
             free(pages[i].id);
         } else {

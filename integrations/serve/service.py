@@ -18,12 +18,12 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
 from typing import Any
 
 from pulpie_rt.integrations.failures import is_transient
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
 from pulpie_rt.integrations.serve.metrics import ServiceMetrics
+from pulpie_rt.runtime.flow.engine import Engine
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, RunStats, describe
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
@@ -42,34 +42,6 @@ WARM_UP_PAGE = "<html><body><article><h1>Warm up</h1><p>One paragraph.</p></arti
 # all bytes; the accurate profile's tokenizer), so a group holds about one engine batch of
 # chunks. Pages are grouped before they are tokenized: bytes are what is known.
 GROUP_BYTES_PER_TOKEN = 15
-
-
-def open_engine(model: str, backend: str, device: str | None, threads: int | None,
-                max_batch_tokens: int, profile: str | None):
-    """The one engine of the service: ``extract_pages(pages)``, thread-safe, results in order."""
-    from pulpie_rt import Extractor
-    from pulpie_rt.runtime.flow.pages import extract_pages
-
-    class FlowEngine:
-        """The in-process page flow behind ``Extractor`` (the compiled core's prepare and
-        finish, the model's session), called from several threads at once."""
-
-        def __init__(self) -> None:
-            self.extractor = Extractor(model, backend=backend, device=device, threads=threads,
-                                       max_batch_tokens=max_batch_tokens, profile=profile)
-            self.bundle = self.extractor.bundle
-            self.device = self.extractor.backend.device
-            self.provider = self.extractor.backend.name
-            self.fallback = self.extractor.backend.fallback
-
-        def extract_pages(self, pages: Sequence[PageInput]) -> list[PageResult]:
-            ex = self.extractor
-            return extract_pages(ex.preparer, ex.backend, pages, ex.max_batch_tokens)
-
-        def close(self) -> None:
-            pass
-
-    return FlowEngine()
 
 
 class PageTicket:
@@ -150,9 +122,6 @@ class ExtractionService:
         """Open the engine, run the warm-up page, start the extraction threads."""
         try:
             self.engine = self.open_engine()
-            fallback = getattr(self.engine, "fallback", None)
-            if fallback:
-                self.stats.fell_back(fallback)
             failure = self._warm_up()
             if failure is not None:
                 raise RuntimeError(f"the warm-up page failed: {failure}")
@@ -171,10 +140,13 @@ class ExtractionService:
         finally:
             self.loaded.set()
 
-    def open_engine(self):
-        """The engine (a method, so that a test can put a fake one in its place)."""
-        return open_engine(self.model, self.backend_name, self.device, self.threads,
-                           self.limits.max_batch_tokens, self.profile)
+    def open_engine(self) -> Engine:
+        """The engine (a method, so that a test can put a fake one in its place); its
+        fallbacks (a GPU asked for by ``auto`` and not found, batches run row by row) are
+        counted in the service's ``stats``."""
+        return Engine(self.model, profile=self.profile, backend=self.backend_name,
+                      device=self.device, threads=self.threads,
+                      max_batch_tokens=self.limits.max_batch_tokens, stats=self.stats)
 
     def _warm_up(self) -> str | None:
         """The warm-up page through the engine; its error, or None."""
@@ -355,7 +327,7 @@ class ExtractionService:
             .rsplit("/", 1)[-1],
             "profile": bundle.profile if bundle is not None else None,
             "max_tokens_per_chunk": bundle.max_tokens if bundle is not None else None,
-            "backend": getattr(engine, "provider", None),
+            "provider": getattr(engine, "provider", None),
             "device": getattr(engine, "device", None),
             "workers": self.workers,
             "state": self.state,

@@ -35,8 +35,6 @@ logger = logging.getLogger("pulpie_rt")
 _OK, _ERR_ARGUMENT, _ERR_INTERNAL, _ERR_MODEL, _ERR_RUNTIME = 0, 1, 2, 3, 4
 
 FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
-NO_MODEL_ON_DEVICE = ("profile {profile!r} runs no model on a device (its block rescorer runs "
-                      "on the CPU): device {device!r} is not used")
 
 
 class BackendError(RuntimeError):
@@ -49,12 +47,19 @@ class EngineError(RuntimeError):
     ``error``); the message is the core's."""
 
 
+def _take_message(err: ctypes.c_char_p) -> str | None:
+    """A message the core allocated, as text (released)."""
+    if not err.value:
+        return None
+    message = err.value.decode("utf-8", "replace")
+    native.engine_abi().pulpie_rt_string_free(ctypes.cast(err, ctypes.c_void_p))
+    return message
+
+
 def _check(status: int, err: ctypes.c_char_p, what: str) -> None:
     if status == _OK:
         return
-    lib = native.engine_abi()
-    message = err.value.decode("utf-8", "replace") if err.value else f"status {status}"
-    lib.pulpie_rt_string_free(err)
+    message = _take_message(err) or f"status {status}"
     if status == _ERR_MODEL:
         raise ModelError(message)
     if status in (_ERR_RUNTIME, _ERR_ARGUMENT):
@@ -125,11 +130,6 @@ class Engine:
         self.uses_transformer = self.bundle.uses_transformer
         provider, device_id, may_fall_back = _device_request(backend, device,
                                                              self.uses_transformer)
-        if not self.uses_transformer and provider != "cpu":
-            # nothing to place on a GPU: the rescorer runs on the CPU, said once
-            self.stats.fell_back(NO_MODEL_ON_DEVICE.format(profile=self.profile,
-                                                           device=device or "cuda"))
-            provider, device_id = "cpu", 0
         defaults = native.engine_defaults()
         self._options = native.EngineOptions()
         native.engine_abi().pulpie_rt_options_init(ctypes.byref(self._options))
@@ -158,7 +158,16 @@ class Engine:
                 raise
             self.stats.fell_back(f"no GPU engine could be opened ({exc}): CPU instead")
             self._open("cpu")
-        self.provider = native.engine_abi().pulpie_rt_engine_provider(self._handle).decode()
+        lib = native.engine_abi()
+        self.provider = lib.pulpie_rt_engine_provider(self._handle).decode()
+        # what the engine says about where it runs (a GPU asked for a profile that runs no
+        # model; TensorRT engines built or loaded): said once, kept for /info
+        notice = lib.pulpie_rt_engine_notice(self._handle)
+        self.notice = None
+        if notice:
+            self.notice = ctypes.string_at(notice).decode("utf-8", "replace")
+            lib.pulpie_rt_string_free(notice)
+            logger.warning("pulpie-rt: %s", self.notice)
         # the device the model runs on; a profile without a model runs on the CPU
         self.device = ("cpu" if self.provider in ("cpu", "none")
                        else f"cuda:{device_id}")
@@ -195,7 +204,7 @@ class Engine:
         """What runs: the bundle's name, its profile, the provider and device."""
         return {"model": self.bundle.path.name, "profile": self.profile,
                 "provider": self.provider, "device": self.device,
-                "transformer": self.uses_transformer}
+                "transformer": self.uses_transformer, "notice": self.notice}
 
     def extract_pages(self, pages: Sequence[PageInput]) -> list[PageResult]:
         """One result per page, in order (``page_id`` and ``metadata`` echoed). The pages'
@@ -247,8 +256,7 @@ class Engine:
         status = lib.pulpie_rt_py_extract(self._handle, html, lengths, content_types, is_text,
                                           n, out, ctypes.byref(err))
         if status != _OK:
-            message = err.value.decode("utf-8", "replace") if err.value else f"status {status}"
-            lib.pulpie_rt_string_free(err)
+            message = _take_message(err) or f"status {status}"
             return [PageResult(error=f"engine: {message}") for _ in range(n)]
         results = []
         view = native.ResultView()
@@ -261,9 +269,20 @@ class Engine:
                 lib.pulpie_rt_result_free(pointer)
         return results
 
+    def counters(self) -> dict[str, int]:
+        """What the model computed since the engine opened: ``model_calls`` (batches run),
+        ``real_tokens`` (their rows' tokens), ``computed_tokens`` (with the padding: rows x
+        the longest row) and ``row_by_row_fallbacks`` (batches that failed and ran row by
+        row)."""
+        values = (ctypes.c_uint64 * 4)()
+        if self._handle is not None:
+            native.engine_abi().pulpie_rt_py_engine_counters(self._handle, values)
+        return dict(zip(("row_by_row_fallbacks", "model_calls", "real_tokens",
+                         "computed_tokens"), (int(v) for v in values), strict=True))
+
     def _count_fallbacks(self) -> None:
         """Report the batches the engine ran row by row since the last call."""
-        total = native.engine_abi().pulpie_rt_py_engine_fallbacks(self._handle)
+        total = self.counters()["row_by_row_fallbacks"]
         new = total - self._fallbacks_seen
         if new > 0:
             self._fallbacks_seen = total

@@ -1,4 +1,4 @@
-"""Models: turn the user's ``model=`` into a bundle (and maybe a TensorRT engine) on disk.
+"""Models: turn the user's ``model=`` into a bundle on disk.
 
 ``model`` may be
 
@@ -12,15 +12,16 @@
   the cache (``$PULPIE_RT_CACHE`` or ``~/.cache/pulpie-rt``), keyed by the weights' sha256,
   then reused. Export needs the ``export`` extra (torch); it runs in a child process so the
   runtime process never imports torch;
-- a bundle directory (``manifest.json``, ``model.onnx``, ``tokenizer.json``);
-- a TensorRT engine file (``*.engine``/``*.plan``) inside a bundle directory, or with a sidecar
-  ``<engine>.json`` holding ``{"bundle": "<dir>"}``.
+- a bundle directory (``manifest.json``, ``model.onnx``, ``tokenizer.json``; with the TensorRT
+  engines ``pulpie-rt engine`` built into its ``tensorrt/<gpu>/`` folder, which the engine
+  loads with backend ``tensorrt``).
+
+A TensorRT engine file is not a model: ``pulpie-rt engine`` builds engines into the bundle.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from pulpie_rt.runtime.model.hub import HubError, fetch_checkpoint, hub_id_for, 
 
 DEFAULT_MODEL = "default"
 MODEL_ENV = "PULPIE_RT_MODEL"
+# TensorRT engine files, which earlier releases took as models: now built into the bundle
 ENGINE_SUFFIXES = (".engine", ".plan")
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 # what ``pulpie-rt export`` imports (the ``export`` extra); the runtime itself needs none of them
@@ -45,15 +47,9 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class ResolvedModel:
-    """A bundle and the TensorRT engines that go with it (tried in order: an engine only
-    loads on the GPU model and TensorRT version it was built for)."""
+    """The bundle a ``model=`` names, read with its profile."""
 
     bundle: Bundle
-    engine_paths: tuple[Path, ...] = ()
-
-    @property
-    def engine_path(self) -> Path | None:
-        return self.engine_paths[0] if self.engine_paths else None
 
 
 def embedded_model_dir() -> Path:
@@ -111,29 +107,11 @@ def export_checkpoint(path: Path, verify: bool = True) -> Path:
     return out
 
 
-def _engine_bundle(engine: Path) -> Path:
-    sidecar = engine.with_name(engine.name + ".json")
-    if sidecar.is_file():
-        try:
-            target = Path(json.loads(sidecar.read_text(encoding="utf-8"))["bundle"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ModelError(f"{sidecar}: unreadable engine sidecar ({exc})") from exc
-        return target if target.is_absolute() else engine.parent / target
-    if is_bundle(engine.parent):
-        return engine.parent
-    raise ModelError(f"{engine}: engine file has no bundle (put it in the bundle directory "
-                     f"or write {sidecar.name} with {{\"bundle\": DIR}})")
-
-
-def _find_engines(bundle_dir: Path) -> tuple[Path, ...]:
-    return tuple(sorted(p for s in ENGINE_SUFFIXES for p in bundle_dir.glob(f"*{s}")))
-
-
 def resolve_model(
     model: str | os.PathLike = DEFAULT_MODEL, verify_export: bool = True,
     profile: str | None = None,
 ) -> ResolvedModel:
-    """The bundle (and engine, if any) that ``model`` names, read with ``profile`` (None: the
+    """The bundle that ``model`` names, read with ``profile`` (None: the
     bundle's default; see ``bundle.select_profile``); ``ModelError`` says why not."""
     if str(model) == DEFAULT_MODEL:
         configured = os.environ.get(MODEL_ENV, "").strip()
@@ -146,19 +124,18 @@ def resolve_model(
                              f"checkpoint directory) or set {MODEL_ENV}")
         model = embedded
     path = Path(model).expanduser()
-    engines: tuple[Path, ...] = ()
     if path.is_file() and path.suffix in ENGINE_SUFFIXES:
-        engines = (path,)
-        path = _engine_bundle(path)
-    elif path.exists():
+        raise ModelError(f"model {str(model)!r}: a TensorRT engine file is not a model: pass its "
+                         "bundle directory (`pulpie-rt engine BUNDLE` builds the engines into "
+                         "it, and backend 'tensorrt' loads them)")
+    if path.exists():
         if not path.is_dir():
-            raise ModelError(f"model {str(model)!r}: not a directory, bundle or engine file")
+            raise ModelError(f"model {str(model)!r}: not a directory or a bundle")
         if not is_bundle(path):
             if not is_checkpoint(path):
                 raise ModelError(f"model {str(model)!r}: directory is neither a pulpie-rt "
                                  "bundle (manifest.json) nor a checkpoint (config.json + weights)")
             path = export_checkpoint(path, verify_export)
-        engines = _find_engines(path)
     else:
         name = str(model)
         hub_id = hub_id_for(name)
@@ -170,8 +147,7 @@ def resolve_model(
         except HubError as exc:
             raise ModelError(str(exc)) from exc
         path = export_checkpoint(checkpoint, verify_export)
-        engines = _find_engines(path)
     try:
-        return ResolvedModel(load_bundle(path, profile), engines)
+        return ResolvedModel(load_bundle(path, profile))
     except BundleError as exc:
         raise ModelError(str(exc)) from exc

@@ -8,7 +8,7 @@ implementation the C library's engine runs too; ``runtime.flow.pages`` calls it.
 quirks.
 
 This module keeps what the Python API hands out: the label names, the margins a caller reads
-from a backend's SEP logits (``sep_margins``, for ``pages.run_chunks``), and the
+from SEP logits (``sep_margins``, for the tools in ``eval.margins``), and the
 ``{item_id: label}`` dict (a repeated item id keeps its first position with the last block's
 label; blocks without an item id get no label).
 """

@@ -167,6 +167,15 @@ class BlockRescorer:
             raise RescorerError(f"{onnx_path}: {exc}") from exc
 
     @property
+    def trees(self) -> list[str]:
+        """What runs the trees of each stage, the first stage first: ``"kernel"`` (the tree
+        kernel, ``kernels/``) or ``"onnxruntime (why)"``; ``PULPIE_RT_TREES=onnxruntime``
+        (read when the rescorer opens) chooses ONNX Runtime."""
+        if self.core is not None:
+            return [self.core.trees]
+        return self.in_context.trees
+
+    @property
     def width(self) -> int:
         """Columns of the rows the (last) ensemble reads."""
         if self.context is None:

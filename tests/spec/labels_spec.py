@@ -1,6 +1,6 @@
 """The specification of label decoding, in Python: the compiled core
-(``core/src/engine/decode.rs``' ``decide_blocks``), which ``runtime.flow.pages``
-(``predict_pages``, ``decide_blocks``) and the C library's engine call, decodes blocks the same
+(``core/src/engine/decode.rs``' ``decide_blocks``), which the engine of every door and
+``runtime.flow.pages.decide_blocks`` call, decodes blocks the same
 way; ``tests/test_labels.py`` compares the two on the dev pages.
 
 Exactly the reference's rules, quirks included:
@@ -129,7 +129,7 @@ def predictions_of_page(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
                         threshold: float | None, keep_best: bool, rescorer=None,
                         features: np.ndarray | None = None,
                         n_classified: int | None = None) -> list[int]:
-    """``predict_pages``' decoding of one page from its chunks' SEP logits: the argmax at each
+    """The engine's decoding of one page from its chunks' SEP logits: the argmax at each
     SEP, or (``margins``) ``decide_blocks`` on their margins."""
     if not margins:
         return block_predictions(n_blocks, chunk_blocks,

@@ -3,13 +3,14 @@
 //! plain bundle; the margins, the bundle's rescorer, its `main_margin` threshold and
 //! `keep_best_block` for a bundle that asks for them (the embedded default model).
 //!
-//! `decide_blocks` is the one implementation of that decoding: the engine calls it for the C
-//! library, and `runtime/flow/pages.py` (`predict_pages`, `decide_blocks`) calls it through
-//! `pulpie_rt_decide_blocks` (`ffi.rs`). `tests/spec/labels_spec.py` is its specification.
+//! `decide_blocks` is the one implementation of that decoding: the engine calls it for every
+//! door, and the tools that look inside a page (`runtime/flow/pages.py`'s `decide_blocks`:
+//! training, parity, tests) call it through `pulpie_rt_decide_blocks` (`ffi.rs`).
+//! `tests/spec/labels_spec.py` is its specification.
 
 use crate::ort::BlockRescorer;
 
-/// How a bundle turns SEP outputs into block predictions (`predict_pages`' settings).
+/// How a bundle turns SEP outputs into block predictions.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Decoding {
     /// decode by margins (`need_margins`: a threshold, `keep_best_block` or a rescorer);
@@ -43,7 +44,7 @@ pub enum SepOutputs<'a> {
 pub const NO_FEATURES: &str = "rescore: ValueError: the bundle has a rescorer but the page has no block features \
                                (prepared without Preparer.from_bundle?)";
 
-/// `predict_pages`' per-page decoding: the argmax path, or `pages.decide_blocks` (margins →
+/// A page's decoding: the argmax path, or `pages.decide_blocks` (margins →
 /// per-block scores, the rescorer's scores over `features` when there is one, blocks past
 /// `n_classified` "other", the threshold, `keep_best_block`). `features`: `n_blocks` rows.
 /// An error is the page's `"rescore: …"`.

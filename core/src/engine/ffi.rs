@@ -18,7 +18,7 @@ pub const OUTPUTS_LOGITS: u32 = 0;
 /// The SEP outputs are margins, one per SEP.
 pub const OUTPUTS_MARGINS: u32 = 1;
 
-/// `pages.predict_pages`' decoding of one page (`decode::decide_blocks`) into `out`
+/// `pages.decide_blocks`' decoding of one page (`decode::decide_blocks`) into `out`
 /// (`n_blocks` predictions).
 ///
 /// - `rescorer`: a handle from `pulpie_rt_ort_rescorer_open`, or null;

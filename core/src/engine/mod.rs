@@ -1,7 +1,7 @@
-//! The whole page flow in the core, for the C library (`capi.rs`): raw HTML in, main-content
-//! Markdown out, with no Python. Each step reproduces `runtime/flow/pages.py` (`Preparer`,
-//! `predict_pages`, `finish`) and its stages exactly, so `pulpie_rt_extract` returns what
-//! `pulpie_rt.Extractor(model).extract(html)` returns:
+//! The whole page flow in the core: raw HTML in, main-content Markdown out. Every door runs it:
+//! the C library (`capi.rs`) and the Python doors (`runtime/flow/engine.py`, through the same
+//! C ABI), so `pulpie_rt_extract` returns what `pulpie_rt.Extractor(model).extract(html)`
+//! returns. Its readable specifications are `tests/spec/{prepare,labels,finish}_spec.py`:
 //!
 //! - `prepare`: the page's bytes decoded by the decode stage (`crate::decode`), cut by
 //!   `Limits::max_input_bytes`, simplified, split into blocks, tokenized with the bundle's
@@ -19,6 +19,7 @@
 
 pub mod bundle;
 pub mod decode;
+mod devices;
 pub mod features;
 #[cfg(feature = "python-ffi")]
 mod ffi;
@@ -26,7 +27,8 @@ mod prepare;
 pub mod py;
 
 use crate::ort::{
-    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, ModelSource, Ort, SessionConfig,
+    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, GpuOptions, ModelSource, Ort,
+    SessionConfig,
     TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
@@ -68,6 +70,9 @@ pub struct EngineConfig {
     pub limits: Limits,
     pub max_batch_tokens: usize,
     pub cutoff_length: usize,
+    /// how a GPU provider runs: more GPUs, TensorRT's precision, profiles and caches
+    /// (`devices.rs`)
+    pub gpu: GpuOptions,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +83,7 @@ impl Default for EngineConfig {
             limits: Limits::default(),
             max_batch_tokens: DEFAULT_MAX_BATCH_TOKENS,
             cutoff_length: DEFAULT_CUTOFF_LENGTH,
+            gpu: GpuOptions::default(),
         }
     }
 }
@@ -291,6 +297,21 @@ pub struct Engine {
     config: EngineConfig,
     /// batches that failed in the model and were run again row by row (`FALLBACK_ROW_BY_ROW`)
     row_by_row: std::sync::atomic::AtomicU64,
+    /// what the model computed since the engine opened (`Counters`)
+    model_calls: std::sync::atomic::AtomicU64,
+    real_tokens: std::sync::atomic::AtomicU64,
+    computed_tokens: std::sync::atomic::AtomicU64,
+}
+
+/// What an engine's model computed since it opened: batches run, the tokens of their rows, and
+/// the tokens computed with the padding (rows × the longest row), for tokens/s and the
+/// padding share of benchmarks and `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub row_by_row_fallbacks: u64,
+    pub model_calls: u64,
+    pub real_tokens: u64,
+    pub computed_tokens: u64,
 }
 
 /// What a run reports when a batch failed in the engine and ran row by row (the Python
@@ -348,7 +369,13 @@ impl Engine {
             let model_path = path(&bundle.manifest.onnx_file);
             let model = source(&bundle, &bundle.manifest.onnx_file, &model_path);
             Some(
-                TokenClassifier::open(&ort, model, &config.session, Some(&bundle.manifest.output))
+                TokenClassifier::open_on(
+                    &ort,
+                    model,
+                    &config.session,
+                    &devices::gpu_options(&config),
+                    Some(&bundle.manifest.output),
+                )
                     .map_err(runtime_error)?,
             )
         } else {
@@ -379,12 +406,21 @@ impl Engine {
             rescorer,
             config,
             row_by_row: std::sync::atomic::AtomicU64::new(0),
+            model_calls: std::sync::atomic::AtomicU64::new(0),
+            real_tokens: std::sync::atomic::AtomicU64::new(0),
+            computed_tokens: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
-    /// How many batches failed in the model and ran row by row since the engine opened.
-    pub fn row_by_row_fallbacks(&self) -> u64 {
-        self.row_by_row.load(std::sync::atomic::Ordering::Relaxed)
+    /// What the model computed since the engine opened.
+    pub fn counters(&self) -> Counters {
+        use std::sync::atomic::Ordering::Relaxed;
+        Counters {
+            row_by_row_fallbacks: self.row_by_row.load(Relaxed),
+            model_calls: self.model_calls.load(Relaxed),
+            real_tokens: self.real_tokens.load(Relaxed),
+            computed_tokens: self.computed_tokens.load(Relaxed),
+        }
     }
 
     /// Whether the profile runs the transformer (false: the block rescorer alone, CPU).
@@ -498,7 +534,7 @@ impl Engine {
         prepare_text(text, self.tokenizer.as_ref(), &settings, feature_set)
     }
 
-    /// The bundle's decoding (`predict_pages`' `need_margins`, threshold, `keep_best_block`).
+    /// The bundle's decoding (margins or argmax, threshold, `keep_best_block`).
     fn decoding(&self) -> decode::Decoding {
         let m = &self.manifest;
         decode::Decoding {
@@ -509,10 +545,9 @@ impl Engine {
         }
     }
 
-    /// `predict_pages`: per page its block predictions, or its error (failed pages stay
-    /// failed).
+    /// Per page its block predictions, or its error (failed pages stay failed).
     fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<Vec<usize>, String>> {
-        // (page, chunk) of every chunk to run, in `run_chunks`' order
+        // (page, chunk) of every chunk to run, pages in order, chunks in order
         let mut keys: Vec<(usize, usize)> = Vec::new();
         for (page_index, page) in pages.iter().enumerate() {
             if let Ok(page) = page {
@@ -529,7 +564,8 @@ impl Engine {
         let plans = make_batches(
             &lengths,
             self.config.max_batch_tokens,
-            &default_buckets(),
+            // TensorRT caps each bucket's rows to its profile
+            &self.classifier.as_ref().map_or_else(default_buckets, |c| c.buckets().to_vec()),
             Some(DEFAULT_MAX_BATCH_ATTENTION),
         );
         let mut outputs: Vec<Option<(Vec<f32>, usize)>> = vec![None; keys.len()];
@@ -591,15 +627,22 @@ impl Engine {
                     "BackendError: profile {profile} runs no transformer: it has no chunks to predict"
                 ));
             };
-            classifier
+            let predicted = classifier
                 .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
                 .map(|sep| (sep.labels, sep.rows))
-                .map_err(|e| py::describe("OrtError", &e.0))
+                .map_err(|e| py::describe("OrtError", &e.0))?;
+            use std::sync::atomic::Ordering::Relaxed;
+            let lengths = batch.cumulative_seq_lengths.windows(2).map(|w| (w[1] - w[0]) as u64);
+            let (rows, longest) = lengths.fold((0u64, 0u64), |(n, m), l| (n + 1, m.max(l)));
+            self.model_calls.fetch_add(1, Relaxed);
+            self.real_tokens.fetch_add(batch.input_ids.len() as u64, Relaxed);
+            self.computed_tokens.fetch_add(rows * longest, Relaxed);
+            Ok(predicted)
         }))
         .unwrap_or_else(|_| Err(panic_message()))
     }
 
-    /// `predict_pages`' per-page decoding (`decode::decide_blocks`).
+    /// A page's decoding from its chunks' SEP logits (`decode::decide_blocks`).
     fn decide(&self, page: &Prepared, chunk_outputs: &[(Vec<f32>, usize)]) -> Result<Vec<usize>, String> {
         let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
         let outputs: Vec<decode::SepOutputs<'_>> = chunk_outputs

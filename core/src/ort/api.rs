@@ -154,8 +154,9 @@ impl SessionOptions {
         unsafe { check(self.api, (self.api.set_inter_op_num_threads)(self.ptr.as_ptr(), threads)) }
     }
 
-    /// Appends the CUDA execution provider on GPU `device_id` (`…_CUDA_V2`).
-    pub fn append_cuda(&mut self, device_id: u32) -> Result<(), OrtError> {
+    /// Appends the CUDA execution provider with `options` (`key=value`, e.g. `device_id`;
+    /// `…_CUDA_V2`).
+    pub fn append_cuda(&mut self, options: &[(String, String)]) -> Result<(), OrtError> {
         let api = self.api;
         let (Some(create), Some(update), Some(append), Some(release)) = (
             api.create_cuda_provider_options,
@@ -165,21 +166,22 @@ impl SessionOptions {
         ) else {
             return Err(OrtError("this ONNX Runtime library has no CUDA provider entry points".into()));
         };
-        let device = CString::new(device_id.to_string()).expect("digits");
-        let keys = [c"device_id".as_ptr()];
-        let values = [device.as_ptr()];
+        let (keys, values) = c_pairs(options)?;
+        let key_ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let value_ptrs: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
         unsafe {
             let mut cuda = null_mut();
             check(api, create(&mut cuda))?;
-            let result = check(api, update(cuda, keys.as_ptr(), values.as_ptr(), 1))
+            let result = check(api, update(cuda, key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()))
                 .and_then(|()| check(api, append(self.ptr.as_ptr(), cuda)));
             release(cuda);
             result
         }
     }
 
-    /// Appends the TensorRT execution provider on GPU `device_id` (`…_TensorRT_V2`).
-    pub fn append_tensorrt(&mut self, device_id: u32) -> Result<(), OrtError> {
+    /// Appends the TensorRT execution provider with `options` (`key=value`: `device_id`,
+    /// `trt_fp16_enable`, `trt_profile_min_shapes`, …; `…_TensorRT_V2`).
+    pub fn append_tensorrt(&mut self, options: &[(String, String)]) -> Result<(), OrtError> {
         let api = self.api;
         let (Some(create), Some(update), Some(append), Some(release)) = (
             api.create_tensorrt_provider_options,
@@ -189,18 +191,26 @@ impl SessionOptions {
         ) else {
             return Err(OrtError("this ONNX Runtime library has no TensorRT provider entry points".into()));
         };
-        let device = CString::new(device_id.to_string()).expect("digits");
-        let keys = [c"device_id".as_ptr()];
-        let values = [device.as_ptr()];
+        let (keys, values) = c_pairs(options)?;
+        let key_ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let value_ptrs: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
         unsafe {
             let mut trt = null_mut();
             check(api, create(&mut trt))?;
-            let result = check(api, update(trt, keys.as_ptr(), values.as_ptr(), 1))
+            let result = check(api, update(trt, key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()))
                 .and_then(|()| check(api, append(self.ptr.as_ptr(), trt)));
             release(trt);
             result
         }
     }
+}
+
+/// Provider options as C strings (a NUL inside one is an error).
+fn c_pairs(options: &[(String, String)]) -> Result<(Vec<CString>, Vec<CString>), OrtError> {
+    let c = |text: &str| CString::new(text).map_err(|_| OrtError(format!("provider option {text:?} holds a NUL byte")));
+    let keys = options.iter().map(|(k, _)| c(k)).collect::<Result<Vec<_>, _>>()?;
+    let values = options.iter().map(|(_, v)| c(v)).collect::<Result<Vec<_>, _>>()?;
+    Ok((keys, values))
 }
 
 impl Drop for SessionOptions {

@@ -56,7 +56,7 @@ pub fn make_batches(
     plan_batches(lengths, max_batch_tokens, buckets, max_batch_attention, true)
 }
 
-/// The one batcher (`runtime/stages/batches.py`'s `make_batches` calls it too), over items
+/// The one batcher (the engine's; `parity/batches.py`'s `make_batches` calls it too), over items
 /// given by their lengths (the keys are the indices): items sorted by length (stable), cut
 /// greedily so that the tokens the engine computes stay within `max_batch_tokens` (rows ×
 /// longest for an engine that pads rows, `padded`; the sum of the lengths for one that does

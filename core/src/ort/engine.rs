@@ -1,11 +1,18 @@
 //! The token classifier: a bundle's `model.onnx` (EuroBERT token classification, exported by
-//! `pulpie_rt.export`) run on `[rows, length]` token ids, as `runtime/backends.py`'s
-//! `OnnxRuntimeBackend` runs it.
+//! `pulpie_rt.export`) run on `[rows, length]` token ids (`eval/margins.py` runs the same graph
+//! through onnxruntime's Python API as the tests' oracle).
 
 use super::api::{ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec};
-use super::batches::{sep_logits, FlatBatch};
+use super::batches::{default_buckets, sep_logits, Bucket, FlatBatch};
+use super::cuda;
+use super::gpu::{
+    context_model_path, cuda_provider_options, tensorrt_provider_options, CacheRecord, EngineFiles, GpuOptions,
+    ShapeBox, RECORD_NAME,
+};
 use super::OrtError;
 use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Where a session's operators run.
@@ -24,11 +31,20 @@ pub enum ExecutionProvider {
 }
 
 impl ExecutionProvider {
-    fn name(self) -> &'static str {
+    /// "cpu", "cuda" or "tensorrt" (the C option's spelling).
+    pub fn name(self) -> &'static str {
         match self {
             ExecutionProvider::Cpu => "cpu",
             ExecutionProvider::Cuda { .. } => "cuda",
             ExecutionProvider::TensorRt { .. } => "tensorrt",
+        }
+    }
+
+    /// The GPU asked for (None: the CPU).
+    pub fn device(self) -> Option<u32> {
+        match self {
+            ExecutionProvider::Cpu => None,
+            ExecutionProvider::Cuda { device_id } | ExecutionProvider::TensorRt { device_id } => Some(device_id),
         }
     }
 }
@@ -48,52 +64,101 @@ impl Default for SessionConfig {
     }
 }
 
-/// Session options for `config`; a GPU provider the library does not have is an error that
-/// names the library and what it has.
+/// Session options for `config`: threads, and a GPU provider with its defaults
+/// (`TokenClassifier::open_on` gives TensorRT its profiles and caches). A provider the library
+/// does not have, or that cannot run here, is an error that says why.
 pub fn session_options(ort: &Ort, config: &SessionConfig) -> Result<SessionOptions, OrtError> {
     let mut options = SessionOptions::new(ort)?;
     options.set_intra_op_threads(config.intra_op_threads)?;
     options.set_inter_op_threads(config.inter_op_threads)?;
-    let required: &[&str] = match config.provider {
+    if let Some(device) = config.provider.device() {
+        append_gpu(ort, &mut options, config.provider, device, &GpuOptions::default(), None)?;
+    }
+    Ok(options)
+}
+
+/// Appends `provider` on GPU `device` to `options`: first the library must have it, then the
+/// NVIDIA driver must see the GPU, then ONNX Runtime must load the provider (its CUDA, cuDNN
+/// and TensorRT libraries). Each failure says why; none falls back to the CPU. `trt`: the
+/// TensorRT provider's options (None: its defaults on `device`). Returns the GPU the driver
+/// describes.
+fn append_gpu(
+    ort: &Ort,
+    options: &mut SessionOptions,
+    provider: ExecutionProvider,
+    device: u32,
+    gpu: &GpuOptions,
+    trt: Option<Vec<(String, String)>>,
+) -> Result<cuda::Gpu, OrtError> {
+    require_provider(ort, provider)?;
+    let cannot = |why: String| {
+        OrtError(format!(
+            "cannot run on execution provider '{}' on GPU {device}: {why}; pulpie-rt does not fall \
+             back to the CPU (ask for backend 'cpu' to run there)",
+            provider.name()
+        ))
+    };
+    let found = cuda::probe(device, gpu.driver_library.as_deref().map(Path::as_os_str)).map_err(|e| cannot(e.0))?;
+    let cuda_options = cuda_provider_options(device, gpu);
+    let appended = match provider {
+        ExecutionProvider::TensorRt { .. } => {
+            let trt = trt.unwrap_or_else(|| vec![("device_id".to_string(), device.to_string())]);
+            options.append_tensorrt(&trt).and_then(|()| options.append_cuda(&cuda_options))
+        }
+        _ => options.append_cuda(&cuda_options),
+    };
+    appended.map_err(|e| {
+        cannot(format!(
+            "ONNX Runtime {} cannot load its {} provider ({}){LIBRARIES_NEEDED}",
+            ort.library().version(),
+            if matches!(provider, ExecutionProvider::Cuda { .. }) { "CUDA" } else { "TensorRT" },
+            ort_reason(&e.0),
+        ))
+    })?;
+    Ok(found)
+}
+
+/// An error unless the library has `provider` (and CUDA's, which TensorRT runs beside).
+fn require_provider(ort: &Ort, provider: ExecutionProvider) -> Result<(), OrtError> {
+    let required: &[&str] = match provider {
         ExecutionProvider::Cpu => &[],
         ExecutionProvider::Cuda { .. } => &["CUDAExecutionProvider"],
         ExecutionProvider::TensorRt { .. } => &["TensorrtExecutionProvider", "CUDAExecutionProvider"],
     };
-    if !required.is_empty() {
-        let available = ort.available_providers()?;
-        if let Some(missing) = required.iter().find(|name| !available.iter().any(|a| a == *name)) {
-            return Err(OrtError(format!(
-                "execution provider '{}' is not available: the ONNX Runtime library {} (version \
-                 {}) has no {missing} (it has: {}); point PULPIE_RT_ORT_LIB at the \
-                 libonnxruntime.so of a GPU build (the onnxruntime-gpu wheel's \
-                 onnxruntime/capi/libonnxruntime.so.<version>)",
-                config.provider.name(),
-                ort.library().path(),
-                ort.library().version(),
-                available.join(", ")
-            )));
-        }
+    let available = ort.available_providers()?;
+    if let Some(missing) = required.iter().find(|name| !available.iter().any(|a| a == *name)) {
+        return Err(OrtError(format!(
+            "execution provider '{}' is not available: the ONNX Runtime library {} (version \
+             {}) has no {missing} (it has: {}); point PULPIE_RT_ORT_LIB at the \
+             libonnxruntime.so of a GPU build (the onnxruntime-gpu wheel's \
+             onnxruntime/capi/libonnxruntime.so.<version>)",
+            provider.name(),
+            ort.library().path(),
+            ort.library().version(),
+            available.join(", ")
+        )));
     }
-    let appended = match config.provider {
-        ExecutionProvider::Cpu => Ok(()),
-        ExecutionProvider::Cuda { device_id } => options.append_cuda(device_id),
-        ExecutionProvider::TensorRt { device_id } => {
-            options.append_tensorrt(device_id).and_then(|()| options.append_cuda(device_id))
-        }
-    };
-    appended.map_err(|e| {
-        let device = match config.provider {
-            ExecutionProvider::Cuda { device_id } | ExecutionProvider::TensorRt { device_id } => device_id,
-            ExecutionProvider::Cpu => 0,
-        };
-        OrtError(format!(
-            "cannot enable execution provider '{}' on GPU {device}: {}",
-            config.provider.name(),
-            e.0
-        ))
-    })?;
-    Ok(options)
+    Ok(())
 }
+
+/// ONNX Runtime's message without the source location and status code it starts with
+/// ("/onnxruntime_src/…cc:2043 … [ONNXRuntimeError] : 1 : FAIL : Failed to load …").
+fn ort_reason(message: &str) -> &str {
+    let message = message.trim_end();
+    match message.find("[ONNXRuntimeError] : ") {
+        Some(at) => {
+            let rest = &message[at..];
+            // "[ONNXRuntimeError] : <code> : <NAME> : <reason>"
+            rest.splitn(4, " : ").nth(3).unwrap_or(message)
+        }
+        None => message,
+    }
+}
+
+/// What the GPU providers load, for the message of one that does not load.
+const LIBRARIES_NEEDED: &str = " - the onnxruntime-gpu wheel's providers need the NVIDIA CUDA 13 \
+                                runtime, cuBLAS and cuRAND, cuDNN 9 and for TensorRT libnvinfer 10 \
+                                on the library path (LD_LIBRARY_PATH)";
 
 /// What the classifier feeds to each graph input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,13 +203,41 @@ pub struct SepLogits {
     pub rows: Vec<Vec<f32>>,
 }
 
-/// A token-classification session. `run` may be called from several threads at once (see
-/// `api::Session`).
+/// A token-classification session on the CPU, or the sessions on one or more GPUs. `run`
+/// may be called from several threads at once (see `api::Session`): each call runs on the
+/// GPU with the fewest calls running.
 pub struct TokenClassifier {
-    session: Session,
+    devices: Vec<Device>,
     inputs: Vec<Input>,
     output: CString,
     output_half: bool,
+    /// the provider and devices the sessions run on: "cpu", "cuda:0", "tensorrt:0,1"
+    provider: String,
+    /// the batcher's buckets, their rows capped to the TensorRT profiles
+    buckets: Vec<Bucket>,
+    /// what the engine should know of how the sessions were made (TensorRT's engines)
+    notes: Vec<String>,
+}
+
+/// One session: for every shape, or (TensorRT) for the shapes of one profile.
+struct Placed {
+    shape: Option<ShapeBox>,
+    session: Session,
+}
+
+/// The sessions on one device, and how many calls run there now.
+struct Device {
+    sessions: Vec<Placed>,
+    busy: AtomicUsize,
+}
+
+/// Holds one call's place on a device (released on drop, a panic too).
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn names(specs: &[TensorSpec]) -> String {
@@ -152,16 +245,65 @@ fn names(specs: &[TensorSpec]) -> String {
 }
 
 impl TokenClassifier {
-    /// Opens `source` and checks its interface: int32 or int64 inputs among `FEED_NAMES`
-    /// (`input_ids` required) and a float32 or float16 output `output` (default "logits").
+    /// Opens `source` on `config`'s provider with the GPU defaults (see `open_on`).
     pub fn open(
         ort: &Arc<Ort>,
         source: ModelSource<'_>,
         config: &SessionConfig,
         output: Option<&str>,
     ) -> Result<TokenClassifier, OrtError> {
-        let options = session_options(ort, config)?;
-        let session = Session::open(ort, source, &options)?;
+        Self::open_on(ort, source, config, &GpuOptions::default(), output)
+    }
+
+    /// Opens `source` and checks its interface: int32 or int64 inputs among `FEED_NAMES`
+    /// (`input_ids` required) and a float32 or float16 output `output` (default "logits").
+    /// On a GPU provider: one set of sessions per GPU (`config`'s and `gpu.more_devices`);
+    /// TensorRT gets one session per shape profile, its engines built once into a cache
+    /// folder and loaded from their EPContext models afterwards (`gpu.rs`).
+    pub fn open_on(
+        ort: &Arc<Ort>,
+        source: ModelSource<'_>,
+        config: &SessionConfig,
+        gpu: &GpuOptions,
+        output: Option<&str>,
+    ) -> Result<TokenClassifier, OrtError> {
+        let mut notes = Vec::new();
+        let mut buckets = default_buckets();
+        let (devices, provider) = match config.provider {
+            ExecutionProvider::Cpu => {
+                let options = session_options(ort, config)?;
+                let session = Session::open(ort, source, &options)?;
+                let device = Device { sessions: vec![Placed { shape: None, session }], busy: AtomicUsize::new(0) };
+                (vec![device], "cpu".to_string())
+            }
+            provider => {
+                let mut ids = vec![provider.device().unwrap_or(0)];
+                for &more in &gpu.more_devices {
+                    if !ids.contains(&more) {
+                        ids.push(more);
+                    }
+                }
+                let mut devices = Vec::with_capacity(ids.len());
+                for &id in &ids {
+                    let (sessions, capped) = match provider {
+                        ExecutionProvider::TensorRt { .. } => {
+                            tensorrt_sessions(ort, source, config, gpu, id, &mut notes)?
+                        }
+                        _ => {
+                            let mut options = cpu_threads(ort, config)?;
+                            append_gpu(ort, &mut options, provider, id, gpu, None)?;
+                            let session = Session::open(ort, source, &options)?;
+                            (vec![Placed { shape: None, session }], default_buckets())
+                        }
+                    };
+                    buckets = capped;
+                    devices.push(Device { sessions, busy: AtomicUsize::new(0) });
+                }
+                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+                (devices, format!("{}:{}", provider.name(), ids.join(",")))
+            }
+        };
+        let session = &devices[0].sessions[0].session;
         let mut inputs = Vec::new();
         for spec in session.inputs() {
             let feed = match spec.name.as_str() {
@@ -216,11 +358,51 @@ impl TokenClassifier {
             }
         };
         let output = spec.c_name.clone();
-        Ok(TokenClassifier { session, inputs, output, output_half })
+        Ok(TokenClassifier { devices, inputs, output, output_half, provider, buckets, notes })
     }
 
+    /// The first session (on the first GPU; TensorRT: of the first profile).
     pub fn session(&self) -> &Session {
-        &self.session
+        &self.devices[0].sessions[0].session
+    }
+
+    /// The provider and GPUs the sessions run on: "cpu", "cuda:0", "tensorrt:0,1". Only a
+    /// session that opened on its provider is here: a provider that cannot run is an error
+    /// at open, never a CPU run.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The batcher's buckets for this classifier: TensorRT caps each bucket's rows to its
+    /// profile, so every batch falls in one (`make_batches` with these).
+    pub fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    /// How the sessions were made, for a log or `/info` (TensorRT: engines built or loaded,
+    /// and where).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The least busy device's session for `[rows, length]`, held busy until the guard drops.
+    fn place(&self, rows: usize, length: usize) -> Result<(&Session, Busy<'_>), OrtError> {
+        let device = self
+            .devices
+            .iter()
+            .min_by_key(|d| d.busy.load(Ordering::SeqCst))
+            .expect("a classifier has a device");
+        device.busy.fetch_add(1, Ordering::SeqCst);
+        let busy = Busy(&device.busy);
+        let placed = device.sessions.iter().find(|p| p.shape.map_or(true, |b| b.holds(rows, length)));
+        match placed {
+            Some(placed) => Ok((&placed.session, busy)),
+            None => Err(OrtError(format!(
+                "a batch of {rows} rows × {length} tokens is outside every TensorRT profile ({}): \
+                 batch with the classifier's buckets",
+                device.sessions.iter().filter_map(|p| p.shape.map(|b| b.tag())).collect::<Vec<_>>().join(", ")
+            ))),
+        }
     }
 
     /// Logits for `rows` rows of `length` tokens: `input_ids` and `attention_mask` are
@@ -244,7 +426,8 @@ impl TokenClassifier {
         if cells == 0 {
             return Ok(Logits { rows, length, labels: 0, data: Vec::new() });
         }
-        let ort = self.session.ort();
+        let (session, _busy) = self.place(rows, length)?;
+        let ort = session.ort();
         let shape = [rows as i64, length as i64];
         let positions: Vec<i64> = if self.inputs.iter().any(|i| i.feed == Feed::PositionIds) {
             (0..rows).flat_map(|_| 0..length as i64).collect()
@@ -275,7 +458,7 @@ impl TokenClassifier {
             tensors.push(Tensor::new(ort, data, &shape)?);
         }
         let feeds: Vec<_> = self.inputs.iter().zip(&tensors).map(|(i, t)| (i.name.as_c_str(), t)).collect();
-        let values = self.session.run(&feeds, &[self.output.as_c_str()])?;
+        let values = session.run(&feeds, &[self.output.as_c_str()])?;
         let value = &values[0];
         let (element, dims) = value.tensor_shape()?;
         let labels = match dims[..] {
@@ -308,6 +491,178 @@ impl TokenClassifier {
     }
 }
 
+/// Options with `config`'s thread counts and nothing else.
+fn cpu_threads(ort: &Ort, config: &SessionConfig) -> Result<SessionOptions, OrtError> {
+    let mut options = SessionOptions::new(ort)?;
+    options.set_intra_op_threads(config.intra_op_threads)?;
+    options.set_inter_op_threads(config.inter_op_threads)?;
+    Ok(options)
+}
+
+/// The TensorRT sessions on GPU `device`, one per profile, and the buckets capped to them.
+///
+/// With a cache folder (`gpu.tensorrt.cache_dir`, else `tensorrt/<gpu>` beside a model file):
+/// a record there that matches the model, ONNX Runtime's version and the precision means
+/// its EPContext models are loaded (no build); otherwise every profile's engine is built and
+/// its EPContext model written there, then the record. A model in memory without a cache
+/// folder, or `no_cache`, builds at every open.
+fn tensorrt_sessions(
+    ort: &Arc<Ort>,
+    source: ModelSource<'_>,
+    config: &SessionConfig,
+    gpu: &GpuOptions,
+    device: u32,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Placed>, Vec<Bucket>), OrtError> {
+    let trt = &gpu.tensorrt;
+    require_provider(ort, ExecutionProvider::TensorRt { device_id: device })?;
+    let found = cuda::probe(device, gpu.driver_library.as_deref().map(Path::as_os_str)).map_err(|e| {
+        OrtError(format!(
+            "cannot run on execution provider 'tensorrt' on GPU {device}: {}; pulpie-rt does not fall \
+             back to the CPU (ask for backend 'cpu' to run there)",
+            e.0
+        ))
+    })?;
+    let model_file = match source {
+        ModelSource::File(path) => Some(path),
+        ModelSource::Bytes(_) => None,
+    };
+    let dir: Option<PathBuf> = if trt.no_cache {
+        None
+    } else {
+        trt.cache_dir.clone().or_else(|| {
+            model_file.map(|path| path.parent().unwrap_or(Path::new(".")).join("tensorrt").join(found.slug()))
+        })
+    };
+    let stem = model_file
+        .and_then(|p| p.file_stem())
+        .map_or("model".to_string(), |s| s.to_string_lossy().into_owned());
+    let precision = trt.fp16.unwrap_or(true);
+    let version = ort.library().version().to_string();
+    // a record that matches: load the EPContext models it lists
+    if let (Some(dir), Some(model)) = (&dir, model_file) {
+        let record_path = dir.join(RECORD_NAME);
+        let current = CacheRecord::of(model, &version, precision, &[])?;
+        let precision_matches = |fp16: bool| trt.fp16.map_or(true, |asked| asked == fp16);
+        let record = std::fs::read(&record_path).ok().and_then(|text| CacheRecord::parse(&text));
+        if let Some(record) = record.filter(|r| {
+            (&r.model, r.model_bytes, r.model_mtime, &r.onnxruntime)
+                == (&current.model, current.model_bytes, current.model_mtime, &current.onnxruntime)
+                && precision_matches(r.fp16)
+                && r.profiles.iter().all(|b| context_model_path(dir, &stem, b).is_file())
+                && (trt.profiles.is_empty() || trt.profiles == r.profiles)
+        }) {
+            let mut sessions = Vec::with_capacity(record.profiles.len());
+            for shape in &record.profiles {
+                let context = context_model_path(dir, &stem, shape);
+                let mut options = cpu_threads(ort, config)?;
+                let keys = vec![("device_id".to_string(), device.to_string())];
+                append_gpu(ort, &mut options, ExecutionProvider::TensorRt { device_id: device }, device, gpu, Some(keys))?;
+                let session = Session::open(ort, ModelSource::File(&context), &options).map_err(|e| {
+                    OrtError(format!(
+                        "{}; the TensorRT engines in {} were built for {} (ONNX Runtime {}): remove \
+                         the folder to rebuild them",
+                        e.0,
+                        dir.display(),
+                        found.name,
+                        record.onnxruntime
+                    ))
+                })?;
+                sessions.push(Placed { shape: Some(*shape), session });
+            }
+            let buckets = super::gpu::buckets_for_boxes(&record.profiles, &super::batches::DEFAULT_BUCKETS)?;
+            notes.push(format!(
+                "TensorRT on GPU {device} ({}): {} {} engines loaded from {}",
+                found.name,
+                record.profiles.len(),
+                if record.fp16 { "fp16" } else { "fp32" },
+                dir.display()
+            ));
+            return Ok((sessions, buckets));
+        }
+    }
+    // build: every profile's engine, into the folder when there is one
+    let (boxes, buckets) = trt.boxes()?;
+    // the folders made here, removed again (when still empty) if the provider does not load
+    let mut made: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = &dir {
+        let mut missing = dir.as_path();
+        while !missing.exists() {
+            made.push(missing.to_path_buf());
+            match missing.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => missing = parent,
+                _ => break,
+            }
+        }
+    }
+    let dir = match dir {
+        Some(dir) => match std::fs::create_dir_all(&dir) {
+            Ok(()) => Some(dir),
+            Err(e) => {
+                notes.push(format!(
+                    "TensorRT engines are not cached: cannot create {} ({e}); each open builds them",
+                    dir.display()
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let mut sessions = Vec::with_capacity(boxes.len());
+    for shape in &boxes {
+        let files = match &dir {
+            Some(dir) => EngineFiles::BuildInto { dir: dir.clone(), context_model: context_model_path(dir, &stem, shape) },
+            None => EngineFiles::Build,
+        };
+        let mut options = cpu_threads(ort, config)?;
+        let keys = tensorrt_provider_options(device, trt, shape, &files);
+        let appended =
+            append_gpu(ort, &mut options, ExecutionProvider::TensorRt { device_id: device }, device, gpu, Some(keys));
+        if appended.is_err() {
+            for folder in &made {
+                let _ = std::fs::remove_dir(folder); // made for this build, still empty
+            }
+        }
+        appended?;
+        let session = Session::open(ort, source, &options)?;
+        if let EngineFiles::BuildInto { context_model, .. } = &files {
+            // TensorRT builds a profile's engine while the session is made and wraps it in the
+            // EPContext model then; none means TensorRT took no part of the model (CUDA would
+            // run it all, not what was asked)
+            if !context_model.is_file() {
+                return Err(OrtError(format!(
+                    "execution provider 'tensorrt' on GPU {device} took no part of {source}: \
+                     ONNX Runtime wrote no EPContext model {} for the profile {}",
+                    context_model.display(),
+                    shape.tag()
+                )));
+            }
+        }
+        sessions.push(Placed { shape: Some(*shape), session });
+    }
+    match (&dir, model_file) {
+        (Some(dir), Some(model)) => {
+            let record = CacheRecord::of(model, &version, precision, &boxes)?;
+            std::fs::write(dir.join(RECORD_NAME), record.to_json())
+                .map_err(|e| OrtError(format!("cannot write {}: {e}", dir.join(RECORD_NAME).display())))?;
+            notes.push(format!(
+                "TensorRT on GPU {device} ({}): {} {} engines built into {}",
+                found.name,
+                boxes.len(),
+                if precision { "fp16" } else { "fp32" },
+                dir.display()
+            ));
+        }
+        _ => notes.push(format!(
+            "TensorRT on GPU {device} ({}): {} {} engines built (no disk cache)",
+            found.name,
+            boxes.len(),
+            if precision { "fp16" } else { "fp32" }
+        )),
+    }
+    Ok((sessions, buckets))
+}
+
 fn narrow(values: &[i64], name: &CString) -> Result<Vec<i32>, OrtError> {
     values
         .iter()
@@ -336,6 +691,58 @@ pub fn f16_to_f32(bits: u16) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two devices' sessions (CPU sessions standing in for two GPUs): a call goes to the device
+    /// with the fewest calls running, a TensorRT-style profile is chosen by the batch's shape,
+    /// and the results do not depend on the device.
+    #[test]
+    #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
+    fn calls_go_to_the_least_busy_device_and_the_profile_that_holds_them() {
+        let ort = Ort::load(None).expect("set PULPIE_RT_ORT_LIB");
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pulpie_rt/default_model/model.onnx");
+        let config = SessionConfig { intra_op_threads: 1, inter_op_threads: 1, provider: ExecutionProvider::Cpu };
+        let mut classifier = TokenClassifier::open(&ort, ModelSource::File(&path), &config, None).unwrap();
+        let short = ShapeBox { min_rows: 1, min_length: 1, opt_rows: 4, opt_length: 8, max_rows: 4, max_length: 8 };
+        let long = ShapeBox { min_rows: 1, min_length: 9, opt_rows: 2, opt_length: 64, max_rows: 2, max_length: 64 };
+        let open = || Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap();
+        classifier.devices.push(Device {
+            sessions: vec![Placed { shape: Some(short), session: open() }, Placed { shape: Some(long), session: open() }],
+            busy: AtomicUsize::new(0),
+        });
+        let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
+        {
+            let (first, _held) = classifier.place(1, 4).unwrap();
+            assert!(std::ptr::eq(first, &classifier.devices[0].sessions[0].session));
+            // device 0 is busy: the next call goes to device 1, to the profile of its shape
+            let (second, _also) = classifier.place(2, 30).unwrap();
+            assert!(std::ptr::eq(second, &classifier.devices[1].sessions[1].session));
+            // a tie goes to the first device; then device 1 is the least busy again
+            let (third, _third) = classifier.place(1, 4).unwrap();
+            assert!(std::ptr::eq(third, &classifier.devices[0].sessions[0].session));
+            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+            let error = classifier.place(3, 30).err().unwrap();
+            assert_eq!(
+                error.0,
+                "a batch of 3 rows × 30 tokens is outside every TensorRT profile (1-8, 9-64): batch \
+                 with the classifier's buckets"
+            );
+            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+        }
+        assert!(classifier.devices.iter().all(|d| d.busy.load(Ordering::SeqCst) == 0));
+        let busy = &classifier.devices[0].busy;
+        busy.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap(), expected);
+        busy.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn onnx_runtimes_reason_is_kept_without_its_source_location() {
+        let raw = "/onnxruntime_src/onnxruntime/core/session/provider_bridge_ort.cc:2043 \
+                   onnxruntime::Provider& onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : \
+                   FAIL : Failed to load library x.so with error: libcublasLt.so.13: cannot open\n";
+        assert_eq!(ort_reason(raw), "Failed to load library x.so with error: libcublasLt.so.13: cannot open");
+        assert_eq!(ort_reason("plain reason\n"), "plain reason");
+    }
 
     /// Every one of the 65,536 halves against the value its fields define, computed in f64.
     #[test]

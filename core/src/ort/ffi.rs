@@ -351,6 +351,23 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_free(rescorer: *mut BlockRescore
     }
 }
 
+/// What runs the rescorer's trees (`BlockRescorer::trees`: "kernel" or "onnxruntime (why)"),
+/// in `out` (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_rescorer_open`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_rescorer_trees(rescorer: *const BlockRescorer, out: *mut OrtMessage) -> i32 {
+    match guarded(out, || rescorer.as_ref().map(BlockRescorer::trees).ok_or_else(|| OrtError("no rescorer".into()))) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
 /// Opens a rescorer over blocks in context (`ContextRescorer`): `model` the (last) stage's
 /// ONNX file path, `first_stage` the first stage's (`first_stage_len` 0: none). `out` gets a
 /// handle released with `pulpie_rt_ort_context_rescorer_free`.
@@ -400,6 +417,28 @@ pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_log_odds(
     match guarded(error, || rescorer.log_odds(slice(features, rows * columns), rows)) {
         Ok(odds) => {
             std::ptr::copy_nonoverlapping(odds.as_ptr(), log_odds, odds.len().min(rows));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// What runs each stage's trees (`ContextRescorer::trees`), one line a stage, the first
+/// stage first, in `out` (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// `rescorer` comes from `pulpie_rt_ort_context_rescorer_open`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_trees(
+    rescorer: *const ContextRescorer,
+    out: *mut OrtMessage,
+) -> i32 {
+    match guarded(out, || {
+        rescorer.as_ref().map(|r| r.trees().join("\n")).ok_or_else(|| OrtError("no rescorer".into()))
+    }) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
             0
         }
         Err(status) => status,
@@ -496,5 +535,136 @@ pub unsafe extern "C" fn pulpie_rt_ort_make_batches(
             0
         }
         Err(status) => status,
+    }
+}
+
+// ---- GPUs and TensorRT engines (`pulpie-rt engine`, export/engine.py) ----------------------
+
+/// GPU `device` as the NVIDIA driver describes it: "name\nmajor.minor\nfolder" in `out` (the
+/// folder name its TensorRT engines are cached under), released with `pulpie_rt_free`.
+///
+/// # Safety
+/// `out` and `error` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_gpu(device: u32, out: *mut OrtMessage, error: *mut OrtMessage) -> i32 {
+    match guarded(error, || super::cuda::probe(device, None)) {
+        Ok(gpu) => {
+            let (major, minor) = gpu.compute_capability;
+            let (ptr, len) = crate::leak(format!("{}\n{major}.{minor}\n{}", gpu.name, gpu.slug()));
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// Builds the TensorRT engines of the ONNX model file `model` on GPU `device` as the engine
+/// does when it opens the model with backend tensorrt (one per profile, sized for
+/// `max_batch_tokens`, FP16 unless `fp32`), into `cache_dir` (empty: `tensorrt/<gpu>` beside
+/// the model) with their EPContext models, or finds them built already. `out`: the provider,
+/// then what was done, one line each (released with `pulpie_rt_free`).
+///
+/// # Safety
+/// Pointers as documented; paths are UTF-8 of the lengths given.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
+    ort: *const Ort,
+    model: *const u8,
+    model_len: usize,
+    device: u32,
+    fp32: u32,
+    max_batch_tokens: usize,
+    cache_dir: *const u8,
+    cache_dir_len: usize,
+    out: *mut OrtMessage,
+    error: *mut OrtMessage,
+) -> i32 {
+    let Some(ort) = shared(ort, error) else { return 1 };
+    match guarded(error, || {
+        let path = Path::new(text(model, model_len)?);
+        let dir = text(cache_dir, cache_dir_len)?;
+        let mut gpu = super::GpuOptions::default();
+        gpu.tensorrt.fp16 = Some(fp32 == 0);
+        gpu.tensorrt.max_batch_tokens = max_batch_tokens.max(1);
+        gpu.tensorrt.cache_dir = (!dir.is_empty()).then(|| dir.into());
+        let config = SessionConfig { provider: ExecutionProvider::TensorRt { device_id: device }, ..SessionConfig::default() };
+        let classifier = TokenClassifier::open_on(&ort, ModelSource::File(path), &config, &gpu, None)?;
+        let mut lines = vec![classifier.provider().to_string()];
+        lines.extend(classifier.notes().iter().cloned());
+        Ok(lines.join("\n"))
+    }) {
+        Ok(text) => {
+            let (ptr, len) = crate::leak(text);
+            *out = OrtMessage { ptr, len };
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// The tree kernel alone (`pulpie_rt_kernels::TreeEnsemble`), for the parity checks against
+/// ONNX Runtime (`python -m pulpie_rt.parity.trees`, tests/test_trees.py): the trees behind the
+/// `probabilities` output of the ONNX model in `model` (its bytes). Status 1 with the reason
+/// when the kernel does not run them.
+///
+/// # Safety
+/// `model` holds `model_len` bytes; `out` receives a handle released with
+/// `pulpie_rt_trees_free`.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_open(
+    model: *const u8,
+    model_len: usize,
+    out: *mut *mut pulpie_rt_kernels::TreeEnsemble,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        pulpie_rt_kernels::TreeEnsemble::from_onnx(slice(model, model_len), super::PROBABILITIES)
+            .map_err(|e| OrtError(e.0))
+    }) {
+        Ok(trees) => {
+            *out = Box::into_raw(Box::new(trees));
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `[rows, 2]` probabilities and `rows` int64 labels (as ONNX Runtime's classifier gives them)
+/// of `rows` × `columns` float32 features.
+///
+/// # Safety
+/// `trees` comes from `pulpie_rt_trees_open`; buffers as their lengths say.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_predict(
+    trees: *const pulpie_rt_kernels::TreeEnsemble,
+    features: *const f32,
+    rows: usize,
+    columns: usize,
+    probabilities: *mut f32,
+    labels: *mut i64,
+    error: *mut OrtMessage,
+) -> i32 {
+    let trees = &*trees;
+    match guarded(error, || {
+        let mut probs = vec![0f32; rows * 2];
+        let mut labs = vec![0i64; rows];
+        trees.predict(slice(features, rows * columns), columns, &mut probs, Some(&mut labs)).map_err(OrtError)?;
+        Ok((probs, labs))
+    }) {
+        Ok((probs, labs)) => {
+            std::ptr::copy_nonoverlapping(probs.as_ptr(), probabilities, probs.len());
+            std::ptr::copy_nonoverlapping(labs.as_ptr(), labels, labs.len());
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// # Safety
+/// `trees` comes from `pulpie_rt_trees_open`, released once.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_trees_free(trees: *mut pulpie_rt_kernels::TreeEnsemble) {
+    if !trees.is_null() {
+        drop(Box::from_raw(trees));
     }
 }

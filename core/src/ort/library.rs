@@ -152,6 +152,12 @@ fn not_found(tried: &[String]) -> OrtError {
 
 /// `dlopen(name, RTLD_NOW)`: the handle, or `dlerror()`'s text.
 fn open(name: &OsStr) -> Result<*mut c_void, String> {
+    open_library(name)
+}
+
+/// `dlopen(name, RTLD_NOW)` for any library (the handle is never closed), or `dlerror()`'s
+/// text.
+pub(super) fn open_library(name: &OsStr) -> Result<*mut c_void, String> {
     let c_name = CString::new(name.as_bytes()).map_err(|_| "the path holds a NUL byte".to_string())?;
     unsafe {
         let handle = dlopen(c_name.as_ptr(), RTLD_NOW);
@@ -165,6 +171,19 @@ fn open(name: &OsStr) -> Result<*mut c_void, String> {
         }
         Ok(handle)
     }
+}
+
+/// Symbol `name` of a `dlopen` handle, or an error naming the library (`library`, as it was
+/// asked for) and the missing symbol.
+///
+/// # Safety
+/// `handle` is a live `dlopen` handle.
+pub(super) unsafe fn symbol(handle: *mut c_void, library: &str, name: &CStr) -> Result<*mut c_void, OrtError> {
+    let found = dlsym(handle, name.as_ptr());
+    if found.is_null() {
+        return Err(OrtError(format!("{library} has no symbol {}", name.to_string_lossy())));
+    }
+    Ok(found)
 }
 
 /// The folder of the shared object (or executable) holding this function's code.

@@ -7,7 +7,10 @@
 //! - `api`: safe owners of ONNX Runtime objects (`Ort` = library + environment,
 //!   `SessionOptions`, `Session`, `Tensor`, `Value`), statuses as `Result<_, OrtError>`;
 //! - `engine`: `TokenClassifier` (ids + mask → logits, float16 outputs widened to float32),
-//!   `SessionConfig` (threads, CPU / CUDA / TensorRT provider);
+//!   `SessionConfig` (threads, CPU / CUDA / TensorRT provider), per-GPU sessions;
+//! - `gpu`: the CUDA and TensorRT providers' options (`GpuOptions`), TensorRT's shape
+//!   profiles from the batcher's buckets, its engine / timing / EPContext caches on disk;
+//! - `cuda`: the NVIDIA driver asked whether a GPU is there (and its name and architecture);
 //! - `rescorer`: `BlockRescorer` and `ContextRescorer` (`runtime/stages/rescore.py`);
 //! - `batches`: `make_batches`, padding and SEP-logit picking as `runtime/batches.py` and
 //!   `runtime/backends.py` do them;
@@ -20,7 +23,9 @@
 
 mod api;
 mod batches;
+pub mod cuda;
 mod engine;
+pub mod gpu;
 #[cfg(feature = "python-ffi")]
 pub(crate) mod ffi;
 mod library;
@@ -38,8 +43,9 @@ pub use engine::{
     f16_to_f32, session_options, ExecutionProvider, Logits, SepLogits, SessionConfig, TokenClassifier,
     FEED_NAMES,
 };
+pub use gpu::{GpuOptions, ShapeBox, TensorRtOptions};
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
-pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, PROBABILITIES};
+pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV};
 
 /// An error from ONNX Runtime or from this layer, as one message.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -210,9 +210,10 @@ fn a_cpu_build_refuses_gpu_providers_through_their_own_entry_points() {
         return;
     }
     let mut options = SessionOptions::new(&ort).unwrap();
-    let cuda = options.append_cuda(0).err().unwrap();
+    let device = [("device_id".to_string(), "0".to_string())];
+    let cuda = options.append_cuda(&device).err().unwrap();
     assert!(cuda.0.contains("CUDA execution provider is not enabled in this build"), "{}", cuda.0);
-    let tensorrt = options.append_tensorrt(0).err().unwrap();
+    let tensorrt = options.append_tensorrt(&device).err().unwrap();
     assert!(
         tensorrt.0.contains("TensorRT execution provider is not enabled in this build"),
         "{}",
