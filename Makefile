@@ -33,7 +33,7 @@ TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden \
         tiny default-model clean capi capi-valgrind fuzz ort-gpu \
-        install capi-dist wheel sdist FORCE
+        install capi-dist wheel sdist FORCE docs
 
 venv: $(VENV)/.installed $(VENV)/.core
 run-venv: $(RUN_VENV)/.installed $(RUN_VENV)/.core
@@ -99,6 +99,11 @@ test: venv ort-gpu
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
 	cargo test -q --manifest-path kernels/Cargo.toml
 	$(PYTHON) -m pytest -q -ra
+
+# The documentation site (mkdocs.yml, docs/): warnings as errors, into build/site/. make test
+# builds it too (tests/test_docs.py, which also runs every code block of the docs and README).
+docs: venv
+	$(VENV)/bin/mkdocs build --strict --site-dir $(BUILD)/site
 
 # The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into
 # build/ort-gpu for the tests that ask a GPU-less machine for cuda and tensorrt
