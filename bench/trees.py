@@ -65,7 +65,7 @@ def trees_env(value: str | None) -> Iterator[None]:
 
 def rescorer_rows(pages: Sequence[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each page's ``blocks-v3`` and ``blocks-v1`` rows (pages without blocks left out)."""
-    from pulpie_rt.parity.trees import page_rows
+    from pulpie_rt.eval.rows import page_rows
 
     rows = []
     for page in pages:

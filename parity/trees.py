@@ -30,12 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pulpie_rt.eval.rows import page_rows
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
-from pulpie_rt.runtime.stages.blocks import extract_blocks
-from pulpie_rt.runtime.stages.features import FEATURES_V3, FEATURES_VERSION, block_features
 from pulpie_rt.runtime.stages.rescore import context_features, stage_features
-from pulpie_rt.runtime.stages.simplify import simplify
 
 TOLERANCE = 1e-6
 STAGES = (("fast-first", "rescorer-fast-first.onnx"), ("fast", "rescorer-fast.onnx"),
@@ -152,15 +150,6 @@ class StageParity:
                                      f"label {int(kl[block])}, onnxruntime {op[block].tolist()} "
                                      f"label {int(ol[block])}")
         return op
-
-
-def page_rows(html: str) -> tuple[np.ndarray, np.ndarray]:
-    """One page's ``blocks-v3`` (the fast profile's) and ``blocks-v1`` (the accurate
-    profile's rescorer) rows, segmented as the fast profile segments it."""
-    simplified, map_html = simplify(html, keep_hidden=True, drop_noscript=True)
-    _, item_ids = extract_blocks(simplified)
-    return (block_features(map_html, item_ids, FEATURES_V3),
-            block_features(map_html, item_ids, FEATURES_VERSION))
 
 
 def compare(pages: list[dict], model_dir: Path | None = None,

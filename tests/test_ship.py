@@ -219,7 +219,7 @@ def test_base_dependencies_are_what_the_runtime_imports_and_gpu_has_one_onnx_run
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     base = _requirement_names(project["dependencies"])
-    assert base == {"numpy", "huggingface-hub", "tqdm"}
+    assert base == {"numpy", "huggingface-hub", "tqdm", "orjson"}
     extras = {name: _requirement_names(reqs)
               for name, reqs in project["optional-dependencies"].items()}
     assert extras["gpu"] & ORT_DISTRIBUTIONS == {"onnxruntime-gpu"}
@@ -276,7 +276,7 @@ def test_make_wheel_gives_one_py3_manylinux_wheel_with_core_onnx_runtime_and_mod
     assert not [n for n in names if n.startswith(("tests/", "corpus/", "core/"))]
     requires = sorted(line.split(": ", 1)[1] for line in metadata.splitlines()
                       if line.startswith("Requires-Dist: ") and "extra ==" not in line)
-    assert _requirement_names(requires) == {"numpy", "huggingface-hub", "tqdm"}
+    assert _requirement_names(requires) == {"numpy", "huggingface-hub", "tqdm", "orjson"}
 
 
 @pytest.fixture(scope="module")
