@@ -16,12 +16,16 @@ The mix (seeded; each caller draws a case per request):
 - ``stall``: a raw socket that sends half a body and goes away (the service counts 499).
 
 Printed: requests by status (the callers' view and the service's ``requests_total``), p50 and
-p99 latency (all answered requests, and the good ones alone), the service's resident memory
-(RSS) after start, after a warm-up of the same load (``--warm-up`` seconds: allocators and
-caches reach their working size), and at the end; the growth from warm-up to end must stay
-within ``--max-growth`` (10%) for the run to pass. RSS is also sampled every ``RSS_EVERY_S``
-under load after the warm-up (it moves with the hostile pages in flight): the median of the
-last third of the samples against the first third's is the trend, printed beside.
+p99 latency (all answered requests, and the good ones alone), and the service's resident memory
+(RSS): after start; **idle after a warm-up** of the same load (``--warm-up`` seconds: allocators
+and caches reach their working size; then the callers pause until nothing is in flight and the
+service has been idle for ``IDLE_S``); and **idle at the end** (the same pause after the last
+request). The growth between the two idle readings must stay within ``--max-growth`` (10%) for
+the run to pass: both are taken in the same state, so what grows between them is memory the
+service kept, not the pages in flight. Under load RSS moves with the hostile pages in flight
+(a 60,000-block page, a 1.5 MB one): it is sampled every ``RSS_EVERY_S`` after the warm-up and
+printed beside (range, and the median of the last third of the samples against the first
+third's).
 
     python -m pulpie_rt.bench.soak                       # 10 minutes
     python -m pulpie_rt.bench.soak --seconds 150 --warm-up 30
@@ -42,12 +46,16 @@ from typing import Any
 
 from pulpie_rt.eval.pages import bench_pages
 from pulpie_rt.eval.report import format_table, machine_info, write_result
+from pulpie_rt.integrations.serve.service import IDLE_RELEASE_S
 
 DEFAULT_SECONDS = 600
 DEFAULT_CALLERS = 16
 PAYLOAD_LIMIT = 4_000_000
 READ_TIMEOUT_S = 5
 RSS_EVERY_S = 5  # seconds between samples of the service's RSS after the warm-up
+# seconds of quiet before an idle reading of RSS: past the service's own idle delay before it
+# hands free heap memory back (IDLE_RELEASE_S), with room for a loaded machine
+IDLE_S = IDLE_RELEASE_S + 2.0
 # case -> share of requests
 MIX = {"good": 0.55, "hostile": 0.15, "large": 0.05, "oversized": 0.10, "bad": 0.10,
        "stall": 0.05}
@@ -111,11 +119,19 @@ class Soak:
         self.good_latencies: list[float] = []
         self.page_errors = 0
         self.transport_errors: Counter = Counter()
+        self.in_flight = 0
+
+    async def request(self, client, case: str) -> None:
+        self.in_flight += 1
+        try:
+            await self._request(client, case)
+        finally:
+            self.in_flight -= 1
 
     def draw(self) -> str:
         return self.rng.choices(list(MIX), weights=list(MIX.values()))[0]
 
-    async def request(self, client, case: str) -> None:
+    async def _request(self, client, case: str) -> None:
         import httpx
 
         rng = self.rng
@@ -184,18 +200,26 @@ class Soak:
 
     async def run(self, seconds: float, callers: int, on_warm, warm_up: float,
                   on_sample=lambda: None) -> None:
+        """``callers`` callers for ``seconds``; after ``warm_up`` seconds they pause until
+        the service is idle, ``on_warm()`` reads it, and they go on."""
         import httpx
 
         deadline = time.monotonic() + seconds
         warm_at = time.monotonic() + warm_up
+        going = asyncio.Event()
+        going.set()
 
         async def caller(client) -> None:
             while time.monotonic() < deadline:
+                await going.wait()
                 await self.request(client, self.draw())
 
         async def watch() -> None:
             await asyncio.sleep(max(0.0, warm_at - time.monotonic()))
+            going.clear()
+            await self.quiet()
             on_warm()
+            going.set()
             while time.monotonic() < deadline:  # the trend, not one sample: RSS moves with
                 await asyncio.sleep(RSS_EVERY_S)  # the pages in flight
                 on_sample()
@@ -203,6 +227,12 @@ class Soak:
         limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
         async with httpx.AsyncClient(limits=limits, timeout=300) as client:
             await asyncio.gather(watch(), *(caller(client) for _ in range(callers)))
+
+    async def quiet(self) -> None:
+        """Until no request is in flight, then ``IDLE_S`` more (the service idle)."""
+        while self.in_flight:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(IDLE_S)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -236,7 +266,7 @@ def run_soak(seconds: float = DEFAULT_SECONDS, callers: int = DEFAULT_CALLERS,
         asyncio.run(soak.run(seconds, callers, lambda: rss.__setitem__("warm", rss_bytes(pid)),
                              warm_up, lambda: samples.append(rss_bytes(pid))))
         wall = time.monotonic() - started
-        time.sleep(1)  # the service counts the clients that left last
+        asyncio.run(soak.quiet())  # and the service counts the clients that left last
         rss["end"] = rss_bytes(pid)
         metrics = httpx.get(server.url + "/metrics", timeout=30).text
         ready = server.health("/ready")
@@ -286,8 +316,8 @@ def soak_table(report: dict[str, Any]) -> str:
         f"  the service counted (requests_total): {report['served_requests_total']}",
         f"  latency: p50 {lat['p50']:.3f} s, p99 {lat['p99']:.3f} s (good requests: p50 "
         f"{lat['good_p50']:.3f} s, p99 {lat['good_p99']:.3f} s)",
-        f"  RSS: start {mib['start']:.0f} MiB, after {report['warm_up_s']:g} s of warm-up "
-        f"{mib.get('warm', 0):.0f} MiB, end {mib['end']:.0f} MiB: growth "
+        f"  RSS: start {mib['start']:.0f} MiB, idle after {report['warm_up_s']:g} s of warm-up "
+        f"{mib.get('warm', 0):.0f} MiB, idle at the end {mib['end']:.0f} MiB: growth "
         + (f"{growth:+.1%}" if growth is not None else "n/a")
         + f" (limit {report['max_growth']:.0%}); under load every {RSS_EVERY_S} s: "
         + (f"{min(report['rss_samples']) / 2 ** 20:.0f}-{max(report['rss_samples']) / 2 ** 20:.0f}"
