@@ -1083,6 +1083,208 @@ pub fn logistic(v: f32) -> f32 {
 mod tests {
     use super::*;
 
+    /// A tiny deterministic generator (std only).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick(&mut self, values: &[f32]) -> f32 {
+            values[self.below(values.len())]
+        }
+    }
+
+    /// Values rows and thresholds draw from: signed zeros, infinities, NaN, whole categories
+    /// (some that ONNX Runtime folds into sets, some not), fractions, neighbouring floats.
+    const VALUES: [f32; 16] =
+        [f32::NAN, f32::NEG_INFINITY, f32::INFINITY, 0.0, -0.0, 1.0, 2.0, 3.0, 7.0, 32.0, 33.0, 2.5, -1.5, 1e-45, 0.99999994, 1.0000001];
+
+    /// ONNX Runtime's walk over the logical nodes, written apart from the layout: `x <= t`
+    /// (NaN as flagged), and a `==` node that folds (`folds_into_a_set`) tested together with
+    /// the folding ones after it on its false side (same feature, same true child), NaN
+    /// where it says.
+    fn walk(logical: &[Logical], mut at: usize, row: &[f32]) -> f32 {
+        loop {
+            at = match logical[at] {
+                Logical::Leaf(value) => return value,
+                Logical::Leq { feature, threshold, nan_true, next } => {
+                    let x = row[feature as usize];
+                    next[usize::from(!(x <= threshold || (x.is_nan() && nan_true)))]
+                }
+                Logical::Eq { feature, threshold, nan_true, next, set } => {
+                    let x = row[feature as usize];
+                    let mut members = vec![threshold];
+                    let mut after = next[1];
+                    while set {
+                        match logical[after] {
+                            Logical::Eq { feature: f, threshold: t, next: n, set: true, .. }
+                                if f == feature && n[0] == next[0] =>
+                            {
+                                members.push(t);
+                                after = n[1];
+                            }
+                            _ => break,
+                        }
+                    }
+                    if x.is_nan() {
+                        if nan_true { next[0] } else { after }
+                    } else if members.contains(&x) {
+                        next[0]
+                    } else {
+                        after
+                    }
+                }
+            }
+        }
+    }
+
+    /// A random tree of at most `leaves` leaves appended to `logical`: `<=` splits and
+    /// categorical chains (`==` links sharing one true child); its root's index.
+    fn random_tree(rng: &mut Rng, logical: &mut Vec<Logical>, leaves: usize, features: u32) -> usize {
+        let at = logical.len();
+        if leaves <= 1 || rng.below(5) == 0 {
+            logical.push(Logical::Leaf((rng.below(2001) as f32 - 1000.0) / 256.0));
+            return at;
+        }
+        let feature = rng.below(features as usize) as u32;
+        let left = 1 + rng.below(leaves - 1);
+        if rng.below(3) == 0 {
+            // a chain: k links, then the true subtree, then the false one
+            let k = 1 + rng.below(4);
+            for i in 0..k {
+                let threshold = if rng.below(2) == 0 { rng.below(40) as f32 } else { rng.pick(&VALUES) };
+                let nan_true = rng.below(2) == 0;
+                logical.push(Logical::Eq {
+                    feature,
+                    threshold,
+                    nan_true,
+                    next: [0, at + i + 1],
+                    set: folds_into_a_set(threshold),
+                });
+            }
+            let on_true = random_tree(rng, logical, left, features);
+            let on_false = random_tree(rng, logical, leaves - left, features);
+            for i in 0..k {
+                if let Logical::Eq { next, .. } = &mut logical[at + i] {
+                    next[0] = on_true;
+                    if i == k - 1 {
+                        next[1] = on_false;
+                    }
+                }
+            }
+            // the last link's false child was a placeholder until now
+            return at;
+        }
+        logical.push(Logical::Leq { feature, threshold: rng.pick(&VALUES), nan_true: rng.below(2) == 0, next: [0, 0] });
+        let on_true = random_tree(rng, logical, left, features);
+        let on_false = random_tree(rng, logical, leaves - left, features);
+        logical[at] = match logical[at] {
+            Logical::Leq { feature, threshold, nan_true, .. } => {
+                Logical::Leq { feature, threshold, nan_true, next: [on_true, on_false] }
+            }
+            _ => unreachable!(),
+        };
+        at
+    }
+
+    fn ensemble(logical: &[Logical], roots: &[usize], features: usize) -> TreeEnsemble {
+        let layout = Layout::new(logical, roots, &vec![0; logical.len()]).unwrap();
+        TreeEnsemble {
+            features: layout.features,
+            points: layout.points,
+            slots: layout.slots,
+            entries: layout.entries,
+            avx2: simd_detected(),
+            leaf_values: layout.leaf_values,
+            trees: roots.len(),
+            min_columns: features,
+            columns: Some(features),
+            labels: [0, 1],
+            scale: None,
+            nodes: logical.len(),
+        }
+    }
+
+    #[test]
+    fn both_evaluations_sum_the_leaves_onnx_runtime_walks_to() {
+        let mut rng = Rng(0x9e3779b97f4a7c15);
+        for round in 0..20 {
+            let features = 1 + rng.below(6);
+            let mut logical = Vec::new();
+            let roots: Vec<usize> =
+                (0..1 + rng.below(40)).map(|_| random_tree(&mut rng, &mut logical, 64, features as u32)).collect();
+            let trees = ensemble(&logical, &roots, features);
+            // rows: more than a group, a number that is no multiple of it; NaN in some
+            let n = 1 + rng.below(70);
+            let mut rows = Vec::with_capacity(n * features);
+            for _ in 0..n * features {
+                rows.push(if rng.below(3) == 0 { rng.below(40) as f32 } else { rng.pick(&VALUES) });
+            }
+            let expected: Vec<f32> = rows
+                .chunks_exact(features)
+                .map(|row| roots.iter().fold(0f32, |sum, &root| sum + walk(&logical, root, row)))
+                .collect();
+            for simd in [false, true] {
+                let trees = trees.clone().with_simd(simd);
+                let mut scores = vec![0f32; n];
+                trees.raw_scores(&rows, features, &mut scores).unwrap();
+                for (i, (s, e)) in scores.iter().zip(&expected).enumerate() {
+                    assert_eq!(s.to_bits(), e.to_bits(), "round {round} row {i} simd {simd}: {s} vs {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_tree_of_65_leaves_is_refused_64_run() {
+        // a chain of splits: n splits, n + 1 leaves
+        let chain = |splits: usize| {
+            let mut logical = Vec::new();
+            for i in 0..splits {
+                logical.push(Logical::Leq { feature: 0, threshold: i as f32, nan_true: false, next: [2 * i + 1, 2 * i + 2] });
+                logical.push(Logical::Leaf(i as f32));
+            }
+            logical.push(Logical::Leaf(-1.0));
+            // node i's children: its leaf right after it, the next split after that
+            for i in 0..splits {
+                logical[2 * i] = Logical::Leq {
+                    feature: 0,
+                    threshold: i as f32,
+                    nan_true: false,
+                    next: [2 * i + 1, 2 * i + 2],
+                };
+            }
+            logical
+        };
+        let ok = chain(63);
+        let trees = ensemble(&ok, &[0], 1);
+        let mut scores = [0f32; 2];
+        trees.raw_scores(&[62.5, 100.0], 1, &mut scores).unwrap();
+        assert_eq!(scores, [-1.0, -1.0]);
+        trees.raw_scores(&[-3.0, 10.0], 1, &mut scores).unwrap();
+        assert_eq!(scores, [0.0, 10.0]);
+        let refused = Layout::new(&chain(64), &[0], &[7; 129]).err().unwrap();
+        assert_eq!(refused.0, "tree 7 has more than 64 leaves (or its nodes make a cycle)");
+    }
+
+    #[test]
+    fn a_bin_counts_the_points_below() {
+        let points = [f32::NEG_INFINITY, -1.5, below(0.0), 0.0, 1.0, 2.5, 7.0, f32::MAX, f32::INFINITY];
+        for n in 0..=points.len() {
+            let points = &points[..n];
+            for x in VALUES.iter().chain(&points.to_vec()).filter(|x| !x.is_nan()) {
+                assert_eq!(bin(points, *x), points.iter().filter(|&&p| p < *x).count(), "{x} in {points:?}");
+            }
+        }
+    }
+
     #[test]
     fn below_is_the_next_float_down() {
         assert_eq!(below(1.0), 1.0f32 - f32::EPSILON / 2.0);
