@@ -21,13 +21,14 @@
 //! How a row is evaluated: no tree is walked. Every comparison becomes a test on the row's
 //! *bin* for the node's feature, the number of that feature's split points below the value
 //! (`x <= t` is `bin <= j` for `t` the j-th point, `x == c` is `bin == j` for `c` the j-th
-//! point with `below(c)` the one before), so a row costs one binary search per feature read.
-//! Each tree's leaves (at most 64) are bits of a `u64`; a node that sends the row away from
-//! its "left" child clears the bits of the leaves under that child, and the row's leaf is then
-//! the lowest bit left (QuickScorer, Lucchese et al., SIGIR 2015). Which nodes clear bits for
-//! a bin is fixed when the model is read: per feature and bin, two contiguous runs of 4-byte
-//! entries (tree, leaf range), so a row reads memory in order, with no branch per node and no
-//! dependent loads. See `Layout`.
+//! point with `below(c)` the one before). Each tree's leaves (at most 64) are bits of a `u64`;
+//! a node that sends the row away from its "left" child clears the bits of the leaves under
+//! that child, and the row's leaf is then the lowest bit left (QuickScorer, Lucchese et al.,
+//! SIGIR 2015). Which nodes clear bits for a bin is fixed when the model is read: per feature
+//! and bin, a contiguous run of entries (tree, leaf bits), so the evaluation reads memory in
+//! order, with no branch per node and no dependent loads. Rows go 16 at a time (their bins
+//! are close): an entry is read once and applied to every row whose bin it holds for, lane by
+//! lane (vectorised; AVX2 when the processor has it). See `Layout` and `leaves_portable`.
 
 use crate::onnx::{Attribute, AttributeType, Model, Node};
 
@@ -547,7 +548,8 @@ impl TreeEnsemble {
         self
     }
 
-    /// The rows' leaves: `bits[tree * GROUP + k]` left with row k's leaf as its lowest bit.
+    /// The rows' leaves: `bits[tree].0[k]` left with row k's leaf in that tree as its lowest
+    /// bit.
     fn leaves(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
@@ -563,6 +565,9 @@ impl TreeEnsemble {
         self.leaves_portable(rows, values, bits)
     }
 
+    /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 when compiled
+    /// for it): per feature the group's bins, then the entries of the bins between the least
+    /// and the most, each applied to the lanes whose bin it holds for.
     #[inline(always)]
     fn leaves_portable(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
         debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
@@ -651,8 +656,8 @@ impl TreeEnsemble {
                 }
             }
             if feature.listed {
-                for k in 0..GROUP {
-                    let [_, _, c, d] = unsafe { *slots.get_unchecked(bins[k] as usize) };
+                for (k, &bin) in bins.iter().enumerate() {
+                    let [_, _, c, d] = unsafe { *slots.get_unchecked(bin as usize) };
                     unsafe { apply_row(bits, entries.get_unchecked(c as usize..d as usize), k) };
                 }
             }
@@ -1051,16 +1056,15 @@ fn eq_run(logical: &[Logical], i: usize) -> Result<(Vec<f32>, bool, usize), Unsu
         unreachable!("eq_run on an == node")
     };
     let mut values = vec![threshold];
-    while set {
-        match logical[on_false] {
-            Logical::Eq { feature: f, threshold: t, next: [tt, ff], set: true, .. }
-                if f == feature && tt == on_true =>
-            {
-                values.push(t);
-                on_false = ff;
-            }
-            _ => break,
+    if !set {
+        return Ok((values, nan_true, on_false));
+    }
+    while let Logical::Eq { feature: f, threshold: t, next: [tt, ff], set: true, .. } = logical[on_false] {
+        if f != feature || tt != on_true {
+            break;
         }
+        values.push(t);
+        on_false = ff;
         if values.len() > logical.len() {
             return refuse("the nodes make a cycle");
         }
@@ -1103,8 +1107,24 @@ mod tests {
 
     /// Values rows and thresholds draw from: signed zeros, infinities, NaN, whole categories
     /// (some that ONNX Runtime folds into sets, some not), fractions, neighbouring floats.
-    const VALUES: [f32; 16] =
-        [f32::NAN, f32::NEG_INFINITY, f32::INFINITY, 0.0, -0.0, 1.0, 2.0, 3.0, 7.0, 32.0, 33.0, 2.5, -1.5, 1e-45, 0.99999994, 1.0000001];
+    const VALUES: [f32; 16] = [
+        f32::NAN,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        2.0,
+        3.0,
+        7.0,
+        32.0,
+        33.0,
+        2.5,
+        -1.5,
+        1e-45,
+        0.99999994,
+        1.0000001,
+    ];
 
     /// ONNX Runtime's walk over the logical nodes, written apart from the layout: `x <= t`
     /// (NaN as flagged), and a `==` node that folds (`folds_into_a_set`) tested together with
@@ -1134,7 +1154,11 @@ mod tests {
                         }
                     }
                     if x.is_nan() {
-                        if nan_true { next[0] } else { after }
+                        if nan_true {
+                            next[0]
+                        } else {
+                            after
+                        }
                     } else if members.contains(&x) {
                         next[0]
                     } else {
@@ -1182,7 +1206,12 @@ mod tests {
             // the last link's false child was a placeholder until now
             return at;
         }
-        logical.push(Logical::Leq { feature, threshold: rng.pick(&VALUES), nan_true: rng.below(2) == 0, next: [0, 0] });
+        logical.push(Logical::Leq {
+            feature,
+            threshold: rng.pick(&VALUES),
+            nan_true: rng.below(2) == 0,
+            next: [0, 0],
+        });
         let on_true = random_tree(rng, logical, left, features);
         let on_false = random_tree(rng, logical, leaves - left, features);
         logical[at] = match logical[at] {
@@ -1218,8 +1247,9 @@ mod tests {
         for round in 0..20 {
             let features = 1 + rng.below(6);
             let mut logical = Vec::new();
-            let roots: Vec<usize> =
-                (0..1 + rng.below(40)).map(|_| random_tree(&mut rng, &mut logical, 64, features as u32)).collect();
+            let roots: Vec<usize> = (0..1 + rng.below(40))
+                .map(|_| random_tree(&mut rng, &mut logical, 64, features as u32))
+                .collect();
             let trees = ensemble(&logical, &roots, features);
             // rows: more than a group, a number that is no multiple of it; NaN in some
             let n = 1 + rng.below(70);
@@ -1248,7 +1278,12 @@ mod tests {
         let chain = |splits: usize| {
             let mut logical = Vec::new();
             for i in 0..splits {
-                logical.push(Logical::Leq { feature: 0, threshold: i as f32, nan_true: false, next: [2 * i + 1, 2 * i + 2] });
+                logical.push(Logical::Leq {
+                    feature: 0,
+                    threshold: i as f32,
+                    nan_true: false,
+                    next: [2 * i + 1, 2 * i + 2],
+                });
                 logical.push(Logical::Leaf(i as f32));
             }
             logical.push(Logical::Leaf(-1.0));
