@@ -4,9 +4,11 @@ too when ``../shared/corpus/train.jsonl.gz`` is there), identical labels and pro
 within 1e-6; ensembles built here for the edge cases (NaN with and without missing-value
 tracking, every comparison mode, categorical chains, thresholds at the row's own value, signed
 zeros and infinities, a one-leaf tree); an ensemble the kernel does not run falling back to
-ONNX Runtime and saying so; ``PULPIE_RT_TREES``."""
+ONNX Runtime and saying so (a tree of more than 64 leaves among them); ``PULPIE_RT_TREES``."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -220,6 +222,23 @@ def test_many_rows_many_trees_in_blocks_and_groups():
     assert_same(ensemble(trees, 6), rows[:5])  # fewer rows than one group
 
 
+def chain_of_splits(splits: int) -> list[tuple]:
+    """One tree of ``splits`` splits on feature 0, each with a leaf on its true side: as many
+    leaves as splits + 1."""
+    nodes = []
+    for i in range(splits):
+        nodes.append((2 * i, "BRANCH_LEQ", 0, float(i), 2 * i + 1, 2 * i + 2, i % 2))
+        nodes.append((2 * i + 1, "LEAF", (-1.0) ** i * (i + 1) / 64))
+    nodes.append((2 * splits, "LEAF", 0.5))
+    return nodes
+
+
+def test_a_tree_of_64_leaves_runs_on_the_kernel():
+    # the kernel keeps a tree's leaves as the bits of a 64-bit word: 64 is the most it runs
+    rows = np.concatenate([edge_rows(1, seed=6), np.arange(-1, 66, 0.5, np.float32)[:, None]])
+    assert_same(ensemble([chain_of_splits(63), chain_of_splits(5)], 1), rows)
+
+
 # ---------------------------------------------------------------- what the kernel refuses
 
 
@@ -249,6 +268,23 @@ def test_an_ensemble_the_kernel_does_not_run_falls_back_and_says_so(tmp_path, ca
     assert rescorer.trees.startswith(f"onnxruntime (the tree kernel cannot run {path}: {reason}")
     rows = np.array([[0.0], [1.0], [np.nan]], np.float32)
     probabilities, _, _ = rescorer.run(rows, np.zeros(3, np.float32))
+    np.testing.assert_array_equal(probabilities, OrtTrees(model).predict(rows)[0])
+
+
+def test_a_tree_of_65_leaves_falls_back_and_says_so(tmp_path, capfd):
+    model = ensemble([chain_of_splits(5), chain_of_splits(64)], 1)
+    reason = "tree 1 has more than 64 leaves (or its nodes make a cycle)"
+    with pytest.raises(native.CoreError, match=re.escape(reason)):
+        KernelTrees(model)
+    path = tmp_path / "rescorer.onnx"
+    path.write_bytes(model)
+    capfd.readouterr()
+    rescorer = native.CoreRescorer(path, 0.0)
+    assert (f"pulpie-rt: warning: the tree kernel cannot run {path}: {reason}; its trees run on "
+            "ONNX Runtime") in capfd.readouterr().err
+    assert rescorer.trees == f"onnxruntime (the tree kernel cannot run {path}: {reason})"
+    rows = np.arange(-1, 66, 0.5, np.float32)[:, None]
+    probabilities, _, _ = rescorer.run(rows, np.zeros(len(rows), np.float32))
     np.testing.assert_array_equal(probabilities, OrtTrees(model).predict(rows)[0])
 
 

@@ -1,6 +1,6 @@
 //! A binary tree-ensemble classifier read from an ONNX `ai.onnx.ml` `TreeEnsembleClassifier`
 //! (as onnxmltools writes LightGBM models) and evaluated to the bit as ONNX Runtime's CPU
-//! kernel does, with a layout made for speed.
+//! kernel does, with an evaluation made for speed (QuickScorer, below).
 //!
 //! What ONNX Runtime computes (onnxruntime/core/providers/cpu/ml/tree_ensemble_*.h, ml_common.h),
 //! and therefore what this file reproduces:
@@ -15,66 +15,118 @@
 //!   `[logistic(-s), logistic(s)]`, `logistic(v) = 1 / (1 + exp(-|v|))`, `1 - that` for v < 0.
 //!
 //! Anything else (other post-transforms, base values, several classes, weights of one sign,
-//! string labels, double thresholds) is refused with the reason, and the caller runs ONNX
-//! Runtime instead.
+//! string labels, double thresholds, a tree of more than 64 leaves) is refused with the
+//! reason, and the caller runs ONNX Runtime instead.
 //!
-//! The layout: every node of every tree in one array of 16-byte steps (threshold, feature with
-//! a flag bit, true and false child), every comparison made `x <= t` (`<`, `>=`, `>` with the
-//! threshold moved to the next float below and the children swapped; chains of `==`, one per
-//! category of a categorical split, as a balanced search over the categories, see `Layout`),
-//! leaves made self-loops holding their value. A tree is then walked
-//! for a group of rows at once, each row one independent chain of `depth` steps with no branch
-//! (the child index is computed from the comparison), so the processor overlaps the rows'
-//! memory loads instead of waiting on one row and mispredicting its turns; trees are taken one
-//! at a time over a block of rows that stays in cache.
+//! How a row is evaluated: no tree is walked. Every comparison becomes a test on the row's
+//! *bin* for the node's feature, the number of that feature's split points below the value
+//! (`x <= t` is `bin <= j` for `t` the j-th point, `x == c` is `bin == j` for `c` the j-th
+//! point with `below(c)` the one before). Each tree's leaves (at most 64) are bits of a `u64`;
+//! a node that sends the row away from its "left" child clears the bits of the leaves under
+//! that child, and the row's leaf is then the lowest bit left (QuickScorer, Lucchese et al.,
+//! SIGIR 2015). Which nodes clear bits for a bin is fixed when the model is read: per feature
+//! and bin, a contiguous run of entries (tree, leaf bits), so the evaluation reads memory in
+//! order, with no branch per node and no dependent loads. Rows go 16 at a time (their bins
+//! are close): an entry is read once and applied to every row whose bin it holds for, lane by
+//! lane (vectorised; AVX2 when the processor has it). See `Layout` and `leaves_portable`.
 
 use crate::onnx::{Attribute, AttributeType, Model, Node};
-
-/// Rows walked through one tree together (independent dependency chains).
-const GROUP: usize = 8;
-/// Rows whose running sums are kept while every tree is taken in turn (small enough that
-/// their features stay in the L1 cache).
-const BLOCK: usize = 16;
 
 /// The widest input read (feature indices stay below it).
 const MAX_FEATURES: i64 = 1 << 30;
 
-/// One node as the walk reads it: 16 bytes.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Leaves a tree may have: one bit each in a `u64`.
+const MAX_LEAVES: usize = 64;
+
+/// Rows evaluated together: a node's entry is read once for all of them (each lane tests
+/// its own row's bin), and their sums over the trees run side by side (each row's sum is a
+/// chain of float additions that must stay in tree order).
+const GROUP: usize = 16;
+
+/// Bins a group's values are counted in together when its values span no more points.
+const LINEAR: usize = 32;
+
+/// Trees an entry can name.
+const MAX_TREES: usize = u32::MAX as usize;
+
+/// One entry: a tree whose leaves (bits) a node's test rules out, and for a `<=` node the
+/// index of its point among its feature's.
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
-struct Step {
-    threshold: f32,
-    /// the feature column
-    feature: u32,
-    /// `[true child, false child]`, absolute indices; a leaf points to itself twice
-    next: [u32; 2],
+struct Entry {
+    leaves: u64,
+    tree: u32,
+    point: u32,
 }
 
-impl Step {
-    /// The child for `x`: `next[0]` when `x <= threshold`, or when `x` is NaN and NaN goes
-    /// to the true child here (`nan_true`).
-    #[inline(always)]
-    fn child(&self, x: f32, nan_true: bool) -> u32 {
-        let holds = x <= self.threshold;
-        self.next[usize::from(!(holds | (nan_true & x.is_nan())))]
+impl Entry {
+    /// The leaves `lo..hi` of `tree`.
+    fn new(tree: usize, lo: usize, hi: usize) -> Entry {
+        debug_assert!(lo < hi && hi <= MAX_LEAVES);
+        let leaves = if hi == MAX_LEAVES { !0u64 << lo } else { (1u64 << hi) - (1u64 << lo) };
+        Entry { leaves, tree: tree as u32, point: 0 }
     }
+}
 
-    /// The child for a number (not NaN): one comparison.
-    #[inline(always)]
-    fn child_of_number(&self, x: f32) -> u32 {
-        self.next[usize::from(!(x <= self.threshold))]
+/// A group's leaf bits for one tree, one `u64` a row (two cache lines).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Lanes([u64; GROUP]);
+
+/// Applies `entries` to row `k` of a group's leaf bits.
+///
+/// # Safety
+/// The entries' trees are below `bits.len()` (entries are made for the ensemble's
+/// trees only) and `k < GROUP`.
+#[inline(always)]
+unsafe fn apply_row(bits: &mut [Lanes], entries: &[Entry], k: usize) {
+    for e in entries {
+        bits.get_unchecked_mut(e.tree as usize).0[k] &= !e.leaves;
     }
+}
+
+/// Whether this processor runs AVX2.
+fn simd_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// What a feature's value selects: its bins' entry runs (see `Layout`).
+#[derive(Clone, Copy, Debug)]
+struct Feature {
+    /// the column of a row
+    column: u32,
+    /// its split points: `points[first..first + count]`
+    points_first: u32,
+    points_count: u32,
+    /// its slots: `slots[first + bin]` for bins 0..=count, `slots[first + count + 1]` for NaN
+    slots_first: u32,
+    /// whether a bin of it lists entries (a categorical node reads it); NaN always may
+    listed: bool,
 }
 
 /// The trees of a binary classifier, laid out for evaluation.
 #[derive(Clone, Debug)]
 pub struct TreeEnsemble {
-    steps: Vec<Step>,
-    /// per step: NaN goes to its true child (`nodes_missing_value_tracks_true`), read only for
-    /// blocks of rows holding a NaN
-    nan_true: Vec<bool>,
-    /// per tree: the root's index and the most steps from the root to a leaf
-    trees: Vec<(u32, u32)>,
+    /// the features the trees read, by column
+    features: Vec<Feature>,
+    /// every feature's split points, ascending (no NaN, one zero)
+    points: Vec<f32>,
+    /// per feature and bin (and NaN): `[a, b, c, d]`, the entries a row of that bin applies
+    /// are `a..b` (its `<=` nodes') and `c..d` (its categorical nodes', or NaN's)
+    slots: Vec<[u32; 4]>,
+    entries: Vec<Entry>,
+    /// run with AVX2 (detected when the model is read)
+    avx2: bool,
+    /// per tree, 64 leaf values (leaf i at `tree * 64 + i`, in the layout's leaf order)
+    leaf_values: Vec<f32>,
+    trees: usize,
     /// the widest feature index read + 1
     min_columns: usize,
     /// the graph's input width when it fixes one
@@ -430,22 +482,15 @@ impl TreeEnsemble {
                 ));
             }
         }
-        let mut layout = Layout::new(&logical);
-        let mut trees = Vec::with_capacity(roots.len());
-        for &root in &roots {
-            trees.push(layout.emit(root)?);
-        }
-        let (steps, nan_true) = (layout.steps, layout.nan_true);
-        // The most steps from each root to a leaf; a cycle (not a tree) is refused.
-        let mut depth = vec![u32::MAX; steps.len()]; // MAX: not yet known
-        let trees = trees
-            .into_iter()
-            .map(|root| Ok((root, steps_to_leaves(&steps, root as usize, &mut depth)?)))
-            .collect::<Result<Vec<_>, Unsupported>>()?;
+        let layout = Layout::new(&logical, &roots, tree_ids)?;
         Ok(TreeEnsemble {
-            steps,
-            nan_true,
-            trees,
+            features: layout.features,
+            points: layout.points,
+            slots: layout.slots,
+            entries: layout.entries,
+            avx2: simd_detected(),
+            leaf_values: layout.leaf_values,
+            trees: roots.len(),
             min_columns,
             columns,
             labels: [labels[0], labels[1]],
@@ -455,16 +500,11 @@ impl TreeEnsemble {
     }
 
     pub fn n_trees(&self) -> usize {
-        self.trees.len()
+        self.trees
     }
 
     pub fn n_nodes(&self) -> usize {
         self.nodes
-    }
-
-    /// Per tree, the most comparisons from its root to a leaf.
-    pub fn depths(&self) -> Vec<u32> {
-        self.trees.iter().map(|&(_, depth)| depth).collect()
     }
 
     /// The input width the graph fixes, if it does.
@@ -487,82 +527,154 @@ impl TreeEnsemble {
         if columns < self.min_columns {
             return Err(format!("the trees read feature {} of rows {columns} wide", self.min_columns - 1));
         }
-        for (block, out) in scores.chunks_mut(BLOCK).enumerate() {
-            let first = block * BLOCK;
-            self.block_scores(&features[first * columns..(first + out.len()) * columns], columns, out);
+        let mut bits = vec![Lanes([0; GROUP]); self.trees];
+        let mut values = vec![[0f32; GROUP]; self.features.len()];
+        for (group, out) in scores.chunks_mut(GROUP).enumerate() {
+            let first = group * GROUP;
+            // past the end, lanes repeat the last row
+            let rows: [&[f32]; GROUP] = std::array::from_fn(|k| {
+                let r = first + k.min(out.len() - 1);
+                &features[r * columns..(r + 1) * columns]
+            });
+            self.leaves(&rows, &mut values, &mut bits);
+            self.sum_leaves(&bits, out);
         }
         Ok(())
     }
 
-    /// Every tree, in order, over one block of rows: without a NaN in the block each step is
-    /// one comparison.
-    fn block_scores(&self, rows: &[f32], columns: usize, out: &mut [f32]) {
-        if rows.iter().any(|x| x.is_nan()) {
-            self.block_scores_with::<true>(rows, columns, out)
-        } else {
-            self.block_scores_with::<false>(rows, columns, out)
-        }
+    /// Evaluates with AVX2 or without (for tests: both must agree).
+    pub fn with_simd(mut self, on: bool) -> TreeEnsemble {
+        self.avx2 = on && simd_detected();
+        self
     }
 
+    /// The rows' leaves: `bits[tree].0[k]` left with row k's leaf in that tree as its lowest
+    /// bit.
+    fn leaves(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // the same code, compiled for AVX2 (detected when the model was read)
+            return unsafe { self.leaves_avx2(rows, values, bits) };
+        }
+        self.leaves_portable(rows, values, bits)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn leaves_avx2(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        self.leaves_portable(rows, values, bits)
+    }
+
+    /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 when compiled
+    /// for it): per feature the group's bins, then the entries of the bins between the least
+    /// and the most, each applied to the lanes whose bin it holds for.
     #[inline(always)]
-    fn block_scores_with<const NAN: bool>(&self, rows: &[f32], columns: usize, out: &mut [f32]) {
-        out.fill(0.0);
-        let steps = self.steps.as_slice();
-        let nan_true = self.nan_true.as_slice();
-        let n = out.len();
-        debug_assert!(rows.len() == n * columns && columns >= self.min_columns);
-        for &(root, depth) in &self.trees {
-            let mut start = 0;
-            while start < n {
-                // a group of GROUP rows; past the block's end lanes repeat its last row
-                let base: [*const f32; GROUP] =
-                    std::array::from_fn(|k| rows[(start + k).min(n - 1) * columns..].as_ptr());
-                let mut at = [root; GROUP];
-                // two steps a turn, the check after the second only: a lane that did not move
-                // then is on its leaf (a branch always moves), and a leaf stays put
-                for _ in 0..depth.div_ceil(2) {
-                    for k in 0..GROUP {
-                        at[k] = unsafe { self.step::<NAN>(steps, nan_true, base[k], at[k]) };
-                    }
-                    let mut moved = 0u32;
-                    for k in 0..GROUP {
-                        let next = unsafe { self.step::<NAN>(steps, nan_true, base[k], at[k]) };
-                        moved |= next ^ at[k];
-                        at[k] = next;
-                    }
-                    if moved == 0 {
-                        break; // every row of the group is at its leaf
+    fn leaves_portable(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
+        bits.fill(Lanes([!0; GROUP]));
+        let entries = self.entries.as_slice();
+        // the group's values, feature by feature (every column read is below min_columns <=
+        // the rows' length)
+        for (k, row) in rows.iter().enumerate() {
+            for (xs, feature) in values.iter_mut().zip(&self.features) {
+                xs[k] = unsafe { *row.get_unchecked(feature.column as usize) };
+            }
+        }
+        for (feature, xs) in self.features.iter().zip(values.iter()) {
+            let first = feature.points_first as usize;
+            let count = feature.points_count as usize;
+            let points = unsafe { self.points.get_unchecked(first..first + count) };
+            let slots = unsafe { self.slots.get_unchecked(feature.slots_first as usize..) };
+            let mut nan = false;
+            let (mut least_x, mut most_x) = (xs[0], xs[0]);
+            for &x in xs {
+                nan |= x.is_nan();
+                least_x = least_x.min(x);
+                most_x = most_x.max(x);
+            }
+            if nan {
+                // rare: each row on its own, a NaN on the feature's NaN slot
+                for (k, &x) in xs.iter().enumerate() {
+                    let slot = if x.is_nan() { count + 1 } else { bin(points, x) };
+                    let [a, b, c, d] = unsafe { *slots.get_unchecked(slot) };
+                    unsafe {
+                        apply_row(bits, entries.get_unchecked(a as usize..b as usize), k);
+                        apply_row(bits, entries.get_unchecked(c as usize..d as usize), k);
                     }
                 }
-                for k in 0..GROUP.min(n - start) {
-                    // a leaf keeps its value where a branch keeps its threshold
-                    out[start + k] += steps[at[k] as usize].threshold;
+                continue;
+            }
+            // every row's bin is between the least and the most value's
+            let least = bin(points, least_x);
+            let most = bin(points, most_x);
+            let mut bins = [0i64; GROUP];
+            if most - least <= LINEAR {
+                // count the points between, for all rows at once
+                let mut above = [0i32; GROUP];
+                for &p in unsafe { points.get_unchecked(least..most) } {
+                    for k in 0..GROUP {
+                        above[k] += i32::from(p < xs[k]);
+                    }
                 }
-                start += GROUP;
+                for k in 0..GROUP {
+                    bins[k] = least as i64 + i64::from(above[k]);
+                }
+            } else {
+                let between = unsafe { points.get_unchecked(least..most) };
+                for k in 0..GROUP {
+                    bins[k] = (least + bin(between, xs[k])) as i64;
+                }
+            }
+            // Up-to entries (by point) apply to rows whose bin is up to their point, above
+            // entries to those whose bin is above: from the least bin's first up-to entry to
+            // the most bin's last above entry, some rows apply each; those from the most
+            // bin's first up-to entry to the least bin's last above entry, every row.
+            let [least_up_to, least_above, _, _] = unsafe { *slots.get_unchecked(least) };
+            let [most_up_to, most_above, _, _] = unsafe { *slots.get_unchecked(most) };
+            unsafe {
+                for e in entries.get_unchecked(least_up_to as usize..most_up_to as usize) {
+                    let j = e.point as i64;
+                    let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
+                    for k in 0..GROUP {
+                        let on = 0u64.wrapping_sub(u64::from(bins[k] <= j));
+                        lanes[k] &= !(e.leaves & on);
+                    }
+                }
+                for e in entries.get_unchecked(most_up_to as usize..least_above as usize) {
+                    let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
+                    for lane in lanes.iter_mut() {
+                        *lane &= !e.leaves;
+                    }
+                }
+                for e in entries.get_unchecked(least_above as usize..most_above as usize) {
+                    let j = e.point as i64;
+                    let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
+                    for k in 0..GROUP {
+                        let on = 0u64.wrapping_sub(u64::from(bins[k] > j));
+                        lanes[k] &= !(e.leaves & on);
+                    }
+                }
+            }
+            if feature.listed {
+                for (k, &bin) in bins.iter().enumerate() {
+                    let [_, _, c, d] = unsafe { *slots.get_unchecked(bin as usize) };
+                    unsafe { apply_row(bits, entries.get_unchecked(c as usize..d as usize), k) };
+                }
             }
         }
     }
 
-    /// One step of a lane: from step `at`, its row's child.
-    ///
-    /// # Safety
-    /// `at` is a step index (roots and children all are, by construction), and `row` points at
-    /// a row of at least `min_columns` values (every step's feature is below that).
-    #[inline(always)]
-    unsafe fn step<const NAN: bool>(
-        &self,
-        steps: &[Step],
-        nan_true: &[bool],
-        row: *const f32,
-        at: u32,
-    ) -> u32 {
-        let step = steps.get_unchecked(at as usize);
-        let x = *row.add(step.feature as usize);
-        if NAN {
-            step.child(x, *nan_true.get_unchecked(at as usize))
-        } else {
-            step.child_of_number(x)
+    /// Each row's sum of its leaves' values, tree by tree in order, in float32 from 0 (ONNX
+    /// Runtime's sum); `bits` holds the group's leaves, `out` takes its first rows'.
+    fn sum_leaves(&self, bits: &[Lanes], out: &mut [f32]) {
+        let mut sums = [0f32; GROUP];
+        for (t, Lanes(lanes)) in bits.iter().enumerate() {
+            let values = &self.leaf_values[t * MAX_LEAVES..(t + 1) * MAX_LEAVES];
+            for k in 0..GROUP {
+                sums[k] += values[lanes[k].trailing_zeros() as usize & (MAX_LEAVES - 1)];
+            }
         }
+        out.copy_from_slice(&sums[..out.len()]);
     }
 
     /// The `[rows, 2]` probabilities and the labels ONNX Runtime's classifier gives `features`.
@@ -622,155 +734,342 @@ fn folds_into_a_set(threshold: f32) -> bool {
     (1.0..=32.0).contains(&threshold) && threshold.fract() == 0.0
 }
 
-/// Lays the logical nodes out as `Step`s, each tree depth first from its root (a node reached
-/// from several parents, as the chains of `==` nodes onnxmltools writes for a categorical split
-/// share their true child, is laid out once).
-///
-/// A chain of `x == c1`, else `x == c2`, … on one feature with one true child T (LightGBM's
-/// "category in set", one node per category) as ONNX Runtime folds it (`folds_into_a_set`)
-/// becomes a balanced search of `<=` comparisons over the points `c_i` — `x == c` is
-/// `below(c) < x <= c` — so a row takes about log2(2k) steps instead of up to k, every step the
-/// same comparison. NaN, false for every `<=`, ends at the top interval (> the largest c), which
-/// leads to the chain's false child; when the chain sends NaN to T, a first `x <= +inf` step
-/// sends NaN there instead. A node inside a chain that other nodes also lead to is laid out
-/// again from there, as ONNX Runtime folds from it too.
-struct Layout<'a> {
-    logical: &'a [Logical],
-    placed: Vec<u32>,
-    steps: Vec<Step>,
-    nan_true: Vec<bool>,
+/// The count of `points` (ascending, no NaN) below `x` (not NaN): the bin of `x`, so that
+/// `x <= points[j]` is `bin <= j`. Branch-free (the comparison becomes a conditional move).
+#[inline(always)]
+fn bin(points: &[f32], x: f32) -> usize {
+    let mut size = points.len();
+    if size == 0 {
+        return 0;
+    }
+    let mut base = 0usize;
+    while size > 1 {
+        let half = size / 2;
+        // the points before base are all below x, those from base + size on are not
+        base += half * usize::from(unsafe { *points.get_unchecked(base + half) } < x);
+        size -= half;
+    }
+    base + usize::from(unsafe { *points.get_unchecked(base) } < x)
 }
 
-const NOT_PLACED: u32 = u32::MAX;
-
-impl<'a> Layout<'a> {
-    fn new(logical: &'a [Logical]) -> Layout<'a> {
-        Layout {
-            logical,
-            placed: vec![NOT_PLACED; logical.len()],
-            steps: Vec::with_capacity(logical.len()),
-            nan_true: Vec::with_capacity(logical.len()),
-        }
-    }
-
-    fn push(&mut self, step: Step, nan_true: bool) -> u32 {
-        self.steps.push(step);
-        self.nan_true.push(nan_true);
-        (self.steps.len() - 1) as u32
-    }
-
-    /// The index of node `i`'s first step, laying it (and what it leads to) out if needed.
-    fn emit(&mut self, i: usize) -> Result<u32, Unsupported> {
-        if self.placed[i] != NOT_PLACED {
-            return Ok(self.placed[i]);
-        }
-        if self.steps.len() >= (u32::MAX - 1) as usize {
-            return refuse("too many nodes");
-        }
-        match self.logical[i] {
-            Logical::Leaf(value) => {
-                let at = self.steps.len() as u32;
-                // a leaf: both children itself, its value where a threshold would be
-                let at = self.push(Step { threshold: value, feature: 0, next: [at, at] }, false);
-                self.placed[i] = at;
-                Ok(at)
-            }
-            Logical::Leq { feature, threshold, nan_true, next } => {
-                let at = self.push(Step { threshold, feature, next: [0, 0] }, nan_true);
-                self.placed[i] = at;
-                let on_true = self.emit(next[0])?;
-                let on_false = self.emit(next[1])?;
-                self.steps[at as usize].next = [on_true, on_false];
-                Ok(at)
-            }
-            Logical::Eq { feature, threshold, nan_true, next, set } => {
-                // the chain from i: its categories, then its false child
-                let on_true = next[0];
-                let mut points = vec![threshold];
-                let mut on_false = next[1];
-                let mut steps = 0;
-                while set {
-                    match self.logical[on_false] {
-                        Logical::Eq { feature: f, threshold: t, next: n, set: true, .. }
-                            if f == feature && n[0] == on_true =>
-                        {
-                            points.push(t);
-                            on_false = n[1];
-                        }
-                        _ => break,
-                    }
-                    steps += 1;
-                    if steps > self.logical.len() {
-                        return refuse("the nodes make a cycle");
-                    }
-                }
-                // x == NaN never holds: such a point matches nothing
-                points.retain(|p| !p.is_nan());
-                points.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                points.dedup_by(|a, b| a == b); // -0 and 0 are one point for ==
-                                                // boundaries: interval j is (b[j-1], b[j]]; odd j are the points themselves
-                let bounds: Vec<f32> = points.iter().flat_map(|&c| [below(c), c]).collect();
-                const TO_TRUE: u32 = u32::MAX - 1;
-                const TO_FALSE: u32 = u32::MAX - 2;
-                let first = self.steps.len() as u32;
-                let guard = if nan_true {
-                    // x <= +inf: every number on, NaN to T
-                    Some(self.push(Step { threshold: f32::INFINITY, feature, next: [0, TO_TRUE] }, false))
-                } else {
-                    None
-                };
-                let search = self.search(feature, &bounds, 0, bounds.len(), TO_TRUE, TO_FALSE);
-                if let Some(guard) = guard {
-                    self.steps[guard as usize].next[0] = search;
-                }
-                let start = if guard.is_some() { first } else { search };
-                let last = self.steps.len();
-                if last == first as usize {
-                    // no step of its own (no point but NaN): the node is its false child
-                    self.placed[i] = NOT_PLACED;
-                    let f = self.emit(on_false)?;
-                    self.placed[i] = f;
-                    return Ok(f);
-                }
-                self.placed[i] = start;
-                let t = self.emit(on_true)?;
-                let f = self.emit(on_false)?;
-                for step in &mut self.steps[first as usize..last] {
-                    for target in &mut step.next {
-                        if *target == TO_TRUE {
-                            *target = t;
-                        } else if *target == TO_FALSE {
-                            *target = f;
-                        }
-                    }
-                }
-                Ok(start)
-            }
-        }
-    }
-
-    /// Steps telling apart the intervals `lo..=hi` of `bounds` (interval j is
-    /// `(bounds[j-1], bounds[j]]`, interval `bounds.len()` is above them all); odd intervals
-    /// are the chain's points and lead to `on_true`, even ones to `on_false`. Returns the first.
-    fn search(
-        &mut self,
+/// A tree's node once the `==` chains of a categorical split are one node.
+#[derive(Clone, Debug)]
+enum Unfolded {
+    Leaf(f32),
+    /// NaN goes to `next[0]` when `nan_true`; numbers when `test` holds
+    Split {
         feature: u32,
-        bounds: &[f32],
-        lo: usize,
-        hi: usize,
-        on_true: u32,
-        on_false: u32,
-    ) -> u32 {
-        if lo == hi {
-            return if lo % 2 == 1 { on_true } else { on_false };
+        test: Test,
+        nan_true: bool,
+        next: [usize; 2],
+    },
+}
+
+#[derive(Clone, Debug)]
+enum Test {
+    /// `x <= t` (t not NaN)
+    AtMost(f32),
+    /// `x` is one of these (no NaN; none: never)
+    OneOf(Vec<f32>),
+}
+
+/// Which bins of its feature a node's test rules leaves out for, and whether NaN does.
+#[derive(Clone, Debug)]
+enum Bins {
+    /// the bins above j (`x > points[j]`)
+    Above(usize),
+    /// the bins up to j (`x <= points[j]`)
+    UpTo(usize),
+    /// these bins (`x` one of these points)
+    Each(Vec<usize>),
+}
+
+/// One node's rule: when the row's bin of `feature` is in `bins` (or it is NaN and `nan`),
+/// the leaves `entry` names are not the row's.
+struct Rule {
+    feature: u32,
+    bins: Bins,
+    nan: bool,
+    entry: Entry,
+}
+
+/// The evaluation's tables, built from the logical nodes.
+///
+/// Every tree is first *unfolded* into a binary tree: a chain of `x == c1`, else `x == c2`, …
+/// on one feature with one true child T (LightGBM's "category in set", one `BRANCH_EQ` per
+/// category, which ONNX Runtime folds into set nodes, see `folds_into_a_set`) becomes one node
+/// "x is one of c1, c2, …" whose NaN goes to T when any link of the chain would send it
+/// there before it leaves the chain; a node several parents share is copied for each. A tree
+/// left with more than 64 leaves is refused.
+///
+/// Each node then picks its *left* child, the one whose leaves come first: the child a row
+/// usually takes, so that few rows have to clear bits for it (QuickScorer clears the leaves
+/// under the left child of every node whose test sends the row right). Without data to count
+/// on, "usually" is a guess: a `<=` node whose threshold is in the upper half of its feature's
+/// thresholds keeps its true child left (few values are above it), one in the lower half its
+/// false child; a categorical node its false child (a row is one category of many). The
+/// choice changes which entries a row applies, never its leaf.
+///
+/// Per feature, its *points* are its `<=` thresholds and, for each category c, c and
+/// `below(c)`; a value's bin is the count of points below it. A `<=` node on the j-th point
+/// rules its left leaves out for the bins above j (true child left) or up to j (false child
+/// left): laid out as `[up-to nodes by j][above nodes by j]`, the nodes a bin b rules with
+/// are one run, from the first up-to node with j >= b to the last above node with j < b. A
+/// categorical node is listed under each of its bins; NaN has a list of its own.
+struct Layout {
+    features: Vec<Feature>,
+    points: Vec<f32>,
+    slots: Vec<[u32; 4]>,
+    entries: Vec<Entry>,
+    leaf_values: Vec<f32>,
+}
+
+impl Layout {
+    fn new(logical: &[Logical], roots: &[usize], tree_ids: &[i64]) -> Result<Layout, Unsupported> {
+        if roots.len() > MAX_TREES {
+            return refuse(format!("{} trees (at most {MAX_TREES} are run here)", roots.len()));
         }
-        let mid = (lo + hi) / 2; // x <= bounds[mid]: intervals lo..=mid
-        let at = self.push(Step { threshold: bounds[mid], feature, next: [0, 0] }, false);
-        let left = self.search(feature, bounds, lo, mid, on_true, on_false);
-        let right = self.search(feature, bounds, mid + 1, hi, on_true, on_false);
-        self.steps[at as usize].next = [left, right];
-        at
+        let mut trees = Vec::with_capacity(roots.len());
+        for &root in roots {
+            let mut nodes = Vec::new();
+            let mut splits = 0;
+            match unfold(logical, root, &mut nodes, &mut splits) {
+                Ok(_) => trees.push(nodes),
+                Err(Unsupported(why)) if why.is_empty() => {
+                    return refuse(format!(
+                        "tree {} has more than {MAX_LEAVES} leaves (or its nodes make a cycle)",
+                        tree_ids[root]
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+
+        // every feature's points, and the middle of its thresholds (the left children's guess)
+        let mut points: std::collections::BTreeMap<u32, Vec<f32>> = Default::default();
+        let mut thresholds: std::collections::BTreeMap<u32, Vec<f32>> = Default::default();
+        for node in trees.iter().flatten() {
+            if let Unfolded::Split { feature, test, .. } = node {
+                let these = points.entry(*feature).or_default();
+                match test {
+                    Test::AtMost(t) => {
+                        these.push(*t);
+                        thresholds.entry(*feature).or_default().push(*t);
+                    }
+                    Test::OneOf(values) => {
+                        for &c in values {
+                            these.push(c);
+                            if c != f32::NEG_INFINITY {
+                                these.push(below(c));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for these in points.values_mut().chain(thresholds.values_mut()) {
+            these.sort_by(f32::total_cmp);
+            these.dedup_by(|a, b| a == b); // -0 and 0 are one point
+        }
+        let middle = |feature: u32| thresholds.get(&feature).map_or(0.0, |t| t[t.len() / 2]);
+        let index = |feature: u32, value: f32| -> usize {
+            let these = &points[&feature];
+            these.partition_point(|&p| p < value) // value is one of them
+        };
+
+        // leaf order and each node's rule
+        let mut rules = Vec::new();
+        let mut leaf_values = vec![0f32; trees.len() * MAX_LEAVES];
+        let left_true = |node: &Unfolded| match node {
+            Unfolded::Split { feature, test: Test::AtMost(t), .. } => *t >= middle(*feature),
+            _ => false,
+        };
+        for (tree, nodes) in trees.iter().enumerate() {
+            let mut ordered = Ordered { splits: Vec::new(), leaves: Vec::new() };
+            order(nodes, 0, &left_true, &mut ordered);
+            leaf_values[tree * MAX_LEAVES..][..ordered.leaves.len()].copy_from_slice(&ordered.leaves);
+            for (node, left_true, lo, hi) in ordered.splits {
+                let Unfolded::Split { feature, test, nan_true, .. } = &nodes[node] else { unreachable!() };
+                let bins = match test {
+                    Test::AtMost(t) if left_true => Bins::Above(index(*feature, *t)),
+                    Test::AtMost(t) => Bins::UpTo(index(*feature, *t)),
+                    Test::OneOf(values) => Bins::Each(values.iter().map(|&c| index(*feature, c)).collect()),
+                };
+                // NaN rules the left leaves out when it goes to the other child
+                let nan = *nan_true != left_true;
+                rules.push(Rule { feature: *feature, bins, nan, entry: Entry::new(tree, lo, hi) });
+            }
+        }
+
+        // per feature: entries and slots
+        let mut features = Vec::with_capacity(points.len());
+        let mut all_points = Vec::new();
+        let mut slots = Vec::new();
+        let mut entries = Vec::new();
+        let mut by_feature: std::collections::BTreeMap<u32, Vec<&Rule>> = Default::default();
+        for rule in &rules {
+            by_feature.entry(rule.feature).or_default().push(rule);
+        }
+        for (&feature, these) in &points {
+            let count = these.len();
+            let empty = Vec::new();
+            let rules = by_feature.get(&feature).unwrap_or(&empty);
+            let mut up_to: Vec<(usize, Entry)> = Vec::new();
+            let mut above: Vec<(usize, Entry)> = Vec::new();
+            let mut each: Vec<Vec<Entry>> = vec![Vec::new(); count + 2]; // bins, then NaN
+            for rule in rules {
+                match &rule.bins {
+                    Bins::UpTo(j) => up_to.push((*j, rule.entry)),
+                    Bins::Above(j) => above.push((*j, rule.entry)),
+                    Bins::Each(bins) => {
+                        for &b in bins {
+                            each[b].push(rule.entry);
+                        }
+                    }
+                }
+                if rule.nan {
+                    each[count + 1].push(rule.entry);
+                }
+            }
+            up_to.sort_by_key(|&(j, _)| j);
+            above.sort_by_key(|&(j, _)| j);
+            let base = entries.len();
+            entries.extend(up_to.iter().chain(&above).map(|&(j, e)| Entry { point: j as u32, ..e }));
+            let listed = each[..=count].iter().any(|l| !l.is_empty());
+            let slots_first = slots.len();
+            for b in 0..each.len() {
+                let (a, z) = if b <= count {
+                    let from = up_to.partition_point(|&(j, _)| j < b);
+                    let to = up_to.len() + above.partition_point(|&(j, _)| j < b);
+                    (base + from, base + to)
+                } else {
+                    (base, base)
+                };
+                slots.push([a as u32, z as u32, 0, 0]);
+            }
+            for (b, listed) in each.iter().enumerate() {
+                let c = entries.len();
+                entries.extend_from_slice(listed);
+                slots[slots_first + b][2] = c as u32;
+                slots[slots_first + b][3] = entries.len() as u32;
+            }
+            if entries.len() > u32::MAX as usize || all_points.len() + count > u32::MAX as usize {
+                return refuse("too many nodes");
+            }
+            features.push(Feature {
+                column: feature,
+                points_first: all_points.len() as u32,
+                points_count: count as u32,
+                slots_first: slots_first as u32,
+                listed,
+            });
+            all_points.extend_from_slice(these);
+        }
+        Ok(Layout { features, points: all_points, slots, entries, leaf_values })
     }
+}
+
+/// One unfolded tree in leaf order: per split (node, true child left, its left leaves
+/// `lo..hi`), and the leaves' values in order.
+struct Ordered {
+    splits: Vec<(usize, bool, usize, usize)>,
+    leaves: Vec<f32>,
+}
+
+/// Numbers the leaves under `at`, left child first (`left_true`: the true child is left).
+fn order(nodes: &[Unfolded], at: usize, left_true: &impl Fn(&Unfolded) -> bool, out: &mut Ordered) {
+    match &nodes[at] {
+        Unfolded::Leaf(value) => out.leaves.push(*value),
+        node @ Unfolded::Split { next, .. } => {
+            let true_left = left_true(node);
+            let (left, right) = if true_left { (next[0], next[1]) } else { (next[1], next[0]) };
+            let lo = out.leaves.len();
+            order(nodes, left, left_true, out);
+            out.splits.push((at, true_left, lo, out.leaves.len()));
+            order(nodes, right, left_true, out);
+        }
+    }
+}
+
+/// Copies the tree under logical node `i` into `nodes`, pre-order (its root first), each chain
+/// of `==` nodes with one true child merged into one node (see `Layout`). `Unsupported("")`
+/// past `MAX_LEAVES` leaves (a cycle never ends otherwise).
+fn unfold(
+    logical: &[Logical],
+    i: usize,
+    nodes: &mut Vec<Unfolded>,
+    splits: &mut usize,
+) -> Result<usize, Unsupported> {
+    let at = nodes.len();
+    let (feature, test, nan_true, next) = match logical[i] {
+        Logical::Leaf(value) => {
+            nodes.push(Unfolded::Leaf(value));
+            return Ok(at);
+        }
+        Logical::Leq { feature, threshold, nan_true, next } => {
+            // x <= NaN holds for no x
+            let test = if threshold.is_nan() { Test::OneOf(Vec::new()) } else { Test::AtMost(threshold) };
+            (feature, test, nan_true, next)
+        }
+        Logical::Eq { feature, next: [on_true, _], .. } => {
+            let (mut values, mut nan_true, mut on_false) = eq_run(logical, i)?;
+            // the runs after it on the same feature and true child: x in any, NaN to the true
+            // child if any run on the way sends it there
+            let mut runs = 0;
+            while let Logical::Eq { feature: f, next: [t, _], .. } = logical[on_false] {
+                if f != feature || t != on_true {
+                    break;
+                }
+                let (more, nan, after) = eq_run(logical, on_false)?;
+                values.extend(more);
+                nan_true |= nan;
+                on_false = after;
+                runs += 1;
+                if runs > logical.len() {
+                    return refuse("the nodes make a cycle");
+                }
+            }
+            values.retain(|c| !c.is_nan()); // x == NaN holds for no x
+            values.sort_by(f32::total_cmp);
+            values.dedup_by(|a, b| a == b); // -0 and 0: one value for ==
+            (feature, Test::OneOf(values), nan_true, [on_true, on_false])
+        }
+    };
+    *splits += 1;
+    if *splits >= MAX_LEAVES {
+        return Err(Unsupported(String::new()));
+    }
+    nodes.push(Unfolded::Split { feature, test, nan_true, next: [0, 0] });
+    let on_true = unfold(logical, next[0], nodes, splits)?;
+    let on_false = unfold(logical, next[1], nodes, splits)?;
+    if let Unfolded::Split { next, .. } = &mut nodes[at] {
+        *next = [on_true, on_false];
+    }
+    Ok(at)
+}
+
+/// The run of `==` nodes from `i` that ONNX Runtime folds into one set node (`i` alone when
+/// its value does not fold, see `folds_into_a_set`): its values, whether it sends NaN to its
+/// true child (as `i` says), its false child.
+fn eq_run(logical: &[Logical], i: usize) -> Result<(Vec<f32>, bool, usize), Unsupported> {
+    let Logical::Eq { feature, threshold, nan_true, next: [on_true, mut on_false], set } = logical[i] else {
+        unreachable!("eq_run on an == node")
+    };
+    let mut values = vec![threshold];
+    if !set {
+        return Ok((values, nan_true, on_false));
+    }
+    while let Logical::Eq { feature: f, threshold: t, next: [tt, ff], set: true, .. } = logical[on_false] {
+        if f != feature || tt != on_true {
+            break;
+        }
+        values.push(t);
+        on_false = ff;
+        if values.len() > logical.len() {
+            return refuse("the nodes make a cycle");
+        }
+    }
+    Ok((values, nan_true, on_false))
 }
 
 /// ONNX Runtime's `ComputeLogistic`, in float32.
@@ -784,46 +1083,242 @@ pub fn logistic(v: f32) -> f32 {
     }
 }
 
-/// The most steps from `at` to a leaf (0 at a leaf), memoised in `depth`; an error on a cycle.
-fn steps_to_leaves(steps: &[Step], root: usize, depth: &mut [u32]) -> Result<u32, Unsupported> {
-    const VISITING: u32 = u32::MAX - 1;
-    // iterative post-order: (node, children pushed)
-    let mut stack = vec![(root, false)];
-    while let Some((at, expanded)) = stack.pop() {
-        if depth[at] != u32::MAX && depth[at] != VISITING {
-            continue;
-        }
-        let step = steps[at];
-        let leaf = step.next == [at as u32, at as u32];
-        if leaf {
-            depth[at] = 0;
-            continue;
-        }
-        if expanded {
-            let a = depth[step.next[0] as usize];
-            let b = depth[step.next[1] as usize];
-            depth[at] = 1 + a.max(b);
-            continue;
-        }
-        if depth[at] == VISITING {
-            return refuse("the nodes make a cycle");
-        }
-        depth[at] = VISITING;
-        stack.push((at, true));
-        for child in step.next {
-            match depth[child as usize] {
-                VISITING => return refuse("the nodes make a cycle"),
-                u32::MAX => stack.push((child as usize, false)),
-                _ => {}
-            }
-        }
-    }
-    Ok(depth[root])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tiny deterministic generator (std only).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick(&mut self, values: &[f32]) -> f32 {
+            values[self.below(values.len())]
+        }
+    }
+
+    /// Values rows and thresholds draw from: signed zeros, infinities, NaN, whole categories
+    /// (some that ONNX Runtime folds into sets, some not), fractions, neighbouring floats.
+    const VALUES: [f32; 16] = [
+        f32::NAN,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        2.0,
+        3.0,
+        7.0,
+        32.0,
+        33.0,
+        2.5,
+        -1.5,
+        1e-45,
+        0.99999994,
+        1.0000001,
+    ];
+
+    /// ONNX Runtime's walk over the logical nodes, written apart from the layout: `x <= t`
+    /// (NaN as flagged), and a `==` node that folds (`folds_into_a_set`) tested together with
+    /// the folding ones after it on its false side (same feature, same true child), NaN
+    /// where it says.
+    fn walk(logical: &[Logical], mut at: usize, row: &[f32]) -> f32 {
+        loop {
+            at = match logical[at] {
+                Logical::Leaf(value) => return value,
+                Logical::Leq { feature, threshold, nan_true, next } => {
+                    let x = row[feature as usize];
+                    next[usize::from(!(x <= threshold || (x.is_nan() && nan_true)))]
+                }
+                Logical::Eq { feature, threshold, nan_true, next, set } => {
+                    let x = row[feature as usize];
+                    let mut members = vec![threshold];
+                    let mut after = next[1];
+                    while set {
+                        match logical[after] {
+                            Logical::Eq { feature: f, threshold: t, next: n, set: true, .. }
+                                if f == feature && n[0] == next[0] =>
+                            {
+                                members.push(t);
+                                after = n[1];
+                            }
+                            _ => break,
+                        }
+                    }
+                    if x.is_nan() {
+                        if nan_true {
+                            next[0]
+                        } else {
+                            after
+                        }
+                    } else if members.contains(&x) {
+                        next[0]
+                    } else {
+                        after
+                    }
+                }
+            }
+        }
+    }
+
+    /// A random tree of at most `leaves` leaves appended to `logical`: `<=` splits and
+    /// categorical chains (`==` links sharing one true child); its root's index.
+    fn random_tree(rng: &mut Rng, logical: &mut Vec<Logical>, leaves: usize, features: u32) -> usize {
+        let at = logical.len();
+        if leaves <= 1 || rng.below(5) == 0 {
+            logical.push(Logical::Leaf((rng.below(2001) as f32 - 1000.0) / 256.0));
+            return at;
+        }
+        let feature = rng.below(features as usize) as u32;
+        let left = 1 + rng.below(leaves - 1);
+        if rng.below(3) == 0 {
+            // a chain: k links, then the true subtree, then the false one
+            let k = 1 + rng.below(4);
+            for i in 0..k {
+                let threshold = if rng.below(2) == 0 { rng.below(40) as f32 } else { rng.pick(&VALUES) };
+                let nan_true = rng.below(2) == 0;
+                logical.push(Logical::Eq {
+                    feature,
+                    threshold,
+                    nan_true,
+                    next: [0, at + i + 1],
+                    set: folds_into_a_set(threshold),
+                });
+            }
+            let on_true = random_tree(rng, logical, left, features);
+            let on_false = random_tree(rng, logical, leaves - left, features);
+            for i in 0..k {
+                if let Logical::Eq { next, .. } = &mut logical[at + i] {
+                    next[0] = on_true;
+                    if i == k - 1 {
+                        next[1] = on_false;
+                    }
+                }
+            }
+            // the last link's false child was a placeholder until now
+            return at;
+        }
+        logical.push(Logical::Leq {
+            feature,
+            threshold: rng.pick(&VALUES),
+            nan_true: rng.below(2) == 0,
+            next: [0, 0],
+        });
+        let on_true = random_tree(rng, logical, left, features);
+        let on_false = random_tree(rng, logical, leaves - left, features);
+        logical[at] = match logical[at] {
+            Logical::Leq { feature, threshold, nan_true, .. } => {
+                Logical::Leq { feature, threshold, nan_true, next: [on_true, on_false] }
+            }
+            _ => unreachable!(),
+        };
+        at
+    }
+
+    fn ensemble(logical: &[Logical], roots: &[usize], features: usize) -> TreeEnsemble {
+        let layout = Layout::new(logical, roots, &vec![0; logical.len()]).unwrap();
+        TreeEnsemble {
+            features: layout.features,
+            points: layout.points,
+            slots: layout.slots,
+            entries: layout.entries,
+            avx2: simd_detected(),
+            leaf_values: layout.leaf_values,
+            trees: roots.len(),
+            min_columns: features,
+            columns: Some(features),
+            labels: [0, 1],
+            scale: None,
+            nodes: logical.len(),
+        }
+    }
+
+    #[test]
+    fn both_evaluations_sum_the_leaves_onnx_runtime_walks_to() {
+        let mut rng = Rng(0x9e3779b97f4a7c15);
+        for round in 0..20 {
+            let features = 1 + rng.below(6);
+            let mut logical = Vec::new();
+            let roots: Vec<usize> = (0..1 + rng.below(40))
+                .map(|_| random_tree(&mut rng, &mut logical, 64, features as u32))
+                .collect();
+            let trees = ensemble(&logical, &roots, features);
+            // rows: more than a group, a number that is no multiple of it; NaN in some
+            let n = 1 + rng.below(70);
+            let mut rows = Vec::with_capacity(n * features);
+            for _ in 0..n * features {
+                rows.push(if rng.below(3) == 0 { rng.below(40) as f32 } else { rng.pick(&VALUES) });
+            }
+            let expected: Vec<f32> = rows
+                .chunks_exact(features)
+                .map(|row| roots.iter().fold(0f32, |sum, &root| sum + walk(&logical, root, row)))
+                .collect();
+            for simd in [false, true] {
+                let trees = trees.clone().with_simd(simd);
+                let mut scores = vec![0f32; n];
+                trees.raw_scores(&rows, features, &mut scores).unwrap();
+                for (i, (s, e)) in scores.iter().zip(&expected).enumerate() {
+                    assert_eq!(s.to_bits(), e.to_bits(), "round {round} row {i} simd {simd}: {s} vs {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_tree_of_65_leaves_is_refused_64_run() {
+        // a chain of splits: n splits, n + 1 leaves
+        let chain = |splits: usize| {
+            let mut logical = Vec::new();
+            for i in 0..splits {
+                logical.push(Logical::Leq {
+                    feature: 0,
+                    threshold: i as f32,
+                    nan_true: false,
+                    next: [2 * i + 1, 2 * i + 2],
+                });
+                logical.push(Logical::Leaf(i as f32));
+            }
+            logical.push(Logical::Leaf(-1.0));
+            // node i's children: its leaf right after it, the next split after that
+            for i in 0..splits {
+                logical[2 * i] = Logical::Leq {
+                    feature: 0,
+                    threshold: i as f32,
+                    nan_true: false,
+                    next: [2 * i + 1, 2 * i + 2],
+                };
+            }
+            logical
+        };
+        let ok = chain(63);
+        let trees = ensemble(&ok, &[0], 1);
+        let mut scores = [0f32; 2];
+        trees.raw_scores(&[62.5, 100.0], 1, &mut scores).unwrap();
+        assert_eq!(scores, [-1.0, -1.0]);
+        trees.raw_scores(&[-3.0, 10.0], 1, &mut scores).unwrap();
+        assert_eq!(scores, [0.0, 10.0]);
+        let refused = Layout::new(&chain(64), &[0], &[7; 129]).err().unwrap();
+        assert_eq!(refused.0, "tree 7 has more than 64 leaves (or its nodes make a cycle)");
+    }
+
+    #[test]
+    fn a_bin_counts_the_points_below() {
+        let points = [f32::NEG_INFINITY, -1.5, below(0.0), 0.0, 1.0, 2.5, 7.0, f32::MAX, f32::INFINITY];
+        for n in 0..=points.len() {
+            let points = &points[..n];
+            for x in VALUES.iter().chain(&points.to_vec()).filter(|x| !x.is_nan()) {
+                assert_eq!(bin(points, *x), points.iter().filter(|&&p| p < *x).count(), "{x} in {points:?}");
+            }
+        }
+    }
 
     #[test]
     fn below_is_the_next_float_down() {
