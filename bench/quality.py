@@ -256,6 +256,29 @@ def set_table(rows: Sequence[dict[str, Any]]) -> str:
     return format_table(headers, body)
 
 
+def margin_table(sets: Sequence[Mapping[str, Any]]) -> str:
+    """Per page set, each ``ours`` row's word F1 less trafilatura's: the mean over the seeds
+    and each seed's own margin (the lowest and highest), and the precision margin; a set
+    without a trafilatura row has none."""
+    headers = ["page set", "pages", "system", "seeds", "F1 - trafilatura", "per seed",
+               "P - trafilatura"]
+    body = []
+    for one in sets:
+        traf = next((r["scores"] for r in one["rows"] if r["system"] == "trafilatura"), None)
+        if traf is None:
+            continue
+        for row in one["rows"]:
+            if row["system"] != "ours":
+                continue
+            s = row["scores"]
+            seeds = [f - traf["f1"] for f in s.get("seed_f1") or [s["f1"]]]
+            body.append([one["page_set"], str(one["scored_pages"]), row["name"],
+                         str(len(seeds)), f"{s['f1'] - traf['f1']:+.3f}",
+                         f"{min(seeds):+.3f} to {max(seeds):+.3f}",
+                         f"{s['precision'] - traf['precision']:+.3f}"])
+    return format_table(headers, body)
+
+
 def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     """One page set's rows: ours (each profile; the fast profile over the seed copies too),
     trafilatura, the ceiling and the whole page."""
@@ -373,6 +396,10 @@ def run(args: argparse.Namespace) -> int:
         for one in report["sets"]:
             print(f"\n{one['page_set']} ({one['scored_pages']} pages)")
             print(set_table(one["rows"]))
+    if any(r["system"] == "trafilatura" for one in report["sets"] for r in one["rows"]):
+        print("\n== word F1 against trafilatura's (ours less trafilatura, same pages, same "
+              "run: the mean over the model and its seed copies, and each seed's own)")
+        print(margin_table(report["sets"]))
     print("\npages/CPU-s: pages per user+system second of each system's own process and every "
           "process and thread it started (model load excluded); pages/s: wall clock; same "
           "pages, same run; ours = extract_batch + .text; rule rows untimed")

@@ -161,6 +161,23 @@ def test_seed_rows_are_means_with_their_standard_deviation():
     assert "0.860 ± 0.020" in table and "0.840-0.880" in table
 
 
+def test_margin_table_gives_each_seed_its_own_margin_over_trafilatura():
+    fast = {"f1": 0.82, "precision": 0.78, "seed_f1": [0.81, 0.82, 0.83]}
+    sets = [{"page_set": "dragnet", "scored_pages": 1380, "rows": [
+                {"system": "ours", "name": "ours (fast)", "scores": fast},
+                {"system": "trafilatura", "name": "trafilatura",
+                 "scores": {"f1": 0.815, "precision": 0.79}},
+                {"system": "ceiling", "name": "rule labels (ceiling)",
+                 "scores": {"f1": 0.99, "precision": 0.99}}]},
+            {"page_set": "readability", "scored_pages": 126, "rows": [  # no trafilatura row
+                {"system": "ours", "name": "ours (fast)", "scores": fast}]}]
+    table = quality.margin_table(sets)
+    row = next(line for line in table.splitlines() if line.startswith("dragnet"))
+    assert row.split() == ["dragnet", "1380", "ours", "(fast)", "3", "+0.005", "-0.005", "to",
+                           "+0.015", "-0.010"]
+    assert "readability" not in table and "ceiling" not in table
+
+
 def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, capsys):
     from pulpie_rt.eval import article_sets
 
