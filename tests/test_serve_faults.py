@@ -479,6 +479,34 @@ def test_groups_take_queued_pages_of_every_request_within_the_byte_budget():
     assert groups == [["a", "b", "c"], ["d"], ["e"], ["f"]]
 
 
+def test_a_page_queued_while_the_idle_countdown_runs_is_extracted_at_once():
+    """One extraction thread: after a group it counts down to releasing the heap
+    (``IDLE_RELEASE_S``); a page queued meanwhile wakes it and is extracted, not left until
+    some later page wakes it again (an earlier countdown missed that wake-up)."""
+    import asyncio
+
+    from pulpie_rt import PageInput
+    from pulpie_rt.integrations.serve.service import IDLE_RELEASE_S
+
+    service = fake_service(max_batch_wait_ms=0)
+    service.load()
+    assert service.state == "ready", service.load_error
+
+    async def two_pages() -> list[str]:
+        loop = asyncio.get_running_loop()
+        first = await asyncio.wait_for(service.submit(PageInput("<p>a</p>", page_id="a"),
+                                                      loop).future, 5)
+        await asyncio.sleep(IDLE_RELEASE_S / 4)  # the thread is counting down now
+        second = await asyncio.wait_for(service.submit(PageInput("<p>b</p>", page_id="b"),
+                                                       loop).future, 5)
+        return [first.markdown, second.markdown]
+
+    try:
+        assert asyncio.run(two_pages()) == ["page a", "page b"]
+    finally:
+        service.close(timeout=5)
+
+
 def test_the_soak_run_works_in_small(tmp_path):
     """``python -m pulpie_rt.bench.soak`` (make bench) in a few seconds: every kind of request
     sent, answered as documented and counted by the service (its memory is the long run's)."""

@@ -303,15 +303,18 @@ class ExtractionService:
                     self._queued.wait(remaining)
                 elif self._closing:
                     return None
-                elif (self._heap_used and self._groups_running == 0
-                      and not self._queued.wait(IDLE_RELEASE_S)):
-                    # idle for IDLE_RELEASE_S: one thread releases the heap, once per busy spell
-                    self._heap_used = False
-                    self._queued.release()
-                    try:
-                        release_free_heap()
-                    finally:
-                        self._queued.acquire()
+                elif self._heap_used and self._groups_running == 0:
+                    # a countdown, not a wait for a page alone: woken (a page queued, a group
+                    # ended), the loop looks at the queue again; idle for IDLE_RELEASE_S, this
+                    # thread releases the heap, once per busy spell
+                    if (not self._queued.wait(IDLE_RELEASE_S) and not self._queue
+                            and self._groups_running == 0):
+                        self._heap_used = False
+                        self._queued.release()
+                        try:
+                            release_free_heap()
+                        finally:
+                            self._queued.acquire()
                 else:
                     self._queued.wait()
 
