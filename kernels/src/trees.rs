@@ -483,20 +483,7 @@ impl TreeEnsemble {
             }
         }
         let layout = Layout::new(&logical, &roots, tree_ids)?;
-        Ok(TreeEnsemble {
-            features: layout.features,
-            points: layout.points,
-            slots: layout.slots,
-            entries: layout.entries,
-            avx2: simd_detected(),
-            leaf_values: layout.leaf_values,
-            trees: roots.len(),
-            min_columns,
-            columns,
-            labels: [labels[0], labels[1]],
-            scale,
-            nodes: n,
-        })
+        Ok(layout.into_ensemble(roots.len(), min_columns, columns, [labels[0], labels[1]], scale, n))
     }
 
     pub fn n_trees(&self) -> usize {
@@ -825,6 +812,33 @@ struct Layout {
 }
 
 impl Layout {
+    /// The ensemble evaluated with these tables (`trees` of them, `nodes` nodes as read), with
+    /// what the model says of its input and output; AVX2 when this processor has it.
+    fn into_ensemble(
+        self,
+        trees: usize,
+        min_columns: usize,
+        columns: Option<usize>,
+        labels: [i64; 2],
+        scale: Option<f32>,
+        nodes: usize,
+    ) -> TreeEnsemble {
+        TreeEnsemble {
+            features: self.features,
+            points: self.points,
+            slots: self.slots,
+            entries: self.entries,
+            avx2: simd_detected(),
+            leaf_values: self.leaf_values,
+            trees,
+            min_columns,
+            columns,
+            labels,
+            scale,
+            nodes,
+        }
+    }
+
     fn new(logical: &[Logical], roots: &[usize], tree_ids: &[i64]) -> Result<Layout, Unsupported> {
         if roots.len() > MAX_TREES {
             return refuse(format!("{} trees (at most {MAX_TREES} are run here)", roots.len()));
@@ -1225,20 +1239,7 @@ mod tests {
 
     fn ensemble(logical: &[Logical], roots: &[usize], features: usize) -> TreeEnsemble {
         let layout = Layout::new(logical, roots, &vec![0; logical.len()]).unwrap();
-        TreeEnsemble {
-            features: layout.features,
-            points: layout.points,
-            slots: layout.slots,
-            entries: layout.entries,
-            avx2: simd_detected(),
-            leaf_values: layout.leaf_values,
-            trees: roots.len(),
-            min_columns: features,
-            columns: Some(features),
-            labels: [0, 1],
-            scale: None,
-            nodes: logical.len(),
-        }
+        layout.into_ensemble(roots.len(), features, Some(features), [0, 1], None, logical.len())
     }
 
     #[test]
