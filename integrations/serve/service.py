@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
+import functools
 import logging
 import threading
 import time
@@ -60,14 +60,23 @@ def release_free_heap() -> bool:
     107 MiB after a trim, 760 MiB at its highest under load). The engine's Rust code and
     Python's large objects use the same C heap.
     """
-    libc_name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(libc_name).malloc_trim
-    except (OSError, AttributeError, TypeError):
+    trim = malloc_trim_cache()
+    if trim is None:
         return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
     return True
+
+
+@functools.cache
+def malloc_trim_cache():
+    """The C library's ``malloc_trim``, looked up once (among the symbols this process has
+    loaded already: no search for the library file), or None where it has none."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
 
 
 class PageTicket:
