@@ -56,9 +56,10 @@ def release_free_heap() -> bool:
 
     Why: the request bodies (up to the payload limit) and a hostile page's parse trees are
     freed after each request, but glibc keeps freed memory in each thread's arena, so the
-    service's RSS stays at its largest spike (the 10-minute soak: 190 MiB idle after load,
-    107 MiB after a trim, 760 MiB at its highest under load). The engine's Rust code and
-    Python's large objects use the same C heap.
+    service's RSS stays near its largest spike (the soak's load for 4 minutes, the trim called
+    from gdb outside the project: 191 MiB idle after the load, 107 MiB after the trim, 755 MiB
+    at its highest under load). The engine's Rust code and Python's large objects use the same
+    C heap.
     """
     trim = malloc_trim_cache()
     if trim is None:
