@@ -116,7 +116,55 @@ def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
     return {"texts": texts, "errors": errors, "n_blocks": n_blocks, "load_s": load_s,
             "wall_s": wall_s, "cpu_s": cpu_s, "timed_pages": len(pages),
             "device": extractor.device, "profile": extractor.bundle.profile,
-            "setup_cpu_s": setup_cpu_s}
+            "bundle": str(extractor.bundle.path), "keep_hidden": extractor.bundle.keep_hidden,
+            "drop_noscript": extractor.bundle.drop_noscript, "setup_cpu_s": setup_cpu_s}
+
+
+def fold_decisions(bundle: str | Path) -> dict[str, Any] | None:
+    """The fast profile's out-of-fold decisions on the readability pages it was trained on
+    (``results.json`` ``fast.readability_folds``, written by ``train.fast`` with
+    ``Recipe.fast_fold_readability``): ``pages``, ``precision``/``recall``/``f1`` as training
+    measured them and ``labels`` (page id -> one character per block, ``1`` main); None for
+    a bundle that was not trained on them."""
+    import json
+
+    path = Path(bundle) / "results.json"
+    if not path.is_file():
+        return None
+    folds = json.loads(path.read_text(encoding="utf-8")).get("fast", {}).get("readability_folds")
+    return folds if folds and folds.get("labels") else None
+
+
+def fold_texts(pages: Sequence[dict], labels: dict[str, str], keep_hidden: bool,
+               drop_noscript: bool) -> dict[str, str]:
+    """Each page's text from its out-of-fold decisions (``fold_decisions``' ``labels``): the
+    page segmented as the profile segments it, its blocks labelled so, reconstructed and
+    rendered as the extractor renders ``.text``. A page without decisions, or whose block
+    count differs from them, raises ``ValueError`` naming it: its figure would not be the
+    fold's."""
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.markdown import to_text
+    from pulpie_rt.runtime.stages.reconstruct import extract_main_html
+    from pulpie_rt.runtime.stages.simplify import simplify
+
+    texts: dict[str, str] = {}
+    for page in pages:
+        decided = labels.get(page["id"])
+        if decided is None:
+            raise ValueError(f"{page['id']}: no out-of-fold decisions in the model's "
+                             f"results.json")
+        if not decided:  # its decoding failed in training: scored empty, as it was there
+            texts[page["id"]] = ""
+            continue
+        simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden,
+                                        drop_noscript=drop_noscript)
+        _, item_ids = extract_blocks(simplified)
+        if len(decided) != len(item_ids):
+            raise ValueError(f"{page['id']}: {len(decided)} out-of-fold decisions for "
+                             f"{len(item_ids)} blocks (segmented otherwise than in training)")
+        texts[page["id"]] = to_text(extract_main_html(
+            map_html, labels_from_predictions(item_ids, [int(c) for c in decided])))
+    return texts
 
 
 def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:

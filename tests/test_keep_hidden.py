@@ -177,13 +177,14 @@ def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, t
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
     recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1)
+                     rescorer_min_leaf=5, threads=1, fast_fold_readability=False)
     assert Recipe().fast_keep_hidden is True
     bundle = tmp_path / "work" / "bundle"
     bundle.mkdir(parents=True)
     logged = []
     fast = write_fast_rescorer(bundle, recipe, log=logged.append)
     assert fast["keep_hidden"] is True and fast["drop_noscript"] is True
+    assert "readability_folds" not in fast  # fast_fold_readability off: the corpus alone
     assert any(line.endswith("hidden elements kept, noscript elements dropped")
                for line in logged)
     assert [p.name for p in (tmp_path / "build" / "train-data").iterdir()

@@ -192,3 +192,98 @@ def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, cap
     assert quality.page_sets(args) == ["readability"]
     with pytest.raises(SystemExit, match="unknown page set 'news'"):
         quality.page_sets(quality.argparse.Namespace(sets=["news"], articles=False))
+
+
+# ---------------------------------------------------------------- readability pages in folds
+
+
+@pytest.fixture(scope="module")
+def fast_decisions() -> tuple[list[dict], dict[str, str], dict[str, str]]:
+    """Four readability pages, the shipped fast profile's decisions on them (one character
+    per block of the fast profile's segmentation, as train.fast writes them) and its texts."""
+    from pulpie_rt import Extractor
+    from pulpie_rt.eval.pages import calibration_pages, spread
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.simplify import simplify
+
+    pages = spread(calibration_pages(), 4)
+    extractor = Extractor(profile="fast")
+    results = extractor.extract_batch([p["html"] for p in pages])
+    decisions, texts = {}, {}
+    for page, result in zip(pages, results, strict=True):
+        simplified, _ = simplify(page["html"], keep_hidden=True, drop_noscript=True)
+        _, item_ids = extract_blocks(simplified)
+        decisions[page["id"]] = "".join("1" if result.labels.get(i) == "main" else "0"
+                                        for i in item_ids)
+        texts[page["id"]] = result.text
+    return pages, decisions, texts
+
+
+def test_fold_texts_rebuild_the_fast_profile_s_text_from_its_decisions(fast_decisions):
+    from pulpie_rt.eval.systems import fold_texts
+
+    pages, decisions, texts = fast_decisions
+    assert fold_texts(pages, decisions, True, True) == texts
+    assert all(texts.values())
+    # other decisions, other texts: the decisions are read, not the page
+    flipped = {pid: d.replace("0", "x").replace("1", "0").replace("x", "1")
+               for pid, d in decisions.items()}
+    assert all(fold_texts(pages, flipped, True, True)[pid] != texts[pid] for pid in texts)
+
+
+def test_fold_texts_name_the_page_whose_decisions_do_not_fit(fast_decisions):
+    from pulpie_rt.eval.systems import fold_texts
+
+    pages, decisions, _ = fast_decisions
+    page = pages[0]
+    n = len(decisions[page["id"]])
+    with pytest.raises(ValueError) as caught:
+        fold_texts([page], {page["id"]: "1"}, True, True)
+    assert str(caught.value) == (f"{page['id']}: 1 out-of-fold decisions for {n} blocks "
+                                 f"(segmented otherwise than in training)")
+    with pytest.raises(ValueError, match=f"^{page['id']}: no out-of-fold decisions in the "
+                                         f"model's results.json$"):
+        fold_texts([page], {}, True, True)
+    assert fold_texts([page], {page["id"]: ""}, True, True) == {page["id"]: ""}
+
+
+def _bundle_with_folds(folder, decisions: dict[str, str] | None):
+    import shutil
+
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+    shutil.copytree(embedded_model_dir(), folder)
+    results = json.loads((folder / "results.json").read_text())
+    results["fast"].pop("readability_folds", None)
+    if decisions is not None:
+        results["fast"]["readability_folds"] = {"pages": len(decisions), "folds": 3,
+                                                "labels": decisions}
+    (folder / "results.json").write_text(json.dumps(results))
+    return folder
+
+
+def test_a_model_trained_on_the_readability_pages_is_scored_by_its_folds(
+        fast_decisions, tmp_path, capsys):
+    """bench.quality scores a bundle trained on the readability pages in folds by the texts
+    of its out-of-fold decisions (here the shipped model's own, so they must score as its
+    live texts do), names the row k-fold, and refuses a row mixing such a bundle with one that
+    was not."""
+    pages, decisions, texts = fast_decisions
+    folded = _bundle_with_folds(tmp_path / "folded", decisions)
+    out = tmp_path / "q.json"
+    rc = quality.main(["--sets", "readability", "--limit", "4", "--model", str(folded),
+                       "--profiles", "fast", "--skip", "trafilatura", "ceiling", "whole-page",
+                       "--out", str(out)])
+    assert rc == 0
+    (row,) = json.loads(out.read_text())["sets"][0]["rows"]
+    assert row["name"] == "ours (fast), 3-fold"
+    refs = {p["id"]: p["reference"] for p in pages}
+    assert row["scores"]["f1"] == pytest.approx(score_pages(texts, refs)["f1"])
+    assert "trained on these pages in 3 folds" in capsys.readouterr().out
+    plain = _bundle_with_folds(tmp_path / "plain", None)
+    rc = quality.main(["--sets", "readability", "--limit", "4", "--model", str(folded),
+                       "--seed-models", str(plain), "--profiles", "fast", "--skip",
+                       "trafilatura", "ceiling", "whole-page", "--out", str(out)])
+    assert rc == 1
+    assert ("some of the models were trained on the readability pages in folds and some were "
+            f"not: {folded} (folds), {plain} (not trained on them)") in capsys.readouterr().out

@@ -21,6 +21,13 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
    out-of-fold log-odds. No dev page is read: the dev
    ground-truth and readability pages stay out of training and calibration.
 
+With ``Recipe.fast_fold_readability`` (off as shipped: measured, it costs the train and the
+ground-truth pages more than it gains) the dev corpus's readability pages join steps 1-3,
+appended to the train pages and so spread over the folds; the threshold is still chosen on the
+train pages, and each readability page's out-of-fold decisions (from the stages of the fold
+that never saw it) and their word P/R/F1 are returned as ``readability_folds``, what
+``bench.quality`` scores them by (``eval.systems.fold_texts``).
+
 Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
 
 With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages segmented
@@ -41,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from pulpie_rt.corpus import iter_pages
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE
 from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, FEATURE_NAMES_V2
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
@@ -55,6 +63,8 @@ from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pa
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
 WORDS_COLUMN = FEATURE_NAMES_V2.index("words")
+# the corpus holding the readability pages that Recipe.fast_fold_readability trains on in folds
+READABILITY_CORPUS = "dev"
 THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
 
 
@@ -151,13 +161,14 @@ def log_odds(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def _page_texts(job: tuple) -> tuple[str, list[str]]:
-    """One page's main-content text at every threshold (the runtime's decoding of a
-    rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding every
-    block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden`` and
-    ``drop_noscript``, its
-    blocks selected by expected F1 when the job's ``expected_f1`` says so (then the threshold
-    is the shift of the log-odds)."""
+def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
+    """One page's decisions and main-content text at every threshold (the runtime's decoding
+    of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
+    every block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``
+    and ``drop_noscript``, its blocks selected by expected F1 when the job's ``expected_f1``
+    says so (then the threshold is the shift of the log-odds). The decisions are one
+    character per block, ``1`` main, ``0`` not; a page that fails is ``("", "")``, scored as
+    an empty output as ``bench.quality`` scores a failed page."""
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.stages.blocks import extract_blocks
     from pulpie_rt.runtime.stages.features import block_features
@@ -172,17 +183,59 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
     features = block_features(map_html, item_ids) if expected_f1 else None
-    texts = []
+    decoded = []
     for threshold in thresholds:
         try:
             predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
                                                [scores], True, threshold, True,
                                                features=features, expected_f1=expected_f1)
-            texts.append(to_text(extract_main_html(
-                map_html, labels_from_predictions(item_ids, predictions))))
-        except Exception:  # scored as an empty output, as bench.quality scores a failed page
-            texts.append("")
-    return page["id"], texts
+            text = to_text(extract_main_html(map_html,
+                                             labels_from_predictions(item_ids, predictions)))
+            decoded.append(("".join("1" if p else "0" for p in predictions), text))
+        except Exception:
+            decoded.append(("", ""))
+    return page["id"], decoded
+
+
+def _page_texts(job: tuple) -> tuple[str, list[str]]:
+    """``_decode_page``'s texts alone."""
+    page_id, decoded = _decode_page(job)
+    return page_id, [text for _, text in decoded]
+
+
+def readability_pages(keep_hidden: bool, drop_noscript: bool
+                      ) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """The dev corpus's ``CALIBRATION_SOURCE`` pages (``eval.pages.calibration_pages``), as
+    ``training_pages`` gives them: ids, ``CONTEXT_FEATURES`` rows and rule labels (from
+    Readability.js's expected output)."""
+    from pulpie_rt.eval.pages import calibration_pages
+
+    wanted = {p["id"] for p in calibration_pages()}
+    ids, features, labels = training_pages(READABILITY_CORPUS, keep_hidden=keep_hidden,
+                                           layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
+    keep = [i for i, pid in enumerate(ids) if pid in wanted]
+    return [ids[i] for i in keep], [features[i] for i in keep], [labels[i] for i in keep]
+
+
+def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: float,
+                       keep_hidden: bool, expected_f1: bool, drop_noscript: bool, folds: int,
+                       workers: int | None = None) -> dict:
+    """Word P/R/F1 (means over pages) of ``scores``' pages of ``corpus`` decoded at
+    ``threshold`` as ``calibrate_threshold`` decodes them, and each page's decisions
+    (``labels``: one character per block, ``1`` main), from which ``bench.quality`` rebuilds
+    and scores their texts."""
+    from pulpie_rt.eval.metrics import score_pages
+
+    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
+    jobs = ((p, scores[p["id"]], (threshold,), keep_hidden, drop_noscript, expected_f1)
+            for p in pages)
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        decoded = {pid: d[0] for pid, d in pool.map(_decode_page, jobs, chunksize=4)}
+    scored = score_pages({pid: text for pid, (_, text) in decoded.items()},
+                         {p["id"]: p["reference"] for p in pages})
+    return {"pages": scored["pages"], "folds": folds,
+            **{k: round(scored[k], 4) for k in ("precision", "recall", "f1")},
+            "labels": {pid: labels for pid, (labels, _) in decoded.items()}}
 
 
 def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
@@ -225,6 +278,15 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     drop_noscript = recipe.fast_drop_noscript
     ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
+    calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
+    folded: list[str] = []
+    if recipe.fast_fold_readability:
+        folded_ids, folded_features, folded_labels = readability_pages(keep_hidden, drop_noscript)
+        # appended after the train pages: page i sits in fold i % fast_folds, so the train
+        # pages keep their folds and the readability pages are spread over all of them
+        ids, features, labels = (ids + folded_ids, features + folded_features,
+                                 labels + folded_labels)
+        folded = folded_ids
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
         f"{rows[0].shape[1]} columns ({CONTEXT_VERSION}), hidden elements "
@@ -254,11 +316,21 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
                         **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
     expected_f1 = recipe.fast_selection == "expected_f1"
+    oof = {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)}
     threshold, f1 = calibrate_threshold(
-        recipe.corpus, {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)},
+        recipe.corpus, {pid: oof[pid] for pid in calibrated},
         log=log, keep_hidden=keep_hidden, expected_f1=expected_f1, drop_noscript=drop_noscript)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
+    folds_scores = None
+    if folded:
+        folds_scores = out_of_fold_scores(READABILITY_CORPUS, {pid: oof[pid] for pid in folded},
+                                          threshold, keep_hidden, expected_f1, drop_noscript,
+                                          recipe.fast_folds)
+        log(f"fast rescorer: {len(folded)} {CALIBRATION_SOURCE} pages in {recipe.fast_folds} "
+            f"folds (each scored by the stages that never saw it, at the threshold above): word "
+            f"P {folds_scores['precision']:.4f} R {folds_scores['recall']:.4f} "
+            f"F1 {folds_scores['f1']:.4f}")
     return {
         "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXT_FEATURES,
                      "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
@@ -272,4 +344,5 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         "onnx_bytes": {name: (bundle / name).stat().st_size
                        for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
         "onnx_check": checks, "calibration_f1": f1,
+        **({"readability_folds": folds_scores} if folds_scores else {}),
     }
