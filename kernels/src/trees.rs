@@ -114,18 +114,10 @@ struct Feature {
 /// The trees of a binary classifier, laid out for evaluation.
 #[derive(Clone, Debug)]
 pub struct TreeEnsemble {
-    /// the features the trees read, by column
-    features: Vec<Feature>,
-    /// every feature's split points, ascending (no NaN, one zero)
-    points: Vec<f32>,
-    /// per feature and bin (and NaN): `[a, b, c, d]`, the entries a row of that bin applies
-    /// are `a..b` (its `<=` nodes') and `c..d` (its categorical nodes', or NaN's)
-    slots: Vec<[u32; 4]>,
-    entries: Vec<Entry>,
+    /// the tables the trees are evaluated with
+    tables: Layout,
     /// run with AVX2 (detected when the model is read)
     avx2: bool,
-    /// per tree, 64 leaf values (leaf i at `tree * 64 + i`, in the layout's leaf order)
-    leaf_values: Vec<f32>,
     trees: usize,
     /// the widest feature index read + 1
     min_columns: usize,
@@ -515,7 +507,7 @@ impl TreeEnsemble {
             return Err(format!("the trees read feature {} of rows {columns} wide", self.min_columns - 1));
         }
         let mut bits = vec![Lanes([0; GROUP]); self.trees];
-        let mut values = vec![[0f32; GROUP]; self.features.len()];
+        let mut values = vec![[0f32; GROUP]; self.tables.features.len()];
         for (group, out) in scores.chunks_mut(GROUP).enumerate() {
             let first = group * GROUP;
             // past the end, lanes repeat the last row
@@ -559,19 +551,19 @@ impl TreeEnsemble {
     fn leaves_portable(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
         debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
         bits.fill(Lanes([!0; GROUP]));
-        let entries = self.entries.as_slice();
+        let entries = self.tables.entries.as_slice();
         // the group's values, feature by feature (every column read is below min_columns <=
         // the rows' length)
         for (k, row) in rows.iter().enumerate() {
-            for (xs, feature) in values.iter_mut().zip(&self.features) {
+            for (xs, feature) in values.iter_mut().zip(&self.tables.features) {
                 xs[k] = unsafe { *row.get_unchecked(feature.column as usize) };
             }
         }
-        for (feature, xs) in self.features.iter().zip(values.iter()) {
+        for (feature, xs) in self.tables.features.iter().zip(values.iter()) {
             let first = feature.points_first as usize;
             let count = feature.points_count as usize;
-            let points = unsafe { self.points.get_unchecked(first..first + count) };
-            let slots = unsafe { self.slots.get_unchecked(feature.slots_first as usize..) };
+            let points = unsafe { self.tables.points.get_unchecked(first..first + count) };
+            let slots = unsafe { self.tables.slots.get_unchecked(feature.slots_first as usize..) };
             let mut nan = false;
             let (mut least_x, mut most_x) = (xs[0], xs[0]);
             for &x in xs {
@@ -656,7 +648,7 @@ impl TreeEnsemble {
     fn sum_leaves(&self, bits: &[Lanes], out: &mut [f32]) {
         let mut sums = [0f32; GROUP];
         for (t, Lanes(lanes)) in bits.iter().enumerate() {
-            let values = &self.leaf_values[t * MAX_LEAVES..(t + 1) * MAX_LEAVES];
+            let values = &self.tables.leaf_values[t * MAX_LEAVES..(t + 1) * MAX_LEAVES];
             for k in 0..GROUP {
                 sums[k] += values[lanes[k].trailing_zeros() as usize & (MAX_LEAVES - 1)];
             }
@@ -803,11 +795,17 @@ struct Rule {
 /// left): laid out as `[up-to nodes by j][above nodes by j]`, the nodes a bin b rules with
 /// are one run, from the first up-to node with j >= b to the last above node with j < b. A
 /// categorical node is listed under each of its bins; NaN has a list of its own.
+#[derive(Clone, Debug)]
 struct Layout {
+    /// the features the trees read, by column
     features: Vec<Feature>,
+    /// every feature's split points, ascending (no NaN, one zero)
     points: Vec<f32>,
+    /// per feature and bin (and NaN): `[a, b, c, d]`, the entries a row of that bin applies
+    /// are `a..b` (its `<=` nodes') and `c..d` (its categorical nodes', or NaN's)
     slots: Vec<[u32; 4]>,
     entries: Vec<Entry>,
+    /// per tree, 64 leaf values (leaf i at `tree * 64 + i`, in the layout's leaf order)
     leaf_values: Vec<f32>,
 }
 
@@ -824,12 +822,8 @@ impl Layout {
         nodes: usize,
     ) -> TreeEnsemble {
         TreeEnsemble {
-            features: self.features,
-            points: self.points,
-            slots: self.slots,
-            entries: self.entries,
+            tables: self,
             avx2: simd_detected(),
-            leaf_values: self.leaf_values,
             trees,
             min_columns,
             columns,
