@@ -166,6 +166,18 @@ def hostile_pages() -> dict[str, str]:
     }
 
 
+def write_corpus(folder: Path, name: str, pages: list[dict]) -> Path:
+    """``pages`` as corpus ``name`` in ``folder`` (``<name>.jsonl.gz``, the format
+    ``pulpie_rt.corpus`` reads; point ``PULPIE_RT_CORPUS`` at ``folder`` to use it)."""
+    import gzip
+
+    path = folder / f"{name}.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for page in pages:
+            fh.write(json.dumps(page) + "\n")
+    return path
+
+
 def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
     """The embedded default model's bundle in ``tmp_path / "bundle"``, its files linked, its
     fast profile's settings (``keep_hidden``, ``drop_noscript`` …) set to ``fast_settings``

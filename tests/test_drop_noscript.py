@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from rt_helpers import default_model_copy
+from rt_helpers import default_model_copy, write_corpus
 from spec import simplify_spec
 
 from pulpie_rt.runtime import native
@@ -141,12 +141,8 @@ def test_a_profile_that_drops_noscript_extracts_no_noscript_text(tmp_path):
 @pytest.fixture(scope="module")
 def yahoo_corpus(tmp_path_factory, dev_pages):
     """A corpus ``mini`` of one real page: ``readability/yahoo-4`` (21 noscript blocks)."""
-    import gzip
-
     folder = tmp_path_factory.mktemp("corpus")
-    with gzip.open(folder / "mini.jsonl.gz", "wt", encoding="utf-8") as fh:
-        fh.write(json.dumps(next(p for p in dev_pages if p["id"] == "readability/yahoo-4"))
-                 + "\n")
+    write_corpus(folder, "mini", [next(p for p in dev_pages if p["id"] == "readability/yahoo-4")])
     return folder
 
 

@@ -5,11 +5,10 @@ which ``bench.quality`` rebuilds into the same texts and scores."""
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import replace
 
 import pytest
+from rt_helpers import write_corpus
 
 from pulpie_rt.corpus import corpus_available, iter_pages
 from pulpie_rt.eval.metrics import score_pages
@@ -28,10 +27,8 @@ def folder(tmp_path_factory):
     other = next(p for p in iter_pages("dev") if p["source"] != CALIBRATION_SOURCE
                  and p.get("reference_kind") == "groundtruth")
     path = tmp_path_factory.mktemp("corpus")
-    for name, pages in (("mini", train), ("dev", readability + [other])):
-        with gzip.open(path / f"{name}.jsonl.gz", "wt", encoding="utf-8") as fh:
-            for page in pages:
-                fh.write(json.dumps(page) + "\n")
+    write_corpus(path, "mini", train)
+    write_corpus(path, "dev", readability + [other])
     return path
 
 

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from rt_helpers import default_model_copy
+from rt_helpers import default_model_copy, write_corpus
 from spec import simplify_spec
 
 from pulpie_rt.runtime import native
@@ -125,8 +125,6 @@ HIDING_TRAIN_PAGES = ("wcxb/dev/0210", "wcxb/dev/0407")
 def mini_corpus(tmp_path_factory, train_corpus):
     """A corpus ``mini`` of six real train pages: the two above and the first four small ones
     with ground truth."""
-    import gzip
-
     from pulpie_rt.corpus import iter_pages
 
     chosen = []
@@ -137,9 +135,7 @@ def mini_corpus(tmp_path_factory, train_corpus):
             chosen.append(page)
     assert {p["id"] for p in chosen} >= set(HIDING_TRAIN_PAGES) and len(chosen) == 6
     folder = tmp_path_factory.mktemp("corpus")
-    with gzip.open(folder / "mini.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for page in chosen:
-            fh.write(json.dumps(page) + "\n")
+    write_corpus(folder, "mini", chosen)
     return folder
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rt_helpers import default_model_copy
 
 from pulpie_rt.bench import quality
 from pulpie_rt.eval.metrics import rouge_n, score_pages, snippet_rate, word_prf
@@ -248,18 +249,19 @@ def test_fold_texts_name_the_page_whose_decisions_do_not_fit(fast_decisions):
 
 
 def _bundle_with_folds(folder, decisions: dict[str, str] | None):
-    import shutil
-
-    from pulpie_rt.runtime.model.resolve import embedded_model_dir
-
-    shutil.copytree(embedded_model_dir(), folder)
-    results = json.loads((folder / "results.json").read_text())
+    """The embedded default model in ``folder / "bundle"`` (``default_model_copy``), its
+    ``results.json`` a file of its own saying the fast profile's readability ``decisions``
+    (None: none)."""
+    bundle = default_model_copy(folder)
+    results_path = bundle / "results.json"
+    results = json.loads(results_path.read_text())
     results["fast"].pop("readability_folds", None)
     if decisions is not None:
         results["fast"]["readability_folds"] = {"pages": len(decisions), "folds": 3,
                                                 "labels": decisions}
-    (folder / "results.json").write_text(json.dumps(results))
-    return folder
+    results_path.unlink()  # a link to the shipped file: never written through
+    results_path.write_text(json.dumps(results))
+    return bundle
 
 
 def test_a_model_trained_on_the_readability_pages_is_scored_by_its_folds(
