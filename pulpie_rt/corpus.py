@@ -26,6 +26,7 @@ IN_REPO_DIR = _REPO_ROOT / "corpus"
 DEV_PAGES = IN_REPO_DIR / "dev.jsonl.gz"
 OUTSIDE_DIR = _REPO_ROOT.parent / "shared" / "corpus"
 README = IN_REPO_DIR / "README.md"
+CORPUS_SUFFIX = ".jsonl.gz"
 
 
 def corpus_dirs() -> list[Path]:
@@ -36,16 +37,28 @@ def corpus_dirs() -> list[Path]:
 
 
 def find_corpus(name: str = "dev") -> Path | None:
-    """Path of ``<name>.jsonl.gz`` in the first folder of ``corpus_dirs()`` holding it."""
+    """Path of ``<name>.jsonl.gz`` in the first folder of ``corpus_dirs()`` holding it; a
+    name that ends in ``.jsonl.gz`` is that file's path (a corpus derived from another, such
+    as ``train.comments``' pages with comment threads)."""
+    if name.endswith(CORPUS_SUFFIX):
+        return Path(name) if Path(name).is_file() else None
     for folder in corpus_dirs():
-        path = folder / f"{name}.jsonl.gz"
+        path = folder / f"{name}{CORPUS_SUFFIX}"
         if path.is_file():
             return path
     return None
 
 
+def corpus_key(name: str) -> str:
+    """A corpus's name as cache files are named after it: the name, or a path's file name
+    without ``.jsonl.gz``."""
+    return Path(name).name.removesuffix(CORPUS_SUFFIX) if name.endswith(CORPUS_SUFFIX) else name
+
+
 def missing_reason(name: str) -> str:
     """Why ``<name>.jsonl.gz`` cannot be read, and where to get it (a skip reason, an error)."""
+    if name.endswith(CORPUS_SUFFIX):
+        return f"corpus file {name} not found"
     looked = ", ".join(str(folder) for folder in corpus_dirs())
     where = (" The training pages are not part of the repository: corpus/README.md says where "
              "they come from and how to get them." if name == "train" else "")

@@ -17,7 +17,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from pulpie_rt.corpus import corpus_path, iter_pages
+from pulpie_rt.corpus import corpus_key, corpus_path, iter_pages
 from pulpie_rt.eval.labels import MIN_AVAILABLE, label_blocks
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.simplify import simplify
@@ -48,7 +48,7 @@ def prepare_pages(name: str = "train", workers: int | None = None,
     segmented with ``keep_hidden`` and ``drop_noscript``."""
     source = corpus_path(name)
     stat = source.stat()
-    key = (f"{name}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
+    key = (f"{corpus_key(name)}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
            f"{segmentation_key(keep_hidden, drop_noscript)}")
     cache = Path(cache_dir) / f"{key}.jsonl.gz"
     if cache.is_file():

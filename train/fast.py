@@ -30,6 +30,10 @@ that never saw it) and their word P/R/F1 are returned as ``readability_folds``, 
 
 Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
 
+With ``Recipe.fast_comment_threads`` steps 1-4 read the train pages with reader-comment
+threads added under a share of their articles (``train.comments``; the threshold is chosen on
+those pages too, as the stages were trained on them).
+
 With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages segmented
 without removing hidden elements (``stages.simplify``'s ``keep_hidden``), as the fast profile
 then runs (its manifest entry says ``"keep_hidden": true``): main content that a page fades in
@@ -58,6 +62,8 @@ from pulpie_rt.runtime.stages.rescore import (
     context_features,
     stage_features,
 )
+from pulpie_rt.train.comments import comment_thread_corpus
+from pulpie_rt.train.data import CACHE_DIR
 from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
@@ -276,7 +282,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     fast profile."""
     keep_hidden = recipe.fast_keep_hidden
     drop_noscript = recipe.fast_drop_noscript
-    ids, features, labels = training_pages(recipe.corpus, keep_hidden=keep_hidden,
+    corpus = recipe.corpus
+    if recipe.fast_comment_threads:
+        corpus = comment_thread_corpus(corpus, recipe.fast_comment_threads,
+                                       recipe.fast_comment_seed, CACHE_DIR, log)
+    ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
     folded: list[str] = []
@@ -318,7 +328,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     expected_f1 = recipe.fast_selection == "expected_f1"
     oof = {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)}
     threshold, f1 = calibrate_threshold(
-        recipe.corpus, {pid: oof[pid] for pid in calibrated},
+        corpus, {pid: oof[pid] for pid in calibrated},
         log=log, keep_hidden=keep_hidden, expected_f1=expected_f1, drop_noscript=drop_noscript)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
