@@ -49,10 +49,13 @@ def find_corpus(name: str = "dev") -> Path | None:
     return None
 
 
-def corpus_key(name: str) -> str:
-    """A corpus's name as cache files are named after it: the name, or a path's file name
-    without ``.jsonl.gz``."""
-    return Path(name).name.removesuffix(CORPUS_SUFFIX) if name.endswith(CORPUS_SUFFIX) else name
+def corpus_version(name: str) -> str:
+    """What caches built from corpus ``name`` are named by: its name (for a path, the file's
+    name without ``.jsonl.gz``), its file's size and its mtime in whole seconds, so a changed
+    file gets new caches."""
+    stat = corpus_path(name).stat()
+    stem = Path(name).name.removesuffix(CORPUS_SUFFIX) if name.endswith(CORPUS_SUFFIX) else name
+    return f"{stem}-{stat.st_size}-{int(stat.st_mtime)}"
 
 
 def missing_reason(name: str) -> str:

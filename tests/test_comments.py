@@ -12,7 +12,7 @@ import re
 import pytest
 from rt_helpers import write_corpus
 
-from pulpie_rt.corpus import corpus_key, find_corpus, iter_pages
+from pulpie_rt.corpus import corpus_version, find_corpus, iter_pages
 from train.comments import (
     MARKUPS,
     comment_thread_corpus,
@@ -111,14 +111,20 @@ def test_the_derived_corpus_is_a_file_named_by_its_path(dev_pages, tmp_path, mon
     logged: list[str] = []
     path = comment_thread_corpus("mini", 1.0, 0, tmp_path / "cache", logged.append)
     assert path.endswith("-comments-1.0-0.jsonl.gz") and find_corpus(path) is not None
-    assert corpus_key(path) == os.path.basename(path)[:-len(".jsonl.gz")]
+    stat = os.stat(path)
+    assert corpus_version(path) == (f"{os.path.basename(path)[:-len('.jsonl.gz')]}-"
+                                    f"{stat.st_size}-{int(stat.st_mtime)}")
     assert logged == [f"comment threads: 3 of 4 mini pages given one (WCXB article pages, "
                       f"share 1.0, seed 0) -> {path}"]
     expected, _ = with_comment_threads(pages, page_types(), 1.0, 0)
     assert list(iter_pages(path)) == expected
     written = os.stat(path).st_mtime_ns
     assert comment_thread_corpus("mini", 1.0, 0, tmp_path / "cache", logged.append) == path
-    assert os.stat(path).st_mtime_ns == written  # written once
+    assert os.stat(path).st_mtime_ns == written  # written once, then read
+    assert logged[1:] == [f"comment threads: mini pages (share 1.0, seed 0) from {path}"]
+    source = os.stat(tmp_path / "mini.jsonl.gz")
+    assert os.path.basename(path) == (f"mini-{source.st_size}-{int(source.st_mtime)}-"
+                                      f"comments-1.0-0.jsonl.gz")
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         assert [json.loads(line)["id"] for line in fh] == [p["id"] for p in pages]
 

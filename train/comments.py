@@ -20,16 +20,15 @@ labels. The same corpus, share and seed give the same pages, byte for byte.
 
 from __future__ import annotations
 
-import gzip
 import html
 import json
-import os
 import random
 import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pulpie_rt.corpus import IN_REPO_DIR, corpus_key, corpus_path, iter_pages
+from pulpie_rt.corpus import IN_REPO_DIR, corpus_version, iter_pages
+from pulpie_rt.train.data import CACHE_DIR, write_records
 
 PAGE_TYPES = IN_REPO_DIR / "wcxb-page-types.json"
 THREAD_PAGE_TYPE = "article"
@@ -171,23 +170,17 @@ def with_comment_threads(pages: list[dict], types: dict[str, str], share: float,
     return out, threaded
 
 
-def comment_thread_corpus(corpus: str, share: float, seed: int, cache_dir: Path,
+def comment_thread_corpus(corpus: str, share: float, seed: int, cache_dir: Path = CACHE_DIR,
                           log=print) -> str:
     """The path (a corpus name, ``pulpie_rt.corpus``) of ``corpus``'s pages with comment
-    threads (``with_comment_threads``), written under ``cache_dir`` once, keyed by the
-    source file's size and mtime, the share and the seed."""
-    source = corpus_path(corpus)
-    stat = source.stat()
-    path = Path(cache_dir) / (f"{corpus_key(corpus)}-{stat.st_size}-{int(stat.st_mtime)}-"
-                              f"comments-{share}-{seed}.jsonl.gz")
+    threads (``with_comment_threads``), written under ``cache_dir`` once (keyed by
+    ``corpus_version``, the share and the seed) and read from there after."""
+    path = Path(cache_dir) / f"{corpus_version(corpus)}-comments-{share}-{seed}.jsonl.gz"
+    if path.is_file():
+        log(f"comment threads: {corpus} pages (share {share}, seed {seed}) from {path}")
+        return str(path)
     pages, threaded = with_comment_threads(list(iter_pages(corpus)), page_types(), share, seed)
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".tmp-{os.getpid()}")
-        with gzip.open(partial, "wt", encoding="utf-8") as fh:
-            for page in pages:
-                fh.write(json.dumps(page, ensure_ascii=False) + "\n")
-        partial.rename(path)
+    write_records(path, pages)
     log(f"comment threads: {len(threaded)} of {len(pages)} {corpus} pages given one (WCXB "
         f"{THREAD_PAGE_TYPE} pages, share {share}, seed {seed}) -> {path}")
     return str(path)

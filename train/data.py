@@ -17,7 +17,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from pulpie_rt.corpus import corpus_key, corpus_path, iter_pages
+from pulpie_rt.corpus import corpus_version, iter_pages
 from pulpie_rt.eval.labels import MIN_AVAILABLE, label_blocks
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.simplify import simplify
@@ -46,10 +46,7 @@ def prepare_pages(name: str = "train", workers: int | None = None,
                   drop_noscript: bool = False) -> list[dict]:
     """Blocks and labels of every page of corpus ``name`` (cached after the first run),
     segmented with ``keep_hidden`` and ``drop_noscript``."""
-    source = corpus_path(name)
-    stat = source.stat()
-    key = (f"{corpus_key(name)}-{stat.st_size}-{int(stat.st_mtime)}-{MIN_AVAILABLE}"
-           f"{segmentation_key(keep_hidden, drop_noscript)}")
+    key = f"{corpus_version(name)}-{MIN_AVAILABLE}{segmentation_key(keep_hidden, drop_noscript)}"
     cache = Path(cache_dir) / f"{key}.jsonl.gz"
     if cache.is_file():
         with gzip.open(cache, "rt", encoding="utf-8") as fh:
@@ -59,10 +56,16 @@ def prepare_pages(name: str = "train", workers: int | None = None,
         segment = functools.partial(page_blocks, keep_hidden=keep_hidden,
                                     drop_noscript=drop_noscript)
         records = list(pool.map(segment, iter_pages(name), chunksize=4))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_suffix(f".tmp-{os.getpid()}")
+    write_records(cache, records)
+    return records
+
+
+def write_records(path: Path, records: list[dict]) -> None:
+    """``records`` as gzip JSON Lines at ``path``, written beside it first and renamed into
+    place, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".tmp-{os.getpid()}")
     with gzip.open(partial, "wt", encoding="utf-8") as fh:
         for record in records:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    partial.rename(cache)
-    return records
+    partial.rename(path)

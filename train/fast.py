@@ -63,7 +63,6 @@ from pulpie_rt.runtime.stages.rescore import (
     stage_features,
 )
 from pulpie_rt.train.comments import comment_thread_corpus
-from pulpie_rt.train.data import CACHE_DIR
 from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
@@ -285,7 +284,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     corpus = recipe.corpus
     if recipe.fast_comment_threads:
         corpus = comment_thread_corpus(corpus, recipe.fast_comment_threads,
-                                       recipe.fast_comment_seed, CACHE_DIR, log)
+                                       recipe.fast_comment_seed, log=log)
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone

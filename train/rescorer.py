@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.corpus import corpus_key, corpus_path, iter_pages
+from pulpie_rt.corpus import corpus_version, iter_pages
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     CATEGORICAL_COLUMNS,
@@ -53,10 +53,7 @@ def training_pages(corpus: str = "train", workers: int | None = None,
     ``layout`` and their rule labels (cached), the pages segmented with ``keep_hidden`` and
     ``drop_noscript``."""
     records = prepare_pages(corpus, workers, cache_dir, keep_hidden, drop_noscript)
-    source = corpus_path(corpus)
-    stat = source.stat()
-    cache = Path(cache_dir) / (f"features-{corpus_key(corpus)}-{stat.st_size}-"
-                               f"{int(stat.st_mtime)}-{layout}"
+    cache = Path(cache_dir) / (f"features-{corpus_version(corpus)}-{layout}"
                                f"{segmentation_key(keep_hidden, drop_noscript)}.npz")
     if not cache.is_file():
         with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
