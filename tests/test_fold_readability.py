@@ -41,7 +41,8 @@ def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(folder))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
     recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_bag=1, fast_fold_readability=True)
+                     rescorer_min_leaf=5, threads=1, fast_bag=1, fast_fold_readability=True,
+                     fast_comment_threads=0.0)
     bundle = tmp_path / "work" / "bundle"
     bundle.mkdir(parents=True)
     logged: list[str] = []

@@ -173,7 +173,8 @@ def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, t
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
     recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_fold_readability=False)
+                     rescorer_min_leaf=5, threads=1, fast_fold_readability=False,
+                     fast_comment_threads=0.0)
     assert Recipe().fast_keep_hidden is True
     bundle = tmp_path / "work" / "bundle"
     bundle.mkdir(parents=True)

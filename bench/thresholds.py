@@ -1,0 +1,114 @@
+"""Word F1 of a rescorer-only profile (the default model's ``fast``) at other thresholds, on
+each page set ``bench.quality`` scores: where each reference convention would put the
+threshold that the training command chose on the train pages.
+
+    python -m pulpie_rt.bench.thresholds [--model M] [--profile fast]
+                                         [--sets groundtruth readability l3s-gn1 dragnet|all]
+                                         [--thresholds -1 -0.5 0 0.5 1 1.5 2] [--out PATH]
+
+Each threshold runs the runtime itself: a copy of the bundle (its files linked) whose
+profile's ``decoding.main_margin`` is that threshold, through ``Extractor(...).extract_batch``
+as ``bench.quality`` runs it, each result's ``.text`` scored by ``eval.metrics.score_pages``
+against the set's reference. The row marked ``*`` is the threshold the bundle ships (its F1
+is ``bench.quality``'s). A set whose best threshold lies far from the shipped one says its
+reference keeps more (lower) or less (higher) around the main content than the train pages'
+ground truth does.
+
+Measurement only: nothing here is used to choose or calibrate a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from pulpie_rt.bench.quality import PAGE_SETS, page_sets, set_pages
+from pulpie_rt.eval.metrics import score_pages
+from pulpie_rt.eval.report import format_table, machine_info, write_result
+from pulpie_rt.eval.systems import run_ours
+from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+
+DEFAULT_THRESHOLDS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
+
+
+def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path) -> Path:
+    """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
+    ``threshold``."""
+    folder.mkdir(parents=True)
+    for entry in bundle.iterdir():
+        if entry.name != MANIFEST_NAME:
+            os.symlink(entry.resolve(), folder / entry.name)
+    manifest = json.loads((bundle / MANIFEST_NAME).read_text(encoding="utf-8"))
+    manifest["profiles"][profile]["decoding"]["main_margin"] = threshold
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return folder
+
+
+def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...]
+          ) -> dict[str, float]:
+    """Mean word F1 over ``pages`` of ``bundle``'s ``profile`` at each threshold (keys
+    ``"+0.25"`` …)."""
+    references = {p["id"]: p["reference"] for p in pages}
+    f1 = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for index, threshold in enumerate(thresholds):
+            copy = bundle_at(bundle, profile, threshold, Path(scratch) / str(index))
+            texts = run_ours(pages, str(copy), profile=profile)["texts"]
+            f1[f"{threshold:+.2f}"] = round(score_pages(texts, references)["f1"], 4)
+    return f1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
+
+    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.thresholds",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="bundle (default: the embedded default model)")
+    parser.add_argument("--profile", default="fast",
+                        help="a rescorer-only profile of the bundle (default fast)")
+    parser.add_argument("--sets", nargs="*", default=["all"], metavar="SET",
+                        help=f"page sets: {', '.join(PAGE_SETS)}, all (default all)")
+    parser.add_argument("--thresholds", nargs="*", type=float, default=list(DEFAULT_THRESHOLDS))
+    parser.add_argument("--limit", type=int, default=None, help="at most N pages per set")
+    parser.add_argument("--out", default=None,
+                        help="JSON result: a .json file, or a folder (default: none written)")
+    args = parser.parse_args(argv)
+    bundle = resolve_model(args.model, profile=args.profile).bundle
+    if bundle.uses_transformer or not bundle.has_rescorer or not bundle.profiles:
+        raise SystemExit(f"thresholds: profile {args.profile!r} of {bundle.path} is not a "
+                         "rescorer-only profile")
+    thresholds = tuple(sorted(set(args.thresholds) | {float(bundle.main_margin)}))
+    shipped = f"{bundle.main_margin:+.2f}"
+    quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
+                                      corpus="dev")
+    results = {}
+    for name in page_sets(quality_args):
+        pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
+        f1 = sweep(Path(bundle.path), args.profile, pages, thresholds)
+        best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
+        results[name] = {"pages": len(pages), "f1": f1, "best": best}
+        print(f"thresholds: {name}: {len(pages)} pages, best {best} ({f1[best]:.4f}), "
+              f"shipped {shipped} ({f1[shipped]:.4f})", flush=True)
+    header = ["threshold", *results]
+    rows = [[f"{t}{' *' if t == shipped else ''}", *(f"{r['f1'][t]:.4f}" for r in
+                                                     results.values())]
+            for t in (f"{x:+.2f}" for x in thresholds)]
+    rows.append(["best", *(r["best"] for r in results.values())])
+    print(format_table(header, rows))
+    print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped); "
+          f"{os.cpu_count()} CPUs")
+    if args.out:
+        path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
+                                           "model": str(bundle.path), "profile": args.profile,
+                                           "shipped": shipped, "sets": results}, args.out)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

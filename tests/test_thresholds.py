@@ -1,0 +1,66 @@
+"""``bench.thresholds``: the fast profile's word F1 at other thresholds, by the runtime itself."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pulpie_rt import Extractor
+from pulpie_rt.bench.thresholds import bundle_at, main, sweep
+from pulpie_rt.eval.metrics import score_pages
+from pulpie_rt.eval.pages import groundtruth_pages
+from pulpie_rt.runtime.model.bundle import load_bundle
+from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[dict]:
+    return groundtruth_pages(limit=6)
+
+
+def test_the_shipped_threshold_scores_as_the_extractor_does_and_others_differ(pages):
+    bundle = embedded_model_dir()
+    shipped = load_bundle(bundle, "fast").main_margin
+    outputs = Extractor(profile="fast").extract_batch([p["html"] for p in pages])
+    direct = score_pages({p["id"]: r.text for p, r in zip(pages, outputs, strict=True)},
+                         {p["id"]: p["reference"] for p in pages})["f1"]
+    # +30: no block is that sure, so each page keeps its best block alone (keep_best_block)
+    f1 = sweep(bundle, "fast", pages, (shipped, 30.0))
+    assert f1[f"{shipped:+.2f}"] == round(direct, 4)
+    assert f1["+30.00"] < f1[f"{shipped:+.2f}"] - 0.2
+
+
+def test_the_copy_changes_only_the_profiles_threshold(tmp_path):
+    source = embedded_model_dir()
+    copy = bundle_at(source, "fast", -1.5, tmp_path / "copy")
+    before = json.loads((source / "manifest.json").read_text())
+    after = json.loads((copy / "manifest.json").read_text())
+    assert after["profiles"]["fast"]["decoding"]["main_margin"] == -1.5
+    after["profiles"]["fast"]["decoding"]["main_margin"] = before["profiles"]["fast"][
+        "decoding"]["main_margin"]
+    assert after == before
+    assert load_bundle(copy, "fast").main_margin == -1.5
+    assert load_bundle(copy, "accurate").main_margin == load_bundle(source, "accurate").main_margin
+
+
+def test_the_command_prints_each_threshold_and_the_best(capsys, tmp_path):
+    out = tmp_path / "sweep.json"
+    assert main(["--sets", "groundtruth", "--limit", "3", "--thresholds", "0", "1",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    shipped = f"{load_bundle(embedded_model_dir(), 'fast').main_margin:+.2f}"
+    result = json.loads(out.read_text())
+    sweep_f1 = result["sets"]["groundtruth"]["f1"]
+    assert set(sweep_f1) == {"+0.00", "+1.00", shipped}
+    assert f"{shipped} *" in printed
+    best = result["sets"]["groundtruth"]["best"]
+    assert sweep_f1[best] == max(sweep_f1.values())
+    assert (f"thresholds: groundtruth: 3 pages, best {best} ({sweep_f1[best]:.4f}), "
+            f"shipped {shipped} ({sweep_f1[shipped]:.4f})") in printed
+
+
+def test_a_profile_with_the_transformer_is_refused():
+    with pytest.raises(SystemExit, match="^thresholds: profile 'accurate' of .* is not a "
+                                         "rescorer-only profile$"):
+        main(["--profile", "accurate", "--sets", "groundtruth", "--limit", "1"])
