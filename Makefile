@@ -159,10 +159,11 @@ fuzz: venv
 # the dev corpus's article pages (mozilla/readability): each profile of the default model beside
 # trafilatura and the rule-label ceiling; then the default profile on each public article set
 # built by python -m pulpie_rt.eval.article_sets (held apart from training). With make
-# fast-seeds done first, the fast profile's rows are means ± spread over three seeds.
+# fast-seeds done first, the fast profile's rows are means ± spread over three seeds. Per-page
+# scores are kept (--per-page) for python -m pulpie_rt.bench.losses RESULT.json.
 quality: venv
 	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
-	$(PYTHON) -m pulpie_rt.bench.quality --sets all --seed-models $(SEED_MODELS)
+	$(PYTHON) -m pulpie_rt.bench.quality --sets all --seed-models $(SEED_MODELS) --per-page
 
 # The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into
 # build/fast-seeds/N: make quality reports the fast profile's mean and spread over the shipped

@@ -300,8 +300,10 @@ the figures are in the project README.
   0.794), at about 4 times its pages per CPU-second on both. Before comment threads it was
   behind on Dragnet (0.808 ± 0.009, `bench/results/quality-20261202T122131Z.json`), whose
   pages with comments held most of what it lost. What it still loses is precision on
-  **short** articles (shipped seed, `--per-page`): on Dragnet's 261 pages whose article has
-  fewer than 150 words it scores 0.554 against 0.624, keeping the blog's sidebar, archive
+  **short** articles (shipped seed; `python -m pulpie_rt.bench.losses
+  bench/results/quality-20261203-comment-threads.json`): Dragnet's 261 pages whose article
+  has fewer than 150 words (19% of its pages) hold 51% of its lost word F1, and it scores
+  0.554 there against trafilatura's 0.624, keeping the blog's sidebar, archive
   and book lists and the site's footer (`dragnet/T19`, a 197-word TouchArcade news item:
   0.21 against 0.99; `dragnet/344`, a 58-word post on Seth Godin's blog: 0.09 against 1.00;
   `dragnet/R264`: 0.08 against 0.91); from 300 words up it leads (Dragnet 600+ words: 0.929
