@@ -60,7 +60,8 @@ def loss_table(ours: Mapping[str, dict], theirs: Mapping[str, dict],
     return rows
 
 
-def per_page(result: dict, page_set: dict, name: str) -> dict[str, dict] | None:
+def per_page(page_set: dict, name: str) -> dict[str, dict] | None:
+    """The per-page scores of ``page_set``'s row ``name`` (None: no such row or scores)."""
     for row in page_set["rows"]:
         if row.get("name") == name:
             return (row.get("scores") or {}).get("per_page")
@@ -80,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     found = {}
     for page_set in result["sets"]:
         name = page_set["page_set"]
-        ours, theirs = per_page(result, page_set, args.system), per_page(
-            result, page_set, args.against)
+        ours, theirs = per_page(page_set, args.system), per_page(page_set, args.against)
         if not ours or not theirs:
             print(f"losses: {name}: no per-page scores for {args.system!r} and "
                   f"{args.against!r} (bench.quality --per-page): skipped")

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pulpie_rt.bench.quality import PAGE_SETS, page_sets, set_pages
@@ -35,17 +36,26 @@ from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
 DEFAULT_THRESHOLDS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 
 
-def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path) -> Path:
-    """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
-    ``threshold``."""
+def linked_copy(bundle: Path, folder: Path, edit: Callable[[dict], None]) -> Path:
+    """``bundle``'s files linked into ``folder`` (created), all but its manifest, which is
+    written there as ``edit`` changes it (in place)."""
     folder.mkdir(parents=True)
     for entry in bundle.iterdir():
         if entry.name != MANIFEST_NAME:
             os.symlink(entry.resolve(), folder / entry.name)
     manifest = json.loads((bundle / MANIFEST_NAME).read_text(encoding="utf-8"))
-    manifest["profiles"][profile]["decoding"]["main_margin"] = threshold
+    edit(manifest)
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return folder
+
+
+def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path) -> Path:
+    """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
+    ``threshold``."""
+    def set_threshold(manifest: dict) -> None:
+        manifest["profiles"][profile]["decoding"]["main_margin"] = threshold
+
+    return linked_copy(bundle, folder, set_threshold)
 
 
 def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...]

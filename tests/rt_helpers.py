@@ -182,20 +182,15 @@ def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
     """The embedded default model's bundle in ``tmp_path / "bundle"``, its files linked, its
     fast profile's settings (``keep_hidden``, ``drop_noscript`` …) set to ``fast_settings``
     (any value, to test the bundle reader's checks; None leaves a setting as it is)."""
+    from pulpie_rt.bench.thresholds import linked_copy
     from pulpie_rt.runtime.model.resolve import embedded_model_dir
 
-    source = embedded_model_dir()
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name in os.listdir(source):
-        if name != "manifest.json":
-            os.symlink(os.path.realpath(source / name), bundle / name)
-    manifest = json.loads((source / "manifest.json").read_text(encoding="utf-8"))
-    for key, value in fast_settings.items():
-        if value is not None:
-            manifest["profiles"]["fast"][key] = value
-    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return bundle
+    def set_fast(manifest: dict) -> None:
+        for key, value in fast_settings.items():
+            if value is not None:
+                manifest["profiles"]["fast"][key] = value
+
+    return linked_copy(embedded_model_dir(), tmp_path / "bundle", set_fast)
 
 
 SERVE_START_TIMEOUT_S = 180
