@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from rt_helpers import write_corpus
+from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, derivation_pages, write_corpus
 
 from pulpie_rt.corpus import corpus_version, find_corpus, iter_pages
 from train.comments import (
@@ -22,15 +22,12 @@ from train.comments import (
 )
 from train.data import page_blocks
 
-ARTICLES = ("wcxb/dev/0437", "wcxb/dev/4497", "wcxb/dev/4705")  # WCXB's page type: article
-FORUM = "wcxb/dev/0538"
-NOT_WCXB = "readability/nytimes-1"
+ARTICLES, FORUM = WCXB_ARTICLES, WCXB_FORUM
 
 
 @pytest.fixture(scope="module")
 def dev_pages() -> dict[str, dict]:
-    wanted = {*ARTICLES, FORUM, NOT_WCXB}
-    return {p["id"]: p for p in iter_pages("dev") if p["id"] in wanted}
+    return derivation_pages()
 
 
 def test_page_types_are_wcxbs_for_every_wcxb_dev_page():

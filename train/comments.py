@@ -27,8 +27,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pulpie_rt.corpus import IN_REPO_DIR, corpus_version, iter_pages
-from pulpie_rt.train.data import CACHE_DIR, write_records
+from pulpie_rt.corpus import IN_REPO_DIR
+from pulpie_rt.train.data import CACHE_DIR, derived_corpus
 
 PAGE_TYPES = IN_REPO_DIR / "wcxb-page-types.json"
 THREAD_PAGE_TYPE = "article"
@@ -175,12 +175,7 @@ def comment_thread_corpus(corpus: str, share: float, seed: int, cache_dir: Path 
     """The path (a corpus name, ``pulpie_rt.corpus``) of ``corpus``'s pages with comment
     threads (``with_comment_threads``), written under ``cache_dir`` once (keyed by
     ``corpus_version``, the share and the seed) and read from there after."""
-    path = Path(cache_dir) / f"{corpus_version(corpus)}-comments-{share}-{seed}.jsonl.gz"
-    if path.is_file():
-        log(f"comment threads: {corpus} pages (share {share}, seed {seed}) from {path}")
-        return str(path)
-    pages, threaded = with_comment_threads(list(iter_pages(corpus)), page_types(), share, seed)
-    write_records(path, pages)
-    log(f"comment threads: {len(threaded)} of {len(pages)} {corpus} pages given one (WCXB "
-        f"{THREAD_PAGE_TYPE} pages, share {share}, seed {seed}) -> {path}")
-    return str(path)
+    return derived_corpus(
+        corpus, "comments", share, seed,
+        lambda pages: with_comment_threads(pages, page_types(), share, seed),
+        "comment threads", "given one", f"WCXB {THREAD_PAGE_TYPE} pages", cache_dir, log)

@@ -14,6 +14,7 @@ import functools
 import gzip
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -27,11 +28,13 @@ CACHE_DIR = Path("build") / "train-data"
 
 def page_blocks(page: dict, keep_hidden: bool = False, drop_noscript: bool = False) -> dict:
     """``id``, ``blocks`` (the model's strings) and rule ``labels`` of one corpus page
-    (segmented with ``keep_hidden`` and ``drop_noscript``, see ``stages.simplify``)."""
+    (segmented with ``keep_hidden`` and ``drop_noscript``, see ``stages.simplify``; a page's
+    ``added_main``, the paragraphs ``train.stories`` added, labelled main as they are)."""
     simplified, _ = simplify(page["html"], keep_hidden=keep_hidden, drop_noscript=drop_noscript)
     blocks, _ = extract_blocks(simplified)
     reference = page.get("reference")
-    labels = label_blocks(blocks, reference) if reference else None
+    labels = (label_blocks(blocks, reference, added_main=page.get("added_main") or ())
+              if reference else None)
     return {"id": page["id"], "blocks": blocks, "labels": labels}
 
 
@@ -69,3 +72,23 @@ def write_records(path: Path, records: list[dict]) -> None:
         for record in records:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     partial.rename(path)
+
+
+def derived_corpus(corpus: str, name: str, share: float, seed: int,
+                   derive: Callable[[list[dict]], tuple[list[dict], list[str]]],
+                   what: str, done: str, chosen: str, cache_dir: Path = CACHE_DIR,
+                   log=print) -> str:
+    """The path (a corpus name, ``pulpie_rt.corpus``) of ``corpus``'s pages as ``derive``
+    changes them (it returns every page and the ids of those it changed), written under
+    ``cache_dir`` once (keyed by ``corpus_version``, ``name``, the share and the seed) and
+    read from there after; logged as ``what`` ("comment threads"), the pages changed as
+    ``done`` ("given one") among those ``chosen`` names ("WCXB article pages")."""
+    path = Path(cache_dir) / f"{corpus_version(corpus)}-{name}-{share}-{seed}.jsonl.gz"
+    if path.is_file():
+        log(f"{what}: {corpus} pages (share {share}, seed {seed}) from {path}")
+        return str(path)
+    pages, changed = derive(list(iter_pages(corpus)))
+    write_records(path, pages)
+    log(f"{what}: {len(changed)} of {len(pages)} {corpus} pages {done} ({chosen}, share "
+        f"{share}, seed {seed}) -> {path}")
+    return str(path)

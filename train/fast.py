@@ -64,6 +64,7 @@ from pulpie_rt.runtime.stages.rescore import (
 )
 from pulpie_rt.train.comments import comment_thread_corpus
 from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
+from pulpie_rt.train.stories import longer_story_corpus
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
@@ -285,6 +286,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_comment_threads:
         corpus = comment_thread_corpus(corpus, recipe.fast_comment_threads,
                                        recipe.fast_comment_seed, log=log)
+    # after the threads, which follow the story's end: the stories grow before it
+    if recipe.fast_longer_stories:
+        corpus = longer_story_corpus(corpus, recipe.fast_longer_stories,
+                                     recipe.fast_story_seed, log=log)
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
