@@ -174,16 +174,16 @@ class Recipe:
     # its own paragraphs, labelled main; after the comment threads, which stay after the
     # story), and the seed that picks the pages and paragraphs. The fast profile drops the
     # later paragraphs of stories far longer than its train pages' (issue 28: readability
-    # lazy-image-2, wikipedia, toc-missing). Off: measured with seed 0 (train --fast-only
-    # --recipe '{"fast_longer_stories": S}', bench.quality and bench.thresholds, against the
-    # shipped model's 0.8621, 0.9279, 0.9012, 0.8338 for dev ground truth, readability,
-    # L3S-GN1, Dragnet), it mends those pages (lazy-image-2 0.614 -> 0.993, wikipedia
-    # 0.839 -> 0.956) but the train pages then choose threshold +0.00 and the held-apart
-    # sets lose precision around the story (comments kept): share 0.5: 0.8589, 0.9301,
-    # 0.8892, 0.8144 (at +0.50, not chosen: 0.8701, 0.9304, 0.9058, 0.8343); share 0.25:
-    # 0.8399, 0.9276, 0.8894, 0.8159; share 0.5 with comment threads under 0.75 of the
-    # articles: 0.8542, 0.9318, 0.8878, 0.8128. Each chose +0.00 on a flat train curve
-    # (0.8755 against 0.8754 at +0.25 for share 0.5)
+    # lazy-image-2, wikipedia, toc-missing). Off: measured with seeds 0, 1, 2 (train --fast-only
+    # --recipe '{"fast_longer_stories": 0.5, "fast_seed": N}', bench.thresholds), it mends
+    # those pages (seed 0: lazy-image-2 0.614 -> 0.993, wikipedia 0.839 -> 0.956), but the
+    # train pages choose +0.00, +0.25, +0.00 on a flat curve and the held-apart sets lose
+    # precision around the story (comments kept): dev ground truth 0.8566 +- 0.0035,
+    # readability 0.9290 +- 0.0041, L3S-GN1 0.8906 +- 0.0036, Dragnet 0.8176 +- 0.0031
+    # against the shipped recipe's 0.8594, 0.9250, 0.8977, 0.8288 (at +0.50, not chosen:
+    # 0.8661, 0.9293, 0.9044, 0.8351). Seed 0 with share 0.25: 0.8399, 0.9276, 0.8894,
+    # 0.8159; with share 0.5 and comment threads under 0.75 of the articles: 0.8542, 0.9318,
+    # 0.8878, 0.8128 (docs/models-and-quality.md)
     fast_longer_stories: float = 0.0
     fast_story_seed: int = 0
     # how the fast profile picks a page's main blocks from their probabilities (manifest
