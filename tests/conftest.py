@@ -20,6 +20,17 @@ def dev_pages() -> list[dict]:
 
 
 @pytest.fixture(scope="session")
+def derivation_pages() -> dict[str, dict]:
+    """The dev pages by id that the train corpora derived from WCXB articles are tested on
+    (``train.comments``, ``train.stories``): ``rt_helpers.WCXB_ARTICLES``, ``WCXB_FORUM`` and
+    ``NOT_WCXB``."""
+    from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM
+
+    wanted = {*WCXB_ARTICLES, WCXB_FORUM, NOT_WCXB}
+    return {p["id"]: p for p in load_pages("dev") if p["id"] in wanted}
+
+
+@pytest.fixture(scope="session")
 def train_corpus() -> Path:
     """``train.jsonl.gz``, which is not in the repository: the test is skipped without it,
     saying where it was looked for and where to get it (corpus/README.md)."""

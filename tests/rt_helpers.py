@@ -166,19 +166,11 @@ def hostile_pages() -> dict[str, str]:
     }
 
 
-# dev pages for the train corpora derived from WCXB articles (train.comments, train.stories)
+# dev pages for the train corpora derived from WCXB articles (conftest's derivation_pages)
 WCXB_ARTICLES = ("wcxb/dev/0437", "wcxb/dev/4497", "wcxb/dev/4705")  # WCXB's type: article
 WCXB_FORUM = "wcxb/dev/0538"
 NOT_WCXB = "readability/nytimes-1"
 
-
-def derivation_pages() -> dict[str, dict]:
-    """The dev pages above by id: three WCXB articles, a WCXB forum page, a page of another
-    source."""
-    from pulpie_rt.corpus import iter_pages
-
-    wanted = {*WCXB_ARTICLES, WCXB_FORUM, NOT_WCXB}
-    return {p["id"]: p for p in iter_pages("dev") if p["id"] in wanted}
 
 
 def write_corpus(folder: Path, name: str, pages: list[dict]) -> Path:

@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, derivation_pages, write_corpus
+from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, write_corpus
 
 from pulpie_rt.corpus import corpus_version, find_corpus, iter_pages
 from train.comments import (
@@ -22,19 +22,13 @@ from train.comments import (
 )
 from train.data import page_blocks
 
-ARTICLES, FORUM = WCXB_ARTICLES, WCXB_FORUM
-
-
-@pytest.fixture(scope="module")
-def dev_pages() -> dict[str, dict]:
-    return derivation_pages()
-
 
 def test_page_types_are_wcxbs_for_every_wcxb_dev_page():
     types = page_types()
     dev = [p["id"] for p in iter_pages("dev") if p["id"].startswith("wcxb/")]
     assert len(dev) == 60 and all(pid in types for pid in dev)
-    assert [types[pid] for pid in ARTICLES] == ["article"] * 3 and types[FORUM] == "forum"
+    assert [types[pid] for pid in WCXB_ARTICLES] == ["article"] * 3
+    assert types[WCXB_FORUM] == "forum"
     assert NOT_WCXB not in types
 
 
@@ -61,9 +55,10 @@ def test_escaped_story_text_is_found():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_a_thread_adds_blocks_labelled_not_main_and_leaves_the_page_s_labels(dev_pages, seed):
-    for article in ARTICLES:
-        pages = [dev_pages[article], dev_pages[FORUM]]
+def test_a_thread_adds_blocks_labelled_not_main_and_leaves_the_page_s_labels(derivation_pages,
+                                                                            seed):
+    for article in WCXB_ARTICLES:
+        pages = [derivation_pages[article], derivation_pages[WCXB_FORUM]]
         out, threaded = with_comment_threads(pages, page_types(), 1.0, seed)
         assert threaded == [article] and out[1] is pages[1]
         assert out[0]["reference"] == pages[0]["reference"] and out[0]["id"] == article
@@ -86,10 +81,10 @@ def test_a_thread_adds_blocks_labelled_not_main_and_leaves_the_page_s_labels(dev
                                       for m in main)
 
 
-def test_only_wcxb_articles_get_threads_and_the_seed_decides(dev_pages):
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM, NOT_WCXB)]
+def test_only_wcxb_articles_get_threads_and_the_seed_decides(derivation_pages):
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM, NOT_WCXB)]
     out, threaded = with_comment_threads(pages, page_types(), 1.0, 0)
-    assert threaded == list(ARTICLES)
+    assert threaded == list(WCXB_ARTICLES)
     assert out[3] is pages[3] and out[4] is pages[4]
     again, _ = with_comment_threads(pages, page_types(), 1.0, 0)
     other, _ = with_comment_threads(pages, page_types(), 1.0, 1)
@@ -101,8 +96,8 @@ def test_only_wcxb_articles_get_threads_and_the_seed_decides(dev_pages):
                        "threaded_discussion"}
 
 
-def test_the_derived_corpus_is_a_file_named_by_its_path(dev_pages, tmp_path, monkeypatch):
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM)]
+def test_the_derived_corpus_is_a_file_named_by_its_path(derivation_pages, tmp_path, monkeypatch):
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     write_corpus(tmp_path, "mini", pages)
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(tmp_path))
     logged: list[str] = []

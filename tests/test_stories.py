@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, derivation_pages, write_corpus
+from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, write_corpus
 
 from pulpie_rt.corpus import find_corpus, iter_pages
 from pulpie_rt.eval.labels import label_blocks
@@ -25,13 +25,6 @@ from train.stories import (
     story_paragraphs,
     with_longer_stories,
 )
-
-ARTICLES, FORUM = WCXB_ARTICLES, WCXB_FORUM
-
-
-@pytest.fixture(scope="module")
-def dev_pages() -> dict[str, dict]:
-    return derivation_pages()
 
 
 def test_story_paragraphs_are_the_references_lines_in_p_outside_scripts_without_ids():
@@ -55,10 +48,10 @@ def test_story_paragraphs_are_the_references_lines_in_p_outside_scripts_without_
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_added_paragraphs_are_main_inside_the_story_and_the_page_keeps_its_labels(
-        dev_pages, seed):
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM)]
+        derivation_pages, seed):
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     out, lengthened = with_longer_stories(pages, page_types(), 1.0, seed)
-    assert lengthened == list(ARTICLES) and out[3] is pages[3]
+    assert lengthened == list(WCXB_ARTICLES) and out[3] is pages[3]
     for before_page, after_page in zip(pages[:3], out[:3], strict=True):
         added = after_page["added_main"]
         points = story_paragraphs(before_page["html"], before_page["reference"])
@@ -120,10 +113,10 @@ def test_adverts_are_in_no_reference():
     assert advert_words == {"advertisement"}
 
 
-def test_only_wcxb_articles_are_lengthened_and_the_seed_decides(dev_pages):
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM, NOT_WCXB)]
+def test_only_wcxb_articles_are_lengthened_and_the_seed_decides(derivation_pages):
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM, NOT_WCXB)]
     out, lengthened = with_longer_stories(pages, page_types(), 1.0, 0)
-    assert lengthened == list(ARTICLES) and out[3] is pages[3] and out[4] is pages[4]
+    assert lengthened == list(WCXB_ARTICLES) and out[3] is pages[3] and out[4] is pages[4]
     again, _ = with_longer_stories(pages, page_types(), 1.0, 0)
     other, _ = with_longer_stories(pages, page_types(), 1.0, 1)
     assert again == out and other[0]["html"] != out[0]["html"]
@@ -131,8 +124,8 @@ def test_only_wcxb_articles_are_lengthened_and_the_seed_decides(dev_pages):
     assert lengthened == [] and none == pages
 
 
-def test_the_derived_corpus_is_written_once(dev_pages, tmp_path, monkeypatch):
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM)]
+def test_the_derived_corpus_is_written_once(derivation_pages, tmp_path, monkeypatch):
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     write_corpus(tmp_path, "mini", pages)
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(tmp_path))
     logged: list[str] = []
@@ -168,7 +161,7 @@ def test_added_text_is_main_whole_or_cut_short_and_its_words_make_no_other_block
                         added_main=[added, added]) == [1, 0, 0, 1, 1]
 
 
-def test_the_fast_profile_reads_the_threads_then_the_longer_stories(dev_pages, tmp_path,
+def test_the_fast_profile_reads_the_threads_then_the_longer_stories(derivation_pages, tmp_path,
                                                                     monkeypatch):
     from dataclasses import replace
 
@@ -176,7 +169,7 @@ def test_the_fast_profile_reads_the_threads_then_the_longer_stories(dev_pages, t
     from pulpie_rt.train.fit import Recipe
 
     assert Recipe().fast_longer_stories == 0.0  # measured, not shipped
-    pages = [dev_pages[pid] for pid in (*ARTICLES, FORUM)]
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     write_corpus(tmp_path, "mini", pages)
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here

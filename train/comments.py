@@ -24,7 +24,7 @@ import html
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pulpie_rt.corpus import IN_REPO_DIR
@@ -39,6 +39,8 @@ NAMES = ("Kathy Liz Becky Mark J. Peterson Sam anon Glenda Rob_1987 Maria Tom Hu
 MONTHS = ("January February March April May June July August September October November "
           "December").split()
 _CLOSING_TAG = re.compile(r"</(p|div|section|article)>", re.I)
+LINE_CHARS = 30  # a reference line this short or shorter is not looked for in the page
+PROBE_CHARS = 40  # a line is looked for by its first characters (markup may break it later)
 
 
 def page_types() -> dict[str, str]:
@@ -124,19 +126,34 @@ MARKUPS: tuple[Callable[[random.Random, list[str], str, int], str], ...] = (
     wordpress_thread, blogger_thread, plain_thread, threaded_discussion)
 
 
+def line_positions(page_html: str, line: str, outside_scripts: bool = False) -> Iterator[int]:
+    """Where a reference line stands in ``page_html``: the last occurrence of its first
+    ``PROBE_CHARS`` characters as written, then as escaped (``&``, ``<`` and ``>``), each only
+    where found (with ``outside_scripts``, the last one outside ``<script>`` elements: JSON-LD
+    repeats a story's text)."""
+    for probe in (line[:PROBE_CHARS], html.escape(line[:PROBE_CHARS], quote=False)):
+        at = page_html.rfind(probe)
+        while outside_scripts and at >= 0 and _in_script(page_html, at):
+            at = page_html.rfind(probe, 0, at)
+        if at >= 0:
+            yield at
+
+
+def _in_script(page_html: str, at: int) -> bool:
+    """Whether offset ``at`` lies inside a ``<script>`` element."""
+    return page_html.rfind("<script", 0, at) > page_html.rfind("</script", 0, at)
+
+
 def story_end(page_html: str, reference: str) -> int:
     """Where a comment thread goes: after the element that holds one of the reference's last
-    three lines of over 30 characters (its last occurrence in the page, as written or with
-    ``&``, ``<`` and ``>`` escaped); else before a ``<footer>`` in the page's second half; else
-    before ``</body>``; else at the end."""
-    lines = [line.strip() for line in reference.splitlines() if len(line.strip()) > 30]
+    three lines of over ``LINE_CHARS`` characters (``line_positions``); else before a
+    ``<footer>`` in the page's second half; else before ``</body>``; else at the end."""
+    lines = [line.strip() for line in reference.splitlines() if len(line.strip()) > LINE_CHARS]
     for line in reversed(lines[-3:]):
-        for probe in (line[:40], html.escape(line[:40], quote=False)):
-            at = page_html.rfind(probe)
-            if at >= 0:
-                closing = _CLOSING_TAG.search(page_html, at)
-                if closing:
-                    return closing.end()
+        for at in line_positions(page_html, line):
+            closing = _CLOSING_TAG.search(page_html, at)
+            if closing:
+                return closing.end()
     footer = re.search(r"<footer[\s>]", page_html, re.I)
     if footer and footer.start() > len(page_html) // 2:
         return footer.start()

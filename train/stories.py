@@ -31,10 +31,9 @@ import random
 import re
 from pathlib import Path
 
-from pulpie_rt.train.comments import THREAD_PAGE_TYPE, page_types
+from pulpie_rt.train.comments import LINE_CHARS, THREAD_PAGE_TYPE, line_positions, page_types
 from pulpie_rt.train.data import CACHE_DIR, derived_corpus
 
-LINE_CHARS = 30  # a reference line shorter than this is not looked for in the page
 ADDED_WORDS = (1_500, 15_000)  # words added to a story, both ends included
 GROWTH = (0.5, 3.0)  # words added as a share of the story's words, both ends included
 PARAGRAPH_WORDS = (15, 200)  # the words of a paragraph taken from another page, both included
@@ -62,8 +61,8 @@ def _paragraphs(reference: str | None) -> list[str]:
 
 def story_paragraphs(page_html: str, reference: str) -> list[tuple[int, str, int]]:
     """The story's paragraphs in page order: for each line of the reference of over
-    ``LINE_CHARS`` characters found in ``page_html`` (its last occurrence outside ``<script>``
-    elements, as written or with ``&``, ``<`` and ``>`` escaped) directly in a ``<p>`` (the
+    ``LINE_CHARS`` characters found in ``page_html`` outside ``<script>`` elements
+    (``comments.line_positions``, its first position) directly in a ``<p>`` (the
     nearest closing tag after it is ``</p>``), where that ``<p>`` ends, its opening tag
     without an ``id`` (copies must not repeat one) and the line's index in the reference."""
     found: dict[int, tuple[str, int]] = {}
@@ -71,17 +70,13 @@ def story_paragraphs(page_html: str, reference: str) -> list[tuple[int, str, int
         line = line.strip()
         if len(line) <= LINE_CHARS:
             continue
-        for probe in (line[:40], html.escape(line[:40], quote=False)):
-            at = page_html.rfind(probe)
-            while at >= 0 and _in_script(page_html, at):
-                at = page_html.rfind(probe, 0, at)
-            if at < 0:
-                continue
-            closing = _CLOSING_TAG.search(page_html, at)
-            opening = _opening_p(page_html, at)
-            if closing and closing.group(1).lower() == "p" and opening:
-                found[closing.end()] = (_ID_ATTRIBUTE.sub("", opening), index)
-            break
+        at = next(line_positions(page_html, line, outside_scripts=True), -1)
+        if at < 0:
+            continue
+        closing = _CLOSING_TAG.search(page_html, at)
+        opening = _opening_p(page_html, at)
+        if closing and closing.group(1).lower() == "p" and opening:
+            found[closing.end()] = (_ID_ATTRIBUTE.sub("", opening), index)
     return [(end, opening, index) for end, (opening, index) in sorted(found.items())]
 
 
@@ -94,11 +89,6 @@ def _opening_p(page_html: str, at: int) -> str | None:
             return opening.group(0)
         start = page_html.rfind("<p", 0, start)
     return None
-
-
-def _in_script(page_html: str, at: int) -> bool:
-    """Whether offset ``at`` lies inside a ``<script>`` element (JSON-LD repeats stories)."""
-    return page_html.rfind("<script", 0, at) > page_html.rfind("</script", 0, at)
 
 
 def with_longer_stories(pages: list[dict], types: dict[str, str], share: float, seed: int
