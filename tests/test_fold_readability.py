@@ -50,6 +50,9 @@ def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder
     pages = calibration_pages()
     assert len(pages) == 4
     assert any(line.startswith("fast rescorer: 8 pages, ") for line in logged)
+    from pulpie_rt.train.fast import page_groups
+    assert (f"fast rescorer: 4 {CALIBRATION_SOURCE} pages in {len(set(page_groups(pages)))} "
+            "groups of one site or one text, each group in one fold") in logged
     # the threshold is chosen on the four train pages alone
     calibration = [line for line in logged if "(out of fold)" in line]
     assert calibration and all(line.endswith(" on 4 mini pages (out of fold)")
@@ -65,3 +68,39 @@ def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder
         assert folds[key] == round(scores[key], 4)
     line = next(line for line in logged if f"{CALIBRATION_SOURCE} pages in 2 folds" in line)
     assert line.endswith(f"F1 {scores['f1']:.4f}")
+
+
+def test_readability_fixtures_that_copy_one_text_or_one_site_share_a_group():
+    """The readability suite repeats texts across fixtures (lorem-ipsum cases, lazy-image-1 to
+    3) and holds several pages of one site: spread over folds, they would score each other."""
+    from pulpie_rt.train.fast import page_groups
+
+    pages = calibration_pages()
+    groups = dict(zip((p["id"].rsplit("/", 1)[-1] for p in pages), page_groups(pages),
+                      strict=True))
+    assert len(pages) == 126 and len(set(groups.values())) == 78
+    for family in (["lazy-image-1", "lazy-image-2", "lazy-image-3"],
+                   ["basic-tags-cleaning", "comment-inside-script-parsing", "remove-extra-brs",
+                    "remove-extra-paragraphs"],
+                   ["wikipedia", "wikipedia-2", "wikipedia-3", "wikipedia-4"],
+                   ["nytimes-1", "nytimes-2", "nytimes-3", "nytimes-4", "nytimes-5"]):
+        assert len({groups[name] for name in family}) == 1, family
+    assert groups["lazy-image-2"] != groups["wikipedia-2"] != groups["nytimes-3"]
+    assert groups["aclu"] not in {groups[n] for n in groups if n != "aclu"}
+
+
+def test_groups_are_split_over_folds_whole_and_balanced():
+    from pulpie_rt.train.fast import group_folds, page_groups
+
+    pages = [{"id": "readability/a-1", "reference": "one two"},
+             {"id": "readability/b", "reference": "three four five"},
+             {"id": "readability/a-2", "reference": "six"},
+             {"id": "readability/c", "reference": "three four five six"},
+             {"id": "readability/d", "reference": ""}]
+    # a-1 and a-2: one site; b and c: 3 of 4 words shared; d: no word, its own group
+    assert page_groups(pages) == [0, 1, 0, 1, 2]
+    # the largest group first, each into the fold holding the fewest pages (ties: lowest)
+    assert group_folds([0, 0, 1, 2, 2, 2], 2) == [1, 1, 1, 0, 0, 0]
+    assert group_folds([0, 1, 2, 3], 3) == [0, 1, 2, 0]
+    folds = group_folds(page_groups(calibration_pages()), 3)
+    assert sorted(folds.count(f) for f in range(3)) == [42, 42, 42]

@@ -72,6 +72,11 @@ WORDS_COLUMN = FEATURE_NAMES_V2.index("words")
 # the corpus holding the readability pages that Recipe.fast_fold_readability trains on in folds
 READABILITY_CORPUS = "dev"
 THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
+# readability pages whose references share this much of their vocabulary (Jaccard of word
+# sets) are copies of one text (the lorem-ipsum fixtures, lazy-image-1 to 3): one fold holds
+# them all, as it holds every fixture of one site (FIXTURE_SITE_RE: wikipedia, wikipedia-2 ...)
+SAME_TEXT_JACCARD = 0.5
+FIXTURE_SITE_RE = re.compile(r"-\d+$")
 
 
 def context_names() -> list[str]:
@@ -146,11 +151,12 @@ def average_boosters(boosters: list):
 
 
 def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[str], recipe,
-                log=print) -> list[np.ndarray]:
+                log=print, fold_of: np.ndarray | None = None) -> list[np.ndarray]:
     """Per page, the probabilities of an ensemble trained on the other folds (page ``i`` in
-    fold ``i % fast_folds``)."""
+    fold ``fold_of[i]``; by default ``i % fast_folds``)."""
     folds = recipe.fast_folds
-    fold_of = np.arange(len(rows)) % folds
+    if fold_of is None:
+        fold_of = np.arange(len(rows)) % folds
     out: list[np.ndarray | None] = [None] * len(rows)
     for fold in range(folds):
         train = np.flatnonzero(fold_of != fold)
@@ -221,6 +227,50 @@ def readability_pages(keep_hidden: bool, drop_noscript: bool
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     keep = [i for i, pid in enumerate(ids) if pid in wanted]
     return [ids[i] for i in keep], [features[i] for i in keep], [labels[i] for i in keep]
+
+
+def page_groups(pages: list[dict]) -> list[int]:
+    """A group number per page (numbered by first page): pages of one fixture site (their ids'
+    last part less a ``-N`` suffix) or whose references share ``SAME_TEXT_JACCARD`` of their
+    word sets are one group, and so are the pages linked through them. Folds split by group,
+    so that no page is scored by stages trained on a copy of its text."""
+    from pulpie_rt.eval.metrics import words
+
+    parent = list(range(len(pages)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_of_site: dict[str, int] = {}
+    vocabularies = [set(words(p["reference"])) for p in pages]
+    for i, page in enumerate(pages):
+        site = FIXTURE_SITE_RE.sub("", page["id"].rsplit("/", 1)[-1])
+        parent[root(i)] = root(first_of_site.setdefault(site, i))
+        for j in range(i):
+            shared = len(vocabularies[i] & vocabularies[j])
+            union = len(vocabularies[i] | vocabularies[j])
+            if union and shared >= SAME_TEXT_JACCARD * union:
+                parent[root(i)] = root(j)
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(root(i), len(numbers)) for i in range(len(pages))]
+
+
+def group_folds(groups: list[int], folds: int) -> list[int]:
+    """A fold per page such that each group sits in one fold: the largest groups first, each
+    into the fold holding the fewest pages so far (ties: the lowest fold)."""
+    sizes: dict[int, int] = {}
+    for group in groups:
+        sizes[group] = sizes.get(group, 0) + 1
+    held = [0] * folds
+    fold_of_group: dict[int, int] = {}
+    for group in sorted(sizes, key=lambda g: (-sizes[g], g)):
+        fold = min(range(folds), key=lambda f: (held[f], f))
+        fold_of_group[group] = fold
+        held[fold] += sizes[group]
+    return [fold_of_group[group] for group in groups]
 
 
 def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: float,
@@ -294,10 +344,20 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
     folded: list[str] = []
+    # train page i sits in fold i % fast_folds
+    fold_of = np.arange(len(ids)) % recipe.fast_folds
     if recipe.fast_fold_readability:
         folded_ids, folded_features, folded_labels = readability_pages(keep_hidden, drop_noscript)
-        # appended after the train pages: page i sits in fold i % fast_folds, so the train
-        # pages keep their folds and the readability pages are spread over all of them
+        # appended after the train pages, which keep their folds; the readability pages are
+        # spread over the folds by group: fixtures that copy one text (the lorem-ipsum ones,
+        # lazy-image-1 to 3) or one site's pages, in different folds, would score each other
+        from pulpie_rt.eval.pages import calibration_pages
+
+        references = {p["id"]: p["reference"] for p in calibration_pages()}
+        groups = page_groups([{"id": pid, "reference": references[pid]} for pid in folded_ids])
+        fold_of = np.concatenate([fold_of, group_folds(groups, recipe.fast_folds)])
+        log(f"fast rescorer: {len(folded_ids)} {CALIBRATION_SOURCE} pages in {len(set(groups))} "
+            f"groups of one site or one text, each group in one fold")
         ids, features, labels = (ids + folded_ids, features + folded_features,
                                  labels + folded_labels)
         folded = folded_ids
@@ -307,11 +367,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         f"{'kept' if keep_hidden else 'removed'}, noscript elements "
         f"{'dropped' if drop_noscript else 'kept'}")
     all_labels = np.concatenate(labels)
-    first_oof = out_of_fold(rows, labels, context_names(), recipe, log)
+    first_oof = out_of_fold(rows, labels, context_names(), recipe, log, fold_of)
     first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
     stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
                   for r, p, f in zip(rows, first_oof, features, strict=True)]
-    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, log)
+    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, log, fold_of)
     second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(), recipe)
     check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
     # Derived columns (window means, shares) put more values between a LightGBM threshold
