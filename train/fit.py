@@ -157,7 +157,9 @@ class Recipe:
     # 0.8594): Readability.js's output is not WCXB's main content (it leaves out what the
     # ground truth keeps around an article, and listing pages' blocks). Folds that split the
     # suite's copies (the lorem-ipsum fixtures, lazy-image-1 to 3) read 0.933, as they scored
-    # each other
+    # each other. With fast_longer_stories 0.5 too: readability 0.9365, 0.9231, 0.9336 out of
+    # fold (mean trafilatura + 0.005), dev ground truth 0.8534, L3S-GN1 0.9022, Dragnet 0.8350
+    # (bench/results/quality-20261203-stories-fold-readability-grouped.json)
     fast_fold_readability: bool = False
     # the share of the train corpus's WCXB article pages that the fast profile reads with a
     # reader-comment thread added after the story (train.comments: four common markups, the
@@ -187,7 +189,8 @@ class Recipe:
     # against the shipped recipe's 0.8594, 0.9250, 0.8977, 0.8288 (at +0.50, not chosen:
     # 0.8661, 0.9293, 0.9044, 0.8351). Seed 0 with share 0.25: 0.8399, 0.9276, 0.8894,
     # 0.8159; with share 0.5 and comment threads under 0.75 of the articles: 0.8542, 0.9318,
-    # 0.8878, 0.8128 (docs/models-and-quality.md)
+    # 0.8878, 0.8128; with share 0.5 and fast_folds 5, the train pages choose +0.25 and read
+    # 0.8576, 0.9308, 0.8976, 0.8266 (docs/models-and-quality.md)
     fast_longer_stories: float = 0.0
     fast_story_seed: int = 0
     # how the fast profile picks a page's main blocks from their probabilities (manifest
