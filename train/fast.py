@@ -23,9 +23,10 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
 
 With ``Recipe.fast_fold_readability`` (off as shipped: measured, it costs the train and the
 ground-truth pages more than it gains) the dev corpus's readability pages join steps 1-3,
-appended to the train pages and so spread over the folds; the threshold is still chosen on the
+appended to the train pages and spread over the folds by group (``page_groups``: the suite's
+copies of one text, or one site's fixtures, in one fold); the threshold is still chosen on the
 train pages, and each readability page's out-of-fold decisions (from the stages of the fold
-that never saw it) and their word P/R/F1 are returned as ``readability_folds``, what
+that never saw it or a copy of it) and their word P/R/F1 are returned as ``readability_folds``, what
 ``bench.quality`` scores them by (``eval.systems.fold_texts``).
 
 Both ensembles are saved as ONNX like ``train.rescorer``'s and checked against LightGBM.
