@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -152,12 +153,10 @@ def average_boosters(boosters: list):
 
 
 def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[str], recipe,
-                log=print, fold_of: np.ndarray | None = None) -> list[np.ndarray]:
-    """Per page, the probabilities of an ensemble trained on the other folds (page ``i`` in
-    fold ``fold_of[i]``; by default ``i % fast_folds``)."""
+                fold_of: np.ndarray, log=print) -> list[np.ndarray]:
+    """Per page, the probabilities of an ensemble trained on the other ``fast_folds`` folds
+    (page ``i`` in fold ``fold_of[i]``)."""
     folds = recipe.fast_folds
-    if fold_of is None:
-        fold_of = np.arange(len(rows)) % folds
     out: list[np.ndarray | None] = [None] * len(rows)
     for fold in range(folds):
         train = np.flatnonzero(fold_of != fold)
@@ -217,17 +216,18 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
 
 
 def readability_pages(keep_hidden: bool, drop_noscript: bool
-                      ) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+                      ) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[int]]:
     """The dev corpus's ``CALIBRATION_SOURCE`` pages (``eval.pages.calibration_pages``), as
     ``training_pages`` gives them: ids, ``CONTEXT_FEATURES`` rows and rule labels (from
-    Readability.js's expected output)."""
+    Readability.js's expected output), and each page's ``page_groups`` group."""
     from pulpie_rt.eval.pages import calibration_pages
 
-    wanted = {p["id"] for p in calibration_pages()}
+    pages = {p["id"]: p for p in calibration_pages()}
     ids, features, labels = training_pages(READABILITY_CORPUS, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
-    keep = [i for i, pid in enumerate(ids) if pid in wanted]
-    return [ids[i] for i in keep], [features[i] for i in keep], [labels[i] for i in keep]
+    keep = [i for i, pid in enumerate(ids) if pid in pages]
+    return ([ids[i] for i in keep], [features[i] for i in keep], [labels[i] for i in keep],
+            page_groups([pages[ids[i]] for i in keep]))
 
 
 def page_groups(pages: list[dict]) -> list[int]:
@@ -262,9 +262,7 @@ def page_groups(pages: list[dict]) -> list[int]:
 def group_folds(groups: list[int], folds: int) -> list[int]:
     """A fold per page such that each group sits in one fold: the largest groups first, each
     into the fold holding the fewest pages so far (ties: the lowest fold)."""
-    sizes: dict[int, int] = {}
-    for group in groups:
-        sizes[group] = sizes.get(group, 0) + 1
+    sizes = Counter(groups)
     held = [0] * folds
     fold_of_group: dict[int, int] = {}
     for group in sorted(sizes, key=lambda g: (-sizes[g], g)):
@@ -348,14 +346,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     # train page i sits in fold i % fast_folds
     fold_of = np.arange(len(ids)) % recipe.fast_folds
     if recipe.fast_fold_readability:
-        folded_ids, folded_features, folded_labels = readability_pages(keep_hidden, drop_noscript)
+        folded_ids, folded_features, folded_labels, groups = readability_pages(keep_hidden,
+                                                                               drop_noscript)
         # appended after the train pages, which keep their folds; the readability pages are
         # spread over the folds by group: fixtures that copy one text (the lorem-ipsum ones,
         # lazy-image-1 to 3) or one site's pages, in different folds, would score each other
-        from pulpie_rt.eval.pages import calibration_pages
-
-        references = {p["id"]: p["reference"] for p in calibration_pages()}
-        groups = page_groups([{"id": pid, "reference": references[pid]} for pid in folded_ids])
         fold_of = np.concatenate([fold_of, group_folds(groups, recipe.fast_folds)])
         log(f"fast rescorer: {len(folded_ids)} {CALIBRATION_SOURCE} pages in {len(set(groups))} "
             f"groups of one site or one text, each group in one fold")
@@ -368,11 +363,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         f"{'kept' if keep_hidden else 'removed'}, noscript elements "
         f"{'dropped' if drop_noscript else 'kept'}")
     all_labels = np.concatenate(labels)
-    first_oof = out_of_fold(rows, labels, context_names(), recipe, log, fold_of)
+    first_oof = out_of_fold(rows, labels, context_names(), recipe, fold_of, log)
     first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
     stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
                   for r, p, f in zip(rows, first_oof, features, strict=True)]
-    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, log, fold_of)
+    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, fold_of, log)
     second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(), recipe)
     check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
     # Derived columns (window means, shares) put more values between a LightGBM threshold
