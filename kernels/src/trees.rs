@@ -232,7 +232,7 @@ impl TreeEnsemble {
         let mut scale: Option<f32> = None;
         let mut name = output.to_string();
         let classifier = loop {
-            let Some(node) = graph.nodes.iter().find(|n| n.outputs.iter().any(|o| *o == name)) else {
+            let Some(node) = graph.nodes.iter().find(|n| n.outputs.contains(&name)) else {
                 return refuse(format!("'{name}' is not computed by a node"));
             };
             let domain = node.domain.as_str();
