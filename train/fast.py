@@ -35,6 +35,11 @@ With ``Recipe.fast_comment_threads`` steps 1-4 read the train pages with reader-
 threads added under a share of their articles (``train.comments``; the threshold is chosen on
 those pages too, as the stages were trained on them).
 
+With ``Recipe.fast_longer_stories`` (off) a share of their articles' stories are lengthened
+from inside (``train.stories``), and with ``Recipe.fast_hidden_dialogs`` (off) a share of the
+pages hold a closed dialog of prose (``train.dialogs``), applied in that order after the
+threads.
+
 With ``Recipe.fast_keep_hidden`` (the shipped recipe) every step reads the pages segmented
 without removing hidden elements (``stages.simplify``'s ``keep_hidden``), as the fast profile
 then runs (its manifest entry says ``"keep_hidden": true``): main content that a page fades in
@@ -65,6 +70,7 @@ from pulpie_rt.runtime.stages.rescore import (
     stage_features,
 )
 from pulpie_rt.train.comments import comment_thread_corpus
+from pulpie_rt.train.dialogs import hidden_dialog_corpus
 from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
 from pulpie_rt.train.stories import longer_story_corpus
 
@@ -339,6 +345,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_longer_stories:
         corpus = longer_story_corpus(corpus, recipe.fast_longer_stories,
                                      recipe.fast_story_seed, log=log)
+    # last: the dialogs go before </body> (a banner after <body>), outside the story
+    if recipe.fast_hidden_dialogs:
+        corpus = hidden_dialog_corpus(corpus, recipe.fast_hidden_dialogs,
+                                      recipe.fast_dialog_seed, log=log)
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
                                            layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
