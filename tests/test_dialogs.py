@@ -106,5 +106,7 @@ def test_the_fast_profile_reads_the_dialogs_after_the_stories(derivation_pages, 
     assert [bool(p.get("added_main")) for p in read] == [True, True, True, False]
     assert fast["blocks"] == sum(len(page_blocks(p, True, True)["blocks"]) for p in read)
     # written once, then read from the cache
-    assert hidden_dialog_corpus(stories.rpartition(" -> ")[2], 1.0, 0,
-                                log=lambda line: None) == corpus
+    again: list[str] = []
+    assert hidden_dialog_corpus(stories.rpartition(" -> ")[2], 1.0, 0, log=again.append) == corpus
+    assert again == [f"hidden dialogs: {stories.rpartition(' -> ')[2]} pages (share 1.0, seed 0) "
+                     f"from {corpus}"]
