@@ -159,7 +159,9 @@ class Recipe:
     # suite's copies (the lorem-ipsum fixtures, lazy-image-1 to 3) read 0.933, as they scored
     # each other. With fast_longer_stories 0.5 too: readability 0.9365, 0.9231, 0.9336 out of
     # fold (mean trafilatura + 0.005), dev ground truth 0.8534, L3S-GN1 0.9022, Dragnet 0.8350
-    # (bench/results/quality-20261203-stories-fold-readability-grouped.json)
+    # (bench/results/quality-20261203-stories-fold-readability-grouped.json); and with
+    # fast_folds 5: 0.9315, 0.9272, 0.9309 (mean 0.9299), 0.8543, 0.9045, 0.8365 (bench/
+    # results/thresholds-20261203-stories-fold-readability-grouped-5-folds-seed{0,1,2}.json)
     fast_fold_readability: bool = False
     # the share of the train corpus's WCXB article pages that the fast profile reads with a
     # reader-comment thread added after the story (train.comments: four common markups, the
