@@ -104,9 +104,9 @@ def with_hidden_dialogs(pages: list[dict], share: float, seed: int
             markup = rng.choice(MARKUPS)
             texts: list[str] = []
             wanted = rng.randint(*PARAGRAPHS)
+            others = [pid for pid in donors if pid != page["id"]]
             while len(texts) < wanted:
-                donor = rng.choice([pid for pid in donors if pid != page["id"]])
-                texts += paragraphs[donor][:wanted - len(texts)]
+                texts += paragraphs[rng.choice(others)][:wanted - len(texts)]
             dialog = markup(rng, texts)
             source = page["html"]
             if markup is consent_banner and (opening := _BODY_OPEN.search(source)):
