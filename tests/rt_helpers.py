@@ -185,6 +185,28 @@ def write_corpus(folder: Path, name: str, pages: list[dict]) -> Path:
     return path
 
 
+def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
+                             **settings) -> tuple[dict, list[str]]:
+    """``train.fast.write_fast_rescorer`` on corpus ``mini`` of ``corpus_folder`` with a small
+    recipe (2 folds, 5 trees, one thread, a bag of one) changed by ``settings``, into
+    ``tmp_path / "work" / "bundle"`` (its training caches under ``tmp_path / "build"``): what
+    it returns and the lines it logged."""
+    from dataclasses import replace
+
+    from pulpie_rt.train.fast import write_fast_rescorer
+    from pulpie_rt.train.fit import Recipe
+
+    monkeypatch.setenv("PULPIE_RT_CORPUS", str(corpus_folder))
+    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
+    recipe = replace(Recipe(), **{"corpus": "mini", "fast_folds": 2, "rescorer_rounds": 5,
+                                  "rescorer_min_leaf": 5, "threads": 1, "fast_bag": 1,
+                                  **settings})
+    bundle = tmp_path / "work" / "bundle"
+    bundle.mkdir(parents=True, exist_ok=True)
+    logged: list[str] = []
+    return write_fast_rescorer(bundle, recipe, log=logged.append), logged
+
+
 def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
     """The embedded default model's bundle in ``tmp_path / "bundle"``, its files linked, its
     fast profile's settings (``keep_hidden``, ``drop_noscript`` …) set to ``fast_settings``

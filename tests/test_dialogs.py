@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import replace
 
 import pytest
-from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, write_corpus
+from rt_helpers import (
+    NOT_WCXB,
+    WCXB_ARTICLES,
+    WCXB_FORUM,
+    train_small_fast_profile,
+    write_corpus,
+)
 
 from pulpie_rt.corpus import iter_pages
 from train.data import page_blocks
@@ -79,21 +84,14 @@ def test_pages_with_a_reference_get_one_before_the_body_ends_and_the_seed_decide
 
 def test_the_fast_profile_reads_the_dialogs_after_the_stories(derivation_pages, tmp_path,
                                                              monkeypatch):
-    from pulpie_rt.train.fast import write_fast_rescorer
     from pulpie_rt.train.fit import Recipe
 
     assert Recipe().fast_hidden_dialogs == 0.0  # measured, not shipped
     pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     write_corpus(tmp_path, "mini", pages)
-    monkeypatch.setenv("PULPIE_RT_CORPUS", str(tmp_path))
-    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
-    recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_bag=1, fast_comment_threads=1.0,
-                     fast_longer_stories=1.0, fast_hidden_dialogs=1.0)
-    bundle = tmp_path / "work" / "bundle"
-    bundle.mkdir(parents=True)
-    logged: list[str] = []
-    fast = write_fast_rescorer(bundle, recipe, log=logged.append)
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
+                                            fast_comment_threads=1.0, fast_longer_stories=1.0,
+                                            fast_hidden_dialogs=1.0)
     stories = next(line for line in logged if line.startswith("longer stories: "))
     dialogs = next(line for line in logged if line.startswith("hidden dialogs: "))
     assert logged.index(stories) < logged.index(dialogs)

@@ -5,10 +5,8 @@ which ``bench.quality`` rebuilds into the same texts and scores."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
-from rt_helpers import write_corpus
+from rt_helpers import train_small_fast_profile, write_corpus
 
 from pulpie_rt.corpus import corpus_available, iter_pages
 from pulpie_rt.eval.metrics import score_pages
@@ -35,18 +33,9 @@ def folder(tmp_path_factory):
 def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder, tmp_path,
                                                                           monkeypatch):
     from pulpie_rt.eval.systems import fold_texts
-    from pulpie_rt.train.fast import write_fast_rescorer
-    from pulpie_rt.train.fit import Recipe
 
-    monkeypatch.setenv("PULPIE_RT_CORPUS", str(folder))
-    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
-    recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_bag=1, fast_fold_readability=True,
-                     fast_comment_threads=0.0)
-    bundle = tmp_path / "work" / "bundle"
-    bundle.mkdir(parents=True)
-    logged: list[str] = []
-    fast = write_fast_rescorer(bundle, recipe, log=logged.append)
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, folder,
+                                            fast_fold_readability=True, fast_comment_threads=0.0)
     pages = calibration_pages()
     assert len(pages) == 4
     assert any(line.startswith("fast rescorer: 8 pages, ") for line in logged)

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from rt_helpers import default_model_copy, write_corpus
+from rt_helpers import default_model_copy, train_small_fast_profile, write_corpus
 from spec import simplify_spec
 
 from pulpie_rt.runtime import native
@@ -164,22 +164,15 @@ def test_training_data_and_features_are_cached_per_segmentation(mini_corpus, tmp
 
 def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, tmp_path,
                                                                   monkeypatch):
-    from dataclasses import replace
-
     from pulpie_rt.train.__main__ import set_profiles
-    from pulpie_rt.train.fast import write_fast_rescorer
     from pulpie_rt.train.fit import Recipe
 
-    monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
-    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
-    recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_fold_readability=False,
-                     fast_comment_threads=0.0)
+    # the shipped bag of five, as this test has always trained it
+    settings = {"fast_bag": Recipe().fast_bag, "fast_fold_readability": False,
+                "fast_comment_threads": 0.0}
     assert Recipe().fast_keep_hidden is True
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, mini_corpus, **settings)
     bundle = tmp_path / "work" / "bundle"
-    bundle.mkdir(parents=True)
-    logged = []
-    fast = write_fast_rescorer(bundle, recipe, log=logged.append)
     assert fast["keep_hidden"] is True and fast["drop_noscript"] is True
     assert "readability_folds" not in fast  # fast_fold_readability off: the corpus alone
     assert any(line.endswith("hidden elements kept, noscript elements dropped")
@@ -191,8 +184,10 @@ def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, t
     profiles = json.loads((bundle / "manifest.json").read_text())["profiles"]
     assert profiles["fast"]["keep_hidden"] is True and "keep_hidden" not in profiles["accurate"]
     assert profiles["fast"]["drop_noscript"] is True and "drop_noscript" not in profiles["accurate"]
-    unkept = write_fast_rescorer(bundle, replace(recipe, fast_keep_hidden=False,
-                                                 fast_drop_noscript=False), log=logged.append)
+    unkept, unkept_logged = train_small_fast_profile(tmp_path, monkeypatch, mini_corpus,
+                                                     **settings, fast_keep_hidden=False,
+                                                     fast_drop_noscript=False)
+    logged += unkept_logged
     assert any(line.endswith("hidden elements removed, noscript elements kept")
                for line in logged)
     set_profiles(bundle, unkept, "accurate")

@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, write_corpus
+from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, train_small_fast_profile, write_corpus
 
 from pulpie_rt.corpus import find_corpus, iter_pages
 from pulpie_rt.eval.labels import label_blocks
@@ -163,23 +163,13 @@ def test_added_text_is_main_whole_or_cut_short_and_its_words_make_no_other_block
 
 def test_the_fast_profile_reads_the_threads_then_the_longer_stories(derivation_pages, tmp_path,
                                                                     monkeypatch):
-    from dataclasses import replace
-
-    from pulpie_rt.train.fast import write_fast_rescorer
     from pulpie_rt.train.fit import Recipe
 
     assert Recipe().fast_longer_stories == 0.0  # measured, not shipped
     pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
     write_corpus(tmp_path, "mini", pages)
-    monkeypatch.setenv("PULPIE_RT_CORPUS", str(tmp_path))
-    monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
-    recipe = replace(Recipe(), corpus="mini", fast_folds=2, rescorer_rounds=5,
-                     rescorer_min_leaf=5, threads=1, fast_bag=1, fast_comment_threads=1.0,
-                     fast_longer_stories=1.0)
-    bundle = tmp_path / "work" / "bundle"
-    bundle.mkdir(parents=True)
-    logged: list[str] = []
-    fast = write_fast_rescorer(bundle, recipe, log=logged.append)
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
+                                            fast_comment_threads=1.0, fast_longer_stories=1.0)
     threads = next(line for line in logged if line.startswith("comment threads: "))
     stories = next(line for line in logged if line.startswith("longer stories: "))
     assert logged.index(threads) < logged.index(stories)
