@@ -121,13 +121,10 @@ def stage_functions(checkpoint: Path, slowdown: dict[str, float]) -> dict[str, C
     except ImportError:
         pass
     try:  # the default model's fast profile: its two rescorer stages on one page's blocks
+        from pulpie_rt.runtime.model.bundle import load_bundle
         from pulpie_rt.runtime.model.resolve import embedded_model_dir
-        from pulpie_rt.runtime.stages.rescore import CONTEXT_VERSION, BlockRescorer
 
-        model = embedded_model_dir()
-        rescorer = BlockRescorer(model / "rescorer-fast.onnx", 0.0, "blocks-v3", CONTEXT_VERSION,
-                                 model / "rescorer-fast-first.onnx")
-        functions["rescore"] = rescorer.log_odds
+        functions["rescore"] = load_bundle(embedded_model_dir(), "fast").rescorer.log_odds
     except (ImportError, OSError, ValueError):
         pass
     return {name: slowed(fn, slowdown.get(name, 1.0)) for name, fn in functions.items()}
@@ -191,9 +188,10 @@ class Side:
             self._run("features", index, (map_html, item_ids))
             if "rescore" in self.functions:
                 try:  # the fast profile's rows, untimed
+                    from pulpie_rt.eval.rows import fast_layout
                     from pulpie_rt.runtime.stages.features import block_features
 
-                    rows = block_features(map_html, item_ids, "blocks-v3")
+                    rows = block_features(map_html, item_ids, fast_layout())
                 except Exception as exc:  # noqa: BLE001 - the page is left out of the stage
                     self.errors.setdefault("rescore", f"page {index}: {type(exc).__name__}: "
                                                       f"{exc}")

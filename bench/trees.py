@@ -64,17 +64,19 @@ def trees_env(value: str | None) -> Iterator[None]:
 
 
 def rescorer_rows(pages: Sequence[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each page's ``blocks-v3`` and ``blocks-v1`` rows (pages without blocks left out)."""
-    from pulpie_rt.eval.rows import page_rows
+    """Each page's fast-profile rows (the embedded model's layout) and ``blocks-v1`` rows
+    (pages without blocks left out)."""
+    from pulpie_rt.eval.rows import fast_layout, page_rows
 
+    layout = fast_layout()
     rows = []
     for page in pages:
         try:
-            v3, v1 = page_rows(page["html"])
+            fast, v1 = page_rows(page["html"], layout)
         except Exception:  # noqa: BLE001 - a page the pipeline refuses has no blocks
             continue
-        if len(v3):
-            rows.append((v3, v1))
+        if len(fast):
+            rows.append((fast, v1))
     return rows
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from pulpie_rt.eval.rows import page_rows
 from pulpie_rt.runtime import native
+from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.rescore import context_features, stage_features
 
@@ -162,19 +163,20 @@ def compare(pages: list[dict], model_dir: Path | None = None,
         data = (model_dir / file).read_bytes()
         sides[stage] = (KernelTrees(data), OrtTrees(data))
         results[stage] = StageParity(stage, file)
+    layout = load_bundle(model_dir, "fast").feature_layout  # the rows the fast stages read
     started = time.perf_counter()
     for n, page in enumerate(pages):
         try:
-            v3, v1 = page_rows(page["html"])
+            fast, v1 = page_rows(page["html"], layout)
         except Exception as exc:  # noqa: BLE001 - a page the pipeline refuses has no blocks
             log(f"page {page.get('id')}: no rows ({type(exc).__name__}: {exc})")
             continue
-        if len(v3) == 0:
+        if len(fast) == 0:
             continue
         page_id = str(page.get("id", n))
-        context = context_features(v3)
+        context = context_features(fast)
         first = results["fast-first"].add(page_id, context, *sides["fast-first"], n)
-        joined = np.hstack([context, stage_features(first[:, 1].astype(np.float64), v3)])
+        joined = np.hstack([context, stage_features(first[:, 1].astype(np.float64), fast)])
         results["fast"].add(page_id, joined, *sides["fast"], n)
         results["accurate"].add(page_id, v1, *sides["accurate"], n)
         if (n + 1) % 50 == 0:

@@ -74,6 +74,7 @@ _NO_ID = ctypes.c_size_t(-1).value  # lib.rs NO_ID: an absent id (None)
 _FEATURES_LIBXML2_TREE = 1
 _FEATURES_EXTRAS = 2  # (lib.rs FEATURES_EXTRAS; prepare_page's with_features 2: blocks-v2)
 _FEATURES_CONTAINERS = 4  # (lib.rs FEATURES_CONTAINERS; with_features 3: blocks-v3)
+_FEATURES_DIALOGS = 8  # (lib.rs FEATURES_DIALOGS; with_features 4: blocks-v4)
 
 
 class _SimplifyOutput(ctypes.Structure):
@@ -496,11 +497,12 @@ def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
 
 def block_features(map_html: str, item_ids: list[str | None],
                    libxml2_tree: bool = False, extras: bool = False,
-                   containers: bool = False) -> np.ndarray:
+                   containers: bool = False, dialogs: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
     ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
-    None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``), and
-    by those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``).
+    None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``), by
+    those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``), and by
+    all those and ``features.DIALOG_NAMES`` when ``dialogs`` (layout ``blocks-v4``).
     ``CoreError`` where the core fails on the page.
 
     ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
@@ -516,7 +518,8 @@ def block_features(map_html: str, item_ids: list[str | None],
     status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(lens),
                                           (_FEATURES_LIBXML2_TREE if libxml2_tree else 0)
                                           | (_FEATURES_EXTRAS if extras else 0)
-                                          | (_FEATURES_CONTAINERS if containers else 0),
+                                          | (_FEATURES_CONTAINERS if containers else 0)
+                                          | (_FEATURES_DIALOGS if dialogs else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
     return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
@@ -922,9 +925,9 @@ def _rows(features: np.ndarray) -> np.ndarray:
 
 def context_features(features: np.ndarray, width: int) -> np.ndarray:
     """``rescore.context_features`` on the compiled core (``core/src/features/context.rs``):
-    one page's ``blocks-v3`` rows (2-D float32) in, one row of ``width`` (``N_CONTEXT``)
-    float32 columns per block out. ``ValueError`` with the core's message for rows of
-    another width."""
+    one page's ``blocks-v3`` rows (or ``blocks-v4``) in, one row of ``width``
+    (``N_CONTEXT``, or ``N_CONTEXT_V5``) float32 columns per block out. ``ValueError`` with
+    the core's message for rows of another width."""
     import numpy as np
     lib = _engine_library()
     rows = _rows(features)
@@ -936,7 +939,8 @@ def context_features(features: np.ndarray, width: int) -> np.ndarray:
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray, width: int) -> np.ndarray:
     """``rescore.stage_features`` on the compiled core: the first stage's probabilities of one
-    page (float64, one per block) and its ``blocks-v3`` rows in, ``width`` (``N_STAGE``)
+    page (float64, one per block) and its ``blocks-v3`` (``blocks-v4``) rows in, ``width``
+    (``N_STAGE``)
     float32 columns per block out. ``ValueError`` with the core's message for rows of another
     width or count."""
     import numpy as np
@@ -1052,13 +1056,15 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                  max_page_tokens: int | None, cutoff_length: int, max_tokens: int,
                  sep_id: int, bos_id: int | None, eos_id: int | None,
                  with_features: bool, keep_hidden: bool = False, extras: bool = False,
-                 containers: bool = False, drop_noscript: bool = False) -> PreparedCore:
+                 containers: bool = False, drop_noscript: bool = False,
+                 dialogs: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``;
-    with the extras and the containers, ``blocks-v3``, when ``containers``);
+    with the extras and the containers, ``blocks-v3``, when ``containers``; with those and the
+    dialog columns, ``blocks-v4``, when ``dialogs``);
     ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
     the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
     bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
@@ -1075,7 +1081,7 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
         _NO_LIMIT if max_page_tokens is None else max(int(max_page_tokens), 0),
         cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
         -1 if eos_id is None else eos_id,
-        (3 if containers else 2 if extras else 1) if with_features else 0,
+        (4 if dialogs else 3 if containers else 2 if extras else 1) if with_features else 0,
         _segmentation_flags(keep_hidden, drop_noscript), ctypes.byref(out), ctypes.byref(message))
     if status != 0:
         text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"

@@ -15,13 +15,17 @@ from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
+    FEATURES_V4,
     N_FEATURES_V2,
     N_FEATURES_V3,
+    N_FEATURES_V4,
+    NO_DISTANCE,
     block_features,
 )
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_VERSION,
     N_CONTEXT,
+    N_CONTEXT_V5,
     N_STAGE,
     BlockRescorer,
     RescorerError,
@@ -96,19 +100,47 @@ def test_a_page_without_blocks_has_no_rows():
 def test_rows_of_another_layout_are_refused_with_the_same_message():
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((3, N_FEATURES_V2), np.float32))
-    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not 199"
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or "
+                                "blocks-v4 rows (209), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((0, N_FEATURES_V2), np.float32))
-    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not 199"
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or "
+                                "blocks-v4 rows (209), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros(N_FEATURES_V3, np.float32))
-    assert str(error.value) == "context features read blocks-v3 rows (207 columns), not (207,)"
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or blocks-v4 "
+                                "rows (209), not (207,)")
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((3, N_FEATURES_V3), np.float32))
     assert str(error.value) == "stage features: 2 probabilities for 3 blocks"
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((2, N_FEATURES_V2), np.float32))
-    assert str(error.value) == "stage features read blocks-v3 rows (207 columns), not 199"
+    assert str(error.value) == ("stage features read blocks-v3 rows (207 columns) or "
+                                "blocks-v4 rows (209), not 199")
+
+
+def test_context_v5_reads_the_blocks_v3_part_and_appends_the_dialog_columns(dev_pages):
+    """blocks-v4 rows: context-v4's columns of their blocks-v3 part, then their own dialog
+    columns, as the specification has them; the stage features read the blocks-v3 part."""
+    seen = 0
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
+        _, item_ids = extract_blocks(simplified)
+        rows = block_features(map_html, item_ids, FEATURES_V4)
+        got = context_features(rows)
+        assert got.shape == (len(rows), N_CONTEXT_V5) and got.dtype == np.float32
+        np.testing.assert_array_equal(got[:, :N_CONTEXT],
+                                      context_features(rows[:, :N_FEATURES_V3]),
+                                      err_msg=page["id"])
+        np.testing.assert_array_equal(got[:, N_CONTEXT:], rows[:, N_FEATURES_V3:])
+        np.testing.assert_allclose(got, context_spec.context_features(rows), **TOLERANCE,
+                                   err_msg=page["id"])
+        p = np.random.default_rng(1).random(len(rows))
+        np.testing.assert_array_equal(stage_features(p, rows),
+                                      stage_features(p, rows[:, :N_FEATURES_V3]))
+        seen += int((rows[:, N_FEATURES_V3:] < NO_DISTANCE).any())
+    assert seen >= 5
+    assert context_features(np.zeros((0, N_FEATURES_V4), np.float32)).shape == (0, N_CONTEXT_V5)
 
 
 def test_groups_follow_the_container_columns_not_their_numbers():

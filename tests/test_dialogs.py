@@ -108,3 +108,49 @@ def test_the_fast_profile_reads_the_dialogs_after_the_stories(derivation_pages, 
     assert hidden_dialog_corpus(stories.rpartition(" -> ")[2], 1.0, 0, log=again.append) == corpus
     assert again == [f"hidden dialogs: {stories.rpartition(' -> ')[2]} pages (share 1.0, seed 0) "
                      f"from {corpus}"]
+
+
+def test_the_fast_profile_trained_on_the_dialog_columns_runs_in_the_engine(derivation_pages,
+                                                                           tmp_path, monkeypatch):
+    """fast_dialog_columns: both stages read blocks-v4 in context-v5 (the training's feature
+    names end with the dialog columns), the profile says so, and a bundle holding it runs
+    through the engine with the page's dialog blocks beside the others."""
+    import json
+
+    from rt_helpers import default_model_copy
+
+    from pulpie_rt.runtime.flow.extractor import Extractor
+    from pulpie_rt.runtime.model.bundle import load_bundle
+    from pulpie_rt.runtime.stages.features import DIALOG_NAMES, FEATURES_V4
+    from pulpie_rt.runtime.stages.rescore import CONTEXT_V5, N_CONTEXT_V5, N_STAGE
+    from pulpie_rt.train.fast import (
+        FAST_FIRST_STAGE_NAME,
+        FAST_RESCORER_NAME,
+        context_names,
+        stage_names,
+    )
+    from pulpie_rt.train.fit import Recipe
+
+    assert Recipe().fast_dialog_columns is False  # measured, not shipped
+    assert context_names(CONTEXT_V5)[-2:] == DIALOG_NAMES and len(context_names(CONTEXT_V5)) \
+        == N_CONTEXT_V5 and len(stage_names(CONTEXT_V5)) == N_CONTEXT_V5 + N_STAGE
+    pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
+    write_corpus(tmp_path, "mini", pages)
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
+                                            fast_comment_threads=0.0, fast_hidden_dialogs=1.0,
+                                            fast_dialog_columns=True)
+    assert fast["rescorer"]["features"] == FEATURES_V4 and fast["rescorer"]["context"] == \
+        CONTEXT_V5
+    assert any(f"x {N_CONTEXT_V5} columns (context-v5)" in line for line in logged), logged
+    trained = tmp_path / "work" / "bundle"
+    bundle = default_model_copy(tmp_path / "copy", rescorer=fast["rescorer"])
+    for name in (FAST_RESCORER_NAME, FAST_FIRST_STAGE_NAME):
+        (bundle / name).unlink()
+        (bundle / name).write_bytes((trained / name).read_bytes())
+    assert load_bundle(bundle, "fast").feature_layout == FEATURES_V4
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["profiles"]["fast"]["rescorer"]["context"] == CONTEXT_V5
+    html = derivation_pages[WCXB_ARTICLES[0]]["html"].replace(
+        "</body>", html_dialog(random.Random(0), [PARAGRAPH]) + "</body>")
+    result = Extractor(bundle, profile="fast").extract(html)
+    assert result.error is None and result.labels

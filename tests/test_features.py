@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from rt_helpers import hostile_pages
 from spec.features_spec import block_containers as spec_containers
+from spec.features_spec import block_dialogs as spec_dialogs
 from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
 
@@ -18,15 +19,18 @@ from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     CONTAINER_NAMES,
+    DIALOG_NAMES,
     EXTRA_NAMES,
     FEATURE_NAMES,
     FEATURE_NAMES_V3,
     FEATURES_V2,
     FEATURES_V3,
+    FEATURES_V4,
     KEYWORDS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
+    N_FEATURES_V4,
     NO_CONTAINER,
     NO_DISTANCE,
     TAGS,
@@ -290,7 +294,8 @@ def test_extras_equal_the_specification_on_dev_pages(dev_pages):
 
 def test_an_unknown_feature_layout_is_named():
     with pytest.raises(ValueError, match=r"unknown block feature layout 'blocks-v9' \(this "
-                                         r"runtime computes blocks-v1, blocks-v2, blocks-v3\)"):
+                                         r"runtime computes blocks-v1, blocks-v2, blocks-v3, "
+                                         r"blocks-v4\)"):
         block_features("<html></html>", ["1"], "blocks-v9")
 
 
@@ -359,11 +364,68 @@ def test_containers_equal_the_specification_on_dev_pages(dev_pages):
 def test_prepared_pages_carry_the_layouts_features(dev_pages):
     preparers = {layout: Preparer("no tokenizer", 4, 0, 1, with_features=True,
                                   with_tokens=False, feature_layout=layout)
-                 for layout in (FEATURES_V2, FEATURES_V3)}
+                 for layout in (FEATURES_V2, FEATURES_V3, FEATURES_V4)}
     for page in dev_pages[:8]:
-        v2, v3 = (preparers[layout].prepare(page["html"]) for layout in (FEATURES_V2, FEATURES_V3))
+        v2, v3, v4 = (preparers[layout].prepare(page["html"])
+                      for layout in (FEATURES_V2, FEATURES_V3, FEATURES_V4))
+        assert v4.features.shape == (v4.n_blocks, N_FEATURES_V4)
+        np.testing.assert_array_equal(v4.features[:, :N_FEATURES_V3], v3.features,
+                                      err_msg=page["id"])
+        np.testing.assert_array_equal(v4.features, block_features(v4.map_html, v4.item_ids,
+                                                                  FEATURES_V4), err_msg=page["id"])
         assert v3.item_ids == v2.item_ids and v3.features.shape == (v3.n_blocks, N_FEATURES_V3)
         np.testing.assert_array_equal(v3.features, block_features(v3.map_html, v3.item_ids,
                                                                   FEATURES_V3), err_msg=page["id"])
         np.testing.assert_array_equal(v3.features[:, :N_FEATURES_V2], v2.features,
                                       err_msg=page["id"])
+
+
+# ── blocks-v4: the dialogs ───────────────────────────────────────────────────────────────
+
+DIALOGS_PAGE = (
+    '<html><body><div role="Dialog alert" aria-modal=" TRUE "><div>'
+    '<p _item_id="1">Privacy policy.</p></div></div>'
+    '<dialog><p _item_id="2">Sign up.</p></dialog>'
+    '<div role="alertdialog" aria-modal="false"><p _item_id="3">Sure?</p></div>'
+    '<section aria-modal="true"><cc-alg-uc-text _item_id="4">loose</cc-alg-uc-text></section>'
+    '<div role="dialogue" aria-modal="truest"><p _item_id="5">The story.</p></div>'
+    '<div role="dial\u0130og"><p _item_id="6">Not a dialog.</p></div></body></html>'
+)
+
+
+def test_dialogs_give_the_distance_to_the_nearest_dialog_and_modal():
+    ids = ["1", "2", "3", "4", "5", "6", None, "no-such-id"]
+    x = block_features(DIALOGS_PAGE, ids, FEATURES_V4)
+    assert x.shape == (len(ids), N_FEATURES_V4) and N_FEATURES_V4 == N_FEATURES_V3 + 2
+    assert x[:, :N_FEATURES_V3].tolist() == block_features(DIALOGS_PAGE, ids,
+                                                           FEATURES_V3).tolist()
+    none = [NO_DISTANCE, NO_DISTANCE]
+    want = [
+        [2.0, 2.0],  # <p> in a <div> in div[role=dialog][aria-modal=true]
+        [1.0, NO_DISTANCE],  # <dialog>
+        [1.0, NO_DISTANCE],  # alertdialog, aria-modal="false"
+        [NO_DISTANCE, 0.0],  # a run wrapper counts from the element whose text it holds
+        none,  # "dialogue", "truest": other words
+        none,  # a non-ASCII letter is no case of an ASCII one
+        none,
+        none,
+    ]
+    assert x[:, N_FEATURES_V3:].tolist() == want
+    assert spec_dialogs(DIALOGS_PAGE, ids).tolist() == want
+    assert DIALOG_NAMES == ["distance_dialog", "distance_modal"]
+
+
+def test_dialogs_equal_the_specification_on_dev_pages(dev_pages):
+    seen = 0
+    for page in dev_pages[::3]:
+        simplified, map_html = simplify(page["html"], keep_hidden=True)
+        _, item_ids = extract_blocks(simplified)
+        ids = item_ids + [None, "no-such-id"]
+        core = block_features(map_html, ids, FEATURES_V4)
+        np.testing.assert_array_equal(core[:, :N_FEATURES_V3],
+                                      block_features(map_html, ids, FEATURES_V3),
+                                      err_msg=page["id"])
+        np.testing.assert_array_equal(core[:, N_FEATURES_V3:], spec_dialogs(map_html, ids),
+                                      err_msg=page["id"])
+        seen += int((core[:, N_FEATURES_V3:] < NO_DISTANCE).any())
+    assert seen >= 5  # pages with blocks under a dialog or a modal were compared

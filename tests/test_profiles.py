@@ -10,24 +10,32 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from rt_helpers import default_model_copy, tiny_bundle
+from spec import context_spec
 
 from pulpie_rt.runtime.flow.engine import Engine
 from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 from pulpie_rt.runtime.stages.features import (
+    CONTAINER_LEVELS,
     FEATURE_NAMES_V2,
     FEATURES_V3,
+    FEATURES_V4,
     FEATURES_VERSION,
+    LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
+    NO_DISTANCE,
 )
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
+    CONTEXT_V5,
     CONTEXT_VERSION,
+    CONTEXTS,
     GROUP_LEVELS,
     N_CONTEXT,
+    N_CONTEXT_V5,
     N_COPY,
     N_GROUP,
     N_STAGE,
@@ -187,36 +195,52 @@ def test_stage_features_read_the_first_stages_probabilities_around_a_block_and_i
     assert stage_features(p[:0], rows[:0]).shape == (0, N_STAGE)
 
 
-@pytest.fixture(scope="module")
-def two_stage(tmp_path_factory):
+def _train_two_stage(folder, context: str):
+    """Two small stages trained on random pages in ``context`` (``CONTEXTS[context]``' rows;
+    for ``context-v5`` the label reads the dialog columns): the folder of their files, the
+    pages' rows, and the two LightGBM models."""
     pytest.importorskip("lightgbm")
     pytest.importorskip("onnxmltools")
     from pulpie_rt.train.fast import context_names, fit_stage, stage_names
     from pulpie_rt.train.fit import Recipe
     from pulpie_rt.train.rescorer import save_rescorer
 
+    width = LAYOUTS[CONTEXTS[context]]
     rng = np.random.default_rng(0)
     pages = []
     for _ in range(60):
-        rows = rng.normal(size=(30, N_FEATURES_V3)).astype(np.float32)
-        rows[:, N_FEATURES_V2:] = rng.integers(-1, 4, size=(30, N_FEATURES_V3 - N_FEATURES_V2))
+        rows = rng.normal(size=(30, width)).astype(np.float32)
+        rows[:, N_FEATURES_V2:N_FEATURES_V3] = rng.integers(-1, 4, size=(30, CONTAINER_LEVELS))
+        if width > N_FEATURES_V3:
+            rows[:, N_FEATURES_V3:] = rng.choice([0.0, 2.0, NO_DISTANCE],
+                                                 size=(30, width - N_FEATURES_V3))
         rows[:, 0] = rng.integers(0, 10, size=30)
         rows[:, 1] = rng.integers(0, 10, size=30)
         rows[:, WORDS] = rng.integers(0, 50, size=30)
         pages.append(rows)
-    labels = [(r[:, WORDS] > 20).astype(int) for r in pages]
+    labels = [((r[:, WORDS] > 20) & ((width == N_FEATURES_V3) | (r[:, -1] == NO_DISTANCE)))
+              .astype(int) for r in pages]
     recipe = replace(Recipe(), rescorer_rounds=10, rescorer_min_leaf=20, threads=1)
     first_rows = [context_features(r) for r in pages]
-    first = fit_stage(np.concatenate(first_rows), np.concatenate(labels), context_names(),
+    first = fit_stage(np.concatenate(first_rows), np.concatenate(labels), context_names(context),
                       recipe)
     second_rows = [np.concatenate([c, stage_features(first.predict(c), r)], 1)
                    for c, r in zip(first_rows, pages, strict=True)]
-    second = fit_stage(np.concatenate(second_rows), np.concatenate(labels), stage_names(),
-                       recipe)
-    folder = tmp_path_factory.mktemp("two-stage")
+    second = fit_stage(np.concatenate(second_rows), np.concatenate(labels),
+                       stage_names(context), recipe)
     save_rescorer(first, folder / "first.onnx", np.concatenate(first_rows))
     save_rescorer(second, folder / "second.onnx", np.concatenate(second_rows))
     return folder, pages, first, second
+
+
+@pytest.fixture(scope="module")
+def two_stage(tmp_path_factory):
+    return _train_two_stage(tmp_path_factory.mktemp("two-stage"), CONTEXT_VERSION)
+
+
+@pytest.fixture(scope="module")
+def two_stage_v5(tmp_path_factory):
+    return _train_two_stage(tmp_path_factory.mktemp("two-stage-v5"), CONTEXT_V5)
 
 
 def test_averaged_boosters_score_the_mean_of_their_members_raw_scores():
@@ -276,14 +300,77 @@ def test_the_two_stage_rescorer_gives_lightgbms_log_odds_per_page(two_stage):
     assert rescorer.log_odds(np.zeros((0, N_FEATURES_V3), np.float32)).shape == (0,)
 
 
+def test_a_two_stage_rescorer_in_context_v5_reads_the_dialog_columns(two_stage_v5):
+    folder, pages, first, second = two_stage_v5
+    rescorer = BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V4, CONTEXT_V5,
+                             folder / "first.onnx")
+    assert rescorer.width == N_CONTEXT_V5 + N_STAGE
+    spec = context_spec.SpecContextRescorer(folder / "second.onnx", folder / "first.onnx")
+    for rows in pages[:5]:
+        context = context_features(rows)
+        want_rows = np.concatenate([context, stage_features(first.predict(context), rows)], 1)
+        want = second.predict(want_rows, raw_score=True)
+        assert rescorer.log_odds(rows) == pytest.approx(want, abs=2e-3)
+        assert rescorer.log_odds(rows) == pytest.approx(spec.log_odds(rows), abs=1e-5)
+        # the label reads the nearest modal: so do the trees
+        modal = rows.copy()
+        modal[:, -1] = 0.0
+        assert (rescorer.log_odds(modal) < rescorer.log_odds(rows) - 1).any()
+    with pytest.raises(RescorerError, match="features have 207 columns, the rescorer reads 209"):
+        rescorer.log_odds(pages[0][:, :N_FEATURES_V3])
+
+
+def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
+        two_stage_v5, tmp_path, dev_pages):
+    """A bundle whose fast profile reads blocks-v4 in context-v5: the engine (what the
+    Extractor, the C library and the service run) labels each dev page's blocks as the
+    specification's two stages (onnxruntime's Python API) and the core's decision do."""
+    from pulpie_rt.runtime import native
+    from pulpie_rt.runtime.flow.extractor import Extractor
+
+    folder = two_stage_v5[0]
+    bundle = default_model_copy(tmp_path, rescorer={
+        "file": "rescorer-fast.onnx", "features": FEATURES_V4, "context": CONTEXT_V5,
+        "first_stage": "rescorer-fast-first.onnx", "margin_weight": 0.0})
+    for name, trained in (("rescorer-fast.onnx", "second.onnx"),
+                          ("rescorer-fast-first.onnx", "first.onnx")):
+        (bundle / name).unlink()
+        shutil.copy(folder / trained, bundle / name)
+    fast = load_bundle(bundle, "fast")
+    assert fast.feature_layout == FEATURES_V4
+    preparer = Preparer.from_bundle(fast)
+    spec = context_spec.SpecContextRescorer(bundle / "rescorer-fast.onnx",
+                                            bundle / "rescorer-fast-first.onnx")
+    extractor = Extractor(bundle, profile="fast")
+    decoding = json.loads((bundle / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    dialogs = 0
+    # pages with dialogs and modals, and others
+    pages = [p for p in dev_pages if "aria-modal" in p["html"]][:6] + dev_pages[::25]
+    for page in pages:
+        prepared = preparer.prepare(page["html"])
+        assert prepared.features.shape[1] == LAYOUTS[FEATURES_V4]
+        dialogs += int((prepared.features[:, -2:] < NO_DISTANCE).any())
+        scores = spec.log_odds(prepared.features)
+        want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
+                                    [scores], True, decoding["main_margin"], True,
+                                    features=prepared.features, expected_f1=True)
+        got = extractor.extract(page["html"]).labels
+        assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
+            page["id"]
+    assert dialogs >= 5
+
+
 def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
     folder = two_stage[0]
     with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
-                                            "runtime computes 'context-v4'"):
+                                            "runtime computes 'context-v4', 'context-v5'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, "context-v0")
     with pytest.raises(RescorerError, match="context 'context-v4' reads features 'blocks-v3', "
                                             "not 'blocks-v1'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, CONTEXT_VERSION)
+    with pytest.raises(RescorerError, match="context 'context-v5' reads features 'blocks-v4', "
+                                            "not 'blocks-v3'"):
+        BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, CONTEXT_V5)
     with pytest.raises(RescorerError, match="a first stage needs the context features"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_VERSION, None, folder / "first.onnx")
 

@@ -60,11 +60,13 @@ import numpy as np
 
 from pulpie_rt.corpus import iter_pages
 from pulpie_rt.eval.pages import CALIBRATION_SOURCE
-from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, FEATURE_NAMES_V2
+from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, DIALOG_NAMES, FEATURE_NAMES_V2
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_FEATURES,
+    CONTEXT_V5,
     CONTEXT_VERSION,
+    CONTEXTS,
     GROUP_LEVELS,
     context_features,
     stage_features,
@@ -87,8 +89,9 @@ SAME_TEXT_JACCARD = 0.5
 FIXTURE_SITE_RE = re.compile(r"-\d+$")
 
 
-def context_names() -> list[str]:
-    """Column names of ``context_features``' rows (for LightGBM's feature names)."""
+def context_names(context: str = CONTEXT_VERSION) -> list[str]:
+    """Column names of ``context_features``' rows in ``context`` (for LightGBM's feature
+    names)."""
     own = [FEATURE_NAMES_V2[i] for i in CONTEXT_COLUMNS]
     names = list(FEATURE_NAMES_V2)
     for where in ("prev1", "prev2", "next1", "next2", "mean3", "mean10", "vs_page"):
@@ -99,11 +102,12 @@ def context_names() -> list[str]:
     for level in GROUP_LEVELS:
         names += [f"up{level}_{n}" for n in ("mean_words", "words_share", "blocks_log",
                                             "link_ratio")]
-    return names + ["later_copy", "copy_level_first", "copy_level_nearest"]
+    names += ["later_copy", "copy_level_first", "copy_level_nearest"]
+    return names + (DIALOG_NAMES if context == CONTEXT_V5 else [])
 
 
-def stage_names() -> list[str]:
-    names = context_names() + [
+def stage_names(context: str = CONTEXT_VERSION) -> list[str]:
+    names = context_names(context) + [
         "p", "p_prev1", "p_prev2", "p_prev3", "p_next1", "p_next2", "p_next3", "p_mean2",
         "p_mean5", "p_mean15", "p_words_mean5", "p_page_mean", "p_page_max", "p_page_words_mean",
         "p_rank", "p_region"]
@@ -221,16 +225,16 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     return page_id, [text for _, text in decoded]
 
 
-def readability_pages(keep_hidden: bool, drop_noscript: bool
+def readability_pages(keep_hidden: bool, drop_noscript: bool, layout: str = CONTEXT_FEATURES
                       ) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[int]]:
     """The dev corpus's ``CALIBRATION_SOURCE`` pages (``eval.pages.calibration_pages``), as
-    ``training_pages`` gives them: ids, ``CONTEXT_FEATURES`` rows and rule labels (from
+    ``training_pages`` gives them: ids, ``layout`` rows and rule labels (from
     Readability.js's expected output), and each page's ``page_groups`` group."""
     from pulpie_rt.eval.pages import calibration_pages
 
     pages = {p["id"]: p for p in calibration_pages()}
     ids, features, labels = training_pages(READABILITY_CORPUS, keep_hidden=keep_hidden,
-                                           layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
+                                           layout=layout, drop_noscript=drop_noscript)
     keep = [i for i, pid in enumerate(ids) if pid in pages]
     return ([ids[i] for i in keep], [features[i] for i in keep], [labels[i] for i in keep],
             page_groups([pages[ids[i]] for i in keep]))
@@ -349,15 +353,19 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_hidden_dialogs:
         corpus = hidden_dialog_corpus(corpus, recipe.fast_hidden_dialogs,
                                       recipe.fast_dialog_seed, log=log)
+    # the context the stages read their blocks in, and the feature layout it reads
+    context = CONTEXT_V5 if recipe.fast_dialog_columns else CONTEXT_VERSION
+    layout = CONTEXTS[context]
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
-                                           layout=CONTEXT_FEATURES, drop_noscript=drop_noscript)
+                                           layout=layout, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
     folded: list[str] = []
     # train page i sits in fold i % fast_folds
     fold_of = np.arange(len(ids)) % recipe.fast_folds
     if recipe.fast_fold_readability:
         folded_ids, folded_features, folded_labels, groups = readability_pages(keep_hidden,
-                                                                               drop_noscript)
+                                                                               drop_noscript,
+                                                                               layout)
         # appended after the train pages, which keep their folds; the readability pages are
         # spread over the folds by group: fixtures that copy one text (the lorem-ipsum ones,
         # lazy-image-1 to 3) or one site's pages, in different folds, would score each other
@@ -369,16 +377,16 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         folded = folded_ids
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
-        f"{rows[0].shape[1]} columns ({CONTEXT_VERSION}), hidden elements "
+        f"{rows[0].shape[1]} columns ({context}), hidden elements "
         f"{'kept' if keep_hidden else 'removed'}, noscript elements "
         f"{'dropped' if drop_noscript else 'kept'}")
     all_labels = np.concatenate(labels)
-    first_oof = out_of_fold(rows, labels, context_names(), recipe, fold_of, log)
-    first = fit_stage(np.concatenate(rows), all_labels, context_names(), recipe)
+    first_oof = out_of_fold(rows, labels, context_names(context), recipe, fold_of, log)
+    first = fit_stage(np.concatenate(rows), all_labels, context_names(context), recipe)
     stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
                   for r, p, f in zip(rows, first_oof, features, strict=True)]
-    second_oof = out_of_fold(stage_rows, labels, stage_names(), recipe, fold_of, log)
-    second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(), recipe)
+    second_oof = out_of_fold(stage_rows, labels, stage_names(context), recipe, fold_of, log)
+    second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(context), recipe)
     check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
     # Derived columns (window means, shares) put more values between a LightGBM threshold
     # (float64) and its float32 rounding in ONNX than the raw features do: about 1.4% of the
@@ -386,11 +394,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     off_share = 0.03
     checks = {
         "first": save_rescorer(first, bundle / FAST_FIRST_STAGE_NAME,
-                               np.concatenate(rows)[check_rows], f" in context ({CONTEXT_VERSION})"
+                               np.concatenate(rows)[check_rows], f" in context ({context})"
                                ", first stage", off_share),
         "second": save_rescorer(second, bundle / FAST_RESCORER_NAME,
                                 np.concatenate(stage_rows)[check_rows],
-                                f" in context ({CONTEXT_VERSION}), second stage", off_share),
+                                f" in context ({context}), second stage", off_share),
     }
     # the out-of-fold scores beside the bundle (WORK/fast-oof.npz), for decoding experiments
     np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
@@ -412,8 +420,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
             f"P {folds_scores['precision']:.4f} R {folds_scores['recall']:.4f} "
             f"F1 {folds_scores['f1']:.4f}")
     return {
-        "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXT_FEATURES,
-                     "context": CONTEXT_VERSION, "first_stage": FAST_FIRST_STAGE_NAME,
+        "rescorer": {"file": FAST_RESCORER_NAME, "features": layout,
+                     "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold,
                      **({"selection": "expected_f1"} if expected_f1 else {})},

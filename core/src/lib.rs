@@ -636,14 +636,18 @@ pub const FEATURES_EXTRAS: u32 = 2;
 /// `features::N_CONTAINERS` container identifiers (layout `blocks-v3`; with or without
 /// `FEATURES_EXTRAS`, the extras come along).
 pub const FEATURES_CONTAINERS: u32 = 4;
+/// `pulpie_rt_block_features` flag: each row followed by the extras, the container
+/// identifiers and then the `features::N_DIALOGS` dialog columns (layout `blocks-v4`; the
+/// others come along).
+pub const FEATURES_DIALOGS: u32 = 8;
 
 /// `features.block_features(map_html, item_ids)`: one row of `features::N_FEATURES` float32
 /// values per id. The ids lie one after another in `ids` (`ids_len` bytes); `id_lens` holds
 /// the byte length of each of the `n_ids` ids, or `NO_ID`. Status 0 done, 1 input that is
 /// not UTF-8 or ids that do not match their lengths, 2 a panic (message in `reason`); no page
 /// is refused. `flags`: 0 or `FEATURES_LIBXML2_TREE`, or-ed with `FEATURES_EXTRAS` (rows of
-/// `N_FEATURES + N_EXTRAS`) or `FEATURES_CONTAINERS` (rows of `N_FEATURES + N_EXTRAS +
-/// N_CONTAINERS`); `cols` says the width.
+/// `N_FEATURES + N_EXTRAS`), `FEATURES_CONTAINERS` (rows of `N_FEATURES + N_EXTRAS +
+/// N_CONTAINERS`) or `FEATURES_DIALOGS` (and `N_DIALOGS`); `cols` says the width.
 ///
 /// # Safety
 /// `map_html` and `ids` point to `map_len` and `ids_len` bytes of UTF-8 (`ids` may be null
@@ -675,7 +679,8 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
     let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
     let libxml2_tree = flags & FEATURES_LIBXML2_TREE != 0;
-    let containers = flags & FEATURES_CONTAINERS != 0;
+    let dialogs = flags & FEATURES_DIALOGS != 0;
+    let containers = dialogs || flags & FEATURES_CONTAINERS != 0;
     let extras = containers || flags & FEATURES_EXTRAS != 0;
     if extras {
         out.cols = features::N_FEATURES + features::N_EXTRAS;
@@ -683,10 +688,13 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     if containers {
         out.cols += features::N_CONTAINERS;
     }
+    if dialogs {
+        out.cols += features::N_DIALOGS;
+    }
     let features = run(&mut out.reason, || {
         let (map_html, ids) = map_and_ids(map_html, ids)?;
         let item_ids = split_ids(ids, lens)?;
-        Ok(features::block_features_with(map_html, &item_ids, libxml2_tree, extras, containers))
+        Ok(features::block_features_with(map_html, &item_ids, libxml2_tree, extras, containers, dialogs))
     });
     match features {
         Ok(values) => {

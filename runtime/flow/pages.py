@@ -29,7 +29,12 @@ if TYPE_CHECKING:
 
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.chunks import Chunk
-from pulpie_rt.runtime.stages.features import FEATURES_V2, FEATURES_V3, FEATURES_VERSION
+from pulpie_rt.runtime.stages.features import (
+    FEATURES_V2,
+    FEATURES_V3,
+    FEATURES_V4,
+    FEATURES_VERSION,
+)
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
 from pulpie_rt.runtime.stages.tokens import load_tokenizer
 
@@ -196,7 +201,8 @@ class Preparer:
         self.keep_hidden = keep_hidden
         # True: segmented without the noscript elements that hold no block (drop_noscript)
         self.drop_noscript = drop_noscript
-        # the rescorer's (blocks-v2: with the extras; blocks-v3: and the container columns)
+        # the rescorer's (blocks-v2: with the extras; blocks-v3: and the container columns;
+        # blocks-v4: and the dialog columns)
         self.feature_layout = feature_layout
         self._tokenizer = None
 
@@ -256,7 +262,8 @@ class Preparer:
                 cutoff, self.max_tokens, self.sep_id, self.bos_id, self.eos_id,
                 self.with_features, self.keep_hidden,
                 extras=self.feature_layout == FEATURES_V2,
-                containers=self.feature_layout == FEATURES_V3, drop_noscript=self.drop_noscript)
+                containers=self.feature_layout == FEATURES_V3, drop_noscript=self.drop_noscript,
+                dialogs=self.feature_layout == FEATURES_V4)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -23,9 +23,13 @@ of ``DISTANCE_TAGS`` is; ``NO_DISTANCE`` where none); ``blocks-v3`` (``FEATURES_
 ``blocks-v2`` followed by ``CONTAINER_NAMES``: for level k = 1..``CONTAINER_LEVELS``, which
 element the block's k-th ancestor is (nearest first, up to but not including ``<html>``; a
 run wrapper's chain starts at the element whose text it holds), as a whole number naming it
-within the page, ``NO_CONTAINER`` where the chain is shorter.
-Those are identifiers, not measurements: only equality between rows of one page means
-anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
+within the page, ``NO_CONTAINER`` where the chain is shorter; ``blocks-v4``
+(``FEATURES_V4``) is ``blocks-v3`` followed by ``DIALOG_NAMES``: how many levels up the
+nearest dialog (``<dialog>``, a ``role`` of ``dialog`` or ``alertdialog``) and the nearest
+modal (``aria-modal="true"``) are, ``NO_DISTANCE`` where none is (pages hold privacy
+policies, terms and consent notices in closed dialogs).
+The container columns are identifiers, not measurements: only equality between rows of one
+page means anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
 blocks by them and never reads them as values. The column order and the categorical codes
 below are part of the layouts; the core writes its columns in the same order.
 """
@@ -100,17 +104,23 @@ NO_CONTAINER = -1.0
 CONTAINER_NAMES = [f"container_{k}" for k in range(1, CONTAINER_LEVELS + 1)]
 FEATURE_NAMES_V3 = FEATURE_NAMES_V2 + CONTAINER_NAMES
 N_FEATURES_V3 = len(FEATURE_NAMES_V3)
+FEATURES_V4 = "blocks-v4"
+# (core/src/features: DIALOG_NAMES)
+DIALOG_NAMES = ["distance_dialog", "distance_modal"]
+FEATURE_NAMES_V4 = FEATURE_NAMES_V3 + DIALOG_NAMES
+N_FEATURES_V4 = len(FEATURE_NAMES_V4)
 # each layout's columns
 LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2,
-           FEATURES_V3: N_FEATURES_V3}
+           FEATURES_V3: N_FEATURES_V3, FEATURES_V4: N_FEATURES_V4}
 
 
 def block_features(map_html: str, item_ids: list[str | None],
                    layout: str = FEATURES_VERSION) -> np.ndarray:
     """One float32 row of the ``layout``'s columns (``FEATURE_NAMES``, or
-    ``FEATURE_NAMES_V2`` for ``blocks-v2``, ``FEATURE_NAMES_V3`` for ``blocks-v3``) per block
-    of ``item_ids`` (zeros for ids that ``map_html`` does not hold, ``NO_DISTANCE`` in their
-    distance columns and ``NO_CONTAINER`` in their container columns). Raises
+    ``FEATURE_NAMES_V2`` for ``blocks-v2``, ``FEATURE_NAMES_V3`` for ``blocks-v3``,
+    ``FEATURE_NAMES_V4`` for ``blocks-v4``) per block of ``item_ids`` (zeros for ids that
+    ``map_html`` does not hold, ``NO_DISTANCE`` in their distance and dialog columns and
+    ``NO_CONTAINER`` in their container columns). Raises
     ``native.CoreMissing`` where the compiled core is not built (``make core``),
     ``native.CoreError`` where it fails on the page (a caught panic: no page is refused),
     ``ValueError`` for a layout this runtime does not compute."""
@@ -121,7 +131,8 @@ def block_features(map_html: str, item_ids: list[str | None],
     if not item_ids:
         return np.zeros((0, LAYOUTS[layout]), np.float32)
     return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2,
-                                 containers=layout == FEATURES_V3)
+                                 containers=layout == FEATURES_V3,
+                                 dialogs=layout == FEATURES_V4)
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:

@@ -36,17 +36,25 @@ import numpy as np
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.features import (
     CONTAINER_LEVELS,
+    DIALOG_NAMES,
     FEATURE_NAMES_V2,
     FEATURES_V3,
+    FEATURES_V4,
     FEATURES_VERSION,
     LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
+    N_FEATURES_V4,
 )
 
 CONTEXT_VERSION = "context-v4"
 CONTEXT_FEATURES = FEATURES_V3  # the layout context_features reads
+# context-v5: context-v4's columns of blocks-v4 rows' blocks-v3 part, then the row's own
+# dialog columns (DIALOG_NAMES)
+CONTEXT_V5 = "context-v5"
+# the contexts this runtime reads blocks in, each with the layout it reads
+CONTEXTS = {CONTEXT_VERSION: CONTEXT_FEATURES, CONTEXT_V5: FEATURES_V4}
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 # around it (means over +-3 and +-10 blocks) and relative to the page's mean.
@@ -72,6 +80,7 @@ N_STAGE_COPY = 2  # stage_features' copy columns
 N_CONTEXT = (N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * len(GROUP_LEVELS)
              + N_COPY)
 N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS) + N_STAGE_COPY
+N_CONTEXT_V5 = N_CONTEXT + len(DIALOG_NAMES)
 
 
 def context_features(features: np.ndarray) -> np.ndarray:
@@ -94,18 +103,23 @@ def context_features(features: np.ndarray) -> np.ndarray:
     level of its nearest ancestor shared with any other copy (0 with none; ``COPY_APART``
     when they share no container column): a paragraph repeated inside the article shares a
     near container with its first copy, a teaser repeated in a related box does not.
+    ``blocks-v4`` rows (``CONTEXT_V5``): those ``N_CONTEXT`` columns of their ``blocks-v3``
+    part, then the row's own ``DIALOG_NAMES`` columns (``N_CONTEXT_V5`` in all).
     Computed by the compiled core
     (``native.context_features``); ``ValueError`` for rows of another layout."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2:
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns), not {features.shape}")
-    return native.context_features(features, N_CONTEXT)
+                         f"columns) or {FEATURES_V4} rows ({N_FEATURES_V4}), not "
+                         f"{features.shape}")
+    width = N_CONTEXT_V5 if features.shape[1] == N_FEATURES_V4 else N_CONTEXT
+    return native.context_features(features, width)
 
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarray:
     """``N_STAGE`` columns per block from the first stage's probabilities of one page
-    (``features``: its ``blocks-v3`` rows): its own, the three blocks before and after
+    (``features``: its ``blocks-v3`` or ``blocks-v4`` rows, of which the ``blocks-v3`` columns
+    are read): its own, the three blocks before and after
     (``NO_NEIGHBOUR`` past the ends), the means over +-2, +-5 and +-15 blocks, the
     word-weighted mean over +-5, the page's mean, maximum and word-weighted mean, its rank on
     the page (0: the most likely), the lower of the highest probabilities before and after it
@@ -131,7 +145,7 @@ class BlockRescorer:
     """The ensemble(s) of a bundle's rescorer, run by the compiled core (ONNX Runtime's C
     API; CPU, one thread each way: the trees are small; threads may share them). Over the
     block features alone (``context`` None): one session (``core``). Reading blocks in
-    context (``CONTEXT_VERSION``): the core's ``ContextRescorer`` (``in_context``: the
+    context (``CONTEXTS``): the core's ``ContextRescorer`` (``in_context``: the
     context features, the first stage's file when it has one, the stage features, the last
     stage; the C library's ``fast`` profile runs the same), and ``core`` is None."""
 
@@ -140,12 +154,12 @@ class BlockRescorer:
         if features not in LAYOUTS:
             raise RescorerError(f"{onnx_path}: rescorer reads features {features!r}, this "
                                 f"runtime computes {', '.join(map(repr, LAYOUTS))}")
-        if context not in (None, CONTEXT_VERSION):
+        if context is not None and context not in CONTEXTS:
             raise RescorerError(f"{onnx_path}: rescorer reads context {context!r}, this "
-                                f"runtime computes {CONTEXT_VERSION!r}")
-        if context is not None and features != CONTEXT_FEATURES:
+                                f"runtime computes {', '.join(map(repr, CONTEXTS))}")
+        if context is not None and features != CONTEXTS[context]:
             raise RescorerError(f"{onnx_path}: context {context!r} reads features "
-                                f"{CONTEXT_FEATURES!r}, not {features!r}")
+                                f"{CONTEXTS[context]!r}, not {features!r}")
         if context is None and features != FEATURES_VERSION:
             raise RescorerError(f"{onnx_path}: a rescorer without context reads features "
                                 f"{FEATURES_VERSION!r}, not {features!r}")
@@ -180,7 +194,8 @@ class BlockRescorer:
         """Columns of the rows the (last) ensemble reads."""
         if self.context is None:
             return N_FEATURES
-        return N_CONTEXT + (N_STAGE if self.first_stage is not None else 0)
+        width = N_CONTEXT_V5 if self.context == CONTEXT_V5 else N_CONTEXT
+        return width + (N_STAGE if self.first_stage is not None else 0)
 
     def _core_run(self, features: np.ndarray, margins: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

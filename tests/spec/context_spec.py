@@ -1,5 +1,6 @@
-"""The specification of the ``fast`` profile's blocks in context (context ``context-v4``), in
-NumPy: the compiled core (``core/src/features/context.rs``), which
+"""The specification of the ``fast`` profile's blocks in context (context ``context-v4``, and
+``context-v5``: the same columns of ``blocks-v4`` rows' ``blocks-v3`` part, then the rows'
+own dialog columns), in NumPy: the compiled core (``core/src/features/context.rs``), which
 ``runtime.stages.rescore.context_features`` and ``stage_features`` call (and with them the
 training, ``train/fast.py``), computes the same columns; ``tests/test_context_features.py``
 compares the two on real pages.
@@ -25,7 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.stages.features import FEATURES_V3, N_FEATURES_V2, N_FEATURES_V3
+from pulpie_rt.runtime.stages.features import (
+    FEATURES_V3,
+    FEATURES_V4,
+    N_FEATURES_V2,
+    N_FEATURES_V3,
+    N_FEATURES_V4,
+)
 from pulpie_rt.runtime.stages.rescore import (
     _COLUMN,
     CONTEXT_COLUMNS,
@@ -149,12 +156,16 @@ def context_features(features: np.ndarray) -> np.ndarray:
     then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
     blocks and the page's share of CJK characters, then ``container_features`` and last
-    ``copy_features``."""
+    ``copy_features``. ``blocks-v4`` rows (``context-v5``): those columns of their
+    ``blocks-v3`` part, then their own dialog columns."""
     features = np.asarray(features, np.float32)
-    if features.ndim != 2 or features.shape[1] != N_FEATURES_V3:
+    if features.ndim != 2 or features.shape[1] not in (N_FEATURES_V3, N_FEATURES_V4):
         got = features.shape[-1] if features.ndim == 2 else features.shape
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns), not {got}")
+                         f"columns) or {FEATURES_V4} rows ({N_FEATURES_V4}), not {got}")
+    if features.shape[1] == N_FEATURES_V4:
+        return np.concatenate([context_features(features[:, :N_FEATURES_V3]),
+                               features[:, N_FEATURES_V3:]], 1)
     if len(features) == 0:
         return np.zeros((0, N_CONTEXT), np.float32)
     rows = features[:, :N_FEATURES_V2]
@@ -184,7 +195,8 @@ def context_features(features: np.ndarray) -> np.ndarray:
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarray:
     """``N_STAGE`` columns per block from the first stage's probabilities of one page
-    (``features``: its ``blocks-v3`` rows): its own, the three blocks before and after
+    (``features``: its ``blocks-v3`` rows, or the ``blocks-v3`` part of its ``blocks-v4``
+    rows): its own, the three blocks before and after
     (``NO_NEIGHBOUR`` past the ends), the means over +-2, +-5 and +-15 blocks, the
     word-weighted mean over +-5, the page's mean, maximum and word-weighted mean, its rank on
     the page (0: the most likely), the lower of the highest probabilities before and after it
@@ -200,6 +212,7 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray) -> np.ndarra
     n = len(p)
     if n == 0:
         return np.zeros((0, N_STAGE), np.float32)
+    features = np.asarray(features)[:, :N_FEATURES_V3]
     words = np.asarray(features, np.float64)[:, _COLUMN["words"]]
     weight = np.log1p(words)
     parts = [p] + [_shift(p, by) for by in (1, 2, 3, -1, -2, -3)]
@@ -238,7 +251,8 @@ class SpecContextRescorer:
         self.first_stage = None if first_stage is None else _session(first_stage)
 
     def log_odds(self, features: np.ndarray) -> np.ndarray:
-        """The log-odds of "main" per row of one page's ``blocks-v3`` rows (float32, from the
+        """The log-odds of "main" per row of one page's ``blocks-v3`` (``blocks-v4``) rows
+        (float32, from the
         float32 probability clipped to [1e-7, 1 - 1e-7] in float64)."""
         if len(features) == 0:
             return np.zeros(0, dtype=np.float32)

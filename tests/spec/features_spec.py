@@ -1,6 +1,7 @@
 """The specification of the default model's block features (layout ``blocks-v1``, the
-extras that ``blocks-v2`` appends: ``block_extras``, and the containers that ``blocks-v3``
-appends to those: ``block_containers``), in Python:
+extras that ``blocks-v2`` appends: ``block_extras``, the containers that ``blocks-v3``
+appends to those: ``block_containers``, and the dialog columns that ``blocks-v4`` appends
+after them: ``block_dialogs``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
 pulpie_rt.parity.features_parity`` compare the two.
@@ -31,6 +32,7 @@ from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     BLOCK_COLUMNS,
     CONTAINER_LEVELS,
+    DIALOG_NAMES,
     DISTANCE_KEYWORDS,
     DISTANCE_TAGS,
     KEYWORDS,
@@ -273,4 +275,47 @@ def block_containers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
             out[row, level] = number.setdefault(parent.mem_id, len(number))
             parent = parent.parent
             level += 1
+    return out
+
+
+# ── blocks-v4's dialogs ──────────────────────────────────────────────────────────────────
+
+_ASCII_WHITESPACE = " \t\n\f\r"
+
+
+def _dialog_kind(element) -> tuple[bool, bool]:
+    """Whether ``element`` is a dialog (``<dialog>``, or a ``role`` token, split at ASCII
+    whitespace, that is ``dialog`` or ``alertdialog`` ASCII case aside) and whether it is a
+    modal (``aria-modal`` is ``true``, ASCII case and surrounding ASCII whitespace aside)."""
+    attrs = element.attributes
+    roles = re.split(f"[{_ASCII_WHITESPACE}]+", attrs.get("role") or "")
+    dialog = element.tag == "dialog" or any(
+        role.isascii() and role.lower() in ("dialog", "alertdialog") for role in roles)
+    modal = (attrs.get("aria-modal") or "").strip(_ASCII_WHITESPACE)
+    return dialog, modal.isascii() and modal.lower() == "true"
+
+
+def block_dialogs(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``DIALOG_NAMES`` per block of ``item_ids``: how many levels up from
+    the block's own element (0; a run wrapper's parent), as ``block_extras`` counts them, the
+    nearest dialog and the nearest modal are (``_dialog_kind``; ``NO_DISTANCE`` where none,
+    and for ids that ``map_html`` does not hold)."""
+    n = len(item_ids)
+    out = np.full((n, len(DIALOG_NAMES)), NO_DISTANCE, np.float32)
+    if n == 0:
+        return out
+    _, by_id = _elements_by_id(map_html)
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        if node is None:
+            continue
+        element = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None \
+            else node
+        depth = 0
+        while element is not None and element.tag not in ("html", "-undef"):
+            for column, is_kind in enumerate(_dialog_kind(element)):
+                if is_kind and out[row, column] == NO_DISTANCE:
+                    out[row, column] = min(depth, NO_DISTANCE)
+            element = element.parent
+            depth += 1
     return out

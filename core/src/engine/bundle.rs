@@ -31,7 +31,7 @@ pub struct RescorerSpec {
     pub file: String,
     pub features: String,
     pub margin_weight: f64,
-    /// the context it reads its blocks in (`rescore.CONTEXT_VERSION`), or None: each block
+    /// the context it reads its blocks in (`rescore.CONTEXTS`), or None: each block
     /// alone
     pub context: Option<String>,
     /// the first stage's file of a two-stage rescorer (context only)

@@ -16,16 +16,19 @@ pub enum FeatureSet {
     BlocksAndExtras,
     /// `blocks-v3`: `blocks-v2` and the `features::N_CONTAINERS` container identifiers
     BlocksExtrasAndContainers,
+    /// `blocks-v4`: `blocks-v3` and the `features::N_DIALOGS` dialog columns
+    BlocksExtrasContainersAndDialogs,
 }
 
 impl FeatureSet {
-    /// The FFI value: 0 none, 1 `blocks-v1`, 2 `blocks-v2`, 3 `blocks-v3` (anything else:
-    /// `blocks-v1`).
+    /// The FFI value: 0 none, 1 `blocks-v1`, 2 `blocks-v2`, 3 `blocks-v3`, 4 `blocks-v4`
+    /// (anything else: `blocks-v1`).
     pub fn from_ffi(value: u32) -> FeatureSet {
         match value {
             0 => FeatureSet::None,
             2 => FeatureSet::BlocksAndExtras,
             3 => FeatureSet::BlocksExtrasAndContainers,
+            4 => FeatureSet::BlocksExtrasContainersAndDialogs,
             _ => FeatureSet::Blocks,
         }
     }
@@ -39,19 +42,24 @@ impl FeatureSet {
             FeatureSet::BlocksExtrasAndContainers => {
                 crate::features::N_FEATURES + crate::features::N_EXTRAS + crate::features::N_CONTAINERS
             }
+            FeatureSet::BlocksExtrasContainersAndDialogs => {
+                FeatureSet::BlocksExtrasAndContainers.width() + crate::features::N_DIALOGS
+            }
         }
     }
 }
 
-/// `features.block_features(map_html, item_ids)`, row-major, with the extras when
-/// `extras` and the container identifiers too when `containers` (the core refuses no page; a
-/// panic is caught by the engine and fails the page).
-pub fn block_features(
-    map_html: &str,
-    item_ids: &[Option<String>],
-    extras: bool,
-    containers: bool,
-) -> Result<Vec<f32>, String> {
+/// `features.block_features(map_html, item_ids, layout)`, row-major, in the columns of
+/// `set` (none: no values; the core refuses no page; a panic is caught by the engine and
+/// fails the page).
+pub fn block_features(map_html: &str, item_ids: &[Option<String>], set: FeatureSet) -> Result<Vec<f32>, String> {
     let ids: Vec<Option<&str>> = item_ids.iter().map(Option::as_deref).collect();
-    Ok(crate::features::block_features_with(map_html, &ids, false, extras, containers))
+    let (extras, containers, dialogs) = match set {
+        FeatureSet::None => return Ok(Vec::new()),
+        FeatureSet::Blocks => (false, false, false),
+        FeatureSet::BlocksAndExtras => (true, false, false),
+        FeatureSet::BlocksExtrasAndContainers => (true, true, false),
+        FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true),
+    };
+    Ok(crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs))
 }

@@ -215,10 +215,8 @@ pub(crate) fn prepare_text(
         ));
     }
     let features = if with_features != features::FeatureSet::None {
-        let containers = with_features == features::FeatureSet::BlocksExtrasAndContainers;
-        let extras = containers || with_features == features::FeatureSet::BlocksAndExtras;
         let computed = catch_unwind(AssertUnwindSafe(|| {
-            features::block_features(&map_html, &item_ids, extras, containers)
+            features::block_features(&map_html, &item_ids, with_features)
         }))
         .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
@@ -233,17 +231,15 @@ pub(crate) fn prepare_text(
 enum Rescorer {
     /// over each block's `blocks-v1` row alone, beside the transformer's margins
     Blocks(BlockRescorer),
-    /// over the page's blocks in context (`context-v4`, `blocks-v3` rows): the default
-    /// model's `fast` profile, which runs no transformer
+    /// over the page's blocks in context (`context-v4`, `blocks-v3` rows, or `context-v5`,
+    /// `blocks-v4` rows): the default model's `fast` profile, which runs no transformer
     Context(ContextRescorer),
 }
 
-/// `rescore.CONTEXT_VERSION`: the context this core reads blocks in.
-pub const CONTEXT_VERSION: &str = "context-v4";
-/// `features.FEATURES_V3`: the layout a rescorer in context reads.
-pub const CONTEXT_FEATURES: &str = "blocks-v3";
+/// `rescore.CONTEXTS`: the contexts this core reads blocks in, each with the layout it reads.
+pub const CONTEXTS: [(&str, &str); 2] = [("context-v4", "blocks-v3"), ("context-v5", "blocks-v4")];
 /// `features.LAYOUTS`, as `BlockRescorer` names them.
-const LAYOUTS: [&str; 3] = [FEATURES_VERSION, "blocks-v2", CONTEXT_FEATURES];
+const LAYOUTS: [&str; 4] = [FEATURES_VERSION, "blocks-v2", "blocks-v3", "blocks-v4"];
 
 /// A rescorer this core can run, or `BlockRescorer`'s `RescorerError` message for it.
 fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String> {
@@ -256,17 +252,18 @@ fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String>
             layouts.join(", ")
         ));
     }
-    if let Some(context) = context.filter(|&c| c != CONTEXT_VERSION) {
-        return Err(format!(
-            "{name}: rescorer reads context {}, this runtime computes '{CONTEXT_VERSION}'",
-            py::repr_str(context)
-        ));
-    }
-    if context.is_some() && features != CONTEXT_FEATURES {
-        return Err(format!(
-            "{name}: context '{CONTEXT_VERSION}' reads features '{CONTEXT_FEATURES}', not {}",
-            py::repr_str(features)
-        ));
+    if let Some(context) = context {
+        let Some(&(_, reads)) = CONTEXTS.iter().find(|(c, _)| *c == context) else {
+            let contexts: Vec<String> = CONTEXTS.iter().map(|(c, _)| format!("'{c}'")).collect();
+            return Err(format!(
+                "{name}: rescorer reads context {}, this runtime computes {}",
+                py::repr_str(context),
+                contexts.join(", ")
+            ));
+        };
+        if features != reads {
+            return Err(format!("{name}: context '{context}' reads features '{reads}', not {}", py::repr_str(features)));
+        }
     }
     if context.is_none() && features != FEATURES_VERSION {
         return Err(format!(
@@ -526,6 +523,9 @@ impl Engine {
             drop_noscript: m.drop_noscript,
         };
         let feature_set = match &self.rescorer {
+            Some(Rescorer::Context(_)) if self.manifest.rescorer.as_ref().is_some_and(|r| r.features == "blocks-v4") => {
+                features::FeatureSet::BlocksExtrasContainersAndDialogs
+            }
             Some(Rescorer::Context(_)) => features::FeatureSet::BlocksExtrasAndContainers,
             Some(Rescorer::Blocks(_)) => features::FeatureSet::Blocks,
             None if self.manifest.expected_f1 => features::FeatureSet::Blocks,

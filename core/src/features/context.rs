@@ -1,7 +1,8 @@
 //! The `fast` profile's blocks in context (`runtime/stages/rescore.py`' `context_features` and
 //! `stage_features`, context `context-v4`): one page's `blocks-v3` rows widened with their
 //! neighbours' values, windowed means, page totals and container groups, and the first
-//! stage's probabilities read the same way. `tests/spec/context_spec.py` is the
+//! stage's probabilities read the same way. Context `context-v5` reads `blocks-v4` rows: the
+//! same columns from their `blocks-v3` part, then each row's own dialog columns. `tests/spec/context_spec.py` is the
 //! specification, in NumPy; the training (`train/fast.py`), the Python page flow and the C
 //! library all compute these columns here.
 //!
@@ -13,12 +14,15 @@
 
 use std::collections::HashMap;
 
-use super::{N_CONTAINERS, N_EXTRAS, N_FEATURES, PAGE, TEXT_STATS};
+use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, PAGE, TEXT_STATS};
 
 /// Columns of layout `blocks-v2` (`blocks-v1` and the extras) and `blocks-v3` (and the
 /// container identifiers), the rows `context_features` reads.
 pub const N_FEATURES_V2: usize = N_FEATURES + N_EXTRAS;
 pub const N_FEATURES_V3: usize = N_FEATURES_V2 + N_CONTAINERS;
+/// Columns of layout `blocks-v4` (`blocks-v3` and the dialog columns), the rows of
+/// `context-v5`.
+pub const N_FEATURES_V4: usize = N_FEATURES_V3 + N_DIALOGS;
 
 // the block columns read here (`features.FEATURE_NAMES_V2`)
 const TAG: usize = 0;
@@ -69,6 +73,29 @@ pub const N_STAGE_COPY: usize = 2;
 pub const N_CONTEXT: usize =
     N_FEATURES_V2 + 7 * CONTEXT_COLUMNS.len() + 2 + 4 + 4 + N_GROUP * GROUP_LEVELS.len() + N_COPY;
 pub const N_STAGE: usize = 16 + N_STAGE_GROUP * GROUP_LEVELS.len() + N_STAGE_COPY;
+/// `context_features`' columns for `blocks-v4` rows (context `context-v5`).
+pub const N_CONTEXT_V5: usize = N_CONTEXT + N_DIALOGS;
+
+/// The `blocks-v3` part of `blocks-v4` rows (`columns` wide; as they are when `blocks-v3`),
+/// the rows of `context-v4`'s columns, and the dialog columns apart (none for `blocks-v3`).
+fn split_dialogs(rows: &[f32], columns: usize) -> (std::borrow::Cow<'_, [f32]>, Vec<f32>) {
+    if columns != N_FEATURES_V4 {
+        return (std::borrow::Cow::Borrowed(rows), Vec::new());
+    }
+    let n = rows.len() / N_FEATURES_V4;
+    let (mut v3, mut dialogs) = (Vec::with_capacity(n * N_FEATURES_V3), Vec::with_capacity(n * N_DIALOGS));
+    for row in rows.chunks_exact(N_FEATURES_V4) {
+        v3.extend_from_slice(&row[..N_FEATURES_V3]);
+        dialogs.extend_from_slice(&row[N_FEATURES_V3..]);
+    }
+    (std::borrow::Cow::Owned(v3), dialogs)
+}
+
+/// Whether `columns` is a layout read in context (`blocks-v3`, `blocks-v4`) and `rows` whole
+/// rows of it.
+fn read_in_context(rows: &[f32], columns: usize) -> bool {
+    matches!(columns, N_FEATURES_V3 | N_FEATURES_V4) && rows.len().is_multiple_of(columns)
+}
 
 /// NumPy's `pairwise_sum` of float64 (`np.sum` / `np.mean` of a 1-D array, and of each column
 /// of a Fortran-ordered 2-D one): eight accumulators over blocks of up to 128 values, halves
@@ -378,7 +405,7 @@ fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
 
 /// The message for rows of another width than `blocks-v3` (`what`: whose).
 fn wrong_width(what: &str, columns: usize) -> String {
-    format!("{what} read blocks-v3 rows ({N_FEATURES_V3} columns), not {columns}")
+    format!("{what} read blocks-v3 rows ({N_FEATURES_V3} columns) or blocks-v4 rows ({N_FEATURES_V4}), not {columns}")
 }
 
 /// `context_features`: one page's `blocks-v3` rows (`rows` row-major, `columns` wide, in
@@ -389,16 +416,32 @@ fn wrong_width(what: &str, columns: usize) -> String {
 /// unlinked words (log) and its share of linked words, then its words counting CJK
 /// characters (`words` + `cjk_chars` / 2), their share of the page's, their mean over ±3
 /// blocks and the page's share of CJK characters, then the container columns and last the
-/// copy columns (`copy_columns`). An error naming the width for rows that are not
-/// `blocks-v3`.
+/// copy columns (`copy_columns`). `blocks-v4` rows (`context-v5`): those `N_CONTEXT` columns
+/// of their `blocks-v3` part, then the row's `N_DIALOGS` dialog columns (`N_CONTEXT_V5` in
+/// all). An error naming the width for rows of another layout.
 pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String> {
-    if columns != N_FEATURES_V3 || !rows.len().is_multiple_of(N_FEATURES_V3) {
+    if !read_in_context(rows, columns) {
         return Err(wrong_width("context features", columns));
     }
+    let (rows, dialogs) = split_dialogs(rows, columns);
+    let context = context_v4(&rows);
+    if dialogs.is_empty() {
+        return Ok(context);
+    }
+    let mut out = Vec::with_capacity(context.len() / N_CONTEXT * N_CONTEXT_V5);
+    for (own, dialog) in context.chunks_exact(N_CONTEXT).zip(dialogs.chunks_exact(N_DIALOGS)) {
+        out.extend_from_slice(own);
+        out.extend_from_slice(dialog);
+    }
+    Ok(out)
+}
+
+/// `context_features` of `blocks-v3` rows (whole rows).
+fn context_v4(rows: &[f32]) -> Vec<f32> {
     let n = rows.len() / N_FEATURES_V3;
     let mut out = vec![0.0f32; n * N_CONTEXT];
     if n == 0 {
-        return Ok(out);
+        return out;
     }
     for (row, target) in rows.chunks_exact(N_FEATURES_V3).zip(out.chunks_exact_mut(N_CONTEXT)) {
         target[..N_FEATURES_V2].copy_from_slice(&row[..N_FEATURES_V2]);
@@ -470,7 +513,7 @@ pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String
     at += N_GROUP * GROUP_LEVELS.len();
     write_columns(&mut out, N_CONTEXT, at, &copy_columns(rows));
     debug_assert_eq!(at + N_COPY, N_CONTEXT);
-    Ok(out)
+    out
 }
 
 /// Per block, its rank among `values` sorted high to low, ties in block order
@@ -494,7 +537,8 @@ fn descending_ranks(values: &[f64]) -> Vec<usize> {
 }
 
 /// `stage_features`: `N_STAGE` float32 columns per block from the first stage's
-/// probabilities of one page (`rows`: its `blocks-v3` rows, `columns` wide): its own, the
+/// probabilities of one page (`rows`: its `blocks-v3` or `blocks-v4` rows, `columns` wide,
+/// of which the `blocks-v3` columns are read): its own, the
 /// three blocks before and after (`NO_NEIGHBOUR` past the ends), the means over ±2, ±5 and
 /// ±15 blocks, the word-weighted mean over ±5, the page's mean, maximum and word-weighted
 /// mean, its rank on the page (0: the most likely), the lower of the highest probabilities
@@ -507,12 +551,14 @@ pub fn stage_features(probabilities: &[f64], rows: &[f32], columns: usize) -> Re
     if n == 0 {
         return Ok(Vec::new());
     }
-    if columns != N_FEATURES_V3 || !rows.len().is_multiple_of(N_FEATURES_V3) {
+    if !read_in_context(rows, columns) {
         return Err(wrong_width("stage features", columns));
     }
-    if rows.len() / N_FEATURES_V3 != n {
-        return Err(format!("stage features: {n} probabilities for {} blocks", rows.len() / N_FEATURES_V3));
+    if rows.len() / columns != n {
+        return Err(format!("stage features: {n} probabilities for {} blocks", rows.len() / columns));
     }
+    let (rows, _) = split_dialogs(rows, columns);
+    let rows: &[f32] = &rows;
     let p = probabilities;
     let words = column(rows, N_FEATURES_V3, WORDS);
     let weight: Vec<f64> = words.iter().map(|w| w.ln_1p()).collect();
@@ -573,6 +619,7 @@ mod tests {
     #[test]
     fn widths_and_columns_are_the_layouts() {
         assert_eq!((N_FEATURES_V2, N_FEATURES_V3, N_CONTEXT, N_STAGE), (199, 207, 327, 42));
+        assert_eq!((N_FEATURES_V4, N_CONTEXT_V5), (209, 329));
         // rescore.CONTEXT_COLUMNS over features.FEATURE_NAMES_V2
         assert_eq!(CONTEXT_COLUMNS, [2, 4, 7, 11, 9, 10, 163, 0, 6, 157, 165, 164, 160]);
         assert_eq!(CJK_CHARS, 166);
@@ -677,11 +724,36 @@ mod tests {
     }
 
     #[test]
-    fn widths_other_than_blocks_v3_are_refused_by_name() {
+    fn widths_other_than_blocks_v3_and_v4_are_refused_by_name() {
         let err = context_features(&[0.0; N_FEATURES_V2], N_FEATURES_V2).unwrap_err();
-        assert_eq!(err, "context features read blocks-v3 rows (207 columns), not 199");
+        assert_eq!(err, "context features read blocks-v3 rows (207 columns) or blocks-v4 rows (209), not 199");
         assert_eq!(context_features(&[], N_FEATURES_V3).unwrap().len(), 0);
+        assert_eq!(context_features(&[], N_FEATURES_V4).unwrap().len(), 0);
         assert_eq!(stage_features(&[], &[], N_FEATURES_V3).unwrap().len(), 0);
+        let err = stage_features(&[0.5], &[0.0; N_FEATURES_V4 + 1], N_FEATURES_V4 + 1).unwrap_err();
+        assert!(err.starts_with("stage features read blocks-v3 rows"), "{err}");
+    }
+
+    #[test]
+    fn blocks_v4_rows_read_as_their_blocks_v3_part_with_the_dialog_columns_after() {
+        let v3 = v3_rows(&[10.0, 0.0, 30.0, 40.0], &[7.0, 7.0, 9.0, 9.0]);
+        let dialogs = [[1.0, 40.0], [40.0, 40.0], [0.0, 2.0], [40.0, 3.0]];
+        let mut v4 = Vec::new();
+        for (row, dialog) in v3.chunks_exact(N_FEATURES_V3).zip(&dialogs) {
+            v4.extend_from_slice(row);
+            v4.extend_from_slice(dialog);
+        }
+        let (context, context_v3) =
+            (context_features(&v4, N_FEATURES_V4).unwrap(), context_features(&v3, N_FEATURES_V3).unwrap());
+        assert_eq!(context.len(), 4 * N_CONTEXT_V5);
+        for ((row, row_v3), dialog) in
+            context.chunks_exact(N_CONTEXT_V5).zip(context_v3.chunks_exact(N_CONTEXT)).zip(&dialogs)
+        {
+            assert_eq!(&row[..N_CONTEXT], row_v3);
+            assert_eq!(&row[N_CONTEXT..], dialog);
+        }
+        let p = [0.9, 0.1, 0.6, 0.2];
+        assert_eq!(stage_features(&p, &v4, N_FEATURES_V4).unwrap(), stage_features(&p, &v3, N_FEATURES_V3).unwrap());
     }
 
     #[test]

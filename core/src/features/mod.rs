@@ -66,6 +66,16 @@ pub const NO_DISTANCE: f32 = 40.0;
 /// differ between trees (the specification's and this one) and between pages.
 pub const N_CONTAINERS: usize = 8;
 pub const NO_CONTAINER: f32 = -1.0;
+/// The dialog columns that layout `blocks-v4` (`blocks-v3` + these) appends after the
+/// container identifiers: how many levels up (the block's own element, 0, or an ancestor, as
+/// `DISTANCE_TAGS` count) the nearest dialog is (`<dialog>`, or a `role` of `dialog` or
+/// `alertdialog`), and the nearest modal (`aria-modal="true"`); `NO_DISTANCE` when none is.
+/// Pages hold their privacy policies, terms, consent notices and sign-up forms in closed
+/// dialogs, thousands of words of prose that no class or id word gives away (`modal`,
+/// `popup`: half of the train pages' blocks under those words are main, under a dialog 3%).
+pub const DIALOG_NAMES: [&str; 2] = ["distance_dialog", "distance_modal"];
+pub const N_DIALOGS: usize = DIALOG_NAMES.len();
+
 /// Node indexes a float32 holds exactly (below 2^24); an element past them (a page of some
 /// 50 MB of markup) is written `NO_CONTAINER`, so that no two containers share a value.
 const EXACT_NODE_INDEXES: usize = 1 << 24;
@@ -184,6 +194,36 @@ fn keyword_flags(tree: &Tree, node: usize) -> u64 {
         bits |= if value.is_ascii() { keyword_bits(value) } else { keyword_bits(&lower(value)) };
     }
     bits
+}
+
+/// Whether `node` is a dialog (`<dialog>`, or a `role` token `dialog` or `alertdialog`) and
+/// whether it is a modal (`aria-modal` is `true`), ASCII case aside.
+fn dialog_kind(tree: &Tree, node: usize) -> (bool, bool) {
+    let mut dialog = tree.nodes[node].tag.as_str() == "dialog";
+    let mut modal = false;
+    for (name, value) in &tree.attrs[tree.nodes[node].attrs] {
+        match name.as_str() {
+            "role" => {
+                dialog |= value.split_ascii_whitespace().any(|role| {
+                    role.eq_ignore_ascii_case("dialog") || role.eq_ignore_ascii_case("alertdialog")
+                })
+            }
+            "aria-modal" => modal |= value.trim_ascii().eq_ignore_ascii_case("true"),
+            _ => {}
+        }
+    }
+    (dialog, modal)
+}
+
+/// Records `depth` in the dialog columns (`distances`: a row's `N_DIALOGS`) that `node` is
+/// the kind of, where no nearer element was.
+fn set_dialog_distances(distances: &mut [f32], tree: &Tree, node: usize, depth: usize) {
+    let (dialog, modal) = dialog_kind(tree, node);
+    for (slot, is) in distances.iter_mut().zip([dialog, modal]) {
+        if is && *slot == NO_DISTANCE {
+            *slot = depth.min(NO_DISTANCE as usize) as f32;
+        }
+    }
 }
 
 /// Elements the HTML parsing rules make void (lexbor closes them at once) that libxml2 reads
@@ -376,21 +416,25 @@ pub fn block_features(
     item_ids: &[Option<&str>],
     libxml2_tree: bool,
 ) -> Vec<f32> {
-    block_features_with(map_html, item_ids, libxml2_tree, false, false)
+    block_features_with(map_html, item_ids, libxml2_tree, false, false, false)
 }
 
 /// `block_features`, each row followed by the `N_EXTRAS` extras when `extras` (rows of
 /// `N_FEATURES + N_EXTRAS`, layout `blocks-v2`), and then by the `N_CONTAINERS` container
 /// identifiers when `containers` (layout `blocks-v3`, which holds the extras: `containers`
 /// brings them along; rows of `N_FEATURES + N_EXTRAS + N_CONTAINERS`; all `NO_CONTAINER`
-/// for ids that `map_html` does not hold, and for `None`).
+/// for ids that `map_html` does not hold, and for `None`), and then by the `N_DIALOGS` dialog
+/// columns when `dialogs` (layout `blocks-v4`, which holds the extras and the containers;
+/// `NO_DISTANCE` for ids that `map_html` does not hold, and for `None`).
 pub fn block_features_with(
     map_html: &str,
     item_ids: &[Option<&str>],
     libxml2_tree: bool,
     extras: bool,
     containers: bool,
+    dialogs: bool,
 ) -> Vec<f32> {
+    let containers = containers || dialogs;
     let extras = extras || containers;
     let n = item_ids.len();
     let mut x = vec![0.0f32; n * N_FEATURES];
@@ -402,6 +446,7 @@ pub fn block_features_with(
             }
         }
     }
+    let mut dialog = if dialogs { vec![NO_DISTANCE; n * N_DIALOGS] } else { Vec::new() };
     let keyword_bits = distance_keyword_bits();
     if n == 0 {
         return x;
@@ -465,6 +510,11 @@ pub fn block_features_with(
         if let Some(d) = distances.as_deref_mut() {
             set_distances(d, keyword_flags(&tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
         }
+        let mut dialog_distances =
+            if dialogs { Some(&mut dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]) } else { None };
+        if let Some(d) = dialog_distances.as_deref_mut() {
+            set_dialog_distances(d, &tree, own, 0);
+        }
         while parent != NONE && tree.nodes[parent].tag.as_str() != "html" {
             depth += 1;
             chain_nodes.push(parent);
@@ -479,6 +529,9 @@ pub fn block_features_with(
             ancestor_kw |= flags;
             if let Some(d) = distances.as_deref_mut() {
                 set_distances(d, flags, tree.nodes[parent].tag.as_str(), depth, &keyword_bits);
+            }
+            if let Some(d) = dialog_distances.as_deref_mut() {
+                set_dialog_distances(d, &tree, parent, depth);
             }
             let parent_tag = tree.nodes[parent].tag.as_str();
             if let Some(index) = ancestor_index(parent_tag) {
@@ -528,7 +581,10 @@ pub fn block_features_with(
     if !extras {
         return x;
     }
-    let width = N_FEATURES + N_EXTRAS + if containers { N_CONTAINERS } else { 0 };
+    let width = N_FEATURES
+        + N_EXTRAS
+        + if containers { N_CONTAINERS } else { 0 }
+        + if dialogs { N_DIALOGS } else { 0 };
     let mut rows = Vec::with_capacity(n * width);
     for row in 0..n {
         rows.extend_from_slice(&x[row * N_FEATURES..(row + 1) * N_FEATURES]);
@@ -541,6 +597,9 @@ pub fn block_features_with(
             } else {
                 container_columns(&[&[wrapped_in[row]], chain].concat())
             });
+        }
+        if dialogs {
+            rows.extend_from_slice(&dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]);
         }
     }
     rows
@@ -767,7 +826,7 @@ mod tests {
         );
         let ids = [Some("1"), Some("2"), Some("9")];
         let plain = block_features(html, &ids, false);
-        let x = block_features_with(html, &ids, false, true, false);
+        let x = block_features_with(html, &ids, false, true, false, false);
         let width = N_FEATURES + N_EXTRAS;
         assert_eq!(x.len(), 3 * width);
         let kw = |word: &str| 1 + DISTANCE_KEYWORDS.iter().position(|k| *k == word).unwrap();
@@ -798,16 +857,16 @@ mod tests {
             r#"</div></div></div></div></div></div></div></div></div></body></html>"#,
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), None, Some("9")];
-        let v2 = block_features_with(html, &ids, false, true, false);
+        let v2 = block_features_with(html, &ids, false, true, false, false);
         // a run wrapper's chain starts at the element whose text it holds
         let wrapped = concat!(
             r#"<html><body><div id="a"><cc-alg-uc-text _item_id="1">loose</cc-alg-uc-text>"#,
             r#"<p _item_id="2">two</p></div></body></html>"#,
         );
-        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true);
+        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true, false);
         let wide = N_FEATURES + N_EXTRAS + N_CONTAINERS;
         assert_eq!(w[N_FEATURES + N_EXTRAS..wide], w[wide + N_FEATURES + N_EXTRAS..2 * wide]);
-        let x = block_features_with(html, &ids, false, false, true); // brings the extras
+        let x = block_features_with(html, &ids, false, false, true, false); // brings the extras
         let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
         assert_eq!(x.len(), ids.len() * width);
         for row in 0..ids.len() {
@@ -831,5 +890,30 @@ mod tests {
         // an index no float32 holds exactly is no container
         let past = container_columns(&[3, EXACT_NODE_INDEXES, 1]);
         assert_eq!(past, [3.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0]);
+    }
+    #[test]
+    fn dialogs_follow_the_containers_with_the_nearest_dialog_and_modal() {
+        let html = concat!(
+            r#"<html><body><div role="Dialog alert" aria-modal=" TRUE "><div><p _item_id="1">policy</p>"#,
+            r#"</div></div><dialog><p _item_id="2">sign up</p></dialog>"#,
+            r#"<div role="alertdialog" aria-modal="false"><p _item_id="3">sure?</p></div>"#,
+            r#"<section aria-modal="true"><cc-alg-uc-text _item_id="4">loose</cc-alg-uc-text>"#,
+            r#"</section><p _item_id="5">story</p></body></html>"#,
+        );
+        let ids = [Some("1"), Some("2"), Some("3"), Some("4"), Some("5"), Some("9")];
+        let v3 = block_features_with(html, &ids, false, false, true, false);
+        let x = block_features_with(html, &ids, false, false, false, true); // brings the rest
+        let (before, width) = (N_FEATURES + N_EXTRAS + N_CONTAINERS, N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS);
+        assert_eq!(x.len(), ids.len() * width);
+        for row in 0..ids.len() {
+            assert_eq!(&x[row * width..][..before], &v3[row * before..][..before]);
+        }
+        let dialogs: Vec<&[f32]> = (0..ids.len()).map(|row| &x[row * width + before..(row + 1) * width]).collect();
+        assert_eq!(dialogs[0], [2.0, 2.0]); // p < div < div[role=dialog][aria-modal=true]
+        assert_eq!(dialogs[1], [1.0, NO_DISTANCE]); // <dialog>
+        assert_eq!(dialogs[2], [1.0, NO_DISTANCE]); // alertdialog, aria-modal="false"
+        assert_eq!(dialogs[3], [NO_DISTANCE, 0.0]); // a run wrapper counts from its parent
+        assert_eq!(dialogs[4], [NO_DISTANCE, NO_DISTANCE]);
+        assert_eq!(dialogs[5], [NO_DISTANCE, NO_DISTANCE]); // an id the page does not hold
     }
 }

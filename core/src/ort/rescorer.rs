@@ -221,7 +221,8 @@ fn open_session(
 }
 
 /// A rescorer over blocks in context (`rescore.BlockRescorer` with `context` `context-v4`,
-/// the default model's `fast` profile): one page's `blocks-v3` rows widened by
+/// the default model's `fast` profile, or `context-v5`): one page's `blocks-v3` (`blocks-v4`)
+/// rows widened by
 /// `features::context::context_features`, then, with a first stage, that stage's
 /// probabilities read in context (`stage_features`) appended, and the (second) ensemble's
 /// log-odds of "main" per block. Both stages are `BlockRescorer`s.
@@ -250,7 +251,7 @@ impl ContextRescorer {
     /// `BlockRescorer.log_odds` of one page's blocks (`features`: `rows` `blocks-v3` rows,
     /// row-major, in block order).
     pub fn log_odds(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, OrtError> {
-        use crate::features::context::{context_features, stage_features, N_CONTEXT, N_STAGE};
+        use crate::features::context::{context_features, stage_features, N_STAGE};
         if rows == 0 {
             return Ok(Vec::new());
         }
@@ -262,8 +263,9 @@ impl ContextRescorer {
         let first: Vec<f64> =
             first_stage.probabilities(&context, rows)?.chunks_exact(2).map(|pair| f64::from(pair[1])).collect();
         let stage = stage_features(&first, features, columns).map_err(OrtError)?;
-        let mut joined = Vec::with_capacity(rows * (N_CONTEXT + N_STAGE));
-        for (own, read) in context.chunks_exact(N_CONTEXT).zip(stage.chunks_exact(N_STAGE)) {
+        let width = context.len() / rows; // N_CONTEXT, or N_CONTEXT_V5 for blocks-v4 rows
+        let mut joined = Vec::with_capacity(rows * (width + N_STAGE));
+        for (own, read) in context.chunks_exact(width).zip(stage.chunks_exact(N_STAGE)) {
             joined.extend_from_slice(own);
             joined.extend_from_slice(read);
         }
