@@ -4,7 +4,9 @@ The ``accurate`` profile adds the transformer's margin to a rescorer that never 
 ``fast`` profile has only the rescorer, so it is trained and calibrated for that use:
 
 1. each train page's block features (layout ``blocks-v3``: with the CJK characters, the
-   distances to keyword containers and the container identifiers) read in context
+   distances to keyword containers and the container identifiers; ``blocks-v4``, with the
+   distances to the nearest dialog and modal too, under ``Recipe.fast_dialog_columns``) read
+   in context
    (``runtime.stages.rescore.context_features``: neighbours, windows, page totals, the blocks
    sharing each of its containers);
 2. a first LightGBM ensemble over them (with ``Recipe.fast_word_weights`` each block weighted

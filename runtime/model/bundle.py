@@ -17,10 +17,12 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float,
                    "selection": "threshold"|"expected_f1"},   (optional)
-      "rescorer": {"file": "rescorer.onnx", "features": "blocks-v1"|"blocks-v2"|"blocks-v3",
+      "rescorer": {"file": "rescorer.onnx",
+                   "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4",
                    "margin_weight": float,
-                   "context": "context-v4", "first_stage": "file.onnx"},   (optional;
-                   a rescorer with context reads blocks-v3, one without blocks-v1)
+                   "context": "context-v4"|"context-v5", "first_stage": "file.onnx"},
+                   (optional; context-v4 reads blocks-v3, context-v5 blocks-v4, a rescorer
+                   without context blocks-v1)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool},
