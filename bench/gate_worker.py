@@ -154,6 +154,12 @@ class Side:
 
     def __init__(self, pages: list[str], checkpoint: Path, slowdown: dict[str, float]):
         self.functions = stage_functions(checkpoint, slowdown)
+        # the rows the fast stages read (their bundle's layout), read once for every page
+        self.fast_layout: str | None = None
+        if "rescore" in self.functions:
+            from pulpie_rt.eval.rows import fast_layout
+
+            self.fast_layout = fast_layout()
         self.inputs: dict[str, list[Any]] = {stage: [None] * len(pages) for stage in STAGES}
         self.digests: dict[str, list[str | None]] = {stage: [None] * len(pages)
                                                      for stage in STAGES}
@@ -188,10 +194,9 @@ class Side:
             self._run("features", index, (map_html, item_ids))
             if "rescore" in self.functions:
                 try:  # the fast profile's rows, untimed
-                    from pulpie_rt.eval.rows import fast_layout
                     from pulpie_rt.runtime.stages.features import block_features
 
-                    rows = block_features(map_html, item_ids, fast_layout())
+                    rows = block_features(map_html, item_ids, self.fast_layout)
                 except Exception as exc:  # noqa: BLE001 - the page is left out of the stage
                     self.errors.setdefault("rescore", f"page {index}: {type(exc).__name__}: "
                                                       f"{exc}")

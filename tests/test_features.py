@@ -27,6 +27,7 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
     KEYWORDS,
+    LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
@@ -346,16 +347,24 @@ def test_containers_name_each_blocks_ancestors_nearest_first():
     assert containers[0, 1] < containers[0, 0]
 
 
+def added_columns(page: dict, layout: str, previous: str, keep_hidden: bool = False
+                  ) -> tuple[str, list[str | None], np.ndarray]:
+    """A dev page's ``map_html``, its block ids with None and an id it does not hold, and the
+    columns ``layout`` appends to ``previous``, checked to follow ``previous``'s rows as they
+    are."""
+    simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
+    _, item_ids = extract_blocks(simplified)
+    ids = item_ids + [None, "no-such-id"]
+    core = block_features(map_html, ids, layout)
+    width = LAYOUTS[previous]
+    np.testing.assert_array_equal(core[:, :width], block_features(map_html, ids, previous),
+                                  err_msg=page["id"])
+    return map_html, ids, core[:, width:]
+
+
 def test_containers_equal_the_specification_on_dev_pages(dev_pages):
     for page in dev_pages[::3]:
-        simplified, map_html = simplify(page["html"])
-        _, item_ids = extract_blocks(simplified)
-        ids = item_ids + [None, "no-such-id"]
-        core = block_features(map_html, ids, FEATURES_V3)
-        np.testing.assert_array_equal(core[:, :N_FEATURES_V2],
-                                      block_features(map_html, ids, FEATURES_V2),
-                                      err_msg=page["id"])
-        containers = core[:, N_FEATURES_V2:]
+        map_html, ids, containers = added_columns(page, FEATURES_V3, FEATURES_V2)
         assert canonical_containers(containers) == \
             canonical_containers(spec_containers(map_html, ids)), page["id"]
         assert (containers[-2:] == NO_CONTAINER).all(), page["id"]
@@ -418,14 +427,7 @@ def test_dialogs_give_the_distance_to_the_nearest_dialog_and_modal():
 def test_dialogs_equal_the_specification_on_dev_pages(dev_pages):
     seen = 0
     for page in dev_pages[::3]:
-        simplified, map_html = simplify(page["html"], keep_hidden=True)
-        _, item_ids = extract_blocks(simplified)
-        ids = item_ids + [None, "no-such-id"]
-        core = block_features(map_html, ids, FEATURES_V4)
-        np.testing.assert_array_equal(core[:, :N_FEATURES_V3],
-                                      block_features(map_html, ids, FEATURES_V3),
-                                      err_msg=page["id"])
-        np.testing.assert_array_equal(core[:, N_FEATURES_V3:], spec_dialogs(map_html, ids),
-                                      err_msg=page["id"])
-        seen += int((core[:, N_FEATURES_V3:] < NO_DISTANCE).any())
+        map_html, ids, dialogs = added_columns(page, FEATURES_V4, FEATURES_V3, keep_hidden=True)
+        np.testing.assert_array_equal(dialogs, spec_dialogs(map_html, ids), err_msg=page["id"])
+        seen += int((dialogs < NO_DISTANCE).any())
     assert seen >= 5  # pages with blocks under a dialog or a modal were compared

@@ -33,6 +33,18 @@ impl FeatureSet {
         }
     }
 
+    /// The set of a layout name (`features.LAYOUTS`), or None for one this core does not
+    /// compute.
+    pub fn from_layout(name: &str) -> Option<FeatureSet> {
+        match name {
+            "blocks-v1" => Some(FeatureSet::Blocks),
+            "blocks-v2" => Some(FeatureSet::BlocksAndExtras),
+            "blocks-v3" => Some(FeatureSet::BlocksExtrasAndContainers),
+            "blocks-v4" => Some(FeatureSet::BlocksExtrasContainersAndDialogs),
+            _ => None,
+        }
+    }
+
     /// Columns per row.
     pub fn width(self) -> usize {
         match self {
@@ -62,4 +74,23 @@ pub fn block_features(map_html: &str, item_ids: &[Option<String>], set: FeatureS
         FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true),
     };
     Ok(crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FeatureSet;
+
+    #[test]
+    fn every_layout_a_rescorer_may_read_is_a_feature_set_of_its_width() {
+        // the engine prepares a page in the set of its rescorer's (checked) layout
+        for layout in super::super::LAYOUTS.iter().chain(super::super::CONTEXTS.iter().map(|(_, l)| l)) {
+            assert!(FeatureSet::from_layout(layout).is_some(), "{layout}");
+        }
+        assert_eq!(FeatureSet::from_layout("blocks-v9"), None);
+        let widths: Vec<usize> = ["blocks-v1", "blocks-v2", "blocks-v3", "blocks-v4"]
+            .iter()
+            .map(|l| FeatureSet::from_layout(l).unwrap().width())
+            .collect();
+        assert_eq!(widths, [166, 199, 207, 209]);
+    }
 }

@@ -522,12 +522,9 @@ impl Engine {
             keep_hidden: m.keep_hidden,
             drop_noscript: m.drop_noscript,
         };
-        let feature_set = match &self.rescorer {
-            Some(Rescorer::Context(_)) if self.manifest.rescorer.as_ref().is_some_and(|r| r.features == "blocks-v4") => {
-                features::FeatureSet::BlocksExtrasContainersAndDialogs
-            }
-            Some(Rescorer::Context(_)) => features::FeatureSet::BlocksExtrasAndContainers,
-            Some(Rescorer::Blocks(_)) => features::FeatureSet::Blocks,
+        // the layout the rescorer reads (check_rescorer let only those this core computes in)
+        let feature_set = match &self.manifest.rescorer {
+            Some(spec) => features::FeatureSet::from_layout(&spec.features).expect("a checked rescorer layout"),
             None if self.manifest.expected_f1 => features::FeatureSet::Blocks,
             None => features::FeatureSet::None,
         };

@@ -2,8 +2,8 @@
 //! `stage_features`, context `context-v4`): one page's `blocks-v3` rows widened with their
 //! neighbours' values, windowed means, page totals and container groups, and the first
 //! stage's probabilities read the same way. Context `context-v5` reads `blocks-v4` rows: the
-//! same columns from their `blocks-v3` part, then each row's own dialog columns. `tests/spec/context_spec.py` is the
-//! specification, in NumPy; the training (`train/fast.py`), the Python page flow and the C
+//! same columns from their `blocks-v3` part, then each row's own dialog columns.
+//! `tests/spec/context_spec.py` is the specification, in NumPy; the training (`train/fast.py`), the Python page flow and the C
 //! library all compute these columns here.
 //!
 //! Values are computed in float64 in the specification's order of operations and written as

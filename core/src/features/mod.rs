@@ -220,9 +220,17 @@ fn dialog_kind(tree: &Tree, node: usize) -> (bool, bool) {
 fn set_dialog_distances(distances: &mut [f32], tree: &Tree, node: usize, depth: usize) {
     let (dialog, modal) = dialog_kind(tree, node);
     for (slot, is) in distances.iter_mut().zip([dialog, modal]) {
-        if is && *slot == NO_DISTANCE {
-            *slot = depth.min(NO_DISTANCE as usize) as f32;
+        if is {
+            record_nearest(slot, depth);
         }
+    }
+}
+
+/// `depth` (capped at `NO_DISTANCE`) into a distance column that no nearer element filled
+/// (the walk goes from the block up, so the first element found is the nearest).
+fn record_nearest(slot: &mut f32, depth: usize) {
+    if *slot == NO_DISTANCE {
+        *slot = depth.min(NO_DISTANCE as usize) as f32;
     }
 }
 
@@ -621,14 +629,12 @@ fn container_columns(chain: &[usize]) -> [f32; N_CONTAINERS] {
 fn set_distances(distances: &mut [f32], flags: u64, tag: &str, depth: usize, keyword_bits: &[u64]) {
     let (keywords, tags) = distances.split_at_mut(DISTANCE_KEYWORDS.len());
     for (slot, &bit) in keywords.iter_mut().zip(keyword_bits) {
-        if flags & bit != 0 && *slot == NO_DISTANCE {
-            *slot = depth.min(NO_DISTANCE as usize) as f32;
+        if flags & bit != 0 {
+            record_nearest(slot, depth);
         }
     }
     if let Some(t) = DISTANCE_TAGS.iter().position(|t| *t == tag) {
-        if tags[t] == NO_DISTANCE {
-            tags[t] = depth.min(NO_DISTANCE as usize) as f32;
-        }
+        record_nearest(&mut tags[t], depth);
     }
 }
 
