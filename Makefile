@@ -1,7 +1,7 @@
 # Two set-up commands for a fresh machine (see README):
 #   make run    -- the main job: main content of every page of INPUT into OUT, with the embedded
 #                  default model on CPU, offline (MODEL=orange-small for the Orange model)
-#   make test   -- ruff + the whole test suite on CPU
+#   make test   -- ruff, rustfmt and clippy + the whole test suite on CPU
 # Each creates the virtual environment it needs. On a GPU machine: make engine MODEL=small GPU=l4.
 # Packages (docs/packaging.md): make wheel / sdist (dist/), make capi / install / capi-dist (the
 # C SDK; no virtual environment needed).
@@ -32,7 +32,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden \
-        tiny default-model clean capi capi-valgrind fuzz ort-gpu \
+        tiny default-model clean capi capi-valgrind fuzz ort-gpu rust-lint \
         install capi-dist wheel sdist FORCE docs
 
 venv: $(VENV)/.installed $(VENV)/.core
@@ -88,13 +88,21 @@ RUN_NEEDS_EXPORT := $(if $(RUN_MODEL),$(if $(or $(filter default,$(RUN_MODEL)),\
 run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 	$(RUN_VENV)/bin/pulpie-rt run $(INPUT) --out $(OUT) $(if $(RUN_MODEL),--model $(RUN_MODEL))
 
-lint: venv
+lint: venv rust-lint
 	$(VENV)/bin/ruff check .
+
+# The Rust crates as ruff holds the Python: formatted (rustfmt.toml) and clippy-clean, tests
+# included, every warning an error.
+rust-lint:
+	cargo fmt --check --manifest-path core/Cargo.toml
+	cargo fmt --check --manifest-path kernels/Cargo.toml
+	cargo clippy -q --all-targets --manifest-path core/Cargo.toml -- -D warnings
+	cargo clippy -q --all-targets --manifest-path kernels/Cargo.toml -- -D warnings
 
 # The core's own tests (cargo test), those that need ONNX Runtime included: the C library the
 # package's core loads (runtime/native.py ort_library_path). Then the Python suite.
 ORT_LIBRARY = $(PYTHON) -c 'from pulpie_rt.runtime.native import ort_library_path; print(ort_library_path())'
-test: venv ort-gpu
+test: venv ort-gpu rust-lint
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
 	cargo test -q --manifest-path kernels/Cargo.toml

@@ -142,10 +142,8 @@ with tempfile.TemporaryDirectory(dir=dir) as tmp:
     // pip's isolated build runs this with PYTHONPATH pointing at its build environment, which
     // hides the interpreter's own pip: each candidate runs without it, and the next Python is
     // tried when one has no pip (a venv made without it, say)
-    let mut pythons: Vec<String> = ["PYO3_PYTHON", "PYTHON_SYS_EXECUTABLE"]
-        .iter()
-        .filter_map(|name| env::var(name).ok())
-        .collect();
+    let mut pythons: Vec<String> =
+        ["PYO3_PYTHON", "PYTHON_SYS_EXECUTABLE"].iter().filter_map(|name| env::var(name).ok()).collect();
     pythons.extend(["python3".to_string(), "python".to_string()]);
     pythons.dedup();
     let mut failures = Vec::new();
@@ -192,8 +190,7 @@ fn check_notice(root: &Path) {
             println!("cargo:warning=lexbor's {name} file is missing from its sources");
             continue;
         };
-        if let Some(line) =
-            text.lines().map(str::trim).filter(|l| !l.is_empty()).find(|l| !ours.contains(l))
+        if let Some(line) = text.lines().map(str::trim).filter(|l| !l.is_empty()).find(|l| !ours.contains(l))
         {
             println!("cargo:warning=THIRD_PARTY_NOTICES.md lacks lexbor's {name} line {line:?}");
         }
@@ -205,8 +202,7 @@ fn c_files(source: &Path) -> Result<Vec<PathBuf>, String> {
     for module in MODULES {
         let mut stack = vec![source.join("lexbor").join(module)];
         while let Some(dir) = stack.pop() {
-            let entries =
-                fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let entries = fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
             for entry in entries {
                 let path = entry.map_err(|e| e.to_string())?.path();
                 if path.is_dir() {

@@ -183,7 +183,8 @@ unsafe fn read_options(options: *const pulpie_rt_options) -> Result<pulpie_rt_op
              call pulpie_rt_options_init first"
         )));
     }
-    let size = KNOWN_OPTIONS_SIZES.iter().copied().filter(|&known| known <= size).max().unwrap_or(MIN_OPTIONS_SIZE);
+    let size =
+        KNOWN_OPTIONS_SIZES.iter().copied().filter(|&known| known <= size).max().unwrap_or(MIN_OPTIONS_SIZE);
     std::ptr::copy_nonoverlapping(options as *const u8, &mut read as *mut pulpie_rt_options as *mut u8, size);
     Ok(read)
 }
@@ -204,16 +205,16 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
     let model = unsafe { optional_str(options.model, "options.model")? }.map(str::to_string);
     let profile = unsafe { optional_str(options.profile, "options.profile")? }.map(str::to_string);
     let backend = unsafe { optional_str(options.backend, "options.backend")? };
-    let device_id =
-        u32::try_from(options.device_id).map_err(|_| argument(format!("options.device_id is {}", options.device_id)))?;
+    let device_id = u32::try_from(options.device_id)
+        .map_err(|_| argument(format!("options.device_id is {}", options.device_id)))?;
     let provider = match backend.unwrap_or("cpu") {
         "cpu" => ExecutionProvider::Cpu,
         "cuda" => ExecutionProvider::Cuda { device_id },
         "tensorrt" => ExecutionProvider::TensorRt { device_id },
         other => return Err(argument(format!("unknown backend '{other}': choose cpu, cuda or tensorrt"))),
     };
-    let threads =
-        usize::try_from(options.threads).map_err(|_| argument(format!("options.threads is {}", options.threads)))?;
+    let threads = usize::try_from(options.threads)
+        .map_err(|_| argument(format!("options.threads is {}", options.threads)))?;
     let ort_library = unsafe { optional_str(options.ort_library, "options.ort_library")? }.map(PathBuf::from);
     let max_batch_tokens = usize::try_from(options.max_batch_tokens)
         .ok()
@@ -273,13 +274,16 @@ pub unsafe extern "C" fn pulpie_rt_engine_open(
         let OpenRequest { model, profile, config } = config_of(&options)?;
         let profile = profile.as_deref();
         let bundle = match model {
-            Some(dir) => Bundle::load_dir_profile(std::path::Path::new(&dir), profile).map_err(|e| (ERR_MODEL, e))?,
-            None => Bundle::embedded_profile(profile).unwrap_or_else(|| {
-                Err("this build of libpulpie_rt has no embedded default model (built without the \
+            Some(dir) => {
+                Bundle::load_dir_profile(std::path::Path::new(&dir), profile).map_err(|e| (ERR_MODEL, e))?
+            }
+            None => Bundle::embedded_profile(profile)
+                .unwrap_or_else(|| {
+                    Err("this build of libpulpie_rt has no embedded default model (built without the \
                      cargo feature embedded-model): pass a bundle directory in options.model"
-                    .to_string())
-            })
-            .map_err(|e| (ERR_MODEL, e))?,
+                        .to_string())
+                })
+                .map_err(|e| (ERR_MODEL, e))?,
         };
         let engine = Engine::open(bundle, config).map_err(|e| match e {
             OpenError::Model(message) => (ERR_MODEL, message),
@@ -482,7 +486,10 @@ fn c_or_null(text: &Option<CString>) -> *const c_char {
 /// # Safety
 /// `result` is NULL or a live result; `len` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_result_markdown(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+pub unsafe extern "C" fn pulpie_rt_result_markdown(
+    result: *const pulpie_rt_result,
+    len: *mut usize,
+) -> *const c_char {
     match result.as_ref() {
         Some(r) => bytes_out(&r.markdown, len),
         None => bytes_out(b"\0", len),
@@ -492,7 +499,10 @@ pub unsafe extern "C" fn pulpie_rt_result_markdown(result: *const pulpie_rt_resu
 /// # Safety
 /// As for `pulpie_rt_result_markdown`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_result_html(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+pub unsafe extern "C" fn pulpie_rt_result_html(
+    result: *const pulpie_rt_result,
+    len: *mut usize,
+) -> *const c_char {
     match result.as_ref() {
         Some(r) => bytes_out(&r.html, len),
         None => bytes_out(b"\0", len),
@@ -502,7 +512,10 @@ pub unsafe extern "C" fn pulpie_rt_result_html(result: *const pulpie_rt_result, 
 /// # Safety
 /// As for `pulpie_rt_result_markdown`; several threads may ask for one result's text.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_result_text(result: *const pulpie_rt_result, len: *mut usize) -> *const c_char {
+pub unsafe extern "C" fn pulpie_rt_result_text(
+    result: *const pulpie_rt_result,
+    len: *mut usize,
+) -> *const c_char {
     crate::install_panic_hook();
     let Some(r) = result.as_ref() else { return bytes_out(b"\0", len) };
     let text = r.text.get_or_init(|| {
@@ -667,7 +680,10 @@ pub struct pulpie_rt_py_result_view {
 /// `result` is a live result; `view` is writable.
 #[cfg(feature = "python-ffi")]
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_py_result_view(result: *const pulpie_rt_result, view: *mut pulpie_rt_py_result_view) {
+pub unsafe extern "C" fn pulpie_rt_py_result_view(
+    result: *const pulpie_rt_result,
+    view: *mut pulpie_rt_py_result_view,
+) {
     let (Some(r), Some(view)) = (result.as_ref(), view.as_mut()) else { return };
     let (ids, main) = r.packed_labels.get_or_init(|| {
         let mut ids = Vec::new();
@@ -703,7 +719,8 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(result: *const pulpie_rt_resul
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_py_engine_counters(engine: *const pulpie_rt_engine, out: *mut u64) {
     let counters = engine.as_ref().map(|e| e.engine.counters()).unwrap_or_default();
-    let values = [counters.row_by_row_fallbacks, counters.model_calls, counters.real_tokens, counters.computed_tokens];
+    let values =
+        [counters.row_by_row_fallbacks, counters.model_calls, counters.real_tokens, counters.computed_tokens];
     std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len());
 }
 
@@ -759,7 +776,10 @@ mod tests {
             let mut err = std::ptr::null_mut();
             assert_eq!(pulpie_rt_engine_open(&options, &mut engine, &mut err), ERR_ARGUMENT);
             assert!(engine.is_null());
-            assert_eq!(CStr::from_ptr(err).to_str().unwrap(), "unknown backend 'tpu': choose cpu, cuda or tensorrt");
+            assert_eq!(
+                CStr::from_ptr(err).to_str().unwrap(),
+                "unknown backend 'tpu': choose cpu, cuda or tensorrt"
+            );
             pulpie_rt_string_free(err);
             options = pulpie_rt_options { struct_size: 8, ..pulpie_rt_options::default() };
             assert_eq!(pulpie_rt_engine_open(&options, &mut engine, std::ptr::null_mut()), ERR_ARGUMENT);
@@ -772,7 +792,17 @@ mod tests {
             );
             pulpie_rt_string_free(err);
             let mut result = std::ptr::null_mut();
-            assert_eq!(pulpie_rt_extract(std::ptr::null_mut(), std::ptr::null(), 0, std::ptr::null(), &mut result, &mut err), ERR_ARGUMENT);
+            assert_eq!(
+                pulpie_rt_extract(
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    &mut result,
+                    &mut err
+                ),
+                ERR_ARGUMENT
+            );
             pulpie_rt_string_free(err);
             assert!(pulpie_rt_result_error(std::ptr::null()).is_null());
             let mut len = 7;
@@ -787,8 +817,11 @@ mod tests {
         let fastest = CString::new("fastest").unwrap();
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../pulpie_rt/default_model/manifest.json");
         unsafe {
-            let mut options =
-                pulpie_rt_options { model: dir.as_ptr(), profile: fastest.as_ptr(), ..pulpie_rt_options::default() };
+            let mut options = pulpie_rt_options {
+                model: dir.as_ptr(),
+                profile: fastest.as_ptr(),
+                ..pulpie_rt_options::default()
+            };
             let (mut engine, mut err) = (std::ptr::null_mut(), std::ptr::null_mut());
             assert_eq!(pulpie_rt_engine_open(&options, &mut engine, &mut err), ERR_MODEL);
             assert_eq!(

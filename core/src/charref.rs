@@ -161,7 +161,8 @@ pub fn libxml2_unescape(s: &str, in_attribute: bool) -> Cow<'_, str> {
             let mut end = digits_at;
             let mut value: u64 = 0;
             while end < n && (b[end] as char).is_digit(radix as u32) {
-                value = (value * radix + (b[end] as char).to_digit(radix as u32).unwrap() as u64).min(0x11_0000);
+                value =
+                    (value * radix + (b[end] as char).to_digit(radix as u32).unwrap() as u64).min(0x11_0000);
                 end += 1;
             }
             if b.get(end) == Some(&b';') {
@@ -216,7 +217,10 @@ mod tests {
             ("a &amp; b", "a & b"),
             ("&lt;&gt;&quot;&nbsp;", "<>\"\u{a0}"),
             ("&copy &copy; &copyx &notin; &notit;", "\u{a9} \u{a9} \u{a9}x \u{2209} \u{ac}it;"),
-            ("&#65;&#x42;&#X43 &#0; &#1; &#12; &#x80; &#xD800; &#1114112;", "ABC \u{fffd}  \x0c \u{20ac} \u{fffd} \u{fffd}"),
+            (
+                "&#65;&#x42;&#X43 &#0; &#1; &#12; &#x80; &#xD800; &#1114112;",
+                "ABC \u{fffd}  \x0c \u{20ac} \u{fffd} \u{fffd}",
+            ),
             ("& &; &# &#x; &{x} &zz;", "& &; &# &#x; &{x} &zz;"),
             ("&a", "&a"),
             ("&ampé", "&é"),
@@ -241,7 +245,11 @@ mod tests {
         for (input, text, attr) in [
             ("&copy &copy; &copyx &copy=", "\u{a9} \u{a9} \u{a9}x \u{a9}=", "\u{a9} \u{a9} &copyx &copy="),
             ("&notit; &notin; &lta &LT", "\u{ac}it; \u{2209} <a <", "&notit; \u{2209} &lta <"),
-            ("&#0;&#1;&#x80;&#xD800;&#1114112;&#65&#x;&#", "\u{fffd}\x01\u{20ac}\u{fffd}\u{fffd}A&#x;&#", "\u{fffd}\x01\u{20ac}\u{fffd}\u{fffd}A&#x;&#"),
+            (
+                "&#0;&#1;&#x80;&#xD800;&#1114112;&#65&#x;&#",
+                "\u{fffd}\x01\u{20ac}\u{fffd}\u{fffd}A&#x;&#",
+                "\u{fffd}\x01\u{20ac}\u{fffd}\u{fffd}A&#x;&#",
+            ),
             ("&{x} &zz; &amp", "&{x} &zz; &", "&{x} &zz; &"),
         ] {
             assert_eq!(libxml2_unescape(input, false), text, "{input:?}");

@@ -235,8 +235,8 @@ mod tests {
         let (text, enc, source) = decided(&page, Some("text/html; charset=iso-8859-2"));
         assert_eq!((enc, source), ("UTF-8", "bom"));
         assert_eq!(text, "<meta charset=windows-1252><p>café");
-        let utf16: Vec<u8> = [0xFF, 0xFE].into_iter()
-            .chain("<p>é</p>".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let utf16: Vec<u8> =
+            [0xFF, 0xFE].into_iter().chain("<p>é</p>".encode_utf16().flat_map(u16::to_le_bytes)).collect();
         assert_eq!(decided(&utf16, Some("text/html; charset=utf-8")), ("<p>é</p>".into(), "UTF-16LE", "bom"));
     }
 
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn meta_after_the_prescan_window() {
         let mut page = b"<html><head><script>".to_vec();
-        page.extend(std::iter::repeat(b'x').take(1100));
+        page.extend(std::iter::repeat_n(b'x', 1100));
         page.extend_from_slice(b"</script><meta charset=koi8-r></head><p>\xf0\xd2\xc9\xd7\xc5\xd4");
         assert_eq!(decided(&page, None).1, "KOI8-R");
         assert_eq!(decided(&page, None).2, "meta-late");
@@ -264,7 +264,10 @@ mod tests {
     #[test]
     fn utf8_content_overrules_a_legacy_declaration() {
         let page = "<meta charset=iso-8859-1><p>Café crème".as_bytes();
-        assert_eq!(decided(page, None), ("<meta charset=iso-8859-1><p>Café crème".into(), "UTF-8", "utf-8-content"));
+        assert_eq!(
+            decided(page, None),
+            ("<meta charset=iso-8859-1><p>Café crème".into(), "UTF-8", "utf-8-content")
+        );
         assert_eq!(decided(page, Some("text/html; charset=windows-1252")).2, "utf-8-content");
         // all ASCII: the declaration stands (nothing to tell them apart)
         assert_eq!(decided(b"<meta charset=iso-8859-1><p>plain", None).1, "windows-1252");
@@ -277,8 +280,8 @@ mod tests {
         assert_eq!((enc, source), ("windows-1252", "detector"));
         assert!(text.ends_with("Café crème à la carte, naïve"));
         // one valid multi-byte sequence: UTF-8 stands, the bad byte is replaced
-        let page = "<meta charset=utf-8><p>Café \u{0}".as_bytes().iter().copied()
-            .chain([0xE9]).collect::<Vec<u8>>();
+        let page =
+            "<meta charset=utf-8><p>Café \u{0}".as_bytes().iter().copied().chain([0xE9]).collect::<Vec<u8>>();
         assert_eq!(decided(&page, None).0, "<meta charset=utf-8><p>Café \u{0}\u{FFFD}");
     }
 

@@ -218,8 +218,7 @@ fn lone_total(name: &[u8]) -> f64 {
 }
 
 fn lone_count(name: &[u8], c: char) -> f64 {
-    let found = model::LONE_COUNT
-        .binary_search_by(|&(k, cp, _)| cmp_name(k, name).then(cp.cmp(&(c as u32))));
+    let found = model::LONE_COUNT.binary_search_by(|&(k, cp, _)| cmp_name(k, name).then(cp.cmp(&(c as u32))));
     match found {
         Ok(i) => model::LONE_COUNT[i].2 as f64,
         Err(_) => 0.0,
@@ -234,7 +233,9 @@ fn cmp_name(model_name: &str, page_name: &[u8]) -> std::cmp::Ordering {
 /// log P(text) under the character model: the class-based bigram, with each pair that holds a
 /// non-ASCII character scored by what followed its first character on the train pages (a
 /// Dirichlet mixture of those counts and the class model: `core/gen/detect_model.py`), and a
-/// run of one non-ASCII character by its class and length so far.
+/// run of one non-ASCII character by its class and length so far. The detector reads
+/// `log_probability_above`; the tests compare texts by this.
+#[cfg(test)]
 pub fn log_probability(text: &str) -> f64 {
     log_probability_above(text, f64::NEG_INFINITY)
 }
@@ -284,11 +285,8 @@ fn pair_log_probability(p: char, p_class: u8, run: usize, c: char, class: u8, ch
         let prior = model::CLASS_PRIOR * class_bigram(p_class, class).exp();
         total += ((context_class + prior) / (n_context + model::CLASS_PRIOR)).ln();
     }
-    let weight = if p.is_ascii() {
-        model::PAIR_PRIOR * model::ASCII_CONTEXT_FACTOR
-    } else {
-        model::PAIR_PRIOR
-    };
+    let weight =
+        if p.is_ascii() { model::PAIR_PRIOR * model::ASCII_CONTEXT_FACTOR } else { model::PAIR_PRIOR };
     total + ((pair + weight * char_logp.exp()) / (context_class + weight)).ln()
 }
 
@@ -518,8 +516,10 @@ mod tests {
         // long run of NBSP, a short run of NBSP above a short run of them
         let line = |c: char, n: usize| std::iter::repeat_n(c, n).collect::<String>();
         assert!(log_probability(&line('═', 60)) > log_probability(&line('\u{A0}', 60)));
-        assert!(log_probability(&format!("a{}b", line('\u{A0}', 3)))
-            > log_probability(&format!("a{}b", line('═', 3))));
+        assert!(
+            log_probability(&format!("a{}b", line('\u{A0}', 3)))
+                > log_probability(&format!("a{}b", line('═', 3)))
+        );
     }
 
     #[test]
@@ -537,10 +537,7 @@ mod tests {
                      <span>\x9e</span>";
         let lone: Vec<(u8, &[u8], usize)> = lone_bytes(page, 10);
         // the third: after an end tag's `>`, as the train pages' counting reads it
-        assert_eq!(
-            lone,
-            vec![(0x9e, &b"span"[..], 2), (0xa0, &b"P"[..], 1), (0xe9, &b"a"[..], 1)]
-        );
+        assert_eq!(lone, vec![(0x9e, &b"span"[..], 2), (0xa0, &b"P"[..], 1), (0xe9, &b"a"[..], 1)]);
         assert_eq!(lone_bytes(page, 1), vec![(0x9e, &b"span"[..], 1)]);
     }
 

@@ -88,7 +88,6 @@ impl Encoding {
     pub const ISO_8859_2: Encoding = Encoding(0x0e);
     pub const ISO_8859_5: Encoding = Encoding(0x11);
     pub const ISO_8859_7: Encoding = Encoding(0x13);
-    pub const ISO_8859_8: Encoding = Encoding(0x14);
     pub const KOI8_R: Encoding = Encoding(0x16);
     pub const KOI8_U: Encoding = Encoding(0x17);
     pub const SHIFT_JIS: Encoding = Encoding(0x18);
@@ -102,11 +101,7 @@ impl Encoding {
     pub const WINDOWS_1252: Encoding = Encoding(0x21);
     pub const WINDOWS_1253: Encoding = Encoding(0x22);
     pub const WINDOWS_1254: Encoding = Encoding(0x23);
-    pub const WINDOWS_1255: Encoding = Encoding(0x24);
     pub const WINDOWS_1256: Encoding = Encoding(0x25);
-    pub const WINDOWS_1257: Encoding = Encoding(0x26);
-    pub const WINDOWS_1258: Encoding = Encoding(0x27);
-    pub const WINDOWS_874: Encoding = Encoding(0x28);
     pub const X_USER_DEFINED: Encoding = Encoding(0x2a);
 
     /// The encoding a label names in the Encoding Standard's label table (ASCII case and
@@ -150,7 +145,10 @@ impl Encoding {
     /// Whether the encoding reads ASCII bytes as ASCII (all but UTF-16 and ISO-2022-JP,
     /// whose escape sequences are ASCII bytes, and replacement).
     pub fn is_ascii_compatible(self) -> bool {
-        !matches!(self, Encoding::UTF_16BE | Encoding::UTF_16LE | Encoding::ISO_2022_JP | Encoding::REPLACEMENT)
+        !matches!(
+            self,
+            Encoding::UTF_16BE | Encoding::UTF_16LE | Encoding::ISO_2022_JP | Encoding::REPLACEMENT
+        )
     }
 }
 
@@ -247,7 +245,6 @@ fn decode_lexbor(bytes: &[u8], encoding: Encoding) -> (String, usize) {
         (text, errors)
     }
 }
-
 
 /// How many U+FFFD the input spells out itself in the encodings able to (so they are not
 /// counted as errors).
@@ -420,7 +417,10 @@ mod tests {
         let cases: &[(&[u8], Option<&str>)] = &[
             (b"<meta charset=\"windows-1252\">", Some("windows-1252")),
             (b"<html><head><META CHARSET=latin2>", Some("ISO-8859-2")),
-            (b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=Shift_JIS\">", Some("Shift_JIS")),
+            (
+                b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=Shift_JIS\">",
+                Some("Shift_JIS"),
+            ),
             (b"<meta content='text/html;charset=euc-kr' http-equiv=content-type>", Some("EUC-KR")),
             // content without http-equiv: no declaration
             (b"<meta content=\"text/html; charset=koi8-r\">", None),
@@ -467,7 +467,7 @@ mod tests {
         assert_eq!(errors, 0);
         assert_eq!(text, "éa".repeat(5_000));
         let bytes = "你好".repeat(5_000);
-        let gbk: Vec<u8> = std::iter::repeat([0xC4u8, 0xE3, 0xBA, 0xC3]).take(5_000).flatten().collect();
+        let gbk: Vec<u8> = std::iter::repeat_n([0xC4u8, 0xE3, 0xBA, 0xC3], 5_000).flatten().collect();
         assert_eq!(decode(&gbk, Encoding::GBK), (bytes, 0));
     }
 
@@ -475,8 +475,10 @@ mod tests {
     /// every sequence of up to three bytes drawn from the bytes that matter.
     #[test]
     fn utf8_replacement_as_the_standard() {
-        let interesting: Vec<u8> =
-            vec![0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF];
+        let interesting: Vec<u8> = vec![
+            0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED,
+            0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF,
+        ];
         let mut sequences: Vec<Vec<u8>> = vec![vec![]];
         for _ in 0..4 {
             let longer: Vec<Vec<u8>> = sequences

@@ -17,11 +17,21 @@ pub enum Markup {
     Text,
     /// nothing to the tree (a comment, a doctype, a tag the input ends in): read on from here
     Skip(usize),
-    EndTag { name: Tag, end: usize },
-    StartTag { name: Tag, attrs: Attrs, self_closing: bool, end: usize },
+    EndTag {
+        name: Tag,
+        end: usize,
+    },
+    StartTag {
+        name: Tag,
+        attrs: Attrs,
+        self_closing: bool,
+        end: usize,
+    },
     /// a start tag the end of the input cuts: no element, but libxml2 has read its name and
     /// closed and implied elements for it
-    CutStartTag { name: Tag },
+    CutStartTag {
+        name: Tag,
+    },
 }
 
 /// What the `<` at `pos` starts.
@@ -33,7 +43,7 @@ pub fn markup_at(s: &str, pos: usize, names: &mut Names) -> Markup {
         Some(b'/') => match b.get(pos + 2) {
             Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos, names),
             Some(b'>') => Markup::Skip(pos + 3),
-            None => Markup::Text, // "</" at the end: text
+            None => Markup::Text,                          // "</" at the end: text
             Some(_) => Markup::Skip(after_gt(b, pos + 2)), // bogus comment
         },
         Some(b'!') => {
@@ -203,12 +213,9 @@ fn start_tag(s: &str, pos: usize, names: &mut Names) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 1);
     match attributes(s, name_end, names) {
-        Some((attrs, self_closing, end)) => Markup::StartTag {
-            name: name(&s[pos + 1..name_end], names),
-            attrs,
-            self_closing,
-            end,
-        },
+        Some((attrs, self_closing, end)) => {
+            Markup::StartTag { name: name(&s[pos + 1..name_end], names), attrs, self_closing, end }
+        }
         None => Markup::CutStartTag { name: name(&s[pos + 1..name_end], names) },
     }
 }

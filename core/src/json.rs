@@ -111,9 +111,7 @@ impl Value {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Number(Number::Int(i)) => Some(*i),
-            Value::Number(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
-                Some(*f as i64)
-            }
+            Value::Number(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
             _ => None,
         }
     }
@@ -297,9 +295,7 @@ impl Reader<'_> {
                     self.pos += 1;
                     self.escape(&mut out)?;
                 }
-                Some(&b) => {
-                    return Err(self.error(format!("control character 0x{b:02x} in a string")))
-                }
+                Some(&b) => return Err(self.error(format!("control character 0x{b:02x} in a string"))),
             }
         }
     }
@@ -324,18 +320,27 @@ impl Reader<'_> {
                 match unit {
                     0xD800..=0xDBFF => {
                         if !self.bytes[self.pos..].starts_with(b"\\u") {
-                            return Err(JsonError { offset: at, message: "lone leading surrogate in a \\u escape".into() });
+                            return Err(JsonError {
+                                offset: at,
+                                message: "lone leading surrogate in a \\u escape".into(),
+                            });
                         }
                         self.pos += 2;
                         let low = self.hex4()?;
                         if !(0xDC00..=0xDFFF).contains(&low) {
-                            return Err(JsonError { offset: at, message: "lone leading surrogate in a \\u escape".into() });
+                            return Err(JsonError {
+                                offset: at,
+                                message: "lone leading surrogate in a \\u escape".into(),
+                            });
                         }
                         let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
                         char::from_u32(code).expect("a surrogate pair is a scalar value")
                     }
                     0xDC00..=0xDFFF => {
-                        return Err(JsonError { offset: at, message: "lone trailing surrogate in a \\u escape".into() })
+                        return Err(JsonError {
+                            offset: at,
+                            message: "lone trailing surrogate in a \\u escape".into(),
+                        })
                     }
                     _ => char::from_u32(unit).expect("not a surrogate"),
                 }

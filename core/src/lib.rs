@@ -27,6 +27,7 @@ pub mod capi;
 mod charref;
 mod decode;
 mod detect;
+#[rustfmt::skip] // generated: core/gen/detect_model.py writes it
 mod detect_model;
 mod encoding;
 pub mod engine;
@@ -37,6 +38,7 @@ mod lexbor;
 mod markdown;
 pub mod ort;
 mod page;
+#[rustfmt::skip] // generated: core/tools/gen_tables.py writes it
 mod py_tables;
 mod raw;
 mod reconstruct;
@@ -116,7 +118,9 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
         reason: std::ptr::null(),
     };
     let bytes = std::slice::from_raw_parts(page, len);
-    match run(&mut out.reason, || page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden, drop_noscript)) {
+    match run(&mut out.reason, || {
+        page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden, drop_noscript)
+    }) {
         Ok((simplified, map_html)) => {
             (out.simplified_ptr, out.simplified_len) = leak(simplified);
             (out.map_ptr, out.map_len) = leak(map_html);
@@ -156,8 +160,7 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
         }
         1 => page::lexbor_serialization(&page::Page::new(bytes)?),
         2 => {
-            let serialized =
-                std::str::from_utf8(bytes).map_err(|_| tree::Unsupported("not UTF-8"))?;
+            let serialized = std::str::from_utf8(bytes).map_err(|_| tree::Unsupported("not UTF-8"))?;
             let mut tree = tree::Tree::default();
             let root = tree::parse_serialized(&mut tree, serialized);
             let mut html = String::with_capacity(serialized.len());
@@ -216,7 +219,11 @@ pub unsafe extern "C" fn pulpie_rt_decode(
     let content_type = if content_type.is_null() {
         None
     } else {
-        Some(if content_type_len == 0 { &[][..] } else { std::slice::from_raw_parts(content_type, content_type_len) })
+        Some(if content_type_len == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(content_type, content_type_len)
+        })
     };
     match run(&mut out.reason, || Ok(decode::decode_page(bytes, content_type))) {
         Ok(decoded) => {
@@ -322,7 +329,7 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
         std::str::from_utf8(std::slice::from_raw_parts(map_html, map_len)),
         std::str::from_utf8(std::slice::from_raw_parts(main_ids, ids_len)),
     ) else {
-        out.reason = b"not UTF-8\0".as_ptr();
+        out.reason = c"not UTF-8".as_ptr().cast();
         return 1;
     };
     let main: std::collections::HashSet<&str> = ids.split_terminator('\0').collect();
@@ -369,7 +376,8 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
 ) -> i32 {
     install_panic_hook();
     let out = &mut *out;
-    *out = TokenizerLoadOutput { handle: std::ptr::null_mut(), error_ptr: std::ptr::null_mut(), error_len: 0 };
+    *out =
+        TokenizerLoadOutput { handle: std::ptr::null_mut(), error_ptr: std::ptr::null_mut(), error_len: 0 };
     let json = (!json.is_null()).then(|| std::slice::from_raw_parts(json, json_len));
     let path = (!path.is_null()).then(|| std::slice::from_raw_parts(path, path_len));
     let specials = std::slice::from_raw_parts(ensure_specials, specials_len);
@@ -379,8 +387,8 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
             (Some(json), _) => tokenizer::Tokenizer::from_json(json)?,
             (None, Some(path)) => {
                 let path = path_of(path)?;
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let bytes =
+                    std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 tokenizer::Tokenizer::from_json(&bytes)?
             }
             (None, None) => return Err("neither JSON nor a path".into()),
@@ -396,10 +404,13 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_load(
             return 0;
         }
         Ok(Err(message)) => (1, message),
-        Err(_) => (2, PANIC_MESSAGE.with(|m| {
-            let m = m.borrow();
-            String::from_utf8_lossy(&m[..m.len().saturating_sub(1)]).into_owned()
-        })),
+        Err(_) => (
+            2,
+            PANIC_MESSAGE.with(|m| {
+                let m = m.borrow();
+                String::from_utf8_lossy(&m[..m.len().saturating_sub(1)]).into_owned()
+            }),
+        ),
     };
     (out.error_ptr, out.error_len) = leak(message);
     status
@@ -463,8 +474,7 @@ pub unsafe extern "C" fn pulpie_rt_tokenizer_vocab_size(
 ) -> u64 {
     install_panic_hook();
     let tokenizer = &*handle;
-    catch_unwind(AssertUnwindSafe(|| tokenizer.vocab_size(with_added_tokens != 0) as u64))
-        .unwrap_or(0)
+    catch_unwind(AssertUnwindSafe(|| tokenizer.vocab_size(with_added_tokens != 0) as u64)).unwrap_or(0)
 }
 
 #[repr(C)]

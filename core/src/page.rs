@@ -38,7 +38,12 @@ pub fn lexbor_serialization(page: &Page) -> Res<String> {
 
 /// `simplify(page, cutoff)`: (simplified_html, map_html); `keep_hidden`, `drop_noscript`: see
 /// `Flags::keep_hidden`, `Flags::drop_noscript` (both false: the reference's segmentation).
-pub fn simplify_page(page: &Page, cutoff: usize, keep_hidden: bool, drop_noscript: bool) -> Res<(String, String)> {
+pub fn simplify_page(
+    page: &Page,
+    cutoff: usize,
+    keep_hidden: bool,
+    drop_noscript: bool,
+) -> Res<(String, String)> {
     let serialized = lexbor_serialization(page)?;
     let flags = Flags {
         has_raw_text: raw::has_raw_text(page.bytes),

@@ -82,11 +82,11 @@ fn char_at(b: &[u8], i: usize) -> (u32, usize) {
 /// Python's `\s` (`str.isspace`) on a code point.
 #[inline]
 fn is_space(cp: u32) -> bool {
-    match cp {
+    matches!(
+        cp,
         0x09..=0x0d | 0x1c..=0x20 | 0x85 | 0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029
-        | 0x202f | 0x205f | 0x3000 => true,
-        _ => false,
-    }
+            | 0x202f | 0x205f | 0x3000
+    )
 }
 
 /// Python's `\w` on a code point.
@@ -195,8 +195,7 @@ impl TextElements {
     fn match_at(&mut self, b: &[u8], i: usize) -> Option<usize> {
         let name_start = i + 1;
         // at most one name can match: each folds onto different ASCII letters
-        let name_end =
-            TEXT_ELEMENTS.iter().find_map(|name| ignorecase_word_at(b, name_start, name))?;
+        let name_end = TEXT_ELEMENTS.iter().find_map(|name| ignorecase_word_at(b, name_start, name))?;
         if !word_ends_at(b, name_end) {
             return None;
         }
@@ -517,9 +516,7 @@ pub fn has_not_xml_bytes(b: &[u8], surrogates: bool) -> bool {
     for chunk in b.chunks(CHUNK) {
         let mut suspect = false;
         for &c in chunk {
-            suspect |= ((c < 0x20) & (c != b'\t') & (c != b'\n') & (c != b'\r'))
-                | (c == 0xef)
-                | (c == 0xed);
+            suspect |= ((c < 0x20) & (c != b'\t') & (c != b'\n') & (c != b'\r')) | (c == 0xef) | (c == 0xed);
         }
         if suspect {
             for i in start..start + chunk.len() {

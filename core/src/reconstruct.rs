@@ -9,20 +9,65 @@
 use std::collections::HashSet;
 
 use crate::tree::{
-    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Tree,
-    NONE,
+    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Tree, NONE,
 };
 
 /// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
 pub(crate) fn allows_pcdata(tag: &str) -> bool {
     matches!(
         tag,
-        "a" | "abbr" | "acronym" | "address" | "applet" | "b" | "bdo" | "big" | "blockquote"
-            | "body" | "button" | "caption" | "center" | "cite" | "code" | "dd" | "del" | "dfn"
-            | "div" | "dt" | "em" | "font" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
-            | "i" | "iframe" | "ins" | "kbd" | "label" | "legend" | "li" | "noframes"
-            | "noscript" | "object" | "p" | "pre" | "q" | "s" | "samp" | "small" | "span"
-            | "strike" | "strong" | "td" | "th" | "tt" | "u" | "var"
+        "a" | "abbr"
+            | "acronym"
+            | "address"
+            | "applet"
+            | "b"
+            | "bdo"
+            | "big"
+            | "blockquote"
+            | "body"
+            | "button"
+            | "caption"
+            | "center"
+            | "cite"
+            | "code"
+            | "dd"
+            | "del"
+            | "dfn"
+            | "div"
+            | "dt"
+            | "em"
+            | "font"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "i"
+            | "iframe"
+            | "ins"
+            | "kbd"
+            | "label"
+            | "legend"
+            | "li"
+            | "noframes"
+            | "noscript"
+            | "object"
+            | "p"
+            | "pre"
+            | "q"
+            | "s"
+            | "samp"
+            | "small"
+            | "span"
+            | "strike"
+            | "strong"
+            | "td"
+            | "th"
+            | "tt"
+            | "u"
+            | "var"
     )
 }
 
@@ -73,11 +118,8 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
             out.push_str(name);
             continue;
         }
-        let mut value = if value.contains(['&', '<', '>']) {
-            escape_attr_value(value)
-        } else {
-            value.clone()
-        };
+        let mut value =
+            if value.contains(['&', '<', '>']) { escape_attr_value(value) } else { value.clone() };
         if matches!(name, "href" | "src" | "action") || (name == "name" && tag == "a") {
             value = escape_uri(&value);
         }
@@ -269,7 +311,8 @@ fn looks_like_full_html(map_html: &str) -> bool {
         ascii_trimmed
     };
     let head = trimmed.as_bytes();
-    let starts = |prefix: &[u8]| head.len() >= prefix.len() && head[..prefix.len()].eq_ignore_ascii_case(prefix);
+    let starts =
+        |prefix: &[u8]| head.len() >= prefix.len() && head[..prefix.len()].eq_ignore_ascii_case(prefix);
     starts(b"<html") || starts(b"<!doctype")
 }
 
@@ -278,11 +321,46 @@ fn looks_like_full_html(map_html: &str) -> bool {
 fn is_lxml_block_tag(tag: &str) -> bool {
     matches!(
         tag,
-        "address" | "blockquote" | "caption" | "center" | "col" | "colgroup" | "dd" | "del"
-            | "dir" | "div" | "dl" | "dt" | "fieldset" | "form" | "h1" | "h2" | "h3" | "h4"
-            | "h5" | "h6" | "hr" | "ins" | "isindex" | "legend" | "li" | "menu" | "noscript"
-            | "ol" | "optgroup" | "option" | "p" | "pre" | "table" | "tbody" | "td" | "tfoot"
-            | "th" | "thead" | "tr" | "ul"
+        "address"
+            | "blockquote"
+            | "caption"
+            | "center"
+            | "col"
+            | "colgroup"
+            | "dd"
+            | "del"
+            | "dir"
+            | "div"
+            | "dl"
+            | "dt"
+            | "fieldset"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "hr"
+            | "ins"
+            | "isindex"
+            | "legend"
+            | "li"
+            | "menu"
+            | "noscript"
+            | "ol"
+            | "optgroup"
+            | "option"
+            | "p"
+            | "pre"
+            | "table"
+            | "tbody"
+            | "td"
+            | "tfoot"
+            | "th"
+            | "thead"
+            | "tr"
+            | "ul"
     )
 }
 

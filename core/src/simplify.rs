@@ -9,23 +9,59 @@ use crate::tree::{append, has_non_space, py_strip, Attrs, Res, Tag, Text, Tree, 
 pub fn is_inline_tag(tag: &str) -> bool {
     matches!(
         tag,
-        "map" | "optgroup" | "span" | "input" | "time" | "u" | "strong" | "small" | "sub"
-            | "samp" | "blink" | "b" | "code" | "nobr" | "strike" | "bdo" | "basefont"
-            | "abbr" | "var" | "i" | "cccode-inline" | "s" | "pic" | "label" | "mark"
-            | "object" | "ccmath-inline" | "svg" | "button" | "a" | "font" | "dfn" | "sup"
-            | "kbd" | "q" | "script" | "acronym" | "option" | "img" | "big" | "cite" | "em"
-            | "marked-tail" | "marked-text"
+        "map"
+            | "optgroup"
+            | "span"
+            | "input"
+            | "time"
+            | "u"
+            | "strong"
+            | "small"
+            | "sub"
+            | "samp"
+            | "blink"
+            | "b"
+            | "code"
+            | "nobr"
+            | "strike"
+            | "bdo"
+            | "basefont"
+            | "abbr"
+            | "var"
+            | "i"
+            | "cccode-inline"
+            | "s"
+            | "pic"
+            | "label"
+            | "mark"
+            | "object"
+            | "ccmath-inline"
+            | "svg"
+            | "button"
+            | "a"
+            | "font"
+            | "dfn"
+            | "sup"
+            | "kbd"
+            | "q"
+            | "script"
+            | "acronym"
+            | "option"
+            | "img"
+            | "big"
+            | "cite"
+            | "em"
+            | "marked-tail"
+            | "marked-text"
     )
 }
 
 fn is_table_tag(tag: &str) -> bool {
-    matches!(tag, "caption" | "colgroup" | "col" | "thead" | "tbody" | "tfoot" | "tr" | "td"
-        | "th" | "br")
+    matches!(tag, "caption" | "colgroup" | "col" | "thead" | "tbody" | "tfoot" | "tr" | "td" | "th" | "br")
 }
 
 pub fn is_removed_tag(tag: &str) -> bool {
-    matches!(tag, "title" | "head" | "style" | "script" | "link" | "meta" | "iframe" | "frame"
-        | "nav")
+    matches!(tag, "title" | "head" | "style" | "script" | "link" | "meta" | "iframe" | "frame" | "nav")
 }
 
 fn is_no_block(tag: &str) -> bool {
@@ -122,7 +158,6 @@ fn index_of_near(tree: &Tree, parent: usize, node: usize, hint: usize) -> Option
         .map(|i| i + hint)
         .or_else(|| children[..hint].iter().position(|&c| c == node))
 }
-
 
 // ── cleaning the page ──────────────────────────────────────────────────────────────────
 
@@ -298,8 +333,7 @@ fn replace_non_xml_chars(tree: &mut Tree, root: usize) {
         }
         let a = n.attrs;
         if tree.attrs[a].iter().any(|(_, v)| has_not_xml(v)) {
-            let fresh: Attrs =
-                tree.attrs[a].iter().map(|(k, v)| (k.clone(), replace_not_xml(v))).collect();
+            let fresh: Attrs = tree.attrs[a].iter().map(|(k, v)| (k.clone(), replace_not_xml(v))).collect();
             let id = tree.new_attrs(fresh);
             tree.nodes[node].attrs = id;
         }
@@ -594,8 +628,7 @@ impl Segmenter<'_> {
     }
 
     fn emit_block(&mut self, child: usize) {
-        if !lxml_accepts(self.tree, child)
-            || self.tree.nodes[child].text.as_deref().is_some_and(has_not_xml)
+        if !lxml_accepts(self.tree, child) || self.tree.nodes[child].text.as_deref().is_some_and(has_not_xml)
         {
             return;
         }
@@ -661,9 +694,7 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
             let n = &tree.nodes[node];
             let attrs = &tree.attrs[n.attrs];
             if !attrs.is_empty() {
-                let get = |k: &str| {
-                    attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str()).unwrap_or("")
-                };
+                let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str()).unwrap_or("");
                 if n.tag == "img" {
                     let src = py_strip(get("src"));
                     if !src.is_empty() && !src.starts_with("data:image/") {
@@ -782,8 +813,7 @@ fn truncate(tree: &mut Tree, root: usize, max_length: usize) {
                 if let Some(tail) = tree.nodes[node].tail.as_deref().filter(|t| !t.is_empty()) {
                     total += char_len(tail);
                     let parent = tree.nodes[node].parent;
-                    let can_modify =
-                        !(parent != NONE && excluded.get(&parent).copied().unwrap_or(false));
+                    let can_modify = !(parent != NONE && excluded.get(&parent).copied().unwrap_or(false));
                     entries.push((node, true, can_modify));
                 }
             }
@@ -1183,7 +1213,8 @@ mod tests {
     use super::*;
 
     fn segment(html: &str, keep_hidden: bool) -> (String, String) {
-        let flags = Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden, drop_noscript: false };
+        let flags =
+            Flags { has_raw_text: false, has_non_xml_chars: false, keep_hidden, drop_noscript: false };
         simplify_serialized(html, 500, &flags).unwrap()
     }
 
@@ -1254,7 +1285,10 @@ mod tests {
         assert!(kept.contains("<noscript _item_id=\"4\">enable <b>scripts</b></noscript>"), "{kept}");
         let (simplified, _) = segment_without_noscript(NOSCRIPT_PAGE, true);
         assert!(!simplified.contains("scripts") && !simplified.contains("noscript"), "{simplified}");
-        assert!(simplified.contains("after the pixel") && simplified.contains("first second"), "{simplified}");
+        assert!(
+            simplified.contains("after the pixel") && simplified.contains("first second"),
+            "{simplified}"
+        );
         assert!(simplified.contains("<p _item_id=\"4\">thread</p>"), "{simplified}");
     }
 
@@ -1264,7 +1298,10 @@ mod tests {
         let page = "<html><head></head><body><details><summary>s</summary>text <b>a</b> tail\
                     <p>x</p></details></body></html>";
         let (simplified, map_html) = segment(page, true);
-        assert!(map_html.contains("<cc-alg-uc-text _item_id=\"2\">text <b>a</b> tail</cc-alg-uc-text>"), "{map_html}");
+        assert!(
+            map_html.contains("<cc-alg-uc-text _item_id=\"2\">text <b>a</b> tail</cc-alg-uc-text>"),
+            "{map_html}"
+        );
         assert!(simplified.contains("<b>a</b>"), "{simplified}");
         let (reference, _) = segment(page, false);
         assert!(reference.contains("text tail") && !reference.contains("<b>"), "{reference}");

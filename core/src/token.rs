@@ -180,18 +180,15 @@ impl Search<'_> {
         loop {
             let (x, ends, next) = stack.last_mut().expect("a frame");
             let x = *x;
-            match answer.take() {
-                Some(Some(found)) => {
-                    // the first success is the match: every frame below takes it
-                    self.memo.insert(x, Some(found));
-                    stack.pop();
-                    if stack.is_empty() {
-                        return Some(found);
-                    }
-                    answer = Some(Some(found));
-                    continue;
+            if let Some(Some(found)) = answer.take() {
+                // the first success is the match: every frame below takes it
+                self.memo.insert(x, Some(found));
+                stack.pop();
+                if stack.is_empty() {
+                    return Some(found);
                 }
-                Some(None) | None => {}
+                answer = Some(Some(found));
+                continue;
             }
             if *next < ends.len() {
                 let end = ends[*next];

@@ -177,10 +177,7 @@ impl Tree {
     }
 
     pub fn attr(&self, node: usize, name: &str) -> Option<&str> {
-        self.attrs[self.nodes[node].attrs]
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.attrs[self.nodes[node].attrs].iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// Set an attribute in place (every node sharing the list sees it, as in Python).
@@ -246,16 +243,42 @@ impl Tree {
 pub fn is_libxml_void(tag: &str) -> bool {
     matches!(
         tag,
-        "area" | "base" | "basefont" | "br" | "col" | "frame" | "hr" | "img" | "input"
-            | "isindex" | "link" | "meta" | "param"
+        "area"
+            | "base"
+            | "basefont"
+            | "br"
+            | "col"
+            | "frame"
+            | "hr"
+            | "img"
+            | "input"
+            | "isindex"
+            | "link"
+            | "meta"
+            | "param"
     )
 }
 
 fn is_html5_void(tag: &str) -> bool {
     matches!(
         tag,
-        "area" | "base" | "basefont" | "bgsound" | "br" | "col" | "embed" | "frame" | "hr"
-            | "img" | "input" | "keygen" | "link" | "meta" | "param" | "source" | "track"
+        "area"
+            | "base"
+            | "basefont"
+            | "bgsound"
+            | "br"
+            | "col"
+            | "embed"
+            | "frame"
+            | "hr"
+            | "img"
+            | "input"
+            | "keygen"
+            | "link"
+            | "meta"
+            | "param"
+            | "source"
+            | "track"
             | "wbr"
     )
 }
@@ -275,9 +298,37 @@ pub fn is_raw_text(tag: &str) -> bool {
 }
 
 const P_CLOSERS: &[&str] = &[
-    "address", "blockquote", "caption", "center", "colgroup", "dd", "dir", "div", "dl", "dt",
-    "fieldset", "form", "h1", "h2", "h3", "h4", "h5", "h6", "li", "listing", "menu", "ol", "p",
-    "pre", "table", "tbody", "td", "tfoot", "th", "tr", "ul",
+    "address",
+    "blockquote",
+    "caption",
+    "center",
+    "colgroup",
+    "dd",
+    "dir",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "listing",
+    "menu",
+    "ol",
+    "p",
+    "pre",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "tr",
+    "ul",
 ];
 const HEADING_CLOSERS: &[&str] = &["fieldset", "form", "li", "p", "table"];
 
@@ -345,18 +396,103 @@ fn libxml2_closed_by(open: &str) -> Option<&'static [&'static str]> {
     Some(match open {
         "caption" => &["col", "colgroup", "tbody", "tfoot", "thead", "tr"],
         "head" => &[
-            "a", "abbr", "acronym", "address", "b", "bdo", "big", "blockquote", "body", "br",
-            "center", "cite", "code", "dd", "dfn", "dir", "div", "dl", "dt", "em", "fieldset",
-            "font", "form", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "iframe",
-            "img", "kbd", "li", "listing", "map", "menu", "ol", "p", "pre", "q", "s", "samp",
-            "small", "span", "strike", "strong", "sub", "sup", "table", "tt", "u", "ul", "var",
+            "a",
+            "abbr",
+            "acronym",
+            "address",
+            "b",
+            "bdo",
+            "big",
+            "blockquote",
+            "body",
+            "br",
+            "center",
+            "cite",
+            "code",
+            "dd",
+            "dfn",
+            "dir",
+            "div",
+            "dl",
+            "dt",
+            "em",
+            "fieldset",
+            "font",
+            "form",
+            "frameset",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "hr",
+            "i",
+            "iframe",
+            "img",
+            "kbd",
+            "li",
+            "listing",
+            "map",
+            "menu",
+            "ol",
+            "p",
+            "pre",
+            "q",
+            "s",
+            "samp",
+            "small",
+            "span",
+            "strike",
+            "strong",
+            "sub",
+            "sup",
+            "table",
+            "tt",
+            "u",
+            "ul",
+            "var",
             "xmp",
         ],
         "p" => &[
-            "address", "blockquote", "body", "caption", "center", "col", "colgroup", "dd", "dir",
-            "div", "dl", "dt", "fieldset", "form", "frameset", "h1", "h2", "h3", "h4", "h5",
-            "h6", "head", "hr", "li", "listing", "menu", "ol", "p", "pre", "table", "tbody", "td",
-            "tfoot", "th", "title", "tr", "ul", "xmp",
+            "address",
+            "blockquote",
+            "body",
+            "caption",
+            "center",
+            "col",
+            "colgroup",
+            "dd",
+            "dir",
+            "div",
+            "dl",
+            "dt",
+            "fieldset",
+            "form",
+            "frameset",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "head",
+            "hr",
+            "li",
+            "listing",
+            "menu",
+            "ol",
+            "p",
+            "pre",
+            "table",
+            "tbody",
+            "td",
+            "tfoot",
+            "th",
+            "title",
+            "tr",
+            "ul",
+            "xmp",
         ],
         other => return closed_by(other),
     })
@@ -379,11 +515,10 @@ fn libxml2_drops_blank(tree: &Tree, stack: &[usize]) -> bool {
     match parent.children.last() {
         Some(&last) => {
             let last = &tree.nodes[last];
-            !last.tail.as_deref().is_some_and(|t| !t.is_empty())
-                && !crate::reconstruct::allows_pcdata(&last.tag)
+            last.tail.as_deref().is_none_or(str::is_empty) && !crate::reconstruct::allows_pcdata(&last.tag)
         }
         None => {
-            !parent.text.as_deref().is_some_and(|t| !t.is_empty())
+            parent.text.as_deref().is_none_or(str::is_empty)
                 && !crate::reconstruct::allows_pcdata(&parent.tag)
         }
     }
@@ -415,23 +550,22 @@ impl Libxml2State {
         if tag == "head" || tag == "body" {
             return;
         }
-        let implied = if stack.len() <= 1
-            && matches!(tag, "script" | "style" | "meta" | "link" | "title" | "base")
-        {
-            if self.head_pushed || self.body_pushed {
+        let implied =
+            if stack.len() <= 1 && matches!(tag, "script" | "style" | "meta" | "link" | "title" | "base") {
+                if self.head_pushed || self.body_pushed {
+                    return;
+                }
+                "head"
+            } else if !matches!(tag, "noframes" | "frame" | "frameset") {
+                if self.body_pushed
+                    || stack.iter().any(|&n| tree.nodes[n].tag == "body" || tree.nodes[n].tag == "head")
+                {
+                    return;
+                }
+                "body"
+            } else {
                 return;
-            }
-            "head"
-        } else if !matches!(tag, "noframes" | "frame" | "frameset") {
-            if self.body_pushed
-                || stack.iter().any(|&n| tree.nodes[n].tag == "body" || tree.nodes[n].tag == "head")
-            {
-                return;
-            }
-            "body"
-        } else {
-            return;
-        };
+            };
         let empty = tree.new_attrs(Vec::new());
         let node = tree.new_node(Tag::new(implied), empty);
         let parent = *stack.last().unwrap();
@@ -553,7 +687,11 @@ fn script_end(s: &str, pos: usize, reader: Reader) -> usize {
             let name_at = i + 1 + slash as usize;
             if let Some(end) = reader.name_at(b, name_at, b"script") {
                 let stop = if end < n {
-                    if b[end] == b'/' || b[end] == b'>' { 1 } else { ws_len(s, end) }
+                    if b[end] == b'/' || b[end] == b'>' {
+                        1
+                    } else {
+                        ws_len(s, end)
+                    }
                 } else {
                     0
                 };
@@ -634,7 +772,10 @@ enum Token {
     Text,
     /// a comment, a declaration, a processing instruction (dropped): read on from here
     Skip(usize),
-    End { name: Tag, end: usize },
+    End {
+        name: Tag,
+        end: usize,
+    },
     Start(StartTag),
     /// (libxml2) a start tag cut by the end of the input
     CutStart(Tag),
@@ -916,8 +1057,19 @@ fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {
 pub fn is_boolean_attr(name: &str) -> bool {
     matches!(
         name,
-        "checked" | "compact" | "declare" | "defer" | "disabled" | "ismap" | "multiple"
-            | "nohref" | "noresize" | "noshade" | "nowrap" | "readonly" | "selected"
+        "checked"
+            | "compact"
+            | "declare"
+            | "defer"
+            | "disabled"
+            | "ismap"
+            | "multiple"
+            | "nohref"
+            | "noresize"
+            | "noshade"
+            | "nowrap"
+            | "readonly"
+            | "selected"
     )
 }
 

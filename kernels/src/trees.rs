@@ -1150,15 +1150,17 @@ mod tests {
                     let x = row[feature as usize];
                     let mut members = vec![threshold];
                     let mut after = next[1];
-                    while set {
-                        match logical[after] {
-                            Logical::Eq { feature: f, threshold: t, next: n, set: true, .. }
-                                if f == feature && n[0] == next[0] =>
-                            {
-                                members.push(t);
-                                after = n[1];
+                    if set {
+                        loop {
+                            match logical[after] {
+                                Logical::Eq { feature: f, threshold: t, next: n, set: true, .. }
+                                    if f == feature && n[0] == next[0] =>
+                                {
+                                    members.push(t);
+                                    after = n[1];
+                                }
+                                _ => break,
                             }
-                            _ => break,
                         }
                     }
                     if x.is_nan() {
@@ -1320,7 +1322,7 @@ mod tests {
         assert_eq!(below(1.0), 1.0f32 - f32::EPSILON / 2.0);
         assert_eq!(below(-1.0), -1.0f32 - f32::EPSILON);
         assert!(below(0.0) < 0.0 && below(-0.0) < -0.0);
-        assert!(!(-0.0f32 <= below(0.0)) && !(0.0f32 <= below(0.0)));
+        assert!(-0.0f32 > below(0.0) && 0.0f32 > below(0.0));
         assert!(below(f32::NEG_INFINITY).is_nan());
         assert_eq!(below(f32::INFINITY), f32::MAX);
         for t in [3.5f32, -2.25, 1e-40, -1e-40, f32::MIN_POSITIVE] {

@@ -182,11 +182,15 @@ fn select_profile(
     };
     members.push(("transformer".to_string(), Value::Bool(transformer)));
     for key in SEGMENTATION_SETTINGS {
-        members.push((key.to_string(), Value::Bool(chosen.get(key).and_then(Value::as_bool).unwrap_or(false))));
+        members
+            .push((key.to_string(), Value::Bool(chosen.get(key).and_then(Value::as_bool).unwrap_or(false))));
     }
     let selected = Value::Object(members);
     if !transformer && !truthy(selected.get("rescorer")) {
-        return Err(format!("{where_}: profile {} runs no transformer and has no rescorer", super::py::repr_str(&name)));
+        return Err(format!(
+            "{where_}: profile {} runs no transformer and has no rescorer",
+            super::py::repr_str(&name)
+        ));
     }
     Ok((selected, Some(name), names))
 }
@@ -243,7 +247,10 @@ impl Manifest {
             let spec = value.get("rescorer").expect("truthy");
             let field = |name: &str| spec.get(name).ok_or_else(|| bad(&format!("no rescorer.{name}")));
             Some(RescorerSpec {
-                file: field("file")?.as_str().ok_or_else(|| bad("rescorer.file is not a string"))?.to_string(),
+                file: field("file")?
+                    .as_str()
+                    .ok_or_else(|| bad("rescorer.file is not a string"))?
+                    .to_string(),
                 features: field("features")?
                     .as_str()
                     .ok_or_else(|| bad("rescorer.features is not a string"))?
@@ -283,7 +290,9 @@ impl Manifest {
 fn optional_str(spec: &Value, key: &str) -> Result<Option<String>, String> {
     match spec.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("rescorer.{key} is not a string")),
+        Some(v) => {
+            v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("rescorer.{key} is not a string"))
+        }
     }
 }
 
@@ -306,7 +315,8 @@ impl Bundle {
         let manifest = Manifest::parse_profile(&bytes, &manifest_path.display().to_string(), profile)?;
         for file in manifest.needed_files() {
             if !root.join(&file).is_file() {
-                let name = Path::new(&file).file_name().map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+                let name =
+                    Path::new(&file).file_name().map_or(file.clone(), |n| n.to_string_lossy().into_owned());
                 return Err(format!("{shown}: bundle is missing {name}"));
             }
         }
@@ -332,7 +342,8 @@ impl Bundle {
         profile: Option<&str>,
     ) -> Result<Bundle, String> {
         let find = |file: &str| files.iter().find(|(n, _)| *n == file).map(|(_, bytes)| *bytes);
-        let manifest = find(MANIFEST_NAME).ok_or_else(|| format!("{name}: not a pulpie-rt bundle (no {MANIFEST_NAME})"))?;
+        let manifest = find(MANIFEST_NAME)
+            .ok_or_else(|| format!("{name}: not a pulpie-rt bundle (no {MANIFEST_NAME})"))?;
         let manifest = Manifest::parse_profile(manifest, name, profile)?;
         for file in manifest.needed_files() {
             if find(&file).is_none() {
@@ -420,7 +431,9 @@ mod tests {
         let accurate = Bundle::load_dir_profile(&dir, Some("accurate")).unwrap().manifest;
         assert_eq!(accurate.profile.as_deref(), Some("accurate"));
         assert_eq!(accurate.profiles, ["fast", "accurate"]);
-        assert!(accurate.transformer && !accurate.keep_hidden && !accurate.drop_noscript && !accurate.expected_f1);
+        assert!(
+            accurate.transformer && !accurate.keep_hidden && !accurate.drop_noscript && !accurate.expected_f1
+        );
         // no profile asked: the manifest's default_profile
         let fast = Bundle::load_dir(&dir).unwrap().manifest;
         assert_eq!(fast.profile.as_deref(), Some("fast"));
@@ -434,7 +447,10 @@ mod tests {
         assert_eq!(rescorer.first_stage.as_deref(), Some("rescorer-fast-first.onnx"));
         let unknown = Bundle::load_dir_profile(&dir, Some("fastest")).err().unwrap();
         let manifest = dir.join(MANIFEST_NAME);
-        assert_eq!(unknown, format!("{}: no profile 'fastest' (this bundle has accurate, fast)", manifest.display()));
+        assert_eq!(
+            unknown,
+            format!("{}: no profile 'fastest' (this bundle has accurate, fast)", manifest.display())
+        );
     }
 
     fn manifest_with(extra: &str) -> Vec<u8> {

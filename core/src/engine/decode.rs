@@ -41,7 +41,8 @@ pub enum SepOutputs<'a> {
 }
 
 /// The message of a page decoded with a rescorer but without block features.
-pub const NO_FEATURES: &str = "rescore: ValueError: the bundle has a rescorer but the page has no block features \
+pub const NO_FEATURES: &str =
+    "rescore: ValueError: the bundle has a rescorer but the page has no block features \
                                (prepared without Preparer.from_bundle?)";
 
 /// A page's decoding: the argmax path, or `pages.decide_blocks` (margins →
@@ -168,7 +169,11 @@ pub fn sep_margins(sep_logits: &[f32], labels: usize) -> Vec<f32> {
 
 /// `labels.block_predictions`: per block the prediction of its chunk's SEP (0 where a chunk
 /// ran short of SEPs).
-pub fn block_predictions(n_blocks: usize, chunk_blocks: &[&[usize]], chunk_preds: &[Vec<usize>]) -> Vec<usize> {
+pub fn block_predictions(
+    n_blocks: usize,
+    chunk_blocks: &[&[usize]],
+    chunk_preds: &[Vec<usize>],
+) -> Vec<usize> {
     let mut predictions = vec![0; n_blocks];
     for (blocks, preds) in chunk_blocks.iter().zip(chunk_preds) {
         for (&block, &pred) in blocks.iter().zip(preds) {
@@ -254,8 +259,10 @@ mod tests {
         assert_eq!(expected_f1_labels(&flat, &[50.0, 50.0, 50.0, 50.0], 0.0), vec![1, 1, 1, 0]);
         // the threshold shifts every probability; NaN is other; blocks without words go by
         // the threshold alone
-        assert_eq!(expected_f1_labels(&[4.0, f32::NAN, 1.0, -1.0], &[10.0, 10.0, 0.0, 0.0], 0.0),
-                   vec![1, 0, 1, 0]);
+        assert_eq!(
+            expected_f1_labels(&[4.0, f32::NAN, 1.0, -1.0], &[10.0, 10.0, 0.0, 0.0], 0.0),
+            vec![1, 0, 1, 0]
+        );
         assert_eq!(expected_f1_labels(&[4.0, 1.0], &[10.0, 0.0], 2.0), vec![1, 0]);
         assert_eq!(expected_f1_labels(&[], &[], 0.0), Vec::<usize>::new());
     }

@@ -32,7 +32,11 @@ impl Engine {
         let mut lines: Vec<String> = Vec::new();
         let asked = self.config.session.provider;
         if self.classifier.is_none() && asked != ExecutionProvider::Cpu {
-            let profile = self.manifest.profile.as_deref().map_or("this model's".to_string(), |p| format!("profile '{p}'"));
+            let profile = self
+                .manifest
+                .profile
+                .as_deref()
+                .map_or("this model's".to_string(), |p| format!("profile '{p}'"));
             lines.push(format!(
                 "{profile} runs no transformer: backend '{}' changes nothing, its block trees run on \
                  the CPU",

@@ -64,7 +64,11 @@ impl FeatureSet {
 /// `features.block_features(map_html, item_ids, layout)`, row-major, in the columns of
 /// `set` (none: no values; the core refuses no page; a panic is caught by the engine and
 /// fails the page).
-pub fn block_features(map_html: &str, item_ids: &[Option<String>], set: FeatureSet) -> Result<Vec<f32>, String> {
+pub fn block_features(
+    map_html: &str,
+    item_ids: &[Option<String>],
+    set: FeatureSet,
+) -> Result<Vec<f32>, String> {
     let ids: Vec<Option<&str>> = item_ids.iter().map(Option::as_deref).collect();
     let (extras, containers, dialogs) = match set {
         FeatureSet::None => return Ok(Vec::new()),

@@ -59,8 +59,10 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
     match guarded(error, || {
         let block_ends = slice(block_ends, n_chunks);
         let value_ends = slice(value_ends, n_chunks);
-        let all_blocks: Vec<usize> =
-            slice(block_indices, block_ends.last().map_or(0, |&e| e as usize)).iter().map(|&b| b as usize).collect();
+        let all_blocks: Vec<usize> = slice(block_indices, block_ends.last().map_or(0, |&e| e as usize))
+            .iter()
+            .map(|&b| b as usize)
+            .collect();
         let all_values = slice(values, value_ends.last().map_or(0, |&e| e as usize));
         if let Some(&bad) = all_blocks.iter().find(|&&b| b >= n_blocks) {
             return Err(OrtError(format!("block index {bad} of a page of {n_blocks} blocks")));
@@ -145,8 +147,9 @@ pub unsafe extern "C" fn pulpie_rt_stage_features(
     error: *mut OrtMessage,
 ) -> i32 {
     match guarded(error, || {
-        let values = context::stage_features(slice(probabilities, n), slice(features, rows * columns), columns)
-            .map_err(OrtError)?;
+        let values =
+            context::stage_features(slice(probabilities, n), slice(features, rows * columns), columns)
+                .map_err(OrtError)?;
         copy_out(&values, out, out_len)
     }) {
         Ok(()) => 0,
@@ -430,7 +433,8 @@ pub unsafe extern "C" fn pulpie_rt_extract_blocks(
     error: *mut OrtMessage,
 ) -> i32 {
     match guarded(error, || {
-        let text = std::str::from_utf8(slice(text, text_len)).map_err(|e| OrtError(format!("text is not UTF-8: {e}")))?;
+        let text = std::str::from_utf8(slice(text, text_len))
+            .map_err(|e| OrtError(format!("text is not UTF-8: {e}")))?;
         let base = text.as_ptr() as usize;
         let offset = |part: &str| part.as_ptr() as usize - base;
         let (blocks, _) = super::prepare::extract_blocks(text);

@@ -28,8 +28,7 @@ pub mod py;
 
 use crate::ort::{
     default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, GpuOptions, ModelSource, Ort,
-    SessionConfig,
-    TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
 use bundle::{Bundle, Files, FEATURES_VERSION, TOKENIZER_NAME};
@@ -179,26 +178,38 @@ pub(crate) fn prepare_text(
     let simplified = catch_unwind(AssertUnwindSafe(|| {
         crate::page::Page::new(&text)
             .and_then(|page| {
-                crate::page::simplify_page(&page, settings.cutoff_length, settings.keep_hidden, settings.drop_noscript)
+                crate::page::simplify_page(
+                    &page,
+                    settings.cutoff_length,
+                    settings.keep_hidden,
+                    settings.drop_noscript,
+                )
             })
             .map_err(|crate::tree::Unsupported(why)| why.to_string())
     }))
     .unwrap_or_else(|_| Err(panic_message()));
-    let (simplified, map_html) =
-        simplified.map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
+    let (simplified, map_html) = simplified
+        .map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
     let (blocks, item_ids) = prepare::extract_blocks(&simplified);
     let (chunks, n_classified) = match tokenizer {
         Some(tokenizer) => {
             let (ids, ends) = catch_unwind(AssertUnwindSafe(|| tokenizer.encode_all(blocks.iter().copied())))
-                .map_err(|_| format!("tokenize: RuntimeError: core tokenizer failed (status 2): {}", panic_message()))?;
+                .map_err(|_| {
+                    format!("tokenize: RuntimeError: core tokenizer failed (status 2): {}", panic_message())
+                })?;
             let mut block_ids: Vec<&[u32]> = Vec::with_capacity(ends.len());
             let mut start = 0usize;
             for &end in &ends {
                 block_ids.push(&ids[start..end as usize]);
                 start = end as usize;
             }
-            let mut chunks =
-                prepare::pack_chunks(&block_ids, settings.max_tokens, settings.sep_id, settings.bos_id, settings.eos_id);
+            let mut chunks = prepare::pack_chunks(
+                &block_ids,
+                settings.max_tokens,
+                settings.sep_id,
+                settings.bos_id,
+                settings.eos_id,
+            );
             let (kept, n_classified) = prepare::keep_chunks(&chunks, settings.limits.max_page_tokens);
             chunks.truncate(kept);
             (chunks, n_classified)
@@ -215,10 +226,9 @@ pub(crate) fn prepare_text(
         ));
     }
     let features = if with_features != features::FeatureSet::None {
-        let computed = catch_unwind(AssertUnwindSafe(|| {
-            features::block_features(&map_html, &item_ids, with_features)
-        }))
-        .map_err(|_| core_failed("features", "CoreError"))?;
+        let computed =
+            catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids, with_features)))
+                .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {
         None
@@ -228,6 +238,8 @@ pub(crate) fn prepare_text(
 }
 
 /// The bundle's block rescorer as the engine runs it (`rescore.BlockRescorer`).
+// one per engine, so the larger variant costs a few hundred bytes once: not worth a box
+#[allow(clippy::large_enum_variant)]
 enum Rescorer {
     /// over each block's `blocks-v1` row alone, beside the transformer's margins
     Blocks(BlockRescorer),
@@ -262,7 +274,10 @@ fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String>
             ));
         };
         if features != reads {
-            return Err(format!("{name}: context '{context}' reads features '{reads}', not {}", py::repr_str(features)));
+            return Err(format!(
+                "{name}: context '{context}' reads features '{reads}', not {}",
+                py::repr_str(features)
+            ));
         }
     }
     if context.is_none() && features != FEATURES_VERSION {
@@ -278,7 +293,8 @@ fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String>
 }
 
 /// The message of a page with chunks decoded by a rescorer in context (`_decide_in_context`).
-const CONTEXT_WITH_TRANSFORMER: &str = "rescore: ValueError: a rescorer that reads blocks in context runs without \
+const CONTEXT_WITH_TRANSFORMER: &str =
+    "rescore: ValueError: a rescorer that reads blocks in context runs without \
                                         the transformer (a rescorer-only profile)";
 
 /// An open model: tokenizer, sessions and settings, shared by every thread. A profile
@@ -338,7 +354,8 @@ impl Engine {
             let tokenizer_json = match &bundle.files {
                 Files::Dir(root) => {
                     let path = root.join(TOKENIZER_NAME);
-                    std::fs::read(&path).map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))?
+                    std::fs::read(&path)
+                        .map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))?
                 }
                 Files::Embedded(_) => bundle.embedded_file(TOKENIZER_NAME).unwrap_or_default().to_vec(),
             };
@@ -373,7 +390,7 @@ impl Engine {
                     &devices::gpu_options(&config),
                     Some(&bundle.manifest.output),
                 )
-                    .map_err(runtime_error)?,
+                .map_err(runtime_error)?,
             )
         } else {
             None
@@ -386,7 +403,9 @@ impl Engine {
                 if spec.context.is_some() {
                     let first_path = spec.first_stage.as_deref().and_then(path);
                     let first = spec.first_stage.as_deref().map(|file| source(&bundle, file, &first_path));
-                    Some(Rescorer::Context(ContextRescorer::open(&ort, rescorer, first).map_err(runtime_error)?))
+                    Some(Rescorer::Context(
+                        ContextRescorer::open(&ort, rescorer, first).map_err(runtime_error)?,
+                    ))
                 } else {
                     Some(Rescorer::Blocks(
                         BlockRescorer::open(&ort, rescorer, spec.margin_weight).map_err(runtime_error)?,
@@ -473,8 +492,13 @@ impl Engine {
             .map(|&page| {
                 let (text, encoding) = match page {
                     PageIn::Bytes { data, content_type } => {
-                        match catch_unwind(AssertUnwindSafe(|| crate::decode::decode_page(data, content_type))) {
-                            Ok(decoded) => (std::borrow::Cow::Owned(decoded.text.into_bytes()), Some(decoded.encoding.name())),
+                        match catch_unwind(AssertUnwindSafe(|| {
+                            crate::decode::decode_page(data, content_type)
+                        })) {
+                            Ok(decoded) => (
+                                std::borrow::Cow::Owned(decoded.text.into_bytes()),
+                                Some(decoded.encoding.name()),
+                            ),
                             Err(_) => return (Err(format!("decode: CoreError: {}", panic_message())), None),
                         }
                     }
@@ -524,7 +548,9 @@ impl Engine {
         };
         // the layout the rescorer reads (check_rescorer let only those this core computes in)
         let feature_set = match &self.manifest.rescorer {
-            Some(spec) => features::FeatureSet::from_layout(&spec.features).expect("a checked rescorer layout"),
+            Some(spec) => {
+                features::FeatureSet::from_layout(&spec.features).expect("a checked rescorer layout")
+            }
             None if self.manifest.expected_f1 => features::FeatureSet::Blocks,
             None => features::FeatureSet::None,
         };
@@ -609,7 +635,7 @@ impl Engine {
                     Some(Rescorer::Context(rescorer)) => self.decide_in_context(page, rescorer),
                     _ => self.decide(page, &chunk_outputs),
                 }))
-                    .unwrap_or_else(|_| Err(format!("rescore: {}", panic_message())))
+                .unwrap_or_else(|_| Err(format!("rescore: {}", panic_message())))
             })
             .collect()
     }
@@ -764,7 +790,11 @@ pub(crate) fn whole_text(map_html: &[u8]) -> Result<Finished, String> {
     let text = String::from_utf8_lossy(&text);
     let lines = py::splitlines(&text);
     if lines.is_empty() {
-        return Ok(Finished { html: String::new(), markdown: String::new(), empty_reason: Some(EMPTY_NO_TEXT) });
+        return Ok(Finished {
+            html: String::new(),
+            markdown: String::new(),
+            empty_reason: Some(EMPTY_NO_TEXT),
+        });
     }
     let mut main_html = String::from("<html><body>");
     for line in lines {

@@ -212,12 +212,18 @@ mod tests {
             let (kept, why) = cut_input(text, max);
             (kept.into_owned(), why)
         };
-        assert_eq!(cut("aé".as_bytes(), Some(2)), (b"a".to_vec(), Some("the input was cut to its first 2 of 3 bytes".into())));
+        assert_eq!(
+            cut("aé".as_bytes(), Some(2)),
+            (b"a".to_vec(), Some("the input was cut to its first 2 of 3 bytes".into()))
+        );
         assert_eq!(cut("aé".as_bytes(), Some(3)), ("aé".as_bytes().to_vec(), None));
         assert_eq!(cut("aé".as_bytes(), None), ("aé".as_bytes().to_vec(), None));
         // a lone surrogate (surrogatepass bytes) is dropped from a cut page, kept in a whole one
         let odd = b"a\xed\xa0\x80b\xc3\xa9";
-        assert_eq!(cut(odd, Some(6)), (b"ab".to_vec(), Some("the input was cut to its first 6 of 7 bytes".into())));
+        assert_eq!(
+            cut(odd, Some(6)),
+            (b"ab".to_vec(), Some("the input was cut to its first 6 of 7 bytes".into()))
+        );
         assert_eq!(cut(odd, Some(7)).0, odd.to_vec());
     }
 }

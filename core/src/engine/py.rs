@@ -78,36 +78,6 @@ pub fn is_re_digit(c: char) -> bool {
     is_decimal(c as u32)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitlines_splits_where_python_does() {
-        assert_eq!(splitlines("a\r\nb\rc\nd\x0be\x1cf\u{2028}g\u{85}"), ["a", "b", "c", "d", "e", "f", "g"]);
-        assert_eq!(splitlines(""), Vec::<&str>::new());
-        assert_eq!(splitlines("\n\nx"), ["", "", "x"]);
-        assert_eq!(splitlines("x\n"), ["x"]);
-        assert_eq!(splitlines("x\x1fy"), ["x\x1fy"]); // \x1f is a space, not a line boundary
-    }
-
-    #[test]
-    fn strip_escape_thousands_describe() {
-        assert_eq!(strip("\x1c\u{3000} a b\u{a0}\x1f"), "a b");
-        let mut out = String::new();
-        escape_html("<a href=\"x\">'&'</a>", &mut out);
-        assert_eq!(out, "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;&#x27;&lt;/a&gt;");
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(16_777_216), "16,777,216");
-        assert_eq!(thousands(131_072), "131,072");
-        assert_eq!(describe("ValueError", "  \n first\nsecond"), "ValueError: first");
-        assert_eq!(describe("AssertionError", " "), "AssertionError");
-        assert!(is_re_digit('\u{661}') && is_re_digit('7') && !is_re_digit('x'));
-    }
-}
-
 /// Python's `repr` of a `str`: single quotes, or double quotes when the text holds a single
 /// quote and no double one; backslashes, quotes and the usual control characters escaped.
 pub fn repr_str(text: &str) -> String {
@@ -191,4 +161,34 @@ pub fn json_dumps(value: &crate::json::Value) -> String {
     let mut out = String::new();
     write(value, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitlines_splits_where_python_does() {
+        assert_eq!(splitlines("a\r\nb\rc\nd\x0be\x1cf\u{2028}g\u{85}"), ["a", "b", "c", "d", "e", "f", "g"]);
+        assert_eq!(splitlines(""), Vec::<&str>::new());
+        assert_eq!(splitlines("\n\nx"), ["", "", "x"]);
+        assert_eq!(splitlines("x\n"), ["x"]);
+        assert_eq!(splitlines("x\x1fy"), ["x\x1fy"]); // \x1f is a space, not a line boundary
+    }
+
+    #[test]
+    fn strip_escape_thousands_describe() {
+        assert_eq!(strip("\x1c\u{3000} a b\u{a0}\x1f"), "a b");
+        let mut out = String::new();
+        escape_html("<a href=\"x\">'&'</a>", &mut out);
+        assert_eq!(out, "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;&#x27;&lt;/a&gt;");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(16_777_216), "16,777,216");
+        assert_eq!(thousands(131_072), "131,072");
+        assert_eq!(describe("ValueError", "  \n first\nsecond"), "ValueError: first");
+        assert_eq!(describe("AssertionError", " "), "AssertionError");
+        assert!(is_re_digit('\u{661}') && is_re_digit('7') && !is_re_digit('x'));
+    }
 }

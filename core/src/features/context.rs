@@ -46,8 +46,19 @@ const CJK_CHARS: usize = N_FEATURES;
 /// The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 /// around it (means over ±3 and ±10 blocks) and relative to the page's mean.
 pub const CONTEXT_COLUMNS: [usize; 13] = [
-    WORDS, LINK_RATIO, PUNCT_RATIO, SENTENCES, DEPTH, IN_LINK, STOPWORD_RATIO, TAG, IMAGES,
-    IN_CANDIDATE, MEAN_WORD_LENGTH, DIGIT_RATIO, REPEATS,
+    WORDS,
+    LINK_RATIO,
+    PUNCT_RATIO,
+    SENTENCES,
+    DEPTH,
+    IN_LINK,
+    STOPWORD_RATIO,
+    TAG,
+    IMAGES,
+    IN_CANDIDATE,
+    MEAN_WORD_LENGTH,
+    DIGIT_RATIO,
+    REPEATS,
 ];
 /// The value of a neighbour past the page's first or last block.
 pub const NO_NEIGHBOUR: f64 = -1.0;
@@ -282,7 +293,8 @@ pub fn copy_groups(rows: &[f32]) -> Vec<Vec<usize>> {
     let mut numbers: HashMap<[u32; COPY_COLUMNS.len()], usize> = HashMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (i, row) in rows.chunks_exact(N_FEATURES_V3).enumerate() {
-        if !(row[REPEATS] >= 2.0) || COPY_COLUMNS.iter().any(|&c| row[c].is_nan()) {
+        // a NaN count is no copy, as the specification's `>= 2` says
+        if row[REPEATS].is_nan() || row[REPEATS] < 2.0 || COPY_COLUMNS.iter().any(|&c| row[c].is_nan()) {
             continue;
         }
         let key = COPY_COLUMNS.map(|c| (row[c] + 0.0).to_bits());
@@ -358,6 +370,9 @@ fn copy_columns(rows: &[f32]) -> Vec<Vec<f64>> {
     parts
 }
 
+/// Per ancestor, its copies' highest probability with its block, and the second highest.
+type NearestCopies = ((f64, usize), Option<f64>);
+
 /// `stage_features`' `N_STAGE_COPY` columns: per later copy the first copy's probability, per
 /// copy the highest probability of the other copies within `NEAR_COPY_LEVEL` of it
 /// (`NO_NEIGHBOUR` where none), column-wise. Those copies are the ones with the same ancestor
@@ -377,7 +392,7 @@ fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
                 .map(|(level, id)| (level, (id + 0.0).to_bits()))
         };
         // per ancestor: the highest probability and its block, and the second highest
-        let mut best: HashMap<(usize, u32), ((f64, usize), Option<f64>)> = HashMap::new();
+        let mut best: HashMap<(usize, u32), NearestCopies> = HashMap::new();
         for &i in &group {
             first[i] = if i == group[0] { NO_NEIGHBOUR } else { p[group[0]] };
             let Some(id) = near_id(i) else { continue };
@@ -698,10 +713,18 @@ mod tests {
         let apart = COPY_APART as f32;
         assert_eq!(
             copies,
-            vec![[0.0, 0.0, 2.0], [0.0, 0.0, apart], [1.0, 2.0, 2.0], [1.0, 4.0, 4.0], [1.0, apart, apart], [0.0; 3]]
+            vec![
+                [0.0, 0.0, 2.0],
+                [0.0, 0.0, apart],
+                [1.0, 2.0, 2.0],
+                [1.0, 4.0, 4.0],
+                [1.0, apart, apart],
+                [0.0; 3]
+            ]
         );
         let p = [0.9, 0.2, 0.1, 0.3, 0.6, 0.5];
-        let copies = last_columns::<N_STAGE_COPY>(&stage_features(&p, &rows, N_FEATURES_V3).unwrap(), N_STAGE);
+        let copies =
+            last_columns::<N_STAGE_COPY>(&stage_features(&p, &rows, N_FEATURES_V3).unwrap(), N_STAGE);
         // the first copy's probability; the highest of the copies within NEAR_COPY_LEVEL:
         // the article's two see each other, the footer's (level 4) sees none
         let none = NO_NEIGHBOUR as f32;
@@ -713,7 +736,12 @@ mod tests {
 
     #[test]
     fn copies_apart_share_no_container_column_and_nan_is_never_a_copy() {
-        let rows = copy_rows(&[(5.0, 2.0, &[3.0]), (5.0, 2.0, &[4.0]), (f32::NAN, 2.0, &[3.0]), (f32::NAN, 2.0, &[3.0])]);
+        let rows = copy_rows(&[
+            (5.0, 2.0, &[3.0]),
+            (5.0, 2.0, &[4.0]),
+            (f32::NAN, 2.0, &[3.0]),
+            (f32::NAN, 2.0, &[3.0]),
+        ]);
         assert_eq!(copy_groups(&rows), vec![vec![0, 1]]);
         let copies = last_columns::<N_COPY>(&context_features(&rows, N_FEATURES_V3).unwrap(), N_CONTEXT);
         let apart = COPY_APART as f32;
@@ -726,7 +754,10 @@ mod tests {
     #[test]
     fn widths_other_than_blocks_v3_and_v4_are_refused_by_name() {
         let err = context_features(&[0.0; N_FEATURES_V2], N_FEATURES_V2).unwrap_err();
-        assert_eq!(err, "context features read blocks-v3 rows (207 columns) or blocks-v4 rows (209), not 199");
+        assert_eq!(
+            err,
+            "context features read blocks-v3 rows (207 columns) or blocks-v4 rows (209), not 199"
+        );
         assert_eq!(context_features(&[], N_FEATURES_V3).unwrap().len(), 0);
         assert_eq!(context_features(&[], N_FEATURES_V4).unwrap().len(), 0);
         assert_eq!(stage_features(&[], &[], N_FEATURES_V3).unwrap().len(), 0);
@@ -753,7 +784,10 @@ mod tests {
             assert_eq!(&row[N_CONTEXT..], dialog);
         }
         let p = [0.9, 0.1, 0.6, 0.2];
-        assert_eq!(stage_features(&p, &v4, N_FEATURES_V4).unwrap(), stage_features(&p, &v3, N_FEATURES_V3).unwrap());
+        assert_eq!(
+            stage_features(&p, &v4, N_FEATURES_V4).unwrap(),
+            stage_features(&p, &v3, N_FEATURES_V3).unwrap()
+        );
     }
 
     #[test]

@@ -45,9 +45,29 @@ pub const N_FEATURES: usize = 166;
 /// how close its container is, which the ancestor flags of `blocks-v1` (any ancestor at all)
 /// cannot tell from a page-wide `<body class="has-sidebar">`.
 pub const DISTANCE_KEYWORDS: [&str; 23] = [
-    "comment", "related", "share", "social", "sidebar", "footer", "nav", "menu", "header",
-    "widget", "promo", "recommend", "newsletter", "reply", "author", "article", "content",
-    "main", "post", "entry", "body", "text", "story",
+    "comment",
+    "related",
+    "share",
+    "social",
+    "sidebar",
+    "footer",
+    "nav",
+    "menu",
+    "header",
+    "widget",
+    "promo",
+    "recommend",
+    "newsletter",
+    "reply",
+    "author",
+    "article",
+    "content",
+    "main",
+    "post",
+    "entry",
+    "body",
+    "text",
+    "story",
 ];
 pub const DISTANCE_TAGS: [&str; 9] =
     ["article", "aside", "nav", "footer", "header", "main", "form", "section", "li"];
@@ -173,8 +193,26 @@ const H1: u8 = 6;
 
 /// `ANCESTOR_TAGS` of the specification, in column order.
 pub const ANCESTOR_TAGS: [&str; 20] = [
-    "nav", "header", "footer", "aside", "article", "main", "form", "li", "table", "section",
-    "ul", "ol", "a", "button", "h1", "h2", "h3", "figure", "blockquote", "dl",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "article",
+    "main",
+    "form",
+    "li",
+    "table",
+    "section",
+    "ul",
+    "ol",
+    "a",
+    "button",
+    "h1",
+    "h2",
+    "h3",
+    "figure",
+    "blockquote",
+    "dl",
 ];
 
 fn ancestor_index(tag: &str) -> Option<usize> {
@@ -418,12 +456,10 @@ fn median(values: &[f32]) -> f64 {
 /// not hold, and for `None`), row-major.
 ///
 /// `libxml2_tree`: read libxml2's tree as it is instead of as the HTML DOM sees it (see the
-/// module's documentation; for measurements).
-pub fn block_features(
-    map_html: &str,
-    item_ids: &[Option<&str>],
-    libxml2_tree: bool,
-) -> Vec<f32> {
+/// module's documentation; for measurements). The tests' shorthand: the library reads
+/// `block_features_with`.
+#[cfg(test)]
+pub fn block_features(map_html: &str, item_ids: &[Option<&str>], libxml2_tree: bool) -> Vec<f32> {
     block_features_with(map_html, item_ids, libxml2_tree, false, false, false)
 }
 
@@ -514,7 +550,8 @@ pub fn block_features_with(
         let mut in_link = false;
         let mut ancestor_kw = 0u64;
         let mut parent = view.parent[own];
-        let mut distances = if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
+        let mut distances =
+            if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
         if let Some(d) = distances.as_deref_mut() {
             set_distances(d, keyword_flags(&tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
         }
@@ -584,8 +621,7 @@ pub fn block_features_with(
         }
     }
 
-    page_columns(&mut x, n, &words, &link_ratio, &prose, &chain_ends, &chain_nodes, &texts,
-                 tree.nodes.len());
+    page_columns(&mut x, n, &words, &link_ratio, &prose, &chain_ends, &chain_nodes, &texts, tree.nodes.len());
     if !extras {
         return x;
     }
@@ -726,10 +762,12 @@ fn page_columns(
         let best_ancestor = chain(row)
             .iter()
             .map(|&k| if scored[k] { score[k] } else { 0.0 })
-            .fold(None, |m: Option<f64>, s| Some(match m {
-                Some(m) if m >= s => m,
-                _ => s,
-            }))
+            .fold(None, |m: Option<f64>, s| {
+                Some(match m {
+                    Some(m) if m >= s => m,
+                    _ => s,
+                })
+            })
             .unwrap_or(0.0);
         p[12] = best_ancestor as f32 / total32;
         p[13] = candidate_share;
@@ -774,7 +812,7 @@ mod tests {
         assert_eq!(column(&x, ANCESTOR_TAG + footer), [0.0, 0.0, 1.0, 0.0, 0.0]);
         assert_eq!(column(&x, PAGE + 3), [5.0; 5]); // page_blocks
         assert_eq!(column(&x, PAGE + 15), [-2.0; 5]); // no h1
-        // "© 2026": 6 characters of which 4 digits
+                                                      // "© 2026": 6 characters of which 4 digits
         assert_eq!(column(&x, TEXT_STATS + 1)[2], (4.0f64 / 6.0) as f32);
     }
 
@@ -909,12 +947,14 @@ mod tests {
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), Some("5"), Some("9")];
         let v3 = block_features_with(html, &ids, false, false, true, false);
         let x = block_features_with(html, &ids, false, false, false, true); // brings the rest
-        let (before, width) = (N_FEATURES + N_EXTRAS + N_CONTAINERS, N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS);
+        let (before, width) =
+            (N_FEATURES + N_EXTRAS + N_CONTAINERS, N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS);
         assert_eq!(x.len(), ids.len() * width);
         for row in 0..ids.len() {
             assert_eq!(&x[row * width..][..before], &v3[row * before..][..before]);
         }
-        let dialogs: Vec<&[f32]> = (0..ids.len()).map(|row| &x[row * width + before..(row + 1) * width]).collect();
+        let dialogs: Vec<&[f32]> =
+            (0..ids.len()).map(|row| &x[row * width + before..(row + 1) * width]).collect();
         assert_eq!(dialogs[0], [2.0, 2.0]); // p < div < div[role=dialog][aria-modal=true]
         assert_eq!(dialogs[1], [1.0, NO_DISTANCE]); // <dialog>
         assert_eq!(dialogs[2], [1.0, NO_DISTANCE]); // alertdialog, aria-modal="false"

@@ -164,13 +164,67 @@ pub fn lower_words(s: &str) -> Words {
 pub fn is_stopword(word: &str) -> bool {
     matches!(
         word,
-        "the" | "a" | "an" | "and" | "or" | "of" | "to" | "in" | "is" | "are" | "was" | "were"
-            | "be" | "been" | "it" | "that" | "this" | "with" | "for" | "on" | "as" | "by"
-            | "at" | "from" | "but" | "not" | "have" | "has" | "had" | "which" | "you" | "we"
-            | "they" | "he" | "she" | "his" | "her" | "their" | "its" | "our" | "your"
-            | "will" | "would" | "can" | "could" | "there" | "than" | "then" | "so" | "if"
-            | "into" | "about" | "also" | "more" | "some" | "what" | "when" | "who" | "how"
-            | "all" | "one"
+        "the"
+            | "a"
+            | "an"
+            | "and"
+            | "or"
+            | "of"
+            | "to"
+            | "in"
+            | "is"
+            | "are"
+            | "was"
+            | "were"
+            | "be"
+            | "been"
+            | "it"
+            | "that"
+            | "this"
+            | "with"
+            | "for"
+            | "on"
+            | "as"
+            | "by"
+            | "at"
+            | "from"
+            | "but"
+            | "not"
+            | "have"
+            | "has"
+            | "had"
+            | "which"
+            | "you"
+            | "we"
+            | "they"
+            | "he"
+            | "she"
+            | "his"
+            | "her"
+            | "their"
+            | "its"
+            | "our"
+            | "your"
+            | "will"
+            | "would"
+            | "can"
+            | "could"
+            | "there"
+            | "than"
+            | "then"
+            | "so"
+            | "if"
+            | "into"
+            | "about"
+            | "also"
+            | "more"
+            | "some"
+            | "what"
+            | "when"
+            | "who"
+            | "how"
+            | "all"
+            | "one"
     )
 }
 
@@ -178,12 +232,62 @@ const N_KEYWORDS: usize = 57;
 
 /// Words looked for in class / id / role / itemprop values, in column order.
 pub const KEYWORDS: [&str; N_KEYWORDS] = [
-    "nav", "menu", "footer", "header", "sidebar", "side", "comment", "related", "share",
-    "social", "breadcrumb", "banner", "cookie", "widget", "promo", "newsletter", "subscribe",
-    "login", "search", "tag", "author", "meta", "date", "card", "product", "price", "review",
-    "rating", "article", "content", "main", "post", "entry", "body", "text", "story", "prose",
-    "blog", "title", "hero", "modal", "popup", "ad", "sponsor", "recommend", "more", "footnote",
-    "toc", "pagination", "cart", "filter", "faq", "answer", "question", "thread", "message",
+    "nav",
+    "menu",
+    "footer",
+    "header",
+    "sidebar",
+    "side",
+    "comment",
+    "related",
+    "share",
+    "social",
+    "breadcrumb",
+    "banner",
+    "cookie",
+    "widget",
+    "promo",
+    "newsletter",
+    "subscribe",
+    "login",
+    "search",
+    "tag",
+    "author",
+    "meta",
+    "date",
+    "card",
+    "product",
+    "price",
+    "review",
+    "rating",
+    "article",
+    "content",
+    "main",
+    "post",
+    "entry",
+    "body",
+    "text",
+    "story",
+    "prose",
+    "blog",
+    "title",
+    "hero",
+    "modal",
+    "popup",
+    "ad",
+    "sponsor",
+    "recommend",
+    "more",
+    "footnote",
+    "toc",
+    "pagination",
+    "cart",
+    "filter",
+    "faq",
+    "answer",
+    "question",
+    "thread",
+    "message",
     "reply",
 ];
 
@@ -283,7 +387,7 @@ mod tests {
     #[test]
     fn lower_is_pythons_full_lowercase() {
         assert_eq!(lower("ÀÉÎ ΣΑΣ"), "àéî σας"); // final sigma
-        // "." is case-ignorable: skipped when looking for a cased neighbour
+                                                 // "." is case-ignorable: skipped when looking for a cased neighbour
         assert_eq!(lower("ΑΣ.Σ"), "ασ.ς");
         assert_eq!(lower("Σ"), "σ"); // nothing cased before it
         assert_eq!(lower("İstanbul"), "i\u{307}stanbul");
@@ -318,7 +422,7 @@ mod tests {
         assert_eq!(keyword_bits("post-content entry"), bit("post") | bit("content") | bit("entry"));
         assert_eq!(keyword_bits("commentary"), bit("comment"));
         assert_eq!(keyword_bits("read"), bit("ad")); // substring match, as in Python
-        // "data" is no "date"
+                                                     // "data" is no "date"
         assert_eq!(keyword_bits("tagline metadata"), bit("tag") | bit("meta"));
         assert_eq!(keyword_bits("navé menü"), bit("nav"));
         assert_eq!(keyword_bits("Site-NAV"), bit("nav")); // ASCII letters folded here

@@ -3,7 +3,6 @@
 //! hold travels through it unchanged, and each character class is Python's own (tables from
 //! `crate::py_tables`).
 
-
 /// The code point starting at byte `i` of `b` and its byte length. `b` is UTF-8 with lone
 /// surrogates allowed; a stray byte reads as itself (never produced by the caller's encoder).
 #[inline]
@@ -213,7 +212,7 @@ pub fn py_repr(s: &[u8]) -> String {
                 out.push(b'\\');
                 out.push(quote);
             }
-            _ if c >= 0x20 && c < 0x7f => out.push(c as u8),
+            _ if (0x20..0x7f).contains(&c) => out.push(c as u8),
             _ if c >= 0x80 && in_ranges(crate::py_tables::PY_PRINTABLE, c) => push_char(&mut out, c),
             _ if c < 0x100 => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
             _ if c < 0x10000 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
@@ -223,7 +222,6 @@ pub fn py_repr(s: &[u8]) -> String {
     out.push(quote);
     String::from_utf8_lossy(&out).into_owned()
 }
-
 
 /// Byte offset of the `count`-th character boundary of `s` from `start` (or `s.len()`).
 pub fn advance_chars(s: &[u8], start: usize, count: usize) -> usize {

@@ -420,10 +420,7 @@ impl Converter {
             with_break.extend_from_slice(&data);
             data = Cow::Owned(with_break);
         }
-        let mut bq = Vec::new();
-        for _ in 0..self.blockquote.max(0) {
-            bq.push(b'>');
-        }
+        let mut bq = vec![b'>'; self.blockquote.max(0) as usize];
         if !(force != Force::No && data.first() == Some(&b'>')) && self.blockquote != 0 {
             bq.push(b' ');
         }
@@ -515,11 +512,8 @@ impl Converter {
             self.preceding_stressed = true;
         } else if self.preceding_stressed {
             let (first, _) = decode(&data, 0);
-            let opens = !(is_space(first)
-                || (first < 0x80 && b"][(){}.!?".contains(&(first as u8))));
-            if opens
-                && !matches!(self.current_tag, Tag::Heading(_) | Tag::A | Tag::Code | Tag::Pre)
-            {
+            let opens = !(is_space(first) || (first < 0x80 && b"][(){}.!?".contains(&(first as u8))));
+            if opens && !matches!(self.current_tag, Tag::Heading(_) | Tag::A | Tag::Code | Tag::Pre) {
                 let mut spaced = Vec::with_capacity(data.len() + 1);
                 spaced.push(b' ');
                 spaced.extend_from_slice(&data);
@@ -626,7 +620,8 @@ impl Converter {
             // a space first after a letter or digit, or the marks would not render
             if start
                 && self.preceding_last.is_some_and(|c| {
-                    !(c < 0x80 && (b" \t\n\r\x0b\x0c".contains(&(c as u8)) || (c as u8).is_ascii_punctuation()))
+                    !(c < 0x80
+                        && (b" \t\n\r\x0b\x0c".contains(&(c as u8)) || (c as u8).is_ascii_punctuation()))
                 })
             {
                 self.o_str(b" _");
@@ -700,9 +695,7 @@ impl Converter {
                     _ => self.astack.push(None),
                 }
             } else if let Some(anchor) = self.astack.pop() {
-                if self.maybe_automatic_link.as_ref().is_some_and(|l| !l.is_empty())
-                    && !self.empty_link
-                {
+                if self.maybe_automatic_link.as_ref().is_some_and(|l| !l.is_empty()) && !self.empty_link {
                     self.maybe_automatic_link = None;
                 } else if let Some(anchor) = anchor {
                     if self.empty_link {
@@ -855,7 +848,8 @@ impl Converter {
             c = 0xfffd;
         }
         let mut c = c as u32;
-        if let Ok(k) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
+        if let Ok(k) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c))
+        {
             c = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS[k].1;
         }
         match crate::py_tables::UNIFIABLE_N.binary_search_by(|&(f, _)| f.cmp(&c)) {
@@ -890,21 +884,22 @@ impl Handler for Converter {
     fn entityref(&mut self, name: &[u8]) -> Result<(), SpecError> {
         // `entityref(c)`: UNIFIABLE first (the converter's, with the nbsp placeholder), then
         // html5 (with ";"), else the reference as written
-        let text: Cow<[u8]> = match crate::py_tables::UNIFIABLE.binary_search_by(|(k, _)| k.as_bytes().cmp(name)) {
-            Ok(k) => Cow::Borrowed(crate::py_tables::UNIFIABLE[k].1.as_bytes()),
-            Err(_) => {
-                let mut key = name.to_vec();
-                key.push(b';');
-                match html5(&key) {
-                    Some(text) => Cow::Borrowed(text.as_bytes()),
-                    None => {
-                        let mut text = b"&".to_vec();
-                        text.extend_from_slice(&key);
-                        Cow::Owned(text)
+        let text: Cow<[u8]> =
+            match crate::py_tables::UNIFIABLE.binary_search_by(|(k, _)| k.as_bytes().cmp(name)) {
+                Ok(k) => Cow::Borrowed(crate::py_tables::UNIFIABLE[k].1.as_bytes()),
+                Err(_) => {
+                    let mut key = name.to_vec();
+                    key.push(b';');
+                    match html5(&key) {
+                        Some(text) => Cow::Borrowed(text.as_bytes()),
+                        None => {
+                            let mut text = b"&".to_vec();
+                            text.extend_from_slice(&key);
+                            Cow::Owned(text)
+                        }
                     }
                 }
-            }
-        };
+            };
         if !text.is_empty() {
             self.handle_data(&text, true);
         }

@@ -159,7 +159,8 @@ pub fn collapse_whitespace(data: &[u8]) -> Cow<'_, [u8]> {
             // up to the next byte that may start a space (continuation bytes never do)
             let start = k;
             k += 1;
-            while k < data.len() && !matches!(data[k], 0x09..=0x0d | 0x1c..=0x20 | 0xc2 | 0xe1 | 0xe2 | 0xe3) {
+            while k < data.len() && !matches!(data[k], 0x09..=0x0d | 0x1c..=0x20 | 0xc2 | 0xe1 | 0xe2 | 0xe3)
+            {
                 k += 1;
             }
             out.extend_from_slice(&data[start..k]);

@@ -105,7 +105,10 @@ mod tests {
         let html = "<html><body><h2>Title</h2><p>One <b>bold</b> <a href=\"http://x.org/a\">link</a>.</p>\
             <ul><li>a</li><li>b</li></ul><img src=\"http://x.org/p.png\" alt=\"pic\">\
             <img src=\"http://x.org/pixel.gif\"></body></html>";
-        assert_eq!(md(html), "## Title\n\nOne **bold** [link](http://x.org/a).\n\n  * a\n  * b\n\n![pic](http://x.org/p.png)");
+        assert_eq!(
+            md(html),
+            "## Title\n\nOne **bold** [link](http://x.org/a).\n\n  * a\n  * b\n\n![pic](http://x.org/p.png)"
+        );
         assert_eq!(md(""), "");
     }
 
@@ -116,13 +119,18 @@ mod tests {
             Err(SpecError::assertion("unknown status keyword 'foo' in marked section".into()))
         );
         assert_eq!(to_markdown(b"<ol start><li>x</ol>"), Err(SpecError::assertion(String::new())));
-        assert_eq!(to_markdown(format!("&#{};", "1".repeat(4301)).as_bytes()).unwrap_err().kind, "ValueError");
+        assert_eq!(
+            to_markdown(format!("&#{};", "1".repeat(4301)).as_bytes()).unwrap_err().kind,
+            "ValueError"
+        );
     }
 
     #[test]
     fn entities_and_links() {
-        assert_eq!(md("<p>a &amp; b &copy; &nbsp;x &#8217; &#x1F600; &notanentity; &#0;</p>"),
-                   "a & b (C)  x ' \u{1f600} &notanentity; \u{fffd}");
+        assert_eq!(
+            md("<p>a &amp; b &copy; &nbsp;x &#8217; &#x1F600; &notanentity; &#0;</p>"),
+            "a & b (C)  x ' \u{1f600} &notanentity; \u{fffd}"
+        );
         assert_eq!(md("<a href=\"http://a/(b)\" title='t \"q\"'>x</a>"), "[x](http://a/\\(b\\) \"t \"q\"\")");
         assert_eq!(md("<a href=\"http://a\">http://a</a>"), "<http://a>");
         assert_eq!(md("<ol start=\"3\"><li>a<li>b</ol>"), "3. a\n  4. b");

@@ -24,13 +24,54 @@ const PRE_BREAK: u8 = 0x00;
 fn is_block(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"address" | b"article" | b"aside" | b"blockquote" | b"body" | b"caption" | b"center"
-            | b"dd" | b"details" | b"dialog" | b"dir" | b"div" | b"dl" | b"dt" | b"fieldset"
-            | b"figcaption" | b"figure" | b"footer" | b"form" | b"h1" | b"h2" | b"h3" | b"h4"
-            | b"h5" | b"h6" | b"header" | b"hgroup" | b"hr" | b"html" | b"legend" | b"li"
-            | b"listing" | b"main" | b"menu" | b"nav" | b"ol" | b"option" | b"p" | b"pre"
-            | b"section" | b"summary" | b"table" | b"tbody" | b"tfoot" | b"thead" | b"tr"
-            | b"ul" | b"xmp"
+        b"address"
+            | b"article"
+            | b"aside"
+            | b"blockquote"
+            | b"body"
+            | b"caption"
+            | b"center"
+            | b"dd"
+            | b"details"
+            | b"dialog"
+            | b"dir"
+            | b"div"
+            | b"dl"
+            | b"dt"
+            | b"fieldset"
+            | b"figcaption"
+            | b"figure"
+            | b"footer"
+            | b"form"
+            | b"h1"
+            | b"h2"
+            | b"h3"
+            | b"h4"
+            | b"h5"
+            | b"h6"
+            | b"header"
+            | b"hgroup"
+            | b"hr"
+            | b"html"
+            | b"legend"
+            | b"li"
+            | b"listing"
+            | b"main"
+            | b"menu"
+            | b"nav"
+            | b"ol"
+            | b"option"
+            | b"p"
+            | b"pre"
+            | b"section"
+            | b"summary"
+            | b"table"
+            | b"tbody"
+            | b"tfoot"
+            | b"thead"
+            | b"tr"
+            | b"ul"
+            | b"xmp"
     )
 }
 
@@ -38,17 +79,42 @@ fn is_block(tag: &[u8]) -> bool {
 fn is_skip(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"head" | b"script" | b"style" | b"template" | b"iframe" | b"object" | b"embed" | b"svg"
-            | b"math" | b"select" | b"textarea"
+        b"head"
+            | b"script"
+            | b"style"
+            | b"template"
+            | b"iframe"
+            | b"object"
+            | b"embed"
+            | b"svg"
+            | b"math"
+            | b"select"
+            | b"textarea"
     )
 }
 
 fn is_void(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"area" | b"base" | b"basefont" | b"bgsound" | b"br" | b"col" | b"embed" | b"frame"
-            | b"hr" | b"image" | b"img" | b"input" | b"keygen" | b"link" | b"meta" | b"param"
-            | b"source" | b"track" | b"wbr"
+        b"area"
+            | b"base"
+            | b"basefont"
+            | b"bgsound"
+            | b"br"
+            | b"col"
+            | b"embed"
+            | b"frame"
+            | b"hr"
+            | b"image"
+            | b"img"
+            | b"input"
+            | b"keygen"
+            | b"link"
+            | b"meta"
+            | b"param"
+            | b"source"
+            | b"track"
+            | b"wbr"
     )
 }
 
@@ -57,12 +123,44 @@ fn is_special(tag: &[u8]) -> bool {
     is_block(tag)
         || matches!(
             tag,
-            b"applet" | b"area" | b"base" | b"basefont" | b"bgsound" | b"br" | b"button" | b"col"
-                | b"colgroup" | b"embed" | b"frame" | b"frameset" | b"head" | b"iframe" | b"img"
-                | b"input" | b"keygen" | b"link" | b"marquee" | b"meta" | b"noembed"
-                | b"noframes" | b"noscript" | b"object" | b"param" | b"plaintext" | b"script"
-                | b"search" | b"select" | b"source" | b"style" | b"td" | b"template"
-                | b"textarea" | b"th" | b"title" | b"track" | b"wbr"
+            b"applet"
+                | b"area"
+                | b"base"
+                | b"basefont"
+                | b"bgsound"
+                | b"br"
+                | b"button"
+                | b"col"
+                | b"colgroup"
+                | b"embed"
+                | b"frame"
+                | b"frameset"
+                | b"head"
+                | b"iframe"
+                | b"img"
+                | b"input"
+                | b"keygen"
+                | b"link"
+                | b"marquee"
+                | b"meta"
+                | b"noembed"
+                | b"noframes"
+                | b"noscript"
+                | b"object"
+                | b"param"
+                | b"plaintext"
+                | b"script"
+                | b"search"
+                | b"select"
+                | b"source"
+                | b"style"
+                | b"td"
+                | b"template"
+                | b"textarea"
+                | b"th"
+                | b"title"
+                | b"track"
+                | b"wbr"
         )
 }
 
@@ -70,41 +168,85 @@ fn is_special(tag: &[u8]) -> bool {
 fn is_scope_boundary(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"applet" | b"caption" | b"html" | b"table" | b"td" | b"th" | b"marquee" | b"object"
-            | b"template"
+        b"applet" | b"caption" | b"html" | b"table" | b"td" | b"th" | b"marquee" | b"object" | b"template"
     )
 }
 
 fn is_formatting(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"a" | b"b" | b"big" | b"code" | b"em" | b"font" | b"i" | b"nobr" | b"s" | b"small"
-            | b"strike" | b"strong" | b"tt" | b"u"
+        b"a" | b"b"
+            | b"big"
+            | b"code"
+            | b"em"
+            | b"font"
+            | b"i"
+            | b"nobr"
+            | b"s"
+            | b"small"
+            | b"strike"
+            | b"strong"
+            | b"tt"
+            | b"u"
     )
 }
 
 /// What a table's rows and sections may hold where HTML5 does not move it out of the table.
 fn is_table_structure(tag: &[u8]) -> bool {
-    is_table_part(tag)
-        || matches!(tag, b"table" | b"style" | b"script" | b"template" | b"input" | b"form")
+    is_table_part(tag) || matches!(tag, b"table" | b"style" | b"script" | b"template" | b"input" | b"form")
 }
 
 fn is_table_part(tag: &[u8]) -> bool {
-    matches!(
-        tag,
-        b"caption" | b"col" | b"colgroup" | b"tbody" | b"td" | b"tfoot" | b"th" | b"thead" | b"tr"
-    )
+    matches!(tag, b"caption" | b"col" | b"colgroup" | b"tbody" | b"td" | b"tfoot" | b"th" | b"thead" | b"tr")
 }
 
 /// HTML start tags that end SVG or MathML content.
 fn leaves_foreign_content(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"b" | b"big" | b"blockquote" | b"body" | b"br" | b"center" | b"code" | b"dd" | b"div"
-            | b"dl" | b"dt" | b"em" | b"embed" | b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6"
-            | b"head" | b"hr" | b"i" | b"img" | b"li" | b"listing" | b"menu" | b"meta" | b"nobr"
-            | b"ol" | b"p" | b"pre" | b"ruby" | b"s" | b"small" | b"span" | b"strong"
-            | b"strike" | b"sub" | b"sup" | b"table" | b"tt" | b"u" | b"ul" | b"var"
+        b"b" | b"big"
+            | b"blockquote"
+            | b"body"
+            | b"br"
+            | b"center"
+            | b"code"
+            | b"dd"
+            | b"div"
+            | b"dl"
+            | b"dt"
+            | b"em"
+            | b"embed"
+            | b"h1"
+            | b"h2"
+            | b"h3"
+            | b"h4"
+            | b"h5"
+            | b"h6"
+            | b"head"
+            | b"hr"
+            | b"i"
+            | b"img"
+            | b"li"
+            | b"listing"
+            | b"menu"
+            | b"meta"
+            | b"nobr"
+            | b"ol"
+            | b"p"
+            | b"pre"
+            | b"ruby"
+            | b"s"
+            | b"small"
+            | b"span"
+            | b"strong"
+            | b"strike"
+            | b"sub"
+            | b"sup"
+            | b"table"
+            | b"tt"
+            | b"u"
+            | b"ul"
+            | b"var"
     )
 }
 
@@ -112,8 +254,7 @@ fn leaves_foreign_content(tag: &[u8]) -> bool {
 fn is_integration_point(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"foreignobject" | b"desc" | b"title" | b"mi" | b"mo" | b"mn" | b"ms" | b"mtext"
-            | b"annotation-xml"
+        b"foreignobject" | b"desc" | b"title" | b"mi" | b"mo" | b"mn" | b"ms" | b"mtext" | b"annotation-xml"
     )
 }
 
@@ -121,8 +262,16 @@ fn is_integration_point(tag: &[u8]) -> bool {
 fn is_head_content(tag: &[u8]) -> bool {
     matches!(
         tag,
-        b"base" | b"basefont" | b"bgsound" | b"link" | b"meta" | b"noframes" | b"script"
-            | b"style" | b"template" | b"title"
+        b"base"
+            | b"basefont"
+            | b"bgsound"
+            | b"link"
+            | b"meta"
+            | b"noframes"
+            | b"script"
+            | b"style"
+            | b"template"
+            | b"title"
     )
 }
 
@@ -180,9 +329,7 @@ impl Builder {
     fn emit(&mut self, bytes: &[u8]) {
         match self.cursor {
             // (a cursor naming a table no longer open writes at the end)
-            Cursor::Before(table) if table >= self.stack.len() => {
-                self.pieces.extend_from_slice(bytes)
-            }
+            Cursor::Before(table) if table >= self.stack.len() => self.pieces.extend_from_slice(bytes),
             Cursor::End => self.pieces.extend_from_slice(bytes),
             Cursor::Before(table) => {
                 let at = self.stack[table].foster_at;
@@ -244,10 +391,8 @@ impl Builder {
         if hides {
             self.hidden += 1;
         }
-        if !foreign {
-            if name == b"pre" {
-                self.pre += 1;
-            }
+        if !foreign && name == b"pre" {
+            self.pre += 1;
         }
         let foster_at = self.position();
         if !foreign && visible {
@@ -258,7 +403,14 @@ impl Builder {
             }
         }
         let opened_at = self.cursor;
-        self.stack.push(Open { name: name.to_vec(), foreign, hides, foster_at, fostered_from: None, opened_at });
+        self.stack.push(Open {
+            name: name.to_vec(),
+            foreign,
+            hides,
+            foster_at,
+            fostered_from: None,
+            opened_at,
+        });
     }
 
     fn pop(&mut self) {
@@ -311,11 +463,7 @@ impl Builder {
         }
         let in_head_element = matches!(self.mode, Mode::InHead | Mode::InHeadNoscript)
             && self.stack.last().is_some_and(|o| o.name != b"head" && o.name != b"noscript");
-        if self.mode != Mode::InBody
-            && !in_head_element
-            && !self.in_template()
-            && !is_all_space(text)
-        {
+        if self.mode != Mode::InBody && !in_head_element && !self.in_template() && !is_all_space(text) {
             // text before the body, outside a head element's own text: it closes the head
             // and opens the body
             let lead = skip_space(text, 0);
@@ -778,7 +926,8 @@ fn char_reference(b: &[u8], amp: usize, out: &mut Vec<u8>) -> Option<usize> {
         if c == 0 || c > 0x10ffff || (0xd800..=0xdfff).contains(&c) {
             c = 0xfffd;
         }
-        if let Ok(i) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c)) {
+        if let Ok(i) = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS.binary_search_by(|&(f, _)| f.cmp(&c))
+        {
             c = crate::py_tables::CONTROL_CHARACTER_REPLACEMENTS[i].1;
         }
         push_char(out, c);
@@ -855,11 +1004,7 @@ fn read_tag(b: &[u8], lt: usize, end_tag: bool) -> Option<(Vec<u8>, bool, usize)
     while k < b.len() && !matches!(b[k], b' ' | b'\t' | b'\n' | 0x0c | b'/' | b'>') {
         k += 1;
     }
-    let name: Vec<u8> = b[start..k]
-        .iter()
-        .filter(|&&c| c != 0)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
+    let name: Vec<u8> = b[start..k].iter().filter(|&&c| c != 0).map(|c| c.to_ascii_lowercase()).collect();
     // attributes: names, then "=" and a quoted or bare value
     let mut self_closing = false;
     loop {
@@ -1069,7 +1214,10 @@ mod tests {
             <ul><li>one</li><li>two <b>bold</b></li></ul>\
             <table><tr><th>h1</th><th>h2</th></tr><tr><td>a</td><td></td><td>c</td></tr></table>\
             <pre>code  line1\nline2</pre><div>x<span>y</span></div></body></html>";
-        assert_eq!(text(html), "A title\nFirst para\nsecond line\none\ntwo bold\nh1 | h2\na | c\ncode line1\nline2\nxy");
+        assert_eq!(
+            text(html),
+            "A title\nFirst para\nsecond line\none\ntwo bold\nh1 | h2\na | c\ncode line1\nline2\nxy"
+        );
         assert_eq!(text("   "), "");
         assert_eq!(text("<html></html>"), "");
     }

@@ -244,10 +244,7 @@ impl<'a, H: Handler> Parser<'a, H> {
                     Some((start, _)) => start,
                     None => break,
                 },
-                None => raw[i..]
-                    .iter()
-                    .position(|&c| c == b'<' || c == b'&')
-                    .map_or(n, |k| i + k),
+                None => raw[i..].iter().position(|&c| c == b'<' || c == b'&').map_or(n, |k| i + k),
             };
             if i < j {
                 self.handler.data(&raw[i..j])?;
@@ -413,13 +410,8 @@ impl<'a, H: Handler> Parser<'a, H> {
         let j = skip_space(raw, k);
         match raw.get(j) {
             Some(b'>') => (j + 1) as isize,
-            Some(b'/') => {
-                if raw[j..].starts_with(b"/>") {
-                    (j + 2) as isize
-                } else {
-                    -1
-                }
-            }
+            Some(b'/') if raw[j..].starts_with(b"/>") => (j + 2) as isize,
+            Some(b'/') => -1,
             None => -1,
             Some(c) if c.is_ascii_alphabetic() || *c == b'=' => -1,
             Some(_) => j as isize,

@@ -81,8 +81,7 @@ fn reference_at(s: &[u8], amp: usize) -> Result<Option<usize>, SpecError> {
         return Ok(Some(e));
     }
     let mut count = 0;
-    while j < n && count < 32 && !matches!(s[j], b'\t' | b'\n' | 0x0c | b' ' | b'<' | b'&' | b'#' | b';')
-    {
+    while j < n && count < 32 && !matches!(s[j], b'\t' | b'\n' | 0x0c | b' ' | b'<' | b'&' | b'#' | b';') {
         j += decode(s, j).1;
         count += 1;
     }
@@ -98,11 +97,8 @@ fn reference_at(s: &[u8], amp: usize) -> Result<Option<usize>, SpecError> {
 /// `html._replace_charref` of the reference `body` (what follows `&`).
 fn replace_reference(body: &[u8], out: &mut Vec<u8>) -> Result<(), SpecError> {
     if body[0] == b'#' {
-        let (digits, base) = if body[1] == b'x' || body[1] == b'X' {
-            (&body[2..], 16)
-        } else {
-            (&body[1..], 10)
-        };
+        let (digits, base) =
+            if body[1] == b'x' || body[1] == b'X' { (&body[2..], 16) } else { (&body[1..], 10) };
         let digits = digits.strip_suffix(b";").unwrap_or(digits);
         if base == 10 && digits.len() > INT_MAX_STR_DIGITS {
             return Err(int_too_long(digits.len()));
@@ -213,8 +209,10 @@ mod tests {
 
     #[test]
     fn unescape_like_python() {
-        assert_eq!(un("a &amp; b &amp c &ampx &notit; &#x41;&#65 &#0; &#xD800; &#1;"),
-                   "a & b & c &x \u{ac}it; AA \u{fffd} \u{fffd} ");
+        assert_eq!(
+            un("a &amp; b &amp c &ampx &notit; &#x41;&#65 &#0; &#xD800; &#1;"),
+            "a & b & c &x \u{ac}it; AA \u{fffd} \u{fffd} "
+        );
         assert_eq!(un("&#128;&zz;&"), "\u{20ac}&zz;&");
         assert!(unescape(format!("&#{}", "1".repeat(4301)).as_bytes()).is_err());
     }

@@ -207,7 +207,9 @@ impl SessionOptions {
 
 /// Provider options as C strings (a NUL inside one is an error).
 fn c_pairs(options: &[(String, String)]) -> Result<(Vec<CString>, Vec<CString>), OrtError> {
-    let c = |text: &str| CString::new(text).map_err(|_| OrtError(format!("provider option {text:?} holds a NUL byte")));
+    let c = |text: &str| {
+        CString::new(text).map_err(|_| OrtError(format!("provider option {text:?} holds a NUL byte")))
+    };
     let keys = options.iter().map(|(k, _)| c(k)).collect::<Result<Vec<_>, _>>()?;
     let values = options.iter().map(|(_, v)| c(v)).collect::<Result<Vec<_>, _>>()?;
     Ok((keys, values))

@@ -79,7 +79,10 @@ pub fn probe(index: u32, library: Option<&OsStr>) -> Result<Gpu, OrtError> {
         };
         let code = init(0);
         if code != 0 {
-            return Err(OrtError(format!("the NVIDIA driver finds no usable GPU: cuInit failed with {}", describe(code))));
+            return Err(OrtError(format!(
+                "the NVIDIA driver finds no usable GPU: cuInit failed with {}",
+                describe(code)
+            )));
         }
         let mut n: c_int = 0;
         let code = count(&mut n);

@@ -6,8 +6,8 @@ use super::api::{ElementType, ModelSource, Ort, Session, SessionOptions, Tensor,
 use super::batches::{default_buckets, sep_logits, Bucket, FlatBatch};
 use super::cuda;
 use super::gpu::{
-    context_model_path, cuda_provider_options, tensorrt_provider_options, CacheRecord, EngineFiles, GpuOptions,
-    ShapeBox, RECORD_NAME,
+    context_model_path, cuda_provider_options, tensorrt_provider_options, CacheRecord, EngineFiles,
+    GpuOptions, ShapeBox, RECORD_NAME,
 };
 use super::OrtError;
 use std::ffi::CString;
@@ -44,7 +44,9 @@ impl ExecutionProvider {
     pub fn device(self) -> Option<u32> {
         match self {
             ExecutionProvider::Cpu => None,
-            ExecutionProvider::Cuda { device_id } | ExecutionProvider::TensorRt { device_id } => Some(device_id),
+            ExecutionProvider::Cuda { device_id } | ExecutionProvider::TensorRt { device_id } => {
+                Some(device_id)
+            }
         }
     }
 }
@@ -98,7 +100,8 @@ fn append_gpu(
             provider.name()
         ))
     };
-    let found = cuda::probe(device, gpu.driver_library.as_deref().map(Path::as_os_str)).map_err(|e| cannot(e.0))?;
+    let found =
+        cuda::probe(device, gpu.driver_library.as_deref().map(Path::as_os_str)).map_err(|e| cannot(e.0))?;
     let cuda_options = cuda_provider_options(device, gpu);
     let appended = match provider {
         ExecutionProvider::TensorRt { .. } => {
@@ -273,7 +276,8 @@ impl TokenClassifier {
             ExecutionProvider::Cpu => {
                 let options = session_options(ort, config)?;
                 let session = Session::open(ort, source, &options)?;
-                let device = Device { sessions: vec![Placed { shape: None, session }], busy: AtomicUsize::new(0) };
+                let device =
+                    Device { sessions: vec![Placed { shape: None, session }], busy: AtomicUsize::new(0) };
                 (vec![device], "cpu".to_string())
             }
             provider => {
@@ -394,13 +398,18 @@ impl TokenClassifier {
             .expect("a classifier has a device");
         device.busy.fetch_add(1, Ordering::SeqCst);
         let busy = Busy(&device.busy);
-        let placed = device.sessions.iter().find(|p| p.shape.map_or(true, |b| b.holds(rows, length)));
+        let placed = device.sessions.iter().find(|p| p.shape.is_none_or(|b| b.holds(rows, length)));
         match placed {
             Some(placed) => Ok((&placed.session, busy)),
             None => Err(OrtError(format!(
                 "a batch of {rows} rows × {length} tokens is outside every TensorRT profile ({}): \
                  batch with the classifier's buckets",
-                device.sessions.iter().filter_map(|p| p.shape.map(|b| b.tag())).collect::<Vec<_>>().join(", ")
+                device
+                    .sessions
+                    .iter()
+                    .filter_map(|p| p.shape.map(|b| b.tag()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))),
         }
     }
@@ -543,7 +552,7 @@ fn tensorrt_sessions(
     if let (Some(dir), Some(model)) = (&dir, model_file) {
         let record_path = dir.join(RECORD_NAME);
         let current = CacheRecord::of(model, &version, precision, &[])?;
-        let precision_matches = |fp16: bool| trt.fp16.map_or(true, |asked| asked == fp16);
+        let precision_matches = |fp16: bool| trt.fp16.is_none_or(|asked| asked == fp16);
         let record = std::fs::read(&record_path).ok().and_then(|text| CacheRecord::parse(&text));
         if let Some(record) = record.filter(|r| {
             (&r.model, r.model_bytes, r.model_mtime, &r.onnxruntime)
@@ -557,7 +566,14 @@ fn tensorrt_sessions(
                 let context = context_model_path(dir, &stem, shape);
                 let mut options = cpu_threads(ort, config)?;
                 let keys = vec![("device_id".to_string(), device.to_string())];
-                append_gpu(ort, &mut options, ExecutionProvider::TensorRt { device_id: device }, device, gpu, Some(keys))?;
+                append_gpu(
+                    ort,
+                    &mut options,
+                    ExecutionProvider::TensorRt { device_id: device },
+                    device,
+                    gpu,
+                    Some(keys),
+                )?;
                 let session = Session::open(ort, ModelSource::File(&context), &options).map_err(|e| {
                     OrtError(format!(
                         "{}; the TensorRT engines in {} were built for {} (ONNX Runtime {}): remove \
@@ -611,13 +627,22 @@ fn tensorrt_sessions(
     let mut sessions = Vec::with_capacity(boxes.len());
     for shape in &boxes {
         let files = match &dir {
-            Some(dir) => EngineFiles::BuildInto { dir: dir.clone(), context_model: context_model_path(dir, &stem, shape) },
+            Some(dir) => EngineFiles::BuildInto {
+                dir: dir.clone(),
+                context_model: context_model_path(dir, &stem, shape),
+            },
             None => EngineFiles::Build,
         };
         let mut options = cpu_threads(ort, config)?;
         let keys = tensorrt_provider_options(device, trt, shape, &files);
-        let appended =
-            append_gpu(ort, &mut options, ExecutionProvider::TensorRt { device_id: device }, device, gpu, Some(keys));
+        let appended = append_gpu(
+            ort,
+            &mut options,
+            ExecutionProvider::TensorRt { device_id: device },
+            device,
+            gpu,
+            Some(keys),
+        );
         if appended.is_err() {
             for folder in &made {
                 let _ = std::fs::remove_dir(folder); // made for this build, still empty
@@ -699,14 +724,23 @@ mod tests {
     #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
     fn calls_go_to_the_least_busy_device_and_the_profile_that_holds_them() {
         let ort = Ort::load(None).expect("set PULPIE_RT_ORT_LIB");
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pulpie_rt/default_model/model.onnx");
-        let config = SessionConfig { intra_op_threads: 1, inter_op_threads: 1, provider: ExecutionProvider::Cpu };
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../pulpie_rt/default_model/model.onnx");
+        let config =
+            SessionConfig { intra_op_threads: 1, inter_op_threads: 1, provider: ExecutionProvider::Cpu };
         let mut classifier = TokenClassifier::open(&ort, ModelSource::File(&path), &config, None).unwrap();
-        let short = ShapeBox { min_rows: 1, min_length: 1, opt_rows: 4, opt_length: 8, max_rows: 4, max_length: 8 };
-        let long = ShapeBox { min_rows: 1, min_length: 9, opt_rows: 2, opt_length: 64, max_rows: 2, max_length: 64 };
-        let open = || Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap();
+        let short =
+            ShapeBox { min_rows: 1, min_length: 1, opt_rows: 4, opt_length: 8, max_rows: 4, max_length: 8 };
+        let long =
+            ShapeBox { min_rows: 1, min_length: 9, opt_rows: 2, opt_length: 64, max_rows: 2, max_length: 64 };
+        let open = || {
+            Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap()
+        };
         classifier.devices.push(Device {
-            sessions: vec![Placed { shape: Some(short), session: open() }, Placed { shape: Some(long), session: open() }],
+            sessions: vec![
+                Placed { shape: Some(short), session: open() },
+                Placed { shape: Some(long), session: open() },
+            ],
             busy: AtomicUsize::new(0),
         });
         let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
@@ -719,14 +753,20 @@ mod tests {
             // a tie goes to the first device; then device 1 is the least busy again
             let (third, _third) = classifier.place(1, 4).unwrap();
             assert!(std::ptr::eq(third, &classifier.devices[0].sessions[0].session));
-            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+            assert_eq!(
+                classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(),
+                [2, 1]
+            );
             let error = classifier.place(3, 30).err().unwrap();
             assert_eq!(
                 error.0,
                 "a batch of 3 rows × 30 tokens is outside every TensorRT profile (1-8, 9-64): batch \
                  with the classifier's buckets"
             );
-            assert_eq!(classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 1]);
+            assert_eq!(
+                classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(),
+                [2, 1]
+            );
         }
         assert!(classifier.devices.iter().all(|d| d.busy.load(Ordering::SeqCst) == 0));
         let busy = &classifier.devices[0].busy;

@@ -8,8 +8,8 @@
 //! `pulpie_rt_ort_free_u64s` / `pulpie_rt_ort_free_floats`.
 
 use super::{
-    combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ContextRescorer, ExecutionProvider, FlatBatch, ModelSource, Ort,
-    OrtError, SessionConfig, TokenClassifier,
+    combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ContextRescorer,
+    ExecutionProvider, FlatBatch, ModelSource, Ort, OrtError, SessionConfig, TokenClassifier,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -24,7 +24,10 @@ pub struct OrtMessage {
 }
 
 /// `work`'s value, or the status with `error` filled in.
-pub(crate) unsafe fn guarded<T>(error: *mut OrtMessage, work: impl FnOnce() -> Result<T, OrtError>) -> Result<T, i32> {
+pub(crate) unsafe fn guarded<T>(
+    error: *mut OrtMessage,
+    work: impl FnOnce() -> Result<T, OrtError>,
+) -> Result<T, i32> {
     crate::install_panic_hook();
     let (status, message) = match catch_unwind(AssertUnwindSafe(work)) {
         Ok(Ok(value)) => return Ok(value),
@@ -357,8 +360,13 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_free(rescorer: *mut BlockRescore
 /// # Safety
 /// `rescorer` comes from `pulpie_rt_ort_rescorer_open`.
 #[no_mangle]
-pub unsafe extern "C" fn pulpie_rt_ort_rescorer_trees(rescorer: *const BlockRescorer, out: *mut OrtMessage) -> i32 {
-    match guarded(out, || rescorer.as_ref().map(BlockRescorer::trees).ok_or_else(|| OrtError("no rescorer".into()))) {
+pub unsafe extern "C" fn pulpie_rt_ort_rescorer_trees(
+    rescorer: *const BlockRescorer,
+    out: *mut OrtMessage,
+) -> i32 {
+    match guarded(out, || {
+        rescorer.as_ref().map(BlockRescorer::trees).ok_or_else(|| OrtError("no rescorer".into()))
+    }) {
         Ok(text) => {
             let (ptr, len) = crate::leak(text);
             *out = OrtMessage { ptr, len };
@@ -587,7 +595,10 @@ pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
         gpu.tensorrt.fp16 = Some(fp32 == 0);
         gpu.tensorrt.max_batch_tokens = max_batch_tokens.max(1);
         gpu.tensorrt.cache_dir = (!dir.is_empty()).then(|| dir.into());
-        let config = SessionConfig { provider: ExecutionProvider::TensorRt { device_id: device }, ..SessionConfig::default() };
+        let config = SessionConfig {
+            provider: ExecutionProvider::TensorRt { device_id: device },
+            ..SessionConfig::default()
+        };
         let classifier = TokenClassifier::open_on(&ort, ModelSource::File(path), &config, &gpu, None)?;
         let mut lines = vec![classifier.provider().to_string()];
         lines.extend(classifier.notes().iter().cloned());
@@ -648,7 +659,9 @@ pub unsafe extern "C" fn pulpie_rt_trees_predict(
     match guarded(error, || {
         let mut probs = vec![0f32; rows * 2];
         let mut labs = vec![0i64; rows];
-        trees.predict(slice(features, rows * columns), columns, &mut probs, Some(&mut labs)).map_err(OrtError)?;
+        trees
+            .predict(slice(features, rows * columns), columns, &mut probs, Some(&mut labs))
+            .map_err(OrtError)?;
         Ok((probs, labs))
     }) {
         Ok((probs, labs)) => {

@@ -41,7 +41,8 @@ pub struct ShapeBox {
 
 impl ShapeBox {
     pub fn holds(&self, rows: usize, length: usize) -> bool {
-        (self.min_rows..=self.max_rows).contains(&rows) && (self.min_length..=self.max_length).contains(&length)
+        (self.min_rows..=self.max_rows).contains(&rows)
+            && (self.min_length..=self.max_length).contains(&length)
     }
 
     /// The file-name tag of the box: "129-256".
@@ -249,8 +250,14 @@ pub struct CacheRecord {
 
 impl CacheRecord {
     /// The record of `model` as it is now (its size and modification time).
-    pub fn of(model: &Path, onnxruntime: &str, fp16: bool, profiles: &[ShapeBox]) -> Result<CacheRecord, OrtError> {
-        let meta = std::fs::metadata(model).map_err(|e| OrtError(format!("cannot read {}: {e}", model.display())))?;
+    pub fn of(
+        model: &Path,
+        onnxruntime: &str,
+        fp16: bool,
+        profiles: &[ShapeBox],
+    ) -> Result<CacheRecord, OrtError> {
+        let meta = std::fs::metadata(model)
+            .map_err(|e| OrtError(format!("cannot read {}: {e}", model.display())))?;
         let mtime = meta
             .modified()
             .ok()
@@ -373,8 +380,8 @@ mod tests {
             let (boxes, buckets) = boxes_for_buckets(&DEFAULT_BUCKETS, budget, DEFAULT_MAX_BATCH_ATTENTION);
             // a spread of lengths: many short rows, every bucket edge, long ones
             let mut lengths: Vec<usize> = (1..=8192).step_by(7).collect();
-            lengths.extend(std::iter::repeat(1).take(3000));
-            lengths.extend(std::iter::repeat(129).take(500));
+            lengths.extend(std::iter::repeat_n(1, 3000));
+            lengths.extend(std::iter::repeat_n(129, 500));
             lengths.extend([128, 256, 257, 4096, 4097, 8192, 8192, 8192]);
             for plan in make_batches(&lengths, budget, &buckets, Some(DEFAULT_MAX_BATCH_ATTENTION)) {
                 let rows = plan.rows.len();
@@ -387,10 +394,27 @@ mod tests {
 
     #[test]
     fn given_boxes_cap_the_buckets_or_name_what_they_miss() {
-        let wide = ShapeBox { min_rows: 1, min_length: 1, opt_rows: 4, opt_length: 512, max_rows: 8, max_length: 1024 };
-        let long = ShapeBox { min_rows: 1, min_length: 1025, opt_rows: 1, opt_length: 8192, max_rows: 2, max_length: 8192 };
+        let wide = ShapeBox {
+            min_rows: 1,
+            min_length: 1,
+            opt_rows: 4,
+            opt_length: 512,
+            max_rows: 8,
+            max_length: 1024,
+        };
+        let long = ShapeBox {
+            min_rows: 1,
+            min_length: 1025,
+            opt_rows: 1,
+            opt_length: 8192,
+            max_rows: 2,
+            max_length: 8192,
+        };
         let buckets = buckets_for_boxes(&[wide, long], &DEFAULT_BUCKETS).unwrap();
-        assert_eq!(buckets.iter().map(|b| b.max_rows.unwrap()).collect::<Vec<_>>(), vec![8, 8, 8, 8, 2, 2, 2]);
+        assert_eq!(
+            buckets.iter().map(|b| b.max_rows.unwrap()).collect::<Vec<_>>(),
+            vec![8, 8, 8, 8, 2, 2, 2]
+        );
         let error = buckets_for_boxes(&[wide], &DEFAULT_BUCKETS).err().unwrap();
         assert_eq!(error.0, "no TensorRT profile holds chunks of 1025..2048 tokens (the profiles: 1-1024)");
         assert_eq!(default_buckets().len(), DEFAULT_BUCKETS.len());
@@ -398,7 +422,14 @@ mod tests {
 
     #[test]
     fn tensorrt_options_with_fp16_profiles_and_caches() {
-        let shape = ShapeBox { min_rows: 1, min_length: 129, opt_rows: 64, opt_length: 256, max_rows: 127, max_length: 256 };
+        let shape = ShapeBox {
+            min_rows: 1,
+            min_length: 129,
+            opt_rows: 64,
+            opt_length: 256,
+            max_rows: 127,
+            max_length: 256,
+        };
         let files = EngineFiles::BuildInto {
             dir: PathBuf::from("/b/tensorrt/nvidia-l4-sm89"),
             context_model: PathBuf::from("/b/tensorrt/nvidia-l4-sm89/model_129-256_ctx.onnx"),

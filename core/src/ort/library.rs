@@ -178,7 +178,11 @@ pub(super) fn open_library(name: &OsStr) -> Result<*mut c_void, String> {
 ///
 /// # Safety
 /// `handle` is a live `dlopen` handle.
-pub(super) unsafe fn symbol(handle: *mut c_void, library: &str, name: &CStr) -> Result<*mut c_void, OrtError> {
+pub(super) unsafe fn symbol(
+    handle: *mut c_void,
+    library: &str,
+    name: &CStr,
+) -> Result<*mut c_void, OrtError> {
     let found = dlsym(handle, name.as_ptr());
     if found.is_null() {
         return Err(OrtError(format!("{library} has no symbol {}", name.to_string_lossy())));

@@ -25,9 +25,9 @@ mod api;
 mod batches;
 pub mod cuda;
 mod engine;
-pub mod gpu;
 #[cfg(feature = "python-ffi")]
 pub(crate) mod ffi;
+pub mod gpu;
 mod library;
 mod rescorer;
 mod sys;
@@ -36,8 +36,8 @@ pub use api::{
     ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec, Value,
 };
 pub use batches::{
-    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, BatchPlan, Bucket, FlatBatch, Padded,
-    DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, BatchPlan, Bucket, FlatBatch,
+    Padded, DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 pub use engine::{
     f16_to_f32, session_options, ExecutionProvider, Logits, SepLogits, SessionConfig, TokenClassifier,
@@ -45,7 +45,9 @@ pub use engine::{
 };
 pub use gpu::{GpuOptions, ShapeBox, TensorRtOptions};
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
-pub use rescorer::{combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV};
+pub use rescorer::{
+    combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV,
+};
 
 /// An error from ONNX Runtime or from this layer, as one message.
 #[derive(Clone, Debug, PartialEq, Eq)]

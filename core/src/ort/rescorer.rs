@@ -64,7 +64,11 @@ pub struct BlockRescorer {
 
 impl BlockRescorer {
     /// Opens the rescorer in `source`, its trees on what `PULPIE_RT_TREES` says.
-    pub fn open(ort: &Arc<Ort>, source: ModelSource<'_>, margin_weight: f64) -> Result<BlockRescorer, OrtError> {
+    pub fn open(
+        ort: &Arc<Ort>,
+        source: ModelSource<'_>,
+        margin_weight: f64,
+    ) -> Result<BlockRescorer, OrtError> {
         BlockRescorer::open_with(ort, source, margin_weight, TreesChoice::from_env()?)
     }
 
@@ -202,7 +206,10 @@ fn open_session(
         return Err(OrtError(format!("{source}: the rescorer has no input")));
     };
     if input.element != Some(ElementType::Float32) {
-        return Err(OrtError(format!("{source}: the rescorer's input '{}' is not tensor(float)", input.name)));
+        return Err(OrtError(format!(
+            "{source}: the rescorer's input '{}' is not tensor(float)",
+            input.name
+        )));
     }
     let n_features = match input.dims[..] {
         [_, width] if width > 0 => Some(width as usize),
@@ -260,8 +267,11 @@ impl ContextRescorer {
         let Some(first_stage) = &self.first_stage else {
             return self.last.log_odds(&context, rows);
         };
-        let first: Vec<f64> =
-            first_stage.probabilities(&context, rows)?.chunks_exact(2).map(|pair| f64::from(pair[1])).collect();
+        let first: Vec<f64> = first_stage
+            .probabilities(&context, rows)?
+            .chunks_exact(2)
+            .map(|pair| f64::from(pair[1]))
+            .collect();
         let stage = stage_features(&first, features, columns).map_err(OrtError)?;
         let width = context.len() / rows; // N_CONTEXT, or N_CONTEXT_V5 for blocks-v4 rows
         let mut joined = Vec::with_capacity(rows * (width + N_STAGE));

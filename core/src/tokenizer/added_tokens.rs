@@ -15,6 +15,7 @@ pub struct TokenTrie {
 }
 
 impl TokenTrie {
+    #[allow(clippy::new_without_default)] // an empty trie is made once per tokenizer, by name
     pub fn new() -> TokenTrie {
         TokenTrie { children: vec![Vec::new()], token: vec![None], first_byte: [false; 256] }
     }
@@ -93,10 +94,12 @@ mod tests {
 
     fn parts(trie: &TokenTrie, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        trie.split(text, |p| out.push(match p {
-            Ok(id) => format!("#{id}"),
-            Err(t) => t.to_string(),
-        }));
+        trie.split(text, |p| {
+            out.push(match p {
+                Ok(id) => format!("#{id}"),
+                Err(t) => t.to_string(),
+            })
+        });
         out
     }
 

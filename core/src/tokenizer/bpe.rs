@@ -7,8 +7,8 @@
 //! rank goes first, the leftmost among equal ranks, and a merge creates new pairs with its
 //! neighbours.
 
-use std::collections::{BinaryHeap, HashMap};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 

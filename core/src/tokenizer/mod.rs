@@ -19,6 +19,7 @@
 pub mod added_tokens;
 pub mod bpe;
 pub mod pretokenize;
+#[rustfmt::skip] // generated: core/tools/gen_unicode.py writes it
 mod unicode_tables;
 
 use std::collections::BTreeMap;
@@ -104,7 +105,10 @@ impl Tokenizer {
         }
         if let Some(version) = root.get("version") {
             if version.as_str() != Some("1.0") {
-                return Err(format!("tokenizer.json version {} is not supported (only \"1.0\")", json_text(version)));
+                return Err(format!(
+                    "tokenizer.json version {} is not supported (only \"1.0\")",
+                    json_text(version)
+                ));
             }
         }
         if let Some(normalizer) = root.get("normalizer").filter(|n| !n.is_null()) {
@@ -281,25 +285,36 @@ fn pre_tokenizer_splits(pre_tokenizer: &Value) -> Res<Vec<SplitPattern>> {
             "Split" => {
                 let pattern = field(step, "pattern", "Split pre_tokenizer")?;
                 let Some(regex) = pattern.get("Regex").and_then(Value::as_str) else {
-                    return Err(format!("Split pre_tokenizer pattern {} is not supported (only a Regex)", pattern_text(pattern)));
+                    return Err(format!(
+                        "Split pre_tokenizer pattern {} is not supported (only a Regex)",
+                        pattern_text(pattern)
+                    ));
                 };
                 let Some(split) = SplitPattern::from_regex(regex) else {
                     return Err(format!("Split pre_tokenizer regex {regex:?} is not supported (only the GPT-2 and Llama-3 regexes)"));
                 };
                 let behavior = str_field(step, "behavior", "Split pre_tokenizer")?;
                 if behavior != "Isolated" {
-                    return Err(format!("Split pre_tokenizer behavior {behavior:?} is not supported (only \"Isolated\")"));
+                    return Err(format!(
+                        "Split pre_tokenizer behavior {behavior:?} is not supported (only \"Isolated\")"
+                    ));
                 }
                 if bool_field(step, "invert", "Split pre_tokenizer")? {
                     return Err("Split pre_tokenizer with invert=true is not supported".into());
                 }
                 splits.push(split);
             }
-            other => return Err(format!("pre_tokenizer {other:?} is not supported (only ByteLevel, Split and Sequence)")),
+            other => {
+                return Err(format!(
+                    "pre_tokenizer {other:?} is not supported (only ByteLevel, Split and Sequence)"
+                ))
+            }
         }
     }
     if !byte_level {
-        return Err("a pre_tokenizer without ByteLevel is not supported (the model must be byte-level BPE)".into());
+        return Err(
+            "a pre_tokenizer without ByteLevel is not supported (the model must be byte-level BPE)".into()
+        );
     }
     Ok(splits)
 }
@@ -350,7 +365,9 @@ fn bpe_model(model: &Value) -> Res<(FastMap<String, u32>, Bpe)> {
     let ignore_merges = set("ignore_merges").and_then(Value::as_bool).unwrap_or(false);
 
     let entries = field(model, "vocab", "model")?;
-    let entries = entries.as_object().ok_or_else(|| format!("model: \"vocab\" is a {}, not an object", entries.kind()))?;
+    let entries = entries
+        .as_object()
+        .ok_or_else(|| format!("model: \"vocab\" is a {}, not an object", entries.kind()))?;
     let mut vocab: FastMap<String, u32> = FastMap::default();
     vocab.reserve(entries.len());
     for (token, id) in entries {
@@ -364,7 +381,10 @@ fn bpe_model(model: &Value) -> Res<(FastMap<String, u32>, Bpe)> {
     if let Some(unk) = set("unk_token") {
         // it would stand for bytes outside the vocabulary; with all 256 there are none
         if byte_ids.iter().any(Option::is_none) {
-            return Err(format!("BPE unk_token {} is not supported where the vocabulary lacks byte-level characters", json_text(unk)));
+            return Err(format!(
+                "BPE unk_token {} is not supported where the vocabulary lacks byte-level characters",
+                json_text(unk)
+            ));
         }
     }
     let char_to_byte: FastMap<char, u8> = (0..=255u8).map(|b| (byte_level_char(b), b)).collect();
@@ -384,7 +404,10 @@ fn bpe_model(model: &Value) -> Res<(FastMap<String, u32>, Bpe)> {
     let mut joined = String::new();
     for (rank, (left, right)) in merges.iter().enumerate() {
         let id_of = |token: &str| {
-            vocab.get(token).copied().ok_or_else(|| format!("merges[{rank}]: token {token:?} is not in the vocabulary"))
+            vocab
+                .get(token)
+                .copied()
+                .ok_or_else(|| format!("merges[{rank}]: token {token:?} is not in the vocabulary"))
         };
         let (left_id, right_id) = (id_of(left)?, id_of(right)?);
         joined.clear();
@@ -392,7 +415,8 @@ fn bpe_model(model: &Value) -> Res<(FastMap<String, u32>, Bpe)> {
         joined.push_str(right);
         let new_id = id_of(&joined)?;
         // a repeated pair keeps its last rank, as the map `tokenizers` builds does
-        merge_map.insert((u64::from(left_id) << 32) | u64::from(right_id), Merge { rank: rank as u32, new_id });
+        merge_map
+            .insert((u64::from(left_id) << 32) | u64::from(right_id), Merge { rank: rank as u32, new_id });
     }
     Ok((vocab, Bpe::new(byte_ids, ids_by_bytes, merge_map, ignore_merges)))
 }
@@ -400,7 +424,8 @@ fn bpe_model(model: &Value) -> Res<(FastMap<String, u32>, Bpe)> {
 /// The merges as pairs: `[["a", "b"], ...]` or the older `["a b", ...]` (where lines starting
 /// with "#version" are skipped and each other must be two tokens separated by one space).
 fn merge_pairs(merges: &Value) -> Res<Vec<(&str, &str)>> {
-    let items = merges.as_array().ok_or_else(|| format!("model: \"merges\" is a {}, not an array", merges.kind()))?;
+    let items =
+        merges.as_array().ok_or_else(|| format!("model: \"merges\" is a {}, not an array", merges.kind()))?;
     let mut pairs = Vec::with_capacity(items.len());
     if items.first().is_some_and(|item| item.as_str().is_some()) {
         for item in items {
@@ -411,7 +436,12 @@ fn merge_pairs(merges: &Value) -> Res<Vec<(&str, &str)>> {
             let mut parts = line.split(' ');
             match (parts.next(), parts.next(), parts.next()) {
                 (Some(left), Some(right), None) => pairs.push((left, right)),
-                _ => return Err(format!("merges line {}: {line:?} is not two tokens separated by one space", pairs.len() + 1)),
+                _ => {
+                    return Err(format!(
+                        "merges line {}: {line:?} is not two tokens separated by one space",
+                        pairs.len() + 1
+                    ))
+                }
             }
         }
     } else {
@@ -445,7 +475,8 @@ mod tests {
         )
     }
 
-    const BYTE_LEVEL: &str = r#"{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}"#;
+    const BYTE_LEVEL: &str =
+        r#"{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}"#;
 
     fn ids(tokenizer: &Tokenizer, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
@@ -476,18 +507,42 @@ mod tests {
             err(tiny(r#"{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}"#, "")),
             "ByteLevel pre_tokenizer with add_prefix_space=true is not supported"
         );
-        assert_eq!(err(tiny("null", "")), "a pre_tokenizer without ByteLevel is not supported (the model must be byte-level BPE)");
         assert_eq!(
-            err(tiny(r#"{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]}"#, "")),
+            err(tiny("null", "")),
+            "a pre_tokenizer without ByteLevel is not supported (the model must be byte-level BPE)"
+        );
+        assert_eq!(
+            err(tiny(
+                r#"{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]}"#,
+                ""
+            )),
             r#"Split pre_tokenizer regex "\\s+" is not supported (only the GPT-2 and Llama-3 regexes)"#
         );
-        assert_eq!(err(tiny(r#"{"type": "Whitespace"}"#, "")), r#"pre_tokenizer "Whitespace" is not supported (only ByteLevel, Split and Sequence)"#);
+        assert_eq!(
+            err(tiny(r#"{"type": "Whitespace"}"#, "")),
+            r#"pre_tokenizer "Whitespace" is not supported (only ByteLevel, Split and Sequence)"#
+        );
         let lstrip = r#"{"id": 9, "content": "<x>", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": true}"#;
         assert_eq!(err(tiny(BYTE_LEVEL, lstrip)), r#"added token "<x>": lstrip=true is not supported"#);
-        assert_eq!(err(tiny(BYTE_LEVEL, "").replace("\"dropout\": null", "\"dropout\": 0.1")), "BPE dropout 0.1 is not supported (only null)");
-        assert_eq!(err(tiny(BYTE_LEVEL, "").replace("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}")), r#"normalizer "NFC" is not supported (only null)"#);
-        assert_eq!(err(tiny(BYTE_LEVEL, "").replace("\"a b\"", "\"a  b\"")), r#"merges line 1: "a  b" is not two tokens separated by one space"#);
-        assert_eq!(err(tiny(BYTE_LEVEL, "").replace("\"Ġ ab\"", "\"Ġ c\"")), r#"merges[1]: token "Ġc" is not in the vocabulary"#);
-        assert_eq!(err("{\"model\": ".into()), "invalid JSON at byte 10: unexpected end of input, expected a value");
+        assert_eq!(
+            err(tiny(BYTE_LEVEL, "").replace("\"dropout\": null", "\"dropout\": 0.1")),
+            "BPE dropout 0.1 is not supported (only null)"
+        );
+        assert_eq!(
+            err(tiny(BYTE_LEVEL, "").replace("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}")),
+            r#"normalizer "NFC" is not supported (only null)"#
+        );
+        assert_eq!(
+            err(tiny(BYTE_LEVEL, "").replace("\"a b\"", "\"a  b\"")),
+            r#"merges line 1: "a  b" is not two tokens separated by one space"#
+        );
+        assert_eq!(
+            err(tiny(BYTE_LEVEL, "").replace("\"Ġ ab\"", "\"Ġ c\"")),
+            r#"merges[1]: token "Ġc" is not in the vocabulary"#
+        );
+        assert_eq!(
+            err("{\"model\": ".into()),
+            "invalid JSON at byte 10: unexpected end of input, expected a value"
+        );
     }
 }

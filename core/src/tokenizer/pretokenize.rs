@@ -13,8 +13,7 @@
 
 use super::unicode_tables::{BLOCKS, BLOCK_OF, BLOCK_SHIFT, LETTER, NUMBER, WHITE_SPACE};
 
-pub const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+pub const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// `[^\s\p{L}\p{N}]`: none of the three class bits.
@@ -271,7 +270,10 @@ mod tests {
     #[test]
     fn gpt2() {
         let p = SplitPattern::Gpt2;
-        assert_eq!(pieces(p, "Hello world's  end 123abc"), ["Hello", " world", "'s", " ", " end", " 123", "abc"]);
+        assert_eq!(
+            pieces(p, "Hello world's  end 123abc"),
+            ["Hello", " world", "'s", " ", " end", " 123", "abc"]
+        );
         assert_eq!(pieces(p, "a  \n\tb  "), ["a", "  \n", "\t", "b", "  "]);
         assert_eq!(pieces(p, "x 'Sup ?!"), ["x", " '", "Sup", " ?!"]);
         assert_eq!(pieces(p, "don't 'll'd"), ["don", "'t", " '", "ll", "'d"]);
@@ -282,7 +284,10 @@ mod tests {
     #[test]
     fn llama3() {
         let p = SplitPattern::Llama3;
-        assert_eq!(pieces(p, "Hello world's  end 1234567abc"), ["Hello", " world", "'s", " ", " end", " ", "123", "456", "7", "abc"]);
+        assert_eq!(
+            pieces(p, "Hello world's  end 1234567abc"),
+            ["Hello", " world", "'s", " ", " end", " ", "123", "456", "7", "abc"]
+        );
         assert_eq!(pieces(p, "IT'S WE'LL x'ſ"), ["IT", "'S", " WE", "'LL", " x", "'ſ"]);
         assert_eq!(pieces(p, "a \r\n\r\n  b"), ["a", " \r\n\r\n", " ", " b"]);
         assert_eq!(pieces(p, "a\n \t"), ["a", "\n", " \t"]);
