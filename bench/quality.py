@@ -22,6 +22,12 @@ Page sets (``--sets``, one table each, all in one run and one JSON):
   their licences are research-only and AGPLv3). Never trained, calibrated or chosen on.
 - ``all``: the four, leaving out (with a note) the article sets not built.
 
+The readability pages are two kinds, scored apart as well (``kinds`` in each row's JSON, and a
+table of their own): the saved news and blog articles, and Readability.js's hand-written test
+cases (``eval.pages.is_readability_fixture``: lorem ipsum around the markup under test), whose
+conventions (a repeated paragraph kept twice, a heading or link list kept) weigh as much per
+page as a whole article.
+
 Rows (systems):
 
 - ``ours (<profile>)``: ``Extractor(model, profile=...).extract_batch(htmls)``, scored on each
@@ -61,7 +67,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, groundtruth_pages
+from pulpie_rt.eval.pages import (
+    CALIBRATION_SOURCE,
+    calibration_pages,
+    groundtruth_pages,
+    is_readability_fixture,
+)
 from pulpie_rt.eval.report import format_table, machine_info, write_result
 from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
@@ -237,6 +248,46 @@ def _spread_scores(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return scores
 
 
+# the kinds of page a set is scored by apart (readability: eval.pages.is_readability_fixture)
+READABILITY_KINDS = ("articles", "test cases")
+
+
+def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
+    """The references of ``pages`` by kind for the sets scored by kind (``READABILITY_KINDS``
+    for the readability pages), else nothing."""
+    if name != "readability":
+        return {}
+    kinds: dict[str, dict[str, str]] = {kind: {} for kind in READABILITY_KINDS}
+    for page in pages:
+        kinds[READABILITY_KINDS[is_readability_fixture(page)]][page["id"]] = page["reference"]
+    return kinds
+
+
+def kinds_table(sets: Sequence[Mapping[str, Any]]) -> str:
+    """Per page set scored by kind, per kind and system: word P/R/F1 (ours: the mean ± standard
+    deviation over the model and its seed copies) and F1 less trafilatura's on those pages,
+    the mean and each seed's own (the lowest and highest)."""
+    headers = ["page set", "kind", "pages", "system", "seeds", "word P", "word R", "word F1",
+               "F1 - trafilatura", "per seed"]
+    body = []
+    for one in sets:
+        rows = [r for r in one["rows"] if r.get("kinds")]
+        traf = next((r["kinds"] for r in rows if r["system"] == "trafilatura"), None)
+        for kind in rows[0]["kinds"] if rows else ():
+            for row in rows:
+                s = row["kinds"][kind]
+                seeds = s.get("seed_f1") or [s["f1"]]
+                margin, per_seed = "-", "-"
+                if traf is not None and row["system"] != "trafilatura":
+                    base = traf[kind]["f1"]
+                    margin = f"{s['f1'] - base:+.3f}"
+                    per_seed = f"{min(seeds) - base:+.3f} to {max(seeds) - base:+.3f}"
+                body.append([one["page_set"], kind, str(s["pages"]), row["name"],
+                             str(len(seeds)), _pm(s, "precision"), _pm(s, "recall"),
+                             _pm(s, "f1"), margin, per_seed])
+    return format_table(headers, body)
+
+
 def _pm(scores: dict[str, Any], key: str) -> str:
     sd = scores.get(f"{key}_sd")
     return _f(scores.get(key)) + ("" if sd is None else f" ± {sd:.3f}")
@@ -327,6 +378,17 @@ def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool
     def score(texts: Mapping[str, str]) -> dict[str, Any]:
         return score_pages(texts, references, snippets, per_page=args.per_page)
 
+    kinds = page_kinds(name, gt_pages)
+
+    def by_kind(texts_per_run: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """``{"kinds": ...}``: the runs' scores on each kind's pages (none for a set not
+        scored by kind)."""
+        if not kinds:
+            return {}
+        return {"kinds": {kind: _spread_scores([score_pages(texts, refs)
+                                                 for texts in texts_per_run])
+                          for kind, refs in kinds.items()}}
+
     if "ours" not in args.skip:
         for profile in _profiles(args, name):
             name_row = "ours" if profile is None else f"ours ({profile})"
@@ -365,6 +427,7 @@ def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool
                 "seed_models": models[1:], "profile": ours["profile"],
                 "device": ours["device"], "threads": args.threads,
                 "scores": _spread_scores([score(texts) for texts in texts_per_run]),
+                **by_kind(texts_per_run),
                 "empty_with_blocks": _empty_with_blocks(ours["texts"], references,
                                                         ours["n_blocks"]),
                 "errors": {pid: e for pid, e in ours["errors"].items() if pid in references},
@@ -390,6 +453,7 @@ def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool
             rows.append({
                 "system": "trafilatura", "name": ROW_NAMES["trafilatura"],
                 "version": traf["version"], "scores": score(traf["texts"]),
+                **by_kind([traf["texts"]]),
                 "empty_with_blocks": None,
                 "errors": {pid: e for pid, e in traf["errors"].items() if pid in references},
                 "wall_s": traf["wall_s"], "cpu_s": traf["tree_cpu_s"],
@@ -403,7 +467,7 @@ def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool
             if system in args.skip:
                 continue
             rows.append({"system": system, "name": ROW_NAMES[system],
-                         "scores": score(texts),
+                         "scores": score(texts), **by_kind([texts]),
                          "empty_with_blocks": _empty_with_blocks(texts, references, n_blocks),
                          "pages_per_s": None})
     return report, failed
@@ -441,6 +505,10 @@ def run(args: argparse.Namespace) -> int:
         print("\n== word F1 against trafilatura's (ours less trafilatura, same pages, same "
               "run: the mean over the model and its seed copies, and each seed's own)")
         print(margin_table(report["sets"]))
+    if any(r.get("kinds") for one in report["sets"] for r in one["rows"]):
+        print("\n== by kind of page: the readability pages' saved articles and Readability.js's "
+              "hand-written test cases (eval.pages.is_readability_fixture), each scored apart")
+        print(kinds_table(report["sets"]))
     print("\npages/CPU-s: pages per user+system second of each system's own process and every "
           "process and thread it started (model load excluded); pages/s: wall clock; same "
           "pages, same run; ours = extract_batch + .text; rule rows untimed")

@@ -65,6 +65,21 @@ def groundtruth_pages(limit: int | None = None, corpus: str = "dev") -> list[dic
     return spread(pages, limit)
 
 
+# Mozilla's hand-written test cases among the readability pages (a paragraph or two of
+# lorem ipsum around the markup under test), as against its saved news and blog pages: each
+# saved page holds over 10,000 characters of HTML; each test case under 5,000, but one whose
+# lorem ipsum sits beside an inline data-URL image
+FIXTURE_MAX_HTML_CHARS = 5_000
+
+
+def is_readability_fixture(page: dict) -> bool:
+    """Whether a ``calibration_pages`` page is one of Readability.js's hand-written test
+    cases rather than a saved article: under ``FIXTURE_MAX_HTML_CHARS`` characters of HTML, or
+    a reference in lorem ipsum."""
+    return (len(page["html"]) < FIXTURE_MAX_HTML_CHARS
+            or "lorem ipsum" in page["reference"].lower())
+
+
 def calibration_pages() -> list[dict]:
     """The dev pages the default model's decoding is calibrated on (``CALIBRATION_SOURCE``)."""
     return [p for p in load_pages("dev")

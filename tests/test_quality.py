@@ -136,6 +136,27 @@ def test_cli_writes_rows_without_a_model(tmp_path, capsys):
     assert "rule labels (ceiling)" in capsys.readouterr().out
 
 
+def test_the_readability_rows_are_scored_by_kind_too(tmp_path, capsys):
+    """Each row of the readability set holds its scores on the saved articles and on the test
+    cases, each the mean over that kind's pages, and the run prints them in a table."""
+    out = tmp_path / "q.json"
+    assert quality.main(["--sets", "readability", "--limit", "16", "--skip", "ours",
+                         "trafilatura", "--per-page", "--out", str(out)]) == 0
+    (one,) = json.loads(out.read_text())["sets"]
+    assert "by kind of page" in capsys.readouterr().out
+    fixture = {p["id"]: quality.is_readability_fixture(p) for p in quality.calibration_pages()}
+    for row in one["rows"]:
+        per_page = row["scores"]["per_page"]
+        kinds = row["kinds"]
+        assert kinds["articles"]["pages"] + kinds["test cases"]["pages"] == 16
+        assert kinds["articles"]["pages"] and kinds["test cases"]["pages"]
+        for kind, scores in kinds.items():
+            pages = [pid for pid in per_page if fixture[pid] == (kind == "test cases")]
+            assert len(pages) == scores["pages"]
+            assert scores["f1"] == pytest.approx(sum(per_page[p]["f1"] for p in pages)
+                                                 / len(pages))
+
+
 def test_trafilatura_row():
     pytest.importorskip("trafilatura")
     body = " ".join(f"Sentence number {i} of the article says something useful." for i in range(30))
@@ -177,6 +198,48 @@ def test_margin_table_gives_each_seed_its_own_margin_over_trafilatura():
     assert row.split() == ["dragnet", "1380", "ours", "(fast)", "3", "+0.005", "-0.005", "to",
                            "+0.015", "-0.010"]
     assert "readability" not in table and "ceiling" not in table
+
+
+def test_the_readability_pages_are_saved_articles_and_hand_written_test_cases():
+    from pulpie_rt.eval.pages import calibration_pages, is_readability_fixture
+
+    pages = {p["id"].removeprefix("readability/"): p for p in calibration_pages()}
+    fixtures = {name for name, p in pages.items() if is_readability_fixture(p)}
+    assert (len(pages) - len(fixtures), len(fixtures)) == (93, 33)
+    # a lorem-ipsum case under 5,000 characters, one beside a data-URL image (65,841), and
+    # two without lorem ipsum (a two-line reference, a paragraph on quarks)
+    assert {"basic-tags-cleaning", "data-url-image", "lazy-image-3",
+            "reordering-paragraphs"} <= fixtures
+    # the smallest saved page, and saved pages of the same sites as fixtures
+    assert not {"daringfireball-1", "lazy-image-1", "lazy-image-2", "nytimes-1",
+                "wikipedia"} & fixtures
+    kinds = quality.page_kinds("readability", list(pages.values()))
+    assert list(kinds) == ["articles", "test cases"]
+    assert set(kinds["test cases"]) == {f"readability/{name}" for name in fixtures}
+    assert quality.page_kinds("groundtruth", list(pages.values())) == {}
+
+
+def test_kinds_table_scores_each_kind_against_trafilatura_s_on_the_same_pages():
+    def scores(f1: float, seeds: list[float] | None = None) -> dict:
+        return {"pages": 2, "precision": f1, "recall": 0.95, "f1": f1,
+                **({"seed_f1": seeds, "f1_sd": 0.01} if seeds else {})}
+
+    sets = [{"page_set": "readability", "scored_pages": 4, "rows": [
+                {"system": "ours", "name": "ours (fast)", "kinds": {
+                    "articles": scores(0.90, [0.89, 0.90, 0.91]),
+                    "test cases": scores(0.95, [0.94, 0.95, 0.96])}},
+                {"system": "trafilatura", "name": "trafilatura", "kinds": {
+                    "articles": scores(0.93), "test cases": scores(0.88)}}]},
+            {"page_set": "dragnet", "scored_pages": 9, "rows": [  # not scored by kind
+                {"system": "ours", "name": "ours (fast)", "scores": scores(0.8)}]}]
+    lines = quality.kinds_table(sets).splitlines()
+    ours_articles = next(line for line in lines if "articles" in line and "ours" in line)
+    assert ours_articles.split() == ["readability", "articles", "2", "ours", "(fast)", "3",
+                                     "0.900", "0.950", "0.900", "±", "0.010", "-0.030",
+                                     "-0.040", "to", "-0.020"]
+    ours_cases = next(line for line in lines if "test cases" in line and "ours" in line)
+    assert "+0.070" in ours_cases and "+0.060 to +0.080" in ours_cases
+    assert not any("dragnet" in line for line in lines)
 
 
 def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, capsys):
