@@ -69,9 +69,10 @@ from typing import Any
 from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
 from pulpie_rt.eval.pages import (
     CALIBRATION_SOURCE,
+    READABILITY_KINDS,
     calibration_pages,
     groundtruth_pages,
-    is_readability_fixture,
+    readability_kind,
 )
 from pulpie_rt.eval.report import format_table, machine_info, write_result
 from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
@@ -248,10 +249,6 @@ def _spread_scores(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return scores
 
 
-# the kinds of page a set is scored by apart (readability: eval.pages.is_readability_fixture)
-READABILITY_KINDS = ("articles", "test cases")
-
-
 def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
     """The references of ``pages`` by kind for the sets scored by kind (``READABILITY_KINDS``
     for the readability pages), else nothing."""
@@ -259,7 +256,7 @@ def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
         return {}
     kinds: dict[str, dict[str, str]] = {kind: {} for kind in READABILITY_KINDS}
     for page in pages:
-        kinds[READABILITY_KINDS[is_readability_fixture(page)]][page["id"]] = page["reference"]
+        kinds[readability_kind(page)][page["id"]] = page["reference"]
     return kinds
 
 

@@ -72,12 +72,21 @@ def groundtruth_pages(limit: int | None = None, corpus: str = "dev") -> list[dic
 FIXTURE_MAX_HTML_CHARS = 5_000
 
 
+# the two kinds of readability page, scored apart (bench.quality, train.fast)
+READABILITY_KINDS = ("articles", "test cases")
+
+
 def is_readability_fixture(page: dict) -> bool:
     """Whether a ``calibration_pages`` page is one of Readability.js's hand-written test
     cases rather than a saved article: under ``FIXTURE_MAX_HTML_CHARS`` characters of HTML, or
     a reference in lorem ipsum."""
     return (len(page["html"]) < FIXTURE_MAX_HTML_CHARS
             or "lorem ipsum" in page["reference"].lower())
+
+
+def readability_kind(page: dict) -> str:
+    """A readability page's kind of ``READABILITY_KINDS``."""
+    return READABILITY_KINDS[is_readability_fixture(page)]
 
 
 def calibration_pages() -> list[dict]:

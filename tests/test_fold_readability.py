@@ -10,7 +10,7 @@ from rt_helpers import train_small_fast_profile, write_corpus
 
 from pulpie_rt.corpus import corpus_available, iter_pages
 from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages
+from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, readability_kind
 
 pytestmark = pytest.mark.skipif(not corpus_available("train"),
                                 reason="the training pages are not here (corpus/README.md)")
@@ -19,9 +19,12 @@ pytestmark = pytest.mark.skipif(not corpus_available("train"),
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """A corpus ``mini`` of four small train pages with ground truth and a ``dev`` of four
-    small readability pages (with one ground-truth page, which must not be folded in)."""
+    small readability pages, three test cases and a saved article (with one ground-truth
+    page, which must not be folded in)."""
     train = [p for p in iter_pages("train") if p.get("reference") and len(p["html"]) < 30_000][:4]
-    readability = sorted(calibration_pages(), key=lambda p: len(p["html"]))[:4]
+    by_size = sorted(calibration_pages(), key=lambda p: len(p["html"]))
+    readability = (by_size[:3]
+                   + [next(p for p in by_size if readability_kind(p) == "articles")])
     other = next(p for p in iter_pages("dev") if p["source"] != CALIBRATION_SOURCE
                  and p.get("reference_kind") == "groundtruth")
     path = tmp_path_factory.mktemp("corpus")
@@ -57,6 +60,18 @@ def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder
         assert folds[key] == round(scores[key], 4)
     line = next(line for line in logged if f"{CALIBRATION_SOURCE} pages in 2 folds" in line)
     assert line.endswith(f"F1 {scores['f1']:.4f}")
+    # and by kind: the saved article and the three test cases, each scored apart
+    assert list(folds["kinds"]) == ["articles", "test cases"]
+    kinds_line = []
+    for kind, n in (("articles", 1), ("test cases", 3)):
+        ids = {p["id"] for p in pages if readability_kind(p) == kind}
+        kind_scores = score_pages(texts, {p["id"]: p["reference"] for p in pages
+                                          if p["id"] in ids})
+        assert folds["kinds"][kind] == {"pages": n, **{k: round(kind_scores[k], 4)
+                                                       for k in ("precision", "recall", "f1")}}
+        kinds_line.append(f"{kind} ({n}): word P {kind_scores['precision']:.4f} R "
+                          f"{kind_scores['recall']:.4f} F1 {kind_scores['f1']:.4f}")
+    assert f"fast rescorer: by kind, {'; '.join(kinds_line)}" in logged
 
 
 def test_readability_fixtures_that_copy_one_text_or_one_site_share_a_group():

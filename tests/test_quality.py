@@ -144,7 +144,9 @@ def test_the_readability_rows_are_scored_by_kind_too(tmp_path, capsys):
                          "trafilatura", "--per-page", "--out", str(out)]) == 0
     (one,) = json.loads(out.read_text())["sets"]
     assert "by kind of page" in capsys.readouterr().out
-    fixture = {p["id"]: quality.is_readability_fixture(p) for p in quality.calibration_pages()}
+    from pulpie_rt.eval.pages import calibration_pages, is_readability_fixture
+
+    fixture = {p["id"]: is_readability_fixture(p) for p in calibration_pages()}
     for row in one["rows"]:
         per_page = row["scores"]["per_page"]
         kinds = row["kinds"]

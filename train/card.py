@@ -128,6 +128,9 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
   dev page is used to {"calibrate it, and the only dev pages trained on are the readability "
   "pages" if folds else "train or calibrate it"}.{hidden_text}{noscript_text}"""
+    # the saved articles and the test cases apart (eval.pages.readability_kind)
+    kinds_text = "".join(f"; {s['pages']} {kind}: F1 {s['f1']:.4f}"
+                         for kind, s in (folds or {}).get("kinds", {}).items())
     readability_text = f"""- The `fast` profile is trained on the dev corpus's {folds['pages']}
   mozilla/readability article pages too (`Recipe.fast_fold_readability`; Apache-2.0;
   labelled against Readability.js's expected output as below), in cross-validation as far as
@@ -136,7 +139,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   fixtures, or fixtures copying one text, such as the lorem-ipsum cases), so each is scored
   by the stages of the fold that never saw it or a copy of it (word F1 {folds['f1']:.4f},
   P {folds['precision']:.4f}, R {folds['recall']:.4f} at the threshold chosen on the train
-  pages; their decisions are in
+  pages{kinds_text}; their decisions are in
   `results.json`, `fast.readability_folds`, which `bench.quality` rebuilds into texts and
   scores as the readability pages' row, named k-fold); the shipped stages are trained on all
   of them, and the threshold is chosen on the train pages alone.

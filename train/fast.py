@@ -288,20 +288,30 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
                        keep_hidden: bool, expected_f1: bool, drop_noscript: bool, folds: int,
                        workers: int | None = None) -> dict:
     """Word P/R/F1 (means over pages) of ``scores``' pages of ``corpus`` decoded at
-    ``threshold`` as ``calibrate_threshold`` decodes them, and each page's decisions
-    (``labels``: one character per block, ``1`` main), from which ``bench.quality`` rebuilds
-    and scores their texts."""
+    ``threshold`` as ``calibrate_threshold`` decodes them, the same by kind of readability page
+    (``kinds``: the saved articles and the hand-written test cases, ``eval.pages
+    .readability_kind``), and each page's decisions (``labels``: one character per block,
+    ``1`` main), from which ``bench.quality`` rebuilds and scores their texts."""
     from pulpie_rt.eval.metrics import score_pages
+    from pulpie_rt.eval.pages import READABILITY_KINDS, readability_kind
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     jobs = ((p, scores[p["id"]], (threshold,), keep_hidden, drop_noscript, expected_f1)
             for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         decoded = {pid: d[0] for pid, d in pool.map(_decode_page, jobs, chunksize=4)}
-    scored = score_pages({pid: text for pid, (_, text) in decoded.items()},
-                         {p["id"]: p["reference"] for p in pages})
-    return {"pages": scored["pages"], "folds": folds,
-            **{k: round(scored[k], 4) for k in ("precision", "recall", "f1")},
+    texts = {pid: text for pid, (_, text) in decoded.items()}
+
+    def scored(references: dict[str, str]) -> dict:
+        result = score_pages(texts, references)
+        return {"pages": result["pages"],
+                **{k: round(result[k], 4) for k in ("precision", "recall", "f1")}}
+
+    kinds = {kind: {p["id"]: p["reference"] for p in pages if readability_kind(p) == kind}
+             for kind in READABILITY_KINDS}
+    return {**scored({p["id"]: p["reference"] for p in pages}), "folds": folds,
+            "kinds": {kind: scored(references) for kind, references in kinds.items()
+                      if references},
             "labels": {pid: labels for pid, (labels, _) in decoded.items()}}
 
 
@@ -421,6 +431,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
             f"folds (each scored by the stages that never saw it, at the threshold above): word "
             f"P {folds_scores['precision']:.4f} R {folds_scores['recall']:.4f} "
             f"F1 {folds_scores['f1']:.4f}")
+        log("fast rescorer: by kind, " + "; ".join(
+            f"{kind} ({s['pages']}): word P {s['precision']:.4f} R {s['recall']:.4f} "
+            f"F1 {s['f1']:.4f}" for kind, s in folds_scores["kinds"].items()))
     return {
         "rescorer": {"file": FAST_RESCORER_NAME, "features": layout,
                      "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
