@@ -204,11 +204,7 @@ pub(crate) fn prepare_text(
                 start = end as usize;
             }
             let mut chunks = prepare::pack_chunks(
-                &block_ids,
-                settings.max_tokens,
-                settings.sep_id,
-                settings.bos_id,
-                settings.eos_id,
+                &block_ids, settings.max_tokens, settings.sep_id, settings.bos_id, settings.eos_id,
             );
             let (kept, n_classified) = prepare::keep_chunks(&chunks, settings.limits.max_page_tokens);
             chunks.truncate(kept);

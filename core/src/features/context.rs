@@ -46,19 +46,8 @@ const CJK_CHARS: usize = N_FEATURES;
 /// The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 /// around it (means over ±3 and ±10 blocks) and relative to the page's mean.
 pub const CONTEXT_COLUMNS: [usize; 13] = [
-    WORDS,
-    LINK_RATIO,
-    PUNCT_RATIO,
-    SENTENCES,
-    DEPTH,
-    IN_LINK,
-    STOPWORD_RATIO,
-    TAG,
-    IMAGES,
-    IN_CANDIDATE,
-    MEAN_WORD_LENGTH,
-    DIGIT_RATIO,
-    REPEATS,
+    WORDS, LINK_RATIO, PUNCT_RATIO, SENTENCES, DEPTH, IN_LINK, STOPWORD_RATIO, TAG, IMAGES, IN_CANDIDATE,
+    MEAN_WORD_LENGTH, DIGIT_RATIO, REPEATS,
 ];
 /// The value of a neighbour past the page's first or last block.
 pub const NO_NEIGHBOUR: f64 = -1.0;

@@ -45,29 +45,9 @@ pub const N_FEATURES: usize = 166;
 /// how close its container is, which the ancestor flags of `blocks-v1` (any ancestor at all)
 /// cannot tell from a page-wide `<body class="has-sidebar">`.
 pub const DISTANCE_KEYWORDS: [&str; 23] = [
-    "comment",
-    "related",
-    "share",
-    "social",
-    "sidebar",
-    "footer",
-    "nav",
-    "menu",
-    "header",
-    "widget",
-    "promo",
-    "recommend",
-    "newsletter",
-    "reply",
-    "author",
-    "article",
-    "content",
-    "main",
-    "post",
-    "entry",
-    "body",
-    "text",
-    "story",
+    "comment", "related", "share", "social", "sidebar", "footer", "nav", "menu", "header", "widget", "promo",
+    "recommend", "newsletter", "reply", "author", "article", "content", "main", "post", "entry", "body",
+    "text", "story",
 ];
 pub const DISTANCE_TAGS: [&str; 9] =
     ["article", "aside", "nav", "footer", "header", "main", "form", "section", "li"];
@@ -193,26 +173,8 @@ const H1: u8 = 6;
 
 /// `ANCESTOR_TAGS` of the specification, in column order.
 pub const ANCESTOR_TAGS: [&str; 20] = [
-    "nav",
-    "header",
-    "footer",
-    "aside",
-    "article",
-    "main",
-    "form",
-    "li",
-    "table",
-    "section",
-    "ul",
-    "ol",
-    "a",
-    "button",
-    "h1",
-    "h2",
-    "h3",
-    "figure",
-    "blockquote",
-    "dl",
+    "nav", "header", "footer", "aside", "article", "main", "form", "li", "table", "section", "ul", "ol", "a",
+    "button", "h1", "h2", "h3", "figure", "blockquote", "dl",
 ];
 
 fn ancestor_index(tag: &str) -> Option<usize> {
