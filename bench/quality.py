@@ -69,10 +69,9 @@ from typing import Any
 from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
 from pulpie_rt.eval.pages import (
     CALIBRATION_SOURCE,
-    READABILITY_KINDS,
     calibration_pages,
     groundtruth_pages,
-    readability_kind,
+    references_by_kind,
 )
 from pulpie_rt.eval.report import format_table, machine_info, write_result
 from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
@@ -250,14 +249,9 @@ def _spread_scores(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
-    """The references of ``pages`` by kind for the sets scored by kind (``READABILITY_KINDS``
-    for the readability pages), else nothing."""
-    if name != "readability":
-        return {}
-    kinds: dict[str, dict[str, str]] = {kind: {} for kind in READABILITY_KINDS}
-    for page in pages:
-        kinds[readability_kind(page)][page["id"]] = page["reference"]
-    return kinds
+    """The references of ``pages`` by kind for the sets scored by kind (the readability
+    pages: ``eval.pages.references_by_kind``), else nothing."""
+    return references_by_kind(list(pages)) if name == "readability" else {}
 
 
 def kinds_table(sets: Sequence[Mapping[str, Any]]) -> str:

@@ -89,6 +89,15 @@ def readability_kind(page: dict) -> str:
     return READABILITY_KINDS[is_readability_fixture(page)]
 
 
+def references_by_kind(pages: list[dict]) -> dict[str, dict[str, str]]:
+    """The references of readability ``pages`` (by id) under each of ``READABILITY_KINDS``, in
+    that order (a kind none of them is: empty)."""
+    kinds: dict[str, dict[str, str]] = {kind: {} for kind in READABILITY_KINDS}
+    for page in pages:
+        kinds[readability_kind(page)][page["id"]] = page["reference"]
+    return kinds
+
+
 def calibration_pages() -> list[dict]:
     """The dev pages the default model's decoding is calibrated on (``CALIBRATION_SOURCE``)."""
     return [p for p in load_pages("dev")

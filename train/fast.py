@@ -293,7 +293,7 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
     .readability_kind``), and each page's decisions (``labels``: one character per block,
     ``1`` main), from which ``bench.quality`` rebuilds and scores their texts."""
     from pulpie_rt.eval.metrics import score_pages
-    from pulpie_rt.eval.pages import READABILITY_KINDS, readability_kind
+    from pulpie_rt.eval.pages import references_by_kind
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     jobs = ((p, scores[p["id"]], (threshold,), keep_hidden, drop_noscript, expected_f1)
@@ -307,8 +307,7 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
         return {"pages": result["pages"],
                 **{k: round(result[k], 4) for k in ("precision", "recall", "f1")}}
 
-    kinds = {kind: {p["id"]: p["reference"] for p in pages if readability_kind(p) == kind}
-             for kind in READABILITY_KINDS}
+    kinds = references_by_kind(pages)
     return {**scored({p["id"]: p["reference"] for p in pages}), "folds": folds,
             "kinds": {kind: scored(references) for kind, references in kinds.items()
                       if references},
