@@ -4,7 +4,8 @@ threshold that the training command chose on the train pages.
 
     python -m pulpie_rt.bench.thresholds [--model M] [--profile fast]
                                          [--sets groundtruth readability l3s-gn1 dragnet|all]
-                                         [--thresholds -1 -0.5 0 0.5 1 1.5 2] [--out PATH]
+                                         [--thresholds -1 -0.5 0 0.5 1 1.5 2]
+                                         [--container-prior SHARE/SHIFT] [--out PATH]
 
 Each threshold runs the runtime itself: a copy of the bundle (its files linked) whose
 profile's ``decoding.main_margin`` is that threshold, through ``Extractor(...).extract_batch``
@@ -49,24 +50,28 @@ def linked_copy(bundle: Path, folder: Path, edit: Callable[[dict], None]) -> Pat
     return folder
 
 
-def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path) -> Path:
+def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path,
+              container_prior: dict | None = None) -> Path:
     """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
-    ``threshold``."""
+    ``threshold`` (and with ``container_prior``, ``{"share": …, "shift": …}``, when given)."""
     def set_threshold(manifest: dict) -> None:
         manifest["profiles"][profile]["decoding"]["main_margin"] = threshold
+        if container_prior is not None:
+            manifest["profiles"][profile]["decoding"]["container_prior"] = container_prior
 
     return linked_copy(bundle, folder, set_threshold)
 
 
-def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...]
-          ) -> dict[str, float]:
+def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...],
+          container_prior: dict | None = None) -> dict[str, float]:
     """Mean word F1 over ``pages`` of ``bundle``'s ``profile`` at each threshold (keys
-    ``"+0.25"`` …)."""
+    ``"+0.25"`` …), with ``container_prior`` in its decoding when given."""
     references = {p["id"]: p["reference"] for p in pages}
     f1 = {}
     with tempfile.TemporaryDirectory() as scratch:
         for index, threshold in enumerate(thresholds):
-            copy = bundle_at(bundle, profile, threshold, Path(scratch) / str(index))
+            copy = bundle_at(bundle, profile, threshold, Path(scratch) / str(index),
+                             container_prior)
             texts = run_ours(pages, str(copy), profile=profile)["texts"]
             f1[f"{threshold:+.2f}"] = round(score_pages(texts, references)["f1"], 4)
     return f1
@@ -84,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="*", default=["all"], metavar="SET",
                         help=f"page sets: {', '.join(PAGE_SETS)}, all (default all)")
     parser.add_argument("--thresholds", nargs="*", type=float, default=list(DEFAULT_THRESHOLDS))
+    parser.add_argument("--container-prior", default=None, metavar="SHARE/SHIFT",
+                        help="decode with this container prior (manifest decoding"
+                             ".container_prior, e.g. 0.6/1) at every threshold")
     parser.add_argument("--limit", type=int, default=None, help="at most N pages per set")
     parser.add_argument("--out", default=None,
                         help="JSON result: a .json file, or a folder (default: none written)")
@@ -92,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     if bundle.uses_transformer or not bundle.has_rescorer or not bundle.profiles:
         raise SystemExit(f"thresholds: profile {args.profile!r} of {bundle.path} is not a "
                          "rescorer-only profile")
+    prior = None
+    if args.container_prior:
+        share, _, shift = args.container_prior.partition("/")
+        prior = {"share": float(share), "shift": float(shift)}
     thresholds = tuple(sorted(set(args.thresholds) | {float(bundle.main_margin)}))
     shipped = f"{bundle.main_margin:+.2f}"
     quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
@@ -99,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for name in page_sets(quality_args):
         pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
-        f1 = sweep(Path(bundle.path), args.profile, pages, thresholds)
+        f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior)
         best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
         results[name] = {"pages": len(pages), "f1": f1, "best": best}
         print(f"thresholds: {name}: {len(pages)} pages, best {best} ({f1[best]:.4f}), "
@@ -110,12 +122,14 @@ def main(argv: list[str] | None = None) -> int:
             for t in (f"{x:+.2f}" for x in thresholds)]
     rows.append(["best", *(r["best"] for r in results.values())])
     print(format_table(header, rows))
-    print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped); "
-          f"{os.cpu_count()} CPUs")
+    with_prior = f", container prior {args.container_prior}" if prior else ""
+    print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped)"
+          f"{with_prior}; {os.cpu_count()} CPUs")
     if args.out:
         path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
                                            "model": str(bundle.path), "profile": args.profile,
-                                           "shipped": shipped, "sets": results}, args.out)
+                                           "shipped": shipped, "container_prior": prior,
+                                           "sets": results}, args.out)
         print(f"wrote {path}")
     return 0
 

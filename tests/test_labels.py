@@ -6,6 +6,7 @@ what ``runtime.flow.pages`` and the C library both run) against its specificatio
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -148,3 +149,77 @@ def test_sep_quirks_as_reference():
     assert labels == {"1": "other", "2": "other", "3": "main"}
     assert list(labels) == ["1", "2", "3"]
     assert argmax_labels(np.array([[0.5, 0.5], [0.1, 0.2]])) == [0, 1]  # ties: first
+
+
+def _container_rows(words: list[float], chains: list[list[int]]) -> np.ndarray:
+    """Block features of layout blocks-v3's width holding only what the container prior
+    reads: the words column and each block's ancestor ids (nearest first)."""
+    rows = np.zeros((len(words), 207), np.float32)
+    rows[:, 2] = words
+    rows[:, 199:207] = -1.0
+    for i, chain in enumerate(chains):
+        rows[i, 199:199 + len(chain)] = chain
+    return rows
+
+
+def test_container_prior_lowers_the_blocks_outside_the_dominant_container():
+    # an article body (container 10: three paragraphs) and, beside it in the page (container
+    # 1), a gallery of captions that score like prose (container 20)
+    rows = _container_rows([120, 80, 100, 40, 40, 40],
+                           [[10, 1], [10, 1], [10, 1], [20, 1], [20, 1], [20, 1]])
+    scores = np.array([3.0, 2.5, 3.0, 1.0, 1.25, 0.75], np.float32)
+    plain = native.decide_blocks(6, [list(range(6))], [scores], True, 0.0, True,
+                                 features=rows, expected_f1=True)
+    assert plain == [1, 1, 1, 1, 1, 1]
+    # the body holds about 76% of the expected main words: at share 0.75 it is the dominant
+    # container and the captions fall by 2; at share 0.9 only the page (1) holds that much
+    for share, want in ((0.75, [1, 1, 1, 0, 0, 0]), (0.9, plain)):
+        got = native.decide_blocks(6, [list(range(6))], [scores], True, 0.0, True,
+                                   features=rows, expected_f1=True,
+                                   container_prior=(share, 2.0))
+        assert got == want, share
+    shifted = labels_spec.container_prior(scores, rows, 0.75, 2.0)
+    assert shifted.tolist() == [3.0, 2.5, 3.0, -1.0, -0.75, -1.25]
+    # no expected main word, or no container: the scores as they are
+    assert labels_spec.container_prior(scores, _container_rows([0] * 6, [[1]] * 6), 0.5,
+                                       2.0).tolist() == scores.tolist()
+    assert labels_spec.container_prior(scores, _container_rows([5] * 6, [[]] * 6), 0.5,
+                                       2.0).tolist() == scores.tolist()
+
+
+def test_container_prior_decodes_as_the_specification():
+    rng = np.random.default_rng(11)
+    for case in range(300):
+        n = int(rng.integers(0, 40))
+        scores = rng.normal(0.5, 2.5, n).astype(np.float32)
+        scores[rng.random(n) < 0.1] = np.nan
+        words = rng.integers(0, 300, n).astype(np.float32)
+        words[rng.random(n) < 0.2] = 0
+        # a random tree: each block's chain climbs from one of 12 leaves' parents
+        parent = {c: int(rng.integers(0, c)) if c else -1 for c in range(12)}
+        chains = []
+        for _ in range(n):
+            chain, c = [], int(rng.integers(0, 12))
+            while c >= 0 and len(chain) < 8:
+                chain.append(c)
+                c = parent[c]
+            chains.append(chain[: int(rng.integers(0, len(chain) + 1))])
+        rows = _container_rows(words.tolist(), chains)
+        share, shift = float(rng.choice([0.5, 0.75, 0.9])), float(rng.choice([0.5, 1.0, 4.0]))
+        threshold = float(rng.choice([-1.0, 0.0, 0.5]))
+        shifted = labels_spec.container_prior(scores, rows, share, shift)
+        want = labels_spec.keep_best_block(
+            labels_spec.expected_f1_labels(shifted, words, threshold), shifted)
+        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, True,
+                                   features=rows, expected_f1=True,
+                                   container_prior=(share, shift))
+        assert got == want, (case, scores.tolist(), chains, share, shift)
+
+
+def test_container_prior_needs_the_container_columns():
+    message = ("decoding.container_prior needs the block features' container columns "
+               "(layout blocks-v3 or blocks-v4)")
+    rows = np.zeros((2, 5), np.float32)
+    with pytest.raises(native.DecodeError, match=re.escape(message)):
+        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
+                             True, features=rows, expected_f1=True, container_prior=(0.5, 1.0))

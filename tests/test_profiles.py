@@ -453,3 +453,35 @@ def test_a_segmentation_setting_must_be_a_boolean_of_a_profile(tmp_path, key, ba
     manifest[key] = False  # what readers without profiles do anyway
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert getattr(load_bundle(path, "accurate"), key) is False and getattr(load_bundle(path), key)
+
+
+def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev_pages):
+    """The default model's fast profile with a container prior in its decoding: the engine
+    lowers the log-odds outside each page's dominant container (``labels_spec
+    .container_prior``) before the expected-F1 selection, and the prior changes pages."""
+    from spec import labels_spec
+
+    from pulpie_rt.runtime.flow.extractor import Extractor
+
+    shipped = json.loads((default_model_copy(tmp_path / "shipped") / "manifest.json")
+                         .read_text())["profiles"]["fast"]["decoding"]
+    decoding = {**shipped, "container_prior": {"share": 0.6, "shift": 1.0}}
+    bundle = default_model_copy(tmp_path / "prior", decoding=decoding)
+    fast = load_bundle(bundle, "fast")
+    assert fast.container_prior == (0.6, 1.0)
+    preparer = Preparer.from_bundle(fast)
+    spec = context_spec.SpecContextRescorer(bundle / "rescorer-fast.onnx",
+                                            bundle / "rescorer-fast-first.onnx")
+    with_prior, without = Extractor(bundle, profile="fast"), Extractor(profile="fast")
+    changed = 0
+    for page in dev_pages[::12]:
+        prepared = preparer.prepare(page["html"])
+        scores = labels_spec.container_prior(spec.log_odds(prepared.features),
+                                             prepared.features, 0.6, 1.0)
+        want = labels_spec.keep_best_block(labels_spec.expected_f1_labels(
+            scores, prepared.features[:, 2], decoding["main_margin"]), scores)
+        got = with_prior.extract(page["html"]).labels
+        assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
+            page["id"]
+        changed += got != without.extract(page["html"]).labels
+    assert changed >= 3

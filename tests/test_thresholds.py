@@ -64,3 +64,23 @@ def test_a_profile_with_the_transformer_is_refused():
     with pytest.raises(SystemExit, match="^thresholds: profile 'accurate' of .* is not a "
                                          "rescorer-only profile$"):
         main(["--profile", "accurate", "--sets", "groundtruth", "--limit", "1"])
+
+
+def test_a_container_prior_is_decoded_by_the_runtime(capsys, tmp_path):
+    """``--container-prior``: each threshold's copy decodes with it (the engine's
+    ``decoding.container_prior``), its F1 that of the Extractor over such a copy, and the
+    result names it."""
+    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy",
+                     {"share": 0.6, "shift": 1.0})
+    assert load_bundle(copy, "fast").container_prior == (0.6, 1.0)
+    pages = groundtruth_pages(limit=12)
+    outputs = Extractor(str(copy), profile="fast").extract_batch([p["html"] for p in pages])
+    direct = score_pages({p["id"]: r.text for p, r in zip(pages, outputs, strict=True)},
+                         {p["id"]: p["reference"] for p in pages})["f1"]
+    out = tmp_path / "prior.json"
+    assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
+                 "--container-prior", "0.6/1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["container_prior"] == {"share": 0.6, "shift": 1.0}
+    assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
+    assert "container prior 0.6/1;" in capsys.readouterr().out

@@ -86,6 +86,16 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
         "ensemble's probability, its words counted; a short block beside a sure\n  main text "
         "needs good odds, a page of unsure blocks keeps more), the log-odds shifted by"
         if fast["decoding"].get("selection") == "expected_f1" else "Threshold on its log-odds:")
+    prior = fast["decoding"].get("container_prior")
+    prior_f1 = fast.get("container_prior_f1") or {}
+    prior_text = f"""
+  Before that selection, the blocks outside the page's dominant container (the container of
+  fewest blocks holding {prior['share']:g} of the page's expected main words) have their
+  log-odds lowered by {prior['shift']:g} (manifest `decoding.container_prior`), so that a page
+  whose story sits in one article body keeps less of the galleries, feeds and teaser lists
+  beside it, which score like prose; chosen on the train pages out of fold at that threshold
+  ({prior_f1.get(f"{prior['share']:g}/{prior['shift']:g}", 0):.4f} against
+  {prior_f1.get('none', 0):.4f} without it, {len(prior_f1)} settings tried).""" if prior else ""
     hidden_text = """
 - The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`): it
   segments pages without the reference segmentation's removal of elements styled
@@ -127,7 +137,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
   dev page is used to {"calibrate it, and the only dev pages trained on are the readability "
-  "pages" if folds else "train or calibrate it"}.{hidden_text}{noscript_text}"""
+  "pages" if folds else "train or calibrate it"}.{prior_text}{hidden_text}{noscript_text}"""
     # the saved articles and the test cases apart (eval.pages.readability_kind)
     kinds_text = "".join(f"; {s['pages']} {kind}: F1 {s['f1']:.4f}"
                          for kind, s in (folds or {}).get("kinds", {}).items())

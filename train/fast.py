@@ -84,6 +84,10 @@ WORDS_COLUMN = FEATURE_NAMES_V2.index("words")
 # the corpus holding the readability pages that Recipe.fast_fold_readability trains on in folds
 READABILITY_CORPUS = "dev"
 THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
+# the container priors tried (Recipe.fast_container_prior): shares of the page's expected main
+# words the dominant container must hold, and the shifts of the log-odds outside it
+PRIOR_SHARES = (0.5, 0.6, 0.75, 0.9)
+PRIOR_SHIFTS = (0.5, 1.0, 2.0)
 # readability pages whose references share this much of their vocabulary (Jaccard of word
 # sets) are copies of one text (the lorem-ipsum fixtures, lazy-image-1 to 3): one fold holds
 # them all, as it holds every fixture of one site (FIXTURE_SITE_RE: wikipedia, wikipedia-2 ...)
@@ -186,9 +190,11 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 
 
 def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
-    """One page's decisions and main-content text at every threshold (the runtime's decoding
+    """One page's decisions and main-content text under each of the job's decodings, a
+    threshold or a ``(threshold, container_prior)`` pair (the runtime's decoding
     of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
-    every block, with ``keep_best_block``), the page segmented with the job's ``keep_hidden``
+    every block, with ``keep_best_block``; ``container_prior`` ``(share, shift)`` or None),
+    the page segmented with the job's ``keep_hidden``
     and ``drop_noscript``, its blocks selected by expected F1 when the job's ``expected_f1``
     says so (then the threshold is the shift of the log-odds). The decisions are one
     character per block, ``1`` main, ``0`` not; a page that fails is ``("", "")``, scored as
@@ -201,18 +207,23 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     from pulpie_rt.runtime.stages.reconstruct import extract_main_html
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    page, scores, thresholds, keep_hidden, drop_noscript, expected_f1 = job
+    page, scores, decodings, keep_hidden, drop_noscript, expected_f1 = job
+    decodings = [d if isinstance(d, tuple) else (d, None) for d in decodings]
     simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden,
                                     drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
-    features = block_features(map_html, item_ids) if expected_f1 else None
+    # the container prior reads the container columns (the rescorer's layout, blocks-v3)
+    prior = any(p is not None for _, p in decodings)
+    features = (block_features(map_html, item_ids, CONTEXTS[CONTEXT_VERSION]) if prior
+                else block_features(map_html, item_ids) if expected_f1 else None)
     decoded = []
-    for threshold in thresholds:
+    for threshold, container_prior in decodings:
         try:
             predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
                                                [scores], True, threshold, True,
-                                               features=features, expected_f1=expected_f1)
+                                               features=features, expected_f1=expected_f1,
+                                               container_prior=container_prior)
             text = to_text(extract_main_html(map_html,
                                              labels_from_predictions(item_ids, predictions)))
             decoded.append(("".join("1" if p else "0" for p in predictions), text))
@@ -286,9 +297,11 @@ def group_folds(groups: list[int], folds: int) -> list[int]:
 
 def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: float,
                        keep_hidden: bool, expected_f1: bool, drop_noscript: bool, folds: int,
-                       workers: int | None = None) -> dict:
+                       workers: int | None = None,
+                       container_prior: tuple[float, float] | None = None) -> dict:
     """Word P/R/F1 (means over pages) of ``scores``' pages of ``corpus`` decoded at
-    ``threshold`` as ``calibrate_threshold`` decodes them, the same by kind of readability page
+    ``threshold`` (and ``container_prior``) as ``calibrate_threshold`` decodes them, the same
+    by kind of readability page
     (``kinds``: the saved articles and the hand-written test cases, ``eval.pages
     .readability_kind``), and each page's decisions (``labels``: one character per block,
     ``1`` main), from which ``bench.quality`` rebuilds and scores their texts."""
@@ -296,8 +309,8 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
     from pulpie_rt.eval.pages import references_by_kind
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
-    jobs = ((p, scores[p["id"]], (threshold,), keep_hidden, drop_noscript, expected_f1)
-            for p in pages)
+    jobs = ((p, scores[p["id"]], ((threshold, container_prior),), keep_hidden, drop_noscript,
+             expected_f1) for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         decoded = {pid: d[0] for pid, d in pool.map(_decode_page, jobs, chunksize=4)}
     texts = {pid: text for pid, (_, text) in decoded.items()}
@@ -341,6 +354,38 @@ def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int
         if best is None or value > best[1] + 1e-12 or (
                 abs(value - best[1]) <= 1e-12 and abs(threshold) < abs(best[0])):
             best = (threshold, value)
+    assert best is not None
+    return best[0], f1
+
+
+def calibrate_container_prior(corpus: str, scores: dict[str, np.ndarray], threshold: float,
+                              keep_hidden: bool, expected_f1: bool, drop_noscript: bool,
+                              workers: int | None = None, log=print
+                              ) -> tuple[tuple[float, float] | None, dict[str, float]]:
+    """The container prior (``decode.rs``' ``container_prior``: ``(share, shift)`` of
+    ``PRIOR_SHARES`` x ``PRIOR_SHIFTS``, or None) with the best mean word F1 over the pages of
+    ``corpus`` in ``scores`` decoded at ``threshold`` (ties: None, then the grid's first), and
+    every F1 tried, keyed ``"none"`` or ``"share/shift"``."""
+    from pulpie_rt.eval.metrics import score_pages
+
+    priors: list[tuple[float, float] | None] = [None] + [
+        (share, shift) for share in PRIOR_SHARES for shift in PRIOR_SHIFTS]
+    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
+    references = {p["id"]: p["reference"] for p in pages}
+    jobs = ((p, scores[p["id"]], tuple((threshold, prior) for prior in priors), keep_hidden,
+             drop_noscript, expected_f1) for p in pages)
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    f1: dict[str, float] = {}
+    best: tuple[tuple[float, float] | None, float] | None = None
+    for index, prior in enumerate(priors):
+        value = score_pages({pid: t[index] for pid, t in texts.items()}, references)["f1"]
+        key = "none" if prior is None else f"{prior[0]:g}/{prior[1]:g}"
+        f1[key] = round(value, 4)
+        log(f"fast rescorer: container prior {key} (share/shift) -> word F1 {value:.4f} on "
+            f"{len(pages)} {corpus} pages (out of fold, threshold {threshold:+.2f})")
+        if best is None or value > best[1] + 1e-12:
+            best = (prior, value)
     assert best is not None
     return best[0], f1
 
@@ -421,11 +466,19 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         log=log, keep_hidden=keep_hidden, expected_f1=expected_f1, drop_noscript=drop_noscript)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
+    container_prior, prior_f1 = None, None
+    if recipe.fast_container_prior:
+        container_prior, prior_f1 = calibrate_container_prior(
+            corpus, {pid: oof[pid] for pid in calibrated}, threshold, keep_hidden, expected_f1,
+            drop_noscript, log=log)
+        chosen = ("none" if container_prior is None
+                  else f"{container_prior[0]:g}/{container_prior[1]:g}")
+        log(f"fast rescorer: container prior {chosen} (share/shift)")
     folds_scores = None
     if folded:
         folds_scores = out_of_fold_scores(READABILITY_CORPUS, {pid: oof[pid] for pid in folded},
                                           threshold, keep_hidden, expected_f1, drop_noscript,
-                                          recipe.fast_folds)
+                                          recipe.fast_folds, container_prior=container_prior)
         log(f"fast rescorer: {len(folded)} {CALIBRATION_SOURCE} pages in {recipe.fast_folds} "
             f"folds (each scored by the stages that never saw it, at the threshold above): word "
             f"P {folds_scores['precision']:.4f} R {folds_scores['recall']:.4f} "
@@ -438,7 +491,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                      "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold,
-                     **({"selection": "expected_f1"} if expected_f1 else {})},
+                     **({"selection": "expected_f1"} if expected_f1 else {}),
+                     **({"container_prior": {"share": container_prior[0],
+                                             "shift": container_prior[1]}}
+                        if container_prior else {})},
         "keep_hidden": keep_hidden,
         "drop_noscript": drop_noscript,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
@@ -446,5 +502,6 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         "onnx_bytes": {name: (bundle / name).stat().st_size
                        for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
         "onnx_check": checks, "calibration_f1": f1,
+        **({"container_prior_f1": prior_f1} if prior_f1 else {}),
         **({"readability_folds": folds_scores} if folds_scores else {}),
     }

@@ -234,6 +234,16 @@ class Recipe:
     # ground-truth pages 0.834 -> 0.841; readability articles (bench.quality --articles)
     # 0.910 with either
     fast_selection: str = "expected_f1"
+    # the fast profile's container prior (manifest decoding.container_prior, engine/decode.rs
+    # container_prior): the blocks outside the page's dominant container (the smallest holding
+    # a share of its expected main words) lowered on the log-odds before the selection; the
+    # share and shift are chosen on the train pages out of fold at the chosen threshold
+    # (train.fast.calibrate_container_prior; None wins ties). Off: the train pages choose
+    # 0.9/2 on seeds 0, 1, 2 (out of fold 0.8700 -> 0.8712), which moves the dev ground truth
+    # 0.8594 -> 0.8614, readability 0.9250 -> 0.9255, L3S-GN1 0.8977 -> 0.8981, Dragnet
+    # 0.8288 -> 0.8292: less than the seed spread (docs/models-and-quality.md, "A container
+    # prior"; bench/results/thresholds-20261204-container-prior-*)
+    fast_container_prior: bool = False
     # the profile used when none is asked (manifest default_profile): fast, which beats
     # trafilatura on the dev ground-truth pages on both axes (word F1 0.860 against 0.829 at
     # 2.8x its pages per CPU-second, make quality) and on the articles (0.9272 against

@@ -16,7 +16,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "max_tokens": 8192,
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float,
-                   "selection": "threshold"|"expected_f1"},   (optional)
+                   "selection": "threshold"|"expected_f1",
+                   "container_prior": {"share": float, "shift": float}},   (optional)
       "rescorer": {"file": "rescorer.onnx",
                    "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4",
                    "margin_weight": float,
@@ -42,6 +43,12 @@ take the argmax at each SEP); the embedded default model uses it:
   ``main_margin``, the blocks whose selection maximises the page's expected word F1, block
   ``i`` being main with probability ``sigmoid(score_i - main_margin)`` and weighing its words
   (``core/src/engine/decode.rs``' ``expected_f1_labels``; needs the block features).
+- ``container_prior`` (absent: none): before the selection, the scores of the blocks outside
+  the page's dominant container (the container of fewest blocks holding ``share`` of the
+  page's expected main words, each block main with probability ``sigmoid(score)``) are lowered
+  by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3`` or
+  ``blocks-v4``, whose container columns name each block's ancestors). The compiled core
+  checks it when it opens the bundle.
 
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
@@ -162,6 +169,12 @@ class Bundle:
     def expected_f1(self) -> bool:
         """Whether ``decoding.selection`` is ``expected_f1`` (absent: ``threshold``)."""
         return (self.manifest.get("decoding") or {}).get("selection") == "expected_f1"
+
+    @property
+    def container_prior(self) -> tuple[float, float] | None:
+        """``decoding.container_prior`` as ``(share, shift)`` (absent: None)."""
+        prior = (self.manifest.get("decoding") or {}).get("container_prior")
+        return None if prior is None else (float(prior["share"]), float(prior["shift"]))
 
     @property
     def has_rescorer(self) -> bool:

@@ -17,6 +17,7 @@ to them (see ``runtime.model.bundle``); ``decide_blocks`` is their composition.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +26,12 @@ from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
 
 __all__ = ["argmax_labels", "block_predictions", "sep_margins",
            "margin_labels", "block_margins", "keep_best_block", "labels_from_predictions",
-           "predictions_of_page", "decide_blocks"]
+           "predictions_of_page", "decide_blocks", "expected_f1_labels", "container_prior"]
+
+# the block features' columns read here (layouts blocks-v3 and blocks-v4): the words, and each
+# block's first 8 ancestors (container ids, -1 where the chain is shorter)
+WORDS = 2
+CONTAINERS = slice(199, 207)
 
 
 def argmax_labels(sep_logits: np.ndarray) -> list[int]:
@@ -100,6 +106,35 @@ def expected_f1_labels(scores: np.ndarray, words: np.ndarray, threshold: float) 
     for k, i in enumerate(ranked):
         labels[i] = int(k < best_k)
     return labels
+
+
+def container_prior(scores: np.ndarray, features: np.ndarray, share: float,
+                    shift: float) -> np.ndarray:
+    """``scores`` (float32, NaN: none) lowered by ``shift`` outside the page's dominant
+    container: block ``i`` is main with probability ``sigmoid(scores[i])`` (NaN: 0) and holds
+    that share of its ``words``; each container (an id in the block's container columns)
+    holds the expected main words of the blocks under it; the dominant one has the fewest
+    blocks (then the lowest id) of those holding at least ``share`` of the page's. No
+    container qualifies, or the page expects no main word: the scores as they are."""
+    scores = np.asarray(scores, np.float32)
+    p = [0.0 if np.isnan(s) else 1.0 / (1.0 + math.exp(-float(s))) for s in scores]
+    mass = [p[i] * max(float(features[i, WORDS]), 0.0) for i in range(len(scores))]
+    total = sum(mass)
+    if total <= 0.0:
+        return scores
+    containers: dict[float, list] = {}  # id -> [expected main words, blocks]
+    for i in range(len(scores)):
+        for c in features[i, CONTAINERS]:
+            if c >= 0:
+                entry = containers.setdefault(float(c), [0.0, 0])
+                entry[0] += mass[i]
+                entry[1] += 1
+    candidates = [(n, c) for c, (words, n) in containers.items() if words >= share * total]
+    if not candidates:
+        return scores
+    dominant = min(candidates)[1]
+    inside = (features[:, CONTAINERS] == dominant).any(axis=1)
+    return np.where(inside, scores, scores - np.float32(shift)).astype(np.float32)
 
 
 def decide_blocks(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],

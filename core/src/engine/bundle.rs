@@ -5,6 +5,7 @@
 //! them, as `bundle.select_profile` reads it: its `decoding`, `rescorer`, `transformer`,
 //! `keep_hidden` and `drop_noscript` in place of the manifest's own.
 
+use super::decode::ContainerPrior;
 use crate::json::{self, Value};
 use std::path::{Path, PathBuf};
 
@@ -52,6 +53,8 @@ pub struct Manifest {
     pub main_margin: Option<f64>,
     /// `decoding.selection` is `"expected_f1"` (absent or `"threshold"`: by `main_margin`)
     pub expected_f1: bool,
+    /// `decoding.container_prior` (`decode::container_prior`; absent or null: none)
+    pub container_prior: Option<ContainerPrior>,
     pub rescorer: Option<RescorerSpec>,
     /// whether the transformer runs (false: a rescorer-only profile, no tokens or chunks)
     pub transformer: bool,
@@ -243,6 +246,23 @@ impl Manifest {
                 _ => return Err(bad("decoding.selection is not \"threshold\" or \"expected_f1\"")),
             },
         };
+        let container_prior = match decoding.and_then(|d| d.get("container_prior")) {
+            None | Some(Value::Null) => None,
+            Some(prior) => {
+                let number = |key: &str| prior.get(key).and_then(Value::as_f64);
+                match (number("share"), number("shift")) {
+                    (Some(share), Some(shift))
+                        if share > 0.0 && share <= 1.0 && shift.is_finite() && shift >= 0.0 =>
+                    {
+                        Some(ContainerPrior { share, shift })
+                    }
+                    _ => {
+                        return Err(bad("decoding.container_prior is not {\"share\": a number in (0, 1], \
+                                        \"shift\": a number >= 0}"))
+                    }
+                }
+            }
+        };
         let rescorer = if truthy(value.get("rescorer")) {
             let spec = value.get("rescorer").expect("truthy");
             let field = |name: &str| spec.get(name).ok_or_else(|| bad(&format!("no rescorer.{name}")));
@@ -264,6 +284,11 @@ impl Manifest {
         } else {
             None
         };
+        if container_prior.is_some()
+            && !rescorer.as_ref().is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4"))
+        {
+            return Err(bad("decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"));
+        }
         let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(Manifest {
             onnx_file: onnx_file.to_string(),
@@ -276,6 +301,7 @@ impl Manifest {
             keep_best_block,
             main_margin,
             expected_f1,
+            container_prior,
             rescorer,
             transformer: value.get("transformer").is_none_or(|v| truthy(Some(v))),
             keep_hidden: setting("keep_hidden"),
@@ -500,6 +526,30 @@ mod tests {
         assert_eq!((a.main_margin, a.keep_hidden, a.transformer), (Some(2.0), false, true));
         let b = Manifest::parse(&two, "m.json").unwrap();
         assert_eq!((b.main_margin, b.keep_hidden, b.profile.as_deref()), (Some(-1.0), true, Some("b")));
+    }
+
+    #[test]
+    fn the_container_prior_is_read_and_checked() {
+        let rescorer = r#""rescorer": {"file": "r.onnx", "features": "blocks-v3", "margin_weight": 0.0}"#;
+        let with = |prior: &str, features: &str| {
+            manifest_with(&format!(
+                r#", "decoding": {{"container_prior": {prior}}}, {}"#,
+                rescorer.replace("blocks-v3", features)
+            ))
+        };
+        let m = Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v3"), "m.json").unwrap();
+        assert_eq!(m.container_prior, Some(ContainerPrior { share: 0.6, shift: 1.0 }));
+        assert_eq!(Manifest::parse(&with("null", "blocks-v1"), "m.json").unwrap().container_prior, None);
+        let shape = "m.json: decoding.container_prior is not {\"share\": a number in (0, 1], \"shift\": a number >= 0}";
+        for bad in
+            [r#"{"share": 0.0, "shift": 1.0}"#, r#"{"share": 0.5, "shift": -1}"#, r#"{"share": 0.5}"#, "1"]
+        {
+            assert_eq!(Manifest::parse(&with(bad, "blocks-v3"), "m.json").err().unwrap(), shape, "{bad}");
+        }
+        assert_eq!(
+            Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v1"), "m.json").err().unwrap(),
+            "m.json: decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"
+        );
     }
 
     #[test]

@@ -22,6 +22,18 @@ pub struct Decoding {
     /// the bundle's `decoding.selection` is `expected_f1` (`expected_f1_labels`): needs the
     /// block features (their `words` column)
     pub expected_f1: bool,
+    /// the bundle's `decoding.container_prior` (`container_prior`): needs the block features'
+    /// container columns (layouts `blocks-v3`, `blocks-v4`)
+    pub container_prior: Option<ContainerPrior>,
+}
+
+/// `decoding.container_prior`: the blocks outside the page's dominant container (the
+/// smallest container holding `share` of the page's expected main words) have their scores
+/// lowered by `shift` before the selection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContainerPrior {
+    pub share: f64,
+    pub shift: f64,
 }
 
 /// The `words` column of both block feature layouts (`blocks-v1`, `blocks-v2`).
@@ -30,6 +42,10 @@ pub const WORDS_COLUMN: usize = 2;
 /// The message of a page decoded by expected F1 without block features.
 pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 needs the block features \
                             (their words), and the page has none";
+
+/// The message of a page decoded with a container prior without the container columns.
+pub const NO_CONTAINERS: &str = "rescore: ValueError: decoding.container_prior needs the block features' \
+                                 container columns (layout blocks-v3 or blocks-v4)";
 
 /// One chunk's outputs at its SEPs, in SEP order.
 #[derive(Clone, Copy, Debug)]
@@ -87,6 +103,10 @@ pub fn decide_blocks(
             *score = f32::NAN;
         }
     }
+    if let Some(prior) = decoding.container_prior {
+        let features = features.ok_or_else(|| NO_CONTAINERS.to_string())?;
+        container_prior(&mut scores, features, prior).ok_or_else(|| NO_CONTAINERS.to_string())?;
+    }
     let threshold = decoding.main_margin.unwrap_or(0.0);
     let predictions = if decoding.expected_f1 && n_blocks > 0 {
         let features = features.ok_or_else(|| NO_WORDS.to_string())?;
@@ -134,6 +154,68 @@ pub fn expected_f1_labels(scores: &[f32], words: &[f32], threshold: f64) -> Vec<
         labels[i] = usize::from(k < best_k);
     }
     labels
+}
+
+/// `labels.container_prior`: `scores` (one per block; NaN: none) lowered by `prior.shift`
+/// outside the page's dominant container. Each block is main with probability
+/// `p_i = sigmoid(score_i)` (0 for NaN) and its expected main words are `p_i × words_i`; a
+/// container (an ancestor id of the block features' container columns, which hold each
+/// block's first `N_CONTAINERS` ancestors) holds the expected main words of the blocks under
+/// it. The dominant container is the one of fewest blocks (then lowest id) holding at least
+/// `prior.share` of the page's; with none (or no expected main words) the scores stay. A page
+/// whose main content sits in one article body then keeps less of the teasers, galleries and
+/// feeds around it, which score like prose. None when `features` (`scores.len()` rows) are
+/// not rows of a layout with container columns.
+pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
+    use crate::features::{
+        context::N_FEATURES_V2, context::N_FEATURES_V3, context::N_FEATURES_V4, N_CONTAINERS,
+    };
+    let n = scores.len();
+    if n == 0 {
+        return Some(());
+    }
+    let width = features.len() / n;
+    if !features.len().is_multiple_of(n) || !(width == N_FEATURES_V3 || width == N_FEATURES_V4) {
+        return None;
+    }
+    let row = |i: usize| &features[i * width..(i + 1) * width];
+    let mass: Vec<f64> = (0..n)
+        .map(|i| {
+            let s = scores[i];
+            let p = if s.is_nan() { 0.0 } else { 1.0 / (1.0 + (-(s as f64)).exp()) };
+            p * (row(i)[WORDS_COLUMN] as f64).max(0.0)
+        })
+        .collect();
+    let total: f64 = mass.iter().sum();
+    if total <= 0.0 {
+        return Some(());
+    }
+    // container id (its float's bits) -> (expected main words, blocks under it)
+    let mut containers: std::collections::HashMap<u32, (f64, usize)> = Default::default();
+    for (i, &block_mass) in mass.iter().enumerate() {
+        for &id in &row(i)[N_FEATURES_V2..N_FEATURES_V2 + N_CONTAINERS] {
+            if id >= 0.0 {
+                let entry = containers.entry(id.to_bits()).or_insert((0.0, 0));
+                entry.0 += block_mass;
+                entry.1 += 1;
+            }
+        }
+    }
+    let dominant = containers
+        .iter()
+        .filter(|(_, &(words, _))| words >= prior.share * total)
+        .min_by(|(a, &(_, na)), (b, &(_, nb))| {
+            na.cmp(&nb).then(f32::from_bits(**a).total_cmp(&f32::from_bits(**b)))
+        })
+        .map(|(&id, _)| f32::from_bits(id));
+    let Some(dominant) = dominant else { return Some(()) };
+    let shift = prior.shift as f32;
+    for (i, score) in scores.iter_mut().enumerate() {
+        if !row(i)[N_FEATURES_V2..N_FEATURES_V2 + N_CONTAINERS].contains(&dominant) {
+            *score -= shift;
+        }
+    }
+    Some(())
 }
 
 /// `labels.argmax_labels` of one chunk's `[n_sep × labels]` logits (first maximum on ties).
@@ -265,6 +347,28 @@ mod tests {
         );
         assert_eq!(expected_f1_labels(&[4.0, 1.0], &[10.0, 0.0], 2.0), vec![1, 0]);
         assert_eq!(expected_f1_labels(&[], &[], 0.0), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn container_prior_shifts_the_blocks_outside_the_dominant_container() {
+        use crate::features::context::{N_FEATURES_V2, N_FEATURES_V3};
+        // blocks 0 and 1 under container 7 (most of the expected words), block 2 under 9
+        let mut rows = vec![-1.0f32; 3 * N_FEATURES_V3];
+        for (i, (words, id)) in [(100.0, 7.0), (100.0, 7.0), (20.0, 9.0)].into_iter().enumerate() {
+            rows[i * N_FEATURES_V3 + WORDS_COLUMN] = words;
+            rows[i * N_FEATURES_V3 + N_FEATURES_V2] = id;
+        }
+        let prior = ContainerPrior { share: 0.75, shift: 1.5 };
+        let mut scores = [2.0f32, f32::NAN, 2.0];
+        assert_eq!(container_prior(&mut scores, &rows, prior), Some(()));
+        assert_eq!((scores[0], scores[2]), (2.0, 0.5));
+        assert!(scores[1].is_nan());
+        // with block 1 NaN, 7 holds about 83% of the expected main words: below 0.9, untouched
+        let mut scores = [2.0f32, f32::NAN, 2.0];
+        container_prior(&mut scores, &rows, ContainerPrior { share: 0.9, shift: 1.5 }).unwrap();
+        assert_eq!((scores[0], scores[2]), (2.0, 2.0));
+        // rows without container columns
+        assert_eq!(container_prior(&mut [1.0, 1.0], &[0.0; 10], prior), None);
     }
 
     #[test]

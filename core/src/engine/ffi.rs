@@ -7,7 +7,7 @@
 //! `pulpie_rt_context_features` / `pulpie_rt_stage_features` are `rescore.py`'s columns of
 //! blocks in context (`features::context`), for that flow and the training.
 
-use super::decode::{decide_blocks, Decoding, SepOutputs};
+use super::decode::{decide_blocks, ContainerPrior, Decoding, SepOutputs};
 use crate::features::context;
 use crate::ort::ffi::{guarded, slice, OrtMessage};
 use crate::ort::{BlockRescorer, OrtError};
@@ -22,8 +22,8 @@ pub const OUTPUTS_MARGINS: u32 = 1;
 /// (`n_blocks` predictions).
 ///
 /// - `rescorer`: a handle from `pulpie_rt_ort_rescorer_open`, or null;
-/// - `margins`, `has_threshold`/`threshold`, `keep_best`, `expected_f1`: the bundle's decoding
-///   (`Decoding`);
+/// - `margins`, `has_threshold`/`threshold`, `keep_best`, `expected_f1`,
+///   `has_prior`/`prior_share`/`prior_shift`: the bundle's decoding (`Decoding`);
 /// - the page's chunks: chunk `c` holds the blocks `block_indices[block_ends[c-1]..block_ends[c]]`
 ///   and the SEP outputs `values[value_ends[c-1]..value_ends[c]]` (`kind`: `OUTPUTS_LOGITS`,
 ///   `labels` values per SEP, or `OUTPUTS_MARGINS`);
@@ -42,6 +42,9 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
     threshold: f64,
     keep_best: u32,
     expected_f1: u32,
+    has_prior: u32,
+    prior_share: f64,
+    prior_shift: f64,
     n_blocks: usize,
     block_indices: *const u64,
     block_ends: *const u64,
@@ -89,6 +92,8 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
             main_margin: (has_threshold != 0).then_some(threshold),
             keep_best_block: keep_best != 0,
             expected_f1: expected_f1 != 0,
+            container_prior: (has_prior != 0)
+                .then_some(ContainerPrior { share: prior_share, shift: prior_shift }),
         };
         let features = (!features.is_null()).then(|| slice(features, n_blocks * n_features));
         decide_blocks(n_blocks, &chunk_blocks, &outputs, &decoding, rescorer.as_ref(), features, n_classified)

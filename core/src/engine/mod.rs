@@ -557,10 +557,15 @@ impl Engine {
     fn decoding(&self) -> decode::Decoding {
         let m = &self.manifest;
         decode::Decoding {
-            margins: m.keep_best_block || m.main_margin.is_some() || self.rescorer.is_some() || m.expected_f1,
+            margins: m.keep_best_block
+                || m.main_margin.is_some()
+                || self.rescorer.is_some()
+                || m.expected_f1
+                || m.container_prior.is_some(),
             main_margin: m.main_margin,
             keep_best_block: m.keep_best_block,
             expected_f1: m.expected_f1,
+            container_prior: m.container_prior,
         }
     }
 
