@@ -113,14 +113,22 @@ def test_default_model_decodes_dev_pages_as_the_specification(default_extractor)
     assert blocks > 2000 and 0 < mains < blocks
 
 
+def _random_page(rng: np.random.Generator, mean_score: float) -> tuple[int, np.ndarray,
+                                                                       np.ndarray]:
+    """A page of up to 39 blocks: float32 scores around ``mean_score`` (a tenth NaN) and
+    word counts (a fifth 0)."""
+    n = int(rng.integers(0, 40))
+    scores = rng.normal(mean_score, 2.5, n).astype(np.float32)
+    scores[rng.random(n) < 0.1] = np.nan
+    words = rng.integers(0, 300, n).astype(np.float32)
+    words[rng.random(n) < 0.2] = 0
+    return n, scores, words
+
+
 def test_expected_f1_selection_decodes_as_the_specification():
     rng = np.random.default_rng(7)
     for case in range(300):
-        n = int(rng.integers(0, 40))
-        scores = rng.normal(0.0, 2.5, n).astype(np.float32)
-        scores[rng.random(n) < 0.1] = np.nan
-        words = rng.integers(0, 300, n).astype(np.float32)
-        words[rng.random(n) < 0.2] = 0
+        n, scores, words = _random_page(rng, 0.0)
         features = np.zeros((n, 5), np.float32)
         features[:, 2] = words  # the words column
         threshold = float(rng.choice([-1.0, 0.0, 0.5]))
@@ -190,11 +198,7 @@ def test_container_prior_lowers_the_blocks_outside_the_dominant_container():
 def test_container_prior_decodes_as_the_specification():
     rng = np.random.default_rng(11)
     for case in range(300):
-        n = int(rng.integers(0, 40))
-        scores = rng.normal(0.5, 2.5, n).astype(np.float32)
-        scores[rng.random(n) < 0.1] = np.nan
-        words = rng.integers(0, 300, n).astype(np.float32)
-        words[rng.random(n) < 0.2] = 0
+        n, scores, words = _random_page(rng, 0.5)
         # a random tree: each block's chain climbs from one of 12 leaves' parents
         parent = {c: int(rng.integers(0, c)) if c else -1 for c in range(12)}
         chains = []

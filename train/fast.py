@@ -190,8 +190,8 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 
 
 def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
-    """One page's decisions and main-content text under each of the job's decodings, a
-    threshold or a ``(threshold, container_prior)`` pair (the runtime's decoding
+    """One page's decisions and main-content text under each of the job's decodings,
+    ``(threshold, container_prior)`` pairs (the runtime's decoding
     of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
     every block, with ``keep_best_block``; ``container_prior`` ``(share, shift)`` or None),
     the page segmented with the job's ``keep_hidden``
@@ -208,7 +208,6 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     from pulpie_rt.runtime.stages.simplify import simplify
 
     page, scores, decodings, keep_hidden, drop_noscript, expected_f1 = job
-    decodings = [d if isinstance(d, tuple) else (d, None) for d in decodings]
     simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden,
                                     drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
@@ -327,6 +326,24 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
             "labels": {pid: labels for pid, (labels, _) in decoded.items()}}
 
 
+def decodings_f1(corpus: str, scores: dict[str, np.ndarray],
+                 decodings: list[tuple[float, tuple[float, float] | None]], keep_hidden: bool,
+                 expected_f1: bool, drop_noscript: bool, workers: int | None = None
+                 ) -> tuple[int, list[float]]:
+    """The number of pages of ``corpus`` in ``scores`` and their mean word F1 under each of
+    ``decodings`` (``(threshold, container_prior)`` pairs, ``_decode_page``'s)."""
+    from pulpie_rt.eval.metrics import score_pages
+
+    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
+    references = {p["id"]: p["reference"] for p in pages}
+    jobs = ((p, scores[p["id"]], decodings, keep_hidden, drop_noscript, expected_f1)
+            for p in pages)
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    return len(pages), [score_pages({pid: t[index] for pid, t in texts.items()},
+                                    references)["f1"] for index in range(len(decodings))]
+
+
 def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int | None = None,
                         thresholds: tuple[float, ...] = THRESHOLD_GRID, log=print,
                         keep_hidden: bool = True, expected_f1: bool = False,
@@ -336,21 +353,14 @@ def calibrate_threshold(corpus: str, scores: dict[str, np.ndarray], workers: int
     ``keep_hidden`` and ``drop_noscript`` (the segmentation ``scores`` were computed on), their
     blocks selected by
     expected F1 when ``expected_f1`` (the threshold shifting the log-odds)."""
-    from pulpie_rt.eval.metrics import score_pages
-
-    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
-    references = {p["id"]: p["reference"] for p in pages}
-    jobs = ((p, scores[p["id"]], thresholds, keep_hidden, drop_noscript, expected_f1)
-            for p in pages)
-    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    n_pages, values = decodings_f1(corpus, scores, [(t, None) for t in thresholds],
+                                   keep_hidden, expected_f1, drop_noscript, workers)
     f1: dict[str, float] = {}
     best: tuple[float, float] | None = None
-    for index, threshold in enumerate(thresholds):
-        value = score_pages({pid: t[index] for pid, t in texts.items()}, references)["f1"]
+    for threshold, value in zip(thresholds, values, strict=True):
         f1[f"{threshold:+.2f}"] = round(value, 4)
         log(f"fast rescorer: threshold {threshold:+.2f} -> word F1 {value:.4f} on "
-            f"{len(pages)} {corpus} pages (out of fold)")
+            f"{n_pages} {corpus} pages (out of fold)")
         if best is None or value > best[1] + 1e-12 or (
                 abs(value - best[1]) <= 1e-12 and abs(threshold) < abs(best[0])):
             best = (threshold, value)
@@ -366,24 +376,17 @@ def calibrate_container_prior(corpus: str, scores: dict[str, np.ndarray], thresh
     ``PRIOR_SHARES`` x ``PRIOR_SHIFTS``, or None) with the best mean word F1 over the pages of
     ``corpus`` in ``scores`` decoded at ``threshold`` (ties: None, then the grid's first), and
     every F1 tried, keyed ``"none"`` or ``"share/shift"``."""
-    from pulpie_rt.eval.metrics import score_pages
-
     priors: list[tuple[float, float] | None] = [None] + [
         (share, shift) for share in PRIOR_SHARES for shift in PRIOR_SHIFTS]
-    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
-    references = {p["id"]: p["reference"] for p in pages}
-    jobs = ((p, scores[p["id"]], tuple((threshold, prior) for prior in priors), keep_hidden,
-             drop_noscript, expected_f1) for p in pages)
-    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    n_pages, values = decodings_f1(corpus, scores, [(threshold, prior) for prior in priors],
+                                   keep_hidden, expected_f1, drop_noscript, workers)
     f1: dict[str, float] = {}
     best: tuple[tuple[float, float] | None, float] | None = None
-    for index, prior in enumerate(priors):
-        value = score_pages({pid: t[index] for pid, t in texts.items()}, references)["f1"]
+    for prior, value in zip(priors, values, strict=True):
         key = "none" if prior is None else f"{prior[0]:g}/{prior[1]:g}"
         f1[key] = round(value, 4)
         log(f"fast rescorer: container prior {key} (share/shift) -> word F1 {value:.4f} on "
-            f"{len(pages)} {corpus} pages (out of fold, threshold {threshold:+.2f})")
+            f"{n_pages} {corpus} pages (out of fold, threshold {threshold:+.2f})")
         if best is None or value > best[1] + 1e-12:
             best = (prior, value)
     assert best is not None

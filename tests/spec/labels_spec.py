@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pulpie_rt.runtime.stages.features import FEATURE_NAMES_V2, N_FEATURES_V2, N_FEATURES_V3
 from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
 
 __all__ = ["argmax_labels", "block_predictions", "sep_margins",
@@ -29,9 +30,9 @@ __all__ = ["argmax_labels", "block_predictions", "sep_margins",
            "predictions_of_page", "decide_blocks", "expected_f1_labels", "container_prior"]
 
 # the block features' columns read here (layouts blocks-v3 and blocks-v4): the words, and each
-# block's first 8 ancestors (container ids, -1 where the chain is shorter)
-WORDS = 2
-CONTAINERS = slice(199, 207)
+# block's first ancestors (container ids, -1 where the chain is shorter)
+WORDS = FEATURE_NAMES_V2.index("words")
+CONTAINERS = slice(N_FEATURES_V2, N_FEATURES_V3)
 
 
 def argmax_labels(sep_logits: np.ndarray) -> list[int]:

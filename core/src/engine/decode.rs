@@ -167,15 +167,13 @@ pub fn expected_f1_labels(scores: &[f32], words: &[f32], threshold: f64) -> Vec<
 /// feeds around it, which score like prose. None when `features` (`scores.len()` rows) are
 /// not rows of a layout with container columns.
 pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
-    use crate::features::{
-        context::N_FEATURES_V2, context::N_FEATURES_V3, context::N_FEATURES_V4, N_CONTAINERS,
-    };
+    use crate::features::{context::read_in_context, context::N_FEATURES_V2, N_CONTAINERS};
     let n = scores.len();
     if n == 0 {
         return Some(());
     }
     let width = features.len() / n;
-    if !features.len().is_multiple_of(n) || !(width == N_FEATURES_V3 || width == N_FEATURES_V4) {
+    if !read_in_context(features, width) || features.len() != n * width {
         return None;
     }
     let row = |i: usize| &features[i * width..(i + 1) * width];

@@ -93,7 +93,7 @@ fn split_dialogs(rows: &[f32], columns: usize) -> (std::borrow::Cow<'_, [f32]>, 
 
 /// Whether `columns` is a layout read in context (`blocks-v3`, `blocks-v4`) and `rows` whole
 /// rows of it.
-fn read_in_context(rows: &[f32], columns: usize) -> bool {
+pub(crate) fn read_in_context(rows: &[f32], columns: usize) -> bool {
     matches!(columns, N_FEATURES_V3 | N_FEATURES_V4) && rows.len().is_multiple_of(columns)
 }
 
