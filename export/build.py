@@ -11,8 +11,9 @@ from pathlib import Path
 
 from pulpie_rt.runtime.model.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manifest
 
+from .attention import PAD_MULTIPLE
 from .checkpoint import Checkpoint, load_checkpoint
-from .to_onnx import EXPORT_METHOD, OPSET, OUTPUT_NAME, convert_to_fp16, export_onnx
+from .to_onnx import ATTENTIONS, EXPORT_METHOD, OPSET, OUTPUT_NAME, convert_to_fp16, export_onnx
 from .verify import VerificationError, VerifySettings, settings_for, verify_bundle
 
 ONNX_NAME = "model.onnx"
@@ -35,10 +36,18 @@ def _versions() -> dict:
 
 
 def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
-                 verification: dict | None, max_tokens: int = MAX_TOKENS) -> dict:
+                 verification: dict | None, max_tokens: int = MAX_TOKENS,
+                 attention: str = "unfused") -> dict:
     """The bundle manifest (schema: ``pulpie_rt.runtime.model.bundle``)."""
     config = checkpoint.config
     ids = checkpoint.token_ids
+    onnx_entry = {"file": ONNX_NAME, "opset": OPSET, "precision": precision,
+                  "inputs": ["input_ids", "attention_mask"], "output": OUTPUT_NAME,
+                  "external_data": external_data}
+    if attention == "fused":
+        # one MultiHeadAttention per layer, whose CUDA kernel wants the padded length a
+        # multiple of PAD_MULTIPLE (export/attention.py); the engine pads batches to it
+        onnx_entry.update(attention="fused", pad_multiple=PAD_MULTIPLE)
     return {
         "source": {"id": checkpoint.source_id, "revision": checkpoint.revision,
                    "weights_sha256": checkpoint.weights_sha256},
@@ -52,9 +61,7 @@ def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
                    "pad_id": ids["pad_id"], "sep_token": "<|sep|>"},
         "max_tokens": max_tokens,
         "labels": {"0": "other", "1": "main"},
-        "onnx": {"file": ONNX_NAME, "opset": OPSET, "precision": precision,
-                 "inputs": ["input_ids", "attention_mask"], "output": OUTPUT_NAME,
-                 "external_data": external_data},
+        "onnx": onnx_entry,
         "exporter": _versions(),
         "verification": verification,
     }
@@ -62,12 +69,13 @@ def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
 
 def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32",
                   verify: bool = True, settings: VerifySettings | None = None,
-                  log=print, max_tokens: int = MAX_TOKENS) -> Path:
+                  log=print, max_tokens: int = MAX_TOKENS, attention: str = "unfused") -> Path:
     """Export ``model`` (hub name/id or checkpoint directory) to a bundle in ``out_dir``.
 
     ``max_tokens`` is the chunk size the runtime packs for this model: the Orange checkpoints
     were trained on 8,192-token chunks; a model trained on shorter chunks (the embedded
-    default) says so here, and verification uses chunks of that size.
+    default) says so here, and verification uses chunks of that size. ``attention``:
+    ``unfused`` or ``fused`` (ONNX Runtime's MultiHeadAttention, for GPUs: export/attention.py).
 
     With ``verify`` the graph is checked against PyTorch on real chunks; a failing graph leaves
     no ``manifest.json`` (so the runtime refuses the folder) and ``verification-failed.json``
@@ -75,6 +83,8 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention must be one of {ATTENTIONS}, not {attention!r}")
     if not 16 <= max_tokens <= MAX_TOKENS:
         raise ValueError(f"max_tokens must be within 16..{MAX_TOKENS}, not {max_tokens}")
     start = time.perf_counter()
@@ -89,11 +99,11 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
     onnx_path = out / ONNX_NAME
     start = time.perf_counter()
     if precision == "fp32":
-        export_onnx(checkpoint.model, onnx_path, checkpoint.token_ids["pad_id"])
+        export_onnx(checkpoint.model, onnx_path, checkpoint.token_ids["pad_id"], attention)
     else:
         with tempfile.TemporaryDirectory(dir=out) as tmp:
             fp32_path = export_onnx(checkpoint.model, Path(tmp) / ONNX_NAME,
-                                    checkpoint.token_ids["pad_id"])
+                                    checkpoint.token_ids["pad_id"], attention)
             convert_to_fp16(fp32_path, onnx_path)
     external = (out / (ONNX_NAME + ".data")).is_file()
     log(f"exported {onnx_path} ({precision}) in {time.perf_counter() - start:.1f}s")
@@ -115,5 +125,6 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
             f"({verification['chunk_tokens_min']}-{verification['chunk_tokens_max']} tokens): "
             f"max |dlogit| {verification['max_abs_logit_diff']:.2e}, SEP-label agreement "
             f"{verification['sep_agreement']:.4%} ({verification['sep_positions']} SEPs)")
-    write_manifest(out, manifest_for(checkpoint, precision, external, verification, max_tokens))
+    write_manifest(out, manifest_for(checkpoint, precision, external, verification, max_tokens,
+                                     attention))
     return out

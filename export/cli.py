@@ -22,7 +22,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     try:
         out = export_bundle(args.model, args.out, precision=args.precision,
-                            verify=not args.no_verify, max_tokens=args.max_tokens)
+                            verify=not args.no_verify, max_tokens=args.max_tokens,
+                            attention=args.attention)
     except (CheckpointError, HubError, VerificationError, BundleError, FileNotFoundError) as exc:
         _print_err(f"pulpie-rt export: {exc}")
         return 2
@@ -63,6 +64,10 @@ def register(subparsers) -> None:
     export.add_argument("--max-tokens", type=int, default=8192,
                         help="chunk size the model was trained on (default 8192, the Orange "
                              "models')")
+    export.add_argument("--attention", choices=["unfused", "fused"], default="unfused",
+                        help="fused: one ONNX Runtime MultiHeadAttention node per layer, whose "
+                             "CUDA kernel never writes the attention scores to memory (for "
+                             "GPUs; the engine pads batches to a multiple of 16 tokens)")
     export.set_defaults(func=cmd_export)
 
     engine = subparsers.add_parser(

@@ -34,17 +34,23 @@ def fp32_node_names(graph) -> list[str]:
     return [node.name for node in graph.graph.node if any(s in node.name for s in FP32_SCOPES)]
 
 
-def _logits_module(model):
+def _logits_module(model, bias_holder=None):
     import torch
 
+    from .attention import padding_bias
+
     class LogitsOnly(torch.nn.Module):
-        """``(input_ids, attention_mask) -> logits``: the only outputs the runtime reads."""
+        """``(input_ids, attention_mask) -> logits``: the only outputs the runtime reads.
+        With a ``bias_holder`` (fused attention) the padding bias is made here, from the
+        graph's own input, for the attention function to read."""
 
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
 
         def forward(self, input_ids, attention_mask):
+            if bias_holder is not None:
+                bias_holder.bias = padding_bias(attention_mask)
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
 
     return LogitsOnly(model).eval()
@@ -66,16 +72,30 @@ def trace_inputs(pad_id: int, vocab_size: int):
     return input_ids, attention_mask
 
 
-def export_onnx(model, out_path: Path, pad_id: int) -> Path:
+ATTENTIONS = ("unfused", "fused")
+
+
+def export_onnx(model, out_path: Path, pad_id: int, attention: str = "unfused") -> Path:
     """Export ``model`` (fp32, eval) to ``out_path`` with dynamic batch and sequence axes.
 
+    ``attention``: ``unfused`` (MatMul/Softmax/MatMul, every provider) or ``fused`` (one
+    ``com.microsoft.MultiHeadAttention`` per layer: ``export/attention.py``).
     Weights move to ``<name>.data`` beside the graph when they exceed protobuf's 2 GiB limit.
     """
     import onnx
     import torch
 
+    from . import attention as fused
+
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention {attention!r}: one of {', '.join(ATTENTIONS)}")
     out_path = Path(out_path)
-    wrapper = _logits_module(model)
+    holder = None
+    exported_attention = model.config._attn_implementation
+    if attention == "fused":
+        holder = fused.BiasHolder()
+        model.set_attn_implementation(fused.register(holder))
+    wrapper = _logits_module(model, holder)
     args = trace_inputs(pad_id, model.config.vocab_size)
     dynamic = {name: {0: "batch", 1: "seq"} for name in [*INPUT_NAMES, OUTPUT_NAME]}
     n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -86,11 +106,20 @@ def export_onnx(model, out_path: Path, pad_id: int) -> Path:
         # and mask indices are never negative); verification measures the result instead.
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(
-                wrapper, args, str(raw_path), input_names=INPUT_NAMES,
-                output_names=[OUTPUT_NAME], dynamic_axes=dynamic, opset_version=OPSET,
-                do_constant_folding=True, dynamo=False,
-            )
+            try:
+                torch.onnx.export(
+                    wrapper, args, str(raw_path), input_names=INPUT_NAMES,
+                    output_names=[OUTPUT_NAME], dynamic_axes=dynamic, opset_version=OPSET,
+                    do_constant_folding=True, dynamo=False,
+                    custom_opsets={fused.MS_DOMAIN: 1} if holder else None,
+                )
+            finally:
+                model.set_attn_implementation(exported_attention)
+        if holder is not None:
+            graph = onnx.load(str(raw_path), load_external_data=True)
+            if fused.place_bias_inputs(graph) != model.config.num_hidden_layers:
+                raise RuntimeError("fused attention: not one MultiHeadAttention node per layer")
+            save_onnx(graph, raw_path, external)
         if external:
             save_onnx(onnx.load(str(raw_path), load_external_data=True), out_path, True)
         else:

@@ -513,7 +513,19 @@ impl TokenClassifier {
     /// `OnnxRuntimeBackend.predict`: the batch padded right with `pad_id`, run, and per row
     /// the logits at its `sep_id` tokens.
     pub fn predict(&self, batch: &FlatBatch, pad_id: i64, sep_id: i64) -> Result<SepLogits, OrtError> {
-        let padded = batch.padded(pad_id, None)?;
+        self.predict_padded(batch, pad_id, sep_id, 1)
+    }
+
+    /// `predict` with the batch padded to a multiple of `pad_multiple` tokens (a bundle's
+    /// `onnx.pad_multiple`: fused attention's fast CUDA kernel needs it).
+    pub fn predict_padded(
+        &self,
+        batch: &FlatBatch,
+        pad_id: i64,
+        sep_id: i64,
+        pad_multiple: usize,
+    ) -> Result<SepLogits, OrtError> {
+        let padded = batch.padded(pad_id, Some(batch.max_length().next_multiple_of(pad_multiple.max(1))))?;
         let logits = self.run(&padded.input_ids, &padded.attention_mask, padded.rows, padded.length)?;
         let rows = sep_logits(&logits, &padded.input_ids, &batch.lengths(), sep_id);
         Ok(SepLogits { labels: logits.labels, rows })
