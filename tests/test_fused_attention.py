@@ -116,3 +116,13 @@ def test_the_cli_exports_fused_and_refuses_an_unknown_attention(tmp_path, capsys
     assert "invalid choice: 'flash'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="attention must be one of"):
         export_bundle(TINY, tmp_path / "d", verify=False, attention="flash", log=_quiet)
+
+
+def test_the_side_by_side_bench_runs_both_and_finds_the_same_labels(tmp_path):
+    from pulpie_rt.bench.attention import run
+
+    record = run(TINY, pages=3, repeats=1, max_tokens=512, threads=1, out=tmp_path / "a.json")
+    assert record["pages_with_other_labels"] == 0
+    assert set(record["results"]) == {"unfused", "fused"}
+    assert all(r["best_cpu_s"] > 0 for r in record["results"].values())
+    assert json.loads((tmp_path / "a.json").read_text())["fused_over_unfused"] > 0
