@@ -50,6 +50,10 @@
 #     (default 16: a 210M model on the CPU is slow), the GPU runs every page.
 #     GPU_CHECK_BUNDLES="DIR ..." adds FP32 bundles (an FP16 sibling DIR-fp16 is used when
 #     present), e.g. a real Orange checkpoint exported elsewhere.
+#   and, on a GPU, a diagnosis of each fused FP16 bundle (GPU_CHECK_DIAGNOSE=0: none): ONNX
+#   Runtime's node placement and profile (PULPIE_RT_ORT_LOG_LEVEL, PULPIE_RT_ORT_PROFILE) over
+#   GPU_CHECK_DIAGNOSE_PAGES pages (16), placement-<bundle>.txt and profile-<bundle>_*.json,
+#   and a run of every page with batches padded to 256-token multiples (<bundle>.pad256).
 #   THREADS (default 2): pages in flight on the CPU runs (ONNX Runtime uses every core for
 #   each); GPU_THREADS (default 8): on the GPU runs, so that simplify and tokenize keep the
 #   GPU fed.
@@ -97,7 +101,7 @@ OUT_DIR=$(cd "$OUT_DIR" && pwd)
 LOG="$OUT_DIR/gpu_check.log"
 RUNS="$OUT_DIR/runs.tsv"
 : > "$RUNS"
-WORK=build/gpu-check
+WORK=${GPU_CHECK_WORK:-build/gpu-check}
 EXTRACT=$WORK/capi/extract
 log() { echo "[gpu_check +$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
@@ -253,6 +257,53 @@ for fp32 in "${BUNDLES[@]}"; do
         run "$tag.tensorrt-fp16" "$fp32" "$TRT" "$WORK/dev.jsonl"   # the engines of the run before: loaded
     fi
 done
+# diagnosis of the fused FP16 bundles, whose GPU idled in the first runs (bench/README.md,
+# "GPU"): where ONNX Runtime puts each node, a profile of GPU_CHECK_DIAGNOSE_PAGES pages (the
+# time of every node in every call, and of every call: the difference is host work), and all
+# pages again with batches padded to 256-token multiples (fewer distinct shapes)
+if [ "$DRY_RUN" = 0 ] && [ "${GPU_CHECK_DIAGNOSE:-1}" = 1 ]; then
+    head -n "${GPU_CHECK_DIAGNOSE_PAGES:-16}" "$WORK/dev.jsonl" > "$WORK/dev-diagnose.jsonl"
+    for fp16 in "$WORK"/*-fused-fp16; do
+        [ -d "$fp16" ] && [ "$(left)" -gt 60 ] || continue
+        tag=$(basename "$fp16")
+        log "== $tag.diagnose: node placement and profile, $(wc -l < "$WORK/dev-diagnose.jsonl") pages, one thread"
+        PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" PULPIE_RT_ORT_LOG_LEVEL=0 PULPIE_RT_ORT_PROFILE="$OUT_DIR/profile-$tag" \
+            timeout --kill-after=10 $(( $(left) - 30 )) "$EXTRACT" --jsonl --timing --threads 1 --batch 8 \
+            --model "$fp16" --backend "$CUDA" "$WORK/dev-diagnose.jsonl" > /dev/null 2> "$OUT_DIR/diagnose.stderr"
+        # the verbose log is large: keep the placement lines and the timing
+        grep -E "VerifyEachNodeIsAssignedToAnEp|^timing:" "$OUT_DIR/diagnose.stderr" | head -400 | tee -a "$LOG" \
+            > "$OUT_DIR/placement-$tag.txt"
+        rm -f "$OUT_DIR/diagnose.stderr"
+        python3 - "$OUT_DIR" "$tag" <<'EOF_PROFILE' 2>&1 | tee -a "$LOG"
+import collections, glob, json, sys
+out, tag = sys.argv[1:3]
+files = sorted(glob.glob(f"{out}/profile-{tag}_*.json"))
+if not files:
+    sys.exit(print(f"{tag}: no profile written"))
+events = json.load(open(files[-1]))
+runs = [e["dur"] for e in events if e.get("name") == "model_run"]
+by_op = collections.Counter()
+by_provider = collections.Counter()
+for e in events:
+    if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+        by_op[(e["args"].get("op_name"), e["args"].get("provider"))] += e["dur"]
+        by_provider[e["args"].get("provider")] += e["dur"]
+print(f"{tag}: {len(runs)} model calls, {sum(runs) / 1e6:.2f} s in them; node time by provider "
+      + ", ".join(f"{p} {d / 1e6:.2f} s" for p, d in by_provider.most_common()))
+for (op, provider), d in by_op.most_common(15):
+    print(f"   {op:28s} {provider:26s} {d / 1e6:8.3f} s")
+EOF_PROFILE
+        # the same bundle, its batches padded to 256-token multiples
+        variant="$WORK/$tag-pad256"
+        rm -rf "$variant" && mkdir -p "$variant"
+        for f in "$fp16"/*; do ln -s "$(cd "$fp16" && pwd)/$(basename "$f")" "$variant/"; done
+        rm "$variant/manifest.json"
+        python3 -c "import json, sys; m = json.load(open(sys.argv[1])); m['onnx']['pad_multiple'] = 256; print(json.dumps(m))" \
+            "$fp16/manifest.json" > "$variant/manifest.json"
+        run "$tag.pad256" "$variant" "$CUDA" "$WORK/dev.jsonl"
+    done
+fi
+
 # honest devices: a GPU that is not there fails with the reason, it never runs on the CPU
 PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" "$EXTRACT" --model "$WORK/tiny-fp32" --backend cuda --device 99 - \
     < /dev/null > /dev/null 2> "$OUT_DIR/runs/honest.stderr"

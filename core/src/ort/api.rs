@@ -55,7 +55,8 @@ impl Ort {
         let api = library.api();
         let mut env = null_mut();
         // errors only: a library must not write ONNX Runtime's warnings into a service's stderr
-        unsafe { check(api, (api.create_env)(sys::LOGGING_LEVEL_ERROR, c"pulpie_rt".as_ptr(), &mut env)) }
+        // (unless PULPIE_RT_ORT_LOG_LEVEL asks, `diagnostics`)
+        unsafe { check(api, (api.create_env)(diagnostics::log_level(), c"pulpie_rt".as_ptr(), &mut env)) }
             .map_err(|e| OrtError(format!("cannot create the ONNX Runtime environment: {}", e.0)))?;
         let env = NonNull::new(env).ok_or_else(|| OrtError("CreateEnv returned null".into()))?;
         let mut memory = null_mut();
@@ -137,7 +138,10 @@ impl SessionOptions {
                 api,
                 (api.set_session_graph_optimization_level)(options.ptr.as_ptr(), sys::ORT_ENABLE_ALL),
             )?;
-            check(api, (api.set_session_log_severity_level)(options.ptr.as_ptr(), sys::LOGGING_LEVEL_ERROR))?;
+            check(api, (api.set_session_log_severity_level)(options.ptr.as_ptr(), diagnostics::log_level()))?;
+            if let Some(prefix) = diagnostics::profile_prefix() {
+                check(api, (api.enable_profiling)(options.ptr.as_ptr(), prefix.as_ptr()))?;
+            }
         }
         Ok(options)
     }
@@ -566,5 +570,30 @@ impl<'a> Tensor<'a> {
         }
         let value = NonNull::new(value).ok_or_else(|| OrtError("CreateTensor returned null".into()))?;
         Ok(Tensor { value: Value { api, ptr: value }, _data: PhantomData })
+    }
+}
+
+/// What a developer can ask of ONNX Runtime through the environment, to see where a model's
+/// time goes (read at each session's creation; unset, nothing changes):
+/// - `PULPIE_RT_ORT_LOG_LEVEL`: ONNX Runtime's log severity, 0 (verbose: every node's
+///   provider, among much else) to 4 (fatal); default 3 (errors);
+/// - `PULPIE_RT_ORT_PROFILE`: a file prefix; each session writes ONNX Runtime's profile
+///   (`<prefix>_<date>.json`, every node's time in every run) when it closes.
+mod diagnostics {
+    use std::ffi::{c_int, CString};
+
+    pub fn log_level() -> c_int {
+        std::env::var("PULPIE_RT_ORT_LOG_LEVEL")
+            .ok()
+            .and_then(|v| v.trim().parse::<c_int>().ok())
+            .filter(|level| (0..=4).contains(level))
+            .unwrap_or(super::sys::LOGGING_LEVEL_ERROR)
+    }
+
+    pub fn profile_prefix() -> Option<CString> {
+        std::env::var("PULPIE_RT_ORT_PROFILE")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .and_then(|p| CString::new(p).ok())
     }
 }

@@ -123,7 +123,11 @@ pub struct OrtApi {
     ) -> Status,
     /// 10
     pub create_session_options: unsafe extern "C" fn(out: *mut *mut OrtSessionOptions) -> Status,
-    _gap_11: [Gap; 11], // 11 SetOptimizedModelFilePath … 21 SetSessionLogVerbosityLevel
+    _gap_11: [Gap; 3], // 11 SetOptimizedModelFilePath, 12 CloneSessionOptions, 13 SetSessionExecutionMode
+    /// 14
+    pub enable_profiling:
+        unsafe extern "C" fn(options: *mut OrtSessionOptions, profile_file_prefix: *const c_char) -> Status,
+    _gap_15: [Gap; 7], // 15 DisableProfiling … 21 SetSessionLogVerbosityLevel
     /// 22
     pub set_session_log_severity_level:
         unsafe extern "C" fn(options: *mut OrtSessionOptions, level: c_int) -> Status,
@@ -302,6 +306,7 @@ mod tests {
             (offset_of!(OrtApi, create_session_from_array), 8),
             (offset_of!(OrtApi, run), 9),
             (offset_of!(OrtApi, create_session_options), 10),
+            (offset_of!(OrtApi, enable_profiling), 14),
             (offset_of!(OrtApi, set_session_log_severity_level), 22),
             (offset_of!(OrtApi, set_session_graph_optimization_level), 23),
             (offset_of!(OrtApi, set_intra_op_num_threads), 24),
