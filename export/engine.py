@@ -140,6 +140,11 @@ def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str
     """``pulpie-rt engine``: checks first (bundle, GPU, ONNX Runtime), then builds."""
     bundle_dir = Path(bundle_dir)
     bundle = load_bundle(bundle_dir)  # a missing/broken bundle is reported before anything else
+    if bundle.manifest["onnx"].get("attention") == "fused":
+        raise EngineMismatchError(
+            f"{bundle_dir} has fused attention (ONNX Runtime's com.microsoft.MultiHeadAttention), "
+            "which TensorRT does not build: export the checkpoint again without --attention fused "
+            "for TensorRT (it fuses attention itself), and run this bundle with backend cuda")
     found = detect_gpu(device)
     if isinstance(found, str):
         raise EngineUnavailableError(

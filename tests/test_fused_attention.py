@@ -126,3 +126,13 @@ def test_the_side_by_side_bench_runs_both_and_finds_the_same_labels(tmp_path):
     assert set(record["results"]) == {"unfused", "fused"}
     assert all(r["best_cpu_s"] > 0 for r in record["results"].values())
     assert json.loads((tmp_path / "a.json").read_text())["fused_over_unfused"] > 0
+
+
+def test_the_engine_command_refuses_a_fused_bundle_by_name(bundles, capsys):
+    """TensorRT cannot build the com.microsoft node: said before any GPU is looked for."""
+    assert cli_main(["engine", str(bundles["fused"]), "--gpu", "h200"]) == 2
+    assert capsys.readouterr().err == (
+        f"pulpie-rt engine: {bundles['fused']} has fused attention (ONNX Runtime's "
+        "com.microsoft.MultiHeadAttention), which TensorRT does not build: export the checkpoint "
+        "again without --attention fused for TensorRT (it fuses attention itself), and run this "
+        "bundle with backend cuda\n")
