@@ -48,7 +48,7 @@ def _mha_function():
             def bsd(x):  # [batch, heads, seq, head] -> [batch, seq, heads × head]
                 return g.op("Reshape", g.op("Transpose", x, perm_i=[0, 2, 1, 3]), shape)
 
-            # q, k, v and the bias; with_inputs puts the bias in its slot (5) afterwards
+            # q, k, v and the bias; place_bias_inputs moves the bias to its slot (5) afterwards
             return g.op(f"{MS_DOMAIN}::{MHA_OP}", bsd(query), bsd(key), bsd(value), bias,
                         num_heads_i=num_heads, scale_f=scale)
 

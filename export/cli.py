@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .attention import PAD_MULTIPLE
 from .profiles import GPU_PRESETS
+from .to_onnx import ATTENTIONS
 
 
 def _print_err(message: str) -> None:
@@ -64,10 +66,11 @@ def register(subparsers) -> None:
     export.add_argument("--max-tokens", type=int, default=8192,
                         help="chunk size the model was trained on (default 8192, the Orange "
                              "models')")
-    export.add_argument("--attention", choices=["unfused", "fused"], default="unfused",
+    export.add_argument("--attention", choices=ATTENTIONS, default="unfused",
                         help="fused: one ONNX Runtime MultiHeadAttention node per layer, whose "
                              "CUDA kernel never writes the attention scores to memory (for "
-                             "GPUs; the engine pads batches to a multiple of 16 tokens)")
+                             f"GPUs; the engine pads batches to a multiple of {PAD_MULTIPLE} "
+                             "tokens)")
     export.set_defaults(func=cmd_export)
 
     engine = subparsers.add_parser(

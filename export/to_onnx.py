@@ -115,16 +115,15 @@ def export_onnx(model, out_path: Path, pad_id: int, attention: str = "unfused") 
                 )
             finally:
                 model.set_attn_implementation(exported_attention)
-        if holder is not None:
-            graph = onnx.load(str(raw_path), load_external_data=True)
-            if fused.place_bias_inputs(graph) != model.config.num_hidden_layers:
-                raise RuntimeError("fused attention: not one MultiHeadAttention node per layer")
-            save_onnx(graph, raw_path, external)
-        if external:
-            save_onnx(onnx.load(str(raw_path), load_external_data=True), out_path, True)
-        else:
+        if holder is None and not external:
             (out_path.parent / (out_path.name + EXTERNAL_DATA_SUFFIX)).unlink(missing_ok=True)
             os.replace(raw_path, out_path)
+        else:  # loaded once: the fused nodes' inputs placed, the weights moved out, or both
+            graph = onnx.load(str(raw_path), load_external_data=True)
+            if holder is not None and (fused.place_bias_inputs(graph)
+                                       != model.config.num_hidden_layers):
+                raise RuntimeError("fused attention: not one MultiHeadAttention node per layer")
+            save_onnx(graph, out_path, external)
     return out_path
 
 
