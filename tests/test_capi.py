@@ -129,6 +129,18 @@ def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_p
     assert_same(batched, expected, [p["id"] for p in dev_pages])
 
 
+def test_one_row_per_model_call_gives_what_packed_calls_give(capi, dev_pages, tiny, tmp_path):
+    """``--max-batch-tokens 1``: every chunk its own model call (a row over the budget is a
+    batch of its own), unpadded; the same records as the default 16,384-token calls, which
+    pad rows to the longest of each batch. 0 is refused by name."""
+    path = write_pages(dev_pages[::10], tmp_path / "pages.jsonl")
+    assert run_extract(path, tiny, max_batch_tokens=1) == run_extract(path, tiny)
+    done = subprocess.run([str(capi), "--max-batch-tokens", "0", "--jsonl", str(path)],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (
+        1, "extract: --max-batch-tokens: needs a positive number\n")
+
+
 @pytest.mark.parametrize("model", ["tiny", "default"])
 def test_every_hostile_page_gives_a_result_or_an_error(capi, tmp_path, tiny, model):
     pages = hostile_pages()

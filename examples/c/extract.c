@@ -12,6 +12,8 @@
  *   --threads N      N threads sharing one engine (default 1); output stays in input order
  *   --batch N        pages per pulpie_rt_extract_batch call (default 1: pulpie_rt_extract)
  *   --ort-threads N  ONNX Runtime's intra-op threads per engine (default: its own)
+ *   --max-batch-tokens N  padded tokens per model call (default 16384; a row longer than N
+ *                    is a call of its own, so 1 gives one row per call)
  *   --backend NAME   cpu (default), cuda or tensorrt (ONNX Runtime's providers; a GPU that
  *                    cannot run is an error, never a CPU run)
  *   --device N       the GPU for cuda / tensorrt (default 0)
@@ -298,6 +300,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--threads") == 0) threads = number("--threads", argv[++i]);
         else if (strcmp(argv[i], "--batch") == 0) batch = number("--batch", argv[++i]);
         else if (strcmp(argv[i], "--ort-threads") == 0) options.threads = (int32_t)number("--ort-threads", argv[++i]);
+        else if (strcmp(argv[i], "--max-batch-tokens") == 0) {
+            options.max_batch_tokens = number("--max-batch-tokens", argv[++i]);
+            if (options.max_batch_tokens < 1) die("--max-batch-tokens", "needs a positive number");
+        }
         else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) options.backend = argv[++i];
         else if (strcmp(argv[i], "--device") == 0) options.device_id = (int32_t)number("--device", argv[++i]);
         else if (strcmp(argv[i], "--labels") == 0) labels = 1;
@@ -305,7 +311,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--timing") == 0) timing = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs("usage: extract [--model DIR] [--profile NAME] [--threads N] [--batch N] [--ort-threads N] "
-                  "[--backend cpu|cuda|tensorrt] [--device N] [--labels] [--timing] "
+                  "[--max-batch-tokens N] [--backend cpu|cuda|tensorrt] [--device N] [--labels] [--timing] "
                   "(page.html ... | --jsonl pages.jsonl ...)\n", stdout);
             return 0;
         } else inputs[n_inputs++] = argv[i];

@@ -170,7 +170,8 @@ impl SessionOptions {
         ) else {
             return Err(OrtError("this ONNX Runtime library has no CUDA provider entry points".into()));
         };
-        let (keys, values) = c_pairs(options)?;
+        let options = diagnostics::cuda_options(options)?;
+        let (keys, values) = c_pairs(&options)?;
         let key_ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr()).collect();
         let value_ptrs: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
         unsafe {
@@ -578,9 +579,36 @@ impl<'a> Tensor<'a> {
 /// - `PULPIE_RT_ORT_LOG_LEVEL`: ONNX Runtime's log severity, 0 (verbose: every node's
 ///   provider, among much else) to 4 (fatal); default 3 (errors);
 /// - `PULPIE_RT_ORT_PROFILE`: a file prefix; each session writes ONNX Runtime's profile
-///   (`<prefix>_<date>.json`, every node's time in every run) when it closes.
+///   (`<prefix>_<date>.json`, every node's time in every run) when it closes;
+/// - `PULPIE_RT_ORT_CUDA_OPTIONS`: `key=value,key=value` CUDA provider options set over the
+///   engine's own (`sdpa_kernel=2`, say: which attention kernels ONNX Runtime may choose).
 mod diagnostics {
+    use super::OrtError;
     use std::ffi::{c_int, CString};
+
+    pub fn cuda_options(options: &[(String, String)]) -> Result<Vec<(String, String)>, OrtError> {
+        let asked = std::env::var("PULPIE_RT_ORT_CUDA_OPTIONS").unwrap_or_default();
+        with_overrides(options, &asked)
+    }
+
+    /// `options` with each `key=value` of `asked` (comma-separated) set over them.
+    pub fn with_overrides(
+        options: &[(String, String)],
+        asked: &str,
+    ) -> Result<Vec<(String, String)>, OrtError> {
+        let mut options = options.to_vec();
+        for pair in asked.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| OrtError(format!("PULPIE_RT_ORT_CUDA_OPTIONS: '{pair}' is not key=value")))?;
+            let (key, value) = (key.trim().to_string(), value.trim().to_string());
+            match options.iter_mut().find(|(k, _)| *k == key) {
+                Some(option) => option.1 = value,
+                None => options.push((key, value)),
+            }
+        }
+        Ok(options)
+    }
 
     pub fn log_level() -> c_int {
         std::env::var("PULPIE_RT_ORT_LOG_LEVEL")
@@ -595,5 +623,27 @@ mod diagnostics {
             .ok()
             .filter(|p| !p.is_empty())
             .and_then(|p| CString::new(p).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diagnostics::with_overrides;
+
+    #[test]
+    fn cuda_options_asked_through_the_environment_set_over_the_engines() {
+        let own = vec![("device_id".to_string(), "0".to_string()), ("use_tf32".to_string(), "0".to_string())];
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        assert_eq!(with_overrides(&own, "").unwrap(), own);
+        assert_eq!(
+            with_overrides(&own, " sdpa_kernel=18 , use_tf32=1").unwrap(),
+            pairs(&[("device_id", "0"), ("use_tf32", "1"), ("sdpa_kernel", "18")])
+        );
+        assert_eq!(
+            with_overrides(&own, "sdpa_kernel").unwrap_err().0,
+            "PULPIE_RT_ORT_CUDA_OPTIONS: 'sdpa_kernel' is not key=value"
+        );
     }
 }

@@ -165,6 +165,10 @@ pub struct GpuOptions {
     pub driver_library: Option<PathBuf>,
 }
 
+/// ONNX Runtime's `sdpa_kernel` bits (its `AttentionBackend`) the CUDA provider is given:
+/// flash 1 | memory-efficient 2 | unfused 16.
+pub const SDPA_KERNELS: u32 = 1 | 2 | 16;
+
 /// `key=value` options of the CUDA provider on `device`.
 pub fn cuda_provider_options(device: u32, options: &GpuOptions) -> Vec<(String, String)> {
     [
@@ -174,6 +178,12 @@ pub fn cuda_provider_options(device: u32, options: &GpuOptions) -> Vec<(String, 
         ("cudnn_conv_algo_search", "HEURISTIC".to_string()),
         ("do_copy_in_default_stream", "1".to_string()),
         ("use_tf32", if options.cuda_tf32 { "1" } else { "0" }.to_string()),
+        // the attention kernels a fused bundle's MultiHeadAttention may run: flash (1),
+        // memory-efficient (2), unfused (16), never cuDNN's (8), which ONNX Runtime 1.31 took
+        // by default and which builds a cuDNN graph for every new batch shape: 60 ms of host
+        // work per model call with the GPU idle, 3.5x slower on an H200
+        // (bench/results/gpu-20261204-h200-attention-kernels)
+        ("sdpa_kernel", SDPA_KERNELS.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -468,6 +478,7 @@ mod tests {
         let list = cuda_provider_options(3, &GpuOptions::default());
         assert_eq!(list[0], ("device_id".to_string(), "3".to_string()));
         assert!(list.contains(&("use_tf32".to_string(), "0".to_string())));
+        assert!(list.contains(&("sdpa_kernel".to_string(), "19".to_string())));
         assert!(list.contains(&("arena_extend_strategy".to_string(), "kSameAsRequested".to_string())));
     }
 
