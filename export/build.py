@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pulpie_rt.runtime.model.bundle import MANIFEST_NAME, TOKENIZER_NAME, write_manifest
 
-from .attention import PAD_MULTIPLE
+from .attention import ROWS_PER_CALL
 from .checkpoint import Checkpoint, load_checkpoint
 from .to_onnx import ATTENTIONS, EXPORT_METHOD, OPSET, OUTPUT_NAME, convert_to_fp16, export_onnx
 from .verify import VerificationError, VerifySettings, settings_for, verify_bundle
@@ -41,13 +41,13 @@ def manifest_for(checkpoint: Checkpoint, precision: str, external_data: bool,
     """The bundle manifest (schema: ``pulpie_rt.runtime.model.bundle``)."""
     config = checkpoint.config
     ids = checkpoint.token_ids
+    # a fused graph has no padding mask, so no attention_mask input (export/attention.py):
+    # the engine gives a graph without one a single unpadded chunk per model call
+    inputs = ["input_ids"] if attention == "fused" else ["input_ids", "attention_mask"]
     onnx_entry = {"file": ONNX_NAME, "opset": OPSET, "precision": precision,
-                  "inputs": ["input_ids", "attention_mask"], "output": OUTPUT_NAME,
-                  "external_data": external_data}
+                  "inputs": inputs, "output": OUTPUT_NAME, "external_data": external_data}
     if attention == "fused":
-        # one MultiHeadAttention per layer, whose CUDA kernel wants the padded length a
-        # multiple of PAD_MULTIPLE (export/attention.py); the engine pads batches to it
-        onnx_entry.update(attention="fused", pad_multiple=PAD_MULTIPLE)
+        onnx_entry["attention"] = "fused"
     return {
         "source": {"id": checkpoint.source_id, "revision": checkpoint.revision,
                    "weights_sha256": checkpoint.weights_sha256},
@@ -115,6 +115,8 @@ def export_bundle(model: str | Path, out_dir: str | Path, precision: str = "fp32
             if settings is None:
                 settings = settings_for(checkpoint.config)
                 settings = replace(settings, max_tokens=min(settings.max_tokens, max_tokens))
+            if attention == "fused":  # checked on what the engine feeds it: one row per call
+                settings = replace(settings, max_rows=ROWS_PER_CALL)
             verification = verify_bundle(checkpoint.model, onnx_path, out / TOKENIZER_NAME,
                                          checkpoint.token_ids, precision, settings)
         except VerificationError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .attention import PAD_MULTIPLE
 from .profiles import GPU_PRESETS
 from .to_onnx import ATTENTIONS
 
@@ -67,10 +66,9 @@ def register(subparsers) -> None:
                         help="chunk size the model was trained on (default 8192, the Orange "
                              "models')")
     export.add_argument("--attention", choices=ATTENTIONS, default="unfused",
-                        help="fused: one ONNX Runtime MultiHeadAttention node per layer, whose "
-                             "CUDA kernel never writes the attention scores to memory (for "
-                             f"GPUs; the engine pads batches to a multiple of {PAD_MULTIPLE} "
-                             "tokens)")
+                        help="fused: one ONNX Runtime MultiHeadAttention node per layer, run "
+                             "as flash attention on CUDA, and no padding mask: the engine "
+                             "gives it one unpadded chunk per model call (for GPUs)")
     export.set_defaults(func=cmd_export)
 
     engine = subparsers.add_parser(

@@ -34,23 +34,17 @@ def fp32_node_names(graph) -> list[str]:
     return [node.name for node in graph.graph.node if any(s in node.name for s in FP32_SCOPES)]
 
 
-def _logits_module(model, bias_holder=None):
+def _logits_module(model):
     import torch
 
-    from .attention import padding_bias
-
     class LogitsOnly(torch.nn.Module):
-        """``(input_ids, attention_mask) -> logits``: the only outputs the runtime reads.
-        With a ``bias_holder`` (fused attention) the padding bias is made here, from the
-        graph's own input, for the attention function to read."""
+        """``(input_ids, attention_mask) -> logits``: the only outputs the runtime reads."""
 
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
 
         def forward(self, input_ids, attention_mask):
-            if bias_holder is not None:
-                bias_holder.bias = padding_bias(attention_mask)
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
 
     return LogitsOnly(model).eval()
@@ -90,12 +84,11 @@ def export_onnx(model, out_path: Path, pad_id: int, attention: str = "unfused") 
     if attention not in ATTENTIONS:
         raise ValueError(f"attention {attention!r}: one of {', '.join(ATTENTIONS)}")
     out_path = Path(out_path)
-    holder = None
+    is_fused = attention == "fused"
     exported_attention = model.config._attn_implementation
-    if attention == "fused":
-        holder = fused.BiasHolder()
-        model.set_attn_implementation(fused.register(holder))
-    wrapper = _logits_module(model, holder)
+    if is_fused:
+        model.set_attn_implementation(fused.register())
+    wrapper = _logits_module(model)
     args = trace_inputs(pad_id, model.config.vocab_size)
     dynamic = {name: {0: "batch", 1: "seq"} for name in [*INPUT_NAMES, OUTPUT_NAME]}
     n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -111,17 +104,16 @@ def export_onnx(model, out_path: Path, pad_id: int, attention: str = "unfused") 
                     wrapper, args, str(raw_path), input_names=INPUT_NAMES,
                     output_names=[OUTPUT_NAME], dynamic_axes=dynamic, opset_version=OPSET,
                     do_constant_folding=True, dynamo=False,
-                    custom_opsets={fused.MS_DOMAIN: 1} if holder else None,
+                    custom_opsets={fused.MS_DOMAIN: 1} if is_fused else None,
                 )
             finally:
                 model.set_attn_implementation(exported_attention)
-        if holder is None and not external:
+        if not is_fused and not external:
             (out_path.parent / (out_path.name + EXTERNAL_DATA_SUFFIX)).unlink(missing_ok=True)
             os.replace(raw_path, out_path)
-        else:  # loaded once: the fused nodes' inputs placed, the weights moved out, or both
+        else:  # loaded once: the fused nodes counted, the weights moved out, or both
             graph = onnx.load(str(raw_path), load_external_data=True)
-            if holder is not None and (fused.place_bias_inputs(graph)
-                                       != model.config.num_hidden_layers):
+            if is_fused and fused.count_fused_nodes(graph) != model.config.num_hidden_layers:
                 raise RuntimeError("fused attention: not one MultiHeadAttention node per layer")
             save_onnx(graph, out_path, external)
     return out_path

@@ -1,10 +1,10 @@
 """export --attention fused: one com.microsoft.MultiHeadAttention per layer (export/attention.py).
 
 What must hold on a CPU (the GPU figures are bench/gpu_check.sh's): the graph has the fused node
-in every layer and no unfused attention left, the padding bias sits in the node's
-attention_bias slot, the export verifies against PyTorch, padding keys change nothing, the
-manifest asks for padded batches, and the engine gives the unfused bundle's labels on real
-pages.
+in every layer, no unfused attention left and no padding mask (so no attention_mask input: flash
+attention on CUDA takes none), the export verifies against PyTorch one row at a time, each row
+alone gives the unfused graph's logits, and the engine runs one unpadded chunk per model call and
+gives the unfused bundle's labels on real pages.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import pytest
 
 from pulpie_rt.cli import main as cli_main
 from pulpie_rt.corpus import load_pages
-from pulpie_rt.export.attention import MASK_VALUE, PAD_MULTIPLE
 from pulpie_rt.export.build import export_bundle
 from pulpie_rt.export.verify import VerifySettings
 from pulpie_rt.runtime.flow.extractor import Extractor
@@ -41,34 +40,37 @@ def bundles(tmp_path_factory) -> dict[str, Path]:
             for attention in ("unfused", "fused")}
 
 
-def test_every_layer_has_one_fused_node_with_the_bias_in_its_slot(bundles):
+def test_every_layer_has_one_fused_node_and_the_graph_no_mask(bundles):
     graph = onnx.load(str(bundles["fused"] / "model.onnx"))
     fused = [n for n in graph.graph.node if n.op_type == "MultiHeadAttention"]
     assert len(fused) == LAYERS
     assert all(n.domain == "com.microsoft" for n in fused)
     assert not [n for n in graph.graph.node if n.op_type == "Softmax"]
     for node in fused:
-        assert len(node.input) == 6 and node.input[3] == node.input[4] == ""
-        assert node.input[5] == fused[0].input[5]  # one bias for every layer
+        assert len(node.input) == 3  # query, key, value: no bias, no key padding mask
         attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         assert attributes["num_heads"] == 4
         assert attributes["scale"] == pytest.approx(16 ** -0.5)
+    assert [i.name for i in graph.graph.input] == ["input_ids"]
     unfused = onnx.load(str(bundles["unfused"] / "model.onnx"))
     assert not [n for n in unfused.graph.node if n.op_type == "MultiHeadAttention"]
+    assert [i.name for i in unfused.graph.input] == ["input_ids", "attention_mask"]
 
 
-def test_the_fused_export_is_verified_and_its_manifest_asks_for_padding(bundles):
+def test_the_fused_export_is_verified_one_row_per_call(bundles):
     manifests = {k: json.loads((b / "manifest.json").read_text()) for k, b in bundles.items()}
     fused = manifests["fused"]
     assert fused["onnx"]["attention"] == "fused"
-    assert fused["onnx"]["pad_multiple"] == PAD_MULTIPLE == 16
+    assert fused["onnx"]["inputs"] == ["input_ids"]
     assert "attention" not in manifests["unfused"]["onnx"]
-    assert "pad_multiple" not in manifests["unfused"]["onnx"]
+    assert manifests["unfused"]["onnx"]["inputs"] == ["input_ids", "attention_mask"]
     check = fused["verification"]
+    assert check["batches"] == check["chunks"]  # one row per batch, as the engine feeds it
+    assert manifests["unfused"]["verification"]["batches"] < check["chunks"]
     assert check["sep_agreement"] == 1.0 and check["max_abs_logit_diff"] <= 1e-3
 
 
-def test_padding_keys_change_nothing_and_real_tokens_match_the_unfused_graph(bundles):
+def test_each_row_alone_gives_the_unfused_graphs_logits(bundles):
     sessions = {k: ort.InferenceSession(str(b / "model.onnx"), providers=["CPUExecutionProvider"])
                 for k, b in bundles.items()}
     rng = np.random.default_rng(0)
@@ -76,34 +78,36 @@ def test_padding_keys_change_nothing_and_real_tokens_match_the_unfused_graph(bun
     mask = np.ones_like(ids)
     mask[1, 30:] = 0
     mask[2, 7:] = 0
-    real = mask.astype(bool)
-    feeds = {"input_ids": ids, "attention_mask": mask}
-    run = {k: s.run(None, feeds)[0] for k, s in sessions.items()}
-    assert np.abs(run["fused"] - run["unfused"])[real].max() < 1e-4
-    other_pads = ids.copy()
-    other_pads[1, 30:] = 7
-    other_pads[2, 7:] = 9
-    moved = sessions["fused"].run(None, {"input_ids": other_pads, "attention_mask": mask})[0]
-    assert np.array_equal(moved[real], run["fused"][real])
-    # and a real token does reach the others (the bias does not mask everything)
-    other_real = ids.copy()
-    other_real[0, 10] += 1
-    changed = sessions["fused"].run(None, {"input_ids": other_real, "attention_mask": mask})[0]
-    assert np.abs(changed[0, 0] - run["fused"][0, 0]).max() > 1e-4
-    assert MASK_VALUE > np.finfo(np.float16).min
+    padded = sessions["unfused"].run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    for row in range(3):
+        real = int(mask[row].sum())
+        alone = sessions["fused"].run(None, {"input_ids": ids[row:row + 1, :real]})[0]
+        assert np.abs(alone[0] - padded[row, :real]).max() < 1e-4
+    # every position attends to every other: a changed token moves the first one's logits
+    other = ids[:1].copy()
+    other[0, 10] += 1
+    first = sessions["fused"].run(None, {"input_ids": ids[:1]})[0]
+    changed = sessions["fused"].run(None, {"input_ids": other})[0]
+    assert np.abs(changed[0, 0] - first[0, 0]).max() > 1e-4
 
 
-def test_the_engine_gives_the_unfused_labels_on_real_pages(bundles):
+def test_the_engine_runs_one_unpadded_chunk_per_call_with_the_unfused_labels(bundles):
     pages = [p for p in load_pages("dev") if 3_000 <= len(p["html"]) <= 60_000][:12]
-    labels = {}
+    labels, counters = {}, {}
     for attention, bundle in bundles.items():
         extractor = Extractor(model=str(bundle), backend="onnxruntime", device="cpu")
         results = extractor.extract_batch([p["html"] for p in pages])
         assert all(r.error is None for r in results), [r.error for r in results]
         labels[attention] = [r.labels for r in results]
+        counters[attention] = extractor.engine.counters()
     assert labels["fused"] == labels["unfused"]
     kept = [label for page in labels["fused"] for label in page.values()]
     assert "main" in kept and "other" in kept
+    fused, unfused = counters["fused"], counters["unfused"]
+    assert fused["computed_tokens"] == fused["real_tokens"] == unfused["real_tokens"]
+    assert unfused["computed_tokens"] > unfused["real_tokens"]  # its batches were padded
+    assert fused["model_calls"] > unfused["model_calls"]
+    assert fused["row_by_row_fallbacks"] == 0
 
 
 def test_the_cli_exports_fused_and_refuses_an_unknown_attention(tmp_path, capsys):

@@ -27,8 +27,9 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool,
-               "attention": "fused", "pad_multiple": 16},   (both optional: export --attention
-               fused writes them; the engine pads each batch to a multiple of pad_multiple)
+               "attention": "fused"},   (optional: export --attention fused writes it, and
+               inputs ["input_ids"]: a graph without attention_mask, which the engine gives one
+               unpadded chunk per model call)
       "exporter": {"pulpie_rt": str, "torch": str, "transformers": str, "onnx": str,
                    "onnxruntime": str, "method": str},
       "verification": {... as measured by the export, or null with --no-verify}

@@ -49,9 +49,6 @@ pub struct Manifest {
     pub eos_id: Option<i64>,
     pub pad_id: i64,
     pub max_tokens: usize,
-    /// `onnx.pad_multiple` (absent: 1): batches are padded to a multiple of it, as a graph
-    /// with fused attention needs for its fast kernel (`export/attention.py`)
-    pub pad_multiple: usize,
     pub keep_best_block: bool,
     pub main_margin: Option<f64>,
     /// `decoding.selection` is `"expected_f1"` (absent or `"threshold"`: by `main_margin`)
@@ -227,12 +224,6 @@ impl Manifest {
         let onnx = value.get("onnx").ok_or_else(|| bad("no 'onnx' entry"))?;
         let onnx_file = onnx.get("file").and_then(Value::as_str).ok_or_else(|| bad("no onnx.file"))?;
         let output = onnx.get("output").and_then(Value::as_str).unwrap_or("logits");
-        let pad_multiple =
-            int(onnx.get("pad_multiple"), "onnx.pad_multiple").map_err(|e| bad(&e))?.unwrap_or(1);
-        let pad_multiple = usize::try_from(pad_multiple)
-            .ok()
-            .filter(|n| (1..=1024).contains(n))
-            .ok_or_else(|| bad(&format!("onnx.pad_multiple is {pad_multiple}, not within 1..1024")))?;
         let tokens = value.get("tokens").ok_or_else(|| bad("no 'tokens' entry"))?;
         let sep_id = int(tokens.get("sep_id"), "tokens.sep_id").map_err(|e| bad(&e))?;
         let sep_id = sep_id.ok_or_else(|| bad("no tokens.sep_id"))?;
@@ -307,7 +298,6 @@ impl Manifest {
             eos_id,
             pad_id,
             max_tokens,
-            pad_multiple,
             keep_best_block,
             main_margin,
             expected_f1,
@@ -536,30 +526,6 @@ mod tests {
         assert_eq!((a.main_margin, a.keep_hidden, a.transformer), (Some(2.0), false, true));
         let b = Manifest::parse(&two, "m.json").unwrap();
         assert_eq!((b.main_margin, b.keep_hidden, b.profile.as_deref()), (Some(-1.0), true, Some("b")));
-    }
-
-    #[test]
-    fn pad_multiple_is_read_and_checked() {
-        let with = |onnx: &str| {
-            format!(
-                r#"{{"format": "pulpie-rt-bundle", "format_version": 1, "onnx": {{"file": "model.onnx"{onnx}}},
-                    "tokens": {{"sep_id": 5}}}}"#
-            )
-            .into_bytes()
-        };
-        assert_eq!(Manifest::parse(&with(""), "m.json").unwrap().pad_multiple, 1);
-        let fused = with(r#", "attention": "fused", "pad_multiple": 16"#);
-        assert_eq!(Manifest::parse(&fused, "m.json").unwrap().pad_multiple, 16);
-        for bad in ["0", "-16", "4096"] {
-            assert_eq!(
-                Manifest::parse(&with(&format!(r#", "pad_multiple": {bad}"#)), "m.json").err().unwrap(),
-                format!("m.json: onnx.pad_multiple is {bad}, not within 1..1024")
-            );
-        }
-        assert!(Manifest::parse(&with(r#", "pad_multiple": "16""#), "m.json")
-            .err()
-            .unwrap()
-            .starts_with("m.json: onnx.pad_multiple"));
     }
 
     #[test]

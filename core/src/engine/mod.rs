@@ -652,7 +652,7 @@ impl Engine {
                 ));
             };
             let predicted = classifier
-                .predict_padded(batch, self.manifest.pad_id, self.manifest.sep_id, self.manifest.pad_multiple)
+                .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
                 .map(|sep| (sep.labels, sep.rows))
                 .map_err(|e| py::describe("OrtError", &e.0))?;
             use std::sync::atomic::Ordering::Relaxed;

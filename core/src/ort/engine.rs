@@ -373,6 +373,13 @@ impl TokenClassifier {
             }
         };
         let output = spec.c_name.clone();
+        if !inputs.iter().any(|i| i.feed == Feed::AttentionMask) {
+            // a graph without a padding mask (`export --attention fused`) attends to every
+            // position it is given: one row per call, never padded
+            for bucket in &mut buckets {
+                bucket.max_rows = Some(1);
+            }
+        }
         Ok(TokenClassifier { devices, inputs, output, output_half, provider, buckets, notes })
     }
 
@@ -389,7 +396,8 @@ impl TokenClassifier {
     }
 
     /// The batcher's buckets for this classifier: TensorRT caps each bucket's rows to its
-    /// profile, so every batch falls in one (`make_batches` with these).
+    /// profile, so every batch falls in one (`make_batches` with these); a graph that takes
+    /// no `attention_mask` gets one row per batch.
     pub fn buckets(&self) -> &[Bucket] {
         &self.buckets
     }
@@ -511,23 +519,22 @@ impl TokenClassifier {
     }
 
     /// `OnnxRuntimeBackend.predict`: the batch padded right with `pad_id`, run, and per row
-    /// the logits at its `sep_id` tokens.
+    /// the logits at its `sep_id` tokens. A graph without an `attention_mask` input cannot be
+    /// given padding: a batch whose rows differ in length is refused.
     pub fn predict(&self, batch: &FlatBatch, pad_id: i64, sep_id: i64) -> Result<SepLogits, OrtError> {
-        self.predict_padded(batch, pad_id, sep_id, 1)
-    }
-
-    /// `predict` with the batch padded to a multiple of `pad_multiple` tokens (a bundle's
-    /// `onnx.pad_multiple`: fused attention's fast CUDA kernel needs it).
-    pub fn predict_padded(
-        &self,
-        batch: &FlatBatch,
-        pad_id: i64,
-        sep_id: i64,
-        pad_multiple: usize,
-    ) -> Result<SepLogits, OrtError> {
-        let padded = batch.padded(pad_id, Some(batch.max_length().next_multiple_of(pad_multiple.max(1))))?;
+        let lengths = batch.lengths();
+        let takes_mask = self.inputs.iter().any(|i| i.feed == Feed::AttentionMask);
+        if !takes_mask && lengths.iter().any(|&l| l != batch.max_length()) {
+            return Err(OrtError(format!(
+                "the model takes no attention_mask, so rows of {} tokens cannot be padded to {}: \
+                 give it one row per batch (the classifier's buckets)",
+                lengths.iter().min().copied().unwrap_or(0),
+                batch.max_length()
+            )));
+        }
+        let padded = batch.padded(pad_id, None)?;
         let logits = self.run(&padded.input_ids, &padded.attention_mask, padded.rows, padded.length)?;
-        let rows = sep_logits(&logits, &padded.input_ids, &batch.lengths(), sep_id);
+        let rows = sep_logits(&logits, &padded.input_ids, &lengths, sep_id);
         Ok(SepLogits { labels: logits.labels, rows })
     }
 }
