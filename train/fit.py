@@ -192,7 +192,9 @@ class Recipe:
     # 0.8661, 0.9293, 0.9044, 0.8351). Seed 0 with share 0.25: 0.8399, 0.9276, 0.8894,
     # 0.8159; with share 0.5 and comment threads under 0.75 of the articles: 0.8542, 0.9318,
     # 0.8878, 0.8128; with share 0.5 and fast_folds 5, the train pages choose +0.25 and read
-    # 0.8576, 0.9308, 0.8976, 0.8266 (docs/models-and-quality.md)
+    # 0.8576, 0.9308, 0.8976, 0.8266 (docs/models-and-quality.md); with share 0.5 and the
+    # container prior (fast_container_prior, seeds 0, 1, 2, each seed's own choice): 0.8595,
+    # 0.9313, 0.8967, 0.8238 (docs/models-and-quality.md, "A container prior")
     fast_longer_stories: float = 0.0
     fast_story_seed: int = 0
     # the share of the train pages (with a reference, of every page type) that the fast
