@@ -21,6 +21,8 @@ from pulpie_rt.cli import main as cli_main
 from pulpie_rt.corpus import load_pages
 from pulpie_rt.export.build import export_bundle
 from pulpie_rt.export.verify import VerifySettings
+from pulpie_rt.parity.batches import make_batches
+from pulpie_rt.parity.ort_core_parity import CoreError, CoreOrt, ort_library_path
 from pulpie_rt.runtime.flow.extractor import Extractor
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-eurobert"
@@ -108,6 +110,29 @@ def test_the_engine_runs_one_unpadded_chunk_per_call_with_the_unfused_labels(bun
     assert unfused["computed_tokens"] > unfused["real_tokens"]  # its batches were padded
     assert fused["model_calls"] > unfused["model_calls"]
     assert fused["row_by_row_fallbacks"] == 0
+
+
+def test_the_core_never_pads_rows_for_a_graph_without_a_mask(bundles):
+    """The core's classifier on the fused graph: rows of one length run as a batch (nothing to
+    pad, each row's SEP logits as when alone); rows of two lengths are refused by name."""
+    library = ort_library_path()
+    if library is None or not library.is_file():
+        pytest.skip("no ONNX Runtime C library (the onnxruntime wheel)")
+    classifier = CoreOrt(library).classifier(bundles["fused"] / "model.onnx")
+    sep = 4
+    rows = {"a": [0, 812, 93, sep, 1500, 77, sep, 1], "b": [0, 31, sep, 1600, 5, 9, sep, 1],
+            "c": [0, 31, sep, 1600, 5, sep, 1]}
+    (same_length,) = make_batches([(k, rows[k]) for k in "ab"], 16384, None, None)
+    together = classifier.predict(same_length, 2, sep)
+    for key, got in zip(same_length.keys, together, strict=True):
+        (alone,) = make_batches([(key, rows[key])], 16384, None, None)
+        assert np.abs(classifier.predict(alone, 2, sep)[0] - got).max() < 1e-5
+    (mixed,) = make_batches([(k, rows[k]) for k in "ac"], 16384, None, None)
+    with pytest.raises(CoreError) as refused:
+        classifier.predict(mixed, 2, sep)
+    assert str(refused.value) == ("the model takes no attention_mask, so rows of 7 tokens "
+                                  "cannot be padded to 8: give it one row per batch (the "
+                                  "classifier's buckets)")
 
 
 def test_the_cli_exports_fused_and_refuses_an_unknown_attention(tmp_path, capsys):
