@@ -340,8 +340,8 @@ EOF_PROFILE
                 "$WORK/dev-kernels.jsonl" 2>/dev/null | grep -ao "SdpaKernel=[A-Z_]*" | sort | uniq -c \
                 | tr -s ' \n' ' ')" | tee -a "$LOG" >> "$OUT_DIR/kernels-$tag.txt"
         }
-        # the engine's choice of kernels (sdpa_kernel 19: core/src/ort/gpu.rs) and cuDNN's
-        kernels default "$fp16"
+        # cuDNN's kernels against the engine's choice (sdpa_kernel 19: core/src/ort/gpu.rs),
+        # whose kernels the diagnosis above reported
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" kernels cudnn "$fp16"
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" run "$tag.cudnn" "$fp16" "$CUDA" "$WORK/dev.jsonl"
     done
@@ -393,8 +393,8 @@ for line in Path(runs_file).read_text().splitlines():
             reference[model] = labels
         ref = reference.get(model)
         if model.endswith("-fp16"):  # a diagnosis variant: against the bundle's own GPU run
-            ref = labels_of.get(f"{model[:-len('-fp16')]}.cuda-fp16")
             row["compared_with"] = f"{model[:-len('-fp16')]}.cuda-fp16"
+            ref = labels_of.get(row["compared_with"])
         if ref is not None:
             # the pages the CPU reference labelled (all of them, or the first few for a
             # model-sized bundle)

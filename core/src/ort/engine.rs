@@ -373,7 +373,7 @@ impl TokenClassifier {
             }
         };
         let output = spec.c_name.clone();
-        if !inputs.iter().any(|i| i.feed == Feed::AttentionMask) {
+        if !takes_mask(&inputs) {
             // a graph without a padding mask (`export --attention fused`) attends to every
             // position it is given: one row per call, never padded
             for bucket in &mut buckets {
@@ -523,13 +523,13 @@ impl TokenClassifier {
     /// given padding: a batch whose rows differ in length is refused.
     pub fn predict(&self, batch: &FlatBatch, pad_id: i64, sep_id: i64) -> Result<SepLogits, OrtError> {
         let lengths = batch.lengths();
-        let takes_mask = self.inputs.iter().any(|i| i.feed == Feed::AttentionMask);
-        if !takes_mask && lengths.iter().any(|&l| l != batch.max_length()) {
+        let (shortest, longest) = (lengths.iter().min().copied(), lengths.iter().max().copied());
+        if !takes_mask(&self.inputs) && shortest != longest {
             return Err(OrtError(format!(
                 "the model takes no attention_mask, so rows of {} tokens cannot be padded to {}: \
                  give it one row per batch (the classifier's buckets)",
-                lengths.iter().min().copied().unwrap_or(0),
-                batch.max_length()
+                shortest.unwrap_or(0),
+                longest.unwrap_or(0)
             )));
         }
         let padded = batch.padded(pad_id, None)?;
@@ -537,6 +537,11 @@ impl TokenClassifier {
         let rows = sep_logits(&logits, &padded.input_ids, &lengths, sep_id);
         Ok(SepLogits { labels: logits.labels, rows })
     }
+}
+
+/// Whether the graph reads a padding mask (a fused export's does not: it cannot be padded).
+fn takes_mask(inputs: &[Input]) -> bool {
+    inputs.iter().any(|i| i.feed == Feed::AttentionMask)
 }
 
 /// Options with `config`'s thread counts and nothing else.
