@@ -55,6 +55,11 @@
 #   (PULPIE_RT_ORT_LOG_LEVEL, PULPIE_RT_ORT_PROFILE) over GPU_CHECK_DIAGNOSE_PAGES pages (16),
 #   placement-<bundle>.txt and profile-<bundle>_*.json, and a run of every page on cuDNN's
 #   attention (<bundle>.cudnn) against the engine's choice.
+#   Then each fused FP16 bundle with another number of model calls on the GPU at once
+#   (<bundle>.calls<K>, GPU_CHECK_CALLS="1 4", PULPIE_RT_GPU_CALLS), labels against its
+#   cuda-fp16 run (the engine's default: two calls for a fused graph, one for another).
+#   GPU_CHECK_PASSES (default 1): every run reads the dev pages this many times over, for a
+#   rate of many pages (a pass of 254 takes seconds, and its last few pages leave the GPU idle).
 #   GPU_CHECK_ONLY (a bash regex): only the runs whose names match (tiny.cuda-fp32, ...).
 #   Each GPU run's mean busy share and most memory come from nvidia-smi samples (smi.csv).
 #   THREADS (default 2): pages in flight on the CPU runs (ONNX Runtime uses every core for
@@ -172,6 +177,7 @@ if [ "$LIMIT" -gt 0 ]; then
 else
     gzip -dc "$WORK/dev.jsonl.gz" > "$WORK/dev.jsonl"
 fi
+for _ in $(seq 2 "${GPU_CHECK_PASSES:-1}"); do gzip -dc "$WORK/dev.jsonl.gz" | head -n "$(( LIMIT > 0 ? LIMIT : 1000000 ))"; done >> "$WORK/dev.jsonl"
 [ "$DRY_RUN" = 1 ] && BUDGET_S=$(( BUDGET_S * 3 ))  # a small shared CPU machine
 N_PAGES=$(wc -l < "$WORK/dev.jsonl")
 ORT_GPU_DIR=${ORT_GPU_DIR:-build/ort-gpu/onnxruntime/capi}
@@ -344,6 +350,21 @@ EOF_PROFILE
         # whose kernels the diagnosis above reported
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" kernels cudnn "$fp16"
         PULPIE_RT_ORT_CUDA_OPTIONS="sdpa_kernel=24" run "$tag.cudnn" "$fp16" "$CUDA" "$WORK/dev.jsonl"
+    done
+fi
+
+# calls in flight per GPU (PULPIE_RT_GPU_CALLS, core/src/ort/engine.rs): every page of each
+# fused FP16 bundle again with K model calls on the GPU at once (GPU_CHECK_CALLS, default
+# "1 4"; the bundle's cuda-fp16 run has the engine's default, two for a fused graph),
+# GPU_CALLS_THREADS pages in flight (16), labels against that run
+if [ "$DRY_RUN" = 0 ]; then
+    for fp16 in "$WORK"/*-fused-fp16; do
+        [ -d "$fp16" ] || continue
+        tag=$(basename "$fp16")
+        for calls in ${GPU_CHECK_CALLS:-1 4}; do
+            PULPIE_RT_GPU_CALLS=$calls GPU_THREADS=${GPU_CALLS_THREADS:-16} \
+                run "$tag.calls$calls" "$fp16" "$CUDA" "$WORK/dev.jsonl"
+        done
     done
 fi
 

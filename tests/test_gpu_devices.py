@@ -166,6 +166,22 @@ def test_the_embedded_model_runs_cuda_only_where_it_can(capi, profile, provider)
     assert b"main content" in done.stdout
 
 
+@pytest.mark.parametrize("asked", ["0", "65", "two"])
+def test_a_bad_count_of_calls_per_gpu_is_refused_with_the_reason(capi, tiny, fake_driver, asked):
+    """``PULPIE_RT_GPU_CALLS`` (model calls at once on one GPU) is checked when a GPU model
+    opens, before anything is loaded; the CPU never reads it."""
+    env = gpu_env(fake_driver) | {"PULPIE_RT_GPU_CALLS": asked}
+    done = subprocess.run([str(capi), "--model", str(tiny), "--backend", "cuda", "-"],
+                          input=PAGE, capture_output=True, env=env)
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        f"extract: cannot open the model: PULPIE_RT_GPU_CALLS='{asked}': give a number of model "
+        "calls from 1 to 64\n")
+    done = subprocess.run([str(capi), "--model", str(tiny), "-"], input=PAGE,
+                          capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_cpu_says_so(capi, tiny):
     done = run(capi, ["--model", str(tiny)])
     assert done.returncode == 0, done.stderr

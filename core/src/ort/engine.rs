@@ -13,7 +13,7 @@ use super::OrtError;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Where a session's operators run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,21 +229,88 @@ struct Placed {
 }
 
 /// The sessions on one device, how many calls run or wait there now, and (a GPU) the gate
-/// that lets one model call run there at a time.
+/// that lets a few model calls run there at a time.
 struct Device {
     sessions: Vec<Placed>,
     busy: AtomicUsize,
-    /// GPUs only. A GPU runs one call's kernels after another's anyway, but every call in
-    /// flight holds its own activations: an 8,192-token chunk's attention scores are 3.2 GB
-    /// in FP32 for Orange Small, and eight threads each running one ran an H200 out of memory
-    /// (bench/results/gpu-20261204-before-gate). Calls queue here instead; the threads' CPU
-    /// stages still run side by side.
-    gate: Option<Mutex<()>>,
+    /// GPUs only. Every call in flight on a GPU holds its own activations: an 8,192-token
+    /// chunk's attention scores are 3.2 GB in FP32 for Orange Small (unfused graph), and eight
+    /// threads each running one ran an H200 out of memory (bench/results/gpu-20261204-before-
+    /// gate). Calls queue here instead, a few at a time (`GPU_CALLS_ENV`); the threads' CPU stages
+    /// still run side by side.
+    gate: Option<Gate>,
 }
 
 impl Device {
-    fn new(sessions: Vec<Placed>, gpu: bool) -> Device {
-        Device { sessions, busy: AtomicUsize::new(0), gate: gpu.then(|| Mutex::new(())) }
+    /// A device's sessions, without a gate (the CPU's; `open_on` gives GPUs theirs).
+    fn new(sessions: Vec<Placed>) -> Device {
+        Device { sessions, busy: AtomicUsize::new(0), gate: None }
+    }
+}
+
+/// How many model calls run on one GPU at once unless `PULPIE_RT_GPU_CALLS` says (1 to 64;
+/// read when a classifier opens): two for a graph without a padding mask (`export --attention
+/// fused`: one unpadded row per call, a few GB of activations), one for a graph that batches
+/// padded rows (its attention scores grow with rows × length²). ONNX Runtime runs concurrent
+/// calls on streams of their own, so one call's kernels fill the gaps of another's host work:
+/// on an H200, Orange Small's shape fused in FP16, 1,016 pages, 57.4 and 59.6 pages/s at one
+/// call, 66.8 and 67.4 at two, 67.7 at four (bench/results/gpu-20261204-h200-calls-in-flight).
+pub const GPU_CALLS_ENV: &str = "PULPIE_RT_GPU_CALLS";
+
+fn default_gpu_calls(takes_mask: bool) -> usize {
+    if takes_mask {
+        1
+    } else {
+        2
+    }
+}
+
+/// The calls per GPU asked through `PULPIE_RT_GPU_CALLS` (None: not asked).
+fn gpu_calls_asked() -> Result<Option<usize>, OrtError> {
+    gpu_calls_from(std::env::var(GPU_CALLS_ENV).ok().as_deref())
+}
+
+fn gpu_calls_from(value: Option<&str>) -> Result<Option<usize>, OrtError> {
+    value
+        .map(|value| {
+            value.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n)).ok_or_else(|| {
+                OrtError(format!("{GPU_CALLS_ENV}='{value}': give a number of model calls from 1 to 64"))
+            })
+        })
+        .transpose()
+}
+
+/// A counting gate: at most `permits` holders at once; the others wait their turn.
+struct Gate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Gate {
+    fn new(permits: usize) -> Gate {
+        Gate { free: Mutex::new(permits), freed: Condvar::new() }
+    }
+
+    /// Waits for a free place and holds it until the turn drops (a panic too: the count is
+    /// all the gate keeps, so a poisoned lock is taken as it is).
+    fn enter(&self) -> Turn<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        *free -= 1;
+        Turn(self)
+    }
+}
+
+/// One place in a `Gate`, given back on drop.
+struct Turn<'a>(&'a Gate);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *free += 1;
+        self.0.freed.notify_one();
     }
 }
 
@@ -285,11 +352,16 @@ impl TokenClassifier {
     ) -> Result<TokenClassifier, OrtError> {
         let mut notes = Vec::new();
         let mut buckets = default_buckets();
-        let (devices, provider) = match config.provider {
+        // read for a GPU only: the CPU runs every call side by side
+        let gpu_calls = match config.provider {
+            ExecutionProvider::Cpu => None,
+            _ => gpu_calls_asked()?,
+        };
+        let (mut devices, provider) = match config.provider {
             ExecutionProvider::Cpu => {
                 let options = session_options(ort, config)?;
                 let session = Session::open(ort, source, &options)?;
-                (vec![Device::new(vec![Placed { shape: None, session }], false)], "cpu".to_string())
+                (vec![Device::new(vec![Placed { shape: None, session }])], "cpu".to_string())
             }
             provider => {
                 let mut ids = vec![provider.device().unwrap_or(0)];
@@ -312,7 +384,7 @@ impl TokenClassifier {
                         }
                     };
                     buckets = capped;
-                    devices.push(Device::new(sessions, true));
+                    devices.push(Device::new(sessions));
                 }
                 let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
                 (devices, format!("{}:{}", provider.name(), ids.join(",")))
@@ -380,6 +452,12 @@ impl TokenClassifier {
                 bucket.max_rows = Some(1);
             }
         }
+        if !matches!(config.provider, ExecutionProvider::Cpu) {
+            let calls = gpu_calls.unwrap_or_else(|| default_gpu_calls(takes_mask(&inputs)));
+            for device in &mut devices {
+                device.gate = Some(Gate::new(calls));
+            }
+        }
         Ok(TokenClassifier { devices, inputs, output, output_half, provider, buckets, notes })
     }
 
@@ -410,11 +488,7 @@ impl TokenClassifier {
 
     /// The least busy device's session for `[rows, length]`, held busy until the guard drops,
     /// and that device's gate (GPUs).
-    fn place(
-        &self,
-        rows: usize,
-        length: usize,
-    ) -> Result<(&Session, Busy<'_>, Option<&Mutex<()>>), OrtError> {
+    fn place(&self, rows: usize, length: usize) -> Result<(&Session, Busy<'_>, Option<&Gate>), OrtError> {
         let device = self
             .devices
             .iter()
@@ -492,8 +566,7 @@ impl TokenClassifier {
         }
         let feeds: Vec<_> = self.inputs.iter().zip(&tensors).map(|(i, t)| (i.name.as_c_str(), t)).collect();
         let values = {
-            // a call that panicked while holding the gate left no state behind it
-            let _turn = gate.map(|g| g.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+            let _turn = gate.map(Gate::enter);
             session.run(&feeds, &[self.output.as_c_str()])?
         };
         let value = &values[0];
@@ -763,8 +836,9 @@ mod tests {
 
     /// Two devices' sessions (CPU sessions standing in for two GPUs): a call goes to the device
     /// with the fewest calls running, a TensorRT-style profile is chosen by the batch's shape,
-    /// and the results do not depend on the device. A GPU runs one call at a time: a call
-    /// placed there waits while another holds its gate; the CPU has no gate.
+    /// and the results do not depend on the device. A GPU runs a few calls at a time (here 2):
+    /// a call placed there waits while others hold every place of its gate; the CPU has no
+    /// gate.
     #[test]
     #[ignore = "needs ONNX Runtime (PULPIE_RT_ORT_LIB)"]
     fn calls_go_to_the_least_busy_device_and_the_profile_that_holds_them() {
@@ -781,13 +855,12 @@ mod tests {
         let open = || {
             Session::open(&ort, ModelSource::File(&path), &session_options(&ort, &config).unwrap()).unwrap()
         };
-        classifier.devices.push(Device::new(
-            vec![
-                Placed { shape: Some(short), session: open() },
-                Placed { shape: Some(long), session: open() },
-            ],
-            true,
-        ));
+        let mut gpu = Device::new(vec![
+            Placed { shape: Some(short), session: open() },
+            Placed { shape: Some(long), session: open() },
+        ]);
+        gpu.gate = Some(Gate::new(2));
+        classifier.devices.push(gpu);
         let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
         {
             let (first, _held, gate) = classifier.place(1, 4).unwrap();
@@ -819,19 +892,33 @@ mod tests {
         let busy = &classifier.devices[0].busy;
         busy.fetch_add(1, Ordering::SeqCst);
         assert_eq!(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap(), expected);
-        // device 0 still busy, so the next call goes to device 1, whose gate is held here
-        let turn = classifier.devices[1].gate.as_ref().unwrap().lock().unwrap();
+        // device 0 still busy, so the next call goes to device 1, whose two places are held here
+        let gate = classifier.devices[1].gate.as_ref().unwrap();
+        let (turn, _other) = (gate.enter(), gate.enter());
         let classifier = &classifier;
         std::thread::scope(|scope| {
             let (done, result) = std::sync::mpsc::channel();
             scope.spawn(move || done.send(classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4)).unwrap());
             let waited = result.recv_timeout(std::time::Duration::from_millis(300));
-            assert!(waited.is_err(), "a call ran on a GPU while another held its gate");
+            assert!(waited.is_err(), "a call ran on a GPU while others held every place of its gate");
             drop(turn);
             let ran = result.recv_timeout(std::time::Duration::from_secs(60)).expect("the call never ran");
             assert_eq!(ran.unwrap(), expected);
         });
         busy.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn calls_per_gpu_are_asked_or_follow_the_graph_and_a_bad_ask_is_refused_with_the_reason() {
+        assert_eq!(gpu_calls_from(None).unwrap(), None);
+        assert_eq!(gpu_calls_from(Some(" 4 ")).unwrap(), Some(4));
+        assert_eq!((default_gpu_calls(true), default_gpu_calls(false)), (1, 2));
+        for bad in ["0", "65", "two", ""] {
+            assert_eq!(
+                gpu_calls_from(Some(bad)).unwrap_err().0,
+                format!("PULPIE_RT_GPU_CALLS='{bad}': give a number of model calls from 1 to 64")
+            );
+        }
     }
 
     #[test]
