@@ -590,8 +590,8 @@ _ENGINE_SIGNATURES = {
     "pulpie_rt_ort_free_u64s": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t], None),
     "pulpie_rt_decide_blocks": ([_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_double,
                                  ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                                 ctypes.c_double, ctypes.c_double, ctypes.c_size_t, _P, _P,
-                                 ctypes.c_size_t,
+                                 ctypes.c_double, ctypes.c_double, ctypes.c_uint32,
+                                 ctypes.c_size_t, _P, _P, ctypes.c_size_t,
                                  ctypes.c_uint32, _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t,
                                  ctypes.c_size_t, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
     "pulpie_rt_prepare_page": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64,
@@ -852,7 +852,8 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
                   margins: bool, threshold: float | None, keep_best: bool,
                   rescorer: CoreRescorer | None = None, features: np.ndarray | None = None,
                   n_classified: int | None = None, expected_f1: bool = False,
-                  container_prior: tuple[float, float] | None = None) -> list[int]:
+                  container_prior: tuple[float, float] | None = None,
+                  continue_story: bool = False) -> list[int]:
     """One page's block predictions from its chunks' SEP outputs
     (``core/src/engine/decode.rs``' ``decide_blocks``): ``chunk_outputs[c]`` holds chunk
     ``c``'s ``[n_sep, labels]`` logits, or (1-D) its margins. ``margins`` False: the argmax
@@ -862,7 +863,8 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     ``threshold``, weighing each by the ``words`` column of ``features``;
     ``container_prior``: ``(share, shift)``, the scores outside the page's dominant container
     lowered by ``shift``, ``decode.rs``' ``container_prior``, from the container columns of
-    ``features``).
+    ``features``; ``continue_story``: a main prose block's run goes on through the prose
+    blocks after it under the same parent, ``decode.rs``' ``continue_story``).
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
     import numpy as np
     lib = _engine_library()
@@ -885,7 +887,7 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     n_features = 0
     features_pointer = None
     if features is not None and (rescorer is not None or expected_f1
-                                 or container_prior is not None):
+                                 or container_prior is not None or continue_story):
         features = np.ascontiguousarray(features, np.float32)
         if features.ndim != 2 or len(features) != n_blocks:
             raise DecodeError(f"rescore: ValueError: {len(features)} rows of block features "
@@ -899,7 +901,7 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
         0 if threshold is None else 1, 0.0 if threshold is None else float(threshold),
         1 if keep_best else 0, 1 if expected_f1 else 0, 0 if container_prior is None else 1,
         *((0.0, 0.0) if container_prior is None else map(float, container_prior)),
-        n_blocks, blocks.ctypes.data,
+        1 if continue_story else 0, n_blocks, blocks.ctypes.data,
         block_ends.ctypes.data,
         len(block_ends), kind, values.ctypes.data, value_ends.ctypes.data, labels,
         features_pointer, n_features, n_blocks if n_classified is None else n_classified,

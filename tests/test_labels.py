@@ -227,3 +227,74 @@ def test_container_prior_needs_the_container_columns():
     with pytest.raises(native.DecodeError, match=re.escape(message)):
         native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
                              True, features=rows, expected_f1=True, container_prior=(0.5, 1.0))
+
+
+def test_continue_story_runs_the_story_on_under_its_parent():
+    # a story (parent 10) whose later paragraphs score under the cut, a list inside it (11,
+    # under 10), a linked paragraph inside it, then a related box (parent 20) of prose
+    rows = _container_rows([120, 80, 90, 60, 100, 40, 40],
+                           [[10, 1], [10, 1], [10, 1], [11, 10], [10, 1], [20, 1], [20, 1]])
+    rows[2, 4] = 0.5  # 90 words, half of them linked: passed over
+    scores = np.array([3.0, -1.5, -1.0, -1.0, -2.0, -1.0, -1.0], np.float32)
+    plain = native.decide_blocks(7, [list(range(7))], [scores], True, 0.0, True,
+                                 features=rows, expected_f1=True)
+    assert plain == [1, 0, 0, 0, 0, 0, 0]
+    got = native.decide_blocks(7, [list(range(7))], [scores], True, 0.0, True,
+                               features=rows, expected_f1=True, continue_story=True)
+    assert got == [1, 1, 0, 1, 1, 0, 0]
+    assert labels_spec.continue_story(plain, scores, rows) == got
+
+
+def test_continue_story_decodes_as_the_specification():
+    rng = np.random.default_rng(12)
+    for case in range(300):
+        n, scores, words = _random_page(rng, 0.0)
+        # a parent and a grandparent among 6 elements (a parent of one block may be the
+        # grandparent of another), or (a tenth) no ancestor
+        parents = rng.integers(0, 6, n)
+        grandparents = (parents + 1 + rng.integers(0, 5, n)) % 6
+        chains = [[int(p), int(g)] if rng.random() < 0.9 else []
+                  for p, g in zip(parents, grandparents, strict=True)]
+        rows = _container_rows(words.tolist(), chains)
+        rows[:, 4] = rng.choice([0.0, 0.1, 0.3, 1.0], n)
+        threshold = float(rng.choice([-1.0, 0.0, 0.5]))
+        want = labels_spec.continue_story(labels_spec.keep_best_block(
+            labels_spec.expected_f1_labels(scores, words, threshold), scores), scores, rows)
+        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, True,
+                                   features=rows, expected_f1=True, continue_story=True)
+        assert got == want, (case, scores.tolist(), chains)
+
+
+def test_continue_story_needs_the_container_columns():
+    message = ("decoding.continue_story needs the block features' container columns "
+               "(layout blocks-v3 or blocks-v4)")
+    rows = np.zeros((2, 5), np.float32)
+    with pytest.raises(native.DecodeError, match=re.escape(message)):
+        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
+                             True, features=rows, expected_f1=True, continue_story=True)
+
+
+
+def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
+    """The recipe and the embedded model's manifest carry ``continue_story``; the model card
+    describes it, with the train pages' out-of-fold figures, only when the decoding has it."""
+    import json
+
+    from pulpie_rt.runtime.model.bundle import load_bundle
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+    from pulpie_rt.train.card import model_card
+    from pulpie_rt.train.fit import Recipe
+
+    assert Recipe().fast_continue_story is True
+    folder = embedded_model_dir()
+    assert load_bundle(folder, "fast").continue_story
+    assert not load_bundle(folder, "accurate").continue_story
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    story_f1 = results["fast"]["continue_story_f1"]
+    card = model_card(results, manifest, 1)
+    assert "a story goes on to its end (manifest `decoding.continue_story`)" in card
+    assert (f"({story_f1['with']:.4f} with it against {story_f1['without']:.4f} without,\n"
+            "  out of fold)") in card
+    results["fast"]["decoding"].pop("continue_story")
+    assert "a story goes on to its end" not in model_card(results, manifest, 1)

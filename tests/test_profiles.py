@@ -353,7 +353,8 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
         scores = spec.log_odds(prepared.features)
         want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
                                     [scores], True, decoding["main_margin"], True,
-                                    features=prepared.features, expected_f1=True)
+                                    features=prepared.features, expected_f1=True,
+                                    continue_story=decoding.get("continue_story", False))
         got = extractor.extract(page["html"]).labels
         assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
             page["id"]
@@ -455,6 +456,46 @@ def test_a_segmentation_setting_must_be_a_boolean_of_a_profile(tmp_path, key, ba
     assert getattr(load_bundle(path, "accurate"), key) is False and getattr(load_bundle(path), key)
 
 
+def test_the_engine_continues_stories_as_the_specification(tmp_path, dev_pages):
+    """The shipped fast profile's ``continue_story``: the engine labels each page as the
+    specification's two stages, expected-F1 selection, ``keep_best_block`` and then
+    ``labels_spec.continue_story`` do, and a copy without it labels some pages otherwise
+    (the long readability stories among them)."""
+    from spec import labels_spec
+
+    from pulpie_rt.runtime.flow.extractor import Extractor
+
+    shipped_bundle = default_model_copy(tmp_path / "shipped")
+    shipped = json.loads((shipped_bundle / "manifest.json")
+                         .read_text())["profiles"]["fast"]["decoding"]
+    assert shipped["continue_story"] is True
+    without_story = {k: v for k, v in shipped.items() if k != "continue_story"}
+    bundle = default_model_copy(tmp_path / "without", decoding=without_story)
+    assert not load_bundle(bundle, "fast").continue_story
+    fast = load_bundle(shipped_bundle, "fast")
+    preparer = Preparer.from_bundle(fast)
+    spec = context_spec.SpecContextRescorer(bundle / "rescorer-fast.onnx",
+                                            bundle / "rescorer-fast-first.onnx")
+    story, plain = Extractor(profile="fast"), Extractor(bundle, profile="fast")
+    changed = []
+    pages = dev_pages[::12] + [p for p in dev_pages if p["id"] == "readability/lazy-image-2"]
+    for page in pages:
+        prepared = preparer.prepare(page["html"])
+        scores = spec.log_odds(prepared.features)
+        selected = labels_spec.keep_best_block(labels_spec.expected_f1_labels(
+            scores, prepared.features[:, 2], shipped["main_margin"]), scores)
+        want = labels_spec.continue_story(selected, scores, prepared.features)
+        got = story.extract(page["html"]).labels
+        assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
+            page["id"]
+        without = plain.extract(page["html"]).labels
+        assert [without[str(i)] == "main" for i in prepared.item_ids] == \
+            [w == 1 for w in selected], page["id"]
+        if got != without:
+            changed.append(page["id"])
+    assert "readability/lazy-image-2" in changed and len(changed) >= 3, changed
+
+
 def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev_pages):
     """The default model's fast profile with a container prior in its decoding: the engine
     lowers the log-odds outside each page's dominant container (``labels_spec
@@ -480,6 +521,8 @@ def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev
                                              prepared.features, 0.6, 1.0)
         want = labels_spec.keep_best_block(labels_spec.expected_f1_labels(
             scores, prepared.features[:, 2], decoding["main_margin"]), scores)
+        if decoding.get("continue_story"):
+            want = labels_spec.continue_story(want, scores, prepared.features)
         got = with_prior.extract(page["html"]).labels
         assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
             page["id"]

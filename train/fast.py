@@ -191,7 +191,8 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 
 def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     """One page's decisions and main-content text under each of the job's decodings,
-    ``(threshold, container_prior)`` pairs (the runtime's decoding
+    ``(threshold, container_prior)`` pairs or ``(threshold, container_prior,
+    continue_story)`` triples (the runtime's decoding
     of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
     every block, with ``keep_best_block``; ``container_prior`` ``(share, shift)`` or None),
     the page segmented with the job's ``keep_hidden``
@@ -212,17 +213,19 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
                                     drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
-    # the container prior reads the container columns (the rescorer's layout, blocks-v3)
-    prior = any(p is not None for _, p in decodings)
+    # the container prior and continue_story read the container columns (the rescorer's
+    # layout, blocks-v3)
+    prior = any(d[1] is not None or (len(d) > 2 and d[2]) for d in decodings)
     features = (block_features(map_html, item_ids, CONTEXTS[CONTEXT_VERSION]) if prior
                 else block_features(map_html, item_ids) if expected_f1 else None)
     decoded = []
-    for threshold, container_prior in decodings:
+    for threshold, container_prior, *story in decodings:
         try:
             predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
                                                [scores], True, threshold, True,
                                                features=features, expected_f1=expected_f1,
-                                               container_prior=container_prior)
+                                               container_prior=container_prior,
+                                               continue_story=bool(story and story[0]))
             text = to_text(extract_main_html(map_html,
                                              labels_from_predictions(item_ids, predictions)))
             decoded.append(("".join("1" if p else "0" for p in predictions), text))
@@ -327,11 +330,11 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
 
 
 def decodings_f1(corpus: str, scores: dict[str, np.ndarray],
-                 decodings: list[tuple[float, tuple[float, float] | None]], keep_hidden: bool,
+                 decodings: list[tuple], keep_hidden: bool,
                  expected_f1: bool, drop_noscript: bool, workers: int | None = None
                  ) -> tuple[int, list[float]]:
     """The number of pages of ``corpus`` in ``scores`` and their mean word F1 under each of
-    ``decodings`` (``(threshold, container_prior)`` pairs, ``_decode_page``'s)."""
+    ``decodings`` (``_decode_page``'s pairs or triples)."""
     from pulpie_rt.eval.metrics import score_pages
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
@@ -477,6 +480,17 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         chosen = ("none" if container_prior is None
                   else f"{container_prior[0]:g}/{container_prior[1]:g}")
         log(f"fast rescorer: container prior {chosen} (share/shift)")
+    story_f1 = None
+    if recipe.fast_continue_story:
+        # not chosen here (the train pages' references often stop before a long story's end):
+        # measured, for the record and the model card
+        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
+                                 [(threshold, container_prior, False),
+                                  (threshold, container_prior, True)],
+                                 keep_hidden, expected_f1, drop_noscript)
+        story_f1 = {"without": round(values[0], 4), "with": round(values[1], 4)}
+        log(f"fast rescorer: continue_story on the train pages out of fold: word F1 "
+            f"{values[1]:.4f} against {values[0]:.4f} without")
     folds_scores = None
     if folded:
         folds_scores = out_of_fold_scores(READABILITY_CORPUS, {pid: oof[pid] for pid in folded},
@@ -497,7 +511,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                      **({"selection": "expected_f1"} if expected_f1 else {}),
                      **({"container_prior": {"share": container_prior[0],
                                              "shift": container_prior[1]}}
-                        if container_prior else {})},
+                        if container_prior else {}),
+                     **({"continue_story": True} if recipe.fast_continue_story else {})},
         "keep_hidden": keep_hidden,
         "drop_noscript": drop_noscript,
         "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
@@ -506,5 +521,6 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                        for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
         "onnx_check": checks, "calibration_f1": f1,
         **({"container_prior_f1": prior_f1} if prior_f1 else {}),
+        **({"continue_story_f1": story_f1} if story_f1 else {}),
         **({"readability_folds": folds_scores} if folds_scores else {}),
     }

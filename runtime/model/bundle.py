@@ -17,7 +17,8 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "labels": {"0": "other", "1": "main"},
       "decoding": {"keep_best_block": bool, "main_margin": float,
                    "selection": "threshold"|"expected_f1",
-                   "container_prior": {"share": float, "shift": float}},   (optional)
+                   "container_prior": {"share": float, "shift": float},
+                   "continue_story": bool},   (optional)
       "rescorer": {"file": "rescorer.onnx",
                    "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4",
                    "margin_weight": float,
@@ -52,6 +53,10 @@ take the argmax at each SEP); the embedded default model uses it:
   by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3`` or
   ``blocks-v4``, whose container columns name each block's ancestors). The compiled core
   checks it when it opens the bundle.
+- ``continue_story`` (absent: false): after the selection, a main prose block's run goes on
+  through the prose blocks after it under the same parent element, until a prose block is
+  left other (``decode.rs``' ``continue_story``; prose: 10 words or more, under a quarter of
+  them linked; needs a rescorer over ``blocks-v3`` or ``blocks-v4``).
 
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``
@@ -178,6 +183,11 @@ class Bundle:
         """``decoding.container_prior`` as ``(share, shift)`` (absent: None)."""
         prior = (self.manifest.get("decoding") or {}).get("container_prior")
         return None if prior is None else (float(prior["share"]), float(prior["shift"]))
+
+    @property
+    def continue_story(self) -> bool:
+        """``decoding.continue_story`` (absent: False)."""
+        return bool((self.manifest.get("decoding") or {}).get("continue_story"))
 
     @property
     def has_rescorer(self) -> bool:

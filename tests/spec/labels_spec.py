@@ -27,12 +27,15 @@ from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
 
 __all__ = ["argmax_labels", "block_predictions", "sep_margins",
            "margin_labels", "block_margins", "keep_best_block", "labels_from_predictions",
-           "predictions_of_page", "decide_blocks", "expected_f1_labels", "container_prior"]
+           "predictions_of_page", "decide_blocks", "expected_f1_labels", "container_prior",
+           "continue_story"]
 
 # the block features' columns read here (layouts blocks-v3 and blocks-v4): the words, and each
 # block's first ancestors (container ids, -1 where the chain is shorter)
 WORDS = FEATURE_NAMES_V2.index("words")
+LINK_RATIO = FEATURE_NAMES_V2.index("link_ratio")
 CONTAINERS = slice(N_FEATURES_V2, N_FEATURES_V3)
+PARENT = N_FEATURES_V2  # the first container column: the block's parent element
 
 
 def argmax_labels(sep_logits: np.ndarray) -> list[int]:
@@ -172,3 +175,26 @@ def predictions_of_page(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
                                  [argmax_labels(logits) for logits in chunk_logits])
     return decide_blocks(n_blocks, chunk_blocks, [sep_margins(x) for x in chunk_logits],
                          threshold, keep_best, rescorer, features, n_classified)
+
+
+def continue_story(labels: Sequence[int], scores: np.ndarray, features: np.ndarray
+                   ) -> list[int]:
+    """The selection's story run on to its end, over the prose blocks in page order (10 words
+    or more, under a quarter of them linked; the others are passed over): one left other joins
+    the story when the story's element is its parent or grandparent and its score is not NaN;
+    a main one outside the story starts a story under its own parent (none for a parent id of
+    -1); one left other under the story ends it; prose elsewhere neither joins nor ends it."""
+    labels = list(labels)
+    story = None
+    for i in range(len(labels)):
+        if not (features[i, WORDS] >= 10 and features[i, LINK_RATIO] < 0.25):
+            continue
+        parent, grandparent = float(features[i, PARENT]), float(features[i, PARENT + 1])
+        under_story = story is not None and story in (parent, grandparent)
+        if labels[i] == 0 and under_story and not np.isnan(scores[i]):
+            labels[i] = 1
+        elif labels[i] == 1 and not under_story:
+            story = parent if parent >= 0 else None
+        elif labels[i] == 0 and under_story:
+            story = None
+    return labels

@@ -55,6 +55,8 @@ pub struct Manifest {
     pub expected_f1: bool,
     /// `decoding.container_prior` (`decode::container_prior`; absent or null: none)
     pub container_prior: Option<ContainerPrior>,
+    /// `decoding.continue_story` (`decode::continue_story`; absent, null or false: off)
+    pub continue_story: bool,
     pub rescorer: Option<RescorerSpec>,
     /// whether the transformer runs (false: a rescorer-only profile, no tokens or chunks)
     pub transformer: bool,
@@ -263,6 +265,10 @@ impl Manifest {
                 }
             }
         };
+        let continue_story = match decoding.and_then(|d| d.get("continue_story")) {
+            None | Some(Value::Null) => false,
+            Some(v) => v.as_bool().ok_or_else(|| bad("decoding.continue_story is not true or false"))?,
+        };
         let rescorer = if truthy(value.get("rescorer")) {
             let spec = value.get("rescorer").expect("truthy");
             let field = |name: &str| spec.get(name).ok_or_else(|| bad(&format!("no rescorer.{name}")));
@@ -289,6 +295,11 @@ impl Manifest {
         {
             return Err(bad("decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"));
         }
+        if continue_story
+            && !rescorer.as_ref().is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4"))
+        {
+            return Err(bad("decoding.continue_story needs a rescorer over blocks-v3 or blocks-v4"));
+        }
         let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(Manifest {
             onnx_file: onnx_file.to_string(),
@@ -302,6 +313,7 @@ impl Manifest {
             main_margin,
             expected_f1,
             container_prior,
+            continue_story,
             rescorer,
             transformer: value.get("transformer").is_none_or(|v| truthy(Some(v))),
             keep_hidden: setting("keep_hidden"),
@@ -549,6 +561,28 @@ mod tests {
         assert_eq!(
             Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v1"), "m.json").err().unwrap(),
             "m.json: decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"
+        );
+    }
+
+    #[test]
+    fn continue_story_is_read_and_checked() {
+        let with = |value: &str, features: &str| {
+            manifest_with(&format!(
+                r#", "decoding": {{"continue_story": {value}}}, "rescorer": {{"file": "r.onnx",
+                   "features": "{features}", "margin_weight": 0.0}}"#
+            ))
+        };
+        assert!(Manifest::parse(&with("true", "blocks-v4"), "m.json").unwrap().continue_story);
+        for off in ["false", "null"] {
+            assert!(!Manifest::parse(&with(off, "blocks-v1"), "m.json").unwrap().continue_story);
+        }
+        assert_eq!(
+            Manifest::parse(&with("1", "blocks-v3"), "m.json").err().unwrap(),
+            "m.json: decoding.continue_story is not true or false"
+        );
+        assert_eq!(
+            Manifest::parse(&with("true", "blocks-v2"), "m.json").err().unwrap(),
+            "m.json: decoding.continue_story needs a rescorer over blocks-v3 or blocks-v4"
         );
     }
 

@@ -25,6 +25,9 @@ pub struct Decoding {
     /// the bundle's `decoding.container_prior` (`container_prior`): needs the block features'
     /// container columns (layouts `blocks-v3`, `blocks-v4`)
     pub container_prior: Option<ContainerPrior>,
+    /// the bundle's `decoding.continue_story` (`continue_story`): needs the block features'
+    /// container columns (layouts `blocks-v3`, `blocks-v4`)
+    pub continue_story: bool,
 }
 
 /// `decoding.container_prior`: the blocks outside the page's dominant container (the
@@ -46,6 +49,18 @@ pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 
 /// The message of a page decoded with a container prior without the container columns.
 pub const NO_CONTAINERS: &str = "rescore: ValueError: decoding.container_prior needs the block features' \
                                  container columns (layout blocks-v3 or blocks-v4)";
+
+/// The message of a page decoded with `continue_story` without the container columns.
+pub const NO_STORY_CONTAINERS: &str =
+    "rescore: ValueError: decoding.continue_story needs the block features' \
+                                       container columns (layout blocks-v3 or blocks-v4)";
+
+/// The `link_ratio` column of the block feature layouts (`blocks-v1` on).
+pub const LINK_RATIO_COLUMN: usize = 4;
+/// A prose block for `continue_story`: at least this many words, under this share of them
+/// in links.
+pub const PROSE_WORDS: f32 = 10.0;
+pub const PROSE_LINK_RATIO: f32 = 0.25;
 
 /// One chunk's outputs at its SEPs, in SEP order.
 #[derive(Clone, Copy, Debug)]
@@ -119,7 +134,53 @@ pub fn decide_blocks(
     } else {
         margin_labels(&scores, threshold)
     };
-    Ok(if decoding.keep_best_block { keep_best_block(predictions, &scores) } else { predictions })
+    let mut predictions =
+        if decoding.keep_best_block { keep_best_block(predictions, &scores) } else { predictions };
+    if decoding.continue_story {
+        let features = features.ok_or_else(|| NO_STORY_CONTAINERS.to_string())?;
+        continue_story(&mut predictions, &scores, features).ok_or_else(|| NO_STORY_CONTAINERS.to_string())?;
+    }
+    Ok(predictions)
+}
+
+/// `labels.continue_story`: a story goes on to its end. Walking the prose blocks in page order
+/// (`PROSE_WORDS` words or more, under `PROSE_LINK_RATIO` of them linked; other blocks are
+/// passed over), a block left other joins the story when the story's element is its parent or
+/// grandparent (a list item under the story's body) and it has a score (NaN: cut by the page's
+/// limits); a main block outside the story starts one under its own parent; a block left
+/// other under the story ends it; blocks elsewhere neither join nor end it. The fast profile's
+/// scores fall with a block's place on long pages (WCXB's references, which it is trained on,
+/// often stop before a long article's end and leave its code blocks out), so the later
+/// paragraphs of a long story, alike in every column but their place, fell under the cut.
+/// None when `features` (`labels.len()` rows) are not rows of a layout with container
+/// columns.
+pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) -> Option<()> {
+    use crate::features::{context::read_in_context, context::N_FEATURES_V2};
+    let n = labels.len();
+    if n == 0 {
+        return Some(());
+    }
+    let width = features.len() / n;
+    if !read_in_context(features, width) || features.len() != n * width || scores.len() != n {
+        return None;
+    }
+    let mut story: Option<f32> = None;
+    for i in 0..n {
+        let block = &features[i * width..(i + 1) * width];
+        if block[WORDS_COLUMN] < PROSE_WORDS || block[LINK_RATIO_COLUMN] >= PROSE_LINK_RATIO {
+            continue;
+        }
+        let (parent, grandparent) = (block[N_FEATURES_V2], block[N_FEATURES_V2 + 1]);
+        let under_story = story.is_some_and(|s| s == parent || s == grandparent);
+        if labels[i] == 0 && under_story && !scores[i].is_nan() {
+            labels[i] = 1;
+        } else if labels[i] == 1 && !under_story {
+            story = (parent >= 0.0).then_some(parent);
+        } else if labels[i] == 0 && under_story {
+            story = None;
+        }
+    }
+    Some(())
 }
 
 /// The blocks whose selection maximises the page's expected word F1 when block `i` is main
@@ -367,6 +428,45 @@ mod tests {
         assert_eq!((scores[0], scores[2]), (2.0, 2.0));
         // rows without container columns
         assert_eq!(container_prior(&mut [1.0, 1.0], &[0.0; 10], prior), None);
+    }
+
+    /// A story's prose runs on under its element: the prose blocks after a main one whose
+    /// parent or grandparent is the story's parent become main, until one of them is left
+    /// other (no score); prose elsewhere neither joins nor ends it; short or linked blocks are
+    /// passed over; a main block elsewhere starts a story of its own.
+    #[test]
+    fn continue_story_runs_a_main_prose_block_on_under_its_parent() {
+        use crate::features::context::{N_FEATURES_V2, N_FEATURES_V3};
+        // (words, link ratio, parent, grandparent)
+        let blocks = [
+            (40.0, 0.0, 7.0, 5.0),   // 0 main prose: the story (7) starts
+            (3.0, 0.0, 7.0, 5.0),    // 1 short: passed over
+            (60.0, 0.0, 7.0, 5.0),   // 2 prose under 7: joins
+            (30.0, 0.5, 7.0, 5.0),   // 3 linked: passed over, stays other
+            (50.0, 0.1, 8.0, 7.0),   // 4 a list item (8 under 7): joins
+            (50.0, 0.0, 3.0, 2.0),   // 5 prose elsewhere: stays other, the story goes on
+            (50.0, 0.0, 7.0, 5.0),   // 6 joins
+            (50.0, 0.0, 7.0, 5.0),   // 7 no score (cut by the limits): stays other, ends it
+            (50.0, 0.0, 7.0, 5.0),   // 8 stays other
+            (80.0, 0.0, 9.0, 5.0),   // 9 main prose elsewhere: a story under 9
+            (20.0, 0.0, 9.0, 5.0),   // 10 joins
+            (20.0, 0.0, -1.0, -1.0), // 11 no parent column: stays other
+        ];
+        let mut rows = vec![-1.0f32; blocks.len() * N_FEATURES_V3];
+        for (i, &(words, links, parent, grandparent)) in blocks.iter().enumerate() {
+            let row = &mut rows[i * N_FEATURES_V3..(i + 1) * N_FEATURES_V3];
+            row[WORDS_COLUMN] = words;
+            row[LINK_RATIO_COLUMN] = links;
+            row[N_FEATURES_V2] = parent;
+            row[N_FEATURES_V2 + 1] = grandparent;
+        }
+        let mut scores = [1.0f32; 12];
+        scores[7] = f32::NAN;
+        let mut labels = vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0];
+        assert_eq!(continue_story(&mut labels, &scores, &rows), Some(()));
+        assert_eq!(labels, [1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0]);
+        // rows without container columns
+        assert_eq!(continue_story(&mut [1, 0], &[1.0, 1.0], &[0.0; 10]), None);
     }
 
     #[test]

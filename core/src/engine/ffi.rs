@@ -23,7 +23,8 @@ pub const OUTPUTS_MARGINS: u32 = 1;
 ///
 /// - `rescorer`: a handle from `pulpie_rt_ort_rescorer_open`, or null;
 /// - `margins`, `has_threshold`/`threshold`, `keep_best`, `expected_f1`,
-///   `has_prior`/`prior_share`/`prior_shift`: the bundle's decoding (`Decoding`);
+///   `has_prior`/`prior_share`/`prior_shift`, `continue_story`: the bundle's decoding
+///   (`Decoding`);
 /// - the page's chunks: chunk `c` holds the blocks `block_indices[block_ends[c-1]..block_ends[c]]`
 ///   and the SEP outputs `values[value_ends[c-1]..value_ends[c]]` (`kind`: `OUTPUTS_LOGITS`,
 ///   `labels` values per SEP, or `OUTPUTS_MARGINS`);
@@ -45,6 +46,7 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
     has_prior: u32,
     prior_share: f64,
     prior_shift: f64,
+    continue_story: u32,
     n_blocks: usize,
     block_indices: *const u64,
     block_ends: *const u64,
@@ -94,6 +96,7 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
             expected_f1: expected_f1 != 0,
             container_prior: (has_prior != 0)
                 .then_some(ContainerPrior { share: prior_share, shift: prior_shift }),
+            continue_story: continue_story != 0,
         };
         let features = (!features.is_null()).then(|| slice(features, n_blocks * n_features));
         decide_blocks(n_blocks, &chunk_blocks, &outputs, &decoding, rescorer.as_ref(), features, n_classified)

@@ -561,11 +561,13 @@ impl Engine {
                 || m.main_margin.is_some()
                 || self.rescorer.is_some()
                 || m.expected_f1
-                || m.container_prior.is_some(),
+                || m.container_prior.is_some()
+                || m.continue_story,
             main_margin: m.main_margin,
             keep_best_block: m.keep_best_block,
             expected_f1: m.expected_f1,
             container_prior: m.container_prior,
+            continue_story: m.continue_story,
         }
     }
 
