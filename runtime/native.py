@@ -863,8 +863,9 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     ``threshold``, weighing each by the ``words`` column of ``features``;
     ``container_prior``: ``(share, shift)``, the scores outside the page's dominant container
     lowered by ``shift``, ``decode.rs``' ``container_prior``, from the container columns of
-    ``features``; ``continue_story``: a main prose block's run goes on through the prose
-    blocks after it under the same parent, ``decode.rs``' ``continue_story``).
+    ``features``; ``continue_story``: the story of a main prose block goes on through the
+    later prose blocks whose parent or grandparent is its parent, ``decode.rs``'
+    ``continue_story``).
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
     import numpy as np
     lib = _engine_library()

@@ -53,10 +53,11 @@ take the argmax at each SEP); the embedded default model uses it:
   by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3`` or
   ``blocks-v4``, whose container columns name each block's ancestors). The compiled core
   checks it when it opens the bundle.
-- ``continue_story`` (absent: false): after the selection, a main prose block's run goes on
-  through the prose blocks after it under the same parent element, until a prose block is
-  left other (``decode.rs``' ``continue_story``; prose: 10 words or more, under a quarter of
-  them linked; needs a rescorer over ``blocks-v3`` or ``blocks-v4``).
+- ``continue_story`` (absent: false): after the selection, the story of a main prose block
+  goes on through the later prose blocks whose parent or grandparent is its parent element,
+  until a main prose block elsewhere starts another story (``decode.rs``' ``continue_story``;
+  prose: 10 words or more, under a quarter of them linked; needs a rescorer over
+  ``blocks-v3`` or ``blocks-v4``).
 
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``

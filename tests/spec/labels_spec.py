@@ -183,7 +183,8 @@ def continue_story(labels: Sequence[int], scores: np.ndarray, features: np.ndarr
     or more, under a quarter of them linked; the others are passed over): one left other joins
     the story when the story's element is its parent or grandparent and its score is not NaN;
     a main one outside the story starts a story under its own parent (none for a parent id of
-    -1); one left other under the story ends it; prose elsewhere neither joins nor ends it."""
+    -1); one under the story without a score (NaN) ends it; prose elsewhere neither joins nor
+    ends it."""
     labels = list(labels)
     story = None
     for i in range(len(labels)):

@@ -147,8 +147,9 @@ pub fn decide_blocks(
 /// (`PROSE_WORDS` words or more, under `PROSE_LINK_RATIO` of them linked; other blocks are
 /// passed over), a block left other joins the story when the story's element is its parent or
 /// grandparent (a list item under the story's body) and it has a score (NaN: cut by the page's
-/// limits); a main block outside the story starts one under its own parent; a block left
-/// other under the story ends it; blocks elsewhere neither join nor end it. The fast profile's
+/// limits; such a block ends the story); a main block outside the story starts one under its
+/// own parent; blocks elsewhere neither join nor end it. So every later prose block under the
+/// story's element is main until a main prose block elsewhere starts another. The fast profile's
 /// scores fall with a block's place on long pages (WCXB's references, which it is trained on,
 /// often stop before a long article's end and leave its code blocks out), so the later
 /// paragraphs of a long story, alike in every column but their place, fell under the cut.
