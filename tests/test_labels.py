@@ -298,3 +298,16 @@ def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
             "  out of fold)") in card
     results["fast"]["decoding"].pop("continue_story")
     assert "a story goes on to its end" not in model_card(results, manifest, 1)
+
+
+def test_story_labels_continue_each_story_of_the_rule_labels():
+    """``Recipe.fast_story_labels``: a page's rule labels with each story continued as
+    ``continue_story`` continues a selection (the tail of a story under the same element)."""
+    from pulpie_rt.train.fast import continued_story_labels
+
+    rows = _container_rows([120, 80, 90, 40], [[10, 1], [10, 1], [10, 1], [20, 1]])
+    labels = np.array([1, 0, 0, 0], np.int8)
+    got = continued_story_labels(labels, rows)
+    assert got.tolist() == [1, 1, 1, 0] and got.dtype == np.int8
+    assert continued_story_labels(np.zeros(0, np.int8), rows[:0]).tolist() == []
+

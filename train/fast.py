@@ -184,6 +184,19 @@ def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[st
     return out  # type: ignore[return-value]
 
 
+def continued_story_labels(labels: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """A page's rule labels with each story continued as ``decode.rs``' ``continue_story``
+    continues a selection (the labels as the selection, every block scored)."""
+    from pulpie_rt.runtime import native
+
+    if len(labels) == 0:
+        return labels
+    scores = np.where(np.asarray(labels) == 1, 1.0, -1.0).astype(np.float32)
+    out = native.decide_blocks(len(labels), [list(range(len(labels)))], [scores], True, 0.0,
+                               False, features=features, continue_story=True)
+    return np.asarray(out, dtype=np.asarray(labels).dtype)
+
+
 def log_odds(p: np.ndarray) -> np.ndarray:
     p = np.clip(np.asarray(p, np.float64), 1e-7, 1 - 1e-7)
     return np.log(p / (1 - p))
@@ -421,6 +434,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,
                                            layout=layout, drop_noscript=drop_noscript)
     calibrated = list(ids)  # the threshold is chosen on the recipe's corpus alone
+    if recipe.fast_story_labels:
+        labels = [continued_story_labels(y, f) for y, f in zip(labels, features, strict=True)]
+        log(f"fast rescorer: story labels, {sum(int(y.sum()) for y in labels)} main blocks")
     folded: list[str] = []
     # train page i sits in fold i % fast_folds
     fold_of = np.arange(len(ids)) % recipe.fast_folds
