@@ -177,7 +177,11 @@ if [ "$LIMIT" -gt 0 ]; then
 else
     gzip -dc "$WORK/dev.jsonl.gz" > "$WORK/dev.jsonl"
 fi
-for _ in $(seq 2 "${GPU_CHECK_PASSES:-1}"); do gzip -dc "$WORK/dev.jsonl.gz" | head -n "$(( LIMIT > 0 ? LIMIT : 1000000 ))"; done >> "$WORK/dev.jsonl"
+if [ "${GPU_CHECK_PASSES:-1}" -gt 1 ]; then  # the pages read once, written N times over
+    mv "$WORK/dev.jsonl" "$WORK/dev-pass.jsonl"
+    for _ in $(seq "$GPU_CHECK_PASSES"); do cat "$WORK/dev-pass.jsonl"; done > "$WORK/dev.jsonl"
+    rm "$WORK/dev-pass.jsonl"
+fi
 [ "$DRY_RUN" = 1 ] && BUDGET_S=$(( BUDGET_S * 3 ))  # a small shared CPU machine
 N_PAGES=$(wc -l < "$WORK/dev.jsonl")
 ORT_GPU_DIR=${ORT_GPU_DIR:-build/ort-gpu/onnxruntime/capi}

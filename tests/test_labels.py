@@ -220,13 +220,15 @@ def test_container_prior_decodes_as_the_specification():
         assert got == want, (case, scores.tolist(), chains, share, shift)
 
 
-def test_container_prior_needs_the_container_columns():
-    message = ("decoding.container_prior needs the block features' container columns "
+@pytest.mark.parametrize("option,asked", [("container_prior", (0.5, 1.0)),
+                                          ("continue_story", True)])
+def test_container_options_need_the_container_columns(option, asked):
+    message = (f"decoding.{option} needs the block features' container columns "
                "(layout blocks-v3 or blocks-v4)")
     rows = np.zeros((2, 5), np.float32)
     with pytest.raises(native.DecodeError, match=re.escape(message)):
         native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
-                             True, features=rows, expected_f1=True, container_prior=(0.5, 1.0))
+                             True, features=rows, expected_f1=True, **{option: asked})
 
 
 def test_continue_story_runs_the_story_on_under_its_parent():
@@ -265,16 +267,6 @@ def test_continue_story_decodes_as_the_specification():
         assert got == want, (case, scores.tolist(), chains)
 
 
-def test_continue_story_needs_the_container_columns():
-    message = ("decoding.continue_story needs the block features' container columns "
-               "(layout blocks-v3 or blocks-v4)")
-    rows = np.zeros((2, 5), np.float32)
-    with pytest.raises(native.DecodeError, match=re.escape(message)):
-        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
-                             True, features=rows, expected_f1=True, continue_story=True)
-
-
-
 def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
     """The recipe and the embedded model's manifest carry ``continue_story``; the model card
     describes it, with the train pages' out-of-fold figures, only when the decoding has it."""
@@ -294,8 +286,8 @@ def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
     story_f1 = results["fast"]["continue_story_f1"]
     card = model_card(results, manifest, 1)
     assert "a story goes on to its end (manifest `decoding.continue_story`)" in card
-    assert (f"({story_f1['with']:.4f} with it against {story_f1['without']:.4f} without,\n"
-            "  out of fold)") in card
+    assert (f"({story_f1['with']:.4f} with it against {story_f1['without']:.4f}\n"
+            "  without, out of fold)") in card
     results["fast"]["decoding"].pop("continue_story")
     assert "a story goes on to its end" not in model_card(results, manifest, 1)
 

@@ -104,9 +104,9 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   grandparent, until a main prose block elsewhere starts another story. The rescorer's
   scores fall with a block's place on long pages (WCXB's references, which it learns from,
   often stop before a long article's end and leave its code blocks out), so it dropped the
-  later paragraphs of long stories. Not chosen on the train pages, whose references say the opposite
-  ({story_f1.get('with', 0):.4f} with it against {story_f1.get('without', 0):.4f} without,
-  out of fold): on the dev pages (readability articles and ground truth), and measured on
+  later paragraphs of long stories. Not chosen on the train pages, whose references say the
+  opposite ({story_f1.get('with', 0):.4f} with it against {story_f1.get('without', 0):.4f}
+  without, out of fold): on the dev pages (readability articles and ground truth), and measured on
   the held-apart article sets (`docs/models-and-quality.md`, "A story goes on").""" \
         if fast["decoding"].get("continue_story") else ""
     decoding_text = prior_text + story_text

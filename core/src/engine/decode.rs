@@ -55,8 +55,6 @@ pub const NO_STORY_CONTAINERS: &str =
     "rescore: ValueError: decoding.continue_story needs the block features' \
                                        container columns (layout blocks-v3 or blocks-v4)";
 
-/// The `link_ratio` column of the block feature layouts (`blocks-v1` on).
-pub const LINK_RATIO_COLUMN: usize = 4;
 /// A prose block for `continue_story`: at least this many words, under this share of them
 /// in links.
 pub const PROSE_WORDS: f32 = 10.0;
@@ -156,19 +154,16 @@ pub fn decide_blocks(
 /// None when `features` (`labels.len()` rows) are not rows of a layout with container
 /// columns.
 pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) -> Option<()> {
-    use crate::features::{context::read_in_context, context::N_FEATURES_V2};
+    use crate::features::context::{LINK_RATIO, N_FEATURES_V2};
     let n = labels.len();
     if n == 0 {
         return Some(());
     }
-    let width = features.len() / n;
-    if !read_in_context(features, width) || features.len() != n * width || scores.len() != n {
-        return None;
-    }
+    let width = container_rows_width(features, n).filter(|_| scores.len() == n)?;
     let mut story: Option<f32> = None;
     for i in 0..n {
         let block = &features[i * width..(i + 1) * width];
-        if block[WORDS_COLUMN] < PROSE_WORDS || block[LINK_RATIO_COLUMN] >= PROSE_LINK_RATIO {
+        if block[WORDS_COLUMN] < PROSE_WORDS || block[LINK_RATIO] >= PROSE_LINK_RATIO {
             continue;
         }
         let (parent, grandparent) = (block[N_FEATURES_V2], block[N_FEATURES_V2 + 1]);
@@ -229,15 +224,12 @@ pub fn expected_f1_labels(scores: &[f32], words: &[f32], threshold: f64) -> Vec<
 /// feeds around it, which score like prose. None when `features` (`scores.len()` rows) are
 /// not rows of a layout with container columns.
 pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
-    use crate::features::{context::read_in_context, context::N_FEATURES_V2, N_CONTAINERS};
+    use crate::features::{context::N_FEATURES_V2, N_CONTAINERS};
     let n = scores.len();
     if n == 0 {
         return Some(());
     }
-    let width = features.len() / n;
-    if !read_in_context(features, width) || features.len() != n * width {
-        return None;
-    }
+    let width = container_rows_width(features, n)?;
     let row = |i: usize| &features[i * width..(i + 1) * width];
     let mass: Vec<f64> = (0..n)
         .map(|i| {
@@ -276,6 +268,14 @@ pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPri
         }
     }
     Some(())
+}
+
+/// The width of `features` read as `n` (> 0) rows of a layout with container columns
+/// (`blocks-v3`, `blocks-v4`), or None when they are not such rows.
+fn container_rows_width(features: &[f32], n: usize) -> Option<usize> {
+    let width = features.len() / n;
+    (crate::features::context::read_in_context(features, width) && features.len() == n * width)
+        .then_some(width)
 }
 
 /// `labels.argmax_labels` of one chunk's `[n_sep × labels]` logits (first maximum on ties).
@@ -457,7 +457,7 @@ mod tests {
         for (i, &(words, links, parent, grandparent)) in blocks.iter().enumerate() {
             let row = &mut rows[i * N_FEATURES_V3..(i + 1) * N_FEATURES_V3];
             row[WORDS_COLUMN] = words;
-            row[LINK_RATIO_COLUMN] = links;
+            row[crate::features::context::LINK_RATIO] = links;
             row[N_FEATURES_V2] = parent;
             row[N_FEATURES_V2 + 1] = grandparent;
         }
