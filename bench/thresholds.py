@@ -5,13 +5,16 @@ threshold that the training command chose on the train pages.
     python -m pulpie_rt.bench.thresholds [--model M] [--profile fast]
                                          [--sets groundtruth readability l3s-gn1 dragnet|all]
                                          [--thresholds -1 -0.5 0 0.5 1 1.5 2]
-                                         [--container-prior SHARE/SHIFT] [--out PATH]
+                                         [--container-prior none|SHARE/SHIFT ...]
+                                         [--out PATH]
 
 Each threshold runs the runtime itself: a copy of the bundle (its files linked) whose
 profile's ``decoding.main_margin`` is that threshold, through ``Extractor(...).extract_batch``
 as ``bench.quality`` runs it, each result's ``.text`` scored by ``eval.metrics.score_pages``
 against the set's reference. The row marked ``*`` is the threshold the bundle ships (its F1
-is ``bench.quality``'s). A set whose best threshold lies far from the shipped one says its
+is ``bench.quality``'s). With ``--container-prior`` each threshold is decoded with that prior
+(manifest ``decoding.container_prior``; ``none``: without one); with several, once with each
+(a row per prior and threshold). A set whose best threshold lies far from the shipped one says its
 reference keeps more (lower) or less (higher) around the main content than the train pages'
 ground truth does.
 
@@ -50,22 +53,30 @@ def linked_copy(bundle: Path, folder: Path, edit: Callable[[dict], None]) -> Pat
     return folder
 
 
+# a bundle_at/sweep container_prior that leaves the bundle's own (its manifest's) as it is
+SHIPPED_PRIOR = "shipped"
+
+
 def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path,
-              container_prior: dict | None = None) -> Path:
+              container_prior: dict | str | None = SHIPPED_PRIOR) -> Path:
     """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
-    ``threshold`` (and with ``container_prior``, ``{"share": …, "shift": …}``, when given)."""
+    ``threshold`` and with ``container_prior`` (``{"share": …, "shift": …}``; None: without
+    one; ``SHIPPED_PRIOR``: the bundle's own)."""
     def set_threshold(manifest: dict) -> None:
-        manifest["profiles"][profile]["decoding"]["main_margin"] = threshold
-        if container_prior is not None:
-            manifest["profiles"][profile]["decoding"]["container_prior"] = container_prior
+        decoding = manifest["profiles"][profile]["decoding"]
+        decoding["main_margin"] = threshold
+        if container_prior is None:
+            decoding.pop("container_prior", None)
+        elif container_prior != SHIPPED_PRIOR:
+            decoding["container_prior"] = container_prior
 
     return linked_copy(bundle, folder, set_threshold)
 
 
 def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...],
-          container_prior: dict | None = None) -> dict[str, float]:
+          container_prior: dict | str | None = SHIPPED_PRIOR) -> dict[str, float]:
     """Mean word F1 over ``pages`` of ``bundle``'s ``profile`` at each threshold (keys
-    ``"+0.25"`` …), with ``container_prior`` in its decoding when given."""
+    ``"+0.25"`` …), decoded with ``container_prior`` (as ``bundle_at`` takes it)."""
     references = {p["id"]: p["reference"] for p in pages}
     f1 = {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -75,6 +86,26 @@ def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float
             texts = run_ours(pages, str(copy), profile=profile)["texts"]
             f1[f"{threshold:+.2f}"] = round(score_pages(texts, references)["f1"], 4)
     return f1
+
+
+def parse_prior(text: str) -> dict | None:
+    """``"SHARE/SHIFT"`` as a manifest's ``{"share": …, "shift": …}``; ``"none"``: None."""
+    if text == "none":
+        return None
+    share, slash, shift = text.partition("/")
+    if slash:
+        try:
+            return {"share": float(share), "shift": float(shift)}
+        except ValueError:
+            pass
+    raise SystemExit(f"thresholds: container prior {text!r}: give none or SHARE/SHIFT, e.g. "
+                     "0.6/0.5")
+
+
+def prior_key(prior: dict | str | None) -> str:
+    if prior == SHIPPED_PRIOR:
+        return SHIPPED_PRIOR
+    return "none" if prior is None else f"{prior['share']:g}/{prior['shift']:g}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="*", default=["all"], metavar="SET",
                         help=f"page sets: {', '.join(PAGE_SETS)}, all (default all)")
     parser.add_argument("--thresholds", nargs="*", type=float, default=list(DEFAULT_THRESHOLDS))
-    parser.add_argument("--container-prior", default=None, metavar="SHARE/SHIFT",
+    parser.add_argument("--container-prior", nargs="*", default=None, metavar="SHARE/SHIFT",
                         help="decode with this container prior (manifest decoding"
-                             ".container_prior, e.g. 0.6/1) at every threshold")
+                             ".container_prior, e.g. 0.6/1; none: without one) at every "
+                             "threshold; several: each in turn")
     parser.add_argument("--limit", type=int, default=None, help="at most N pages per set")
     parser.add_argument("--out", default=None,
                         help="JSON result: a .json file, or a folder (default: none written)")
@@ -100,10 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if bundle.uses_transformer or not bundle.has_rescorer or not bundle.profiles:
         raise SystemExit(f"thresholds: profile {args.profile!r} of {bundle.path} is not a "
                          "rescorer-only profile")
-    prior = None
-    if args.container_prior:
-        share, _, shift = args.container_prior.partition("/")
-        prior = {"share": float(share), "shift": float(shift)}
+    priors = [parse_prior(text) for text in (args.container_prior or [])]
     thresholds = tuple(sorted(set(args.thresholds) | {float(bundle.main_margin)}))
     shipped = f"{bundle.main_margin:+.2f}"
     quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
@@ -111,24 +140,42 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for name in page_sets(quality_args):
         pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
-        f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior)
-        best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
-        results[name] = {"pages": len(pages), "f1": f1, "best": best}
-        print(f"thresholds: {name}: {len(pages)} pages, best {best} ({f1[best]:.4f}), "
-              f"shipped {shipped} ({f1[shipped]:.4f})", flush=True)
-    header = ["threshold", *results]
-    rows = [[f"{t}{' *' if t == shipped else ''}", *(f"{r['f1'][t]:.4f}" for r in
-                                                     results.values())]
-            for t in (f"{x:+.2f}" for x in thresholds)]
-    rows.append(["best", *(r["best"] for r in results.values())])
+        by_prior = {}
+        for prior in priors or [SHIPPED_PRIOR]:
+            f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior)
+            best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
+            by_prior[prior_key(prior)] = {"f1": f1, "best": best}
+            with_prior = f", container prior {prior_key(prior)}" if priors else ""
+            print(f"thresholds: {name}: {len(pages)} pages{with_prior}, best {best} "
+                  f"({f1[best]:.4f}), shipped {shipped} ({f1[shipped]:.4f})", flush=True)
+        results[name] = ({"pages": len(pages), **next(iter(by_prior.values()))}
+                         if len(priors) <= 1 else {"pages": len(pages), "priors": by_prior})
+    rows = []
+    for prior in priors or [SHIPPED_PRIOR]:
+        key = prior_key(prior)
+        for t in (f"{x:+.2f}" for x in thresholds):
+            rows.append([*([key] if len(priors) > 1 else []),
+                         f"{t}{' *' if t == shipped else ''}",
+                         *(f"{(r['priors'][key] if 'priors' in r else r)['f1'][t]:.4f}"
+                           for r in results.values())])
+        rows.append([*([key] if len(priors) > 1 else []), "best",
+                     *((r["priors"][key] if "priors" in r else r)["best"]
+                       for r in results.values())])
+    header = [*(["prior"] if len(priors) > 1 else []), "threshold", *results]
     print(format_table(header, rows))
-    with_prior = f", container prior {args.container_prior}" if prior else ""
+    with_prior = (f", container prior {prior_key(priors[0])}" if len(priors) == 1
+                  else f", container priors {' '.join(map(prior_key, priors))}" if priors
+                  else "")
     print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped)"
           f"{with_prior}; {os.cpu_count()} CPUs")
     if args.out:
+        own = bundle.container_prior  # what the copies decode with when no prior is given
+        own = None if own is None else {"share": own[0], "shift": own[1]}
+        prior_fields = ({"container_prior": priors[0] if priors else own} if len(priors) <= 1
+                        else {"container_priors": priors})
         path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
                                            "model": str(bundle.path), "profile": args.profile,
-                                           "shipped": shipped, "container_prior": prior,
+                                           "shipped": shipped, **prior_fields,
                                            "sets": results}, args.out)
         print(f"wrote {path}")
     return 0

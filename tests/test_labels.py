@@ -303,3 +303,50 @@ def test_story_labels_continue_each_story_of_the_rule_labels():
     assert got.tolist() == [1, 1, 1, 0] and got.dtype == np.int8
     assert continued_story_labels(np.zeros(0, np.int8), rows[:0]).tolist() == []
 
+
+
+def test_story_mask_marks_the_tails_the_story_labels_would_make_main():
+    """``Recipe.fast_story_mask``: the blocks ``continued_story_labels`` would relabel main are
+    ``MASKED`` (no stage learns from them; ``fit_stage`` weighs them 0), the rest keep their
+    rule label."""
+    from pulpie_rt.train.fast import MASKED, masked_story_labels
+
+    rows = _container_rows([120, 80, 90, 40, 60], [[10, 1], [10, 1], [10, 1], [20, 1], [10, 1]])
+    labels = np.array([1, 0, 1, 0, 0], np.int8)
+    got = masked_story_labels(labels, rows)
+    assert got.tolist() == [1, MASKED, 1, 0, MASKED] and got.dtype == np.int8
+
+
+def test_the_shipped_container_prior_is_the_recipes_and_a_bad_one_is_refused():
+    """``Recipe.fast_container_prior``: a ``[share, shift]`` pair is written into the
+    manifest as given (the embedded model's); the card says where it was chosen, with the
+    train pages' figures; a malformed one is refused before any training, naming the
+    value."""
+    import json
+
+    from pulpie_rt.runtime.model.bundle import load_bundle
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+    from pulpie_rt.train.card import model_card
+    from pulpie_rt.train.fast import given_container_prior
+    from pulpie_rt.train.fit import Recipe
+
+    folder = embedded_model_dir()
+    assert load_bundle(folder, "fast").container_prior == Recipe().fast_container_prior
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    prior_f1 = results["fast"]["container_prior_f1"]
+    assert set(prior_f1) == {"none", "0.6/0.5"}
+    card = model_card(results, manifest, 1)
+    assert "holding 0.6 of the page's expected main words" in card
+    assert "log-odds lowered by 0.5 (manifest `decoding.container_prior`)" in card
+    assert (f"apart:\n  {prior_f1['0.6/0.5']:.4f} with it against {prior_f1['none']:.4f} "
+            "without, out of fold), and measured on\n  the held-apart article sets") in card
+    assert "chosen on the dev pages" in card
+    results["recipe"]["fast_container_prior"] = True
+    assert "chosen on the train pages out of fold" in model_card(results, manifest, 1)
+    assert given_container_prior([0.6, 0.5]) == (0.6, 0.5)
+    for bad, why in (("0.6/0.5", "give true"), ([0.6], "give true"),
+                     ([0, 1], "the share is a fraction"), ([0.5, -1], "the share is a fraction")):
+        with pytest.raises(ValueError, match=f"^fast_container_prior {re.escape(repr(bad))}: "
+                                             f"{why}"):
+            given_container_prior(bad)

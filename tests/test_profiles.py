@@ -343,6 +343,8 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
                                             bundle / "rescorer-fast-first.onnx")
     extractor = Extractor(bundle, profile="fast")
     decoding = json.loads((bundle / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    prior = decoding.get("container_prior")
+    prior = None if prior is None else (prior["share"], prior["shift"])
     dialogs = 0
     # pages with dialogs and modals, and others
     pages = [p for p in dev_pages if "aria-modal" in p["html"]][:6] + dev_pages[::25]
@@ -354,6 +356,7 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
         want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
                                     [scores], True, decoding["main_margin"], True,
                                     features=prepared.features, expected_f1=True,
+                                    container_prior=prior,
                                     continue_story=decoding.get("continue_story", False))
         got = extractor.extract(page["html"]).labels
         assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
@@ -458,9 +461,9 @@ def test_a_segmentation_setting_must_be_a_boolean_of_a_profile(tmp_path, key, ba
 
 def test_the_engine_continues_stories_as_the_specification(tmp_path, dev_pages):
     """The shipped fast profile's ``continue_story``: the engine labels each page as the
-    specification's two stages, expected-F1 selection, ``keep_best_block`` and then
-    ``labels_spec.continue_story`` do, and a copy without it labels some pages otherwise
-    (the long readability stories among them)."""
+    specification's two stages, its container prior, expected-F1 selection,
+    ``keep_best_block`` and then ``labels_spec.continue_story`` do, and a copy without it
+    labels some pages otherwise (the long readability stories among them)."""
     from spec import labels_spec
 
     from pulpie_rt.runtime.flow.extractor import Extractor
@@ -479,9 +482,13 @@ def test_the_engine_continues_stories_as_the_specification(tmp_path, dev_pages):
     story, plain = Extractor(profile="fast"), Extractor(bundle, profile="fast")
     changed = []
     pages = dev_pages[::12] + [p for p in dev_pages if p["id"] == "readability/lazy-image-2"]
+    prior = shipped.get("container_prior")
     for page in pages:
         prepared = preparer.prepare(page["html"])
         scores = spec.log_odds(prepared.features)
+        if prior:
+            scores = labels_spec.container_prior(scores, prepared.features, prior["share"],
+                                                 prior["shift"])
         selected = labels_spec.keep_best_block(labels_spec.expected_f1_labels(
             scores, prepared.features[:, 2], shipped["main_margin"]), scores)
         want = labels_spec.continue_story(selected, scores, prepared.features)
@@ -499,7 +506,8 @@ def test_the_engine_continues_stories_as_the_specification(tmp_path, dev_pages):
 def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev_pages):
     """The default model's fast profile with a container prior in its decoding: the engine
     lowers the log-odds outside each page's dominant container (``labels_spec
-    .container_prior``) before the expected-F1 selection, and the prior changes pages."""
+    .container_prior``) before the expected-F1 selection, and the prior changes pages (against
+    a copy without one)."""
     from spec import labels_spec
 
     from pulpie_rt.runtime.flow.extractor import Extractor
@@ -513,7 +521,9 @@ def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev
     preparer = Preparer.from_bundle(fast)
     spec = context_spec.SpecContextRescorer(bundle / "rescorer-fast.onnx",
                                             bundle / "rescorer-fast-first.onnx")
-    with_prior, without = Extractor(bundle, profile="fast"), Extractor(profile="fast")
+    plain = default_model_copy(tmp_path / "plain", decoding={
+        k: v for k, v in shipped.items() if k != "container_prior"})
+    with_prior, without = Extractor(bundle, profile="fast"), Extractor(plain, profile="fast")
     changed = 0
     for page in dev_pages[::12]:
         prepared = preparer.prepare(page["html"])

@@ -84,3 +84,30 @@ def test_a_container_prior_is_decoded_by_the_runtime(capsys, tmp_path):
     assert result["container_prior"] == {"share": 0.6, "shift": 1.0}
     assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
     assert "container prior 0.6/1;" in capsys.readouterr().out
+
+
+def test_several_priors_are_each_decoded_and_none_is_without_one(capsys, tmp_path):
+    """``--container-prior none 0.6/1``: one sweep per prior, ``none`` a copy whose decoding
+    has no prior even where the bundle ships one; the result keys each by its name."""
+    pages = groundtruth_pages(limit=6)
+    out = tmp_path / "priors.json"
+    assert main(["--sets", "groundtruth", "--limit", "6", "--thresholds", "0.25",
+                 "--container-prior", "none", "0.6/1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["container_priors"] == [None, {"share": 0.6, "shift": 1.0}]
+    by_prior = result["sets"]["groundtruth"]["priors"]
+    assert set(by_prior) == {"none", "0.6/1"}
+    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "none", None)
+    assert "container_prior" not in json.loads(
+        (copy / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    assert by_prior["none"]["f1"]["+0.25"] == sweep(copy, "fast", pages, (0.25,))["+0.25"]
+    printed = capsys.readouterr().out
+    assert "thresholds: groundtruth: 6 pages, container prior 0.6/1, best" in printed
+    assert "container priors none 0.6/1;" in printed
+
+
+def test_a_malformed_prior_is_refused_with_the_form_to_give():
+    for text in ("0.6", "0.6/x", "half/1"):
+        with pytest.raises(SystemExit, match=f"^thresholds: container prior '{text}': give "
+                                             "none or SHARE/SHIFT, e.g. 0.6/0.5$"):
+            main(["--sets", "groundtruth", "--limit", "1", "--container-prior", text])

@@ -81,6 +81,8 @@ from pulpie_rt.train.stories import longer_story_corpus
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
 WORDS_COLUMN = FEATURE_NAMES_V2.index("words")
+# the training label of a block no stage learns from (Recipe.fast_story_mask): weight 0
+MASKED = -1
 # the corpus holding the readability pages that Recipe.fast_fold_readability trains on in folds
 READABILITY_CORPUS = "dev"
 THRESHOLD_GRID = tuple(round(-2.0 + 0.25 * i, 2) + 0.0 for i in range(13))  # -2 … +1
@@ -134,6 +136,11 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
     # a 400-word block counts 20 one-word blocks, not 400)
     weights = (np.sqrt(1.0 + rows[:, WORDS_COLUMN].astype(np.float64))
                if recipe.fast_word_weights else None)
+    masked = labels == MASKED
+    if masked.any():
+        # a masked block (fast_story_mask) teaches neither label: it weighs nothing
+        weights = np.where(masked, 0.0, 1.0 if weights is None else weights)
+        labels = np.where(masked, 0, labels)
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
                             categorical_feature=list(CATEGORICAL_COLUMNS), free_raw_data=False)
     seed = recipe.seed if recipe.fast_seed is None else recipe.fast_seed
@@ -195,6 +202,14 @@ def continued_story_labels(labels: np.ndarray, features: np.ndarray) -> np.ndarr
     out = native.decide_blocks(len(labels), [list(range(len(labels)))], [scores], True, 0.0,
                                False, features=features, continue_story=True)
     return np.asarray(out, dtype=np.asarray(labels).dtype)
+
+
+def masked_story_labels(labels: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """A page's rule labels with the blocks that ``continued_story_labels`` would make main
+    marked ``MASKED``: the stages learn neither label from a story's tail."""
+    labels = np.asarray(labels)
+    continued = continued_story_labels(labels, features)
+    return np.where((continued == 1) & (labels != 1), MASKED, labels).astype(labels.dtype)
 
 
 def log_odds(p: np.ndarray) -> np.ndarray:
@@ -409,6 +424,21 @@ def calibrate_container_prior(corpus: str, scores: dict[str, np.ndarray], thresh
     return best[0], f1
 
 
+def given_container_prior(prior) -> tuple[float, float]:
+    """A recipe's ``fast_container_prior`` pair as ``(share, shift)``; a clear error for
+    another value (a share outside (0, 1], a negative shift, not two numbers)."""
+    try:
+        share, shift = (float(v) for v in prior)
+    except (TypeError, ValueError):
+        raise ValueError(f"fast_container_prior {prior!r}: give true (chosen on the train "
+                         "pages) or a [share, shift] pair of numbers") from None
+    if not 0.0 < share <= 1.0 or not shift >= 0.0:
+        raise ValueError(f"fast_container_prior {prior!r}: the share is a fraction of the "
+                         "page's expected main words (above 0, at most 1) and the shift a "
+                         "log-odds (0 or more)")
+    return share, shift
+
+
 def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
     ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
@@ -417,6 +447,11 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     keep_hidden = recipe.fast_keep_hidden
     drop_noscript = recipe.fast_drop_noscript
     corpus = recipe.corpus
+    if recipe.fast_container_prior not in (True, False, None):
+        given_container_prior(recipe.fast_container_prior)  # refused now, not after training
+    if recipe.fast_story_labels and recipe.fast_story_mask:
+        raise ValueError("fast_story_labels and fast_story_mask: a story's tail is either "
+                         "labelled main or masked, not both")
     if recipe.fast_comment_threads:
         corpus = comment_thread_corpus(corpus, recipe.fast_comment_threads,
                                        recipe.fast_comment_seed, log=log)
@@ -437,6 +472,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_story_labels:
         labels = [continued_story_labels(y, f) for y, f in zip(labels, features, strict=True)]
         log(f"fast rescorer: story labels, {sum(int(y.sum()) for y in labels)} main blocks")
+    elif recipe.fast_story_mask:
+        labels = [masked_story_labels(y, f) for y, f in zip(labels, features, strict=True)]
+        log(f"fast rescorer: story tails masked, "
+            f"{sum(int((y == MASKED).sum()) for y in labels)} blocks")
     folded: list[str] = []
     # train page i sits in fold i % fast_folds
     fold_of = np.arange(len(ids)) % recipe.fast_folds
@@ -489,7 +528,17 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     container_prior, prior_f1 = None, None
-    if recipe.fast_container_prior:
+    if recipe.fast_container_prior not in (True, False, None):
+        # given (chosen on the dev pages, fit.py): measured here, for the record and the card
+        container_prior = given_container_prior(recipe.fast_container_prior)
+        key = f"{container_prior[0]:g}/{container_prior[1]:g}"
+        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
+                                 [(threshold, None), (threshold, container_prior)],
+                                 keep_hidden, expected_f1, drop_noscript)
+        prior_f1 = {"none": round(values[0], 4), key: round(values[1], 4)}
+        log(f"fast rescorer: container prior {key} (share/shift, given) on the train pages out "
+            f"of fold: word F1 {values[1]:.4f} against {values[0]:.4f} without")
+    elif recipe.fast_container_prior is True:
         container_prior, prior_f1 = calibrate_container_prior(
             corpus, {pid: oof[pid] for pid in calibrated}, threshold, keep_hidden, expected_f1,
             drop_noscript, log=log)

@@ -238,14 +238,20 @@ class Recipe:
     fast_selection: str = "expected_f1"
     # the fast profile's container prior (manifest decoding.container_prior, engine/decode.rs
     # container_prior): the blocks outside the page's dominant container (the smallest holding
-    # a share of its expected main words) lowered on the log-odds before the selection; the
-    # share and shift are chosen on the train pages out of fold at the chosen threshold
-    # (train.fast.calibrate_container_prior; None wins ties). Off: the train pages choose
-    # 0.9/2 on seeds 0, 1, 2 (out of fold 0.8700 -> 0.8712), which moves the dev ground truth
-    # 0.8594 -> 0.8614, readability 0.9250 -> 0.9255, L3S-GN1 0.8977 -> 0.8981, Dragnet
-    # 0.8288 -> 0.8292: less than the seed spread (docs/models-and-quality.md, "A container
-    # prior"; bench/results/thresholds-20261204-container-prior-*)
-    fast_container_prior: bool = False
+    # a share of its expected main words) lowered on the log-odds before the selection. True:
+    # the share and shift chosen on the train pages out of fold at the chosen threshold
+    # (train.fast.calibrate_container_prior; None wins ties): they choose 0.9/2 on seeds 0, 1,
+    # 2 (out of fold 0.8700 -> 0.8712), less than the seed spread on every dev set. A
+    # [share, shift] pair: that prior, measured on the train pages for the record. (0.6, 0.5):
+    # chosen with continue_story on the dev pages, the best mean of the readability and
+    # ground-truth means over seeds 0, 1, 2 of 16 priors (shares 0.5, 0.6, 0.75, 0.9; shifts
+    # 0.25, 0.5, 1, 2; python -m pulpie_rt.bench.thresholds --container-prior none 0.5/0.25
+    # ... 0.9/2, bench/results/thresholds-20261204-prior-grid-seed{0,1,2}.json): ground truth
+    # 0.8592 -> 0.8639 +- 0.0028, readability 0.9348 -> 0.9366 +- 0.0027, each seed gaining on
+    # both; measured on the held-apart sets, L3S-GN1 0.8969 -> 0.9068, Dragnet 0.8277 -> 0.8360
+    # (docs/models-and-quality.md, "A container prior";
+    # bench/results/thresholds-20261204-story-prior-0.6-0.5-seed{0,1,2}.json)
+    fast_container_prior: bool | tuple[float, float] = (0.6, 0.5)
     # the fast profile's decoding carries a story on to its end (manifest
     # decoding.continue_story, engine/decode.rs continue_story), after the selection: a prose
     # block left out joins when the story's element (the parent of the main prose before it)
@@ -274,6 +280,14 @@ class Recipe:
     # 0.8333 against 0.8329 (train out of fold 0.8700 against 0.8692): the ground-truth pages,
     # whose references stop early too, lose more than the seed spread
     fast_story_labels: bool = False
+    # the same tails left out of the stages' loss instead (train.fast.masked_story_labels:
+    # weight 0, neither main nor other). Off: measured on seed 0 only (train --fast-only
+    # --recipe '{"fast_story_mask": true}', python -m pulpie_rt.bench.thresholds at the +0.25
+    # the train pages chose, continue_story on, no container prior;
+    # bench/results/thresholds-20261204-story-mask-seed0.json): dev ground truth 0.8504
+    # against 0.8617, readability 0.9376 against 0.9376, L3S-GN1 0.9075 against 0.9006,
+    # Dragnet 0.8355 against 0.8329: the ground-truth pages lose more than relabelling lost
+    fast_story_mask: bool = False
     # the profile used when none is asked (manifest default_profile): fast, which beats
     # trafilatura on the dev ground-truth pages on both axes (word F1 0.860 against 0.829 at
     # 2.8x its pages per CPU-second, make quality) and on the articles (0.9272 against
