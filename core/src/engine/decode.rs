@@ -8,6 +8,7 @@
 //! training, parity, tests) call it through `pulpie_rt_decide_blocks` (`ffi.rs`).
 //! `tests/spec/labels_spec.py` is its specification.
 
+use crate::features::context::WORDS;
 use crate::ort::BlockRescorer;
 
 /// How a bundle turns SEP outputs into block predictions.
@@ -38,9 +39,6 @@ pub struct ContainerPrior {
     pub share: f64,
     pub shift: f64,
 }
-
-/// The `words` column of both block feature layouts (`blocks-v1`, `blocks-v2`).
-pub const WORDS_COLUMN: usize = 2;
 
 /// The message of a page decoded by expected F1 without block features.
 pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 needs the block features \
@@ -124,10 +122,10 @@ pub fn decide_blocks(
     let predictions = if decoding.expected_f1 && n_blocks > 0 {
         let features = features.ok_or_else(|| NO_WORDS.to_string())?;
         let width = features.len() / n_blocks;
-        if width <= WORDS_COLUMN {
+        if width <= WORDS {
             return Err(NO_WORDS.to_string());
         }
-        let words: Vec<f32> = (0..n_blocks).map(|b| features[b * width + WORDS_COLUMN]).collect();
+        let words: Vec<f32> = (0..n_blocks).map(|b| features[b * width + WORDS]).collect();
         expected_f1_labels(&scores, &words, threshold)
     } else {
         margin_labels(&scores, threshold)
@@ -163,7 +161,7 @@ pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) ->
     let mut story: Option<f32> = None;
     for i in 0..n {
         let block = &features[i * width..(i + 1) * width];
-        if block[WORDS_COLUMN] < PROSE_WORDS || block[LINK_RATIO] >= PROSE_LINK_RATIO {
+        if block[WORDS] < PROSE_WORDS || block[LINK_RATIO] >= PROSE_LINK_RATIO {
             continue;
         }
         let (parent, grandparent) = (block[N_FEATURES_V2], block[N_FEATURES_V2 + 1]);
@@ -235,7 +233,7 @@ pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPri
         .map(|i| {
             let s = scores[i];
             let p = if s.is_nan() { 0.0 } else { 1.0 / (1.0 + (-(s as f64)).exp()) };
-            p * (row(i)[WORDS_COLUMN] as f64).max(0.0)
+            p * (row(i)[WORDS] as f64).max(0.0)
         })
         .collect();
     let total: f64 = mass.iter().sum();
@@ -415,7 +413,7 @@ mod tests {
         // blocks 0 and 1 under container 7 (most of the expected words), block 2 under 9
         let mut rows = vec![-1.0f32; 3 * N_FEATURES_V3];
         for (i, (words, id)) in [(100.0, 7.0), (100.0, 7.0), (20.0, 9.0)].into_iter().enumerate() {
-            rows[i * N_FEATURES_V3 + WORDS_COLUMN] = words;
+            rows[i * N_FEATURES_V3 + WORDS] = words;
             rows[i * N_FEATURES_V3 + N_FEATURES_V2] = id;
         }
         let prior = ContainerPrior { share: 0.75, shift: 1.5 };
@@ -456,7 +454,7 @@ mod tests {
         let mut rows = vec![-1.0f32; blocks.len() * N_FEATURES_V3];
         for (i, &(words, links, parent, grandparent)) in blocks.iter().enumerate() {
             let row = &mut rows[i * N_FEATURES_V3..(i + 1) * N_FEATURES_V3];
-            row[WORDS_COLUMN] = words;
+            row[WORDS] = words;
             row[crate::features::context::LINK_RATIO] = links;
             row[N_FEATURES_V2] = parent;
             row[N_FEATURES_V2 + 1] = grandparent;

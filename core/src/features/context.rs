@@ -26,7 +26,7 @@ pub const N_FEATURES_V4: usize = N_FEATURES_V3 + N_DIALOGS;
 
 // the block columns read here (`features.FEATURE_NAMES_V2`)
 const TAG: usize = 0;
-const WORDS: usize = 2;
+pub(crate) const WORDS: usize = 2;
 const CHARS: usize = 3;
 pub(crate) const LINK_RATIO: usize = 4;
 const LINKS: usize = 5;
