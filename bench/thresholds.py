@@ -137,31 +137,33 @@ def main(argv: list[str] | None = None) -> int:
     shipped = f"{bundle.main_margin:+.2f}"
     quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
                                       corpus="dev")
-    results = {}
+    tried = priors or [SHIPPED_PRIOR]
+    several = len(tried) > 1
+    n_pages: dict[str, int] = {}
+    sweeps: dict[str, dict[str, dict]] = {}  # set -> prior key -> {"f1", "best"}
     for name in page_sets(quality_args):
         pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
-        by_prior = {}
-        for prior in priors or [SHIPPED_PRIOR]:
+        n_pages[name], sweeps[name] = len(pages), {}
+        for prior in tried:
             f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior)
             best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
-            by_prior[prior_key(prior)] = {"f1": f1, "best": best}
+            sweeps[name][prior_key(prior)] = {"f1": f1, "best": best}
             with_prior = f", container prior {prior_key(prior)}" if priors else ""
             print(f"thresholds: {name}: {len(pages)} pages{with_prior}, best {best} "
                   f"({f1[best]:.4f}), shipped {shipped} ({f1[shipped]:.4f})", flush=True)
-        results[name] = ({"pages": len(pages), **next(iter(by_prior.values()))}
-                         if len(priors) <= 1 else {"pages": len(pages), "priors": by_prior})
+    # one prior (or none given): a set's sweep as it is; several: keyed by prior
+    results = {name: ({"pages": n_pages[name], **next(iter(by_prior.values()))}
+                      if not several else {"pages": n_pages[name], "priors": by_prior})
+               for name, by_prior in sweeps.items()}
     rows = []
-    for prior in priors or [SHIPPED_PRIOR]:
+    for prior in tried:
         key = prior_key(prior)
+        lead = [key] if several else []
         for t in (f"{x:+.2f}" for x in thresholds):
-            rows.append([*([key] if len(priors) > 1 else []),
-                         f"{t}{' *' if t == shipped else ''}",
-                         *(f"{(r['priors'][key] if 'priors' in r else r)['f1'][t]:.4f}"
-                           for r in results.values())])
-        rows.append([*([key] if len(priors) > 1 else []), "best",
-                     *((r["priors"][key] if "priors" in r else r)["best"]
-                       for r in results.values())])
-    header = [*(["prior"] if len(priors) > 1 else []), "threshold", *results]
+            rows.append([*lead, f"{t}{' *' if t == shipped else ''}",
+                         *(f"{by_prior[key]['f1'][t]:.4f}" for by_prior in sweeps.values())])
+        rows.append([*lead, "best", *(by_prior[key]["best"] for by_prior in sweeps.values())])
+    header = [*(["prior"] if several else []), "threshold", *results]
     print(format_table(header, rows))
     with_prior = (f", container prior {prior_key(priors[0])}" if len(priors) == 1
                   else f", container priors {' '.join(map(prior_key, priors))}" if priors
@@ -171,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         own = bundle.container_prior  # what the copies decode with when no prior is given
         own = None if own is None else {"share": own[0], "shift": own[1]}
-        prior_fields = ({"container_prior": priors[0] if priors else own} if len(priors) <= 1
-                        else {"container_priors": priors})
+        prior_fields = ({"container_priors": priors} if several
+                        else {"container_prior": priors[0] if priors else own})
         path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
                                            "model": str(bundle.path), "profile": args.profile,
                                            "shipped": shipped, **prior_fields,

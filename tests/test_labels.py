@@ -304,7 +304,6 @@ def test_story_labels_continue_each_story_of_the_rule_labels():
     assert continued_story_labels(np.zeros(0, np.int8), rows[:0]).tolist() == []
 
 
-
 def test_story_mask_marks_the_tails_the_story_labels_would_make_main():
     """``Recipe.fast_story_mask``: the blocks ``continued_story_labels`` would relabel main are
     ``MASKED`` (no stage learns from them; ``fit_stage`` weighs them 0), the rest keep their

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pulpie_rt.eval.pages import CALIBRATION_SOURCE
+from pulpie_rt.train.fast import prior_name
 
 
 def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: int) -> str:
@@ -88,8 +89,8 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
         if fast["decoding"].get("selection") == "expected_f1" else "Threshold on its log-odds:")
     prior = fast["decoding"].get("container_prior")
     prior_f1 = fast.get("container_prior_f1") or {}
-    prior_key = f"{prior['share']:g}/{prior['shift']:g}" if prior else ""
-    with_f1, without_f1 = prior_f1.get(prior_key, 0), prior_f1.get("none", 0)
+    with_f1 = prior_f1.get(prior_name((prior["share"], prior["shift"])), 0) if prior else 0
+    without_f1 = prior_f1.get(prior_name(None), 0)
     prior_chosen = (f"""chosen on the train pages out of fold at that threshold
   ({with_f1:.4f} against {without_f1:.4f} without it, {len(prior_f1)} settings tried)"""
                     if recipe.get("fast_container_prior") is True else

@@ -414,7 +414,7 @@ def calibrate_container_prior(corpus: str, scores: dict[str, np.ndarray], thresh
     f1: dict[str, float] = {}
     best: tuple[tuple[float, float] | None, float] | None = None
     for prior, value in zip(priors, values, strict=True):
-        key = "none" if prior is None else f"{prior[0]:g}/{prior[1]:g}"
+        key = prior_name(prior)
         f1[key] = round(value, 4)
         log(f"fast rescorer: container prior {key} (share/shift) -> word F1 {value:.4f} on "
             f"{n_pages} {corpus} pages (out of fold, threshold {threshold:+.2f})")
@@ -422,6 +422,12 @@ def calibrate_container_prior(corpus: str, scores: dict[str, np.ndarray], thresh
             best = (prior, value)
     assert best is not None
     return best[0], f1
+
+
+def prior_name(prior: tuple[float, float] | None) -> str:
+    """A container prior's key in ``container_prior_f1`` and in the logs: ``"share/shift"``,
+    or ``"none"``."""
+    return "none" if prior is None else f"{prior[0]:g}/{prior[1]:g}"
 
 
 def given_container_prior(prior) -> tuple[float, float]:
@@ -447,8 +453,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     keep_hidden = recipe.fast_keep_hidden
     drop_noscript = recipe.fast_drop_noscript
     corpus = recipe.corpus
-    if recipe.fast_container_prior not in (True, False, None):
-        given_container_prior(recipe.fast_container_prior)  # refused now, not after training
+    # a [share, shift] pair the recipe gives (refused now, not after training), else None
+    given_prior = (None if recipe.fast_container_prior in (True, False, None)
+                   else given_container_prior(recipe.fast_container_prior))
     if recipe.fast_story_labels and recipe.fast_story_mask:
         raise ValueError("fast_story_labels and fast_story_mask: a story's tail is either "
                          "labelled main or masked, not both")
@@ -528,23 +535,21 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     container_prior, prior_f1 = None, None
-    if recipe.fast_container_prior not in (True, False, None):
-        # given (chosen on the dev pages, fit.py): measured here, for the record and the card
-        container_prior = given_container_prior(recipe.fast_container_prior)
-        key = f"{container_prior[0]:g}/{container_prior[1]:g}"
+    if given_prior is not None:
+        # chosen on the dev pages (fit.py): measured here, for the record and the card
+        container_prior = given_prior
+        key = prior_name(container_prior)
         _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
                                  [(threshold, None), (threshold, container_prior)],
                                  keep_hidden, expected_f1, drop_noscript)
-        prior_f1 = {"none": round(values[0], 4), key: round(values[1], 4)}
+        prior_f1 = {prior_name(None): round(values[0], 4), key: round(values[1], 4)}
         log(f"fast rescorer: container prior {key} (share/shift, given) on the train pages out "
             f"of fold: word F1 {values[1]:.4f} against {values[0]:.4f} without")
     elif recipe.fast_container_prior is True:
         container_prior, prior_f1 = calibrate_container_prior(
             corpus, {pid: oof[pid] for pid in calibrated}, threshold, keep_hidden, expected_f1,
             drop_noscript, log=log)
-        chosen = ("none" if container_prior is None
-                  else f"{container_prior[0]:g}/{container_prior[1]:g}")
-        log(f"fast rescorer: container prior {chosen} (share/shift)")
+        log(f"fast rescorer: container prior {prior_name(container_prior)} (share/shift)")
     story_f1 = None
     if recipe.fast_continue_story:
         # not chosen here (the train pages' references often stop before a long story's end):
