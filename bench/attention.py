@@ -1,6 +1,6 @@
 """Fused against unfused attention on the CPU, side by side in one run.
 
-    python -m pulpie_rt.bench.attention [--checkpoint DIR] [--pages N] [--repeats R]
+    python -m bench.attention [--checkpoint DIR] [--pages N] [--repeats R]
                                         [--max-tokens N] [--threads N] [--out PATH]
 
 Exports ``--checkpoint`` (default the tiny test checkpoint) twice, ``--attention unfused`` and

@@ -1,11 +1,11 @@
 """The C library (``make capi``: ``build/capi/libpulpie_rt.so`` and the example program
 ``build/capi/extract``) against the Python page flow, on the same pages and machine.
 
-    python -m pulpie_rt.bench.capi                   # pages/s: C path vs Python Pipeline
-    python -m pulpie_rt.bench.capi --pages 64 --model build/small-onnx
-    python -m pulpie_rt.bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
-    python -m pulpie_rt.bench.capi --parity [--model DIR] [--profile P]  # C vs Extractor
-    python -m pulpie_rt.bench.capi --processes --pages 200 --threads 2 --batch 8
+    python -m bench.capi                   # pages/s: C path vs Python Pipeline
+    python -m bench.capi --pages 64 --model build/small-onnx
+    python -m bench.capi --write-pages 12 out.jsonl   # for make capi-valgrind
+    python -m bench.capi --parity [--model DIR] [--profile P]  # C vs Extractor
+    python -m bench.capi --processes --pages 200 --threads 2 --batch 8
                                  # whole processes: pulpie-rt run vs the C program
 
 The C side is the example program, run as a user runs it: one process, one engine, its
@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pulpie_rt.eval.report import REPO_ROOT
+from eval.report import REPO_ROOT
 
 CAPI_DIR = REPO_ROOT / "build" / "capi"
 EXTRACT = CAPI_DIR / "extract"
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="compare the C program with Extractor on every dev page and stop")
     args = parser.parse_args(argv)
     if args.parity:
-        from pulpie_rt.eval.report import write_result
+        from eval.report import write_result
 
         build_capi()
         result = parity(args.model, args.profile)
@@ -263,13 +263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {write_result('capi-parity', result, None)}")
         return 0 if not result["different"] else 1
     if args.write_pages:
-        from pulpie_rt.eval.pages import bench_pages, spread
+        from eval.pages import bench_pages, spread
 
         small = [page for page in bench_pages(None) if len(page["html"]) < 60_000]
         write_pages(spread(small, int(args.write_pages[0])), Path(args.write_pages[1]))
         return 0
-    from pulpie_rt.eval.pages import bench_pages
-    from pulpie_rt.eval.report import write_result
+    from eval.pages import bench_pages
+    from eval.report import write_result
 
     build_capi()
     if args.processes:

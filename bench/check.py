@@ -17,9 +17,9 @@ gate therefore measures the code it guards against the code it comes from, here 
    the gate fails when the working tree is more than ``--threshold`` slower on any stage, or a
    stage the base has no longer runs.
 
-    python -m pulpie_rt.bench.check                  # the gate (make bench-check)
-    python -m pulpie_rt.bench.check --base HEAD~3    # against another commit
-    PULPIE_RT_BENCH_SLOWDOWN=simplify=1.5 python -m pulpie_rt.bench.check   # must fail
+    python -m bench.check                  # the gate (make bench-check)
+    python -m bench.check --base HEAD~3    # against another commit
+    PULPIE_RT_BENCH_SLOWDOWN=simplify=1.5 python -m bench.check   # must fail
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pulpie_rt.bench import gate_worker
-from pulpie_rt.bench.cpu_stages import SLOWDOWN_ENV, parse_slowdown
-from pulpie_rt.eval.pages import bench_pages
-from pulpie_rt.eval.report import REPO_ROOT, format_table, machine_info, write_result
+from bench import gate_worker
+from bench.cpu_stages import SLOWDOWN_ENV, parse_slowdown
+from eval.pages import bench_pages
+from eval.report import REPO_ROOT, format_table, machine_info, write_result
 
 GATE_DIR = REPO_ROOT / "build" / "bench-gate"
 MAIN_REFS = ("origin/main", "main")
@@ -405,7 +405,7 @@ def _same_output(head: dict, base: dict, stage: str) -> int | None:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or argparse.ArgumentParser(prog="python -m pulpie_rt.bench.check",
+    parser = parser or argparse.ArgumentParser(prog="python -m bench.check",
                                                description=__doc__.split("\n")[0])
     parser.add_argument("--base", default=None,
                         help="commit to compare with (default: merge base of HEAD and "

@@ -24,7 +24,7 @@ the ~40% a real model keeps), so reconstruction has real work on every page.
 
 Pages/s are per core: one process, CPU seconds (see ``harness.side_by_side``).
 
-    python -m pulpie_rt.bench.cpu_stages [--stages tokenize_pack ...] [--pages N] [--repeats R]
+    python -m bench.cpu_stages [--stages tokenize_pack ...] [--pages N] [--repeats R]
 
 ``PULPIE_RT_BENCH_SLOWDOWN="simplify=1.3,markdown=2"`` makes our side of the named stages that
 many times slower (busy work after each call), to see a slowdown in these tables; the
@@ -41,8 +41,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.harness import SideBySide, side_by_side
-from pulpie_rt.eval.report import REPO_ROOT, format_table
+from bench.harness import SideBySide, side_by_side
+from eval.report import REPO_ROOT, format_table
 
 STAGES = ("simplify", "tokenize_pack", "tokenize_pack_llama3", "reconstruct", "markdown",
           "cpu_path", "cpu_path_tokens")
@@ -127,7 +127,7 @@ def ref_tokenize_pack(checkpoint: Path) -> Callable[[str], list]:
 def ours_tokenize_pack(checkpoint: Path) -> Callable[[str], list]:
     """Ours: ``pulpie_rt.runtime`` blocks -> tokens -> chunks from the checkpoint's
     ``tokenizer.json`` (no transformers)."""
-    from pulpie_rt.bench import ours
+    from bench import ours
 
     return ours.tokenize_pack(checkpoint, MAX_TOKENS)
 
@@ -282,7 +282,7 @@ def _llama3_checkpoint() -> Path:
     if not _LLAMA3_DIR_CACHE:
         import tempfile
 
-        from pulpie_rt.bench.random_checkpoint import write_llama3_tokenizer
+        from bench.random_checkpoint import write_llama3_tokenizer
 
         folder = Path(tempfile.mkdtemp(prefix="pulpie-rt-llama3-"))
         write_llama3_tokenizer(folder, MAX_TOKENS)
@@ -310,9 +310,9 @@ def cpu_stages_table(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from pulpie_rt.eval.pages import bench_pages
+    from eval.pages import bench_pages
 
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.cpu_stages",
+    parser = argparse.ArgumentParser(prog="python -m bench.cpu_stages",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument("--pages", type=int, default=None, help="pages (default: all)")

@@ -1,6 +1,6 @@
 """What each part of the embedded default model contributes, on the dev pages with ground truth.
 
-    python -m pulpie_rt.bench.default_model_parts [--model DIR] [--out PATH]
+    python -m bench.default_model_parts [--model DIR] [--out PATH]
 
 One pass of the bundle's transformer and feature extraction over the pages, then four
 decodings of the same numbers, each scored as ``bench.quality`` scores ``ours``:
@@ -26,9 +26,9 @@ TRANSFORMER_ONLY_MARGIN = -1.5  # the transformer-only bundle's calibrated thres
 
 
 def run(model: Path, out: Path | None) -> dict:
-    from pulpie_rt.eval.metrics import score_pages
-    from pulpie_rt.eval.pages import groundtruth_pages
-    from pulpie_rt.eval.systems import decoded_texts, page_margins
+    from eval.metrics import score_pages
+    from eval.pages import groundtruth_pages
+    from eval.systems import decoded_texts, page_margins
     from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(model)

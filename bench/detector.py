@@ -9,7 +9,7 @@ charset-normalizer: ``from_bytes(...).best()`` and ``str()`` of it), median of `
 runs. The core's character model is counted on the train pages only, so the dev figures are
 of pages it has not seen.
 
-    python -m pulpie_rt.bench.detector [--limit N] [--repeat 3] [--json out.json]
+    python -m bench.detector [--limit N] [--repeat 3] [--json out.json]
 
 Also prints how many legacy pages are valid UTF-8 (the decision reads a valid UTF-8 page with a
 legacy declaration as UTF-8; ``core/src/decode.rs``).
@@ -33,8 +33,8 @@ NORMALIZER_LABELS = {"cp932": "shift_jis", "cp949": "euc-kr", "cp950": "big5",
 def main(argv: list[str] | None = None) -> int:
     from charset_normalizer import from_bytes
 
+    from eval.reencode import cases
     from pulpie_rt.corpus import load_pages
-    from pulpie_rt.eval.reencode import cases
     from pulpie_rt.runtime.stages.decode import decode
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.eval.report import REPO_ROOT, format_table
+from eval.report import REPO_ROOT, format_table
 
 DEFAULT_CHECKPOINT = REPO_ROOT / "tests" / "fixtures" / "tiny-eurobert"
 DEFAULT_PAGES = 24

@@ -27,7 +27,7 @@ others. Every ``--run-every``-th input also goes into a WARC (bytes, as a crawl 
 run once through ``pulpie-rt run`` with the tiny checkpoint's bundle (``tests/fixtures``):
 exactly one record per input, in order, within ``--page-seconds`` per page.
 
-    python -m pulpie_rt.bench.fuzz [--seed 15] [--pages 100000] [--jobs 2] [--json out.json]
+    python -m bench.fuzz [--seed 15] [--pages 100000] [--jobs 2] [--json out.json]
 
 Exit status 1 on any panic, crash, hang or missing/duplicated record.
 """
@@ -46,6 +46,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from eval.report import tool_env
 from pulpie_rt.export.tiny import export_tiny_bundle
 
 OUTCOMES = ("ok", "refused", "panic", "crash", "hang")
@@ -305,9 +306,9 @@ def run_worker(seed: int, start: int, stop: int, window: int, splits: str,
     # stderr to a file: a worker that writes much there must not block on a full pipe
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pulpie_rt.bench.fuzz", "--worker", str(seed), str(index),
+            [sys.executable, "-m", "bench.fuzz", "--worker", str(seed), str(index),
              str(stop), "--window", str(window), "--splits", splits],
-            stdout=subprocess.PIPE, stderr=errors, text=True)
+            stdout=subprocess.PIPE, stderr=errors, text=True, env=tool_env())
         first = _read_line(process, 300)
         if first is None or first.strip() != "ready":
             process.kill()
@@ -465,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.bundle)
 
     result = {
-        "command": "python -m pulpie_rt.bench.fuzz " + " ".join(argv if argv is not None
+        "command": "python -m bench.fuzz " + " ".join(argv if argv is not None
                                                                   else sys.argv[1:]),
         "seed": args.seed, "first": args.first, "inputs": args.pages, "splits": args.splits,
         "window_bytes": args.window,

@@ -157,9 +157,10 @@ class Side:
         # the rows the fast stages read (their bundle's layout), read once for every page
         self.fast_layout: str | None = None
         if "rescore" in self.functions:
-            from pulpie_rt.eval.rows import fast_layout
+            from pulpie_rt.runtime.model.bundle import load_bundle
+            from pulpie_rt.runtime.model.resolve import embedded_model_dir
 
-            self.fast_layout = fast_layout()
+            self.fast_layout = load_bundle(embedded_model_dir(), "fast").feature_layout
         self.inputs: dict[str, list[Any]] = {stage: [None] * len(pages) for stage in STAGES}
         self.digests: dict[str, list[str | None]] = {stage: [None] * len(pages)
                                                      for stage in STAGES}

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.end_to_end import (
+from bench.end_to_end import (
     SideResult,
     TokenCounter,
     count_engine_tokens,
@@ -44,8 +44,8 @@ from pulpie_rt.bench.end_to_end import (
     load_ref_extractor,
     load_ref_pipeline,
 )
-from pulpie_rt.bench.flops import chunk_flops, model_shape
-from pulpie_rt.bench.gpus import (
+from bench.flops import chunk_flops, model_shape
+from bench.gpus import (
     GpuSpec,
     cost_per_billion_pages,
     gpu_hours_per_billion_pages,
@@ -54,8 +54,8 @@ from pulpie_rt.bench.gpus import (
     peak_pages_per_second,
     price_table,
 )
-from pulpie_rt.eval.pages import bench_pages, spread
-from pulpie_rt.eval.report import format_table, machine_info, write_result
+from eval.pages import bench_pages, spread
+from eval.report import format_table, machine_info, write_result
 from pulpie_rt.runtime.model.devices import detect_gpu
 
 PARITY_GOAL = 0.999
@@ -116,7 +116,7 @@ class UtilSampler:
 def page_chunk_lengths(htmls: Sequence[str], tokenizer_dir: Path) -> list[list[int]]:
     """Chunk lengths of each page through our simplify + tokenize + pack (same chunks as the
     reference's: the runtime's tests hold it to that)."""
-    from pulpie_rt.bench.ours import tokenize_pack
+    from bench.ours import tokenize_pack
     from pulpie_rt.runtime.stages.simplify import simplify
 
     pack = tokenize_pack(tokenizer_dir, 8192)
@@ -194,7 +194,7 @@ def _ref_pipeline_run(pipe: Any, htmls: list[str]) -> list:
 
 
 def _our_pipeline_run(pipe: Any, htmls: list[str]) -> list:
-    from pulpie_rt.bench.end_to_end import _our_api
+    from bench.end_to_end import _our_api
 
     page_input = _our_api("PageInput")
     return pipe.extract_batch([page_input(html=h, page_id=i) for i, h in enumerate(htmls)])
@@ -332,7 +332,7 @@ def run_bench(args: argparse.Namespace, log: Callable[[str], None] = print) -> d
     page_tokens = sum(sum(c) for c in lengths)
     total_flops = float(sum(chunk_flops(config, n) for c in lengths for n in c))
     flops_per_page = total_flops / len(htmls)
-    from pulpie_rt.bench.token_report import token_distribution
+    from bench.token_report import token_distribution
 
     report.update({
         "checkpoint": str(checkpoint), "random_weights": random_weights,
@@ -488,7 +488,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.gpu",
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu",
                                      description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

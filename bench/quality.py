@@ -1,11 +1,11 @@
 """Extraction quality: ours vs trafilatura, side by side, on the dev pages with ground truth,
 the dev corpus's readability articles and the public article sets held apart from training.
 
-    python -m pulpie_rt.bench.quality [--sets groundtruth|readability|l3s-gn1|dragnet|all ...]
+    python -m bench.quality [--sets groundtruth|readability|l3s-gn1|dragnet|all ...]
                                       [--model M] [--seed-models BUNDLE ...]
                                       [--profiles P ...] [--limit N] [--skip trafilatura]
                                       [--out PATH]
-    pulpie-rt bench quality ...
+    python -m bench quality ...
     make quality   (--sets all, with the fast-seed copies of make fast-seeds)
 
 Page sets (``--sets``, one table each, all in one run and one JSON):
@@ -18,7 +18,7 @@ Page sets (``--sets``, one table each, all in one run and one JSON):
   blog articles, Readability.js's expected output as reference; the accurate profile's
   decoding was calibrated on them, the fast profile never reads them).
 - ``l3s-gn1``, ``dragnet``: public news and blog article sets with human ground truth, built
-  by ``python -m pulpie_rt.eval.article_sets`` into ``build/article-sets/`` (not committed:
+  by ``python -m eval.article_sets`` into ``build/article-sets/`` (not committed:
   their licences are research-only and AGPLv3). Never trained, calibrated or chosen on.
 - ``all``: the four, leaving out (with a note) the article sets not built.
 
@@ -46,7 +46,7 @@ Rows (systems):
 - ``whole page``: the same path with every block main (a floor).
 
 Metrics: word P/R/F1, ROUGE-5, empty outputs and the snippet checks, as
-``pulpie_rt.eval.metrics`` defines them (one definition for ``bench`` and ``train``).
+``eval.metrics`` defines them (one definition for ``bench`` and ``train``).
 
 Throughput, same pages, same run, each system in its own forked process: pages per CPU-second
 (user + system time of that process and every process or thread it started, so worker
@@ -66,15 +66,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulpie_rt.eval.metrics import ROUGE_N, score_pages, words
-from pulpie_rt.eval.pages import (
+from eval.metrics import ROUGE_N, score_pages, words
+from eval.pages import (
     CALIBRATION_SOURCE,
     calibration_pages,
     groundtruth_pages,
     references_by_kind,
 )
-from pulpie_rt.eval.report import format_table, machine_info, write_result
-from pulpie_rt.eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
+from eval.report import format_table, machine_info, write_result
+from eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
 # the page sets a run can score: the dev pages with ground truth, the dev corpus's readability
 # articles, and the public article sets that eval.article_sets builds (held apart from training)
@@ -172,7 +172,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sets", nargs="*", default=None, metavar="SET",
                         help=f"page sets to score, one table each: {', '.join(PAGE_SETS)}, "
                              "or 'all' (groundtruth, readability and every article set built "
-                             "by python -m pulpie_rt.eval.article_sets; default: groundtruth)")
+                             "by python -m eval.article_sets; default: groundtruth)")
     parser.add_argument("--limit", type=int, default=None,
                         help="score only N pages of each set, evenly spread (default: all)")
     parser.add_argument("--skip", nargs="*", default=[], choices=SYSTEMS,
@@ -198,7 +198,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def page_sets(args: argparse.Namespace) -> list[str]:
     """The sets to score, in order; 'all' = groundtruth, readability and the article sets that
     are built (one not built is named with the command that builds it)."""
-    from pulpie_rt.eval.article_sets import ARTICLE_SETS_DIR, SETS, article_set_path
+    from eval.article_sets import ARTICLE_SETS_DIR, SETS, article_set_path
 
     asked = list(args.sets or []) + (["readability"] if args.articles else [])
     if not asked:
@@ -210,7 +210,7 @@ def page_sets(args: argparse.Namespace) -> list[str]:
             missing = [s for s in SETS if s not in built]
             if missing:
                 print(f"quality: article sets {', '.join(missing)} not built in "
-                      f"{ARTICLE_SETS_DIR} (python -m pulpie_rt.eval.article_sets): skipped",
+                      f"{ARTICLE_SETS_DIR} (python -m eval.article_sets): skipped",
                       flush=True)
             names += ["groundtruth", "readability", *built]
         elif name in PAGE_SETS:
@@ -222,8 +222,8 @@ def page_sets(args: argparse.Namespace) -> list[str]:
 
 
 def set_pages(name: str, args: argparse.Namespace) -> list[dict]:
-    from pulpie_rt.eval.article_sets import load_article_set
-    from pulpie_rt.eval.pages import spread
+    from eval.article_sets import load_article_set
+    from eval.pages import spread
 
     if name == "groundtruth":
         return groundtruth_pages(args.limit, args.corpus)
@@ -329,7 +329,7 @@ def _fold_texts(pages: Sequence[dict], runs: Sequence[dict[str, Any]]
     the texts of its out-of-fold decisions, else its own; and the number of folds (None when
     no bundle was). ``ValueError`` when some bundles were trained on them and some not (one
     row cannot mix the two) or a page's decisions do not fit it."""
-    from pulpie_rt.eval.systems import fold_decisions, fold_texts
+    from eval.systems import fold_decisions, fold_texts
 
     decisions = [fold_decisions(r["bundle"]) for r in runs]
     if not any(decisions):
@@ -509,7 +509,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.quality",
+    parser = argparse.ArgumentParser(prog="python -m bench.quality",
                                      description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

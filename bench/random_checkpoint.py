@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pulpie_rt.bench.flops import ORANGE_SMALL_SHAPE
+from bench.flops import ORANGE_SMALL_SHAPE
 
 SEP_TOKEN = "<|sep|>"
 BOS_TOKEN = "<|begin_of_text|>"

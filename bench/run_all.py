@@ -1,10 +1,10 @@
-"""``make bench`` / ``pulpie-rt bench``: CPU stages, end to end (+ tokens, + the service vs
+"""``make bench`` / ``python -m bench``: CPU stages, end to end (+ tokens, + the service vs
 ``Pipeline``, + the Ray Data path vs ``pulpie-rt run``, + a soak run of the service), tables
 and one JSON.
 
-    python -m pulpie_rt.bench.run_all                       # all dev pages for CPU stages,
+    python -m bench.run_all                       # all dev pages for CPU stages,
                                                             # 12 for end to end (tiny model)
-    python -m pulpie_rt.bench.run_all --pages 40 --checkpoint DIR --inputs pages.jsonl.gz
+    python -m bench.run_all --pages 40 --checkpoint DIR --inputs pages.jsonl.gz
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.eval.pages import bench_pages
-from pulpie_rt.eval.report import machine_info, write_result
+from eval.pages import bench_pages
+from eval.report import machine_info, write_result
 
 DEFAULT_E2E_PAGES = 12
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"kind": "bench", "machine": machine_info()}
     tables: list[str] = []
     if "cpu" not in args.skip:
-        from pulpie_rt.bench.cpu_stages import cpu_stages_table, run_cpu_stages
+        from bench.cpu_stages import cpu_stages_table, run_cpu_stages
 
         pages = bench_pages(args.cpu_pages, args.inputs, args.corpus)
         print(f"CPU stages: {len(pages)} pages, ours vs reference interleaved", flush=True)
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         tables.append(cpu_stages_table(report["cpu_stages"]))
         print(tables[-1], flush=True)
     if "e2e" not in args.skip:
-        from pulpie_rt.bench.end_to_end import end_to_end_table, run_end_to_end
+        from bench.end_to_end import end_to_end_table, run_end_to_end
 
         pages = bench_pages(args.pages, args.inputs, args.corpus)
         print(f"End to end: {len(pages)} pages, device {args.device}", flush=True)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             report["scale_out"] = line
             print(line)
         else:
-            from pulpie_rt.bench.scale_out import run_scale_out, scale_out_table
+            from bench.scale_out import run_scale_out, scale_out_table
 
             pages = bench_pages(args.scale_pages, args.inputs, args.corpus)
             print(f"Scale out: {len(pages)} pages, Ray Data (2 actors) vs pulpie-rt run",
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             print(tables[-1], flush=True)
     if "tokens" not in args.skip:
         try:
-            from pulpie_rt.bench.token_report import run_token_report, token_report_table
+            from bench.token_report import run_token_report, token_report_table
 
             pages = bench_pages(None, args.inputs, args.corpus)
             report["tokens"] = run_token_report(pages)
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Token distribution: skipped ({exc})")
     if "serve" not in args.skip:
         try:
-            from pulpie_rt.bench.serve import DEFAULT_PAGES, run_serve_bench, serve_table
+            from bench.serve import DEFAULT_PAGES, run_serve_bench, serve_table
 
             pages = bench_pages(args.serve_pages or DEFAULT_PAGES, args.inputs, args.corpus)
             print(f"Service vs Pipeline: {len(pages)} pages", flush=True)
@@ -127,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:  # the serve extra (starlette, uvicorn) or httpx missing
             print(f"Service vs Pipeline: skipped ({exc})")
     if "capi" not in args.skip:
-        from pulpie_rt.bench.capi import DEFAULT_PAGES as CAPI_PAGES
-        from pulpie_rt.bench.capi import bench as capi_bench
-        from pulpie_rt.bench.capi import bench_processes, build_capi, capi_line, processes_line
+        from bench.capi import DEFAULT_PAGES as CAPI_PAGES
+        from bench.capi import bench as capi_bench
+        from bench.capi import bench_processes, build_capi, capi_line, processes_line
 
         try:
             build_capi()
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             print(tables[-1], flush=True)
     if "soak" not in args.skip:
         try:
-            from pulpie_rt.bench.soak import DEFAULT_SECONDS, run_soak, soak_table
+            from bench.soak import DEFAULT_SECONDS, run_soak, soak_table
         except ImportError as exc:  # the serve extra or httpx missing
             print(f"Soak: skipped ({exc})")
         else:
@@ -159,16 +159,16 @@ def run(args: argparse.Namespace) -> int:
             tables.append(soak_table(report["soak"]))
             print(tables[-1], flush=True)
     if "trees" not in args.skip:
-        from pulpie_rt.bench.trees import DEFAULT_PAGES as TREES_PAGES
-        from pulpie_rt.bench.trees import run as trees_bench
-        from pulpie_rt.bench.trees import trees_table
+        from bench.trees import DEFAULT_PAGES as TREES_PAGES
+        from bench.trees import run as trees_bench
+        from bench.trees import trees_table
 
         pages = bench_pages(args.trees_pages or TREES_PAGES, args.inputs, args.corpus)
         print(f"Tree kernel vs ONNX Runtime: {len(pages)} pages", flush=True)
         report["trees"] = trees_bench(pages)
         tables.append(trees_table(report["trees"]))
         print(tables[-1], flush=True)
-    from pulpie_rt.bench.gpu import gpu_name
+    from bench.gpu import gpu_name
 
     if gpu_name() is None:
         line = ("GPU bench: skipped - no NVIDIA GPU here; bench/gpu_check.sh runs it "
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.run_all",
+    parser = argparse.ArgumentParser(prog="python -m bench.run_all",
                                      description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -1,7 +1,7 @@
 """The Ray Data path against ``pulpie-rt run`` on the same pages, side by side in one run: what
 running as a Ray Data job (actors, object store, Parquet in and out) costs on one machine.
 
-    python -m pulpie_rt.bench.scale_out [--pages N] [--actors 2] [--model M] [--repeats R]
+    python -m bench.scale_out [--pages N] [--actors 2] [--model M] [--repeats R]
 
 Both sides read the same Parquet file (``id``, ``html``) and write Parquet, with the same model
 (default: the embedded one) on the CPU, each in its own process, one after the other
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.eval.pages import bench_pages
-from pulpie_rt.eval.report import format_table, machine_info, write_result
+from eval.pages import bench_pages
+from eval.report import format_table, machine_info, tool_env, write_result
 
 DEFAULT_ACTORS = 2
 GOAL_RATIO = 0.85  # the Ray path within 15% of pulpie-rt run
@@ -66,10 +66,10 @@ def run_side(source: Path, out: Path, model: str | None) -> dict[str, Any]:
 
 
 def ray_side(source: Path, out: Path, model: str | None, actors: int) -> dict[str, Any]:
-    command = [sys.executable, "-m", "pulpie_rt.bench.scale_out", "--ray-job", str(source),
+    command = [sys.executable, "-m", "bench.scale_out", "--ray-job", str(source),
                str(out), "--actors", str(actors)] + (["--model", model] if model else [])
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=tool_env())
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"the Ray job failed: {done.stderr[-3000:]}")
@@ -146,7 +146,7 @@ def scale_out_table(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.scale_out",
+    parser = argparse.ArgumentParser(prog="python -m bench.scale_out",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=None,
                         help="dev pages, evenly spread (default: all)")

@@ -15,7 +15,7 @@ the same checkpoint, stripped ``--like`` the FP32 bundle (whose statistics it th
 the weights the two exports name alike), restores to the FP16 rounding of the FP32 bundle's
 weights, so FP16 runs are compared with FP32 ones on the same model.
 
-    python -m pulpie_rt.bench.seeded_weights strip BUNDLE [--like STRIPPED]   # here
+    python -m bench.seeded_weights strip BUNDLE [--like STRIPPED]   # here
     python3 bench/seeded_weights.py restore BUNDLE                            # there: numpy only
 """
 

@@ -13,7 +13,7 @@ pages, in one run (``make bench``'s "serve" row; the issue's goal: the service a
 The two alternate ``repeats`` times; pages/s is the best pass of each (the least disturbed by
 other work on the machine), every pass is in the JSON. Both must give the same Markdown.
 
-    python -m pulpie_rt.bench.serve --pages 48 --callers 16
+    python -m bench.serve --pages 48 --callers 16
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.eval.pages import bench_pages
-from pulpie_rt.eval.report import format_table, machine_info, write_result
+from eval.pages import bench_pages
+from eval.report import format_table, machine_info, write_result
 
 DEFAULT_PAGES = 48
 DEFAULT_CALLERS = 16
@@ -122,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.serve",
+    parser = argparse.ArgumentParser(prog="python -m bench.serve",
                                      description=__doc__.split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)

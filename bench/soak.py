@@ -27,8 +27,8 @@ service kept, not the pages in flight. Under load RSS moves with the hostile pag
 printed beside (range, and the median of the last third of the samples against the first
 third's).
 
-    python -m pulpie_rt.bench.soak                       # 10 minutes
-    python -m pulpie_rt.bench.soak --seconds 150 --warm-up 30
+    python -m bench.soak                       # 10 minutes
+    python -m bench.soak --seconds 150 --warm-up 30
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.eval.pages import bench_pages
-from pulpie_rt.eval.report import format_table, machine_info, write_result
+from eval.pages import bench_pages
+from eval.report import format_table, machine_info, write_result
 from pulpie_rt.integrations.serve.service import IDLE_RELEASE_S
 
 DEFAULT_SECONDS = 600
@@ -341,7 +341,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.soak",
+    parser = argparse.ArgumentParser(prog="python -m bench.soak",
                                      description=__doc__.split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 each page set ``bench.quality`` scores: where each reference convention would put the
 threshold that the training command chose on the train pages.
 
-    python -m pulpie_rt.bench.thresholds [--model M] [--profile fast]
+    python -m bench.thresholds [--model M] [--profile fast]
                                          [--sets groundtruth readability l3s-gn1 dragnet|all]
                                          [--thresholds -1 -0.5 0 0.5 1 1.5 2]
                                          [--container-prior none|SHARE/SHIFT ...]
@@ -31,10 +31,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pulpie_rt.bench.quality import PAGE_SETS, page_sets, set_pages
-from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.report import format_table, machine_info, write_result
-from pulpie_rt.eval.systems import run_ours
+from bench.quality import PAGE_SETS, page_sets, set_pages
+from eval.metrics import score_pages
+from eval.report import format_table, machine_info, write_result
+from eval.systems import run_ours
 from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
 
 DEFAULT_THRESHOLDS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
@@ -111,7 +111,7 @@ def prior_key(prior: dict | str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, resolve_model
 
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.thresholds",
+    parser = argparse.ArgumentParser(prog="python -m bench.thresholds",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help="bundle (default: the embedded default model)")

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pulpie_rt.bench.flops import ORANGE_SMALL_SHAPE, chunk_flops
-from pulpie_rt.bench.gpus import GPUS, peak_pages_per_second
-from pulpie_rt.eval.report import format_table
+from bench.flops import ORANGE_SMALL_SHAPE, chunk_flops
+from bench.gpus import GPUS, peak_pages_per_second
+from eval.report import format_table
 
 MAX_TOKENS = 8192
 
@@ -38,7 +38,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 def page_chunk_lengths(pages: Sequence[dict], tokenizer_dir: Path,
                        log: Callable[[str], None] = print) -> list[list[int]]:
     """Chunk lengths (tokens) of every page through our simplify + tokenize + pack."""
-    from pulpie_rt.bench.ours import tokenize_pack
+    from bench.ours import tokenize_pack
     from pulpie_rt.runtime.stages.simplify import simplify
 
     pack = tokenize_pack(tokenizer_dir, MAX_TOKENS)
@@ -84,7 +84,7 @@ def token_distribution(chunk_lengths: Sequence[Sequence[int]],
 
 
 def run_token_report(pages: Sequence[dict], log: Callable[[str], None] = print) -> dict[str, Any]:
-    from pulpie_rt.bench.random_checkpoint import write_llama3_tokenizer
+    from bench.random_checkpoint import write_llama3_tokenizer
 
     with tempfile.TemporaryDirectory(prefix="pulpie-rt-llama3-") as tmp:
         write_llama3_tokenizer(Path(tmp))
@@ -115,8 +115,8 @@ def token_report_table(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from pulpie_rt.eval.pages import bench_pages
-    from pulpie_rt.eval.report import machine_info, write_result
+    from eval.pages import bench_pages
+    from eval.report import machine_info, write_result
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=None, help="pages (default: all)")

@@ -14,7 +14,7 @@ side in one run on the same real pages (``make bench`` rows; ``PULPIE_RT_TREES``
    its threads) for a pass and the Markdown of every page; per side the median over passes;
    Markdown compared page by page.
 
-    python -m pulpie_rt.bench.trees [--pages 120] [--passes 3] [--out bench/results/]
+    python -m bench.trees [--pages 120] [--passes 3] [--out bench/results/]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from eval.report import tool_env
 
 TREES_ENV = "PULPIE_RT_TREES"  # core/src/ort/rescorer.rs: TREES_ENV
 KERNEL, ONNXRUNTIME = "kernel", "onnxruntime"
@@ -66,7 +68,7 @@ def trees_env(value: str | None) -> Iterator[None]:
 def rescorer_rows(pages: Sequence[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each page's fast-profile rows (the embedded model's layout) and ``blocks-v1`` rows
     (pages without blocks left out)."""
-    from pulpie_rt.eval.rows import fast_layout, page_rows
+    from eval.rows import fast_layout, page_rows
 
     layout = fast_layout()
     rows = []
@@ -166,8 +168,8 @@ class _Worker:
             env[TREES_ENV] = ONNXRUNTIME
         self.side = side
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pulpie_rt.bench.trees", "--worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, env=env)
+            [sys.executable, "-m", "bench.trees", "--worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env=tool_env(env))
         self._send({"pages": str(pages_file)})
         self.hello = self._receive()
 
@@ -198,7 +200,7 @@ class _Worker:
 
 def run_default_profile(pages: Sequence[dict], passes: int = DEFAULT_PASSES) -> dict[str, Any]:
     """Row 2: pages per CPU-second of ``Extractor()`` with the kernel and with ONNX Runtime."""
-    from pulpie_rt.eval.report import REPO_ROOT
+    from eval.report import REPO_ROOT
 
     folder = REPO_ROOT / "build"
     folder.mkdir(exist_ok=True)
@@ -266,7 +268,7 @@ def run(pages: Sequence[dict], passes: int = DEFAULT_PASSES) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.bench.trees",
+    parser = argparse.ArgumentParser(prog="python -m bench.trees",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES,
                         help=f"dev pages, evenly spread (default {DEFAULT_PAGES})")
@@ -278,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker_main()
-    from pulpie_rt.eval.pages import bench_pages
-    from pulpie_rt.eval.report import machine_info, write_result
+    from eval.pages import bench_pages
+    from eval.report import machine_info, write_result
 
     pages = bench_pages(args.pages, None, args.corpus)
     report = {"kind": "trees", "machine": machine_info(), **run(pages, args.passes)}

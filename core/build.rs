@@ -5,8 +5,8 @@
 //!
 //! - `PULPIE_RT_LEXBOR_SRC`: a directory holding lexbor's sources (lexbor's own root, with
 //!   `source/lexbor/…`, or an unpacked selectolax sdist, with `lexbor/source/lexbor/…`);
-//! - otherwise the sdist itself, fetched with `python -m pip download`, checked against
-//!   `SDIST_SHA256` and unpacked into `PULPIE_RT_LEXBOR_CACHE` (the Makefile points it at
+//! - otherwise the sdist itself, fetched from the package index by `tools/pypi_download.py`
+//!   (Python's standard library, no pip), checked against `SDIST_SHA256` and unpacked into `PULPIE_RT_LEXBOR_CACHE` (the Makefile points it at
 //!   `build/lexbor`, so every build of the checkout shares one copy) or else into `OUT_DIR`.
 //!
 //! The modules compiled are what parsing a document and serializing it need (core, dom, html,
@@ -107,24 +107,22 @@ fn is_lexbor_root(root: &Path) -> bool {
     root.join("source/lexbor/html/serialize.c").is_file()
 }
 
-/// Download the selectolax sdist with pip, check its sha256 and unpack its `lexbor/` folder as
-/// `root` (in a temporary folder first, then renamed: concurrent builds never see half a copy).
+/// Download the selectolax sdist (`tools/pypi_download.py`: the package index read with Python's
+/// standard library, no pip, which a build's isolated environment lacks), check its sha256 and
+/// unpack its `lexbor/` folder as `root` (in a temporary folder first, then renamed: concurrent
+/// builds never see half a copy).
 fn fetch_sdist(dir: &Path, root: &Path) -> Result<(), String> {
     const SCRIPT: &str = r#"
-import hashlib, os, subprocess, sys, tarfile, tempfile
-version, sha256, dir, root = sys.argv[1:5]
+import importlib.util, os, sys, tarfile, tempfile
+tool, version, sha256, dir, root = sys.argv[1:6]
+spec = importlib.util.spec_from_file_location("pypi_download", tool)
+pypi = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pypi)
 with tempfile.TemporaryDirectory(dir=dir) as tmp:
-    base = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--no-binary", ":all:", "--dest", tmp, f"selectolax=={version}"]
-    # pip prepares the sdist's metadata; without build isolation it needs no other download
-    # (the environment must have setuptools), so that is tried first
-    if subprocess.run(base + ["--no-build-isolation"], stderr=subprocess.DEVNULL).returncode:
-        subprocess.run(base, check=True)
-    sdist = os.path.join(tmp, f"selectolax-{version}.tar.gz")
-    with open(sdist, "rb") as fh:
-        digest = hashlib.sha256(fh.read()).hexdigest()
-    if digest != sha256:
-        sys.exit(f"{sdist}: sha256 {digest}, expected {sha256}")
+    try:
+        sdist = pypi.download("selectolax", f"selectolax-{version}.tar.gz", sha256, tmp)
+    except pypi.DownloadError as exc:
+        sys.exit(f"selectolax {version}: {exc}")
     prefix = f"selectolax-{version}/lexbor/"
     with tarfile.open(sdist) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefix)
@@ -139,9 +137,8 @@ with tempfile.TemporaryDirectory(dir=dir) as tmp:
         if not os.path.isdir(root):  # another build may have put it there meanwhile
             raise
 "#;
-    // pip's isolated build runs this with PYTHONPATH pointing at its build environment, which
-    // hides the interpreter's own pip: each candidate runs without it, and the next Python is
-    // tried when one has no pip (a venv made without it, say)
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/pypi_download.py");
+    println!("cargo:rerun-if-changed={}", tool.display());
     let mut pythons: Vec<String> =
         ["PYO3_PYTHON", "PYTHON_SYS_EXECUTABLE"].iter().filter_map(|name| env::var(name).ok()).collect();
     pythons.extend(["python3".to_string(), "python".to_string()]);
@@ -149,29 +146,34 @@ with tempfile.TemporaryDirectory(dir=dir) as tmp:
     let mut failures = Vec::new();
     for python in &pythons {
         let status = Command::new(python)
-            .env_remove("PYTHONPATH")
-            .env_remove("PYTHONNOUSERSITE")
-            .env_remove("PYTHONHOME")
             .arg("-c")
             .arg(SCRIPT)
+            .arg(&tool)
             .args([SELECTOLAX_VERSION, SDIST_SHA256])
             .arg(dir)
             .arg(root)
             .status();
         match status {
             Ok(s) if s.success() => return Ok(()),
-            Ok(s) => failures.push(format!("`{python}`: {s}")),
+            Ok(s) => {
+                // a Python that runs and fails has said why (above): another one would fail alike
+                return Err(format!(
+                    "fetching lexbor's C sources with `{python}` failed ({s}); see the message above.\n{}",
+                    offline_hint()
+                ));
+            }
             Err(e) => failures.push(format!("`{python}`: {e}")),
         }
     }
-    Err(format!(
-        "`python -m pip download selectolax=={SELECTOLAX_VERSION} --no-binary :all:` (lexbor's \
-         C sources) failed with every Python tried ({}); see the messages above.\n\
-         Without network access to PyPI, download selectolax-{SELECTOLAX_VERSION}.tar.gz \
-         elsewhere (sha256 {SDIST_SHA256}), unpack it and set \
-         PULPIE_RT_LEXBOR_SRC=/path/to/selectolax-{SELECTOLAX_VERSION}",
-        failures.join("; ")
-    ))
+    Err(format!("no Python to fetch lexbor's C sources with ({}).\n{}", failures.join("; "), offline_hint()))
+}
+
+fn offline_hint() -> String {
+    format!(
+        "Without the package index, download selectolax-{SELECTOLAX_VERSION}.tar.gz elsewhere \
+         (sha256 {SDIST_SHA256}), unpack it and set \
+         PULPIE_RT_LEXBOR_SRC=/path/to/selectolax-{SELECTOLAX_VERSION}"
+    )
 }
 
 /// lexbor's NOTICE and LICENSE must travel with binaries that include it (Apache-2.0 section

@@ -1,7 +1,7 @@
 """Public news and blog article sets with human ground truth, rebuilt from their sources into
 the corpus record format (``pulpie_rt.corpus``), as evaluation sets held apart from training.
 
-    python -m pulpie_rt.eval.article_sets --page-signal DIR --merged DIR [--out DIR]
+    python -m eval.article_sets --page-signal DIR --merged DIR [--out DIR]
 
 Sets (each page's ``reference`` is its human-selected main text, ``reference_kind``
 ``"groundtruth"``):
@@ -63,7 +63,7 @@ def load_article_set(name: str, folder: Path = ARTICLE_SETS_DIR) -> list[dict]:
     path = article_set_path(name, folder)
     if not path.is_file():
         raise FileNotFoundError(f"article set {name!r}: {path} not found; build it with "
-                                "python -m pulpie_rt.eval.article_sets (see its docstring)")
+                                "python -m eval.article_sets (see its docstring)")
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
@@ -168,7 +168,7 @@ def iter_dragnet(root: Path) -> Iterator[dict]:
 
 
 def write_set(name: str, pages: Iterator[dict], out: Path, log=print) -> Path:
-    from pulpie_rt.eval.metrics import words
+    from eval.metrics import words
 
     out.mkdir(parents=True, exist_ok=True)
     path = article_set_path(name, out)
@@ -188,7 +188,7 @@ def write_set(name: str, pages: Iterator[dict], out: Path, log=print) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.eval.article_sets",
+    parser = argparse.ArgumentParser(prog="python -m eval.article_sets",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--page-signal", type=Path,
                         help="checkout of github.com/geodrome/page-signal (L3S-GN1)")

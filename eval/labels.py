@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from pulpie_rt.eval.metrics import words
+from eval.metrics import words
 
 TAG_RE = re.compile(r"<[^>]*>")
 MIN_AVAILABLE = 0.7

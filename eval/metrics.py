@@ -4,7 +4,7 @@
 Metrics, per page, then the plain mean over pages (as WCXB's ``evaluate.py``); micro totals
 (sums of overlaps and token counts over all pages) go to the JSON as well.
 
-- Tokens: WCXB's, lowercase ``\\w+`` runs (``pulpie_rt.eval.labels.words``).
+- Tokens: WCXB's, lowercase ``\\w+`` runs (``eval.labels.words``).
 - Word P/R/F1 (WCXB's ``word_f1``): overlap = size of the multiset intersection of the two
   token lists (a word repeated k times in both counts min of the two counts);
   P = overlap / #pred tokens, R = overlap / #ref tokens, F1 = 2PR / (P + R), 0 when P + R = 0.

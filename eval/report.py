@@ -24,6 +24,15 @@ _VERSIONED_PACKAGES = (
 )
 
 
+def tool_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) with the checkout's root first on
+    ``PYTHONPATH``: a child ``python -m bench.…`` imports the repository's tools (which are not
+    installed) from whatever folder it is started in."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,

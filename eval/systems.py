@@ -24,7 +24,7 @@ def rule_texts(pages: Sequence[dict]) -> tuple[dict[str, str], dict[str, str],
     A page that fails in simplify / reconstruct gets "" (and block count 0 when simplify
     failed).
     """
-    from pulpie_rt.eval.labels import label_blocks
+    from eval.labels import label_blocks
     from pulpie_rt.runtime.stages.blocks import extract_blocks
     from pulpie_rt.runtime.stages.labels import labels_from_predictions
     from pulpie_rt.runtime.stages.markdown import to_text
@@ -191,7 +191,7 @@ def run_trafilatura(pages: Sequence[dict]) -> dict[str, Any]:
 def page_margins(bundle_dir: Path, pages: list[dict], threads: int | None = None) -> list:
     """Per page: the prepared page and each chunk's SEP margins, from the bundle on CPU
     (``eval.margins``: the transformer through onnxruntime's Python API)."""
-    from pulpie_rt.eval.margins import SepLogitsSession, chunk_sep_logits
+    from eval.margins import SepLogitsSession, chunk_sep_logits
     from pulpie_rt.runtime.flow.pages import Preparer
     from pulpie_rt.runtime.model.bundle import load_bundle
 

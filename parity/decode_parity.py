@@ -27,7 +27,7 @@ codec that wrote them). Checked:
    deterministic), so the Markdown figure of a kind is the text figure less the sampled cases
    that differ.
 
-    python -m pulpie_rt.parity.decode_parity [--sample 3] [--limit N] [--json out.json]
+    python -m parity.decode_parity [--sample 3] [--limit N] [--json out.json]
 
 Exit status 1 when any encoding and kind is under 99%.
 """
@@ -46,7 +46,7 @@ from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.eval.reencode import THRESHOLD, Case, cases
+from eval.reencode import THRESHOLD, Case, cases
 from pulpie_rt.export.tiny import export_tiny_bundle
 
 

@@ -1,7 +1,7 @@
 """The default model's block features: the compiled core against the Python specification
 (``tests/spec/features_spec.py``), value by value, and the default model's labels with each.
 
-    python -m pulpie_rt.parity.features_parity [--corpus dev|train] [--limit N] [--all-labels]
+    python -m parity.features_parity [--corpus dev|train] [--limit N] [--all-labels]
 
 Every page goes through the default model's own preparation (its ``accurate`` profile's
 ``Preparer``: simplify -> blocks -> tokens -> chunks -> block features, on the core); then both
@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from eval.report import REPO_ROOT, format_table, machine_info, write_result
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.eval.report import REPO_ROOT, format_table, machine_info, write_result
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
@@ -147,7 +147,7 @@ class LabelCheck:
     the same transformer margins, for the pages given to ``add`` (in batches)."""
 
     def __init__(self) -> None:
-        from pulpie_rt.eval.margins import SepLogitsSession
+        from eval.margins import SepLogitsSession
         from pulpie_rt.runtime.flow.pages import Preparer
         from pulpie_rt.runtime.model.resolve import resolve_model
 
@@ -165,7 +165,7 @@ class LabelCheck:
             self.flush()
 
     def flush(self) -> None:
-        from pulpie_rt.eval.margins import chunk_sep_logits
+        from eval.margins import chunk_sep_logits
         from pulpie_rt.runtime.flow.pages import decide_blocks
         from pulpie_rt.runtime.stages.labels import sep_margins
 

@@ -1,8 +1,8 @@
 """The compiled core's Markdown and plain text against their specifications, on real pages.
 
-    python -m pulpie_rt.parity.markdown_parity --corpus dev      # 254 pages x 3 label sets
-    python -m pulpie_rt.parity.markdown_parity --corpus train    # 986 pages x 3 label sets
-    python -m pulpie_rt.parity.markdown_parity --random 3000     # seeded random markup only
+    python -m parity.markdown_parity --corpus dev      # 254 pages x 3 label sets
+    python -m parity.markdown_parity --corpus train    # 986 pages x 3 label sets
+    python -m parity.markdown_parity --random 3000     # seeded random markup only
 
 For every page: our ``simplify``, then our ``extract_main_html`` with three label sets (all
 main, all other, alternating by block id: ``parity.label_sets``), then
@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
+from eval.report import REPO_ROOT
+from parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.eval.report import REPO_ROOT
-from pulpie_rt.parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 from pulpie_rt.runtime.stages.simplify import simplify

@@ -1,7 +1,7 @@
 """The compiled core (``core/``) against its Python specification (``tests/spec/``), on a
 corpus file.
 
-    python -m pulpie_rt.parity.native_core --corpus train     # 986 pages, several minutes
+    python -m parity.native_core --corpus train     # 986 pages, several minutes
 
 lexbor: for every page, whether the core's lexbor serialization of its UTF-8 bytes is byte for
 byte selectolax's ``LexborHTMLParser(data).html``, and whether the core's whole
@@ -34,8 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 from pulpie_rt.runtime.stages.simplify import SimplifyError, simplify
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         from pulpie.reconstruct import extract_main_html as reference_extract
         from pulpie.simplify import simplify as reference_simplify
 
-        from pulpie_rt.parity.record_golden import normalize_ws
+        from parity.record_golden import normalize_ws
     except ImportError:
         reference_extract = reference_simplify = None
     pages = cases = 0

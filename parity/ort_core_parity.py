@@ -14,7 +14,7 @@ against its specification on onnxruntime's Python API (``tests/spec/rescore_spec
 core's ``make_batches`` through this surface is compared with ``parity.batches``' (which calls
 it too) on the same chunk lengths.
 
-    python -m pulpie_rt.parity.ort_core_parity --bundle default --bundle /tmp/tiny-bundle
+    python -m parity.ort_core_parity --bundle default --bundle /tmp/tiny-bundle
 
 The ctypes surface used here (``CoreOrt``) is temporary: the C ABI (``pulpie_rt.h``) will
 replace it. ``$PULPIE_RT_ORT_LIB`` names the ONNX Runtime library; by default the one inside
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.parity.batches import (
+from parity.batches import (
     DEFAULT_MAX_BATCH_ATTENTION,
     DEFAULT_MAX_BATCH_TOKENS,
     Batch,
@@ -332,7 +332,7 @@ def batching_configs() -> list[tuple[str, int, list[Bucket] | None, int | None]]
 
 def compare_batching(core: CoreOrt, items: list[tuple]) -> dict:
     """Python's ``make_batches`` vs the core's on ``items`` for every ``batching_configs``."""
-    from pulpie_rt.parity.batches import make_batches
+    from parity.batches import make_batches
 
     lengths = [len(tokens) for _, tokens in items]
     index_of = {key: i for i, (key, _) in enumerate(items)}
@@ -358,8 +358,8 @@ def _spec(name: str):
 
 
 def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: int) -> dict:
-    from pulpie_rt.eval.margins import SepLogitsSession
-    from pulpie_rt.parity.batches import make_batches, sep_logits
+    from eval.margins import SepLogitsSession
+    from parity.batches import make_batches, sep_logits
     from pulpie_rt.runtime.flow.pages import PageError, Preparer
     from pulpie_rt.runtime.stages.labels import sep_margins
 

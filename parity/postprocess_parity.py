@@ -6,7 +6,7 @@ the form our own ``simplify`` writes). For the label sets ``all_main``, ``all_ot
 ``alternating`` (odd block ids main), ``extract_main_html`` must equal the reference's byte
 for byte, and ``to_markdown`` of it the reference's Markdown.
 
-    python -m pulpie_rt.parity.postprocess_parity [--corpus dev|train] [--step N]
+    python -m parity.postprocess_parity [--corpus dev|train] [--step N]
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from parity.label_sets import LABEL_SETS, item_ids_of, label_set
 from pulpie_rt.corpus import load_pages
-from pulpie_rt.parity.label_sets import LABEL_SETS, item_ids_of, label_set
 
 
 def run(corpus: str = "dev", step: int = 1) -> dict[str, list[str]]:

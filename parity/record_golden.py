@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.runtime.digest import text_sha256
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record_prepost()
     if not args.skip_labels:
-        from pulpie_rt.parity import record_golden_labels
+        from parity import record_golden_labels
 
         record_golden_labels.main([])
     return 0

@@ -3,7 +3,7 @@
 The reference (``pulpie==0.0.2``, eager attention on CPU) is slow, so it runs once, here; the
 runtime tests compare ONNX Runtime CPU output against the file it writes::
 
-    python -m pulpie_rt.parity.record_golden_labels [--model tests/fixtures/tiny-eurobert]
+    python -m parity.record_golden_labels [--model tests/fixtures/tiny-eurobert]
 
 ``tests/golden/labels_tiny.json.gz``::
 

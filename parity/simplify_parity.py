@@ -1,6 +1,6 @@
 """Parity of our ``simplify`` with the reference's, live, on a whole corpus file.
 
-    python -m pulpie_rt.parity.simplify_parity --corpus train     # 986 pages, several minutes
+    python -m parity.simplify_parity --corpus train     # 986 pages, several minutes
 
 The tests compare the dev pages against recorded golden files; this runs the reference itself
 (slow), for the other real pages. Prints each differing page and the count.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from parity.record_golden import normalize_ws
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.parity.record_golden import normalize_ws
 from pulpie_rt.runtime.stages.simplify import simplify
 
 

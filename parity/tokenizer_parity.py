@@ -1,8 +1,8 @@
 """Parity of the compiled core's tokenizer with the ``tokenizers`` library, block by block.
 
-    python -m pulpie_rt.parity.tokenizer_parity                        # dev pages, our tokenizers
-    python -m pulpie_rt.parity.tokenizer_parity --corpus dev --corpus train
-    python -m pulpie_rt.parity.tokenizer_parity --tokenizer path/to/tokenizer.json
+    python -m parity.tokenizer_parity                        # dev pages, our tokenizers
+    python -m parity.tokenizer_parity --corpus dev --corpus train
+    python -m parity.tokenizer_parity --tokenizer path/to/tokenizer.json
 
 Every page is simplified (``runtime.stages.simplify``) and cut into blocks
 (``runtime.stages.blocks``); each page's blocks are encoded by the core

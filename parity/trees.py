@@ -13,9 +13,9 @@ kernel's), the largest |Δ probability|, blocks bitwise equal, and CPU milliseco
 each side, interleaved page by page. Exit 1 on any label difference or a probability more than
 1e-6 apart.
 
-    python -m pulpie_rt.parity.trees                    # dev pages
-    python -m pulpie_rt.parity.trees --corpus train     # train pages (../shared/corpus)
-    python -m pulpie_rt.parity.trees --corpus dev --corpus train --limit 50 --json out.json
+    python -m parity.trees                    # dev pages
+    python -m parity.trees --corpus train     # train pages (../shared/corpus)
+    python -m parity.trees --corpus dev --corpus train --limit 50 --json out.json
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.eval.rows import page_rows
+from eval.rows import page_rows
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
@@ -199,7 +199,7 @@ def table(results: list[StageParity]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pulpie_rt.parity.trees",
+    parser = argparse.ArgumentParser(prog="python -m parity.trees",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="append", default=None,
                         help="corpus file(s) under ../shared/corpus (default: dev)")

@@ -13,15 +13,14 @@ from pulpie_rt.version import __version__
 _COMMAND_MODULES = (
     "pulpie_rt.runtime.cli",  # extract, run
     "pulpie_rt.export.cli",  # export, engine
-    "pulpie_rt.bench.cli",  # bench
     "pulpie_rt.integrations.serve.cli",  # serve
 )
-# the module of each command: a command imports only its own (the benchmarks' and the
+# the module of each command: a command imports only its own (the export's and the
 # service's imports would cost `pulpie-rt run` a start-up it does not need)
 _MODULE_OF_COMMAND = {
     "extract": _COMMAND_MODULES[0], "run": _COMMAND_MODULES[0],
     "export": _COMMAND_MODULES[1], "engine": _COMMAND_MODULES[1],
-    "bench": _COMMAND_MODULES[2], "serve": _COMMAND_MODULES[3],
+    "serve": _COMMAND_MODULES[2],
 }
 
 

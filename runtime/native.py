@@ -4,7 +4,7 @@
 lexbor, builds libxml2's tree of that serialization, segments it and writes blocks and
 ``map_html``; and it builds libxml2's tree of ``map_html`` and writes the main content. Their
 Python specification lives in ``tests/spec/``; ``tests/test_native.py`` and ``python -m
-pulpie_rt.parity.native_core`` compare the two on real pages. The byte-level BPE tokenizer
+parity.native_core`` compare the two on real pages. The byte-level BPE tokenizer
 (``CoreTokenizer``, ids identical to the ``tokenizers`` library's) and Markdown / plain text
 (html2text ported; specification ``tests/spec/markdown_spec.py``) run here too, and the
 default model's block features (``block_features``, on the same libxml2 tree of ``map_html``

@@ -12,8 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from parity.label_sets import LABEL_SETS, label_set
 from pulpie_rt.corpus import load_pages
-from pulpie_rt.parity.label_sets import LABEL_SETS, label_set
 
 GOLDEN = Path(__file__).parent / "golden" / "prepost.json.gz"
 

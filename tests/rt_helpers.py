@@ -193,8 +193,8 @@ def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
     it returns and the lines it logged."""
     from dataclasses import replace
 
-    from pulpie_rt.train.fast import write_fast_rescorer
-    from pulpie_rt.train.fit import Recipe
+    from train.fast import write_fast_rescorer
+    from train.fit import Recipe
 
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(corpus_folder))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
@@ -211,7 +211,7 @@ def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
     """The embedded default model's bundle in ``tmp_path / "bundle"``, its files linked, its
     fast profile's settings (``keep_hidden``, ``drop_noscript`` …) set to ``fast_settings``
     (any value, to test the bundle reader's checks; None leaves a setting as it is)."""
-    from pulpie_rt.bench.thresholds import linked_copy
+    from bench.thresholds import linked_copy
     from pulpie_rt.runtime.model.resolve import embedded_model_dir
 
     def set_fast(manifest: dict) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pulpie_rt.eval import article_sets
+from eval import article_sets
 
 L3S_PAGE = """<html><head><title>x</title></head><body>
 <div><span class="x-nc-sel0">Home</span> <a href="/"><span class="x-nc-sel0">Sports</span></a></div>
@@ -61,5 +61,5 @@ def test_sets_are_built_from_their_sources_and_read_back(tmp_path):
 
 
 def test_an_unbuilt_set_names_the_command_that_builds_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m pulpie_rt.eval.article_sets"):
+    with pytest.raises(FileNotFoundError, match="python -m eval.article_sets"):
         article_sets.load_article_set("dragnet", tmp_path)

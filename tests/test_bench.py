@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import pytest
 
-from pulpie_rt.bench import check, gate_worker
-from pulpie_rt.bench.cpu_stages import STAGES, main, parse_slowdown, run_cpu_stages
-from pulpie_rt.bench.flops import (
+from bench import check, gate_worker
+from bench.cpu_stages import STAGES, main, parse_slowdown, run_cpu_stages
+from bench.flops import (
     ORANGE_SMALL_SHAPE,
     chunk_flops,
     linear_flops_per_token,
     page_flops,
 )
-from pulpie_rt.bench.gpus import (
+from bench.gpus import (
     GPUS,
     cost_per_billion_pages,
     gpu_hours_per_billion_pages,
@@ -29,8 +29,8 @@ from pulpie_rt.bench.gpus import (
     peak_pages_per_second,
     price_table,
 )
-from pulpie_rt.bench.token_report import percentile, token_distribution
-from pulpie_rt.eval.pages import spread
+from bench.token_report import percentile, token_distribution
+from eval.pages import spread
 
 # ---------------------------------------------------------------- gate
 
@@ -92,7 +92,7 @@ def test_slowdown_spec_is_parsed_and_checked():
 
 def test_the_base_is_exported_and_imports_as_pulpie_rt_from_its_shim(tmp_path):
     """``git archive`` of a commit, then a folder of symlinks that imports as that tree's
-    ``pulpie_rt`` with every sub-package pyproject maps (runtime, bench, ...)."""
+    ``pulpie_rt`` with every sub-package pyproject maps (runtime, export, ...)."""
     commit, how = check.resolve_base("HEAD")
     assert len(commit) == 40 and how == "HEAD"
     src = check.export_commit(commit, tmp_path / "src")
@@ -101,7 +101,7 @@ def test_the_base_is_exported_and_imports_as_pulpie_rt_from_its_shim(tmp_path):
     shim = check.make_shim(src, tmp_path / "shim")
     assert (shim / "pulpie_rt" / "runtime" / "stages" / "simplify.py").resolve() == (
         src / "runtime" / "stages" / "simplify.py").resolve()
-    assert (shim / "pulpie_rt" / "bench" / "harness.py").is_file()
+    assert (shim / "pulpie_rt" / "export" / "tiny.py").is_file()
     version = src / "pulpie_rt" / "version.py"
     assert (shim / "pulpie_rt" / "version.py").resolve() == version.resolve()
     with pytest.raises(check.GateError, match="no-such-ref"):
@@ -266,8 +266,8 @@ def test_cpu_stages_command_prints_ours_beside_the_reference(capsys):
 
 
 def test_gpu_side_figures_and_projected_price_table():
-    from pulpie_rt.bench.end_to_end import SideResult
-    from pulpie_rt.bench.gpu import projected_costs, side_figures
+    from bench.end_to_end import SideResult
+    from bench.gpu import projected_costs, side_figures
 
     side = SideResult("ours tensorrt Pipeline", pages=100, wall_s=10.0)
     prices = price_table()
@@ -287,7 +287,7 @@ def test_gpu_side_figures_and_projected_price_table():
 
 def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     """``run_all`` (make bench) with only the CPU stages: tables printed, one JSON written."""
-    from pulpie_rt.bench import run_all
+    from bench import run_all
 
     monkeypatch.setattr(run_all, "bench_pages", lambda n, inputs, corpus: small_real_pages)
     out = tmp_path / "bench.json"

@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
+from bench.capi import LIBRARY, build_capi
+from eval.report import REPO_ROOT
 from pulpie_rt import Extractor
-from pulpie_rt.bench.capi import LIBRARY, build_capi
-from pulpie_rt.eval.report import REPO_ROOT
 from pulpie_rt.runtime import native
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make", "nm") if shutil.which(tool) is None]

@@ -10,13 +10,13 @@ The tiny checkpoint runs here packing 1,024-token chunks (``short_context_bundle
 weights and code path, more chunks per page, and a fraction of the cost of its 8,192-token
 chunks, whose eager attention made the 254 dev pages take 19 min in C and 27 min in Python on
 this loaded 2-core machine (they gave 254/254 identical pages; ``python -m
-pulpie_rt.bench.capi --parity --model <tiny bundle>`` runs it).
+bench.capi --parity --model <tiny bundle>`` runs it).
 
 The embedded default model runs here on every 4th dev page (64 pages; its run over all 254
 in C and Python took 10 and 15 min on this loaded machine and gave 254/254 identical pages:
-``python -m pulpie_rt.bench.capi --parity`` runs it), and with its ``fast`` profile (the
+``python -m bench.capi --parity`` runs it), and with its ``fast`` profile (the
 rescorer alone over blocks in context, ``options.profile``) on every 5th
-(``python -m pulpie_rt.bench.capi --parity --profile fast`` runs all 254).
+(``python -m bench.capi --parity --profile fast`` runs all 254).
 
 The library is built here (``make capi``) when cargo and a C compiler are on the PATH; the
 tests are skipped, saying so, when they are not.
@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 from rt_helpers import hostile_pages, short_context_bundle
 
+from bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
+from eval.report import REPO_ROOT
 from pulpie_rt import Extractor
-from pulpie_rt.bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
-from pulpie_rt.eval.report import REPO_ROOT
 from pulpie_rt.runtime import native
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]

@@ -13,9 +13,9 @@ from collections import Counter
 import pytest
 from rt_helpers import dev_subset, tiny_bundle
 
+from eval.reencode import KINDS, cases
+from parity.decode_parity import write_warc
 from pulpie_rt import Extractor
-from pulpie_rt.eval.reencode import KINDS, cases
-from pulpie_rt.parity.decode_parity import write_warc
 from pulpie_rt.runtime.stages.decode import decode, decode_input
 
 CAFE = "<p>Café crème à la carte, naïve façade</p>"

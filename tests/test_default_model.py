@@ -10,9 +10,9 @@ import pytest
 from rt_helpers import hostile_pages, tiny_bundle
 from spec.labels_spec import block_margins, keep_best_block
 
+from eval.metrics import score_pages
+from eval.pages import calibration_pages, groundtruth_pages
 from pulpie_rt import Extractor
-from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.pages import calibration_pages, groundtruth_pages
 from pulpie_rt.runtime.flow.pages import PreparedPage, decide_blocks
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import MODEL_ENV, embedded_model_dir, resolve_model
@@ -60,7 +60,7 @@ def test_embedded_bundle_is_complete_small_and_documented(results):
     assert results["rescorer"]["onnx_check"]["rows_off_by_over_1e-4"] <= 0.0001 * results[
         "rescorer"]["blocks"]
     card = (folder / "README.md").read_text(encoding="utf-8")
-    assert "python -m pulpie_rt.train" in card
+    assert "python -m train" in card
     for name in ("fast", "accurate"):
         assert f"{results['dev_groundtruth'][name]['f1']:.3f}" in card
 

@@ -84,7 +84,7 @@ def test_pages_with_a_reference_get_one_before_the_body_ends_and_the_seed_decide
 
 def test_the_fast_profile_reads_the_dialogs_after_the_stories(derivation_pages, tmp_path,
                                                              monkeypatch):
-    from pulpie_rt.train.fit import Recipe
+    from train.fit import Recipe
 
     assert Recipe().fast_hidden_dialogs == 0.0  # measured, not shipped
     pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]
@@ -123,13 +123,13 @@ def test_the_fast_profile_trained_on_the_dialog_columns_runs_in_the_engine(deriv
     from pulpie_rt.runtime.model.bundle import load_bundle
     from pulpie_rt.runtime.stages.features import DIALOG_NAMES, FEATURES_V4
     from pulpie_rt.runtime.stages.rescore import CONTEXT_V5, N_CONTEXT_V5, N_STAGE
-    from pulpie_rt.train.fast import (
+    from train.fast import (
         FAST_FIRST_STAGE_NAME,
         FAST_RESCORER_NAME,
         context_names,
         stage_names,
     )
-    from pulpie_rt.train.fit import Recipe
+    from train.fit import Recipe
 
     assert Recipe().fast_dialog_columns is False  # measured, not shipped
     assert context_names(CONTEXT_V5)[-2:] == DIALOG_NAMES and len(context_names(CONTEXT_V5)) \

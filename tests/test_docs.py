@@ -239,7 +239,7 @@ def _run_block(block: Block, scratch: Path, env: dict[str, str], port: int) -> N
     elif block.language in ("bash", "sh"):
         command = ["bash", "-e", "-o", "pipefail", "-c", code]
     elif block.language == "c":
-        from pulpie_rt.bench.capi import build_capi
+        from bench.capi import build_capi
 
         build_capi()
         capi = REPO_ROOT / "build" / "capi"

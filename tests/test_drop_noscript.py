@@ -147,7 +147,7 @@ def yahoo_corpus(tmp_path_factory, dev_pages):
 
 
 def test_segmentation_key_names_each_setting():
-    from pulpie_rt.train.data import segmentation_key
+    from train.data import segmentation_key
 
     assert segmentation_key(False) == segmentation_key(False, False) == ""
     assert segmentation_key(True) == "-keep-hidden"
@@ -157,8 +157,8 @@ def test_segmentation_key_names_each_setting():
 
 def test_training_data_and_features_are_cached_per_noscript_setting(yahoo_corpus, tmp_path,
                                                                     monkeypatch):
-    from pulpie_rt.train.data import prepare_pages
-    from pulpie_rt.train.rescorer import training_pages
+    from train.data import prepare_pages
+    from train.rescorer import training_pages
 
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(yahoo_corpus))
     cache = tmp_path / "cache"
@@ -176,8 +176,8 @@ def test_training_data_and_features_are_cached_per_noscript_setting(yahoo_corpus
 
 
 def test_the_model_card_says_when_the_fast_profile_drops_noscript():
-    from pulpie_rt.train.card import model_card
-    from pulpie_rt.train.fit import Recipe
+    from train.card import model_card
+    from train.fit import Recipe
 
     assert Recipe().fast_drop_noscript is True
     folder = embedded_model_dir()

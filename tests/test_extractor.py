@@ -13,8 +13,8 @@ from rt_helpers import (
     tiny_bundle,
 )
 
+from parity.record_golden_labels import weights_sha256
 from pulpie_rt import ExtractionError, ExtractionResult, Extractor
-from pulpie_rt.parity.record_golden_labels import weights_sha256
 from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 
 
@@ -31,7 +31,7 @@ def test_golden_file_matches_the_tiny_checkpoint():
     recorded = golden_labels()["checkpoint"]["weights_sha256"]
     assert recorded == weights_sha256(TINY_CHECKPOINT), (
         f"{GOLDEN_LABELS.name} was recorded from other weights: rerun "
-        "python -m pulpie_rt.parity.record_golden_labels"
+        "python -m parity.record_golden_labels"
     )
     assert len(golden_labels()["pages"]) == 254
 

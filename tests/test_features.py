@@ -12,7 +12,7 @@ from spec.features_spec import block_dialogs as spec_dialogs
 from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
 
-from pulpie_rt.parity.features_parity import IS_COUNT, RTOL
+from parity.features_parity import IS_COUNT, RTOL
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.pages import Preparer
 from pulpie_rt.runtime.stages.blocks import extract_blocks
@@ -126,7 +126,7 @@ def test_block_features_walk_deep_pages_without_recursion():
 
 
 def test_core_equals_the_specification_on_dev_pages(dev_pages):
-    # every third page (the full corpus: python -m pulpie_rt.parity.features_parity)
+    # every third page (the full corpus: python -m parity.features_parity)
     for page in dev_pages[::3]:
         simplified, map_html = simplify(page["html"])
         _, item_ids = extract_blocks(simplified)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from rt_helpers import train_small_fast_profile, write_corpus
 
+from eval.metrics import score_pages
+from eval.pages import CALIBRATION_SOURCE, calibration_pages, readability_kind
 from pulpie_rt.corpus import corpus_available, iter_pages
-from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages, readability_kind
 
 pytestmark = pytest.mark.skipif(not corpus_available("train"),
                                 reason="the training pages are not here (corpus/README.md)")
@@ -35,14 +35,14 @@ def folder(tmp_path_factory):
 
 def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder, tmp_path,
                                                                           monkeypatch):
-    from pulpie_rt.eval.systems import fold_texts
+    from eval.systems import fold_texts
 
     fast, logged = train_small_fast_profile(tmp_path, monkeypatch, folder,
                                             fast_fold_readability=True, fast_comment_threads=0.0)
     pages = calibration_pages()
     assert len(pages) == 4
     assert any(line.startswith("fast rescorer: 8 pages, ") for line in logged)
-    from pulpie_rt.train.fast import page_groups
+    from train.fast import page_groups
     assert (f"fast rescorer: 4 {CALIBRATION_SOURCE} pages in {len(set(page_groups(pages)))} "
             "groups of one site or one text, each group in one fold") in logged
     # the threshold is chosen on the four train pages alone
@@ -77,7 +77,7 @@ def test_readability_pages_are_trained_on_in_folds_and_scored_out_of_fold(folder
 def test_readability_fixtures_that_copy_one_text_or_one_site_share_a_group():
     """The readability suite repeats texts across fixtures (lorem-ipsum cases, lazy-image-1 to
     3) and holds several pages of one site: spread over folds, they would score each other."""
-    from pulpie_rt.train.fast import page_groups
+    from train.fast import page_groups
 
     pages = calibration_pages()
     groups = dict(zip((p["id"].rsplit("/", 1)[-1] for p in pages), page_groups(pages),
@@ -94,7 +94,7 @@ def test_readability_fixtures_that_copy_one_text_or_one_site_share_a_group():
 
 
 def test_groups_are_split_over_folds_whole_and_balanced():
-    from pulpie_rt.train.fast import group_folds, page_groups
+    from train.fast import group_folds, page_groups
 
     pages = [{"id": "readability/a-1", "reference": "one two"},
              {"id": "readability/b", "reference": "three four five"},

@@ -17,12 +17,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from parity.batches import make_batches
+from parity.ort_core_parity import CoreError, CoreOrt, ort_library_path
 from pulpie_rt.cli import main as cli_main
 from pulpie_rt.corpus import load_pages
 from pulpie_rt.export.build import export_bundle
 from pulpie_rt.export.verify import VerifySettings
-from pulpie_rt.parity.batches import make_batches
-from pulpie_rt.parity.ort_core_parity import CoreError, CoreOrt, ort_library_path
 from pulpie_rt.runtime.flow.extractor import Extractor
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-eurobert"
@@ -148,7 +148,7 @@ def test_the_cli_exports_fused_and_refuses_an_unknown_attention(tmp_path, capsys
 
 
 def test_the_side_by_side_bench_runs_both_and_finds_the_same_labels(tmp_path):
-    from pulpie_rt.bench.attention import run
+    from bench.attention import run
 
     record = run(TINY, pages=3, repeats=1, max_tokens=512, threads=1, out=tmp_path / "a.json")
     assert record["pages_with_other_labels"] == 0

@@ -11,7 +11,7 @@ from collections import Counter
 
 from rt_helpers import tiny_bundle
 
-from pulpie_rt.bench import fuzz
+from bench import fuzz
 
 
 def test_short_campaign_has_no_crash_hang_or_lost_record(tmp_path):

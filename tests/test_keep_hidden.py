@@ -141,8 +141,8 @@ def mini_corpus(tmp_path_factory, train_corpus):
 
 def test_training_data_and_features_are_cached_per_segmentation(mini_corpus, tmp_path,
                                                                 monkeypatch):
-    from pulpie_rt.train.data import prepare_pages
-    from pulpie_rt.train.rescorer import training_pages
+    from train.data import prepare_pages
+    from train.rescorer import training_pages
 
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(mini_corpus))
     cache = tmp_path / "cache"
@@ -164,8 +164,8 @@ def test_training_data_and_features_are_cached_per_segmentation(mini_corpus, tmp
 
 def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, tmp_path,
                                                                   monkeypatch):
-    from pulpie_rt.train.__main__ import set_profiles
-    from pulpie_rt.train.fit import Recipe
+    from train.__main__ import set_profiles
+    from train.fit import Recipe
 
     # the shipped bag of five, as this test has always trained it
     settings = {"fast_bag": Recipe().fast_bag, "fast_fold_readability": False,
@@ -196,7 +196,7 @@ def test_the_fast_profile_is_trained_and_written_with_keep_hidden(mini_corpus, t
 
 
 def test_the_model_card_says_when_the_fast_profile_keeps_hidden_elements():
-    from pulpie_rt.train.card import model_card
+    from train.card import model_card
 
     folder = embedded_model_dir()
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))

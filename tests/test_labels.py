@@ -15,8 +15,8 @@ from spec import labels_spec
 from spec.labels_spec import argmax_labels, block_predictions
 from spec.rescore_spec import SpecRescorer
 
+from eval.margins import SepLogitsSession, chunk_sep_logits
 from pulpie_rt import Extractor
-from pulpie_rt.eval.margins import SepLogitsSession, chunk_sep_logits
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.pages import Preparer, decide_blocks
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
@@ -274,8 +274,8 @@ def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
 
     from pulpie_rt.runtime.model.bundle import load_bundle
     from pulpie_rt.runtime.model.resolve import embedded_model_dir
-    from pulpie_rt.train.card import model_card
-    from pulpie_rt.train.fit import Recipe
+    from train.card import model_card
+    from train.fit import Recipe
 
     assert Recipe().fast_continue_story is True
     folder = embedded_model_dir()
@@ -295,7 +295,7 @@ def test_the_shipped_fast_profile_continues_stories_and_its_card_says_so():
 def test_story_labels_continue_each_story_of_the_rule_labels():
     """``Recipe.fast_story_labels``: a page's rule labels with each story continued as
     ``continue_story`` continues a selection (the tail of a story under the same element)."""
-    from pulpie_rt.train.fast import continued_story_labels
+    from train.fast import continued_story_labels
 
     rows = _container_rows([120, 80, 90, 40], [[10, 1], [10, 1], [10, 1], [20, 1]])
     labels = np.array([1, 0, 0, 0], np.int8)
@@ -308,7 +308,7 @@ def test_story_mask_marks_the_tails_the_story_labels_would_make_main():
     """``Recipe.fast_story_mask``: the blocks ``continued_story_labels`` would relabel main are
     ``MASKED`` (no stage learns from them; ``fit_stage`` weighs them 0), the rest keep their
     rule label."""
-    from pulpie_rt.train.fast import MASKED, masked_story_labels
+    from train.fast import MASKED, masked_story_labels
 
     rows = _container_rows([120, 80, 90, 40, 60], [[10, 1], [10, 1], [10, 1], [20, 1], [10, 1]])
     labels = np.array([1, 0, 1, 0, 0], np.int8)
@@ -325,9 +325,9 @@ def test_the_shipped_container_prior_is_the_recipes_and_a_bad_one_is_refused():
 
     from pulpie_rt.runtime.model.bundle import load_bundle
     from pulpie_rt.runtime.model.resolve import embedded_model_dir
-    from pulpie_rt.train.card import model_card
-    from pulpie_rt.train.fast import given_container_prior
-    from pulpie_rt.train.fit import Recipe
+    from train.card import model_card
+    from train.fast import given_container_prior
+    from train.fit import Recipe
 
     folder = embedded_model_dir()
     assert load_bundle(folder, "fast").container_prior == Recipe().fast_container_prior

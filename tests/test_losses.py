@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import pulpie_rt.bench.losses as losses
+import bench.losses as losses
 
 
 def page_scores(f1: float, ref_words: int) -> dict:

@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser
 from spec import dom_spec, reconstruct_spec, simplify_spec
 from test_simplify import TRICKY_PAGES
 
-from pulpie_rt.parity.label_sets import item_ids_of, label_sets
+from parity.label_sets import item_ids_of, label_sets
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.stages.reconstruct import extract_main_html
 from pulpie_rt.runtime.stages.simplify import SimplifyError, simplify

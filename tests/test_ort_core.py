@@ -16,10 +16,10 @@ import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
 from spec.rescore_spec import SpecRescorer
 
-from pulpie_rt.eval.margins import SepLogitsSession
-from pulpie_rt.parity.batches import DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS
-from pulpie_rt.parity.batches import make_batches as python_make_batches
-from pulpie_rt.parity.ort_core_parity import (
+from eval.margins import SepLogitsSession
+from parity.batches import DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS
+from parity.batches import make_batches as python_make_batches
+from parity.ort_core_parity import (
     CoreError,
     CoreOrt,
     batching_configs,
@@ -254,15 +254,17 @@ def test_no_library_anywhere_says_where_it_looked(tmp_path):
     import subprocess
     import sys
 
+    from eval.report import tool_env
+
     copy = tmp_path / "core" / native.library_path().name
     copy.parent.mkdir()
     shutil.copy(native.library_path(), copy)
     env = {k: v for k, v in os.environ.items() if k not in ("PULPIE_RT_ORT_LIB", "LD_LIBRARY_PATH")}
     env["PULPIE_RT_NATIVE_LIB"] = str(copy)
-    probe = ("from pulpie_rt.parity.ort_core_parity import CoreOrt, CoreError\n"
+    probe = ("from parity.ort_core_parity import CoreOrt, CoreError\n"
              "try:\n    CoreOrt(None)\nexcept CoreError as e:\n    print(e)\n"
              "else:\n    print('found')\n")
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", probe], env=tool_env(env), capture_output=True,
                          text=True, check=True).stdout.strip()
     if out == "found":
         pytest.skip("libonnxruntime.so.1 is on this machine's library path")

@@ -201,9 +201,9 @@ def _train_two_stage(folder, context: str):
     pages' rows, and the two LightGBM models."""
     pytest.importorskip("lightgbm")
     pytest.importorskip("onnxmltools")
-    from pulpie_rt.train.fast import context_names, fit_stage, stage_names
-    from pulpie_rt.train.fit import Recipe
-    from pulpie_rt.train.rescorer import save_rescorer
+    from train.fast import context_names, fit_stage, stage_names
+    from train.fit import Recipe
+    from train.rescorer import save_rescorer
 
     width = LAYOUTS[CONTEXTS[context]]
     rng = np.random.default_rng(0)
@@ -245,7 +245,7 @@ def two_stage_v5(tmp_path_factory):
 
 def test_averaged_boosters_score_the_mean_of_their_members_raw_scores():
     lightgbm = pytest.importorskip("lightgbm")
-    from pulpie_rt.train.fast import average_boosters
+    from train.fast import average_boosters
 
     rng = np.random.default_rng(1)
     rows = rng.normal(size=(2000, 4))
@@ -267,8 +267,8 @@ def test_averaged_boosters_score_the_mean_of_their_members_raw_scores():
 
 def test_the_fast_seed_seeds_the_fast_stages_alone():
     pytest.importorskip("lightgbm")
-    from pulpie_rt.train.fast import context_names, fit_stage
-    from pulpie_rt.train.fit import Recipe
+    from train.fast import context_names, fit_stage
+    from train.fit import Recipe
 
     rng = np.random.default_rng(2)
     rows = context_features(rng.normal(size=(400, N_FEATURES_V3)).astype(np.float32))

@@ -8,8 +8,8 @@ import json
 import pytest
 from rt_helpers import default_model_copy
 
-from pulpie_rt.bench import quality
-from pulpie_rt.eval.metrics import rouge_n, score_pages, snippet_rate, word_prf
+from bench import quality
+from eval.metrics import rouge_n, score_pages, snippet_rate, word_prf
 
 # ---------------------------------------------------------------- word P/R/F1
 
@@ -144,7 +144,7 @@ def test_the_readability_rows_are_scored_by_kind_too(tmp_path, capsys):
                          "trafilatura", "--per-page", "--out", str(out)]) == 0
     (one,) = json.loads(out.read_text())["sets"]
     assert "by kind of page" in capsys.readouterr().out
-    from pulpie_rt.eval.pages import calibration_pages, is_readability_fixture
+    from eval.pages import calibration_pages, is_readability_fixture
 
     fixture = {p["id"]: is_readability_fixture(p) for p in calibration_pages()}
     for row in one["rows"]:
@@ -203,7 +203,7 @@ def test_margin_table_gives_each_seed_its_own_margin_over_trafilatura():
 
 
 def test_the_readability_pages_are_saved_articles_and_hand_written_test_cases():
-    from pulpie_rt.eval.pages import calibration_pages, is_readability_fixture
+    from eval.pages import calibration_pages, is_readability_fixture
 
     pages = {p["id"].removeprefix("readability/"): p for p in calibration_pages()}
     fixtures = {name for name, p in pages.items() if is_readability_fixture(p)}
@@ -245,7 +245,7 @@ def test_kinds_table_scores_each_kind_against_trafilatura_s_on_the_same_pages():
 
 
 def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, capsys):
-    from pulpie_rt.eval import article_sets
+    from eval import article_sets
 
     monkeypatch.setattr(article_sets, "ARTICLE_SETS_DIR", tmp_path)
     (tmp_path / "dragnet.jsonl.gz").write_bytes(b"")
@@ -267,8 +267,8 @@ def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, cap
 def fast_decisions() -> tuple[list[dict], dict[str, str], dict[str, str]]:
     """Four readability pages, the shipped fast profile's decisions on them (one character
     per block of the fast profile's segmentation, as train.fast writes them) and its texts."""
+    from eval.pages import calibration_pages, spread
     from pulpie_rt import Extractor
-    from pulpie_rt.eval.pages import calibration_pages, spread
     from pulpie_rt.runtime.stages.blocks import extract_blocks
     from pulpie_rt.runtime.stages.simplify import simplify
 
@@ -286,7 +286,7 @@ def fast_decisions() -> tuple[list[dict], dict[str, str], dict[str, str]]:
 
 
 def test_fold_texts_rebuild_the_fast_profile_s_text_from_its_decisions(fast_decisions):
-    from pulpie_rt.eval.systems import fold_texts
+    from eval.systems import fold_texts
 
     pages, decisions, texts = fast_decisions
     assert fold_texts(pages, decisions, True, True) == texts
@@ -298,7 +298,7 @@ def test_fold_texts_rebuild_the_fast_profile_s_text_from_its_decisions(fast_deci
 
 
 def test_fold_texts_name_the_page_whose_decisions_do_not_fit(fast_decisions):
-    from pulpie_rt.eval.systems import fold_texts
+    from eval.systems import fold_texts
 
     pages, decisions, _ = fast_decisions
     page = pages[0]

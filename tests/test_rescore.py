@@ -18,7 +18,7 @@ from pulpie_rt.runtime.model.bundle import BundleError, load_bundle
 from pulpie_rt.runtime.stages.chunks import Chunk
 from pulpie_rt.runtime.stages.features import FEATURE_NAMES, FEATURES_VERSION, N_FEATURES
 from pulpie_rt.runtime.stages.rescore import BlockRescorer, RescorerError
-from pulpie_rt.train.fit import Recipe
+from train.fit import Recipe
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("onnxmltools")
@@ -26,7 +26,7 @@ pytest.importorskip("onnxmltools")
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
+    from train.rescorer import fit_rescorer, save_rescorer
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(4000, N_FEATURES)).astype(np.float32)
@@ -128,7 +128,7 @@ def test_the_same_recipe_gives_a_byte_identical_rescorer(trained, tmp_path):
     """Byte-identical ONNX file from the same data and recipe, both fits on this machine in
     this process (one thread). Across CPUs the histogram sums LightGBM splits on may differ in
     the last bits, so no cross-machine claim is made."""
-    from pulpie_rt.train.rescorer import fit_rescorer, save_rescorer
+    from train.rescorer import fit_rescorer, save_rescorer
 
     _, path, x, _, y = trained
     recipe = replace(Recipe(), rescorer_rounds=30, rescorer_min_leaf=20, threads=1)

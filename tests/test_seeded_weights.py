@@ -20,7 +20,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from pulpie_rt.bench import seeded_weights
+from bench import seeded_weights
 from pulpie_rt.corpus import load_pages
 from pulpie_rt.export.build import export_bundle
 from pulpie_rt.runtime.flow.extractor import Extractor

@@ -411,7 +411,7 @@ def test_a_model_that_does_not_load_ends_the_command(tmp_path):
 
 
 def test_the_bench_row_runs_both_sides_on_the_same_pages(parity_pages):
-    from pulpie_rt.bench.serve import run_serve_bench, serve_table
+    from bench.serve import run_serve_bench, serve_table
 
     report = run_serve_bench(parity_pages[:3], callers=2, workers=1, repeats=1)
     assert report["same_markdown"] == 3 and report["errors"] == 0

@@ -508,9 +508,9 @@ def test_a_page_queued_while_the_idle_countdown_runs_is_extracted_at_once():
 
 
 def test_the_soak_run_works_in_small(tmp_path):
-    """``python -m pulpie_rt.bench.soak`` (make bench) in a few seconds: every kind of request
+    """``python -m bench.soak`` (make bench) in a few seconds: every kind of request
     sent, answered as documented and counted by the service (its memory is the long run's)."""
-    from pulpie_rt.bench.soak import MIX, run_soak, soak_table
+    from bench.soak import MIX, run_soak, soak_table
     from pulpie_rt.corpus import load_pages
 
     pages = sorted(load_pages("dev"), key=lambda p: len(p["html"]))[:8]
@@ -533,7 +533,7 @@ def test_an_idle_service_hands_a_load_spike_s_memory_back(tmp_path_factory):
     arenas: with ``release_free_heap`` made a no-op this test failed at 172 MiB against 85)."""
     import asyncio
 
-    from pulpie_rt.bench.soak import hostile_pages, rss_bytes
+    from bench.soak import hostile_pages, rss_bytes
     from pulpie_rt.integrations.serve.service import IDLE_RELEASE_S
 
     pages = dict(hostile_pages())

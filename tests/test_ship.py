@@ -1,14 +1,18 @@
 """What a user outside the project gets: a clone that runs on its own (the dev pages inside it,
-the training pages outside with a note), the wheel (``make wheel``: one ``py3-none-manylinux``
-wheel holding the core, ONNX Runtime's CPU library and the embedded model, installed into a
-fresh venv with no cargo and no C compiler on the PATH, giving the checkout's output), which
+the training pages outside with a note), the wheel (``make wheel`` in a fresh clone with nothing
+built or cached, an empty HOME and pip cache: one ``py3-none-manylinux`` wheel holding the
+package alone, the core, ONNX Runtime's CPU library and the embedded model, installed into a
+fresh venv with no cargo and no C compiler on the PATH, giving the checkout's output; ``pip
+wheel .`` holding the same package), the sdist (from that clean clone, holding what a build
+needs, installed alone into a fresh venv, giving the checkout's output), which
 ONNX Runtime the core loads (never by importing the onnxruntime module), the ``gpu`` extra's
 one ONNX Runtime distribution, the C SDK from a clean copy with no venv (``make capi``,
 ``make install``, pkg-config, ``make capi-dist``) giving ``Extractor``'s output, and
 ``pulpie-rt --version``.
 
-The wheel and C SDK tests build for real (cargo and a C compiler: a minute or a few) and pip
-installs from the package index; they are skipped, saying so, where the tools are missing.
+The wheel, sdist and C SDK tests build for real (cargo and a C compiler: the core three times,
+a few minutes in all on 2 cores) and pip installs from the package index; they are skipped,
+saying so, where the tools are missing.
 """
 
 from __future__ import annotations
@@ -241,23 +245,119 @@ def test_version_flag_prints_the_package_version_and_the_changelog_starts_with_i
 # ── the wheel ───────────────────────────────────────────────────────────────────────────────
 
 
+def _fresh_machine_env(home: Path, **extra: str) -> dict[str, str]:
+    """A new user's shell on this machine: no venv, an empty HOME and pip cache, an empty
+    CARGO_HOME (the crates need no registry), none of the project's variables that point a build
+    at a cache or a copy of its own (lexbor's sources, ONNX Runtime's library), no outer make's
+    job server. The Rust toolchain stays where rustup installed it (RUSTUP_HOME)."""
+    rustup_home = os.environ.get("RUSTUP_HOME") or str(Path.home() / ".rustup")
+    env = {k: v for k, v in _env_without_venv().items()
+           if not k.startswith(("PULPIE_RT_", "CARGO_", "PIP_CACHE", "XDG_"))
+           and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    for folder in ("home", "pip-cache", "cargo-home"):
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home / "home"), PIP_CACHE_DIR=str(home / "pip-cache"),
+               CARGO_HOME=str(home / "cargo-home"), **extra)
+    if Path(rustup_home).is_dir():
+        env["RUSTUP_HOME"] = rustup_home
+    return env
+
+
 @pytest.fixture(scope="module")
-def wheel() -> Path:
+def fresh_clone(tmp_path_factory) -> dict[str, Path]:
+    """A clone with nothing built or cached, as a new user gets it: ``make sdist`` (first, so
+    it packs the clean tree), then ``make wheel`` (the README's first install step; the core,
+    lexbor and ONNX Runtime's library all fetched and built from nothing), then ``pip wheel .``
+    in the same clone (the core already compiled there: cargo does not build it again)."""
     if BUILD_TOOLS:
         pytest.skip(f"building the wheel needs {', '.join(BUILD_TOOLS)} on the PATH")
-    _run(["make", "-s", "wheel"], cwd=REPO, timeout=3600)
-    found = sorted((REPO / "dist").glob(f"pulpie_rt-{__version__}-*.whl"))
-    assert len(found) == 1, found
-    return found[0]
+    root = tmp_path_factory.mktemp("fresh")
+    clone = _clean_copy(root / "clone" / "pulpie-rt")
+    env = _fresh_machine_env(root)
+    _run(["make", "-s", "sdist"], cwd=clone, env=env, timeout=1800)
+    _run(["make", "-s", "wheel"], cwd=clone, env=env, timeout=3600)
+    wheels = sorted((clone / "dist").glob(f"pulpie_rt-{__version__}-*.whl"))
+    assert len(wheels) == 1, wheels
+    _run([str(clone / "build" / "wheel-tools" / "bin" / "python"), "-m", "pip", "wheel", "-q",
+          "--no-deps", "-w", str(root / "pip-wheel"), "."], cwd=clone,
+         env={**env, "PULPIE_RT_LEXBOR_CACHE": str(clone / "build" / "lexbor")}, timeout=3600)
+    return {"clone": clone, "wheel": wheels[0], "env_root": root,
+            "pip_wheel": next((root / "pip-wheel").glob("pulpie_rt-*.whl")),
+            "sdist": clone / "dist" / f"pulpie_rt-{__version__}.tar.gz"}
 
 
-def test_make_wheel_gives_one_py3_manylinux_wheel_with_core_onnx_runtime_and_model(wheel):
+@pytest.fixture(scope="module")
+def wheel(fresh_clone) -> Path:
+    return fresh_clone["wheel"]
+
+
+@pytest.fixture(scope="module")
+def checkout_records(tmp_path_factory) -> dict[str, dict]:
+    """``pulpie-rt run`` of the dev pages from this checkout: what every install must give."""
+    out = tmp_path_factory.mktemp("checkout") / "checkout.jsonl"
+    _run([sys.executable, "-m", "pulpie_rt.cli", "run", str(DEV_PAGES), "--out", str(out)],
+         cwd=REPO, timeout=1800)
+    return _records(out)
+
+
+def _assert_extracts_as_the_checkout(venv: Path, env: dict[str, str], tmp_path: Path,
+                                     checkout_records: dict[str, dict]) -> None:
+    """The venv's ``pulpie-rt run`` on the dev pages, run from outside the checkout, gives the
+    checkout's records, with the ONNX Runtime library shipped beside the core and without
+    importing onnxruntime."""
+    env = {k: v for k, v in env.items() if k != "PULPIE_RT_ORT_LIB"}
+    out = tmp_path / "installed.jsonl"
+    _run([str(venv / "bin" / "pulpie-rt"), "run", str(DEV_PAGES), "--out", str(out)],
+         cwd=tmp_path, env=env, timeout=1800)
+    where = _run([str(venv / "bin" / "python"), "-c", _WHERE], cwd=tmp_path,
+                 env=env).stdout.split()
+    assert where[0].endswith("/site-packages/pulpie_rt/runtime/libonnxruntime.so.1")
+    assert where[1] == "False"
+    installed = _records(out)
+    assert len(installed) == 254 and installed.keys() == checkout_records.keys()
+    different = [pid for pid in checkout_records if installed[pid] != checkout_records[pid]]
+    assert not different, f"{len(different)} of 254 pages differ: {different[:5]}"
+    assert not [pid for pid, r in installed.items() if r["error"]]
+
+
+def _wheel_names(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+def _ships_only_the_package(names: set[str]) -> None:
+    """Every file of the wheel is the package's or its metadata: no repository tool (bench,
+    eval, parity, train: top-level or under pulpie_rt), no tests, dev pages or sources."""
+    from test_layers import TOOLS
+
+    tops = {n.split("/", 1)[0] for n in names}
+    assert tops == {"pulpie_rt", f"pulpie_rt-{__version__}.dist-info"} | (
+        {"pulpie_rt.libs"} & tops), sorted(tops)
+    assert not [n for n in names if n.split("/")[1:2] and n.split("/")[1] in TOOLS
+                and n.startswith("pulpie_rt/")]
+    packages = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
+    assert packages == {"pulpie_rt", "pulpie_rt/runtime", "pulpie_rt/runtime/stages",
+                        "pulpie_rt/runtime/model", "pulpie_rt/runtime/flow",
+                        "pulpie_rt/integrations", "pulpie_rt/integrations/serve",
+                        "pulpie_rt/export"}, sorted(packages)
+
+
+def test_pip_wheel_and_make_wheel_ship_the_package_alone(fresh_clone):
+    for wheel in (fresh_clone["pip_wheel"], fresh_clone["wheel"]):
+        names = _wheel_names(wheel)
+        _ships_only_the_package(names)
+        assert "pulpie_rt/cli.py" in names and "pulpie_rt/export/to_onnx.py" in names
+        assert [n for n in names if re.fullmatch(r"pulpie_rt/runtime/_core_rs[^/]*\.so", n)]
+
+
+def test_make_wheel_gives_one_py3_manylinux_wheel_with_core_onnx_runtime_and_model(
+        fresh_clone, wheel):
     machine = _ort_tool().host_machine()
     tag = re.fullmatch(rf"pulpie_rt-{re.escape(__version__)}-py3-none-"
                        rf"manylinux_2_(\d+)_{machine}\.whl", wheel.name)
     assert tag, wheel.name
-    show = _run([str(REPO / "build" / "wheel-tools" / "bin" / "auditwheel"), "show",
-                 str(wheel)]).stdout
+    show = _run([str(fresh_clone["clone"] / "build" / "wheel-tools" / "bin" / "auditwheel"),
+                 "show", str(wheel)]).stdout
     assert f"manylinux_2_{tag.group(1)}_{machine}" in " ".join(show.split()), show
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
@@ -293,27 +393,13 @@ def wheel_venv(wheel, tmp_path_factory) -> Path:
     return venv
 
 
-def test_the_installed_wheel_extracts_the_dev_pages_as_the_checkout_does(wheel_venv, tmp_path):
+def test_the_installed_wheel_extracts_the_dev_pages_as_the_checkout_does(
+        wheel_venv, tmp_path, checkout_records):
     env = _env_without_venv(PATH=str(wheel_venv / "bin"))
-    env.pop("PULPIE_RT_ORT_LIB", None)
     installed = {line.split("==")[0].lower() for line in _run(
         [str(wheel_venv / "bin" / "python"), "-m", "pip", "freeze"], env=env).stdout.split()}
     assert not installed & (ORT_DISTRIBUTIONS | {"tokenizers"}), installed
-    out = tmp_path / "wheel.jsonl"
-    _run([str(wheel_venv / "bin" / "pulpie-rt"), "run", str(DEV_PAGES), "--out", str(out)],
-         cwd=tmp_path, env=env, timeout=1800)
-    where = _run([str(wheel_venv / "bin" / "python"), "-c", _WHERE], cwd=tmp_path,
-                 env=env).stdout.split()
-    assert where[0].endswith("/site-packages/pulpie_rt/runtime/libonnxruntime.so.1")
-    assert where[1] == "False"
-    reference = tmp_path / "checkout.jsonl"
-    _run([sys.executable, "-m", "pulpie_rt.cli", "run", str(DEV_PAGES), "--out", str(reference)],
-         cwd=REPO, timeout=1800)
-    from_wheel, from_checkout = _records(out), _records(reference)
-    assert len(from_wheel) == 254 and from_wheel.keys() == from_checkout.keys()
-    different = [pid for pid in from_checkout if from_wheel[pid] != from_checkout[pid]]
-    assert not different, f"{len(different)} of 254 pages differ: {different[:5]}"
-    assert not [pid for pid, r in from_wheel.items() if r["error"]]
+    _assert_extracts_as_the_checkout(wheel_venv, env, tmp_path, checkout_records)
 
 
 def _stub_wheel(folder: Path, name: str, version: str) -> Path:
@@ -395,8 +481,8 @@ def test_make_install_and_pkg_config_build_a_program_that_gives_the_extractors_o
         sdk_copy, tmp_path, dev_pages):
     from test_capi import assert_same, python_records
 
+    from bench.capi import write_pages
     from pulpie_rt import Extractor
-    from pulpie_rt.bench.capi import write_pages
 
     abi = _abi()
     prefix = tmp_path / "prefix"
@@ -446,17 +532,31 @@ def test_make_capi_dist_packs_what_make_install_installs(sdk_copy, tmp_path):
     assert f"from {tmp_path / 'libonnxruntime.so.1.32.0'}" in done.stdout
 
 
-def test_make_sdist_holds_what_a_build_from_source_needs_and_no_built_file():
-    if BUILD_TOOLS:
-        pytest.skip(f"make sdist needs {', '.join(BUILD_TOOLS)} on the PATH")
-    _run(["make", "-s", "sdist"], cwd=REPO, timeout=1800)
-    sdist = REPO / "dist" / f"pulpie_rt-{__version__}.tar.gz"
-    with tarfile.open(sdist) as archive:
+def test_the_sdist_holds_what_a_build_from_source_needs_and_nothing_else(fresh_clone):
+    from test_layers import TOOLS
+
+    with tarfile.open(fresh_clone["sdist"]) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    for needed in ("setup.py", "pyproject.toml", "tools/ort_library.py", "core/Cargo.toml",
-                   "core/Cargo.lock", "core/build.rs", "core/src/lib.rs",
-                   "core/include/pulpie_rt.h", "THIRD_PARTY_NOTICES.md", "CHANGELOG.md",
-                   "runtime/native.py", "pulpie_rt/default_model/manifest.json"):
+    for needed in ("setup.py", "pyproject.toml", "Cargo.toml", "Cargo.lock",
+                   "tools/ort_library.py", "tools/pypi_download.py", "core/Cargo.toml",
+                   "core/build.rs", "core/src/lib.rs", "core/include/pulpie_rt.h",
+                   "kernels/Cargo.toml", "kernels/src/lib.rs", "THIRD_PARTY_NOTICES.md",
+                   "CHANGELOG.md", "runtime/native.py", "pulpie_rt/default_model/manifest.json"):
         assert needed in names, needed
     assert not [n for n in names if re.search(r"\.so(\.\d+)*$", n)
-                or n.startswith(("corpus/", "build/", "core/target/", "tests/"))]
+                or n.startswith(("corpus/", "build/", "target/", "tests/"))
+                or n.split("/")[0] in TOOLS]
+
+
+def test_the_sdist_alone_installs_in_a_fresh_venv_and_extracts_as_the_checkout_does(
+        fresh_clone, tmp_path, checkout_records):
+    """pip builds the sdist (its own copy, its own isolated build environment: the core,
+    lexbor and ONNX Runtime's library fetched and built from nothing) into a fresh venv, from
+    a new user's shell (empty HOME and pip cache)."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    env = _fresh_machine_env(tmp_path / "user")
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), env["PATH"]])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(fresh_clone["sdist"])],
+         cwd=tmp_path, env=env, timeout=3600)
+    _assert_extracts_as_the_checkout(venv, env, tmp_path, checkout_records)

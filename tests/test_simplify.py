@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import load_golden
 
-from pulpie_rt.parity.record_golden import normalize_ws
+from parity.record_golden import normalize_ws
 from pulpie_rt.runtime.digest import text_sha256 as sha256
 from pulpie_rt.runtime.stages.simplify import SimplifyError, simplify
 

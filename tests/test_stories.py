@@ -11,9 +11,9 @@ import re
 import pytest
 from rt_helpers import NOT_WCXB, WCXB_ARTICLES, WCXB_FORUM, train_small_fast_profile, write_corpus
 
+from eval.labels import label_blocks
+from eval.metrics import words
 from pulpie_rt.corpus import find_corpus, iter_pages
-from pulpie_rt.eval.labels import label_blocks
-from pulpie_rt.eval.metrics import words
 from train.comments import page_types
 from train.data import page_blocks
 from train.stories import (
@@ -163,7 +163,7 @@ def test_added_text_is_main_whole_or_cut_short_and_its_words_make_no_other_block
 
 def test_the_fast_profile_reads_the_threads_then_the_longer_stories(derivation_pages, tmp_path,
                                                                     monkeypatch):
-    from pulpie_rt.train.fit import Recipe
+    from train.fit import Recipe
 
     assert Recipe().fast_longer_stories == 0.0  # measured, not shipped
     pages = [derivation_pages[pid] for pid in (*WCXB_ARTICLES, WCXB_FORUM)]

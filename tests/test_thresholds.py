@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from bench.thresholds import bundle_at, main, sweep
+from eval.metrics import score_pages
+from eval.pages import groundtruth_pages
 from pulpie_rt import Extractor
-from pulpie_rt.bench.thresholds import bundle_at, main, sweep
-from pulpie_rt.eval.metrics import score_pages
-from pulpie_rt.eval.pages import groundtruth_pages
 from pulpie_rt.runtime.model.bundle import load_bundle
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rt_helpers import TINY_CHECKPOINT, reference_tokenizer, simplified, train_tokenizer
 
-from pulpie_rt.parity.tokenizer_parity import (
+from parity.tokenizer_parity import (
     DEFAULT_MODEL_TOKENIZER,
     EDGE_CASES,
     llama3_tokenizer_path,

@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 from rt_helpers import tiny_bundle
 
-from pulpie_rt.eval.labels import block_text, label_blocks
-from pulpie_rt.eval.metrics import words
+from eval.labels import block_text, label_blocks
+from eval.metrics import words
 from pulpie_rt.runtime.stages.chunks import pack_chunks
 from pulpie_rt.runtime.stages.labels import sep_positions
 from pulpie_rt.runtime.stages.tokens import encode_blocks, load_tokenizer, sep_id
-from pulpie_rt.train.fit import Recipe, build_chunks, train_model
+from train.fit import Recipe, build_chunks, train_model
 
 
 def test_words_are_wcxb_tokens():

@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pytest
 
+from parity.trees import TOLERANCE, KernelTrees, OrtTrees, compare
 from pulpie_rt.corpus import corpus_path
-from pulpie_rt.parity.trees import TOLERANCE, KernelTrees, OrtTrees, compare
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
 from pulpie_rt.runtime.stages.features import N_FEATURES_V3
@@ -333,7 +333,7 @@ def test_the_c_library_runs_the_kernel_and_onnx_runtime_alike(dev_pages, tmp_pat
     import os
     import shutil
 
-    from pulpie_rt.bench.capi import build_capi, run_extract, write_pages
+    from bench.capi import build_capi, run_extract, write_pages
 
     missing = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
     if missing:

@@ -4,7 +4,9 @@ The core loads ONNX Runtime's C library at run time (``core/src/ort/library.rs``
 ship it: the Python wheel (``libonnxruntime.so.1`` beside the core, ``setup.py``) and the C SDK
 (``make capi``). Both take it from here: the release pinned below, the wheel checked against its
 sha256 and the library file against its own, with ONNX Runtime's licence and third-party notices
-beside it. Standard library only: it runs before any virtual environment exists.
+beside it. Standard library only, and no pip (``tools/pypi_download.py`` reads the package
+index): it runs before any virtual environment exists, and in a build's isolated environment,
+which has no pip.
 
     python3 tools/ort_library.py --out DIR [--from FILE] [--machine aarch64]
 
@@ -19,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import hashlib
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -53,46 +53,25 @@ class OrtLibraryError(RuntimeError):
     pass
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _pypi_download():
+    """tools/pypi_download.py, the module beside this file (loaded by path: setup.py loads this
+    file by path too, so ``tools`` is no importable package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / "pypi_download.py"
+    spec = importlib.util.spec_from_file_location("pypi_download", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PYPI = _pypi_download()
+sha256 = _PYPI.sha256
 
 
 def host_machine() -> str:
     machine = platform.machine()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
-
-
-def _pip_download(wheel: str, machine: str, dest: Path) -> None:
-    """``pip download --no-deps`` of exactly ``wheel``, with whichever Python has pip (a PEP 517
-    build runs this with PYTHONPATH set to its build environment, which hides the interpreter's
-    own pip: it is cleared, and the next Python tried when one has none)."""
-    command = ["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-               "--platform", f"manylinux_2_28_{machine}", "--python-version", "3.11",
-               "--implementation", "cp", "--abi", "cp311", "--dest", str(dest),
-               f"onnxruntime=={ORT_VERSION}"]
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")}
-    failures = []
-    for python in dict.fromkeys([sys.executable, "python3", "python"]):
-        try:
-            done = subprocess.run([python, *command], env=env, capture_output=True, text=True)
-        except OSError as exc:
-            failures.append(f"{python}: {exc}")
-            continue
-        if done.returncode == 0 and (dest / wheel).is_file():
-            return
-        lines = [line for line in (done.stderr + done.stdout).splitlines()
-                 if line.strip() and not line.startswith("WARNING: Location")]
-        failures.append(f"{python}: exit {done.returncode}: {' '.join(lines[-3:])}")
-    raise OrtLibraryError(
-        f"`python -m pip download onnxruntime=={ORT_VERSION}` ({wheel}) failed with every "
-        f"Python tried: {'; '.join(failures)}. Without PyPI, download {wheel} elsewhere "
-        f"(sha256 {WHEELS[machine][1]}), take {LIBRARY_MEMBER} out of it and pass it with "
-        "--from (ORT_LIB=... for make capi)")
 
 
 def fetch(cache: Path, machine: str | None = None) -> Path:
@@ -110,10 +89,14 @@ def fetch(cache: Path, machine: str | None = None) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         tmp = Path(tmp)
-        _pip_download(wheel, machine, tmp)
-        found = sha256(tmp / wheel)
-        if found != wheel_sha:
-            raise OrtLibraryError(f"{wheel}: sha256 {found}, expected {wheel_sha}")
+        try:
+            _PYPI.download("onnxruntime", wheel, wheel_sha, tmp)
+        except _PYPI.DownloadError as exc:
+            raise OrtLibraryError(
+                f"onnxruntime {ORT_VERSION} ({wheel}): {exc}. Without the package index, "
+                f"download {wheel} elsewhere (sha256 {wheel_sha}), take {LIBRARY_MEMBER} out "
+                "of it and pass it with --from (ORT_LIB=... for make capi, "
+                "PULPIE_RT_ORT_VENDOR=... for a Python build)") from None
         staged = tmp / "out"
         staged.mkdir()
         with zipfile.ZipFile(tmp / wheel) as archive:

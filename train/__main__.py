@@ -1,6 +1,6 @@
 """Rebuild the embedded default model from the train corpus, in one seeded command.
 
-    python -m pulpie_rt.train [--out pulpie_rt/default_model] [--work build/default-model]
+    python -m train [--out pulpie_rt/default_model] [--work build/default-model]
                               [--fast-only]
     make default-model
 
@@ -31,16 +31,16 @@ import numpy as np
 
 from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
 from pulpie_rt.runtime.stages.features import FEATURES_VERSION
-from pulpie_rt.train.calibrate import choose_decoding
-from pulpie_rt.train.card import model_card
-from pulpie_rt.train.fit import (
+from train.calibrate import choose_decoding
+from train.card import model_card
+from train.fit import (
     Recipe,
     build_chunks,
     build_tokenizer,
     save_checkpoint,
     train_model,
 )
-from pulpie_rt.train.rescorer import RESCORER_NAME, write_rescorer
+from train.rescorer import RESCORER_NAME, write_rescorer
 
 BUNDLE_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
 PROFILE_NAMES = ("fast", "accurate")
@@ -49,9 +49,9 @@ PROFILE_NAMES = ("fast", "accurate")
 def evaluate_profiles(bundle: Path, threads: int) -> dict[str, dict]:
     """Each profile's scores on the dev pages with ground truth, and its pages per CPU-second
     (user + system time of its own process, model load excluded: ``eval.systems``)."""
-    from pulpie_rt.eval.metrics import score_pages
-    from pulpie_rt.eval.pages import groundtruth_pages
-    from pulpie_rt.eval.systems import run_in_child, run_ours
+    from eval.metrics import score_pages
+    from eval.pages import groundtruth_pages
+    from eval.systems import run_in_child, run_ours
 
     pages = groundtruth_pages()
     references = {p["id"]: p["reference"] for p in pages}
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = replace(Recipe(), **args.recipe)
 
     from pulpie_rt.export.build import export_bundle
-    from pulpie_rt.train.data import prepare_pages
+    from train.data import prepare_pages
 
     started = time.perf_counter()
     work = args.work
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> int:
     """``--fast-only``: the shipped bundle's transformer and accurate profile, a new fast
     profile."""
-    from pulpie_rt.train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME
+    from train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME
 
     bundle = work / "bundle"
     if bundle.exists():
@@ -245,7 +245,7 @@ def finish(args, recipe: Recipe, work: Path, bundle: Path, results: dict, log,
            started: float) -> int:
     """The fast profile, each profile's figures on the dev pages with ground truth, and the
     bundle, results.json and model card into ``--out``."""
-    from pulpie_rt.train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME, write_fast_rescorer
+    from train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME, write_fast_rescorer
 
     fast = write_fast_rescorer(bundle, recipe, log=log)
     set_profiles(bundle, fast, recipe.default_profile)

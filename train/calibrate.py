@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE, calibration_pages
-from pulpie_rt.eval.systems import decoded_texts, page_margins
+from eval.pages import CALIBRATION_SOURCE, calibration_pages
+from eval.systems import decoded_texts, page_margins
 
 MARGIN_GRID = tuple(-0.25 * i + 0.0 for i in range(9))  # 0, -0.25 … -2 (+ 0.0: no "-0.00")
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0)  # margin_weight, with a rescorer
@@ -25,7 +25,7 @@ def choose_decoding(bundle_dir: Path, threads: int | None = None, log=print
     """``(margin_weight, main_margin, every F1 tried)``: the best pair of ``WEIGHT_GRID`` x
     ``MARGIN_GRID`` (``margin_weight`` None and the margin grid alone when the bundle has no
     rescorer); ties go to the smaller weight, then the threshold nearest 0."""
-    from pulpie_rt.eval.metrics import score_pages
+    from eval.metrics import score_pages
     from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE
-from pulpie_rt.train.fast import prior_name
+from eval.pages import CALIBRATION_SOURCE
+from train.fast import prior_name
 
 
 def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: int) -> str:
@@ -248,7 +248,7 @@ without profiles run. The C library reads the profiles (`pulpie_rt_options.profi
       " (its 65 ground-truth pages and 126" + chr(10) + "  readability article pages are "
       "where it is measured)"}, WCXB's test split and Zyte's
   article-extraction-benchmark (independent judges), and the public article sets it is
-  measured on beside trafilatura (`python -m pulpie_rt.eval.article_sets`: L3S-GN1, 621
+  measured on beside trafilatura (`python -m eval.article_sets`: L3S-GN1, 621
   Google News articles of 2008, research use only; Dragnet's 1,380 news and blog pages of
   2012, AGPLv3: neither licence suits training this model).
 - Article pages with ground truth looked for to train on (issue 28), none used: CleanEval's
@@ -260,14 +260,14 @@ without profiles run. The C library reads the profiles (`pulpie_rt_options.profi
   (github.com/goose3/goose3, Apache-2.0) are about 15, their expected text goose3's own output.{
   "" if folds else readability_tried}
 - Each page segmented by our `simplify` (the runtime's own segmentation), each block labelled
-  by `pulpie_rt.eval.labels.label_blocks`: walk the blocks in page order; a block is main when
+  by `eval.labels.label_blocks`: walk the blocks in page order; a block is main when
   at least 70% of its words (lowercase `\\w+`) are still available in the ground truth's
   remaining word counts, and only a main block uses them up. {data['blocks']:,} blocks,
   {data['main_share']:.1%} main.
 - Ceiling of those labels on the dev pages with ground truth (labels → reconstruct → text →
-  word F1): see `python -m pulpie_rt.bench.quality`, row `rule labels (ceiling)`.
+  word F1): see `python -m bench.quality`, row `rule labels (ceiling)`.
 
-## Recipe (`pulpie_rt.train.fit.Recipe`)
+## Recipe (`train.fit.Recipe`)
 
 Seed {recipe['seed']}; batches of {recipe['batch_chunks']} chunks (shuffled, similar lengths
 batched together); cross-entropy at the SEP positions only, weighted by inverse class
@@ -279,8 +279,8 @@ about {results.get('total_minutes')} min.
 Rebuild it (seeded, same weights for the same recipe, machine type and thread count):
 
 ```bash
-python -m pulpie_rt.train              # or: make default-model (about an hour on 2 cores)
-python -m pulpie_rt.train --fast-only  # the fast profile alone, on the shipped transformer
+python -m train              # or: make default-model (about an hour on 2 cores)
+python -m train --fast-only  # the fast profile alone, on the shipped transformer
 ```
 
 It writes `build/default-model/` (checkpoint, bundle, `train.log`, `results.json`) and copies
@@ -298,7 +298,7 @@ model load excluded, on the training machine while it was shared):
 |---|---:|---:|---:|---:|---:|---:|---:|
 {rows}
 
-Side by side with trafilatura in one run: `make quality` (`python -m pulpie_rt.bench.quality`);
+Side by side with trafilatura in one run: `make quality` (`python -m bench.quality`);
 the figures are in the project README.
 
 ## Limits
@@ -324,14 +324,14 @@ the figures are in the project README.
   small lorem-ipsum fixtures (0.84 against 0.99) repeat a paragraph in a second section
   that it keeps once (on the train pages 87% of the later copies of a text of 15 words or
   more are not main content). No threshold reads the readability pages better than the
-  shipped one (`python -m pulpie_rt.bench.thresholds`): what it lacks there is in its block
+  shipped one (`python -m bench.thresholds`): what it lacks there is in its block
   scores. On the ground-truth pages it loses most on listings whose cards around the main
   list it keeps (`wcxb/dev/4355` arc.dev remote jobs 0.32 against 1.00, `wcxb/dev/0632`
   allbirds collection 0.68 against 0.96) and on a documentation quickstart whose steps it
   drops (`wcxb/dev/0681` twilio 0.38 against 0.82). Figures per page: `python -m
-  pulpie_rt.bench.quality --per-page`.
+  bench.quality --per-page`.
 - On public news and blog article sets held apart from training (`python -m
-  pulpie_rt.eval.article_sets`, then `make fast-seeds` and `make quality`: the fast seeds 0,
+  eval.article_sets`, then `make fast-seeds` and `make quality`: the fast seeds 0,
   1, 2 and trafilatura 2.3.1 in one run; word F1 mean ± sd over the seeds) it is ahead of
   trafilatura on L3S-GN1's 621 Google News articles (0.907 ± 0.003 against 0.887, each seed
   +0.017 to +0.023; precision 0.889 against 0.859) and on Dragnet's 1,380 news and blog
@@ -339,7 +339,7 @@ the figures are in the project README.
   0.794), at about 4 times its pages per CPU-second on both. Before comment threads it was
   behind on Dragnet (0.808 ± 0.009, `bench/results/quality-20261202T122131Z.json`), whose
   pages with comments held most of what it lost. What it still loses is precision on
-  **short** articles (shipped seed; `python -m pulpie_rt.bench.losses
+  **short** articles (shipped seed; `python -m bench.losses
   bench/results/quality-20261203-comment-threads.json`): Dragnet's 261 pages whose article
   has fewer than 150 words (19% of its pages) hold 51% of its lost word F1, and it scores
   0.554 there against trafilatura's 0.624, keeping the blog's sidebar, archive
@@ -360,5 +360,5 @@ the figures are in the project README.
   of fold 0.8692, 0.8702, 0.8707 before the container prior and `continue_story` (seed 0:
   0.8697 with the prior, 0.8693 with both).
 - How much each part contributes on the ground-truth pages (transformer only, rescorer only,
-  both): `python -m pulpie_rt.bench.default_model_parts`.
+  both): `python -m bench.default_model_parts`.
 """

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pulpie_rt.corpus import IN_REPO_DIR
-from pulpie_rt.train.data import CACHE_DIR, derived_corpus
+from train.data import CACHE_DIR, derived_corpus
 
 PAGE_TYPES = IN_REPO_DIR / "wcxb-page-types.json"
 THREAD_PAGE_TYPE = "article"

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from eval.labels import MIN_AVAILABLE, label_blocks
 from pulpie_rt.corpus import corpus_version, iter_pages
-from pulpie_rt.eval.labels import MIN_AVAILABLE, label_blocks
 from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.simplify import simplify
 

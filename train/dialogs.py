@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pulpie_rt.train.data import CACHE_DIR, derived_corpus
+from train.data import CACHE_DIR, derived_corpus
 
 PARAGRAPHS = (2, 30)  # paragraphs in a dialog, both ends included
 PARAGRAPH_WORDS = (20, 200)  # the words of a paragraph taken from another page, both included

@@ -60,8 +60,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.pages import CALIBRATION_SOURCE
 from pulpie_rt.corpus import iter_pages
-from pulpie_rt.eval.pages import CALIBRATION_SOURCE
 from pulpie_rt.runtime.stages.features import CATEGORICAL_COLUMNS, DIALOG_NAMES, FEATURE_NAMES_V2
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
@@ -73,10 +73,10 @@ from pulpie_rt.runtime.stages.rescore import (
     context_features,
     stage_features,
 )
-from pulpie_rt.train.comments import comment_thread_corpus
-from pulpie_rt.train.dialogs import hidden_dialog_corpus
-from pulpie_rt.train.rescorer import lightgbm_params, save_rescorer, training_pages
-from pulpie_rt.train.stories import longer_story_corpus
+from train.comments import comment_thread_corpus
+from train.dialogs import hidden_dialog_corpus
+from train.rescorer import lightgbm_params, save_rescorer, training_pages
+from train.stories import longer_story_corpus
 
 FAST_RESCORER_NAME = "rescorer-fast.onnx"
 FAST_FIRST_STAGE_NAME = "rescorer-fast-first.onnx"
@@ -273,7 +273,7 @@ def readability_pages(keep_hidden: bool, drop_noscript: bool, layout: str = CONT
     """The dev corpus's ``CALIBRATION_SOURCE`` pages (``eval.pages.calibration_pages``), as
     ``training_pages`` gives them: ids, ``layout`` rows and rule labels (from
     Readability.js's expected output), and each page's ``page_groups`` group."""
-    from pulpie_rt.eval.pages import calibration_pages
+    from eval.pages import calibration_pages
 
     pages = {p["id"]: p for p in calibration_pages()}
     ids, features, labels = training_pages(READABILITY_CORPUS, keep_hidden=keep_hidden,
@@ -288,7 +288,7 @@ def page_groups(pages: list[dict]) -> list[int]:
     last part less a ``-N`` suffix) or whose references share ``SAME_TEXT_JACCARD`` of their
     word sets are one group, and so are the pages linked through them. Folds split by group,
     so that no page is scored by stages trained on a copy of its text."""
-    from pulpie_rt.eval.metrics import words
+    from eval.metrics import words
 
     parent = list(range(len(pages)))
 
@@ -335,8 +335,8 @@ def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: fl
     (``kinds``: the saved articles and the hand-written test cases, ``eval.pages
     .readability_kind``), and each page's decisions (``labels``: one character per block,
     ``1`` main), from which ``bench.quality`` rebuilds and scores their texts."""
-    from pulpie_rt.eval.metrics import score_pages
-    from pulpie_rt.eval.pages import references_by_kind
+    from eval.metrics import score_pages
+    from eval.pages import references_by_kind
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     jobs = ((p, scores[p["id"]], ((threshold, container_prior),), keep_hidden, drop_noscript,
@@ -363,7 +363,7 @@ def decodings_f1(corpus: str, scores: dict[str, np.ndarray],
                  ) -> tuple[int, list[float]]:
     """The number of pages of ``corpus`` in ``scores`` and their mean word F1 under each of
     ``decodings`` (``_decode_page``'s pairs or triples)."""
-    from pulpie_rt.eval.metrics import score_pages
+    from eval.metrics import score_pages
 
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     references = {p["id"]: p["reference"] for p in pages}

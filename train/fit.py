@@ -1,8 +1,8 @@
 """Train the embedded default model: a small EuroBERT token classifier on the train corpus.
 
-One seeded recipe (``Recipe``), run by ``python -m pulpie_rt.train`` (``make default-model``):
+One seeded recipe (``Recipe``), run by ``python -m train`` (``make default-model``):
 
-1. blocks and rule labels of every train page (``pulpie_rt.train.data``);
+1. blocks and rule labels of every train page (``train.data``);
 2. a byte-level BPE tokenizer with the EuroBERT special tokens, trained on those blocks;
 3. chunks exactly as the runtime packs them (``encode_blocks`` + ``pack_chunks`` at the
    recipe's ``max_tokens``), with each SEP's label;
@@ -245,7 +245,7 @@ class Recipe:
     # [share, shift] pair: that prior, measured on the train pages for the record. (0.6, 0.5):
     # chosen with continue_story on the dev pages, the best mean of the readability and
     # ground-truth means over seeds 0, 1, 2 of 16 priors (shares 0.5, 0.6, 0.75, 0.9; shifts
-    # 0.25, 0.5, 1, 2; python -m pulpie_rt.bench.thresholds --container-prior none 0.5/0.25
+    # 0.25, 0.5, 1, 2; python -m bench.thresholds --container-prior none 0.5/0.25
     # ... 0.9/2, bench/results/thresholds-20261204-prior-grid-seed{0,1,2}.json): ground truth
     # 0.8592 -> 0.8639 +- 0.0028, readability 0.9348 -> 0.9366 +- 0.0027, each seed gaining on
     # both; measured on the held-apart sets, L3S-GN1 0.8969 -> 0.9068, Dragnet 0.8277 -> 0.8360
@@ -263,7 +263,7 @@ class Recipe:
     # recall 0.44). Chosen on the dev pages, not the train pages, whose references say the
     # opposite (out of fold: see the model card's continue_story_f1); the threshold is chosen
     # without it. Measured on the shipped recipe's seeds 0, 1, 2 at their thresholds (python
-    # -m pulpie_rt.bench.thresholds; bench/results/thresholds-20261204-continue-story-
+    # -m bench.thresholds; bench/results/thresholds-20261204-continue-story-
     # seed{0,1,2}.json; docs/models-and-quality.md, "A story goes on"): readability 0.9348
     # +- 0.0030 against 0.9250 +- 0.0027, dev ground truth 0.8592 against 0.8594, L3S-GN1
     # 0.8969 against 0.8977, Dragnet 0.8277 against 0.8288 (the last three within their seed
@@ -274,7 +274,7 @@ class Recipe:
     # continued as continue_story continues a selection (train.fast.continued_story_labels):
     # the tails of stories whose WCXB reference stops early are labelled main (276 of the
     # 986 pages, 1,332 blocks, 58,035 words). Off: measured on seed 0 only (train --fast-only
-    # --recipe '{"fast_story_labels": true}', python -m pulpie_rt.bench.thresholds, at the
+    # --recipe '{"fast_story_labels": true}', python -m bench.thresholds, at the
     # +0.25 the train pages chose, continue_story on): dev ground truth 0.8535 against
     # 0.8617, readability 0.9391 against 0.9376, L3S-GN1 0.9070 against 0.9006, Dragnet
     # 0.8333 against 0.8329 (train out of fold 0.8700 against 0.8692): the ground-truth pages,
@@ -282,7 +282,7 @@ class Recipe:
     fast_story_labels: bool = False
     # the same tails left out of the stages' loss instead (train.fast.masked_story_labels:
     # weight 0, neither main nor other). Off: measured on seed 0 only (train --fast-only
-    # --recipe '{"fast_story_mask": true}', python -m pulpie_rt.bench.thresholds at the +0.25
+    # --recipe '{"fast_story_mask": true}', python -m bench.thresholds at the +0.25
     # the train pages chose, continue_story on, no container prior;
     # bench/results/thresholds-20261204-story-mask-seed0.json): dev ground truth 0.8504
     # against 0.8617, readability 0.9376 against 0.9376, L3S-GN1 0.9075 against 0.9006,
@@ -375,7 +375,7 @@ def train_model(chunks: list[TrainChunk], recipe: Recipe, vocab_size: int, log=p
     warm-up and linear decay: ``epochs`` at ``learning_rate`` from a seeded init, then
     ``second_epochs`` at ``second_learning_rate`` with a fresh optimizer and its own seeded
     order. ``first_phase``: the model the first phase gave (saved by ``python -m
-    pulpie_rt.train``), to run only the second; the result is the same as running both.
+    train``), to run only the second; the result is the same as running both.
     ``after_first_phase(model)`` is called between the phases (to save the first one), when
     there is a second.
     """

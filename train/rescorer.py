@@ -29,7 +29,7 @@ from pulpie_rt.runtime.stages.features import (
     block_features,
 )
 from pulpie_rt.runtime.stages.simplify import simplify
-from pulpie_rt.train.data import CACHE_DIR, prepare_pages, segmentation_key
+from train.data import CACHE_DIR, prepare_pages, segmentation_key
 
 RESCORER_NAME = "rescorer.onnx"
 ONNX_ML_OPSET = 15  # the highest main opset onnxmltools 1.16's LightGBM converter writes

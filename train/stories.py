@@ -31,8 +31,8 @@ import random
 import re
 from pathlib import Path
 
-from pulpie_rt.train.comments import LINE_CHARS, THREAD_PAGE_TYPE, line_positions, page_types
-from pulpie_rt.train.data import CACHE_DIR, derived_corpus
+from train.comments import LINE_CHARS, THREAD_PAGE_TYPE, line_positions, page_types
+from train.data import CACHE_DIR, derived_corpus
 
 ADDED_WORDS = (1_500, 15_000)  # words added to a story, both ends included
 GROWTH = (0.5, 3.0)  # words added as a share of the story's words, both ends included

@@ -8,7 +8,7 @@ page weighs the same (its counts are divided by its length), so one long page do
 the model. Within a page a character weighs as the square root of its count (``CHAR_POWER``;
 the page's weights then sum to one): a page's thousands of one symbol (box-drawing art, runs of
 NBSP) would otherwise make that symbol look as frequent as a language's letters. Measured on
-the re-encoded pages with no declaration (``python -m pulpie_rt.bench.detector``), counts
+the re-encoded pages with no declaration (``python -m bench.detector``), counts
 as they are read 2,807 of 2,887 right (NBSP-only pages went to KOI8-R, whose 0xA0 is a
 box-drawing character one train page is full of), square roots 2,845. Characters seen fewer
 than ``MIN_COUNT`` times are left out (they get their class's floor, below every kept
@@ -49,9 +49,9 @@ A middle dot (KOI8-R's 0x9E) is alone in a ``<span>`` 279 times, a zero-width jo
 (windows-1256's 0x9E) in a ``<p>`` 246 times and never in a ``<span>``: the pairs alone read a
 KOI8-R page of dot separators (wcxb/dev/4317) as windows-1256; with lone characters it is read
 as KOI8-R, also by the model counted without that page, and no other re-encoded page's reading
-changed (``python -m pulpie_rt.bench.detector``).
+changed (``python -m bench.detector``).
 
-Measured the same way (``python -m pulpie_rt.bench.detector``), the class model alone read
+Measured the same way (``python -m bench.detector``), the class model alone read
 2,845 of 2,868 right (dev 666 of 669), with pairs and runs 2,862 (dev 665: two English dev
 pages lost, "Agnès" read as windows-1250's "Agnčs" because "slovenčina" is in the language
 menus of 20 train pages and no train page writes "nè"; four right-to-left marks read as

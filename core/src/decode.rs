@@ -24,7 +24,7 @@
 //!   all ASCII is read as UTF-8 (source `utf-8-content`): a template or server default such as
 //!   `iso-8859-1` on a UTF-8 page. Legacy text is practically never valid UTF-8: of the 2,887
 //!   re-encodings of 483 dev and train pages into the 18 legacy encodings their text fits,
-//!   11 are (`python -m pulpie_rt.bench.detector`, "legacy pages valid as UTF-8"), and those
+//!   11 are (`python -m bench.detector`, "legacy pages valid as UTF-8"), and those
 //!   11 are not legacy text either: ISO-8859-2 and ISO-8859-15 copies of 9 pages whose text
 //!   already holds UTF-8 read as Latin-1 (`â` and the C1 controls U+0080–U+009F where `“`
 //!   was), whose bytes in those encodings are the UTF-8 of the repaired text;

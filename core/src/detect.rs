@@ -7,7 +7,7 @@
 //! 3. UTF-8 when the bytes are valid UTF-8, or when valid multi-byte sequences outnumber
 //!    invalid ones `UTF8_MAJORITY` to one (a UTF-8 page with a few broken bytes, a record cut
 //!    in the middle of a character); legacy text almost never forms valid sequences (measured
-//!    in `python -m pulpie_rt.bench.detector`).
+//!    in `python -m bench.detector`).
 //! 4. Otherwise every candidate legacy encoding decodes the parts of the page around its
 //!    non-ASCII bytes (what ASCII bytes alone spell is the same in all of them; each part keeps
 //!    the ASCII byte before it and the one after it, the letters a word's non-ASCII letter sits

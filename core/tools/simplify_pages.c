@@ -3,7 +3,7 @@
  *
  *   python core/tools/write_pages.py dev build/dev.pages     # u32 length + UTF-8, per page
  *   cc -O1 -g core/tools/simplify_pages.c -o build/simplify_pages \
- *      -L core/target/release -lpulpie_rt_core -Wl,-rpath,$PWD/core/target/release
+ *      -L target/release -lpulpie_rt_core -Wl,-rpath,$PWD/target/release
  *   valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
  *      --error-exitcode=1 build/simplify_pages build/dev.pages
  *

@@ -40,7 +40,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
 take the argmax at each SEP); the embedded default model uses it:
 
 - ``main_margin``: a block is main when logit(main) - logit(other) > ``main_margin`` (absent:
-  the argmax, i.e. margin > 0); calibrated on held-out pages by ``pulpie_rt.train``;
+  the argmax, i.e. margin > 0); calibrated on held-out pages by ``train``;
 - ``keep_best_block``: when no block of a page is main, the block with the largest margin is
   kept anyway, so a page with blocks never comes out empty;
 - ``selection`` (absent: ``threshold``): ``expected_f1`` keeps, instead of the blocks above

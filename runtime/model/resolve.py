@@ -5,7 +5,7 @@
 - ``"default"`` (what ``Extractor()``, ``Pipeline()`` and ``pulpie-rt run`` use when given no
   model): the model configured in ``$PULPIE_RT_MODEL`` if set, else the small model embedded
   in the package (``pulpie_rt/default_model/``, trained on real pages by
-  ``python -m pulpie_rt.train``; offline, CPU-friendly);
+  ``python -m train``; offline, CPU-friendly);
 - a hub name (``orange-small`` …) or hub id (``owner/name``): downloaded with
   ``huggingface_hub``, then treated as a checkpoint directory;
 - a local Hugging Face checkpoint directory (``config.json`` + weights): exported once into

@@ -11,7 +11,7 @@ bundle's rescorer (``runtime.stages.rescore``) turns them into a score per block
 The compiled core computes them (``core/src/features``, through ``runtime.native``), from the
 same tree of ``map_html`` that ``reconstruct`` reads. ``tests/spec/features_spec.py`` is the
 readable specification, in Python, of every column; ``python -m
-pulpie_rt.parity.features_parity`` compares the two on real pages.
+parity.features_parity`` compares the two on real pages.
 
 This module holds the layouts: a rescorer is trained on one layout, and a bundle names the
 layout it needs. ``blocks-v1`` (``FEATURES_VERSION``, the ``accurate`` rescorer's and the C

@@ -4,7 +4,7 @@
 tags removed with the same pattern, then html2text 2025.4.15 (the reference's library) with no
 line wrapping, links and images kept, and the result stripped. It runs on the compiled core
 (``core/src/markdown``, a port of html2text and of the ``html.parser`` it runs on), byte for
-byte the same: ``python -m pulpie_rt.parity.markdown_parity`` and ``tests/test_markdown.py``
+byte the same: ``python -m parity.markdown_parity`` and ``tests/test_markdown.py``
 compare it with the specification, ``tests/spec/markdown_spec.py`` (html2text itself).
 
 ``to_text`` is for users who do not need Markdown: the visible text, one line per block.

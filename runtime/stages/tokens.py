@@ -10,7 +10,7 @@ Ids must equal the reference's ``AutoTokenizer.encode(block, add_special_tokens=
 
 The core's ids are those of ``tokenizers.Tokenizer.encode_batch_fast`` configured that way,
 on every block of the dev and train pages for our tokenizers (``python -m
-pulpie_rt.parity.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
+parity.tokenizer_parity``); a ``tokenizer.json`` it does not support (a normalizer,
 another model or pre-tokenizer) is refused with a message that names what. The
 ``tokenizers`` library, configured as above (``library_tokenizer``), is the oracle the parity
 command and the tests compare the core with; ``encode_blocks`` takes either.

@@ -1,6 +1,6 @@
 """The readable specification of the stages the compiled core (``core/``) runs, in Python: the
 oracle the core is tested against (``tests/test_native.py``, ``tests/test_features.py`` and the
-``pulpie_rt.parity`` commands: ``parity/native_core.py``, ``parity/features_parity.py`` …),
+``parity`` commands: ``parity/native_core.py``, ``parity/features_parity.py`` …),
 never run by the runtime.
 
 - ``dom_spec``: lexbor's parse and serialization of the raw page and the libxml2-shaped tree of

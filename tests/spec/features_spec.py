@@ -4,7 +4,7 @@ appends to those: ``block_containers``, and the dialog columns that ``blocks-v4`
 after them: ``block_dialogs``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
-pulpie_rt.parity.features_parity`` compare the two.
+parity.features_parity`` compare the two.
 
 The embedded default model is small and reads each 1,024-token chunk alone, so it cannot see
 what a boilerplate classifier learns from the page around a block: its link density, the

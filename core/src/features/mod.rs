@@ -15,7 +15,7 @@
 //! same text still differ where markup is misnested or a `<pre>` starts with a newline (a few
 //! train pages, no dev page); there the core keeps its own tree, which is also libxml2's
 //! (the reference's lxml reading of `map_html`). `python -m
-//! pulpie_rt.parity.features_parity` measures all this; with `libxml2_tree` (the FFI flag
+//! parity.features_parity` measures all this; with `libxml2_tree` (the FFI flag
 //! `FEATURES_LIBXML2_TREE`) the features are read from the tree as it is.
 //!
 //! Not `Reader::Libxml2` (`reconstruct`'s exact libxml2 2.14 reading): libxml2 drops

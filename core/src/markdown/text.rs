@@ -10,7 +10,7 @@
 //! still make their element), table parts outside a table dropped, `<select>`'s own content
 //! model, SVG and MathML content and the HTML start tags that leave it. Text comes out in
 //! document order; where HTML5 moves text (out of a table, before it) the two differ
-//! (`python -m pulpie_rt.bench.markdown_parity` counts such pages). Line, cell and `<pre>`
+//! (`python -m bench.markdown_parity` counts such pages). Line, cell and `<pre>`
 //! breaks are the same marker characters as the Python version uses, split the same way.
 
 use super::chars::{push_char, skip_space, strip};

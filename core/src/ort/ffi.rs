@@ -614,7 +614,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
 }
 
 /// The tree kernel alone (`pulpie_rt_kernels::TreeEnsemble`), for the parity checks against
-/// ONNX Runtime (`python -m pulpie_rt.parity.trees`, tests/test_trees.py): the trees behind the
+/// ONNX Runtime (`python -m parity.trees`, tests/test_trees.py): the trees behind the
 /// `probabilities` output of the ONNX model in `model` (its bytes). Status 1 with the reason
 /// when the kernel does not run them.
 ///

@@ -15,7 +15,7 @@
 //! - `batches`: `make_batches`, padding and SEP-logit picking as `runtime/batches.py` and
 //!   `runtime/backends.py` do them;
 //! - `ffi`: a temporary ctypes surface for the parity checks against Python
-//!   (`python -m pulpie_rt.bench.ort_core_parity`), until the C ABI exists.
+//!   (`python -m bench.ort_core_parity`), until the C ABI exists.
 //!
 //! Sessions are thread-safe: `TokenClassifier::run` and `BlockRescorer::scores` take `&self`
 //! and may be called from several threads at once (ONNX Runtime documents `Run` as

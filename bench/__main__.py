@@ -1,31 +1,33 @@
-"""``pulpie-rt bench``: the benchmarks of ``bench/`` as sub-commands.
+"""``python -m bench``: the benchmarks of ``bench/`` as sub-commands, from a checkout's root
+(the benchmarks are the repository's tools: the package does not ship them).
 
-    pulpie-rt bench                 CPU stages + end to end + token distribution (= make bench)
-    pulpie-rt bench check           the regression gate (= make bench-check)
-    pulpie-rt bench tokens          token distribution with the Llama-3 vocabulary
-    pulpie-rt bench gpu bench|parity --checkpoint DIR [--engine F] [--bundle D]
-    pulpie-rt bench quality [--model M] [--limit N] [--skip trafilatura]   word F1 / ROUGE-5
+    python -m bench                 CPU stages + end to end + token distribution (= make bench)
+    python -m bench check           the regression gate (= make bench-check)
+    python -m bench tokens          token distribution with the Llama-3 vocabulary
+    python -m bench gpu bench|parity --checkpoint DIR [--engine F] [--bundle D]
+    python -m bench quality [--model M] [--limit N] [--skip trafilatura]   word F1 / ROUGE-5
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def _run_all(args: argparse.Namespace) -> int:
-    from pulpie_rt.bench import run_all
+    from bench import run_all
 
     return run_all.run(args)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pulpie_rt.bench import check
+    from bench import check
 
     return check.run(args)
 
 
 def _tokens(args: argparse.Namespace) -> int:
-    from pulpie_rt.bench import token_report
+    from bench import token_report
 
     argv = [*args.inputs, "--corpus", args.corpus]
     if args.pages is not None:
@@ -36,22 +38,22 @@ def _tokens(args: argparse.Namespace) -> int:
 
 
 def _gpu(args: argparse.Namespace) -> int:
-    from pulpie_rt.bench import gpu
+    from bench import gpu
 
     return gpu.run(args)
 
 
 def _quality(args: argparse.Namespace) -> int:
-    from pulpie_rt.bench import quality
+    from bench import quality
 
     return quality.run(args)
 
 
-def register(subparsers) -> None:
-    from pulpie_rt.bench import check, gpu, quality, run_all
+def build_parser() -> argparse.ArgumentParser:
+    from bench import check, gpu, quality, run_all
 
-    bench = subparsers.add_parser(
-        "bench", help="throughput vs the reference pulpie, side by side",
+    bench = argparse.ArgumentParser(
+        prog="python -m bench",
         description="Benchmarks, ours vs the reference pulpie 0.0.2 on the same real pages. "
                     "Without a sub-command: CPU stages, end to end and the token distribution.")
     run_all.add_arguments(bench)
@@ -78,3 +80,13 @@ def register(subparsers) -> None:
         "quality", help="extraction quality on the ground-truth dev pages, ours vs trafilatura")
     quality.add_arguments(quality_parser)
     quality_parser.set_defaults(func=_quality)
+    return bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
