@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
-                                 "soak", "trees"],
+                                 "soak", "trees", "resume"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trees-pages", type=int, default=None,
                         help="dev pages for the tree kernel vs ONNX Runtime rows (default: "
                              "bench.trees')")
+    parser.add_argument("--resume-records", type=int, default=None,
+                        help="done records of the resume row's large output (default: "
+                             "bench.resume's, 300,000)")
     parser.add_argument("--out", default=None,
                         help="JSON file or folder (default: bench/results/)")
 
@@ -167,6 +170,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"Tree kernel vs ONNX Runtime: {len(pages)} pages", flush=True)
         report["trees"] = trees_bench(pages)
         tables.append(trees_table(report["trees"]))
+        print(tables[-1], flush=True)
+    if "resume" not in args.skip:
+        from bench.resume import DEFAULT_RECORDS, resume_rows, resume_table
+
+        records = args.resume_records or DEFAULT_RECORDS
+        print(f"Resume: pulpie-rt run over {records:,} records done against a small output",
+              flush=True)
+        report["resume"] = resume_rows(records)
+        tables.append(resume_table(report["resume"]))
         print(tables[-1], flush=True)
     from bench.gpu import gpu_name
 

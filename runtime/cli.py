@@ -100,22 +100,67 @@ class _NoProgress:
         pass
 
 
+DUPLICATE_RULES = ("skip", "keep", "error")
+_DUPLICATES_DONE = {"skip": "skipped", "keep": "kept", "error": "refused"}
+
+
+def _skip_done(pages, output, out: Path) -> tuple[int, str | None]:
+    """Reads past the input pages done, comparing their ids with the output's as two streams
+    (neither is held): the input pages read, and why the inputs are not the output's, or None.
+    An input page whose id a page done before it had is a duplicate that was not written (an
+    index rebuilt from the output has no row for it)."""
+    read = 0
+    for expected in output.done_ids():
+        while True:
+            page = next(pages, None)
+            if page is None:
+                return read, (f"{out} holds results of other inputs ({output.pages_done()} "
+                              f"pages done, the inputs have {read}); use another --out")
+            read += 1
+            if page.id == expected:
+                break
+            if output.seen(page.id) is None:
+                return read, (f"{out} holds results of other inputs (input page {read} is "
+                              f"{page.id!r}, {out} has {expected!r}); use another --out")
+    return read, None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from pulpie_rt.runtime.flow.engine import BackendError
-    from pulpie_rt.runtime.flow.pages import PageInput
-    from pulpie_rt.runtime.flow.pipeline import Pipeline
-    from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs, open_writer
+    from pulpie_rt.runtime.io import InputError, check_inputs
+    from pulpie_rt.runtime.output import OutputError, open_output
 
     inputs = [Path(p) for p in args.inputs]
     out = Path(args.out)
     try:
         check_inputs(inputs)
-        writer = open_writer(out, args.format)
-        done_ids = writer.existing_ids()
+        output = open_output(args.out, args.format, shard_records=args.shard_records,
+                             shard_bytes=args.shard_bytes, compression=args.compression)
+        output.resume()
+    except (InputError, OutputError) as exc:
+        return _fail("run", str(exc))
+    except OSError as exc:  # the output's folder cannot be written: before any page is read
+        return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")
+    try:
+        return _run(args, inputs, out, output)
+    finally:
+        output.close()
+
+
+def _run(args: argparse.Namespace, inputs: list[Path], out: Path, output) -> int:
+    """``pulpie-rt run`` once its output is open and resumed."""
+    from pulpie_rt.runtime.flow.engine import BackendError
+    from pulpie_rt.runtime.flow.pages import PageInput
+    from pulpie_rt.runtime.flow.pipeline import Pipeline
+    from pulpie_rt.runtime.io import InputError, iter_inputs
+    from pulpie_rt.runtime.output import Entry, OutputWriteError
+
+    source = iter_inputs(inputs, args.html_field, args.id_field)
+    try:
+        n_skip, mismatch = _skip_done(source, output, out)
     except InputError as exc:
         return _fail("run", str(exc))
-    except OSError as exc:
-        return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")
+    if mismatch is not None:
+        return _fail("run", mismatch)
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
                             backend=args.backend, limits=_limits(args), profile=args.profile)
@@ -124,26 +169,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail("run", str(exc))
 
-    n_skip = len(done_ids)
-    stats = {"pages": 0, "written": 0, "errors": 0, "truncated": 0, "mismatch": None}
+    rule = args.on_duplicate_id
+    stats = {"pages": 0, "written": 0, "errors": 0, "truncated": 0, "duplicates": 0}
+    # ids read but not yet in the index (in the pipeline or the batch not yet written): their
+    # first position; bounded by what is in flight
+    in_flight: dict[str, int] = {}
 
     def pages():
-        for position, page in enumerate(iter_inputs(inputs, args.html_field, args.id_field)):
-            if position < n_skip:
-                if page.id != done_ids[position]:
-                    stats["mismatch"] = (position, page.id, done_ids[position])
-                    return
-                continue
-            html = None if page.error else page.html
-            yield PageInput(html=html, page_id=page.id, metadata={"page": page},
-                            content_type=page.content_type)
+        for position, page in enumerate(source, n_skip):
+            earlier = in_flight.get(page.id)
+            if earlier is None:
+                earlier = output.seen(page.id)
+            if earlier is None:
+                in_flight[page.id] = position
+            skip = earlier is not None and rule != "keep"
+            html = None if page.error or skip else page.html
+            yield PageInput(html=html, page_id=page.id, content_type=page.content_type,
+                            metadata={"page": page, "position": position, "earlier": earlier})
 
     # JSONL is flushed often (a killed run loses little); a Parquet part is one row group, so
     # parts are larger (a table of many tiny row groups reads slowly)
     every_pages, every_s = ((WRITE_EVERY_PAGES, WRITE_EVERY_S) if args.format == "jsonl"
                             else (PARQUET_ROWS_PER_PART, PARQUET_PART_EVERY_S))
     start = time.perf_counter()
-    pending: list[dict] = []
+    pending: list = []
     last_write = time.monotonic()
 
     guard = _SigtermGuard()
@@ -151,8 +200,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     def flush() -> None:
         nonlocal pending, last_write
         guard.writing = True
-        writer.write(pending)
+        output.write(pending)
         stats["written"] += len(pending)
+        for entry in pending:
+            if in_flight.get(entry.id) == entry.position:
+                del in_flight[entry.id]
         pending, last_write = [], time.monotonic()
         guard.after_write()
 
@@ -165,39 +217,55 @@ def cmd_run(args: argparse.Namespace) -> int:
                    dynamic_ncols=True, mininterval=1.0)
     results = pipeline.run(pages())
     previous_handler = signal.signal(signal.SIGTERM, guard)
+    duplicate = None
     try:
         for result in results:
-            pending.append(_record(result.metadata["page"], result))
+            page, position, earlier = (result.metadata[k] for k in ("page", "position",
+                                                                      "earlier"))
             stats["pages"] += 1
-            stats["errors"] += pending[-1]["error"] is not None
-            stats["truncated"] += pending[-1]["truncated"] is not None
             bar.update(1)
+            if earlier is not None:
+                stats["duplicates"] += 1
+                if rule == "error":
+                    duplicate = (position, page.id, earlier)
+                    break
+            if earlier is not None and rule == "skip":
+                pending.append(Entry(position, page.id, None))
+            else:
+                record = _record(page, result)
+                pending.append(Entry(position, page.id, record))
+                stats["errors"] += record["error"] is not None
+                stats["truncated"] += record["truncated"] is not None
             if len(pending) >= every_pages or time.monotonic() - last_write > every_s:
                 flush()
         flush()
+        if duplicate is None:
+            output.finish()
     except InputError as exc:
         flush()
         return _fail("run", str(exc))
     except OSError as exc:  # the output disk is full or read-only: what is written stays
-        return _fail("run", f"{out}: cannot write ({exc.strerror or exc}); "
-                            f"{n_skip + stats['written']} pages are written, rerun with the "
+        where = str(exc) if isinstance(exc, OutputWriteError) else \
+            f"{out}: cannot write ({exc.strerror or exc})"
+        return _fail("run", f"{where}; {output.pages_done()} pages are written, rerun with the "
                             "same --out to resume", code=EXIT_OUTPUT_FAILED)
     except (Terminated, KeyboardInterrupt) as exc:
         guard.pending = False
         flush()  # the pages that are finished: a rerun resumes after them
         terminated = isinstance(exc, Terminated)
         return _fail("run", f"{'SIGTERM' if terminated else 'interrupted'}: "
-                            f"{n_skip + stats['written']} pages are written to {out}, rerun "
+                            f"{output.pages_done()} pages are written to {out}, rerun "
                             "with the same --out to resume",
                      code=EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
         results.close()  # stops the pipeline's threads
         bar.close()
-    if stats["mismatch"] is not None:
-        position, found, expected = stats["mismatch"]
-        return _fail("run", f"{out} holds results of other inputs (input page {position + 1} is "
-                            f"{found!r}, {out} has {expected!r}); use another --out")
+    if duplicate is not None:
+        position, page_id, earlier = duplicate
+        return _fail("run", f"input page {position + 1} has the id {page_id!r} of input page "
+                            f"{earlier + 1} (--on-duplicate-id error); {output.pages_done()} "
+                            "pages are written")
     elapsed = time.perf_counter() - start
     rate = stats["pages"] / elapsed if elapsed > 0 else 0.0
     skipped = f" ({n_skip} already done)" if n_skip else ""
@@ -207,7 +275,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     engines = ", ".join(sorted({f"{e.device} ({_runs_on(e.provider)})"
                                 for e in pipeline.engines}))
     print(f"pulpie-rt run: {stats['pages']} pages{skipped}, {stats['errors']} errors, "
-          f"{stats['truncated']} truncated, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}; "
+          f"{stats['truncated']} truncated, {stats['duplicates']} duplicate ids "
+          f"{_DUPLICATES_DONE[rule]}, {rate:.1f} pages/s, {elapsed:.1f} s -> {out}; "
           f"profile {pipeline.bundle.profile or 'default'} on {engines}{fell_back}",
           file=sys.stderr)
     return 0
@@ -270,9 +339,24 @@ def register(subparsers) -> None:
                     "Rerunning with the same --out resumes after the pages already written.")
     run.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="*.jsonl[.gz], *.warc[.gz] or *.parquet")
-    run.add_argument("--out", required=True, help="output file (jsonl) or directory (parquet)")
+    run.add_argument("--out", required=True,
+                     help="output file (jsonl: *.jsonl, *.jsonl.gz or *.jsonl.zst, compressed "
+                          "by its suffix) or folder (JSONL shards, or Parquet parts)")
     _add_model_options(run)
     run.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    run.add_argument("--shard-records", type=int, default=None, metavar="N",
+                     help="write --out as a folder of JSONL shards part-NNNNN.jsonl[.gz|.zst] "
+                          "of N records each (the last one fewer)")
+    run.add_argument("--shard-bytes", type=int, default=None, metavar="N",
+                     help="write --out as a folder of JSONL shards, each closed once it holds N "
+                          "bytes (at most one written batch over)")
+    run.add_argument("--compression", choices=["none", "gzip", "zstd"], default=None,
+                     help="the shards' compression (default none; a file's is its suffix: "
+                          ".gz gzip, .zst zstd)")
+    run.add_argument("--on-duplicate-id", choices=list(DUPLICATE_RULES), default="skip",
+                     help="a page whose id an earlier page had: skip (the default: the first "
+                          "page's record only), keep (a record for each page) or error (stop "
+                          "before it); counted in the run's summary")
     run.add_argument("--html-field", default="html")
     run.add_argument("--id-field", default="id")
     run.add_argument("--devices", nargs="+", default=None, help="e.g. cuda:0 cuda:1, or cpu")

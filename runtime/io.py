@@ -1,5 +1,5 @@
-"""Readers and writers for ``pulpie-rt run``: JSONL(.gz), WARC(.gz) and Parquet in; JSONL or
-Parquet out, resumable.
+"""Readers for ``pulpie-rt run``: JSONL(.gz), WARC(.gz) and Parquet in (``runtime.output``
+writes, and resumes).
 
 Every input page becomes exactly one output record ``{id, markdown, n_main, n_other, error,
 truncated, empty_reason, encoding}`` (WARC inputs add ``url``), written in input order. A record
@@ -8,13 +8,6 @@ error. ``encoding`` is what page bytes were decoded with (``stages.decode``): a 
 bytes with its HTTP header's Content-Type, a Parquet binary HTML column with the row's
 ``content_type`` column when there is one; JSONL and string columns hold text (null).
 
-Resume: records are written in input order, so the pages already done are the first
-``len(existing records)`` input pages. Writes are crash-safe:
-
-- JSONL: one append + flush + fsync per batch of records; a torn last line (killed mid-write)
-  is cut off on resume, so that page is processed again, never written twice;
-- Parquet: ``OUT/part-NNNNN.parquet`` files, each written to a temporary name and renamed.
-
 ``fastwarc`` and ``pyarrow`` (the ``io`` extra) are imported only for WARC / Parquet files.
 """
 
@@ -22,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,101 +176,3 @@ def iter_parquet(path: Path, html_field: str = "html", id_field: str = "id"
         raise
     except Exception as exc:  # pyarrow's errors: ArrowInvalid, OSError, ...
         raise InputError(f"{path}: unreadable Parquet ({exc})") from exc
-
-
-# ---------------------------------------------------------------------------- writers
-
-
-class JsonlWriter:
-    """Append-only JSONL with an fsync per batch; resume-safe (see module docstring)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def existing_ids(self) -> list[str]:
-        """Ids already written, after cutting a torn last line off the file."""
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # killed mid-write: the last record is incomplete
-            with self.path.open("r+b") as fh:
-                fh.truncate(end)
-                os.fsync(fh.fileno())
-        ids = []
-        for number, line in enumerate(data[:end].splitlines(), 1):
-            try:
-                ids.append(json.loads(line)["id"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise InputError(f"{self.path}:{number}: not a pulpie-rt output record; "
-                                 "use another --out") from exc
-        return ids
-
-    def write(self, records: list[dict]) -> None:
-        if not records:
-            return
-        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        with self.path.open("ab") as fh:
-            fh.write(payload.encode("utf-8", "surrogatepass"))
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-class ParquetWriter:
-    """``OUT/part-NNNNN.parquet``, each written under a temporary name, then renamed."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.parts = 0
-
-    def existing_ids(self) -> list[str]:
-        import pyarrow.parquet as pq
-
-        if self.path.exists() and not self.path.is_dir():
-            raise InputError(f"{self.path}: exists and is not a directory (--format parquet)")
-        self.path.mkdir(parents=True, exist_ok=True)
-        for stale in self.path.glob("*.tmp"):
-            stale.unlink()
-        ids: list[str] = []
-        parts = sorted(self.path.glob("part-*.parquet"))
-        for part in parts:
-            ids.extend(pq.read_table(part, columns=["id"]).column("id").to_pylist())
-        self.parts = len(parts)
-        return ids
-
-    def write(self, records: list[dict]) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not records:
-            return
-        table = pa.Table.from_pylist(records, schema=_parquet_schema(records))
-        final = self.path / f"part-{self.parts:05d}.parquet"
-        temporary = final.with_suffix(".tmp")
-        pq.write_table(table, temporary)
-        with temporary.open("rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(temporary, final)
-        self.parts += 1
-
-
-def _parquet_schema(records: list[dict]):
-    import pyarrow as pa
-
-    fields = [("id", pa.string()), ("markdown", pa.string()), ("n_main", pa.int64()),
-              ("n_other", pa.int64()), ("error", pa.string()), ("truncated", pa.string()),
-              ("empty_reason", pa.string()), ("encoding", pa.string())]
-    if any("url" in r for r in records):
-        fields.append(("url", pa.string()))
-    return pa.schema(fields)
-
-
-def open_writer(path: Path, fmt: str) -> JsonlWriter | ParquetWriter:
-    if fmt == "jsonl":
-        if path.is_dir():
-            raise InputError(f"{path}: is a directory (--format jsonl writes one file)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JsonlWriter(path)
-    if fmt == "parquet":
-        return ParquetWriter(path)
-    raise InputError(f"unknown output format {fmt!r}")

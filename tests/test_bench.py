@@ -293,10 +293,13 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     out = tmp_path / "bench.json"
     parser = argparse.ArgumentParser()
     run_all.add_arguments(parser)
-    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "soak", "--out",
-                              str(out)])
+    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "soak",
+                              "--resume-records", "5000", "--out", str(out)])
     assert run_all.run(args) == 0
     report = json.loads(out.read_text())
+    assert [row["records"] for row in report["resume"]] == [3000, 5000]
+    assert all(row[kind]["peak_rss_mib"] > 0 for row in report["resume"]
+               for kind in ("rebuilt index", "index"))
     assert report["kind"] == "bench"
     assert {"utc", "cpu", "cpu_count", "python", "git_commit", "versions"} <= set(
         report["machine"])

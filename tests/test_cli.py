@@ -207,54 +207,6 @@ def _run_in_process(argv: list[str]) -> int:
     return main([str(a) for a in argv])
 
 
-def test_a_full_disk_stops_with_a_clear_error_and_a_resumable_output(tmp_path, monkeypatch,
-                                                                     capsys):
-    """ENOSPC at the second write: the first batch stays, the error says how to go on."""
-    from pulpie_rt.runtime import io
-
-    base = small_dev_pages(20_000)[:6]
-    inp = tmp_path / "pages.jsonl"
-    inp.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]}) + "\n" for p in base))
-    out = tmp_path / "out.jsonl"
-    monkeypatch.setattr("pulpie_rt.runtime.cli.WRITE_EVERY_PAGES", 2)
-    monkeypatch.setattr("pulpie_rt.runtime.cli.WRITE_EVERY_S", 1e9)
-    real_write = io.JsonlWriter.write
-    calls = []
-
-    def write_until_full(self, records):
-        calls.append(len(records))
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        return real_write(self, records)
-
-    monkeypatch.setattr(io.JsonlWriter, "write", write_until_full)
-    argv = ["run", inp, "--out", out, "--model", tiny_bundle(), "--workers", "0", "--quiet"]
-    assert _run_in_process(argv) == 3
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"pulpie-rt run: {out}: cannot write (No space left on device); 2 pages are written, "
-        "rerun with the same --out to resume")
-    assert [r["id"] for r in read_jsonl(out)] == [p["id"] for p in base[:2]]
-    monkeypatch.setattr(io.JsonlWriter, "write", real_write)
-    assert _run_in_process(argv) == 0
-    assert [r["id"] for r in read_jsonl(out)] == [p["id"] for p in base]
-
-
-def test_an_output_folder_it_cannot_write_is_a_one_line_error(tmp_path, monkeypatch, capsys):
-    """A read-only output folder (injected: as root, chmod does not stop writes)."""
-    from pathlib import Path
-
-    def read_only(self, *args, **kwargs):
-        raise PermissionError(13, "Permission denied")
-
-    inp = tmp_path / "pages.jsonl"
-    inp.write_text('{"id": "a", "html": "<p>x</p>"}\n')
-    monkeypatch.setattr(Path, "mkdir", read_only)
-    out = tmp_path / "ro" / "o.jsonl"
-    assert _run_in_process(["run", inp, "--out", out, "--model", tiny_bundle()]) == 2
-    assert capsys.readouterr().err.strip() == (
-        f"pulpie-rt run: {out}: cannot write there (Permission denied)")
-
-
 def test_parquet_parts_are_single_row_groups_read_as_one_table(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 

@@ -1,4 +1,4 @@
-"""Readers (JSONL, WARC, Parquet) and the resume-safe writers of ``pulpie-rt run``."""
+"""The readers of ``pulpie-rt run``: JSONL, WARC, Parquet (its writers: test_output.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pulpie_rt.runtime.io import (
-    InputError,
-    JsonlWriter,
-    ParquetWriter,
-    check_inputs,
-    iter_inputs,
-)
+from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs
 from pulpie_rt.runtime.stages.decode import decode_input
 
 
@@ -94,32 +88,3 @@ def test_unreadable_inputs(tmp_path):
     broken.write_bytes(gzip.compress(b'{"id": "a", "html": "x"}\n' * 100)[:-30])
     with pytest.raises(InputError, match="broken.jsonl.gz: unreadable"):
         list(iter_inputs([broken]))
-
-
-def test_jsonl_writer_cuts_a_torn_last_line(tmp_path):
-    out = tmp_path / "out.jsonl"
-    writer = JsonlWriter(out)
-    assert writer.existing_ids() == []
-    writer.write([{"id": "a"}, {"id": "b"}])
-    with out.open("ab") as fh:
-        fh.write(b'{"id": "c", "markd')  # killed mid-write
-    assert JsonlWriter(out).existing_ids() == ["a", "b"]
-    assert out.read_bytes().endswith(b'"b"}\n')
-    out.write_text('{"id": "a"}\nnot json\n')
-    with pytest.raises(InputError, match="not a pulpie-rt output record"):
-        JsonlWriter(out).existing_ids()
-
-
-def test_parquet_writer_parts_and_resume(tmp_path):
-    out = tmp_path / "out"
-    writer = ParquetWriter(out)
-    assert writer.existing_ids() == []
-    record = {"markdown": "m", "n_main": 1, "n_other": 0, "error": None}
-    writer.write([{"id": "a", **record}])
-    writer.write([{"id": "b", **record}, {"id": "c", **record}])
-    (out / "part-00002.tmp").write_bytes(b"half a file")
-    again = ParquetWriter(out)
-    assert again.existing_ids() == ["a", "b", "c"]
-    assert not list(out.glob("*.tmp"))
-    again.write([{"id": "d", **record}])
-    assert sorted(p.name for p in out.iterdir())[-1] == "part-00002.parquet"
