@@ -113,8 +113,8 @@ docs: venv
 
 # The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into
 # build/ort-gpu for the tests that ask a GPU-less machine for cuda and tensorrt
-# (tests/test_gpu_devices.py, which skips saying so where PyPI cannot be reached) and for
-# bench/gpu_check.sh. ORT_GPU_VERSION: the newest onnxruntime-gpu on PyPI (CUDA 13 build).
+# (tests/test_gpu_devices.py) and for bench/gpu_check.sh. A failed download fails the target
+# (and make test): those tests never skip in CI for want of it. ORT_GPU_VERSION: the newest onnxruntime-gpu on PyPI (CUDA 13 build).
 ORT_GPU_VERSION ?= 1.31.1
 ORT_GPU := $(BUILD)/ort-gpu
 ort-gpu: $(ORT_GPU)/.done
@@ -127,7 +127,8 @@ $(ORT_GPU)/.done:
 	    z = zipfile.ZipFile(glob.glob('onnxruntime_gpu-$(ORT_GPU_VERSION)-*.whl')[0]); \
 	    [z.extract(n, '.') for n in z.namelist() if n.startswith('onnxruntime/capi/lib')]" \
 	  && rm -f onnxruntime_gpu-*.whl && touch .done \
-	  || echo "onnxruntime-gpu $(ORT_GPU_VERSION) not downloaded (see $(ORT_GPU)/download.log): the GPU-provider tests will skip"
+	  || { echo "make ort-gpu: onnxruntime-gpu $(ORT_GPU_VERSION) could not be downloaded" \
+	            "(see $(ORT_GPU)/download.log): the GPU-provider tests need it"; exit 1; }
 
 # Verified ONNX bundle only (works on any machine).
 onnx: venv

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -69,3 +70,43 @@ def time_limit():
     yield
     signal.setitimer(signal.ITIMER_PROF, 0)
     signal.signal(signal.SIGPROF, previous)
+
+
+# The reasons a test may skip for under CI (.ci/run, or CI=true): what the machine is, which
+# nothing the project installs changes. There any other skip fails the test: what a test needs
+# and could not be installed must fail CI, not hide in a green run. Every run prints the skips.
+MACHINE_SKIP_REASONS = ("no NVIDIA GPU", "this machine has an NVIDIA GPU",
+                        "this machine has an NVIDIA driver")
+STRICT_SKIPS_VARIABLE = "PULPIE_RT_STRICT_SKIPS"
+_skipped: list[tuple[str, str]] = []
+
+
+def strict_skips() -> bool:
+    return (os.environ.get("CI", "").lower() == "true"
+            or os.environ.get(STRICT_SKIPS_VARIABLE) == "1")
+
+
+def _skip_reason(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = _skip_reason(report)
+    if strict_skips() and not reason.startswith(MACHINE_SKIP_REASONS):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped for a reason the machine can change ({reason}); under CI "
+                           f"only these skip: {', '.join(MACHINE_SKIP_REASONS)}")
+    else:
+        _skipped.append((report.nodeid, reason))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    terminalreporter.section(f"skipped: {len(_skipped)}")
+    for nodeid, reason in _skipped:
+        terminalreporter.write_line(f"{nodeid}: {reason}")

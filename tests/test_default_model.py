@@ -12,6 +12,7 @@ from spec.labels_spec import block_margins, keep_best_block
 
 from eval.metrics import score_pages
 from eval.pages import calibration_pages, groundtruth_pages
+from eval.systems import run_trafilatura
 from pulpie_rt import Extractor
 from pulpie_rt.runtime.flow.pages import PreparedPage, decide_blocks
 from pulpie_rt.runtime.model.bundle import load_bundle
@@ -23,13 +24,20 @@ MAX_BUNDLE_BYTES = 25 * 1024 * 1024
 # The fast profile's word F1 for fast seeds 0 (shipped), 1 and 2 (make fast-seeds, then make
 # quality: bench/results/quality-20261204-story-prior.json): on the 65 ground-truth dev
 # pages and on the 126 readability article pages. The card's figures must be the shipped
-# seed's, and what this run measures must lie within the seeds' spread (max - min) of them: a
-# model below trafilatura (0.829 and 0.926 there) fails.
+# seed's, and what this run measures must lie within the seeds' spread (max - min) of them; and
+# above trafilatura's word F1 on the same pages, measured in this run too (trafilatura is in the
+# dev extra: 0.829 and 0.926 there).
 FAST_SEED_F1 = {"groundtruth": (0.8670, 0.8615, 0.8633), "readability": (0.9390, 0.9371, 0.9337)}
-TRAFILATURA_F1 = {"groundtruth": 0.8293, "readability": 0.9262}
 # the accurate profile has no seed copies (its transformer is not retrained): the card's
 # figure less 0.01 (a block flip on a long page across CPUs moves a page's F1, not the mean)
 ACCURATE_TOLERANCE = 0.01
+
+
+def trafilatura_f1(pages: list[dict]) -> float:
+    """trafilatura's word F1 on ``pages``, measured here (the margin the README claims rests
+    on this, not on a recorded figure)."""
+    texts = run_trafilatura(pages)["texts"]
+    return score_pages(texts, {p["id"]: p["reference"] for p in pages})["f1"]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +117,8 @@ def test_quality_on_groundtruth_pages_is_measured_here(profile_scores, results):
     assert round(card, 4) == seeds[0]  # the card is the shipped seed's figure
     measured = profile_scores["fast"][1]["f1"]
     assert abs(measured - card) <= max(seeds) - min(seeds), measured
-    assert measured > TRAFILATURA_F1["groundtruth"], measured
+    theirs = trafilatura_f1(pages)
+    assert 0.75 < theirs < measured, (theirs, measured)
     accurate = profile_scores["accurate"][1]["f1"]
     assert accurate >= results["dev_groundtruth"]["accurate"]["f1"] - ACCURATE_TOLERANCE
     for profile in ("fast", "accurate"):
@@ -131,7 +140,8 @@ def test_fast_quality_on_the_readability_articles_is_the_cards(default_extractor
                          {p["id"]: p["reference"] for p in pages})
     seeds = FAST_SEED_F1["readability"]
     assert abs(scores["f1"] - seeds[0]) <= max(seeds) - min(seeds), scores["f1"]
-    assert scores["f1"] > TRAFILATURA_F1["readability"], scores["f1"]
+    theirs = trafilatura_f1(pages)
+    assert 0.85 < theirs < scores["f1"], (theirs, scores["f1"])
 
 
 # ── keep_best_block decoding ─────────────────────────────────────────────────────────────

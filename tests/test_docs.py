@@ -261,12 +261,16 @@ def _run_block(block: Block, scratch: Path, env: dict[str, str], port: int) -> N
         f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}")
 
 
-@pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+# the pages with something to run or parse (a page of prose alone has no test, not a skip)
+CODE_PAGES = [path for path in DOC_FILES
+              if any(b.language in RUN_LANGUAGES | PARSED_LANGUAGES for b in parse_blocks(path))]
+
+
+@pytest.mark.parametrize("path", CODE_PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_every_block_of_the_page_runs(path, tmp_path, example_files):
     blocks = parse_blocks(path)
     scratch = _scratch(tmp_path, example_files)
     env, port = _environment(), _free_port()
-    ran = 0
     for block in blocks:
         if skip_reason(block) is not None:
             continue
@@ -274,6 +278,16 @@ def test_every_block_of_the_page_runs(path, tmp_path, example_files):
             json.loads(block.code)
         elif block.language in RUN_LANGUAGES:
             _run_block(block, scratch, env, port)
-            ran += 1
-    if not any(b.language in RUN_LANGUAGES for b in blocks):
-        pytest.skip("no code on this page")
+
+
+CURL_CALL = re.compile(r"\bcurl\b[^\n|;&]*")
+FAIL_FLAG = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*f[a-zA-Z]*|--fail(?:-with-body)?)(?=\s|$)")
+
+
+def test_every_http_call_of_the_docs_fails_on_an_http_error():
+    """curl exits 0 on a 404 or a 500 unless told -f: an example answered with an error would
+    pass (bash -e sees only exit statuses)."""
+    calls = [(block.where, match.group(0)) for block in ALL_BLOCKS
+             if block.language in {"bash", "sh"} for match in CURL_CALL.finditer(block.code)]
+    assert len(calls) >= 5, calls
+    assert [call for call in calls if not FAIL_FLAG.search(call[1])] == []

@@ -384,6 +384,44 @@ def test_api_key_guards_every_route_but_the_probes():
         assert 'pulpie_rt_requests_total{status="401"} 4.0' in metrics
 
 
+PROBES = ("/live", "/ready", "/health")  # open without the key: an orchestrator's probes
+
+
+@pytest.mark.parametrize("given", ["--api-key", "PULPIE_RT_API_KEY"])
+def test_the_commands_api_key_guards_every_route_but_the_probes(tmp_path_factory, given):
+    """``pulpie-rt serve --api-key KEY`` and ``$PULPIE_RT_API_KEY``, through the real command:
+    every route of the app, and a path it does not have, answer 401 without the key."""
+    from pulpie_rt.integrations.serve.app import ServeApp
+
+    routes = [(sorted(route.methods - {"HEAD"})[0], route.path)
+              for route in ServeApp(fake_service(), lambda message: None).app.routes]
+    assert {path for _, path in routes} >= {*PROBES, "/v1/extract", "/info", "/metrics"}
+    key = "s3cret-key"
+    serve = (start(tmp_path_factory, "--api-key", key) if given == "--api-key"
+             else start(tmp_path_factory, env={given: key}))
+    try:
+        body = {"pages": [PAGE]}
+        with httpx.Client(base_url=serve.url, timeout=30) as client:
+            for method, path in [*routes, ("GET", "/not-a-route")]:
+                if path in PROBES:
+                    assert client.get(path).status_code == 200, path
+                    continue
+                for auth in (None, "Bearer wrong", f"Basic {key}", key):
+                    headers = {} if auth is None else {"Authorization": auth}
+                    refused = client.request(method, path, headers=headers,
+                                             json=body if method == "POST" else None)
+                    assert refused.status_code == 401, (path, auth)
+                    assert refused.json()["error_type"] == "unauthorized"
+                served = client.request(method, path, headers={"Authorization": f"Bearer {key}"},
+                                        json=body if method == "POST" else None)
+                if path == "/not-a-route":
+                    assert served.status_code == 404
+                else:  # served (/docs redirects to the API's page)
+                    assert served.status_code in (200, 307), (path, served.status_code)
+    finally:
+        assert serve.stop() == 0, serve.log()
+
+
 def test_a_failure_of_our_own_is_a_json_500_and_counted(monkeypatch):
     from starlette.testclient import TestClient
 
