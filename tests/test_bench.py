@@ -299,7 +299,7 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     report = json.loads(out.read_text())
     assert [row["records"] for row in report["resume"]] == [3000, 5000]
     assert all(row[kind]["peak_rss_mib"] > 0 for row in report["resume"]
-               for kind in ("rebuilt index", "index"))
+               for kind in ("resume alone", "rebuilt index", "index"))
     assert report["kind"] == "bench"
     assert {"utc", "cpu", "cpu_count", "python", "git_commit", "versions"} <= set(
         report["machine"])
