@@ -110,7 +110,7 @@ def _skip_done(pages, output, out: Path) -> tuple[int, str | None]:
     An input page whose id a page done before it had is a duplicate that was not written (an
     index rebuilt from the output has no row for it)."""
     read = 0
-    for expected in output.done_ids():
+    for position, expected in output.done_pages():
         while True:
             page = next(pages, None)
             if page is None:
@@ -119,7 +119,8 @@ def _skip_done(pages, output, out: Path) -> tuple[int, str | None]:
             read += 1
             if page.id == expected:
                 break
-            if output.seen(page.id) is None:
+            earlier = output.seen(page.id)
+            if earlier is None or earlier >= position:
                 return read, (f"{out} holds results of other inputs (input page {read} is "
                               f"{page.id!r}, {out} has {expected!r}); use another --out")
     return read, None
@@ -127,7 +128,7 @@ def _skip_done(pages, output, out: Path) -> tuple[int, str | None]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pulpie_rt.runtime.io import InputError, check_inputs
-    from pulpie_rt.runtime.output import OutputError, open_output
+    from pulpie_rt.runtime.output import OutputError, OutputWriteError, open_output
 
     inputs = [Path(p) for p in args.inputs]
     out = Path(args.out)
@@ -136,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         output = open_output(args.out, args.format, shard_records=args.shard_records,
                              shard_bytes=args.shard_bytes, compression=args.compression)
         output.resume()
-    except (InputError, OutputError) as exc:
+    except (InputError, OutputError, OutputWriteError) as exc:  # the last names its file
         return _fail("run", str(exc))
     except OSError as exc:  # the output's folder cannot be written: before any page is read
         return _fail("run", f"{out}: cannot write there ({exc.strerror or exc})")

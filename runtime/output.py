@@ -21,7 +21,7 @@ page is counted as done only once its record is. A rerun reads it instead of the
 - the data past the committed bytes (a batch torn by a kill, a full disk) is cut off, and
   those pages are done again, never written twice;
 - the ids of the pages done are compared with the inputs' as a stream, without holding them
-  (``done_ids``), and ``seen`` looks an id up on disk: memory does not grow with the pages done.
+  (``done_pages``), and ``seen`` looks an id up on disk: memory does not grow with the pages done.
 
 An output without its index (written before the index existed, or the index deleted) is read
 once, record by record, to rebuild it; the same memory bound holds.
@@ -218,10 +218,9 @@ class Index:
         rows = self.db.execute("SELECT part, records, bytes, complete FROM parts ORDER BY part")
         return [(p, r, b, bool(c)) for p, r, b, c in rows]
 
-    def done_ids(self) -> Iterator[str]:
-        """The ids of the pages done, in input order, streamed."""
-        for (page_id,) in self.db.execute("SELECT id FROM pages ORDER BY position"):
-            yield page_id
+    def done_pages(self) -> Iterator[tuple[int, str]]:
+        """(position, id) of the pages done, in input order, streamed."""
+        yield from self.db.execute("SELECT position, id FROM pages ORDER BY position")
 
     def seen(self, page_id: str) -> int | None:
         """The position of the first page done with this id."""
@@ -355,8 +354,12 @@ class Output:
                 batch, batch_parts = [], []
         self.index.commit(batch, parts_done(), batch_parts)
 
+    def done_pages(self) -> Iterator[tuple[int, str]]:
+        """(position, id) of the pages done, in input order, streamed (never held)."""
+        return self.index.done_pages()
+
     def done_ids(self) -> Iterator[str]:
-        return self.index.done_ids()
+        return (page_id for _, page_id in self.index.done_pages())
 
     def seen(self, page_id: str) -> int | None:
         return self.index.seen(page_id)

@@ -228,10 +228,12 @@ def test_a_read_only_output_is_refused_before_any_page_is_read(tmp_path):
 
 def test_resuming_onto_the_output_of_other_inputs_is_refused(tmp_path):
     pages = copies(1)[:4]
-    first, other, short = (tmp_path / n for n in ("first.jsonl", "other.jsonl", "short.jsonl"))
+    first, other, short, swapped = (tmp_path / f"{n}.jsonl" for n in ("first", "other", "short",
+                                                                     "swapped"))
     write_pages(first, pages)
     write_pages(other, [(f"other/{i}", h) for i, h in pages] + pages)
     write_pages(short, pages[:2])
+    write_pages(swapped, [pages[1], pages[0], *pages[2:]])  # not a duplicate: a later page
     out = tmp_path / "out.jsonl"
     assert run(first, "--out", out, "--model", MODEL, "--quiet").returncode == 0
     before = out.read_bytes()
@@ -245,6 +247,11 @@ def test_resuming_onto_the_output_of_other_inputs_is_refused(tmp_path):
     assert refused.stderr.decode().strip() == (
         f"pulpie-rt run: {out} holds results of other inputs (4 pages done, the inputs have "
         "2); use another --out")
+    refused = run(swapped, "--out", out, "--model", MODEL, "--quiet")
+    assert refused.returncode == 2
+    assert refused.stderr.decode().strip() == (
+        f"pulpie-rt run: {out} holds results of other inputs (input page 1 is "
+        f"'{pages[1][0]}', {out} has '{pages[0][0]}'); use another --out")
     assert out.read_bytes() == before
 
 
