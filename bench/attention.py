@@ -43,7 +43,7 @@ def run(checkpoint: Path, pages: int, repeats: int, max_tokens: int, threads: in
             bundle = export_bundle(checkpoint, Path(tmp) / attention, verify=False,
                                    log=lambda *_: None, max_tokens=max_tokens,
                                    attention=attention)
-            extractors[attention] = Extractor(model=str(bundle), backend="onnxruntime",
+            extractors[attention] = Extractor(model=str(bundle), backend="cpu",
                                               device="cpu", threads=threads)
             extractors[attention].extract_batch(htmls[:1])  # warm-up: sessions, arenas
             results[attention] = {"cpu_s": [], "wall_s": []}

@@ -207,7 +207,7 @@ def label_agreement(ours: Sequence[Any], ref: Sequence[Any]) -> dict[str, Any]:
 
 
 def run_end_to_end(pages: Sequence[dict], checkpoint: Path | None = None,
-                   backends: Sequence[str] = ("onnxruntime",), device: str = "cpu",
+                   backends: Sequence[str] = ("auto",), device: str = "cpu",
                    our_model: str | Path | None = None, with_pipelines: bool = True,
                    workers: int | None = None, log: Callable[[str], None] = print
                    ) -> dict[str, Any]:

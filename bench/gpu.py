@@ -113,13 +113,14 @@ class UtilSampler:
 # ---------------------------------------------------------------- token counts and FLOPs
 
 
-def page_chunk_lengths(htmls: Sequence[str], tokenizer_dir: Path) -> list[list[int]]:
+def page_chunk_lengths(htmls: Sequence[str], tokenizer_dir: Path,
+                       max_tokens: int = 8192) -> list[list[int]]:
     """Chunk lengths of each page through our simplify + tokenize + pack (same chunks as the
-    reference's: the runtime's tests hold it to that)."""
+    reference's: the runtime's tests hold it to that), chunks of at most ``max_tokens``."""
     from bench.ours import tokenize_pack
     from pulpie_rt.runtime.stages.simplify import simplify
 
-    pack = tokenize_pack(tokenizer_dir, 8192)
+    pack = tokenize_pack(tokenizer_dir, max_tokens)
     lengths = []
     for html in htmls:
         try:
@@ -220,9 +221,9 @@ def side_plan(checkpoint: Path, engine: Path | None, bundle: Path | None, device
     plan = []
     ours_models: list[tuple[str, Path | None, str]] = []
     if device.startswith("cuda"):
-        ours_models = [("tensorrt", engine, "tensorrt"), ("ort-cuda", bundle, "onnxruntime")]
+        ours_models = [("tensorrt", engine, "tensorrt"), ("ort-cuda", bundle, "cuda")]
     else:
-        ours_models = [("ort-cpu", bundle or checkpoint, "onnxruntime")]
+        ours_models = [("ort-cpu", bundle or checkpoint, "cpu")]
     for side in sides:
         if side == "ref-loop":
             plan.append(("ref Extractor loop (bf16)" if device.startswith("cuda")
@@ -426,7 +427,7 @@ def run_parity(args: argparse.Namespace, log: Callable[[str], None] = print) -> 
         log("GPU parity: SKIPPED - no NVIDIA GPU on this machine")
         report["skipped"] = "no NVIDIA GPU"
         return report
-    backend = "tensorrt" if name else "onnxruntime"
+    backend = "tensorrt" if name else "cpu"
     ours_model = args.engine if name else (args.bundle or args.checkpoint)
     pages = _pages(args)
     htmls = [p["html"] for p in pages]

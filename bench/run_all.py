@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="HF checkpoint for tokenize+pack and end to end (default: the tiny "
                              "test checkpoint)")
     parser.add_argument("--backends", nargs="+", default=None,
-                        help="our backends end to end (default: onnxruntime; tensorrt needs "
+                        help="our backends end to end (default: auto; tensorrt needs "
                              "--model ENGINE and --device cuda:0)")
     parser.add_argument("--model", default=None,
                         help="what our side loads end to end (bundle or engine; default: the "
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         pages = bench_pages(args.pages, args.inputs, args.corpus)
         print(f"End to end: {len(pages)} pages, device {args.device}", flush=True)
         report["end_to_end"] = run_end_to_end(
-            pages, checkpoint=args.checkpoint, backends=args.backends or ["onnxruntime"],
+            pages, checkpoint=args.checkpoint, backends=args.backends or ["auto"],
             device=args.device, our_model=args.model,
             with_pipelines="pipelines" not in args.skip, workers=args.workers)
         tables.append(end_to_end_table(report["end_to_end"]))

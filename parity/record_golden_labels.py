@@ -125,7 +125,7 @@ def record_ours(bundle: Path, out: Path, threads: int) -> dict:
     """Our ONNX Runtime CPU outputs in the golden format (for ``--compare``)."""
     from pulpie_rt import Extractor
 
-    extractor = Extractor(bundle, backend="onnxruntime", device="cpu", threads=threads)
+    extractor = Extractor(bundle, backend="cpu", device="cpu", threads=threads)
     pages: dict[str, dict] = {}
     start = time.perf_counter()
     for n, page in enumerate(iter_pages("dev"), 1):

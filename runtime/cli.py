@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from pulpie_rt.runtime.model.devices import BACKEND_NAMES
+from pulpie_rt.runtime.model.devices import backend_names
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError
 
 WRITE_EVERY_PAGES = 64
@@ -310,7 +310,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                              "the CPU time); default: the bundle's own (see the model card)")
     from pulpie_rt.runtime.flow.pages import PageLimits
 
-    parser.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    parser.add_argument("--backend", choices=backend_names(), default="auto")
     defaults = PageLimits()
     parser.add_argument("--max-input-bytes", type=int, default=defaults.max_input_bytes,
                         help="cut a longer page to its first N bytes before parsing (0: no "

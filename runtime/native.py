@@ -1251,6 +1251,8 @@ _ABI_SIGNATURES = {
     "pulpie_rt_py_seq_buckets": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
                                  ctypes.c_size_t),
     "pulpie_rt_py_max_batch_attention": ([], ctypes.c_uint64),
+    "pulpie_rt_provider_name": ([ctypes.c_uint32], ctypes.c_char_p),
+    "pulpie_rt_provider_device": ([ctypes.c_uint32], ctypes.c_char_p),
 }
 # the ABI this binding is written for (pulpie_rt.h's PULPIE_RT_ABI_VERSION)
 ABI_VERSION = 3
@@ -1309,3 +1311,14 @@ def seq_buckets() -> tuple[int, ...]:
 def max_batch_attention() -> int:
     """The engine's cap on rows x length**2 per batch (ONNX Runtime's eager attention)."""
     return int(engine_abi().pulpie_rt_py_max_batch_attention())
+
+
+def providers() -> tuple[tuple[str, str], ...]:
+    """The execution providers the core knows, from their one definition (``core/src/ort/
+    providers.rs``, ``pulpie_rt_provider_name`` / ``pulpie_rt_provider_device``): ``(backend,
+    device syntax)`` pairs, e.g. ``("cpu", "cpu")``, ``("cuda", "cuda:N")``."""
+    lib = engine_abi()
+    found = []
+    while (name := lib.pulpie_rt_provider_name(len(found))) is not None:
+        found.append((name.decode(), lib.pulpie_rt_provider_device(len(found)).decode()))
+    return tuple(found)

@@ -10,8 +10,10 @@ import pytest
 from rt_helpers import small_dev_pages, tiny_bundle
 
 from pulpie_rt import Extractor, PageInput
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.flow.engine import BackendError, Engine
 from pulpie_rt.runtime.flow.pages import DEFAULT_LIMITS, DEFAULT_MAX_BATCH_TOKENS
+from pulpie_rt.runtime.model.devices import backend_names, gpu_index
 
 
 def test_the_engine_says_what_runs_the_model():
@@ -41,15 +43,29 @@ def test_a_gpu_asked_for_a_profile_without_a_model_is_said_not_refused(caplog):
 
 
 @pytest.mark.parametrize(("backend", "device", "message"), [
-    ("tpu", None, "unknown backend 'tpu': choose one of auto, tensorrt, onnxruntime"),
+    ("tpu", None, "unknown backend 'tpu': choose one of auto, cpu, cuda, tensorrt"),
     ("auto", "gpu", "device 'gpu': choose 'cpu', 'cuda' or 'cuda:N'"),
     ("auto", "cuda:x", "device 'cuda:x': choose 'cpu', 'cuda' or 'cuda:N'"),
     ("tensorrt", "cpu", "backend 'tensorrt' runs on a GPU, not on device 'cpu'"),
+    ("cpu", "cuda:1", "backend 'cpu' does not run on device 'cuda:1'"),
+    # the name ONNX Runtime's CPU and CUDA providers had before they were named as the core
+    # names them
+    ("onnxruntime", "cpu", "unknown backend 'onnxruntime': choose one of auto, cpu, cuda, "
+                           "tensorrt"),
 ])
 def test_devices_it_cannot_use_are_refused_with_the_reason(backend, device, message):
     with pytest.raises(BackendError) as refused:
         Engine(tiny_bundle(), backend=backend, device=device)
     assert str(refused.value) == message
+
+
+def test_the_backends_and_their_devices_are_the_cores_providers():
+    # one table (core/src/ort/providers.rs) read through the C ABI; the CLIs offer it too
+    assert native.providers() == (("cpu", "cpu"), ("cuda", "cuda:N"), ("tensorrt", "cuda:N"))
+    assert backend_names() == ("auto", "cpu", "cuda", "tensorrt")
+    assert gpu_index("cuda:3") == 3 and gpu_index("cuda") == 0 and gpu_index("cpu") is None
+    engine = Engine(tiny_bundle(), backend="cpu", device="cpu")
+    assert (engine.provider, engine.device) == ("cpu", "cpu")
 
 
 def test_bytes_are_decoded_and_say_with_what_text_is_taken_as_it_is():

@@ -20,7 +20,7 @@ from pulpie_rt.runtime.model.resolve import ModelError, resolve_model
 
 @pytest.fixture(scope="module")
 def extractor() -> Extractor:
-    return Extractor(tiny_bundle(), backend="onnxruntime", device="cpu")
+    return Extractor(tiny_bundle(), backend="cpu", device="cpu")
 
 
 def sha(text: str) -> str:

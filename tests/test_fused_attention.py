@@ -97,7 +97,7 @@ def test_the_engine_runs_one_unpadded_chunk_per_call_with_the_unfused_labels(bun
     pages = [p for p in load_pages("dev") if 3_000 <= len(p["html"]) <= 60_000][:12]
     labels, counters = {}, {}
     for attention, bundle in bundles.items():
-        extractor = Extractor(model=str(bundle), backend="onnxruntime", device="cpu")
+        extractor = Extractor(model=str(bundle), backend="cpu", device="cpu")
         results = extractor.extract_batch([p["html"] for p in pages])
         assert all(r.error is None for r in results), [r.error for r in results]
         labels[attention] = [r.labels for r in results]

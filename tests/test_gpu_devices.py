@@ -214,7 +214,7 @@ def python_open(model: Path, backend: str, device: str, driver: Path | None = No
 
 
 @pytest.mark.parametrize("backend,device,provider", [
-    ("onnxruntime", "cuda", "cuda"), ("tensorrt", "cuda:0", "tensorrt"),
+    ("cuda", "cuda", "cuda"), ("tensorrt", "cuda:0", "tensorrt"),
 ])
 def test_python_asking_for_a_gpu_fails_with_the_reason_never_on_the_cpu(
         tiny, fake_driver, backend, device, provider):

@@ -22,7 +22,7 @@ RUN = """
 import sys
 from pulpie_rt.corpus import load_pages
 from pulpie_rt.runtime.flow.extractor import Extractor
-extractor = Extractor(model=sys.argv[1], backend="onnxruntime", device="cpu")
+extractor = Extractor(model=sys.argv[1], backend="cpu", device="cpu")
 results = extractor.extract_batch([p["html"] for p in load_pages("dev")[:2]])
 assert all(r.error is None for r in results), [r.error for r in results]
 """

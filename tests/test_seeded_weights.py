@@ -131,7 +131,7 @@ def test_the_engine_runs_a_restored_bundle_and_two_restores_agree(stripped, tmp_
     labels = []
     for copy in ("one", "two"):
         bundle = _restored(stripped["fp32"], tmp_path / copy)
-        extractor = Extractor(model=str(bundle), backend="onnxruntime", device="cpu")
+        extractor = Extractor(model=str(bundle), backend="cpu", device="cpu")
         results = extractor.extract_batch([p["html"] for p in pages])
         assert all(r.error is None and r.labels for r in results), [r.error for r in results]
         labels.append([r.labels for r in results])
@@ -140,7 +140,7 @@ def test_the_engine_runs_a_restored_bundle_and_two_restores_agree(stripped, tmp_
 
 def test_a_stripped_bundle_without_its_data_is_refused_by_name(stripped):
     with pytest.raises(Exception, match="model.onnx"):
-        Extractor(model=str(stripped["fp32"]), backend="onnxruntime", device="cpu")
+        Extractor(model=str(stripped["fp32"]), backend="cpu", device="cpu")
 
 
 def test_usage():

@@ -80,7 +80,7 @@ typedef struct {
     const char *model;       /* a bundle directory (as `pulpie-rt export` writes it), or NULL:
                                 the default model embedded in the library */
     const char *backend;     /* "cpu" (NULL: the same), "cuda" or "tensorrt" (ONNX Runtime's
-                                execution providers) */
+                                execution providers: pulpie_rt_provider_name) */
     int32_t device_id;       /* the GPU for "cuda" / "tensorrt"; default 0 */
     int32_t threads;         /* ONNX Runtime's intra-op threads per engine; 0 (default): its
                                 own default, one per physical core */
@@ -122,6 +122,13 @@ void pulpie_rt_engine_close(pulpie_rt_engine *e); /* NULL: nothing */
  * execution provider its session runs on), or "none" when the profile runs no model (the
  * default model's "fast": its block rescorer alone, on the CPU). Static; NULL for NULL. */
 const char *pulpie_rt_engine_provider(const pulpie_rt_engine *e);
+
+/* ABI 3: the execution providers this library knows, by index 0, 1, ... (NULL past the
+ * last; static): pulpie_rt_provider_name is the `backend` option's spelling ("cpu", "cuda",
+ * "tensorrt"), pulpie_rt_provider_device how its device is written ("cpu", or "cuda:N": GPU N,
+ * the option `device_id`). Every door's choices are read from here. */
+const char *pulpie_rt_provider_name(uint32_t index);
+const char *pulpie_rt_provider_device(uint32_t index);
 
 /* ABI 3: what to tell the user once about the engine's devices (a GPU asked for a profile
  * that runs no model; TensorRT engines built or loaded, and where), or NULL. Asking for "cuda"

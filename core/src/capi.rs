@@ -207,12 +207,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
     let backend = unsafe { optional_str(options.backend, "options.backend")? };
     let device_id = u32::try_from(options.device_id)
         .map_err(|_| argument(format!("options.device_id is {}", options.device_id)))?;
-    let provider = match backend.unwrap_or("cpu") {
-        "cpu" => ExecutionProvider::Cpu,
-        "cuda" => ExecutionProvider::Cuda { device_id },
-        "tensorrt" => ExecutionProvider::TensorRt { device_id },
-        other => return Err(argument(format!("unknown backend '{other}': choose cpu, cuda or tensorrt"))),
-    };
+    let provider = ExecutionProvider::parse(backend.unwrap_or("cpu"), device_id).map_err(argument)?;
     let threads = usize::try_from(options.threads)
         .map_err(|_| argument(format!("options.threads is {}", options.threads)))?;
     let ort_library = unsafe { optional_str(options.ort_library, "options.ort_library")? }.map(PathBuf::from);
@@ -456,6 +451,25 @@ pub unsafe extern "C" fn pulpie_rt_engine_provider(engine: *const pulpie_rt_engi
         None => std::ptr::null(),
         Some(e) => e.engine.provider_c_name().as_ptr() as *const c_char,
     }
+}
+
+/// The execution providers this library knows, by index from 0 (`ort::PROVIDERS`, their one
+/// definition): the backend option's spelling ("cpu", "cuda", "tensorrt"), or NULL past the
+/// last. Static.
+#[no_mangle]
+pub extern "C" fn pulpie_rt_provider_name(index: u32) -> *const c_char {
+    crate::ort::PROVIDERS
+        .get(index as usize)
+        .map_or(std::ptr::null(), |p| p.c_name().as_ptr() as *const c_char)
+}
+
+/// How provider `index`'s device is written ("cpu", or "cuda:N": GPU N, the option
+/// `device_id`), or NULL past the last. Static.
+#[no_mangle]
+pub extern "C" fn pulpie_rt_provider_device(index: u32) -> *const c_char {
+    crate::ort::PROVIDERS
+        .get(index as usize)
+        .map_or(std::ptr::null(), |p| p.c_device().as_ptr() as *const c_char)
 }
 
 /// The name of a status code (`"PULPIE_RT_OK"` …), or `"unknown status"`. Static.

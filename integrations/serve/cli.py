@@ -9,7 +9,7 @@ import signal
 import sys
 
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
-from pulpie_rt.runtime.model.devices import BACKEND_NAMES
+from pulpie_rt.runtime.model.devices import backend_names
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 _DEFAULTS = Limits()
@@ -118,7 +118,7 @@ def register(subparsers) -> None:
     serve.add_argument("--profile", default=None,
                        help="speed/quality profile of the model (the embedded default model: "
                             "fast or accurate; default: the bundle's own, see the model card)")
-    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    serve.add_argument("--backend", choices=backend_names(), default="auto")
     serve.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
     serve.add_argument("--workers", type=_positive(int), default=None,
                        help="extraction threads, each running a group of queued pages "

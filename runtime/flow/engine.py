@@ -26,7 +26,13 @@ from pulpie_rt.runtime.flow.pages import (
     PageResult,
     RunStats,
 )
-from pulpie_rt.runtime.model.devices import BACKEND_NAMES, gpu_devices
+from pulpie_rt.runtime.model.devices import (
+    AUTO,
+    backend_names,
+    gpu_backends,
+    gpu_devices,
+    gpu_index,
+)
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError, resolve_model
 
 logger = logging.getLogger("pulpie_rt")
@@ -70,29 +76,29 @@ def _check(status: int, err: ctypes.c_char_p, what: str) -> None:
 def _device_request(backend: str, device: str | None, uses_transformer: bool
                     ) -> tuple[str, int, bool]:
     """``(provider, device_id, may_fall_back)`` for the C options from the doors' ``backend``
-    and ``device``: ``auto`` with no device takes the first GPU when one is visible and may
-    fall back to the CPU (saying so); anything asked for by name is run there or fails."""
-    if backend not in BACKEND_NAMES:
-        raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_NAMES)}")
-    if device is not None and device != "cpu" and not device.startswith("cuda"):
-        raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'")
-    device_id = 0
-    if device is not None and device.startswith("cuda:"):
-        try:
-            device_id = int(device.split(":", 1)[1])
-        except ValueError:
-            raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'") from None
-        if device_id < 0:
-            raise BackendError(f"device {device!r}: choose 'cpu', 'cuda' or 'cuda:N'")
-    if backend == "tensorrt":
-        if device == "cpu":
-            raise BackendError("backend 'tensorrt' runs on a GPU, not on device 'cpu'")
-        return "tensorrt", device_id, False
+    (``auto`` or a provider the core names: ``cpu``, ``cuda``, ``tensorrt``) and ``device``
+    (``cpu``, ``cuda`` or ``cuda:N``): ``auto`` with no device takes the first GPU when one is
+    visible and may fall back to the CPU (saying so); anything asked for by name is run there
+    or fails."""
+    names = backend_names()
+    if backend not in names:
+        raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(names)}")
+    try:
+        gpu = None if device is None else gpu_index(device)
+    except ValueError as exc:
+        raise BackendError(str(exc)) from None
+    on_gpu = backend in gpu_backends()
     if device is None:
-        if backend == "auto" and uses_transformer and gpu_devices():
+        if backend == AUTO and uses_transformer and gpu_devices():
             return "cuda", 0, True
+        return (backend, 0, False) if on_gpu else ("cpu", 0, False)
+    if gpu is None:
+        if on_gpu:
+            raise BackendError(f"backend '{backend}' runs on a GPU, not on device 'cpu'")
         return "cpu", 0, False
-    return ("cpu", 0, False) if device == "cpu" else ("cuda", device_id, False)
+    if backend == "cpu":
+        raise BackendError(f"backend 'cpu' does not run on device {device!r}")
+    return ("cuda" if backend == AUTO else backend), gpu, False
 
 
 class Engine:
@@ -100,13 +106,13 @@ class Engine:
 
     ``model``: hub name, checkpoint directory, bundle directory or ``default`` (see
     ``runtime.model.resolve``). ``profile``: the bundle's speed/quality profile (None: its
-    default). ``backend``: ``auto``, ``onnxruntime`` or ``tensorrt``; ``device``: ``cpu``,
-    ``cuda`` or ``cuda:N`` (None: a GPU when one is visible and the profile runs a model, else
-    the CPU). A device asked for by name is used or the engine does not open
-    (``BackendError`` says why); only ``auto`` without a device falls back, and says so in
-    ``stats``. ``threads``: ONNX Runtime's intra-op threads (None: its default, one per
-    core). ``limits`` bounds what one page may cost; ``max_batch_tokens`` and
-    ``cutoff_length`` default to the core's.
+    default). ``backend``: ``auto`` or an execution provider (``cpu``, ``cuda``, ``tensorrt``:
+    ``native.providers``); ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (None: a GPU when one
+    is visible and the profile runs a model, else the CPU). A device asked for by name is used
+    or the engine does not open (``BackendError`` says why); only ``auto`` without a device
+    falls back, and says so in ``stats``. ``threads``: ONNX Runtime's intra-op threads (None:
+    its default, one per core). ``limits`` bounds what one page may cost; ``max_batch_tokens``
+    and ``cutoff_length`` default to the core's.
 
     ``extract_pages`` may be called from any number of threads at once.
     """

@@ -11,6 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulpie_rt.runtime import native
+
 
 def usable_cpus() -> int:
     """CPUs this process may run on: its affinity mask, lowered by a cgroup v2 CPU quota
@@ -29,9 +31,41 @@ def usable_cpus() -> int:
     return max(1, cpus)
 
 
-# the doors' ``backend=`` choices: ``auto`` (a GPU when one is visible, else the CPU), ONNX
-# Runtime's CPU/CUDA providers, or its TensorRT provider
-BACKEND_NAMES = ("auto", "tensorrt", "onnxruntime")
+# ``backend="auto"``: a GPU when one is visible (and the profile runs a model), else the CPU
+AUTO = "auto"
+
+
+def backend_names() -> tuple[str, ...]:
+    """The doors' ``backend=`` choices: ``auto`` and the core's execution providers (``cpu``,
+    ``cuda``, ``tensorrt``: named once in the core, read through ``native.providers``)."""
+    return (AUTO, *(name for name, _ in native.providers()))
+
+
+def gpu_backends() -> tuple[str, ...]:
+    """The backends that run on a GPU (their device is written ``cuda:N``)."""
+    return tuple(name for name, device in native.providers() if device != "cpu")
+
+
+def device_choices() -> str:
+    """``'cpu', 'cuda' or 'cuda:N'``: the devices as the core writes them, for a message."""
+    syntaxes = dict.fromkeys(device for _, device in native.providers())
+    words = [f"'{s}'" for s in syntaxes if s == "cpu"]
+    for syntax in syntaxes:
+        if syntax != "cpu":
+            words += [f"'{syntax.split(':')[0]}'", f"'{syntax}'"]
+    return ", ".join(words[:-1]) + f" or {words[-1]}"
+
+
+def gpu_index(device: str) -> int | None:
+    """GPU N of ``cuda:N`` (``cuda``: 0), None for ``cpu``; ValueError for anything else."""
+    if device == "cpu":
+        return None
+    prefix, _, index = device.partition(":")
+    if prefix == "cuda" and not index:
+        return 0
+    if prefix == "cuda" and index.isdigit():
+        return int(index)
+    raise ValueError(f"device {device!r}: choose {device_choices()}")
 
 
 def gpu_devices() -> list[str]:

@@ -443,15 +443,10 @@ impl Engine {
     /// What runs the model, NUL-terminated: the execution provider of its session
     /// (`"cpu\0"`, `"cuda\0"`, `"tensorrt\0"`), or `"none\0"` when the profile runs no model.
     pub fn provider_c_name(&self) -> &'static str {
-        use crate::ort::ExecutionProvider;
         if self.classifier.is_none() {
             return "none\0";
         }
-        match self.config.session.provider {
-            ExecutionProvider::Cpu => "cpu\0",
-            ExecutionProvider::Cuda { .. } => "cuda\0",
-            ExecutionProvider::TensorRt { .. } => "tensorrt\0",
-        }
+        self.config.session.provider.spec().c_name()
     }
 
     /// The settings the engine runs with.

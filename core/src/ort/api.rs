@@ -3,7 +3,7 @@
 
 use super::library::OrtLibrary;
 use super::sys::{self, OrtApi, Status};
-use super::OrtError;
+use super::types::OrtError;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;

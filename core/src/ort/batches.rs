@@ -4,8 +4,7 @@
 //! `cumulative_seq_lengths`), `FlatBatch::padded` (`Batch.padded`) and `sep_logits`
 //! (`backends.sep_logits`).
 
-use super::engine::Logits;
-use super::OrtError;
+use super::types::{BatchPlan, Bucket, Logits};
 
 /// `batches.DEFAULT_BUCKETS` (`export.profiles.SEQ_BUCKETS`).
 pub const DEFAULT_BUCKETS: [usize; 7] = [128, 256, 512, 1024, 2048, 4096, 8192];
@@ -14,13 +13,6 @@ pub const DEFAULT_MAX_BATCH_TOKENS: usize = 16384;
 /// `batches.DEFAULT_MAX_BATCH_ATTENTION`: rows × length² for engines whose attention
 /// materialises `[rows, heads, L, L]` scores (ONNX Runtime's eager graph).
 pub const DEFAULT_MAX_BATCH_ATTENTION: usize = 8192 * 8192;
-
-/// `batches.Bucket`: rows of at most `max_length` tokens, at most `max_rows` per batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bucket {
-    pub max_length: usize,
-    pub max_rows: Option<usize>,
-}
 
 /// `as_buckets(None)`.
 pub fn default_buckets() -> Vec<Bucket> {
@@ -35,14 +27,6 @@ pub fn bucket_for(length: usize, buckets: &[Bucket]) -> Bucket {
         .copied()
         .find(|b| length <= b.max_length)
         .unwrap_or(Bucket { max_length: length, max_rows: Some(1) })
-}
-
-/// One batch of `make_batches`: the indices of its rows (into the lengths given), shortest
-/// first, and its bucket.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BatchPlan {
-    pub rows: Vec<usize>,
-    pub bucket: Bucket,
 }
 
 /// `make_batches` for an engine that pads every row to the batch's longest (both engines
@@ -102,88 +86,6 @@ pub fn plan_batches(
     batches
 }
 
-/// `batches.Batch` without keys: the rows' token ids concatenated and
-/// `cumulative_seq_lengths` (`rows + 1` offsets, starting at 0).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlatBatch {
-    pub input_ids: Vec<i64>,
-    pub cumulative_seq_lengths: Vec<usize>,
-}
-
-/// `Batch.padded`'s result: `[rows, length]` row-major ids and mask.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Padded {
-    pub rows: usize,
-    pub length: usize,
-    pub input_ids: Vec<i64>,
-    pub attention_mask: Vec<i64>,
-}
-
-impl FlatBatch {
-    pub fn from_rows<'a>(rows: impl IntoIterator<Item = &'a [i64]>) -> FlatBatch {
-        let mut batch = FlatBatch { input_ids: Vec::new(), cumulative_seq_lengths: vec![0] };
-        for row in rows {
-            batch.input_ids.extend_from_slice(row);
-            batch.cumulative_seq_lengths.push(batch.input_ids.len());
-        }
-        batch
-    }
-
-    /// Checks the offsets: they start at 0, never decrease and end at the token count.
-    pub fn new(input_ids: Vec<i64>, cumulative_seq_lengths: Vec<usize>) -> Result<FlatBatch, OrtError> {
-        let ordered = cumulative_seq_lengths.windows(2).all(|w| w[0] <= w[1]);
-        if cumulative_seq_lengths.first() != Some(&0)
-            || !ordered
-            || cumulative_seq_lengths.last() != Some(&input_ids.len())
-        {
-            return Err(OrtError(format!(
-                "cumulative_seq_lengths must rise from 0 to the {} tokens",
-                input_ids.len()
-            )));
-        }
-        Ok(FlatBatch { input_ids, cumulative_seq_lengths })
-    }
-
-    pub fn rows(&self) -> usize {
-        self.cumulative_seq_lengths.len() - 1
-    }
-
-    pub fn lengths(&self) -> Vec<usize> {
-        self.cumulative_seq_lengths.windows(2).map(|w| w[1] - w[0]).collect()
-    }
-
-    /// The longest row (0 for no rows).
-    pub fn max_length(&self) -> usize {
-        self.lengths().into_iter().max().unwrap_or(0)
-    }
-
-    /// Token ids of row `index` (no padding).
-    pub fn row(&self, index: usize) -> &[i64] {
-        &self.input_ids[self.cumulative_seq_lengths[index]..self.cumulative_seq_lengths[index + 1]]
-    }
-
-    /// `Batch.padded(pad_id, length)`: rows right-padded with `pad_id` to `length` (None or
-    /// 0: the longest row), mask 1 on real tokens. A `length` shorter than a row is an error
-    /// (NumPy raises there too).
-    pub fn padded(&self, pad_id: i64, length: Option<usize>) -> Result<Padded, OrtError> {
-        let longest = self.max_length();
-        let length = length.filter(|&n| n != 0).unwrap_or(longest);
-        if length < longest {
-            return Err(OrtError(format!("cannot pad rows of {longest} tokens to {length}")));
-        }
-        let rows = self.rows();
-        let mut input_ids = vec![pad_id; rows * length];
-        let mut attention_mask = vec![0i64; rows * length];
-        for index in 0..rows {
-            let row = self.row(index);
-            let start = index * length;
-            input_ids[start..start + row.len()].copy_from_slice(row);
-            attention_mask[start..start + row.len()].fill(1);
-        }
-        Ok(Padded { rows, length, input_ids, attention_mask })
-    }
-}
-
 /// `backends.sep_logits`: per row of a padded batch, the logits at its `sep_id` tokens among
 /// its first `lengths[row]` (real) tokens, flattened `[n_sep × labels]`.
 pub fn sep_logits(logits: &Logits, padded_ids: &[i64], lengths: &[usize], sep_id: i64) -> Vec<Vec<f32>> {
@@ -204,6 +106,7 @@ pub fn sep_logits(logits: &Logits, padded_ids: &[i64], lengths: &[usize], sep_id
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ort::types::FlatBatch;
 
     fn plan(batches: &[BatchPlan]) -> Vec<(Vec<usize>, usize)> {
         batches.iter().map(|b| (b.rows.clone(), b.bucket.max_length)).collect()

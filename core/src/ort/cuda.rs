@@ -8,7 +8,7 @@
 //! (engines only run on the architecture they were built for).
 
 use super::library::{open_library, symbol};
-use super::OrtError;
+use super::types::OrtError;
 use std::ffi::{c_char, c_int, c_uint, CStr, OsStr};
 
 /// The driver library's SONAME.

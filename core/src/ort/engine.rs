@@ -3,53 +3,18 @@
 //! through onnxruntime's Python API as the tests' oracle).
 
 use super::api::{ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec};
-use super::batches::{default_buckets, sep_logits, Bucket, FlatBatch};
+use super::batches::{default_buckets, sep_logits};
 use super::cuda;
 use super::gpu::{
     context_model_path, cuda_provider_options, tensorrt_provider_options, CacheRecord, EngineFiles,
     GpuOptions, ShapeBox, RECORD_NAME,
 };
-use super::OrtError;
+use super::providers::ExecutionProvider;
+use super::types::{Bucket, FlatBatch, Logits, OrtError, SepLogits};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-
-/// Where a session's operators run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExecutionProvider {
-    Cpu,
-    /// ONNX Runtime's CUDA provider on GPU `device_id`
-    Cuda {
-        device_id: u32,
-    },
-    /// ONNX Runtime's TensorRT provider on GPU `device_id`, with CUDA on the same GPU for
-    /// what TensorRT does not take (and the CPU after both, as always)
-    TensorRt {
-        device_id: u32,
-    },
-}
-
-impl ExecutionProvider {
-    /// "cpu", "cuda" or "tensorrt" (the C option's spelling).
-    pub fn name(self) -> &'static str {
-        match self {
-            ExecutionProvider::Cpu => "cpu",
-            ExecutionProvider::Cuda { .. } => "cuda",
-            ExecutionProvider::TensorRt { .. } => "tensorrt",
-        }
-    }
-
-    /// The GPU asked for (None: the CPU).
-    pub fn device(self) -> Option<u32> {
-        match self {
-            ExecutionProvider::Cpu => None,
-            ExecutionProvider::Cuda { device_id } | ExecutionProvider::TensorRt { device_id } => {
-                Some(device_id)
-            }
-        }
-    }
-}
 
 /// How a session runs. Thread counts of 0 leave ONNX Runtime's default (one intra-op thread
 /// per physical core).
@@ -123,11 +88,7 @@ fn append_gpu(
 
 /// An error unless the library has `provider` (and CUDA's, which TensorRT runs beside).
 fn require_provider(ort: &Ort, provider: ExecutionProvider) -> Result<(), OrtError> {
-    let required: &[&str] = match provider {
-        ExecutionProvider::Cpu => &[],
-        ExecutionProvider::Cuda { .. } => &["CUDAExecutionProvider"],
-        ExecutionProvider::TensorRt { .. } => &["TensorrtExecutionProvider", "CUDAExecutionProvider"],
-    };
+    let required = provider.spec().ort_providers;
     let available = ort.available_providers()?;
     if let Some(missing) = required.iter().find(|name| !available.iter().any(|a| a == *name)) {
         return Err(OrtError(format!(
@@ -180,30 +141,6 @@ struct Input {
     name: CString,
     feed: Feed,
     int32: bool,
-}
-
-/// Logits `[rows, length, labels]`, row-major, as float32.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Logits {
-    pub rows: usize,
-    pub length: usize,
-    pub labels: usize,
-    pub data: Vec<f32>,
-}
-
-impl Logits {
-    /// The logits of token `position` of `row`.
-    pub fn at(&self, row: usize, position: usize) -> &[f32] {
-        let start = (row * self.length + position) * self.labels;
-        &self.data[start..start + self.labels]
-    }
-}
-
-/// Per row of a batch, the logits at its SEP tokens, `[n_sep × labels]` flattened.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SepLogits {
-    pub labels: usize,
-    pub rows: Vec<Vec<f32>>,
 }
 
 /// A token-classification session on the CPU, or the sessions on one or more GPUs. `run`

@@ -15,8 +15,8 @@
 //! record (`tensorrt.json`) names the boxes, the model file it was built from and the ONNX
 //! Runtime version. Later opens load the EPContext models: no rebuild.
 
-use super::batches::{Bucket, DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS};
-use super::OrtError;
+use super::batches::{DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS};
+use super::types::{Bucket, OrtError};
 use crate::json::{self, Value};
 use std::path::{Path, PathBuf};
 

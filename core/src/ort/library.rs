@@ -20,7 +20,7 @@
 //! as long as the process, as if the library had been linked.
 
 use super::sys::{GetApiBaseFn, OrtApi, OrtApiBase, API_VERSION};
-use super::OrtError;
+use super::types::OrtError;
 use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

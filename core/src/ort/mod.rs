@@ -12,6 +12,10 @@
 //!   profiles from the batcher's buckets, its engine / timing / EPContext caches on disk;
 //! - `cuda`: the NVIDIA driver asked whether a GPU is there (and its name and architecture);
 //! - `rescorer`: `BlockRescorer` and `ContextRescorer` (`runtime/stages/rescore.py`);
+//! - `types`: the values passed between these modules (the error, logits, buckets, batches),
+//!   a leaf every other module reads them from;
+//! - `providers`: the execution providers named once (backend name, device syntax, what ONNX
+//!   Runtime must have), which the C ABI gives out to the other doors;
 //! - `batches`: `make_batches`, padding and SEP-logit picking as `runtime/batches.py` and
 //!   `runtime/backends.py` do them;
 //! - `ffi`: a temporary ctypes surface for the parity checks against Python
@@ -29,37 +33,26 @@ mod engine;
 pub(crate) mod ffi;
 pub mod gpu;
 mod library;
+pub mod providers;
 mod rescorer;
 mod sys;
+mod types;
 
 pub use api::{
     ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec, Value,
 };
 pub use batches::{
-    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, BatchPlan, Bucket, FlatBatch,
-    Padded, DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, DEFAULT_BUCKETS,
+    DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
-pub use engine::{
-    f16_to_f32, session_options, ExecutionProvider, Logits, SepLogits, SessionConfig, TokenClassifier,
-    FEED_NAMES,
-};
+pub use engine::{f16_to_f32, session_options, SessionConfig, TokenClassifier, FEED_NAMES};
 pub use gpu::{GpuOptions, ShapeBox, TensorRtOptions};
 pub use library::{OrtLibrary, LIBRARY_ENV, LIBRARY_NAME};
+pub use providers::{ExecutionProvider, Provider, PROVIDERS};
 pub use rescorer::{
     combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV,
 };
-
-/// An error from ONNX Runtime or from this layer, as one message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OrtError(pub String);
-
-impl std::fmt::Display for OrtError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for OrtError {}
+pub use types::{BatchPlan, Bucket, FlatBatch, Logits, OrtError, Padded, SepLogits};
 
 #[cfg(test)]
 mod with_library;

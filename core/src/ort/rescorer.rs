@@ -6,8 +6,9 @@
 //! `PULPIE_RT_TREES=onnxruntime` runs ONNX Runtime always (read when a rescorer opens).
 
 use super::api::{ElementType, ModelSource, Ort, Session, Tensor, TensorData};
-use super::engine::{session_options, ExecutionProvider, SessionConfig};
-use super::OrtError;
+use super::engine::{session_options, SessionConfig};
+use super::providers::ExecutionProvider;
+use super::types::OrtError;
 use pulpie_rt_kernels::TreeEnsemble;
 use std::ffi::CString;
 use std::sync::Arc;
