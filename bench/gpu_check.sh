@@ -65,7 +65,14 @@
 #   THREADS (default 2): pages in flight on the CPU runs (ONNX Runtime uses every core for
 #   each); GPU_THREADS (default 8): on the GPU runs, so that simplify and tokenize keep the
 #   GPU fed.
-#   GPU_PRICE_PER_HOUR (default 3.50, an H200's on-demand hour) prices the billion pages.
+#   Prices, peaks and bandwidths are bench/gpus.py's table (the one price table; the GPU found
+#   by its name there, GPU_PRICE_PER_HOUR overrides its hour). --prepare writes each model's
+#   page cost on the dev pages (<tag>-cost.json: FLOPs and bytes per page with its chunks,
+#   python -m bench.gpus cost); the summary gives each GPU run its share of the GPU's
+#   dense FP16 peak and projects the best run of each model to every GPU of the table, an L4
+#   among them, by gpus.py's roofline method (gpu_check.json "projection"). A CPU dry run
+#   projects issue 51's target instead (110 pages/s on an H200), so that the projection is
+#   written and checked without a GPU.
 #
 #   --pack DIR     build/ort-gpu's libraries (314 MB: the CUDA provider's kernels for every
 #                  architecture; 194 MB xz-compressed) split into PART_MB-MB parts (default 18)
@@ -162,8 +169,15 @@ if [ "$PREPARE" = 1 ]; then
     cp build/capi/extract "$WORK/capi/extract"
     # under the name extract was linked against (the C ABI's soname, libpulpie_rt.so.<ABI>)
     cp "$(ls runtime/_core_rs*.so | head -1)" "$WORK/capi/$(readlink build/capi/libpulpie_rt.so)"
-    pages=${GPU_CHECK_PAGES:-../shared/corpus/dev.jsonl.gz}
+    pages=${GPU_CHECK_PAGES:-$("$PY" pulpie_rt/corpus.py dev)}
     cp "$pages" "$WORK/dev.jsonl.gz" || { log "FAILED: no dev pages at $pages"; exit 2; }
+    # each model's page cost on the dev pages (FLOPs and bytes per page: bench/gpus.py)
+    for fp32 in "$WORK"/*-fp32; do
+        tag=$(basename "$fp32" | sed 's/-fp32$//')
+        [ -f "$WORK/$tag-cost.json" ] && [ "$WORK/$tag-cost.json" -nt "$WORK/dev.jsonl.gz" ] && continue
+        "$PY" -m bench.gpus cost "$fp32" "$WORK/dev.jsonl.gz" "$WORK/$tag-cost.json" \
+            >>"$LOG" 2>&1 || { log "FAILED: the page cost of $tag (see $LOG)"; exit 2; }
+    done
     log "prepared: $WORK/ ($(du -sh "$WORK" | cut -f1)); carry it, and build/ort-gpu (bench/gpu_check.sh --pack DIR)"
 fi
 
@@ -379,12 +393,25 @@ HONEST_RC=$?
 log "honest devices: cuda on GPU 99 exits $HONEST_RC: $(cat "$OUT_DIR/runs/honest.stderr")"
 
 # ---------------------------------------------------------------- summary
-python3 - "$OUT_DIR" "$RUNS" "$DRY_RUN" "$(( $(date +%s) - START ))" "${GPU_PRICE_PER_HOUR:-3.50}" \
-    "$GPU" "$HONEST_RC" <<'EOF' | tee -a "$LOG"
-import json, re, sys
+python3 - "$OUT_DIR" "$RUNS" "$DRY_RUN" "$(( $(date +%s) - START ))" "${GPU_PRICE_PER_HOUR:-}" \
+    "$GPU" "$HONEST_RC" "$REPO/bench" "$WORK" <<'EOF' | tee -a "$LOG"
+import dataclasses, json, re, sys
 from pathlib import Path
-out, runs_file, dry_run, total, price, gpu, honest_rc = sys.argv[1:8]
-out, dry_run, price = Path(out), dry_run == "1", float(price)
+out, runs_file, dry_run, total, price, gpu, honest_rc, bench, work = sys.argv[1:10]
+sys.path.insert(0, bench)
+import gpus  # bench/gpus.py: the one price, peak and bandwidth table (stdlib only)
+out, dry_run, work = Path(out), dry_run == "1", Path(work)
+spec = gpus.match_gpu(gpu) if not dry_run else None
+if price:  # GPU_PRICE_PER_HOUR: the hour as rented, over the table's
+    price = float(price)
+    if spec is not None:
+        spec = dataclasses.replace(spec, usd_per_hour=price, price_source="GPU_PRICE_PER_HOUR")
+else:
+    price = spec.usd_per_hour if spec is not None else None
+costs = {}
+for path in work.glob("*-cost.json"):
+    page = json.loads(path.read_text())["page"]
+    costs[path.name[:-len("-cost.json")]] = gpus.PageCost(**page)
 rows, reference, labels_of = [], {}, {}
 smi_file = out / "smi.csv"
 smi = smi_file.read_text().splitlines() if smi_file.is_file() else []
@@ -410,9 +437,13 @@ for line in Path(runs_file).read_text().splitlines():
             open_s, extract_s = float(timing.group(1)), float(timing.group(2))
             row.update(open_s=open_s, extract_s=extract_s, provider=timing.group(4),
                        pages_per_s=round(len(pages) / extract_s, 2) if extract_s else None)
-            if row["pages_per_s"]:
-                row["usd_per_billion_pages"] = round(price / 3600 / row["pages_per_s"] * 1e9)
+            if row["pages_per_s"] and price:
+                row["usd_per_billion_pages"] = round(
+                    gpus.cost_per_billion_pages(row["pages_per_s"], price))
         model = name.split(".")[0]
+        cost = costs.get(model.removesuffix("-fp16"))
+        if cost is not None and spec is not None and backend != "cpu" and row.get("pages_per_s"):
+            row["share_of_peak"] = round(gpus.share_of_peak(row["pages_per_s"], cost, spec), 4)
         labels_of[name] = labels
         if name.endswith("cpu-fp32"):
             reference[model] = labels
@@ -440,8 +471,29 @@ ran = [r for r in rows if r["rc"] in ("0", "2")]
 passed = honest_ok and bool(ran) and all(r["rc"] in ("0", "skipped") for r in rows)
 if dry_run:
     passed = passed and all(r.get("pages_same_labels") == r.get("pages_compared") for r in ran)
+# each model's best GPU run projected to every GPU of the table (gpus.project); a dry run
+# projects issue 51's target, 110 pages/s on an H200
+projection = {}
+for model, cost in sorted(costs.items()):
+    if dry_run:
+        measured = {"gpu": "h200", "pages_per_s": 110.0, "source": "issue 51's target (CPU dry run)"}
+    else:
+        fast = [r for r in rows if r["run"].split(".")[0].removesuffix("-fp16") == model
+                and r.get("pages_per_s") and r["backend"] != "cpu" and r.get("page_errors") == 0]
+        if spec is None or not fast:
+            continue
+        best = max(fast, key=lambda r: r["pages_per_s"])
+        measured = {"gpu": spec.key, "pages_per_s": best["pages_per_s"], "source": best["run"]}
+    table = gpus.price_table()
+    if spec is not None:
+        table[spec.key] = spec
+    projection[model] = gpus.project(cost, {k: measured[k] for k in ("gpu", "pages_per_s")}, table)
+    projection[model]["measured"]["source"] = measured["source"]
+passed = passed and bool(projection) and all("l4" in p["gpus"] for p in projection.values())
 summary = {"cpu_dry_run": dry_run, "gpu": gpu, "total_seconds": int(total), "price_per_hour": price,
-           "runs": rows, "honest_devices": {"exit": int(honest_rc), "message": honest, "ok": honest_ok},
+           "price_source": spec.price_source if spec is not None else None,
+           "runs": rows, "projection": projection,
+           "honest_devices": {"exit": int(honest_rc), "message": honest, "ok": honest_ok},
            "passed": passed}
 (out / "gpu_check.json").write_text(json.dumps(summary, indent=2) + "\n")
 print(f"{'run':<40}{'rc':>4}{'pages':>7}{'same':>10}{'blocks':>9}{'open s':>8}{'pages/s':>9}{'$/1e9':>9}"
@@ -452,6 +504,12 @@ for r in rows:
           f"{r.get('block_agreement', ''):>9}{r.get('open_s', ''):>8}{r.get('pages_per_s', ''):>9}"
           f"{r.get('usd_per_billion_pages', ''):>9}{r.get('gpu_busy_percent', ''):>7}"
           f"{r.get('gpu_memory_gib', ''):>7}  {r.get('provider', r.get('error', ''))}")
+for model, p in projection.items():
+    l4 = p["gpus"]["l4"]
+    print(f"projection of {model} ({p['measured']['source']}: {p['measured']['pages_per_s']} pages/s "
+          f"on {p['measured']['gpu']}, {p['roofline_share']:.1%} of its roofline): L4 "
+          f"{l4['projected_pages_per_s']} pages/s, ${l4['usd_per_billion_pages']:,} per billion pages "
+          f"at ${l4['usd_per_hour']}/h ({l4['bound']}-bound)")
 print(f"honest devices: {'ok' if honest_ok else 'FAILED'}: {honest}")
 print(f"gpu_check: {'PASSED' if passed else 'FAILED'} in {total}s "
       f"({'CPU dry run' if dry_run else gpu}); results in {out}/gpu_check.json")

@@ -31,6 +31,7 @@ from bench.gpus import (
 )
 from bench.token_report import percentile, token_distribution
 from eval.pages import spread
+from eval.report import REPO_ROOT
 
 # ---------------------------------------------------------------- gate
 
@@ -196,6 +197,56 @@ def test_cost_per_billion_pages_reproduces_the_seed_figures():
                                                                                          abs=0.1)
     with pytest.raises(ValueError):
         gpu_hours_per_billion_pages(0)
+
+
+def test_the_roofline_projection_keeps_the_share_a_run_reached():
+    from bench.flops import ORANGE_SMALL_SHAPE, page_flops
+    from bench.gpus import (
+        activation_bytes_per_token,
+        page_cost,
+        project,
+        roofline_seconds,
+        share_of_peak,
+        weight_bytes,
+    )
+
+    pages = [[5700], [8192, 3000], [500]]
+    cost = page_cost(ORANGE_SMALL_SHAPE, pages)
+    assert cost.tokens_per_page == pytest.approx(17392 / 3)
+    assert cost.flops_per_page == pytest.approx(sum(page_flops(ORANGE_SMALL_SHAPE, p)
+                                                    for p in pages) / 3)
+    # one call per chunk: the 12 layers' and the head's weights read 4 times; every token's
+    # activations (22h + 6i values a layer, FP16) once
+    assert weight_bytes(ORANGE_SMALL_SHAPE) == 2 * (12 * (4 * 768 * 768 + 3 * 768 * 3072)
+                                                    + 768 * 2)
+    assert activation_bytes_per_token(ORANGE_SMALL_SHAPE) == 2 * (12 * (22 * 768 + 6 * 3072)
+                                                                  + 768 + 2)
+    assert cost.bytes_per_page == pytest.approx(
+        (4 * weight_bytes(ORANGE_SMALL_SHAPE)
+         + 17392 * activation_bytes_per_token(ORANGE_SMALL_SHAPE)) / 3)
+    report = project(cost, {"gpu": "h200", "pages_per_s": 110.0})
+    h200, l4 = report["gpus"]["h200"], report["gpus"]["l4"]
+    assert h200["projected_pages_per_s"] == 110.0 and l4["bound"] == "compute"
+    # the same share of each roofline: both compute-bound here, so the ratio of the peaks
+    assert l4["projected_pages_per_s"] == pytest.approx(110 * 121 / 989, abs=0.01)
+    assert report["roofline_share"] == pytest.approx(
+        110 * roofline_seconds(GPUS["h200"], cost), abs=1e-4)
+    assert report["roofline_share"] == pytest.approx(share_of_peak(110, cost, GPUS["h200"]),
+                                                     abs=1e-4)
+    assert l4["usd_per_billion_pages"] == pytest.approx(
+        cost_per_billion_pages(110 * 121 / 989, 0.39), abs=1)
+    # a model too small to fill the GPU with arithmetic is memory-bound
+    tiny = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_labels": 2}
+    assert project(page_cost(tiny, [[2048]]))["gpus"]["h200"]["bound"] == "memory"
+    assert "projected_pages_per_s" not in project(cost)["gpus"]["l4"]
+
+
+def test_one_price_table():
+    """gpu_check.sh prices with bench/gpus.py's table, not a number of its own."""
+    script = (REPO_ROOT / "bench" / "gpu_check.sh").read_text()
+    assert "3.50" not in script and "4.00" not in script
+    assert GPUS["h200"].usd_per_hour == 4.00 and GPUS["l4"].memory_gbs == 300.0
 
 
 def test_price_overrides_and_gpu_names():
