@@ -33,6 +33,9 @@ SPEC_FILE = "seeded_weights.json"
 # their exported values inline: they are what the shape's arithmetic does not depend on but a
 # sane forward pass does
 MIN_SEEDED_ELEMENTS = 1 << 16
+# tables that are not weights, kept as exported whatever their size: the GPU graph's rotary
+# cos/sin tables (export/gpu_graph.py), computed from positions, not learnt
+KEPT_PREFIXES = ("rotary/",)
 NUMPY_TYPES = {1: np.float32, 10: np.float16}  # onnx.TensorProto.FLOAT, FLOAT16
 
 
@@ -69,7 +72,7 @@ def strip(bundle: str | Path, like: str | Path | None = None) -> dict:
         if tensor.data_type not in NUMPY_TYPES:
             continue
         values = numpy_helper.to_array(tensor)
-        if values.size < MIN_SEEDED_ELEMENTS:
+        if values.size < MIN_SEEDED_ELEMENTS or tensor.name.startswith(KEPT_PREFIXES):
             continue
         as_fp32 = values.astype(np.float32)
         mean, std = stats.get(tensor.name, (float(as_fp32.mean()), float(as_fp32.std())))

@@ -179,7 +179,8 @@ def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str
     entry = {"gpu": found.name, "compute_capability": found.compute_capability,
              "preset": preset.key, "folder": f"tensorrt/{found.folder}",
              "precision": record["precision"], "max_batch_tokens": budget,
-             "onnxruntime": record["onnxruntime"], "profiles": record["profiles"],
+             "onnxruntime": record["onnxruntime"], "model_hash": record["model_hash"],
+             "profiles": record["profiles"],
              "provider": provider, "notes": notes}
     manifest_path = bundle_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

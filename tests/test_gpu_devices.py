@@ -145,8 +145,10 @@ def test_a_gpu_without_the_cuda_libraries_fails_with_onnx_runtimes_reason(
     assert not (tiny / "tensorrt").exists()  # no engine cache folder left behind
     assert message.endswith(
         " - the onnxruntime-gpu wheel's providers need the NVIDIA CUDA 13 runtime, cuBLAS and "
-        "cuRAND, cuDNN 9 and for TensorRT libnvinfer 10 on the library path (LD_LIBRARY_PATH)"
-        f"{NO_FALLBACK}\n")
+        "cuRAND, cuDNN 9 and for TensorRT libnvinfer 10: pip install 'pulpie-rt[gpu]' puts them "
+        "beside ONNX Runtime, where the core loads them from, or put them on the library path "
+        "(LD_LIBRARY_PATH) (no NVIDIA library folder beside ONNX Runtime's or in "
+        f"PULPIE_RT_GPU_LIB_DIRS){NO_FALLBACK}\n")
 
 
 @pytest.mark.parametrize("profile,provider", [("accurate", "cuda"), ("fast", "none")])

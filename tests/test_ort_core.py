@@ -314,7 +314,8 @@ def test_a_model_input_the_core_cannot_feed_is_named(core, tmp_path):
         core.classifier(path)
     assert str(error.value) == (
         f"{path}: model input 'tokens' is none of the inputs pulpie-rt feeds (input_ids, "
-        "attention_mask, position_ids); the model's inputs: tokens, attention_mask")
+        "attention_mask, position_ids, cumulative_sequence_length, token_offset); the model's "
+        "inputs: tokens, attention_mask")
 
 
 def test_a_model_without_input_ids_is_refused(core, tmp_path):

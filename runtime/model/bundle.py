@@ -28,9 +28,15 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool,
-               "attention": "fused"},   (optional: export --attention fused writes it, and
-               inputs ["input_ids"]: a graph without attention_mask, which the engine gives one
-               unpadded chunk per model call)
+               "attention": "fused"|"gpu", "layout": "rows"|"packed"|"packed-reference"},
+               (attention, optional: export --attention fused writes "fused", and inputs
+               ["input_ids"]: a graph without attention_mask, which the engine gives one
+               unpadded chunk per model call; python -m pulpie_rt.export.gpu_graph writes
+               "gpu" and the layout: ONNX Runtime's fused operators, no Shape node, inputs
+               input_ids and position_ids, with attention_mask (rows padded to a bucket) or
+               cumulative_sequence_length and token_offset (packed: several chunks in one
+               row; "max_call_tokens": the most tokens such a row may hold). The core refuses
+               any but the unfused graph for TensorRT)
       "exporter": {"pulpie_rt": str, "torch": str, "transformers": str, "onnx": str,
                    "onnxruntime": str, "method": str},
       "verification": {... as measured by the export, or null with --no-verify}

@@ -44,6 +44,13 @@ pub struct RescorerSpec {
 pub struct Manifest {
     pub onnx_file: String,
     pub output: String,
+    /// `onnx.attention`: "unfused" (absent: the traced export's MatMul/Softmax attention), or
+    /// the graph's ONNX Runtime operators: "fused" (`export --attention fused`) or "gpu"
+    /// (`export/gpu_graph.py`), which TensorRT cannot build
+    pub attention: String,
+    /// `onnx.max_call_tokens`: the most tokens one model call may hold (a packed graph's
+    /// rotary tables); None: no limit but the engine's `max_batch_tokens`
+    pub max_call_tokens: Option<usize>,
     pub sep_id: i64,
     pub bos_id: Option<i64>,
     pub eos_id: Option<i64>,
@@ -200,6 +207,12 @@ fn select_profile(
     Ok((selected, Some(name), names))
 }
 
+/// `onnx.attention` of a traced export's graph (the default).
+pub const UNFUSED: &str = "unfused";
+/// Every `onnx.attention` a bundle may have: all but `UNFUSED` hold ONNX Runtime's own
+/// (`com.microsoft`) operators.
+pub const ATTENTIONS: [&str; 3] = [UNFUSED, "fused", "gpu"];
+
 impl Manifest {
     /// Reads a manifest's JSON as a reader without profiles does (the default profile when
     /// it has some); `where_` names the file in messages.
@@ -226,6 +239,22 @@ impl Manifest {
         let onnx = value.get("onnx").ok_or_else(|| bad("no 'onnx' entry"))?;
         let onnx_file = onnx.get("file").and_then(Value::as_str).ok_or_else(|| bad("no onnx.file"))?;
         let output = onnx.get("output").and_then(Value::as_str).unwrap_or("logits");
+        let attention = onnx.get("attention").and_then(Value::as_str).unwrap_or(UNFUSED);
+        let max_call_tokens = int(onnx.get("max_call_tokens"), "onnx.max_call_tokens")
+            .map_err(|e| bad(&e))?
+            .map(|n| {
+                usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| bad("onnx.max_call_tokens is not positive"))
+            })
+            .transpose()?;
+        if !ATTENTIONS.contains(&attention) {
+            return Err(bad(&format!(
+                "onnx.attention is '{attention}', not one of {}",
+                ATTENTIONS.join(", ")
+            )));
+        }
         let tokens = value.get("tokens").ok_or_else(|| bad("no 'tokens' entry"))?;
         let sep_id = int(tokens.get("sep_id"), "tokens.sep_id").map_err(|e| bad(&e))?;
         let sep_id = sep_id.ok_or_else(|| bad("no tokens.sep_id"))?;
@@ -304,6 +333,8 @@ impl Manifest {
         Ok(Manifest {
             onnx_file: onnx_file.to_string(),
             output: output.to_string(),
+            attention: attention.to_string(),
+            max_call_tokens,
             sep_id,
             bos_id,
             eos_id,

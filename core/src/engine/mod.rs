@@ -27,8 +27,8 @@ mod prepare;
 pub mod py;
 
 use crate::ort::{
-    default_buckets, make_batches, BlockRescorer, ContextRescorer, FlatBatch, GpuOptions, ModelSource, Ort,
-    SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    default_buckets, make_batches, BlockRescorer, Bucket, ContextRescorer, FlatBatch, GpuOptions,
+    ModelSource, Ort, SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
 use bundle::{Bundle, Files, FEATURES_VERSION, TOKENIZER_NAME};
@@ -346,6 +346,17 @@ impl Engine {
             }
         }
         let transformer = bundle.manifest.transformer;
+        if transformer
+            && matches!(config.session.provider, crate::ort::ExecutionProvider::TensorRt { .. })
+            && bundle.manifest.attention != bundle::UNFUSED
+        {
+            return Err(OpenError::Model(format!(
+                "{}: its graph has {} attention (onnx.attention '{}': ONNX Runtime's com.microsoft \
+                 operators), which TensorRT cannot build; run it with backend 'cuda', or give \
+                 TensorRT a bundle exported without --attention (TensorRT fuses attention itself)",
+                bundle.name, bundle.manifest.attention, bundle.manifest.attention
+            )));
+        }
         let tokenizer = if transformer {
             let tokenizer_json = match &bundle.files {
                 Files::Dir(root) => {
@@ -582,18 +593,22 @@ impl Engine {
             }
         };
         let lengths: Vec<usize> = keys.iter().map(|&key| row(key).len()).collect();
-        let plans = make_batches(
-            &lengths,
-            self.config.max_batch_tokens,
-            // TensorRT caps each bucket's rows to its profile
-            &self.classifier.as_ref().map_or_else(default_buckets, |c| c.buckets().to_vec()),
-            Some(DEFAULT_MAX_BATCH_ATTENTION),
-        );
+        // TensorRT caps each bucket's rows to its profile; a packed graph packs chunks of a
+        // bucket side by side (TokenClassifier::plan)
+        let plans = match &self.classifier {
+            Some(classifier) => classifier.plan(&lengths, self.call_tokens()),
+            None => make_batches(
+                &lengths,
+                self.config.max_batch_tokens,
+                &default_buckets(),
+                Some(DEFAULT_MAX_BATCH_ATTENTION),
+            ),
+        };
         let mut outputs: Vec<Option<(Vec<f32>, usize)>> = vec![None; keys.len()];
         let mut failed: Vec<Option<String>> = vec![None; pages.len()];
         for plan in plans {
             let batch = FlatBatch::from_rows(plan.rows.iter().map(|&i| row(keys[i])));
-            match self.run_batch(&batch) {
+            match self.run_batch(&batch, &plan.bucket) {
                 Ok((labels, rows)) => {
                     for (&item, logits) in plan.rows.iter().zip(rows) {
                         outputs[item] = Some((logits, labels));
@@ -605,7 +620,7 @@ impl Engine {
                     }
                     for &item in &plan.rows {
                         let single = FlatBatch::from_rows([row(keys[item])]);
-                        match self.run_batch(&single) {
+                        match self.run_batch(&single, &plan.bucket) {
                             Ok((labels, mut rows)) => outputs[item] = Some((rows.remove(0), labels)),
                             Err(why) => failed[keys[item].0] = Some(format!("inference: {why}")),
                         }
@@ -639,7 +654,15 @@ impl Engine {
     }
 
     /// One batch through the classifier: the labels count and per row its SEP logits.
-    fn run_batch(&self, batch: &FlatBatch) -> Result<(usize, Vec<Vec<f32>>), String> {
+    /// The tokens a model call may hold: `max_batch_tokens`, at most the graph's
+    /// `onnx.max_call_tokens`.
+    fn call_tokens(&self) -> usize {
+        self.manifest
+            .max_call_tokens
+            .map_or(self.config.max_batch_tokens, |most| most.min(self.config.max_batch_tokens))
+    }
+
+    fn run_batch(&self, batch: &FlatBatch, bucket: &Bucket) -> Result<(usize, Vec<Vec<f32>>), String> {
         catch_unwind(AssertUnwindSafe(|| {
             let Some(classifier) = &self.classifier else {
                 // a rescorer-only profile prepares no chunks (`RescorerOnlyBackend.predict`)
@@ -649,7 +672,13 @@ impl Engine {
                 ));
             };
             let predicted = classifier
-                .predict(batch, self.manifest.pad_id, self.manifest.sep_id)
+                .predict_in(
+                    batch,
+                    bucket,
+                    self.config.max_batch_tokens,
+                    self.manifest.pad_id,
+                    self.manifest.sep_id,
+                )
                 .map(|sep| (sep.labels, sep.rows))
                 .map_err(|e| py::describe("OrtError", &e.0))?;
             use std::sync::atomic::Ordering::Relaxed;

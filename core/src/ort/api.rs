@@ -15,7 +15,7 @@ use std::sync::Arc;
 ///
 /// # Safety
 /// `status` is null or a status just returned by `api`.
-unsafe fn check(api: &OrtApi, status: Status) -> Result<(), OrtError> {
+pub(super) unsafe fn check(api: &OrtApi, status: Status) -> Result<(), OrtError> {
     if status.is_null() {
         return Ok(());
     }
@@ -350,6 +350,11 @@ impl Session {
 
     pub fn ort(&self) -> &Arc<Ort> {
         &self.ort
+    }
+
+    /// The `OrtSession` (for `binding.rs`); it stays owned by `self`.
+    pub(super) fn raw(&self) -> *mut sys::OrtSession {
+        self.ptr.as_ptr()
     }
 
     /// The graph's inputs (or outputs): names, element types and dimensions.

@@ -4,7 +4,7 @@
 //! `cumulative_seq_lengths`), `FlatBatch::padded` (`Batch.padded`) and `sep_logits`
 //! (`backends.sep_logits`).
 
-use super::types::{BatchPlan, Bucket, Logits};
+use super::types::{BatchPlan, Bucket, FlatBatch, Logits, OrtError, PackShape, PackedCall};
 
 /// `batches.DEFAULT_BUCKETS` (`export.profiles.SEQ_BUCKETS`).
 pub const DEFAULT_BUCKETS: [usize; 7] = [128, 256, 512, 1024, 2048, 4096, 8192];
@@ -103,10 +103,129 @@ pub fn sep_logits(logits: &Logits, padded_ids: &[i64], lengths: &[usize], sep_id
         .collect()
 }
 
+/// Tokens of a packed call of chunks no longer than `bucket` (`packed_buckets`): at least the
+/// bucket, else `tokens_per_call`.
+pub fn packed_tokens(tokens_per_call: usize, bucket: usize) -> usize {
+    tokens_per_call.max(bucket)
+}
+
+/// The fewest tokens a packed row may average when the batcher counts rows: a call holds at
+/// most `tokens / MIN_PACKED_ROW` chunks, so that `token_offset` (`rows × longest`) stays a few
+/// times the tokens.
+pub const MIN_PACKED_ROW: usize = 16;
+
+/// The buckets of a packed graph: a call holds chunks of one length bucket (its `token_offset`
+/// is `[rows, bucket]`), at most as many as the tokens allow at the bucket's shortest length
+/// (`MIN_PACKED_ROW` at least).
+pub fn packed_buckets(tokens_per_call: usize) -> Vec<Bucket> {
+    let mut previous = 0;
+    DEFAULT_BUCKETS
+        .iter()
+        .map(|&bucket| {
+            let tokens = packed_tokens(tokens_per_call, bucket);
+            let rows = tokens / (previous + 1).max(MIN_PACKED_ROW);
+            previous = bucket;
+            Bucket { max_length: bucket, max_rows: Some(rows.max(1)) }
+        })
+        .collect()
+}
+
+/// The fixed shape of the calls of `bucket` (one of `packed_buckets`): its tokens, its rows
+/// and, for the filler that fills the tokens up (rows of at most `bucket` tokens), as many
+/// rows again as the bucket's length goes into the tokens.
+pub fn packed_shape(bucket: &Bucket, tokens_per_call: usize) -> PackShape {
+    let tokens = packed_tokens(tokens_per_call, bucket.max_length);
+    let filler_rows = tokens.div_ceil(bucket.max_length);
+    PackShape { tokens, rows: bucket.max_rows.unwrap_or(1) + filler_rows, longest: bucket.max_length }
+}
+
+/// `batch` packed into one row (`PackedCall`). With `shape` the call has that shape: the
+/// tokens filled up with rows of `pad_id` (each at most `shape.longest` long, their own
+/// chunks: nothing attends across them), then empty rows; a batch that does not fit is an
+/// error. Without, the call is the batch's own: its chunks, its longest.
+pub fn pack(batch: &FlatBatch, pad_id: i64, shape: Option<PackShape>) -> Result<PackedCall, OrtError> {
+    let mut lengths = batch.lengths();
+    let chunks = lengths.len();
+    let real: usize = lengths.iter().sum();
+    let longest = batch.max_length();
+    let (tokens, rows, width) = match shape {
+        None => (real, chunks, longest),
+        Some(shape) => {
+            if real > shape.tokens || longest > shape.longest || chunks > shape.rows {
+                return Err(OrtError(format!(
+                    "a batch of {chunks} chunks, {real} tokens, the longest {longest}, does not fit a \
+                     packed call of {} chunks of at most {} tokens, {} in all",
+                    shape.rows, shape.longest, shape.tokens
+                )));
+            }
+            let mut left = shape.tokens - real;
+            while left > 0 {
+                let row = left.min(shape.longest);
+                lengths.push(row);
+                left -= row;
+            }
+            if lengths.len() > shape.rows {
+                return Err(OrtError(format!(
+                    "a packed call of {} chunks cannot hold {chunks} chunks and {} rows of filler",
+                    shape.rows,
+                    lengths.len() - chunks
+                )));
+            }
+            lengths.resize(shape.rows, 0);
+            (shape.tokens, shape.rows, shape.longest)
+        }
+    };
+    let as_i32 = |n: usize, what: &str| {
+        i32::try_from(n).map_err(|_| OrtError(format!("{what} {n} does not fit the graph's int32")))
+    };
+    as_i32(rows * width, "a token_offset of")?;
+    let mut input_ids = Vec::with_capacity(tokens);
+    input_ids.extend_from_slice(&batch.input_ids);
+    input_ids.resize(tokens, pad_id);
+    let mut position_ids = Vec::with_capacity(tokens);
+    let mut cumulative_seq_lengths = Vec::with_capacity(rows + 1);
+    cumulative_seq_lengths.push(0);
+    let mut real_places = Vec::with_capacity(tokens);
+    let mut pad_places = Vec::with_capacity(rows * width - tokens);
+    for (row, &length) in lengths.iter().enumerate() {
+        position_ids.extend(0..length as i64);
+        cumulative_seq_lengths.push(as_i32(position_ids.len(), "a packed call of")?);
+        let start = (row * width) as i32;
+        real_places.extend(start..start + length as i32);
+        pad_places.extend(start + length as i32..start + width as i32);
+    }
+    real_places.extend(pad_places);
+    Ok(PackedCall {
+        input_ids,
+        position_ids,
+        cumulative_seq_lengths,
+        token_offset: real_places,
+        rows,
+        longest: width,
+        chunks,
+    })
+}
+
+/// `sep_logits` of a packed call: per chunk of `call`, the logits at its `sep_id` tokens
+/// (`logits` is `[1, tokens, labels]`).
+pub fn packed_sep_logits(logits: &Logits, call: &PackedCall, sep_id: i64) -> Vec<Vec<f32>> {
+    (0..call.chunks)
+        .map(|chunk| {
+            let (start, end) = (
+                call.cumulative_seq_lengths[chunk] as usize,
+                call.cumulative_seq_lengths[chunk + 1] as usize,
+            );
+            (start..end)
+                .filter(|&place| call.input_ids[place] == sep_id)
+                .flat_map(|place| logits.at(0, place).iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ort::types::FlatBatch;
 
     fn plan(batches: &[BatchPlan]) -> Vec<(Vec<usize>, usize)> {
         batches.iter().map(|b| (b.rows.clone(), b.bucket.max_length)).collect()
@@ -180,5 +299,76 @@ mod tests {
         assert!(FlatBatch::new(vec![1, 2, 3], vec![0, 2]).is_err());
         assert!(FlatBatch::new(vec![1, 2, 3], vec![1, 3]).is_err());
         assert!(FlatBatch::new(vec![1, 2, 3], vec![0, 3, 2, 3]).is_err());
+    }
+
+    /// A batch of chunks of 3 and 2 tokens: side by side, the positions restarting per chunk,
+    /// the offsets and each token's place in the chunks padded to the longest, and the SEP
+    /// logits read from each chunk's own places.
+    #[test]
+    fn chunks_are_packed_side_by_side_with_their_offsets_and_places() {
+        let batch = FlatBatch::from_rows([&[5i64, 4, 7][..], &[9, 4][..]]);
+        let call = pack(&batch, 2, None).unwrap();
+        assert_eq!(call.input_ids, vec![5, 4, 7, 9, 4]);
+        assert_eq!(call.position_ids, vec![0, 1, 2, 0, 1]);
+        assert_eq!(call.cumulative_seq_lengths, vec![0, 3, 5]);
+        // [2 rows, 3 columns]: real tokens' places 0 1 2 | 3 4, then the padding's, 5
+        assert_eq!(call.token_offset, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!((call.rows, call.longest, call.chunks), (2, 3, 2));
+        let data: Vec<f32> = (0..10).map(|i| i as f32).collect();
+        let logits = Logits { rows: 1, length: 5, labels: 2, data };
+        assert_eq!(packed_sep_logits(&logits, &call, 4), vec![vec![2.0, 3.0], vec![8.0, 9.0]]);
+    }
+
+    /// A fixed shape: the tokens filled up with rows of pad ids no longer than the longest
+    /// (their own chunks, positions from 0), then empty rows; what does not fit is refused.
+    #[test]
+    fn a_fixed_shape_is_filled_with_rows_of_padding_and_empty_rows() {
+        let batch = FlatBatch::from_rows([&[5i64, 4, 7][..], &[9, 4][..]]);
+        let shape = PackShape { tokens: 12, rows: 6, longest: 4 };
+        let call = pack(&batch, 2, Some(shape)).unwrap();
+        assert_eq!(call.input_ids, vec![5, 4, 7, 9, 4, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(call.position_ids, vec![0, 1, 2, 0, 1, 0, 1, 2, 3, 0, 1, 2]);
+        assert_eq!(call.cumulative_seq_lengths, vec![0, 3, 5, 9, 12, 12, 12]);
+        assert_eq!(call.token_offset.len(), 6 * 4);
+        assert_eq!(call.token_offset[..12], [0, 1, 2, 4, 5, 8, 9, 10, 11, 12, 13, 14]);
+        assert_eq!(call.token_offset[12..], [3, 6, 7, 15, 16, 17, 18, 19, 20, 21, 22, 23]);
+        assert_eq!(call.chunks, 2);
+        for (tight, message) in [
+            (
+                PackShape { tokens: 4, rows: 6, longest: 4 },
+                "does not fit a packed call of 6 chunks of at most 4 tokens, 4 in all",
+            ),
+            (
+                PackShape { tokens: 12, rows: 6, longest: 2 },
+                "does not fit a packed call of 6 chunks of at most 2 tokens, 12 in all",
+            ),
+            (
+                PackShape { tokens: 12, rows: 3, longest: 4 },
+                "a packed call of 3 chunks cannot hold 2 chunks and 2 rows of filler",
+            ),
+        ] {
+            assert!(pack(&batch, 2, Some(tight)).unwrap_err().0.ends_with(message), "{tight:?}");
+        }
+    }
+
+    /// Every batch the packed buckets cut fits its bucket's fixed shape, whatever the lengths.
+    #[test]
+    fn every_packed_batch_fits_its_buckets_shape() {
+        for tokens in [2048, 16384, 65536] {
+            let buckets = packed_buckets(tokens);
+            let mut lengths: Vec<usize> = (1..=8192).step_by(13).collect();
+            lengths.extend(std::iter::repeat_n(1, 5000));
+            lengths.extend([128, 129, 8192, 8192, 4097]);
+            for plan in plan_batches(&lengths, tokens, &buckets, None, false) {
+                let rows: Vec<&[i64]> = plan.rows.iter().map(|&i| &[3i64; 8192][..lengths[i]]).collect();
+                let batch = FlatBatch::from_rows(rows);
+                let shape = packed_shape(&plan.bucket, tokens);
+                let call = pack(&batch, 0, Some(shape)).unwrap();
+                assert_eq!(
+                    (call.input_ids.len(), call.cumulative_seq_lengths.len()),
+                    (shape.tokens, shape.rows + 1)
+                );
+            }
+        }
     }
 }

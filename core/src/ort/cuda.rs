@@ -114,6 +114,109 @@ pub fn probe(index: u32, library: Option<&OsStr>) -> Result<Gpu, OrtError> {
     }
 }
 
+/// The CUDA runtime's SONAMEs, newest first: the one ONNX Runtime's CUDA provider loaded is
+/// already in the process once a CUDA session exists, so opening it finds that one.
+pub const RUNTIME_LIBRARIES: [&str; 2] = ["libcudart.so.13", "libcudart.so.12"];
+
+type CudaSetDevice = unsafe extern "C" fn(device: c_int) -> c_int;
+type CudaMemcpy = unsafe extern "C" fn(
+    dst: *mut std::ffi::c_void,
+    src: *const std::ffi::c_void,
+    bytes: usize,
+    kind: c_int,
+) -> c_int;
+type CudaGetErrorString = unsafe extern "C" fn(error: c_int) -> *const c_char;
+const HOST_TO_DEVICE: c_int = 1;
+const DEVICE_TO_HOST: c_int = 2;
+
+/// The CUDA runtime's copies between host and GPU memory (`cudaMemcpy`, synchronous), for the
+/// GPU buffers a CUDA graph reads and writes (`binding.rs`): ONNX Runtime's C API has no copy
+/// of its own into a tensor it allocated on a GPU.
+pub struct CudaRuntime {
+    set_device: CudaSetDevice,
+    memcpy: CudaMemcpy,
+    error_string: CudaGetErrorString,
+}
+
+impl CudaRuntime {
+    /// The process's CUDA runtime (`RUNTIME_LIBRARIES`), loaded once.
+    pub fn get() -> Result<&'static CudaRuntime, OrtError> {
+        static RUNTIME: std::sync::OnceLock<Result<CudaRuntime, OrtError>> = std::sync::OnceLock::new();
+        RUNTIME.get_or_init(CudaRuntime::load).as_ref().map_err(Clone::clone)
+    }
+
+    fn load() -> Result<CudaRuntime, OrtError> {
+        let mut why = Vec::new();
+        for name in RUNTIME_LIBRARIES {
+            match open_library(OsStr::new(name)) {
+                Ok(handle) => unsafe {
+                    let symbol = |s: &CStr| symbol(handle, name, s);
+                    return Ok(CudaRuntime {
+                        set_device: std::mem::transmute::<*mut std::ffi::c_void, CudaSetDevice>(symbol(
+                            c"cudaSetDevice",
+                        )?),
+                        memcpy: std::mem::transmute::<*mut std::ffi::c_void, CudaMemcpy>(symbol(
+                            c"cudaMemcpy",
+                        )?),
+                        error_string: std::mem::transmute::<*mut std::ffi::c_void, CudaGetErrorString>(
+                            symbol(c"cudaGetErrorString")?,
+                        ),
+                    });
+                },
+                Err(error) => why.push(error),
+            }
+        }
+        Err(OrtError(format!("no CUDA runtime to copy to and from the GPU: {}", why.join("; "))))
+    }
+
+    fn check(&self, code: c_int, what: &str) -> Result<(), OrtError> {
+        if code == 0 {
+            return Ok(());
+        }
+        let text = unsafe { (self.error_string)(code) };
+        let text = if text.is_null() {
+            format!("CUDA error {code}")
+        } else {
+            unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+        };
+        Err(OrtError(format!("{what}: {text}")))
+    }
+
+    /// Copies `bytes` from the host to GPU memory `device_ptr` on GPU `device`.
+    ///
+    /// # Safety
+    /// `device_ptr` is GPU memory of at least `bytes.len()` bytes on `device`.
+    pub unsafe fn to_device(
+        &self,
+        device: u32,
+        device_ptr: *mut std::ffi::c_void,
+        bytes: &[u8],
+    ) -> Result<(), OrtError> {
+        self.check((self.set_device)(device as c_int), "cudaSetDevice")?;
+        self.check(
+            (self.memcpy)(device_ptr, bytes.as_ptr() as *const _, bytes.len(), HOST_TO_DEVICE),
+            "cudaMemcpy to the GPU",
+        )
+    }
+
+    /// Copies `out.len()` bytes from GPU memory `device_ptr` on GPU `device` to the host.
+    ///
+    /// # Safety
+    /// `device_ptr` is GPU memory of at least `out.len()` bytes on `device`.
+    pub unsafe fn to_host(
+        &self,
+        device: u32,
+        device_ptr: *const std::ffi::c_void,
+        out: &mut [u8],
+    ) -> Result<(), OrtError> {
+        self.check((self.set_device)(device as c_int), "cudaSetDevice")?;
+        self.check(
+            (self.memcpy)(out.as_mut_ptr() as *mut _, device_ptr, out.len(), DEVICE_TO_HOST),
+            "cudaMemcpy from the GPU",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

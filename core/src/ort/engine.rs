@@ -3,14 +3,20 @@
 //! through onnxruntime's Python API as the tests' oracle).
 
 use super::api::{ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec};
-use super::batches::{default_buckets, sep_logits};
+use super::batches::{
+    default_buckets, make_batches, pack, packed_buckets, packed_sep_logits, packed_shape, plan_batches,
+    sep_logits, DEFAULT_MAX_BATCH_ATTENTION,
+};
+use super::binding::{Binding, Memory, RunOptions};
 use super::cuda;
 use super::gpu::{
     context_model_path, cuda_provider_options, tensorrt_provider_options, CacheRecord, EngineFiles,
     GpuOptions, ShapeBox, RECORD_NAME,
 };
+use super::library::{preload_gpu_libraries, Preloaded, GPU_LIBRARY_DIRS_ENV};
 use super::providers::ExecutionProvider;
-use super::types::{Bucket, FlatBatch, Logits, OrtError, SepLogits};
+use super::types::{BatchPlan, Bucket, FlatBatch, Logits, OrtError, PackShape, PackedCall, SepLogits};
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,6 +73,9 @@ fn append_gpu(
     };
     let found =
         cuda::probe(device, gpu.driver_library.as_deref().map(Path::as_os_str)).map_err(|e| cannot(e.0))?;
+    // the CUDA, cuDNN and TensorRT wheels beside ONNX Runtime's (pip install 'pulpie-rt[gpu]'):
+    // loaded first, so that the providers find them without LD_LIBRARY_PATH
+    let preloaded = preload_gpu_libraries(Path::new(ort.library().path()));
     let cuda_options = cuda_provider_options(device, gpu);
     let appended = match provider {
         ExecutionProvider::TensorRt { .. } => {
@@ -77,10 +86,11 @@ fn append_gpu(
     };
     appended.map_err(|e| {
         cannot(format!(
-            "ONNX Runtime {} cannot load its {} provider ({}){LIBRARIES_NEEDED}",
+            "ONNX Runtime {} cannot load its {} provider ({}){LIBRARIES_NEEDED}{}",
             ort.library().version(),
             if matches!(provider, ExecutionProvider::Cuda { .. }) { "CUDA" } else { "TensorRT" },
             ort_reason(&e.0),
+            preloaded_note(preloaded),
         ))
     })?;
     Ok(found)
@@ -121,20 +131,50 @@ fn ort_reason(message: &str) -> &str {
 
 /// What the GPU providers load, for the message of one that does not load.
 const LIBRARIES_NEEDED: &str = " - the onnxruntime-gpu wheel's providers need the NVIDIA CUDA 13 \
-                                runtime, cuBLAS and cuRAND, cuDNN 9 and for TensorRT libnvinfer 10 \
-                                on the library path (LD_LIBRARY_PATH)";
+                                runtime, cuBLAS and cuRAND, cuDNN 9 and for TensorRT libnvinfer 10: \
+                                pip install 'pulpie-rt[gpu]' puts them beside ONNX Runtime, where \
+                                the core loads them from, or put them on the library path \
+                                (LD_LIBRARY_PATH)";
+
+/// What the core found to preload, for that message.
+fn preloaded_note(preloaded: &Preloaded) -> String {
+    if preloaded.dirs.is_empty() {
+        format!(" (no NVIDIA library folder beside ONNX Runtime's or in {GPU_LIBRARY_DIRS_ENV})")
+    } else {
+        format!(
+            " ({} libraries preloaded from {})",
+            preloaded.loaded.len(),
+            preloaded.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
 
 /// What the classifier feeds to each graph input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Feed {
     InputIds,
     AttentionMask,
-    /// `0..length` on every row, as `OnnxRuntimeBackend` feeds a graph that asks for them
+    /// `0..length` on every row, as `OnnxRuntimeBackend` feeds a graph that asks for them; in
+    /// a packed call each chunk's own positions from 0
     PositionIds,
+    /// a packed call's chunk offsets, int32 `[rows + 1]` (`batches::pack`)
+    CumulativeSequenceLength,
+    /// a packed call's token places, int32 `[rows, longest]` (`batches::pack`)
+    TokenOffset,
 }
 
 /// The inputs the classifier can feed, by graph input name.
-pub const FEED_NAMES: [&str; 3] = ["input_ids", "attention_mask", "position_ids"];
+pub const FEED_NAMES: [&str; 5] =
+    ["input_ids", "attention_mask", "position_ids", "cumulative_sequence_length", "token_offset"];
+
+/// Environment switch for fixed call shapes (`TokenClassifier::fixed_shapes`): "1" on.
+pub const FIXED_SHAPES_ENV: &str = "PULPIE_RT_FIXED_SHAPES";
+/// Environment switch for IO binding (`binding.rs`; a packed graph, fixed shapes): "1" on.
+pub const IO_BINDING_ENV: &str = "PULPIE_RT_IO_BINDING";
+/// Environment switch for CUDA graphs (ONNX Runtime's `enable_cuda_graph`, one captured graph
+/// per packed call shape and lane, `gpu_graph_id`; a packed graph on the CUDA provider, with IO
+/// binding and fixed shapes): "1" on.
+pub const CUDA_GRAPH_ENV: &str = "PULPIE_RT_CUDA_GRAPH";
 
 #[derive(Debug)]
 struct Input {
@@ -157,6 +197,25 @@ pub struct TokenClassifier {
     buckets: Vec<Bucket>,
     /// what the engine should know of how the sessions were made (TensorRT's engines)
     notes: Vec<String>,
+    /// a packed graph (`cumulative_sequence_length` and `token_offset` inputs): each call is
+    /// one row of several chunks side by side (`batches::pack`)
+    packed: bool,
+    /// every call of a bucket has one shape (`PULPIE_RT_FIXED_SHAPES=1`): a packed call is
+    /// filled up to its bucket's `PackShape`, a padded batch's rows to the bucket's length
+    fixed_shapes: bool,
+}
+
+/// Whether the switch `name` is on ("1"; unset or "0": off; anything else refused).
+fn switch(name: &str) -> Result<bool, OrtError> {
+    switch_from(name, std::env::var(name).ok().as_deref())
+}
+
+fn switch_from(name: &str, value: Option<&str>) -> Result<bool, OrtError> {
+    match value.map(str::trim) {
+        None | Some("") | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(OrtError(format!("{name}='{other}': give 1 (on) or 0 (off)"))),
+    }
 }
 
 /// One session: for every shape, or (TensorRT) for the shapes of one profile.
@@ -176,12 +235,34 @@ struct Device {
     /// gate). Calls queue here instead, a few at a time (`GPU_CALLS_ENV`); the threads' CPU stages
     /// still run side by side.
     gate: Option<Gate>,
+    /// With IO binding (`PULPIE_RT_IO_BINDING`, `PULPIE_RT_CUDA_GRAPH`): one lane per call that
+    /// may run at once, each with its buffers bound per call shape; with CUDA graphs each lane
+    /// has a session of its own (a captured graph is replayed by one call at a time)
+    lanes: Vec<Mutex<Lane>>,
+    /// where the lanes' buffers live
+    memory: Memory,
+    /// the next lane to try
+    next_lane: AtomicUsize,
+}
+
+/// One call at a time: a session (an index into its device's `sessions`) and its bindings,
+/// one per packed call shape, each with its CUDA graph id.
+struct Lane {
+    session: usize,
+    bound: HashMap<PackShape, Binding>,
 }
 
 impl Device {
     /// A device's sessions, without a gate (the CPU's; `open_on` gives GPUs theirs).
     fn new(sessions: Vec<Placed>) -> Device {
-        Device { sessions, busy: AtomicUsize::new(0), gate: None }
+        Device {
+            sessions,
+            busy: AtomicUsize::new(0),
+            gate: None,
+            lanes: Vec::new(),
+            memory: Memory::Cpu,
+            next_lane: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -294,6 +375,17 @@ impl TokenClassifier {
             ExecutionProvider::Cpu => None,
             _ => gpu_calls_asked()?,
         };
+        let cuda_graph = switch(CUDA_GRAPH_ENV)?;
+        if cuda_graph && !matches!(config.provider, ExecutionProvider::Cuda { .. }) {
+            return Err(OrtError(format!(
+                "{CUDA_GRAPH_ENV}=1: CUDA graphs are ONNX Runtime's CUDA provider's (backend 'cuda'), \
+                 not the {} provider's",
+                config.provider.name()
+            )));
+        }
+        // one session per call that may run at once: a captured graph replays one call at a time
+        let copies = if cuda_graph { gpu_calls.unwrap_or_else(|| default_gpu_calls(false)) } else { 1 };
+        let graph_options = GpuOptions { cuda_graph, ..gpu.clone() };
         let (mut devices, provider) = match config.provider {
             ExecutionProvider::Cpu => {
                 let options = session_options(ort, config)?;
@@ -314,10 +406,16 @@ impl TokenClassifier {
                             tensorrt_sessions(ort, source, config, gpu, id, &mut notes)?
                         }
                         _ => {
-                            let mut options = cpu_threads(ort, config)?;
-                            append_gpu(ort, &mut options, provider, id, gpu, None)?;
-                            let session = Session::open(ort, source, &options)?;
-                            (vec![Placed { shape: None, session }], default_buckets())
+                            let mut sessions = Vec::with_capacity(copies);
+                            for _ in 0..copies {
+                                let mut options = cpu_threads(ort, config)?;
+                                append_gpu(ort, &mut options, provider, id, &graph_options, None)?;
+                                sessions.push(Placed {
+                                    shape: None,
+                                    session: Session::open(ort, source, &options)?,
+                                });
+                            }
+                            (sessions, default_buckets())
                         }
                     };
                     buckets = capped;
@@ -334,6 +432,8 @@ impl TokenClassifier {
                 "input_ids" => Feed::InputIds,
                 "attention_mask" => Feed::AttentionMask,
                 "position_ids" => Feed::PositionIds,
+                "cumulative_sequence_length" => Feed::CumulativeSequenceLength,
+                "token_offset" => Feed::TokenOffset,
                 other => {
                     return Err(OrtError(format!(
                         "{source}: model input '{other}' is none of the inputs pulpie-rt feeds \
@@ -355,7 +455,26 @@ impl TokenClassifier {
                     )))
                 }
             };
+            if matches!(feed, Feed::CumulativeSequenceLength | Feed::TokenOffset) && !int32 {
+                return Err(OrtError(format!(
+                    "{source}: model input '{}' must be tensor(int32) (PackedMultiHeadAttention's)",
+                    spec.name
+                )));
+            }
             inputs.push(Input { name: spec.c_name.clone(), feed, int32 });
+        }
+        let has = |feed: Feed| inputs.iter().any(|i| i.feed == feed);
+        let packed = has(Feed::CumulativeSequenceLength) || has(Feed::TokenOffset);
+        let packed_inputs = has(Feed::CumulativeSequenceLength)
+            && has(Feed::TokenOffset)
+            && has(Feed::PositionIds)
+            && !has(Feed::AttentionMask);
+        if packed && !packed_inputs {
+            return Err(OrtError(format!(
+                "{source}: a packed model takes input_ids, position_ids, cumulative_sequence_length \
+                 and token_offset, and no attention_mask (the model's inputs: {})",
+                names(session.inputs())
+            )));
         }
         if !inputs.iter().any(|i| i.feed == Feed::InputIds) {
             return Err(OrtError(format!(
@@ -395,7 +514,44 @@ impl TokenClassifier {
                 device.gate = Some(Gate::new(calls));
             }
         }
-        Ok(TokenClassifier { devices, inputs, output, output_half, provider, buckets, notes })
+        let io_binding = cuda_graph || switch(IO_BINDING_ENV)?;
+        let fixed_shapes = io_binding || switch(FIXED_SHAPES_ENV)?;
+        if io_binding && !packed {
+            return Err(OrtError(format!(
+                "{source}: IO binding and CUDA graphs ({IO_BINDING_ENV}, {CUDA_GRAPH_ENV}) need a packed \
+                 graph, whose calls have one shape per bucket (python -m pulpie_rt.export.gpu_graph \
+                 --layout packed)"
+            )));
+        }
+        if io_binding {
+            let calls = gpu_calls.unwrap_or_else(|| default_gpu_calls(false));
+            for device in &mut devices {
+                let lanes = if cuda_graph { calls } else { device.gate.as_ref().map_or(1, |_| calls) };
+                device.lanes = (0..lanes)
+                    .map(|lane| {
+                        Mutex::new(Lane { session: lane % device.sessions.len(), bound: HashMap::new() })
+                    })
+                    .collect();
+            }
+            if let Some(first) = config.provider.device() {
+                let mut ids = vec![first];
+                ids.extend(gpu.more_devices.iter().copied().filter(|&d| d != first));
+                for (device, id) in devices.iter_mut().zip(ids) {
+                    device.memory = Memory::Cuda { device: id };
+                }
+            }
+        }
+        Ok(TokenClassifier {
+            devices,
+            inputs,
+            output,
+            output_half,
+            provider,
+            buckets,
+            notes,
+            packed,
+            fixed_shapes,
+        })
     }
 
     /// The first session (on the first GPU; TensorRT: of the first profile).
@@ -425,7 +581,11 @@ impl TokenClassifier {
 
     /// The least busy device's session for `[rows, length]`, held busy until the guard drops,
     /// and that device's gate (GPUs).
-    fn place(&self, rows: usize, length: usize) -> Result<(&Session, Busy<'_>, Option<&Gate>), OrtError> {
+    fn place(
+        &self,
+        rows: usize,
+        length: usize,
+    ) -> Result<(&Session, Busy<'_>, Option<&Gate>, &Device), OrtError> {
         let device = self
             .devices
             .iter()
@@ -435,7 +595,7 @@ impl TokenClassifier {
         let busy = Busy(&device.busy);
         let placed = device.sessions.iter().find(|p| p.shape.is_none_or(|b| b.holds(rows, length)));
         match placed {
-            Some(placed) => Ok((&placed.session, busy, device.gate.as_ref())),
+            Some(placed) => Ok((&placed.session, busy, device.gate.as_ref(), device)),
             None => Err(OrtError(format!(
                 "a batch of {rows} rows × {length} tokens is outside every TensorRT profile ({}): \
                  batch with the classifier's buckets",
@@ -470,36 +630,81 @@ impl TokenClassifier {
         if cells == 0 {
             return Ok(Logits { rows, length, labels: 0, data: Vec::new() });
         }
-        let (session, _busy, gate) = self.place(rows, length)?;
-        let ort = session.ort();
-        let shape = [rows as i64, length as i64];
         let positions: Vec<i64> = if self.inputs.iter().any(|i| i.feed == Feed::PositionIds) {
             (0..rows).flat_map(|_| 0..length as i64).collect()
         } else {
             Vec::new()
         };
+        self.call(&CallInputs {
+            input_ids,
+            attention_mask,
+            position_ids: &positions,
+            cumulative_seq_lengths: &[],
+            token_offset: &[],
+            rows,
+            length,
+            packed_rows: 0,
+            packed_longest: 0,
+        })
+    }
+
+    /// Logits `[1, tokens, labels]` of a packed call (`batches::pack`).
+    pub fn run_packed(&self, call: &PackedCall) -> Result<Logits, OrtError> {
+        if !self.packed {
+            return Err(OrtError("the model is not a packed graph: it takes no token_offset".into()));
+        }
+        self.call(&CallInputs {
+            input_ids: &call.input_ids,
+            attention_mask: &[],
+            position_ids: &call.position_ids,
+            cumulative_seq_lengths: &call.cumulative_seq_lengths,
+            token_offset: &call.token_offset,
+            rows: 1,
+            length: call.input_ids.len(),
+            packed_rows: call.rows,
+            packed_longest: call.longest,
+        })
+    }
+
+    /// One model call: every graph input from `inputs`, on the least busy device.
+    fn call(&self, inputs: &CallInputs<'_>) -> Result<Logits, OrtError> {
+        let (rows, length) = (inputs.rows, inputs.length);
+        let (session, _busy, gate, device) = self.place(rows, length)?;
+        if !device.lanes.is_empty() {
+            let _turn = gate.map(Gate::enter);
+            return self.call_bound(device, inputs);
+        }
+        let ort = session.ort();
+        let shape = [rows as i64, length as i64];
+        let offsets_shape = [inputs.packed_rows as i64 + 1];
+        let places_shape = [inputs.packed_rows as i64, inputs.packed_longest as i64];
         // int32 copies for a graph that takes int32 ids (kept alive through the run)
         let narrowed: Vec<Option<Vec<i32>>> = self
             .inputs
             .iter()
             .map(|input| {
                 let values = match input.feed {
-                    Feed::InputIds => input_ids,
-                    Feed::AttentionMask => attention_mask,
-                    Feed::PositionIds => &positions,
+                    Feed::InputIds => inputs.input_ids,
+                    Feed::AttentionMask => inputs.attention_mask,
+                    Feed::PositionIds => inputs.position_ids,
+                    Feed::CumulativeSequenceLength | Feed::TokenOffset => return Ok(None),
                 };
                 input.int32.then(|| narrow(values, &input.name)).transpose()
             })
             .collect::<Result<_, _>>()?;
         let mut tensors = Vec::with_capacity(self.inputs.len());
         for (input, narrow) in self.inputs.iter().zip(&narrowed) {
-            let data = match (narrow, input.feed) {
-                (Some(values), _) => TensorData::Int32(values),
-                (None, Feed::InputIds) => TensorData::Int64(input_ids),
-                (None, Feed::AttentionMask) => TensorData::Int64(attention_mask),
-                (None, Feed::PositionIds) => TensorData::Int64(&positions),
+            let (data, dims): (TensorData<'_>, &[i64]) = match (narrow, input.feed) {
+                (_, Feed::CumulativeSequenceLength) => {
+                    (TensorData::Int32(inputs.cumulative_seq_lengths), &offsets_shape)
+                }
+                (_, Feed::TokenOffset) => (TensorData::Int32(inputs.token_offset), &places_shape),
+                (Some(values), _) => (TensorData::Int32(values), &shape),
+                (None, Feed::InputIds) => (TensorData::Int64(inputs.input_ids), &shape),
+                (None, Feed::AttentionMask) => (TensorData::Int64(inputs.attention_mask), &shape),
+                (None, Feed::PositionIds) => (TensorData::Int64(inputs.position_ids), &shape),
             };
-            tensors.push(Tensor::new(ort, data, &shape)?);
+            tensors.push(Tensor::new(ort, data, dims)?);
         }
         let feeds: Vec<_> = self.inputs.iter().zip(&tensors).map(|(i, t)| (i.name.as_c_str(), t)).collect();
         let values = {
@@ -528,6 +733,89 @@ impl TokenClassifier {
         Ok(Logits { rows, length, labels, data })
     }
 
+    /// A packed call through a lane of `device`: its buffers for the call's shape (bound at the
+    /// shape's first call, with the next CUDA graph id) filled, run, the logits read back.
+    fn call_bound(&self, device: &Device, inputs: &CallInputs<'_>) -> Result<Logits, OrtError> {
+        let lanes = device.lanes.len();
+        let first = device.next_lane.fetch_add(1, Ordering::Relaxed) % lanes;
+        // a free lane if there is one (the gate lets no more calls in than lanes), else wait
+        let mut lane = (0..lanes)
+            .find_map(|k| device.lanes[(first + k) % lanes].try_lock().ok())
+            .unwrap_or_else(|| device.lanes[first].lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        let session = &device.sessions[lane.session].session;
+        let shape =
+            PackShape { tokens: inputs.length, rows: inputs.packed_rows, longest: inputs.packed_longest };
+        let labels = self.output_labels()?;
+        let output_element = if self.output_half { ElementType::Float16 } else { ElementType::Float32 };
+        if !lane.bound.contains_key(&shape) {
+            let graph_id = lane.bound.len() + 1;
+            let specs: Vec<(&std::ffi::CStr, ElementType, Vec<i64>)> = self
+                .inputs
+                .iter()
+                .map(|input| {
+                    let element = if input.int32 { ElementType::Int32 } else { ElementType::Int64 };
+                    let dims = match input.feed {
+                        Feed::CumulativeSequenceLength => vec![shape.rows as i64 + 1],
+                        Feed::TokenOffset => vec![shape.rows as i64, shape.longest as i64],
+                        _ => vec![1, shape.tokens as i64],
+                    };
+                    (input.name.as_c_str(), element, dims)
+                })
+                .collect();
+            let output =
+                [(self.output.as_c_str(), output_element, vec![1, shape.tokens as i64, labels as i64])];
+            let run_options = RunOptions::new(session, &[("gpu_graph_id", graph_id.to_string())])?;
+            let binding = Binding::new(session, device.memory, &specs, &output, run_options)?;
+            lane.bound.insert(shape, binding);
+        }
+        let lane = &mut *lane;
+        let binding = lane.bound.get_mut(&shape).expect("bound above");
+        for (input, buffer) in self.inputs.iter().zip(&binding.inputs) {
+            let wide = match input.feed {
+                Feed::InputIds => inputs.input_ids,
+                Feed::PositionIds => inputs.position_ids,
+                Feed::AttentionMask => inputs.attention_mask,
+                Feed::CumulativeSequenceLength => {
+                    buffer.write(as_bytes(inputs.cumulative_seq_lengths))?;
+                    continue;
+                }
+                Feed::TokenOffset => {
+                    buffer.write(as_bytes(inputs.token_offset))?;
+                    continue;
+                }
+            };
+            if input.int32 {
+                buffer.write(as_bytes(&narrow(wide, &input.name)?))?;
+            } else {
+                buffer.write(as_bytes(wide))?;
+            }
+        }
+        binding.run(&device.sessions[lane.session].session)?;
+        let count = shape.tokens * labels;
+        let data = if self.output_half {
+            let mut half = vec![0u16; count];
+            binding.outputs[0].read(as_bytes_mut(&mut half))?;
+            half.into_iter().map(f16_to_f32).collect()
+        } else {
+            let mut full = vec![0f32; count];
+            binding.outputs[0].read(as_bytes_mut(&mut full))?;
+            full
+        };
+        Ok(Logits { rows: 1, length: shape.tokens, labels, data })
+    }
+
+    /// The output's label count, fixed in the graph (IO binding allocates the output).
+    fn output_labels(&self) -> Result<usize, OrtError> {
+        let spec = self.session().outputs().iter().find(|s| s.c_name == self.output);
+        match spec.and_then(|s| s.dims.last().copied()) {
+            Some(labels) if labels > 0 => Ok(labels as usize),
+            _ => Err(OrtError(format!(
+                "IO binding needs the output {:?}'s last dimension (labels) fixed in the graph",
+                self.output
+            ))),
+        }
+    }
+
     /// `OnnxRuntimeBackend.predict`: the batch padded right with `pad_id`, run, and per row
     /// the logits at its `sep_id` tokens. A graph without an `attention_mask` input cannot be
     /// given padding: a batch whose rows differ in length is refused.
@@ -547,6 +835,63 @@ impl TokenClassifier {
         let rows = sep_logits(&logits, &padded.input_ids, &lengths, sep_id);
         Ok(SepLogits { labels: logits.labels, rows })
     }
+
+    /// The batches of chunks of `lengths` for this graph, `max_batch_tokens` a call: a packed
+    /// graph's hold chunks of one length bucket side by side (`batches::packed_buckets`, the
+    /// tokens summed), the others' are padded (`make_batches` with `buckets`).
+    pub fn plan(&self, lengths: &[usize], max_batch_tokens: usize) -> Vec<BatchPlan> {
+        if self.packed {
+            plan_batches(lengths, max_batch_tokens, &packed_buckets(max_batch_tokens), None, false)
+        } else {
+            make_batches(lengths, max_batch_tokens, &self.buckets, Some(DEFAULT_MAX_BATCH_ATTENTION))
+        }
+    }
+
+    /// `predict` for a batch of `plan`'s in `bucket`: a packed graph gets the batch packed (to
+    /// the bucket's fixed shape with `fixed_shapes`), a padded one its rows padded to the
+    /// longest (to the bucket's length with `fixed_shapes`).
+    pub fn predict_in(
+        &self,
+        batch: &FlatBatch,
+        bucket: &Bucket,
+        max_batch_tokens: usize,
+        pad_id: i64,
+        sep_id: i64,
+    ) -> Result<SepLogits, OrtError> {
+        if self.packed {
+            let shape = self.fixed_shapes.then(|| packed_shape(bucket, max_batch_tokens));
+            let call = pack(batch, pad_id, shape)?;
+            let logits = self.run_packed(&call)?;
+            return Ok(SepLogits { labels: logits.labels, rows: packed_sep_logits(&logits, &call, sep_id) });
+        }
+        if self.fixed_shapes && takes_mask(&self.inputs) && batch.max_length() <= bucket.max_length {
+            let padded = batch.padded(pad_id, Some(bucket.max_length))?;
+            let logits = self.run(&padded.input_ids, &padded.attention_mask, padded.rows, padded.length)?;
+            let rows = sep_logits(&logits, &padded.input_ids, &batch.lengths(), sep_id);
+            return Ok(SepLogits { labels: logits.labels, rows });
+        }
+        self.predict(batch, pad_id, sep_id)
+    }
+
+    /// Whether the graph is packed (`plan` packs chunks side by side).
+    pub fn is_packed(&self) -> bool {
+        self.packed
+    }
+}
+
+/// What one model call is given (`TokenClassifier::call`): `[rows, length]` ids, mask and
+/// positions, and for a packed call its offsets `[packed_rows + 1]` and token places
+/// `[packed_rows, packed_longest]`.
+struct CallInputs<'a> {
+    input_ids: &'a [i64],
+    attention_mask: &'a [i64],
+    position_ids: &'a [i64],
+    cumulative_seq_lengths: &'a [i32],
+    token_offset: &'a [i32],
+    rows: usize,
+    length: usize,
+    packed_rows: usize,
+    packed_longest: usize,
 }
 
 /// Whether the graph reads a padding mask (a fused export's does not: it cannot be padded).
@@ -609,8 +954,8 @@ fn tensorrt_sessions(
         let precision_matches = |fp16: bool| trt.fp16.is_none_or(|asked| asked == fp16);
         let record = std::fs::read(&record_path).ok().and_then(|text| CacheRecord::parse(&text));
         if let Some(record) = record.filter(|r| {
-            (&r.model, r.model_bytes, r.model_mtime, &r.onnxruntime)
-                == (&current.model, current.model_bytes, current.model_mtime, &current.onnxruntime)
+            (&r.model, r.model_bytes, &r.model_hash, &r.onnxruntime)
+                == (&current.model, current.model_bytes, &current.model_hash, &current.onnxruntime)
                 && precision_matches(r.fp16)
                 && r.profiles.iter().all(|b| context_model_path(dir, &stem, b).is_file())
                 && (trt.profiles.is_empty() || trt.profiles == r.profiles)
@@ -751,6 +1096,16 @@ fn narrow(values: &[i64], name: &CString) -> Result<Vec<i32>, OrtError> {
         .collect()
 }
 
+/// A slice of plain numbers as its bytes.
+fn as_bytes<T: Copy>(values: &[T]) -> &[u8] {
+    // i32, i64, u16 and f32 have no padding and any byte pattern is a value
+    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+}
+
+fn as_bytes_mut<T: Copy>(values: &mut [T]) -> &mut [u8] {
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr() as *mut u8, std::mem::size_of_val(values)) }
+}
+
 /// IEEE 754 binary16 bits to the float32 of the same value (every half is exactly a float).
 pub fn f16_to_f32(bits: u16) -> f32 {
     let sign = u32::from(bits & 0x8000) << 16;
@@ -800,15 +1155,15 @@ mod tests {
         classifier.devices.push(gpu);
         let expected = classifier.run(&[0, 812, 4, 1], &[1, 1, 1, 1], 1, 4).unwrap();
         {
-            let (first, _held, gate) = classifier.place(1, 4).unwrap();
+            let (first, _held, gate, _) = classifier.place(1, 4).unwrap();
             assert!(std::ptr::eq(first, &classifier.devices[0].sessions[0].session));
             assert!(gate.is_none(), "the CPU runs calls side by side");
             // device 0 is busy: the next call goes to device 1, to the profile of its shape
-            let (second, _also, gate) = classifier.place(2, 30).unwrap();
+            let (second, _also, gate, _) = classifier.place(2, 30).unwrap();
             assert!(std::ptr::eq(second, &classifier.devices[1].sessions[1].session));
             assert!(std::ptr::eq(gate.unwrap(), classifier.devices[1].gate.as_ref().unwrap()));
             // a tie goes to the first device; then device 1 is the least busy again
-            let (third, _third, _) = classifier.place(1, 4).unwrap();
+            let (third, _third, _, _) = classifier.place(1, 4).unwrap();
             assert!(std::ptr::eq(third, &classifier.devices[0].sessions[0].session));
             assert_eq!(
                 classifier.devices.iter().map(|d| d.busy.load(Ordering::SeqCst)).collect::<Vec<_>>(),
@@ -856,6 +1211,17 @@ mod tests {
                 format!("PULPIE_RT_GPU_CALLS='{bad}': give a number of model calls from 1 to 64")
             );
         }
+    }
+
+    #[test]
+    fn switches_are_one_or_zero_and_anything_else_is_refused_with_the_reason() {
+        assert!(!switch_from(CUDA_GRAPH_ENV, None).unwrap());
+        assert!(!switch_from(CUDA_GRAPH_ENV, Some(" 0")).unwrap());
+        assert!(switch_from(IO_BINDING_ENV, Some("1")).unwrap());
+        assert_eq!(
+            switch_from(FIXED_SHAPES_ENV, Some("yes")).unwrap_err().0,
+            "PULPIE_RT_FIXED_SHAPES='yes': give 1 (on) or 0 (off)"
+        );
     }
 
     #[test]

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 pub const PROFILE_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "position_ids"];
 /// The cache folder's record of what was built.
 pub const RECORD_NAME: &str = "tensorrt.json";
-/// The record's format; another one is rebuilt.
-const RECORD_VERSION: i64 = 1;
+/// The record's format; another one is rebuilt (1 keyed the model by its modification time).
+const RECORD_VERSION: i64 = 2;
 
 /// A box of `[rows, length]` input shapes TensorRT builds one engine for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +163,9 @@ pub struct GpuOptions {
     /// the NVIDIA driver library to ask about GPUs (None: `libcuda.so.1`; tests point it
     /// elsewhere)
     pub driver_library: Option<PathBuf>,
+    /// CUDA graphs (`enable_cuda_graph`): the engine's `PULPIE_RT_CUDA_GRAPH` sets it for the
+    /// sessions of a packed graph, each call shape captured once per session
+    pub cuda_graph: bool,
 }
 
 /// ONNX Runtime's `sdpa_kernel` bits (its `AttentionBackend`) the CUDA provider is given:
@@ -186,6 +189,7 @@ pub fn cuda_provider_options(device: u32, options: &GpuOptions) -> Vec<(String, 
         ("sdpa_kernel", SDPA_KERNELS.to_string()),
     ]
     .into_iter()
+    .chain(options.cuda_graph.then(|| ("enable_cuda_graph", "1".to_string())))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -246,20 +250,23 @@ pub fn context_model_path(dir: &Path, stem: &str, shape: &ShapeBox) -> PathBuf {
     dir.join(format!("{stem}_{}_ctx.onnx", shape.tag()))
 }
 
-/// What a cache folder holds: the model it was built from (file name, size, modification
-/// time in seconds), the ONNX Runtime version, the precision and the boxes.
+/// What a cache folder holds: the model it was built from (file name, size, and the hash of
+/// its content and its external data's: a copied, touched or re-exported identical model
+/// keeps its engines, a changed one of the same size does not), the ONNX Runtime version, the
+/// precision and the boxes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheRecord {
     pub model: String,
     pub model_bytes: u64,
-    pub model_mtime: u64,
+    /// `content_hash` of the model file and its `.data` file
+    pub model_hash: String,
     pub onnxruntime: String,
     pub fp16: bool,
     pub profiles: Vec<ShapeBox>,
 }
 
 impl CacheRecord {
-    /// The record of `model` as it is now (its size and modification time).
+    /// The record of `model` as it is now (its size and content).
     pub fn of(
         model: &Path,
         onnxruntime: &str,
@@ -268,15 +275,12 @@ impl CacheRecord {
     ) -> Result<CacheRecord, OrtError> {
         let meta = std::fs::metadata(model)
             .map_err(|e| OrtError(format!("cannot read {}: {e}", model.display())))?;
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs());
+        let mut data = model.as_os_str().to_owned();
+        data.push(".data");
         Ok(CacheRecord {
             model: model.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()),
             model_bytes: meta.len(),
-            model_mtime: mtime,
+            model_hash: content_hash(&[model, Path::new(&data)])?,
             onnxruntime: onnxruntime.to_string(),
             fp16,
             profiles: profiles.to_vec(),
@@ -296,10 +300,10 @@ impl CacheRecord {
             .collect();
         format!(
             "{{\n  \"format_version\": {RECORD_VERSION},\n  \"model\": {},\n  \"model_bytes\": {},\n  \
-             \"model_mtime\": {},\n  \"onnxruntime\": {},\n  \"precision\": \"{}\",\n  \"profiles\": [\n{}\n  ]\n}}\n",
+             \"model_hash\": {},\n  \"onnxruntime\": {},\n  \"precision\": \"{}\",\n  \"profiles\": [\n{}\n  ]\n}}\n",
             quote(&self.model),
             self.model_bytes,
-            self.model_mtime,
+            quote(&self.model_hash),
             quote(&self.onnxruntime),
             if self.fp16 { "fp16" } else { "fp32" },
             profiles.join(",\n")
@@ -328,12 +332,39 @@ impl CacheRecord {
         Some(CacheRecord {
             model: value.get("model")?.as_str()?.to_string(),
             model_bytes: value.get("model_bytes")?.as_u64()?,
-            model_mtime: value.get("model_mtime")?.as_u64()?,
+            model_hash: value.get("model_hash")?.as_str()?.to_string(),
             onnxruntime: value.get("onnxruntime")?.as_str()?.to_string(),
             fp16: value.get("precision")?.as_str()? == "fp16",
             profiles,
         })
     }
+}
+
+/// The hash of the content of `files` in order (a missing one counts as absent, not empty):
+/// the standard library's SipHash with its fixed keys over every byte, as 16 hex digits. A
+/// newer Rust may hash otherwise, which only rebuilds the engines once.
+pub fn content_hash(files: &[&Path]) -> Result<String, OrtError> {
+    use std::hash::Hasher;
+    use std::io::Read;
+    let mut hasher = std::hash::DefaultHasher::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    for path in files {
+        let Ok(mut file) = std::fs::File::open(path) else {
+            hasher.write_u8(0);
+            continue;
+        };
+        hasher.write_u8(1);
+        loop {
+            let n = file
+                .read(&mut buffer)
+                .map_err(|e| OrtError(format!("cannot read {}: {e}", path.display())))?;
+            if n == 0 {
+                break;
+            }
+            hasher.write(&buffer[..n]);
+        }
+    }
+    Ok(format!("{:016x}", hasher.finish()))
 }
 
 fn quote(text: &str) -> String {
@@ -480,6 +511,29 @@ mod tests {
         assert!(list.contains(&("use_tf32".to_string(), "0".to_string())));
         assert!(list.contains(&("sdpa_kernel".to_string(), "19".to_string())));
         assert!(list.contains(&("arena_extend_strategy".to_string(), "kSameAsRequested".to_string())));
+        assert!(!list.iter().any(|(k, _)| k == "enable_cuda_graph"));
+        let graphs = cuda_provider_options(0, &GpuOptions { cuda_graph: true, ..GpuOptions::default() });
+        assert_eq!(graphs.last().unwrap(), &("enable_cuda_graph".to_string(), "1".to_string()));
+    }
+
+    /// The key follows the content: a copy with a new modification time keeps it, one changed
+    /// byte of the same size or of the external data changes it.
+    #[test]
+    fn the_cache_key_is_the_models_content_not_its_time() {
+        let dir = std::env::temp_dir().join(format!("pulpie-rt-content-hash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (model, copy) = (dir.join("model.onnx"), dir.join("copy.onnx"));
+        std::fs::write(&model, b"graph bytes").unwrap();
+        std::fs::write(&copy, b"graph bytes").unwrap();
+        let record = CacheRecord::of(&model, "1.31.1", true, &[]).unwrap();
+        let again = CacheRecord::of(&copy, "1.31.1", true, &[]).unwrap();
+        assert_eq!(record.model_hash, again.model_hash);
+        assert_eq!(record.model_hash.len(), 16);
+        std::fs::write(&copy, b"graph bytez").unwrap();
+        assert_ne!(CacheRecord::of(&copy, "1.31.1", true, &[]).unwrap().model_hash, record.model_hash);
+        std::fs::write(dir.join("model.onnx.data"), b"weights").unwrap();
+        assert_ne!(CacheRecord::of(&model, "1.31.1", true, &[]).unwrap().model_hash, record.model_hash);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -488,13 +542,13 @@ mod tests {
         let record = CacheRecord {
             model: "model \"fp32\".onnx".into(),
             model_bytes: 1234,
-            model_mtime: 1_700_000_000,
+            model_hash: "0123456789abcdef".into(),
             onnxruntime: "1.31.1".into(),
             fp16: true,
             profiles: boxes,
         };
         assert_eq!(CacheRecord::parse(record.to_json().as_bytes()), Some(record.clone()));
-        let other = record.to_json().replace("\"format_version\": 1", "\"format_version\": 2");
+        let other = record.to_json().replace("\"format_version\": 2", "\"format_version\": 1");
         assert_eq!(CacheRecord::parse(other.as_bytes()), None);
         assert_eq!(
             context_model_path(Path::new("/c"), "model", &record.profiles[1]),

@@ -190,6 +190,146 @@ pub(super) unsafe fn symbol(
     Ok(found)
 }
 
+/// Extra folders of NVIDIA libraries to preload (`:`-separated: site-packages folders or
+/// library folders), for a machine whose CUDA libraries are pip packages of another Python.
+pub const GPU_LIBRARY_DIRS_ENV: &str = "PULPIE_RT_GPU_LIB_DIRS";
+
+const RTLD_GLOBAL: c_int = 0x100;
+
+/// The folders pip puts NVIDIA's libraries in under a site-packages folder `site`: the CUDA
+/// wheels' `nvidia/<name>/lib` (CUDA 12) and `nvidia/cu13/lib` (CUDA 13), TensorRT's
+/// `tensorrt_libs` (any `tensorrt*_libs`); a folder holding `lib*.so.*` files itself counts
+/// as one. Sorted, so the order is the same on every machine.
+pub fn gpu_library_dirs(site: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let children = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> =
+            std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+        found.sort();
+        found
+    };
+    for child in children(&site.join("nvidia")) {
+        for candidate in [child.join("lib"), child.join("lib64")] {
+            if candidate.is_dir() {
+                dirs.push(candidate);
+            }
+        }
+    }
+    for child in children(site) {
+        let name = child.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with("tensorrt") && name.ends_with("_libs") && child.is_dir() {
+            dirs.push(child);
+        }
+    }
+    if dirs.is_empty() && children(site).iter().any(|f| is_versioned_library(f)) {
+        dirs.push(site.to_path_buf());
+    }
+    dirs
+}
+
+/// One file per library: of `libX.so.N` files the highest major N (a PyTorch environment's CUDA
+/// 12 libraries beside the CUDA 13 ones onnxruntime-gpu loads must not both be loaded, they
+/// export the same symbols), and of one major the shortest name (the SONAME's, not a fuller
+/// version's copy). In the order found.
+fn newest_majors(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let key = |path: &Path| -> (String, u64, usize) {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let (stem, version) = name.split_once(".so.").unwrap_or((&name, ""));
+        let major = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+        (stem.to_string(), major, name.len())
+    };
+    let mut best: std::collections::HashMap<String, (u64, usize, PathBuf)> = std::collections::HashMap::new();
+    for path in &files {
+        let (stem, major, length) = key(path);
+        let better = best.get(&stem).is_none_or(|(m, l, _)| major > *m || (major == *m && length < *l));
+        if better {
+            best.insert(stem, (major, length, path.clone()));
+        }
+    }
+    files.into_iter().filter(|p| best.get(&key(p).0).is_some_and(|(_, _, kept)| kept == p)).collect()
+}
+
+/// `lib<name>.so.<N...>`: a library under its SONAME or a fuller version.
+fn is_versioned_library(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.starts_with("lib") && name.contains(".so.") && path.is_file()
+}
+
+/// What `preload_gpu_libraries` did: the libraries loaded and those that would not load
+/// (with dlopen's reason), for a message when a provider still cannot load.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Preloaded {
+    pub dirs: Vec<PathBuf>,
+    pub loaded: Vec<String>,
+    pub failed: Vec<(String, String)>,
+}
+
+/// Loads (`RTLD_GLOBAL`) every versioned library of the NVIDIA folders found beside ONNX
+/// Runtime's library `ort_library` (`<site-packages>/onnxruntime/capi/…`: the CUDA, cuDNN and
+/// TensorRT wheels of the same environment) and in `PULPIE_RT_GPU_LIB_DIRS`, so that ONNX
+/// Runtime's CUDA and TensorRT providers find their dependencies by SONAME without
+/// `LD_LIBRARY_PATH`. Libraries that need others are retried until a pass loads nothing new
+/// (the order dependencies ask for). Once per process; the result is shared.
+pub fn preload_gpu_libraries(ort_library: &Path) -> &'static Preloaded {
+    static DONE: std::sync::OnceLock<Preloaded> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        let real = std::fs::canonicalize(ort_library).unwrap_or_else(|_| ort_library.to_path_buf());
+        if let Some(site) = real.parent().and_then(Path::parent).and_then(Path::parent) {
+            roots.push(site.to_path_buf());
+        }
+        if let Some(extra) = std::env::var_os(GPU_LIBRARY_DIRS_ENV) {
+            roots.extend(std::env::split_paths(&extra));
+        }
+        preload_from(&roots)
+    })
+}
+
+/// `preload_gpu_libraries`' work over the site-packages (or library) folders `roots`.
+pub fn preload_from(roots: &[PathBuf]) -> Preloaded {
+    let mut done = Preloaded::default();
+    for root in roots {
+        for dir in gpu_library_dirs(root) {
+            if !done.dirs.contains(&dir) {
+                done.dirs.push(dir);
+            }
+        }
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in &done.dirs {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.flatten().map(|e| e.path()).filter(|p| is_versioned_library(p)).collect())
+            .unwrap_or_default();
+        found.sort();
+        files.extend(found);
+    }
+    let mut pending = newest_majors(files);
+    loop {
+        let mut failed = Vec::new();
+        let before = pending.len();
+        for path in pending {
+            let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else { continue };
+            let handle = unsafe { dlopen(c_path.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+            if handle.is_null() {
+                let error = unsafe { dlerror() };
+                let why = if error.is_null() {
+                    "dlopen failed".to_string()
+                } else {
+                    unsafe { CStr::from_ptr(error) }.to_string_lossy().into_owned()
+                };
+                failed.push((path, why));
+            } else {
+                done.loaded.push(path.display().to_string());
+            }
+        }
+        if failed.is_empty() || failed.len() == before {
+            done.failed = failed.into_iter().map(|(p, why)| (p.display().to_string(), why)).collect();
+            return done;
+        }
+        pending = failed.into_iter().map(|(p, _)| p).collect();
+    }
+}
+
 /// The folder of the shared object (or executable) holding this function's code.
 fn own_directory() -> Option<PathBuf> {
     let mut info = DlInfo {
@@ -258,5 +398,39 @@ mod tests {
         // in `cargo test` the code lives in the test executable
         let exe = std::env::current_exe().unwrap();
         assert_eq!(own_directory().unwrap(), std::fs::canonicalize(exe).unwrap().parent().unwrap());
+    }
+
+    /// The folders pip makes (nvidia/<name>/lib, nvidia/cu13/lib, tensorrt_libs) are found under
+    /// a site-packages folder, and their versioned libraries loaded: one that needs another is
+    /// retried after it, one that cannot load is reported with dlopen's reason.
+    #[test]
+    fn nvidia_wheels_libraries_are_found_and_preloaded() {
+        let site = std::env::temp_dir().join(format!("pulpie-rt-site-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&site);
+        for dir in ["nvidia/cublas/lib", "nvidia/cu13/lib", "tensorrt_libs", "onnxruntime/capi", "other"] {
+            std::fs::create_dir_all(site.join(dir)).unwrap();
+        }
+        let zlib =
+            ["/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib64/libz.so.1"]
+                .into_iter()
+                .find(|p| Path::new(p).is_file());
+        let Some(zlib) = zlib else { return }; // no zlib to stand in for a CUDA library here
+        std::fs::copy(zlib, site.join("nvidia/cu13/lib/libz.so.1")).unwrap();
+        // an older major of the same library (CUDA 12 beside 13) and a fuller-version copy:
+        // neither is loaded
+        std::fs::write(site.join("nvidia/cublas/lib/libz.so.0"), b"older major").unwrap();
+        std::fs::write(site.join("nvidia/cu13/lib/libz.so.1.2.13"), b"fuller name").unwrap();
+        std::fs::write(site.join("tensorrt_libs/libbroken.so.10"), b"not an ELF file").unwrap();
+        std::fs::write(site.join("nvidia/cublas/lib/README"), b"not a library").unwrap();
+        assert_eq!(
+            gpu_library_dirs(&site),
+            vec![site.join("nvidia/cu13/lib"), site.join("nvidia/cublas/lib"), site.join("tensorrt_libs")]
+        );
+        let done = preload_from(std::slice::from_ref(&site));
+        assert_eq!(done.loaded, vec![site.join("nvidia/cu13/lib/libz.so.1").display().to_string()]);
+        assert_eq!(done.failed.len(), 1);
+        assert_eq!(done.failed[0].0, site.join("tensorrt_libs/libbroken.so.10").display().to_string());
+        assert!(done.failed[0].1.contains("libbroken.so.10"), "{}", done.failed[0].1);
+        std::fs::remove_dir_all(&site).unwrap();
     }
 }

@@ -27,6 +27,7 @@
 
 mod api;
 mod batches;
+mod binding;
 pub mod cuda;
 mod engine;
 #[cfg(feature = "python-ffi")]
@@ -42,8 +43,8 @@ pub use api::{
     ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec, Value,
 };
 pub use batches::{
-    bucket_for, default_buckets, make_batches, plan_batches, sep_logits, DEFAULT_BUCKETS,
-    DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    bucket_for, default_buckets, make_batches, pack, packed_buckets, packed_sep_logits, packed_shape,
+    plan_batches, sep_logits, DEFAULT_BUCKETS, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
 };
 pub use engine::{f16_to_f32, session_options, SessionConfig, TokenClassifier, FEED_NAMES};
 pub use gpu::{GpuOptions, ShapeBox, TensorRtOptions};
@@ -52,7 +53,7 @@ pub use providers::{ExecutionProvider, Provider, PROVIDERS};
 pub use rescorer::{
     combine, log_odds_of, BlockRescorer, ContextRescorer, TreesChoice, PROBABILITIES, TREES_ENV,
 };
-pub use types::{BatchPlan, Bucket, FlatBatch, Logits, OrtError, Padded, SepLogits};
+pub use types::{BatchPlan, Bucket, FlatBatch, Logits, OrtError, PackShape, PackedCall, Padded, SepLogits};
 
 #[cfg(test)]
 mod with_library;

@@ -40,6 +40,7 @@ opaque!(
     OrtTensorTypeAndShapeInfo,
     OrtCUDAProviderOptionsV2,
     OrtTensorRTProviderOptionsV2,
+    OrtIoBinding,
 );
 
 /// `OrtAllocator`: a version field and three function pointers; only ever passed back to
@@ -66,6 +67,7 @@ pub const LOGGING_LEVEL_ERROR: c_int = 3;
 pub const ORT_ENABLE_ALL: c_int = 99;
 
 // OrtAllocatorType, OrtMemType
+pub const ORT_DEVICE_ALLOCATOR: c_int = 0;
 pub const ORT_ARENA_ALLOCATOR: c_int = 1;
 pub const ORT_MEM_TYPE_DEFAULT: c_int = 0;
 
@@ -167,7 +169,18 @@ pub struct OrtApi {
         allocator: *mut OrtAllocator,
         out: *mut *mut c_char,
     ) -> Status,
-    _gap_38: [Gap; 11], // 38 SessionGetOverridableInitializerName … 48 CreateTensorAsOrtValue
+    _gap_38: [Gap; 1], // 38 SessionGetOverridableInitializerName
+    /// 39
+    pub create_run_options: unsafe extern "C" fn(out: *mut *mut OrtRunOptions) -> Status,
+    _gap_40: [Gap; 8], // 40 RunOptionsSetRunLogVerbosityLevel … 47 RunOptionsUnsetTerminate
+    /// 48; allocated by `allocator`, owned by the value
+    pub create_tensor_as_ort_value: unsafe extern "C" fn(
+        allocator: *mut OrtAllocator,
+        shape: *const i64,
+        shape_len: usize,
+        element_type: c_int,
+        out: *mut *mut OrtValue,
+    ) -> Status,
     /// 49; the data stays owned by the caller and must outlive the value
     pub create_tensor_with_data_as_ort_value: unsafe extern "C" fn(
         info: *const OrtMemoryInfo,
@@ -205,7 +218,15 @@ pub struct OrtApi {
     /// 65
     pub get_tensor_type_and_shape:
         unsafe extern "C" fn(value: *const OrtValue, out: *mut *mut OrtTensorTypeAndShapeInfo) -> Status,
-    _gap_66: [Gap; 3], // 66 GetTypeInfo, 67 GetValueType, 68 CreateMemoryInfo
+    _gap_66: [Gap; 2], // 66 GetTypeInfo, 67 GetValueType
+    /// 68; `name` "Cpu" or "Cuda"
+    pub create_memory_info: unsafe extern "C" fn(
+        name: *const c_char,
+        allocator_type: c_int,
+        device_id: c_int,
+        mem_type: c_int,
+        out: *mut *mut OrtMemoryInfo,
+    ) -> Status,
     /// 69
     pub create_cpu_memory_info:
         unsafe extern "C" fn(allocator_type: c_int, mem_type: c_int, out: *mut *mut OrtMemoryInfo) -> Status,
@@ -226,7 +247,8 @@ pub struct OrtApi {
     pub release_session: unsafe extern "C" fn(session: *mut OrtSession),
     /// 96
     pub release_value: unsafe extern "C" fn(value: *mut OrtValue),
-    _gap_97: [Gap; 1], // 97 ReleaseRunOptions
+    /// 97
+    pub release_run_options: unsafe extern "C" fn(options: *mut OrtRunOptions),
     /// 98
     pub release_type_info: unsafe extern "C" fn(info: *mut OrtTypeInfo),
     /// 99
@@ -240,7 +262,43 @@ pub struct OrtApi {
     /// 126
     pub release_available_providers:
         unsafe extern "C" fn(providers: *mut *mut c_char, length: c_int) -> Status,
-    _gap_127: [Gap; 43], // 127 GetStringTensorElementLength … 169 CreateSessionFromArrayWith…
+    _gap_127: [Gap; 4], // 127 GetStringTensorElementLength … 130 AddSessionConfigEntry
+    /// 131; an allocator of `session` for memory `info` (released with `release_allocator`)
+    pub create_allocator: unsafe extern "C" fn(
+        session: *const OrtSession,
+        info: *const OrtMemoryInfo,
+        out: *mut *mut OrtAllocator,
+    ) -> Status,
+    /// 132
+    pub release_allocator: unsafe extern "C" fn(allocator: *mut OrtAllocator),
+    /// 133
+    pub run_with_binding: unsafe extern "C" fn(
+        session: *mut OrtSession,
+        run_options: *const OrtRunOptions,
+        binding: *const OrtIoBinding,
+    ) -> Status,
+    /// 134
+    pub create_io_binding:
+        unsafe extern "C" fn(session: *mut OrtSession, out: *mut *mut OrtIoBinding) -> Status,
+    /// 135
+    pub release_io_binding: unsafe extern "C" fn(binding: *mut OrtIoBinding),
+    /// 136
+    pub bind_input: unsafe extern "C" fn(
+        binding: *mut OrtIoBinding,
+        name: *const c_char,
+        value: *const OrtValue,
+    ) -> Status,
+    /// 137
+    pub bind_output: unsafe extern "C" fn(
+        binding: *mut OrtIoBinding,
+        name: *const c_char,
+        value: *const OrtValue,
+    ) -> Status,
+    _gap_138: [Gap; 27], // 138 BindOutputToDevice … 164 CreateArenaCfgV2
+    /// 165; a `key=value` of the run (`gpu_graph_id`: which CUDA graph a run captures or replays)
+    pub add_run_config_entry:
+        unsafe extern "C" fn(options: *mut OrtRunOptions, key: *const c_char, value: *const c_char) -> Status,
+    _gap_166: [Gap; 4], // 166 CreatePrepackedWeightsContainer … 169 CreateSessionFromArrayWith…
     /// 170
     pub session_options_append_execution_provider_tensorrt_v2: Option<
         unsafe extern "C" fn(
@@ -264,7 +322,8 @@ pub struct OrtApi {
     /// 174
     pub release_tensorrt_provider_options:
         Option<unsafe extern "C" fn(options: *mut OrtTensorRTProviderOptionsV2)>,
-    _gap_175: [Gap; 29], // 175 EnableOrtCustomOps … 203 SynchronizeBoundOutputs
+    _gap_175: [Gap; 29], // 175 EnableOrtCustomOps … 203 SynchronizeBoundOutputs (202, 203 unused:
+    // RunWithBinding returns once the outputs are written)
     /// 204
     pub session_options_append_execution_provider_cuda_v2: Option<
         unsafe extern "C" fn(
@@ -317,6 +376,8 @@ mod tests {
             (offset_of!(OrtApi, session_get_output_type_info), 34),
             (offset_of!(OrtApi, session_get_input_name), 36),
             (offset_of!(OrtApi, session_get_output_name), 37),
+            (offset_of!(OrtApi, create_run_options), 39),
+            (offset_of!(OrtApi, create_tensor_as_ort_value), 48),
             (offset_of!(OrtApi, create_tensor_with_data_as_ort_value), 49),
             (offset_of!(OrtApi, get_tensor_mutable_data), 51),
             (offset_of!(OrtApi, cast_type_info_to_tensor_info), 55),
@@ -325,6 +386,7 @@ mod tests {
             (offset_of!(OrtApi, get_dimensions_count), 61),
             (offset_of!(OrtApi, get_dimensions), 62),
             (offset_of!(OrtApi, get_tensor_type_and_shape), 65),
+            (offset_of!(OrtApi, create_memory_info), 68),
             (offset_of!(OrtApi, create_cpu_memory_info), 69),
             (offset_of!(OrtApi, allocator_free), 76),
             (offset_of!(OrtApi, get_allocator_with_default_options), 78),
@@ -333,11 +395,20 @@ mod tests {
             (offset_of!(OrtApi, release_memory_info), 94),
             (offset_of!(OrtApi, release_session), 95),
             (offset_of!(OrtApi, release_value), 96),
+            (offset_of!(OrtApi, release_run_options), 97),
             (offset_of!(OrtApi, release_type_info), 98),
             (offset_of!(OrtApi, release_tensor_type_and_shape_info), 99),
             (offset_of!(OrtApi, release_session_options), 100),
             (offset_of!(OrtApi, get_available_providers), 125),
             (offset_of!(OrtApi, release_available_providers), 126),
+            (offset_of!(OrtApi, create_allocator), 131),
+            (offset_of!(OrtApi, release_allocator), 132),
+            (offset_of!(OrtApi, run_with_binding), 133),
+            (offset_of!(OrtApi, create_io_binding), 134),
+            (offset_of!(OrtApi, release_io_binding), 135),
+            (offset_of!(OrtApi, bind_input), 136),
+            (offset_of!(OrtApi, bind_output), 137),
+            (offset_of!(OrtApi, add_run_config_entry), 165),
             (offset_of!(OrtApi, session_options_append_execution_provider_tensorrt_v2), 170),
             (offset_of!(OrtApi, create_tensorrt_provider_options), 171),
             (offset_of!(OrtApi, update_tensorrt_provider_options), 172),

@@ -136,3 +136,32 @@ impl FlatBatch {
         Ok(Padded { rows, length, input_ids, attention_mask })
     }
 }
+
+/// The fixed shape of a packed model call (`batches::pack` pads a batch to it): `tokens`
+/// side by side in one row, in `rows` chunks of at most `longest` tokens (`token_offset` is
+/// `[rows, longest]`). A call of one shape can be captured once and replayed (CUDA graphs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PackShape {
+    pub tokens: usize,
+    pub rows: usize,
+    pub longest: usize,
+}
+
+/// One packed model call (`batches::pack`): the chunks' tokens side by side in one row, the
+/// positions restarting at 0 for every chunk, and ONNX Runtime's `PackedMultiHeadAttention`
+/// layout of them: `cumulative_seq_lengths` (`rows + 1` offsets) and `token_offset`
+/// (`[rows, longest]`: each token's place in the chunks padded to `longest`, the real tokens'
+/// first, in order, then the padding's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedCall {
+    pub input_ids: Vec<i64>,
+    pub position_ids: Vec<i64>,
+    pub cumulative_seq_lengths: Vec<i32>,
+    pub token_offset: Vec<i32>,
+    /// the rows of `token_offset`: the batch's chunks, filler and empty rows
+    pub rows: usize,
+    /// the columns of `token_offset`
+    pub longest: usize,
+    /// the batch's own chunks (the first rows)
+    pub chunks: usize,
+}

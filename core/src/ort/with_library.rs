@@ -134,7 +134,8 @@ fn bad_models_and_inputs_are_refused_with_their_reason() {
         error.0,
         format!(
             "{}: model input 'features' is none of the inputs pulpie-rt feeds (input_ids, \
-             attention_mask, position_ids); the model's inputs: features",
+             attention_mask, position_ids, cumulative_sequence_length, token_offset); the model's \
+             inputs: features",
             rescorer.display()
         )
     );
