@@ -111,22 +111,25 @@ test: venv ort-gpu rust-lint
 docs: venv
 	$(VENV)/bin/mkdocs build --strict --site-dir $(BUILD)/site
 
-# The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers), downloaded once into
-# build/ort-gpu for the tests that ask a GPU-less machine for cuda and tensorrt
-# (tests/test_gpu_devices.py) and for bench/gpu_check.sh. A failed download fails the target
-# (and make test): those tests never skip in CI for want of it. ORT_GPU_VERSION: the newest onnxruntime-gpu on PyPI (CUDA 13 build).
-ORT_GPU_VERSION ?= 1.31.1
+# The onnxruntime-gpu wheel's C library (CUDA and TensorRT providers) and its metadata,
+# downloaded once into build/ort-gpu for the tests that ask a GPU-less machine for cuda and
+# tensorrt (tests/test_gpu_devices.py), the check that the `gpu` extra's pins are one coherent
+# set (tests/test_gpu_install.py) and bench/gpu_check.sh. A failed download fails the target
+# (and make test): those tests never skip in CI for want of it. ORT_GPU_VERSION: the `gpu`
+# extra's pin (pyproject.toml, its one definition), a CUDA 13 build.
+ORT_GPU_VERSION ?= $(shell sed -n 's/.*"onnxruntime-gpu\[[a-z,]*\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
 ORT_GPU := $(BUILD)/ort-gpu
-ort-gpu: $(ORT_GPU)/.done
-$(ORT_GPU)/.done:
-	@mkdir -p $(ORT_GPU)
+ort-gpu: $(ORT_GPU)/.done-$(ORT_GPU_VERSION)
+$(ORT_GPU)/.done-$(ORT_GPU_VERSION):
+	@rm -rf $(ORT_GPU) && mkdir -p $(ORT_GPU)
 	@$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
 	    --platform manylinux_2_28_x86_64 -d $(ORT_GPU) \
 	    onnxruntime-gpu==$(ORT_GPU_VERSION) >$(ORT_GPU)/download.log 2>&1 \
 	  && cd $(ORT_GPU) && $(PY) -c "import glob, zipfile; \
 	    z = zipfile.ZipFile(glob.glob('onnxruntime_gpu-$(ORT_GPU_VERSION)-*.whl')[0]); \
-	    [z.extract(n, '.') for n in z.namelist() if n.startswith('onnxruntime/capi/lib')]" \
-	  && rm -f onnxruntime_gpu-*.whl && touch .done \
+	    [z.extract(n, '.') for n in z.namelist() if n.startswith('onnxruntime/capi/lib') \
+	     or n.endswith('.dist-info/METADATA')]" \
+	  && rm -f onnxruntime_gpu-*.whl && touch .done .done-$(ORT_GPU_VERSION) \
 	  || { echo "make ort-gpu: onnxruntime-gpu $(ORT_GPU_VERSION) could not be downloaded" \
 	            "(see $(ORT_GPU)/download.log): the GPU-provider tests need it"; exit 1; }
 
@@ -135,14 +138,22 @@ onnx: venv
 	$(VENV)/bin/pulpie-rt export $(MODEL) --out $(BUILD)/$(notdir $(MODEL))-onnx --precision fp32
 
 # Export + verify + TensorRT engines, built by the core's engine itself (ONNX Runtime's
-# TensorRT provider, one FP16 engine per batcher bucket sized for GPU's token budget) into
-# the bundle's tensorrt/<gpu>/ folder with their EPContext models: every later open of the
-# bundle with backend tensorrt on that GPU type loads them without rebuilding. Needs an NVIDIA
-# GPU, the onnxruntime-gpu wheel (or PULPIE_RT_ORT_LIB) and CUDA 13, cuDNN 9 and TensorRT 10
-# on the library path; without a GPU it stops at the engine step with a clear message, and
-# the ONNX bundle in build/ is then ready for ONNX Runtime.
-engine: onnx
-	$(VENV)/bin/pulpie-rt engine $(BUILD)/$(notdir $(MODEL))-onnx --gpu $(GPU) --precision $(PRECISION)
+# TensorRT provider, one engine per batcher bucket sized for GPU's token budget) into the
+# bundle's tensorrt/<gpu>/ folder with their EPContext models, keyed by the model's content:
+# every later open of the bundle with backend tensorrt on that GPU type loads them without
+# rebuilding. FP16 engines are built from the FP16 export, whose FP32 islands (norms, rotary,
+# softmax) are in the graph. Installs what it needs first: the `gpu` extra (onnxruntime-gpu in
+# place of onnxruntime, CUDA 13, cuBLAS, cuDNN 9, TensorRT 10: one coherent set, which the
+# core loads from beside onnxruntime-gpu, no LD_LIBRARY_PATH). Without a GPU it stops at the
+# engine step with a clear message, and the ONNX bundle in build/ is ready for ONNX Runtime.
+ENGINE_BUNDLE := $(BUILD)/$(notdir $(MODEL))-onnx$(if $(filter fp16,$(PRECISION)),-fp16)
+$(VENV)/.gpu: $(VENV)/.installed
+	$(PIP) uninstall -q -y onnxruntime
+	$(PIP) install -q -e '.[gpu]'
+	touch $@
+engine: venv $(VENV)/.gpu
+	$(VENV)/bin/pulpie-rt export $(MODEL) --out $(ENGINE_BUNDLE) --precision $(PRECISION)
+	$(VENV)/bin/pulpie-rt engine $(ENGINE_BUNDLE) --gpu $(GPU) --precision $(PRECISION)
 
 # Re-record the reference outputs the tests compare against (slow: runs pulpie 0.0.2).
 golden: venv

@@ -418,20 +418,25 @@ def _stub_wheel(folder: Path, name: str, version: str) -> Path:
 def test_the_gpu_extra_resolves_to_exactly_one_onnx_runtime_distribution(wheel, wheel_venv,
                                                                          tmp_path):
     """pip resolves ``pulpie-rt[gpu]`` from the wheel against the package index (a dry run:
-    nothing installed): onnxruntime-gpu, and no onnxruntime beside it. tensorrt's package on
+    nothing installed): onnxruntime-gpu, and no onnxruntime beside it. TensorRT's package on
     the index is a stub that downloads the real wheel from NVIDIA's own index even to read its
-    metadata, which this machine cannot reach: a metadata-only tensorrt wheel of a higher
-    version stands in for it (it names no ONNX Runtime either way)."""
+    metadata, which this machine cannot reach: a metadata-only wheel of the pinned version
+    stands in for it (a wheel is preferred to the stub's sdist; it names no ONNX Runtime either
+    way)."""
+    tomllib = pytest.importorskip("tomllib")
+    gpu = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]["gpu"]
+    name, version = next(r.split("==") for r in gpu if r.startswith("tensorrt"))
     stubs = tmp_path / "stubs"
     stubs.mkdir()
-    _stub_wheel(stubs, "tensorrt", "999.0")
+    _stub_wheel(stubs, name.replace("-", "_"), version)
     report = tmp_path / "report.json"
     _run([str(wheel_venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "-q",
           "--ignore-installed", "--find-links", str(stubs), "--report", str(report),
           f"{wheel}[gpu]"], timeout=1800)
     names = [item["metadata"]["name"].lower().replace("_", "-")
              for item in json.loads(report.read_text())["install"]]
-    assert {"pulpie-rt", "onnxruntime-gpu", "tensorrt"} <= set(names), names
+    assert {"pulpie-rt", "onnxruntime-gpu", name, "nvidia-cublas"} <= set(names), names
     assert [n for n in names if n in ORT_DISTRIBUTIONS] == ["onnxruntime-gpu"], names
 
 

@@ -74,12 +74,12 @@ def _check(status: int, err: ctypes.c_char_p, what: str) -> None:
 
 
 def _device_request(backend: str, device: str | None, uses_transformer: bool
-                    ) -> tuple[str, int, bool]:
-    """``(provider, device_id, may_fall_back)`` for the C options from the doors' ``backend``
-    (``auto`` or a provider the core names: ``cpu``, ``cuda``, ``tensorrt``) and ``device``
-    (``cpu``, ``cuda`` or ``cuda:N``): ``auto`` with no device takes the first GPU when one is
-    visible and may fall back to the CPU (saying so); anything asked for by name is run there
-    or fails."""
+                    ) -> tuple[str, int]:
+    """``(provider, device_id)`` for the C options from the doors' ``backend`` (``auto`` or a
+    provider the core names: ``cpu``, ``cuda``, ``tensorrt``) and ``device`` (``cpu``, ``cuda``
+    or ``cuda:N``): ``auto`` with no device takes the first GPU when one is visible; what is
+    asked for or found runs there or the engine does not open (a GPU host whose provider
+    cannot load its libraries is an error, never a CPU run)."""
     names = backend_names()
     if backend not in names:
         raise BackendError(f"unknown backend {backend!r}: choose one of {', '.join(names)}")
@@ -90,15 +90,15 @@ def _device_request(backend: str, device: str | None, uses_transformer: bool
     on_gpu = backend in gpu_backends()
     if device is None:
         if backend == AUTO and uses_transformer and gpu_devices():
-            return "cuda", 0, True
-        return (backend, 0, False) if on_gpu else ("cpu", 0, False)
+            return "cuda", 0
+        return (backend, 0) if on_gpu else ("cpu", 0)
     if gpu is None:
         if on_gpu:
             raise BackendError(f"backend '{backend}' runs on a GPU, not on device 'cpu'")
-        return "cpu", 0, False
+        return "cpu", 0
     if backend == "cpu":
         raise BackendError(f"backend 'cpu' does not run on device {device!r}")
-    return ("cuda" if backend == AUTO else backend), gpu, False
+    return ("cuda" if backend == AUTO else backend), gpu
 
 
 class Engine:
@@ -108,9 +108,9 @@ class Engine:
     ``runtime.model.resolve``). ``profile``: the bundle's speed/quality profile (None: its
     default). ``backend``: ``auto`` or an execution provider (``cpu``, ``cuda``, ``tensorrt``:
     ``native.providers``); ``device``: ``cpu``, ``cuda`` or ``cuda:N`` (None: a GPU when one
-    is visible and the profile runs a model, else the CPU). A device asked for by name is used
-    or the engine does not open (``BackendError`` says why); only ``auto`` without a device
-    falls back, and says so in ``stats``. ``threads``: ONNX Runtime's intra-op threads (None:
+    is visible and the profile runs a model, else the CPU). The device asked for, or the GPU
+    ``auto`` found, is used or the engine does not open (``BackendError`` says why): a GPU
+    host never runs on the CPU unasked. ``threads``: ONNX Runtime's intra-op threads (None:
     its default, one per core). ``limits`` bounds what one page may cost; ``max_batch_tokens``
     and ``cutoff_length`` default to the core's.
 
@@ -134,8 +134,7 @@ class Engine:
         self.bundle = resolved.bundle
         self.profile = self.bundle.profile
         self.uses_transformer = self.bundle.uses_transformer
-        provider, device_id, may_fall_back = _device_request(backend, device,
-                                                             self.uses_transformer)
+        provider, device_id = _device_request(backend, device, self.uses_transformer)
         defaults = native.engine_defaults()
         self._options = native.EngineOptions()
         native.engine_abi().pulpie_rt_options_init(ctypes.byref(self._options))
@@ -157,13 +156,7 @@ class Engine:
             raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
         self.limits = limits
         self._handle = None
-        try:
-            self._open(provider)
-        except BackendError as exc:
-            if not may_fall_back:
-                raise
-            self.stats.fell_back(f"no GPU engine could be opened ({exc}): CPU instead")
-            self._open("cpu")
+        self._open(provider)
         lib = native.engine_abi()
         self.provider = lib.pulpie_rt_engine_provider(self._handle).decode()
         # what the engine says about where it runs (a GPU asked for a profile that runs no

@@ -42,7 +42,8 @@ class Pipeline:
     """Parallel extraction over many pages, threads sharing one engine per device.
 
     ``devices``: e.g. ``["cuda:0", "cuda:1"]`` or ``"cpu"``; None: every visible GPU when the
-    profile runs a model (falling back to the CPU, said in ``stats``), else the CPU.
+    profile runs a model (a GPU whose provider cannot load is an error, never a CPU run), else
+    the CPU.
     ``workers``: threads calling the engines (None: the usable CPUs for a CPU engine, two per
     GPU). ``threads``: ONNX Runtime's intra-op threads per engine (None: its default), for a
     process that owns only some of the machine's cores (a Ray actor, a datatrove task).
