@@ -40,3 +40,6 @@ def test_the_cpu_dry_run_passes_and_writes_the_l4_projection(tmp_path):
     assert l4["projected_pages_per_s"] > 0 and l4["usd_per_billion_pages"] > 0
     assert projection["page"]["flops_per_page"] > 0 and projection["page"]["bytes_per_page"] > 0
     assert "projection of tiny" in done.stdout and "L4" in done.stdout
+    # each FP16 run against its model's FP32 GPU run
+    assert ran["tiny.cuda-fp16"]["fp32_run"] == "tiny.cuda-fp32"
+    assert ran["tiny.cuda-fp16"]["fp32_block_agreement"] == 1.0
