@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from functools import lru_cache
 from pathlib import Path
 
@@ -243,3 +244,16 @@ def start_server(tmp_path_factory, *options: str, profile: str | None = "accurat
         server.stop()
         raise
     return server
+
+
+def pages_counted(index: Path) -> int:
+    """The pages a run's index counts as done (0 before it has any)."""
+    if not index.exists():
+        return 0
+    db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=10)
+    try:
+        return db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+    except sqlite3.OperationalError:  # its tables not yet created
+        return 0
+    finally:
+        db.close()

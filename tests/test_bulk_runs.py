@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from rt_helpers import small_dev_pages
+from rt_helpers import pages_counted, small_dev_pages
 
 from bench.resume import TORN, resume_only, run_measured, write_done_output
 
@@ -100,19 +99,6 @@ def test_a_resume_over_a_large_output_takes_memory_independent_of_the_records_do
 
 
 # ---------------------------------------------------------------------------- kill -9 + resume
-
-
-def pages_counted(index: Path) -> int:
-    """The pages a run's index counts as done (0 before it has any)."""
-    if not index.exists():
-        return 0
-    db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=10)
-    try:
-        return db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
-    except sqlite3.OperationalError:  # its tables not yet created
-        return 0
-    finally:
-        db.close()
 
 
 def already_done(done: subprocess.CompletedProcess) -> int:
