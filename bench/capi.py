@@ -21,6 +21,8 @@ example program, alternating, best of three, wall time and CPU time.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
 import json
 import os
 import re
@@ -35,6 +37,20 @@ from eval.report import REPO_ROOT
 CAPI_DIR = REPO_ROOT / "build" / "capi"
 EXTRACT = CAPI_DIR / "extract"
 LIBRARY = CAPI_DIR / "libpulpie_rt.so"
+HEADER = CAPI_DIR / "pulpie_rt.h"
+
+
+@functools.cache
+def c_library():
+    """``(library, declarations)``: the C library (``make capi`` first) with the functions
+    of the header it was installed with declared from that header, as a C program sees them
+    (``runtime/binding.py``)."""
+    from pulpie_rt.runtime import binding
+
+    declarations = binding.parse(HEADER.read_text(encoding="utf-8"))
+    lib = ctypes.CDLL(str(LIBRARY))
+    binding.declare(lib, declarations)
+    return lib, declarations
 
 
 def build_capi() -> None:

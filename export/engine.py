@@ -48,33 +48,22 @@ def no_engine_message(bundle: Path, reason: str) -> str:
             f"them. The ONNX bundle {bundle} is ready for ONNX Runtime.")
 
 
-class _Message(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
 def _core() -> ctypes.CDLL:
-    """The compiled core (the library every door runs), with the calls used here declared (a
-    handle of its own, so the declarations do not touch the runtime's)."""
+    """The compiled core (the library every door runs), its calls declared from its headers."""
     from pulpie_rt.runtime import native
 
-    path = native.library_path()
-    if path is None:
+    if native.library_path() is None:
         raise EngineUnavailableError("pulpie_rt's compiled core is not built (`make core`)")
-    lib = ctypes.CDLL(str(path))
-    lib.pulpie_rt_ort_gpu.argtypes = [ctypes.c_uint32, ctypes.POINTER(_Message),
-                                      ctypes.POINTER(_Message)]
-    lib.pulpie_rt_ort_load.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Message)]
-    lib.pulpie_rt_ort_release.argtypes = [ctypes.c_void_p]
-    lib.pulpie_rt_ort_tensorrt_build.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
-        ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_Message),
-        ctypes.POINTER(_Message)]
-    lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    return lib
+    return native.engine_abi()
 
 
-def _text(lib: ctypes.CDLL, message: _Message) -> str:
+def _message() -> ctypes.Structure:
+    from pulpie_rt.runtime import native
+
+    return native.new("pulpie_rt_message")
+
+
+def _text(lib: ctypes.CDLL, message: ctypes.Structure) -> str:
     if not message.ptr:
         return ""
     text = ctypes.string_at(message.ptr, message.len).decode("utf-8", "replace")
@@ -85,7 +74,7 @@ def _text(lib: ctypes.CDLL, message: _Message) -> str:
 def detect_gpu(device: int = 0) -> GpuInfo | str:
     """GPU ``device`` as the NVIDIA driver describes it, or why there is none."""
     lib = _core()
-    out, error = _Message(), _Message()
+    out, error = _message(), _message()
     if lib.pulpie_rt_ort_gpu(device, ctypes.byref(out), ctypes.byref(error)) != 0:
         return _text(lib, error)
     name, capability, folder = _text(lib, out).split("\n")
@@ -159,13 +148,13 @@ def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str
     log(f"building {precision} TensorRT engines for {found.name} (preset {preset.key}, "
         f"{budget} tokens per batch) from {bundle.onnx_path}")
     lib = _core()
-    ort, error = ctypes.c_void_p(), _Message()
+    ort, error = ctypes.c_void_p(), _message()
     path = library.encode()
     if lib.pulpie_rt_ort_load(path, len(path), ctypes.byref(ort), ctypes.byref(error)) != 0:
         raise EngineUnavailableError(no_engine_message(bundle_dir, _text(lib, error)))
     try:
         model = str(bundle.onnx_path).encode()
-        out = _Message()
+        out = _message()
         status = lib.pulpie_rt_ort_tensorrt_build(
             ort, model, len(model), device, int(precision == "fp32"), budget, b"", 0,
             ctypes.byref(out), ctypes.byref(error))

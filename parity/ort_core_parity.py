@@ -62,70 +62,27 @@ def ort_library_path() -> Path | None:
     return found[0] if found else None
 
 
-class _Message(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class _Floats(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.POINTER(ctypes.c_float)), ("len", ctypes.c_size_t),
-                ("labels", ctypes.c_size_t)]
-
-
-class _Batches(ctypes.Structure):
-    _fields_ = [
-        ("order_ptr", ctypes.POINTER(ctypes.c_uint64)), ("order_len", ctypes.c_size_t),
-        ("ends_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("bucket_lengths_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("bucket_rows_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("batches", ctypes.c_size_t),
-    ]
-
-
-_P = ctypes.c_void_p
-_SIGNATURES = {
-    "pulpie_rt_ort_load": [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
-                           ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_describe": [_P, ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_release": [_P],
-    "pulpie_rt_ort_classifier_open": [
-        _P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
-        ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(_P),
-        ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_classifier_run": [
-        _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
-        ctypes.POINTER(_Floats), ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_classifier_predict": [
-        _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t, ctypes.c_int64, ctypes.c_int64,
-        ctypes.POINTER(_Floats), _P, ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_classifier_free": [_P],
-    "pulpie_rt_ort_free_floats": [ctypes.POINTER(ctypes.c_float), ctypes.c_size_t],
-    "pulpie_rt_ort_rescorer_open": [
-        _P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_double,
-        ctypes.POINTER(_P), ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_rescorer_run": [
-        _P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P, ctypes.POINTER(_Message)],
-    "pulpie_rt_ort_rescorer_free": [_P],
-    "pulpie_rt_ort_make_batches": [
-        _P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, _P, _P,
-        ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
-    "pulpie_rt_free": [ctypes.c_void_p, ctypes.c_size_t],
-    "pulpie_rt_ort_free_u64s": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
-}
-
-
 def _core_library() -> ctypes.CDLL:
-    from pulpie_rt.runtime.native import library_path
+    from pulpie_rt.runtime import native
 
-    path = library_path()
+    path = native.library_path()
     if path is None or not path.is_file():
         raise CoreError("the compiled core is not built (make core)")
-    lib = ctypes.CDLL(str(path))
-    for name, argtypes in _SIGNATURES.items():
-        function = getattr(lib, name)
-        function.argtypes = argtypes
-        function.restype = None if name.startswith(("pulpie_rt_free", "pulpie_rt_ort_free")) \
-            or name.endswith(("_release", "_free")) else ctypes.c_int32
-    return lib
+    return native.engine_abi()
+
+
+def _new(struct: str) -> ctypes.Structure:
+    """A struct of the core's headers (``native.new``)."""
+    from pulpie_rt.runtime import native
+
+    return native.new(struct)
+
+
+def _values(pointer: int | None, length: int, ctype) -> list:
+    """The ``length`` values at ``pointer``."""
+    if not length:
+        return []
+    return ctypes.cast(pointer, ctypes.POINTER(ctype))[:length]
 
 
 def _ptr(array: np.ndarray) -> int:
@@ -136,15 +93,16 @@ class CoreOrt:
     """The core's ONNX Runtime layer through ctypes (temporary; see the module docstring)."""
 
     def __init__(self, ort_library: str | Path | None = None):
-        self.handle = _P()
+        self.handle = ctypes.c_void_p()
         self.lib = _core_library()
         path = b"" if ort_library is None else str(ort_library).encode()
-        handle = _P()
+        handle = ctypes.c_void_p()
+        error = _new("pulpie_rt_message")
         self._check(self.lib.pulpie_rt_ort_load(path, len(path), ctypes.byref(handle),
-                                                ctypes.byref(error := _Message())), error)
+                                                ctypes.byref(error)), error)
         self.handle = handle
 
-    def _check(self, status: int, error: _Message) -> None:
+    def _check(self, status: int, error: ctypes.Structure) -> None:
         if status != 0:
             message = ctypes.string_at(error.ptr, error.len).decode("utf-8", "replace")
             self.lib.pulpie_rt_free(error.ptr, error.len)
@@ -152,7 +110,7 @@ class CoreOrt:
 
     def describe(self) -> tuple[str, str]:
         """(library path, ONNX Runtime version)."""
-        out = _Message()
+        out = _new("pulpie_rt_message")
         self._check(self.lib.pulpie_rt_ort_describe(self.handle, ctypes.byref(out)), out)
         text = ctypes.string_at(out.ptr, out.len).decode()
         self.lib.pulpie_rt_free(out.ptr, out.len)
@@ -163,8 +121,8 @@ class CoreOrt:
                    inter_op_threads: int = 0, provider: str = "cpu",
                    device: int = 0) -> CoreClassifier:
         data, from_bytes = _model_arg(model)
-        handle = _P()
-        error = _Message()
+        handle = ctypes.c_void_p()
+        error = _new("pulpie_rt_message")
         self._check(self.lib.pulpie_rt_ort_classifier_open(
             self.handle, data, len(data), from_bytes, intra_op_threads, inter_op_threads,
             PROVIDER_CODES[provider], device, ctypes.byref(handle), ctypes.byref(error)), error)
@@ -172,8 +130,8 @@ class CoreOrt:
 
     def rescorer(self, model: str | Path | bytes, margin_weight: float) -> CoreRescorer:
         data, from_bytes = _model_arg(model)
-        handle = _P()
-        error = _Message()
+        handle = ctypes.c_void_p()
+        error = _new("pulpie_rt_message")
         self._check(self.lib.pulpie_rt_ort_rescorer_open(
             self.handle, data, len(data), from_bytes, margin_weight, ctypes.byref(handle),
             ctypes.byref(error)), error)
@@ -186,19 +144,21 @@ class CoreOrt:
         lengths_array = np.asarray(lengths, dtype=np.uint64)
         bucket_lengths = np.asarray([b.max_length for b in buckets or []], dtype=np.uint64)
         bucket_rows = np.asarray([b.max_rows or 0 for b in buckets or []], dtype=np.uint64)
-        out = _Batches()
-        error = _Message()
+        out = _new("pulpie_rt_batches")
+        error = _new("pulpie_rt_message")
         self._check(self.lib.pulpie_rt_ort_make_batches(
             _ptr(lengths_array), len(lengths_array), max_batch_tokens, max_batch_attention or 0,
             1 if buckets is None else 0, _ptr(bucket_lengths), _ptr(bucket_rows),
             len(bucket_lengths), 1, ctypes.byref(out), ctypes.byref(error)), error)
-        order = [out.order_ptr[i] for i in range(out.order_len)]
-        ends = [out.ends_ptr[i] for i in range(out.batches)]
+        order = _values(out.order_ptr, out.order_len, ctypes.c_uint64)
+        ends = _values(out.ends_ptr, out.batches, ctypes.c_uint64)
+        bucket_lengths = _values(out.bucket_lengths_ptr, out.batches, ctypes.c_uint64)
+        bucket_rows = _values(out.bucket_rows_ptr, out.batches, ctypes.c_uint64)
         result, start = [], 0
         for index, end in enumerate(ends):
-            rows = out.bucket_rows_ptr[index]
+            rows = bucket_rows[index]
             result.append((order[start:end],
-                           Bucket(int(out.bucket_lengths_ptr[index]), int(rows) if rows else None)))
+                           Bucket(int(bucket_lengths[index]), int(rows) if rows else None)))
             start = end
         for pointer, length in ((out.order_ptr, out.order_len), (out.ends_ptr, out.batches),
                                 (out.bucket_lengths_ptr, out.batches),
@@ -209,7 +169,7 @@ class CoreOrt:
     def close(self) -> None:
         if self.handle:
             self.lib.pulpie_rt_ort_release(self.handle)
-            self.handle = _P()
+            self.handle = ctypes.c_void_p()
 
     def __del__(self) -> None:
         self.close()
@@ -228,9 +188,10 @@ class CoreClassifier:
     def __init__(self, ort: CoreOrt, handle: ctypes.c_void_p):
         self.ort, self.lib, self.handle = ort, ort.lib, handle
 
-    def _take(self, out: _Floats) -> np.ndarray:
-        values = np.ctypeslib.as_array(out.ptr, shape=(out.len,)).copy() if out.len else \
-            np.zeros(0, dtype=np.float32)
+    def _take(self, out: ctypes.Structure) -> np.ndarray:
+        values = (np.ctypeslib.as_array(ctypes.cast(out.ptr, ctypes.POINTER(ctypes.c_float)),
+                                        shape=(out.len,)).copy() if out.len
+                  else np.zeros(0, dtype=np.float32))
         self.lib.pulpie_rt_ort_free_floats(out.ptr, out.len)
         return values
 
@@ -240,7 +201,7 @@ class CoreClassifier:
         ids = np.ascontiguousarray(input_ids, dtype=np.int64)
         mask = np.ascontiguousarray(attention_mask, dtype=np.int64)
         rows, length = ids.shape
-        out, error = _Floats(), _Message()
+        out, error = _new("pulpie_rt_floats"), _new("pulpie_rt_message")
         self.ort._check(self.lib.pulpie_rt_ort_classifier_run(
             self.handle, _ptr(ids), ids.size, _ptr(mask), mask.size, rows, length,
             ctypes.byref(out), ctypes.byref(error)), error)
@@ -252,7 +213,7 @@ class CoreClassifier:
         ids = np.ascontiguousarray(batch.input_ids, dtype=np.int64)
         cumulative = np.ascontiguousarray(batch.cumulative_seq_lengths, dtype=np.uint64)
         counts = np.zeros(batch.rows, dtype=np.uint64)
-        out, error = _Floats(), _Message()
+        out, error = _new("pulpie_rt_floats"), _new("pulpie_rt_message")
         self.ort._check(self.lib.pulpie_rt_ort_classifier_predict(
             self.handle, _ptr(ids), len(ids), _ptr(cumulative), batch.rows, pad_id, sep_id,
             ctypes.byref(out), _ptr(counts), ctypes.byref(error)), error)
@@ -268,7 +229,7 @@ class CoreClassifier:
     def close(self) -> None:
         if self.handle:
             self.lib.pulpie_rt_ort_classifier_free(self.handle)
-            self.handle = _P()
+            self.handle = ctypes.c_void_p()
 
     def __del__(self) -> None:
         self.close()
@@ -289,7 +250,7 @@ class CoreRescorer:
         probabilities = np.zeros((rows, 2), dtype=np.float32)
         log_odds = np.zeros(rows, dtype=np.float32)
         scores = np.zeros(rows, dtype=np.float32)
-        error = _Message()
+        error = _new("pulpie_rt_message")
         self.ort._check(self.lib.pulpie_rt_ort_rescorer_run(
             self.handle, _ptr(features), rows, columns, _ptr(margins), _ptr(probabilities),
             _ptr(log_odds), _ptr(scores), ctypes.byref(error)), error)
@@ -298,7 +259,7 @@ class CoreRescorer:
     def close(self) -> None:
         if self.handle:
             self.lib.pulpie_rt_ort_rescorer_free(self.handle)
-            self.handle = _P()
+            self.handle = ctypes.c_void_p()
 
     def __del__(self) -> None:
         self.close()

@@ -40,28 +40,15 @@ TOLERANCE = 1e-6
 STAGES = (("fast-first", "rescorer-fast-first.onnx"), ("fast", "rescorer-fast.onnx"),
           ("accurate", "rescorer.onnx"))
 
-_P = ctypes.c_void_p
-_SIGNATURES = {
-    "pulpie_rt_trees_open": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
-                              ctypes.POINTER(native._Message)], ctypes.c_int32),
-    "pulpie_rt_trees_predict": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P,
-                                 ctypes.POINTER(native._Message)], ctypes.c_int32),
-    "pulpie_rt_trees_free": ([_P], None),
-}
-
-
 class KernelTrees:
     """The compiled core's tree kernel alone on one ONNX file's bytes (``pulpie_rt_trees_*``):
     ``native.CoreError`` with the kernel's reason when it cannot run the trees."""
 
     def __init__(self, model: bytes) -> None:
-        lib = native._library()
-        for name, (argtypes, restype) in _SIGNATURES.items():
-            function = getattr(lib, name)
-            function.argtypes, function.restype = argtypes, restype
+        lib = native.engine_abi()
         self._lib = lib
         self.handle = None
-        handle = _P()
+        handle = ctypes.c_void_p()
         native._engine_call(lib.pulpie_rt_trees_open, model, len(model), ctypes.byref(handle))
         self.handle = handle.value
 

@@ -23,12 +23,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pulpie_rt.runtime import binding
+
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
-    "STEP_LEXBOR_HTML", "STEP_LEXBOR_SERIALIZATION", "STEP_TREE", "library_path",
+    "library_path", "declarations", "new",
     "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
     "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
@@ -52,49 +54,23 @@ class CoreMissing(RuntimeError):
     """No compiled core in this installation."""
 
 
-class _TextOutput(ctypes.Structure):
-    _fields_ = [
-        ("ptr", ctypes.c_void_p),
-        ("len", ctypes.c_size_t),
-        ("reason", ctypes.c_char_p),
-    ]
+# the header's constants the page flow names (read from the header on first use: __getattr__)
+_HEADER_NAMES = {
+    "STEP_LEXBOR_HTML": "PULPIE_RT_STEP_LEXBOR_HTML",
+    "STEP_LEXBOR_SERIALIZATION": "PULPIE_RT_STEP_LEXBOR_SERIALIZATION",
+    "STEP_TREE": "PULPIE_RT_STEP_TREE",
+    "EMPTY_NONE": "PULPIE_RT_EMPTY_NONE",
+    "EMPTY_NO_TEXT": "PULPIE_RT_EMPTY_NO_TEXT",
+    "EMPTY_NO_MAIN": "PULPIE_RT_EMPTY_NO_MAIN",
+    "EMPTY_MAIN_WITHOUT_TEXT": "PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT",
+    "ABI_VERSION": "PULPIE_RT_ABI_VERSION",
+}
 
 
-class _FeaturesOutput(ctypes.Structure):
-    _fields_ = [
-        ("ptr", ctypes.c_void_p),
-        ("len", ctypes.c_size_t),
-        ("rows", ctypes.c_size_t),
-        ("cols", ctypes.c_size_t),
-        ("reason", ctypes.c_char_p),
-    ]
-
-
-_NO_ID = ctypes.c_size_t(-1).value  # lib.rs NO_ID: an absent id (None)
-_FEATURES_LIBXML2_TREE = 1
-_FEATURES_EXTRAS = 2  # (lib.rs FEATURES_EXTRAS; prepare_page's with_features 2: blocks-v2)
-_FEATURES_CONTAINERS = 4  # (lib.rs FEATURES_CONTAINERS; with_features 3: blocks-v3)
-_FEATURES_DIALOGS = 8  # (lib.rs FEATURES_DIALOGS; with_features 4: blocks-v4)
-
-
-class _SimplifyOutput(ctypes.Structure):
-    _fields_ = [
-        ("simplified_ptr", ctypes.c_void_p),
-        ("simplified_len", ctypes.c_size_t),
-        ("map_ptr", ctypes.c_void_p),
-        ("map_len", ctypes.c_size_t),
-        ("reason", ctypes.c_char_p),
-    ]
-
-
-class _DecodeOutput(ctypes.Structure):
-    _fields_ = [
-        ("text_ptr", ctypes.c_void_p),
-        ("text_len", ctypes.c_size_t),
-        ("encoding", ctypes.c_char_p),
-        ("source", ctypes.c_char_p),
-        ("reason", ctypes.c_char_p),
-    ]
+def __getattr__(name: str) -> int:
+    if name in _HEADER_NAMES:
+        return _c(_HEADER_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def library_path() -> Path | None:
@@ -109,11 +85,11 @@ def library_path() -> Path | None:
     return None
 
 
-# the loaded library, per process (a cache: empty until first use, then [CDLL])
-_LIBRARY_CACHE: list[ctypes.CDLL] = []
+# the loaded library and its declarations, per process (a cache: empty until first use)
+_LIBRARY_CACHE: list[tuple[ctypes.CDLL, binding.Declarations]] = []
 
 
-def _library() -> ctypes.CDLL:
+def _load() -> tuple[ctypes.CDLL, binding.Declarations]:
     if _LIBRARY_CACHE:
         return _LIBRARY_CACHE[0]
     path = library_path()
@@ -123,45 +99,37 @@ def _library() -> ctypes.CDLL:
             "on the PATH (`pip install .`, or `make core` in a checkout)"
         )
     lib = ctypes.CDLL(str(path))
-    lib.pulpie_rt_simplify_page_flags.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32,
-        ctypes.POINTER(_SimplifyOutput),
-    ]
-    lib.pulpie_rt_simplify_page_flags.restype = ctypes.c_int32
-    lib.pulpie_rt_simplify_step.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(_TextOutput),
-    ]
-    lib.pulpie_rt_simplify_step.restype = ctypes.c_int32
-    lib.pulpie_rt_reconstruct.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.POINTER(_TextOutput),
-    ]
-    lib.pulpie_rt_reconstruct.restype = ctypes.c_int32
-    lib.pulpie_rt_decode.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.POINTER(_DecodeOutput),
-    ]
-    lib.pulpie_rt_decode.restype = ctypes.c_int32
-    lib.pulpie_rt_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    lib.pulpie_rt_free.restype = None
-    _declare_tokenizer(lib)
-    for name in ("pulpie_rt_markdown", "pulpie_rt_text"):
-        function = getattr(lib, name)
-        function.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TextOutput)]
-        function.restype = ctypes.c_int32
-    lib.pulpie_rt_block_features.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.c_uint32,
-        ctypes.POINTER(_FeaturesOutput),
-    ]
-    lib.pulpie_rt_block_features.restype = ctypes.c_int32
-    lib.pulpie_rt_hidden_blocks.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(_TextOutput),
-    ]
-    lib.pulpie_rt_hidden_blocks.restype = ctypes.c_int32
-    _LIBRARY_CACHE.append(lib)
-    return lib
+    try:
+        header = lib.pulpie_rt_py_header
+    except AttributeError:
+        raise CoreMissing(f"{path} is not the Python package's build of the core (no "
+                          "pulpie_rt_py_header): rebuild it (`make core`, or reinstall)") from None
+    # the one declaration by hand: the function that gives the headers every other comes from
+    header.argtypes, header.restype = [], ctypes.c_char_p
+    declarations = binding.parse(header().decode("utf-8"))
+    binding.declare(lib, declarations)
+    _LIBRARY_CACHE.append((lib, declarations))
+    return lib, declarations
+
+
+def _library() -> ctypes.CDLL:
+    """The core, its functions declared from its headers."""
+    return _load()[0]
+
+
+def declarations() -> binding.Declarations:
+    """What the core's headers declare: its structs, functions and constants."""
+    return _load()[1]
+
+
+def _c(name: str) -> int:
+    """A constant of the core's headers."""
+    return _load()[1].constants[name]
+
+
+def new(struct: str, **values) -> ctypes.Structure:
+    """A ``struct`` of the core's headers with ``values`` set (``binding.new``)."""
+    return binding.new(_load()[1].structs[struct], **values)
 
 
 def available() -> bool:
@@ -197,7 +165,7 @@ def _take_into(lib: ctypes.CDLL, ptr: int | None, size: int, array: np.ndarray) 
 
 
 def _check(status: int, reason: bytes | None) -> None:
-    if status != 0:
+    if status != _c("PULPIE_RT_DONE"):
         why = reason.decode("utf-8", "replace") if reason else f"status {status}"
         raise CoreError(f"the compiled core failed on this input: {why}")
 
@@ -212,15 +180,11 @@ def _page_bytes(html: str) -> bytes:
         return html.encode("utf-8", "surrogatepass")
 
 
-_SIMPLIFY_KEEP_HIDDEN = 1  # lib.rs SIMPLIFY_KEEP_HIDDEN
-_SIMPLIFY_DROP_NOSCRIPT = 2  # lib.rs SIMPLIFY_DROP_NOSCRIPT
-
-
 def _segmentation_flags(keep_hidden: bool, drop_noscript: bool) -> int:
     """The simplify flags' bits (``pulpie_rt_simplify_page_flags``' ``flags``,
     ``pulpie_rt_prepare_page``'s ``segmentation``)."""
-    return ((_SIMPLIFY_KEEP_HIDDEN if keep_hidden else 0)
-            | (_SIMPLIFY_DROP_NOSCRIPT if drop_noscript else 0))
+    return ((_c("PULPIE_RT_SIMPLIFY_KEEP_HIDDEN") if keep_hidden else 0)
+            | (_c("PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT") if drop_noscript else 0))
 
 
 def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
@@ -230,7 +194,7 @@ def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
     ``drop_noscript``: without the ``noscript`` elements that hold no block."""
     lib = _library()
     data = _page_bytes(html)
-    out = _SimplifyOutput()
+    out = new("pulpie_rt_simplify_output")
     status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length,
                                                _segmentation_flags(keep_hidden, drop_noscript),
                                                ctypes.byref(out))
@@ -244,18 +208,12 @@ def decode_page(data: bytes, content_type: str | None) -> tuple[str, str, str]:
     """``(text, encoding, source)`` of page bytes (``stages.decode.decode``)."""
     lib = _library()
     header = None if content_type is None else content_type.encode("utf-8", "surrogateescape")
-    out = _DecodeOutput()
+    out = new("pulpie_rt_decode_output")
     status = lib.pulpie_rt_decode(data, len(data), header, 0 if header is None else len(header),
                                   ctypes.byref(out))
     _check(status, out.reason)
     text = _take(lib, out.text_ptr, out.text_len)
     return text, out.encoding.decode("ascii"), out.source.decode("ascii")
-
-
-# the steps of pulpie_rt_simplify_step
-STEP_LEXBOR_HTML = 0
-STEP_LEXBOR_SERIALIZATION = 1
-STEP_TREE = 2
 
 
 def simplify_step(data: str | bytes, step: int) -> str:
@@ -269,13 +227,13 @@ def simplify_step(data: str | bytes, step: int) -> str:
     """
     lib = _library()
     if isinstance(data, str):
-        if step == STEP_LEXBOR_HTML:
+        if step == _c("PULPIE_RT_STEP_LEXBOR_HTML"):
             data = data.encode("utf-8", "ignore")
-        elif step == STEP_LEXBOR_SERIALIZATION:
+        elif step == _c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"):
             data = _page_bytes(data)
         else:
             data = data.encode("utf-8")
-    out = _TextOutput()
+    out = new("pulpie_rt_text_output")
     status = lib.pulpie_rt_simplify_step(data, len(data), step, ctypes.byref(out))
     _check(status, out.reason)
     return _take(lib, out.ptr, out.len)
@@ -303,52 +261,13 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
     except UnicodeEncodeError as exc:
         raise CoreError(f"map_html is not UTF-8-encodable ({exc.reason})") from exc
     joined = _main_ids(labels)
-    out = _TextOutput()
+    out = new("pulpie_rt_text_output")
     status = lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined), ctypes.byref(out))
     _check(status, out.reason)
     return _take(lib, out.ptr, out.len)
 
 
 # ---------------------------------------------------------------- tokenizer
-
-
-class _TokenizerLoadOutput(ctypes.Structure):
-    _fields_ = [
-        ("handle", ctypes.c_void_p),
-        ("error_ptr", ctypes.c_void_p),
-        ("error_len", ctypes.c_size_t),
-    ]
-
-
-class _TokenIdsOutput(ctypes.Structure):
-    _fields_ = [
-        ("ptr", ctypes.c_void_p),
-        ("len", ctypes.c_size_t),
-        ("reason", ctypes.c_char_p),
-    ]
-
-
-def _declare_tokenizer(lib: ctypes.CDLL) -> None:
-    lib.pulpie_rt_tokenizer_load.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_TokenizerLoadOutput),
-    ]
-    lib.pulpie_rt_tokenizer_load.restype = ctypes.c_int32
-    lib.pulpie_rt_tokenizer_free.argtypes = [ctypes.c_void_p]
-    lib.pulpie_rt_tokenizer_free.restype = None
-    lib.pulpie_rt_tokenizer_token_to_id.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-    ]
-    lib.pulpie_rt_tokenizer_token_to_id.restype = ctypes.c_int64
-    lib.pulpie_rt_tokenizer_vocab_size.argtypes = [ctypes.c_void_p, ctypes.c_uint8]
-    lib.pulpie_rt_tokenizer_vocab_size.restype = ctypes.c_uint64
-    lib.pulpie_rt_tokenizer_encode.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64),
-        ctypes.c_size_t, ctypes.POINTER(_TokenIdsOutput),
-    ]
-    lib.pulpie_rt_tokenizer_encode.restype = ctypes.c_int32
-    lib.pulpie_rt_free_u32.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    lib.pulpie_rt_free_u32.restype = None
 
 
 class TokenizerLoadError(ValueError):
@@ -370,10 +289,10 @@ class CoreTokenizer:
         self._handle = None
         path_bytes = os.fsencode(path)
         specials = "\n".join(ensure_specials).encode("utf-8")
-        out = _TokenizerLoadOutput()
+        out = new("pulpie_rt_tokenizer_load_output")
         status = lib.pulpie_rt_tokenizer_load(None, 0, path_bytes, len(path_bytes), specials,
                                               len(specials), ctypes.byref(out))
-        if status != 0:
+        if status != _c("PULPIE_RT_DONE"):
             message = _take(lib, out.error_ptr, out.error_len)
             raise TokenizerLoadError(f"{path}: {message}")
         self._handle = out.handle
@@ -403,10 +322,10 @@ class CoreTokenizer:
         encoded = [text.encode("utf-8") for text in texts]
         ends = (ctypes.c_uint64 * len(encoded))(*itertools.accumulate(map(len, encoded)))
         data = b"".join(encoded)
-        out = _TokenIdsOutput()
+        out = new("pulpie_rt_token_ids_output")
         status = self._lib.pulpie_rt_tokenizer_encode(self._handle, data, len(data), ends,
                                                       len(encoded), ctypes.byref(out))
-        if status != 0:
+        if status != _c("PULPIE_RT_DONE"):
             reason = out.reason.decode("utf-8", "replace") if out.reason else ""
             raise RuntimeError(f"core tokenizer failed (status {status}): {reason}")
         try:
@@ -424,7 +343,6 @@ class CoreTokenizer:
             self._lib.pulpie_rt_free_u32(out.ptr, out.len)
 # ── Markdown and plain text ───────────────────────────────────────────────────────────────
 
-_STATUS_SPEC_RAISES = 4
 # the exceptions the Markdown specification can raise (html.parser, int(), html2text asserts)
 _SPEC_EXCEPTIONS = {"AssertionError": AssertionError, "ValueError": ValueError}
 
@@ -445,14 +363,14 @@ def _text_call(name: str, html: str) -> str:
     lib = _library()
     function = getattr(lib, name)
     data = html.encode("utf-8", "surrogatepass")
-    out = _TextOutput()
+    out = new("pulpie_rt_text_output")
     status = function(data, len(data), ctypes.byref(out))
-    if status == 0:
+    if status == _c("PULPIE_RT_DONE"):
         try:
             return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
         finally:
             lib.pulpie_rt_free(out.ptr, out.len)
-    if status == _STATUS_SPEC_RAISES:
+    if status == _c("PULPIE_RT_SPEC_RAISES"):
         kind, _, message = (out.reason or b"").decode("utf-8", "replace").partition(": ")
         raise SpecificationRaises(_SPEC_EXCEPTIONS.get(kind, RuntimeError)(message)
                                   if message else _SPEC_EXCEPTIONS.get(kind, RuntimeError)())
@@ -488,10 +406,12 @@ def _encoded_id(item_id: str | None) -> bytes | None:
 
 
 def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
-    """The ids as the core takes them: joined, and each one's byte length (``_NO_ID``)."""
+    """The ids as the core takes them: joined, and each one's byte length
+    (``PULPIE_RT_NO_ID``)."""
     encoded = [_encoded_id(i) for i in item_ids]
     ids = b"".join(e for e in encoded if e is not None)
-    lens = (ctypes.c_size_t * len(encoded))(*(_NO_ID if e is None else len(e) for e in encoded))
+    no_id = _c("PULPIE_RT_NO_ID")
+    lens = (ctypes.c_size_t * len(encoded))(*(no_id if e is None else len(e) for e in encoded))
     return ids, lens
 
 
@@ -514,12 +434,14 @@ def block_features(map_html: str, item_ids: list[str | None],
     # them (selectolax encodes with errors="ignore")
     data = map_html.encode("utf-8", "ignore")
     ids, lens = _joined_ids(item_ids)
-    out = _FeaturesOutput()
+    out = new("pulpie_rt_features_output")
     status = lib.pulpie_rt_block_features(data, len(data), ids, len(ids), lens, len(lens),
-                                          (_FEATURES_LIBXML2_TREE if libxml2_tree else 0)
-                                          | (_FEATURES_EXTRAS if extras else 0)
-                                          | (_FEATURES_CONTAINERS if containers else 0)
-                                          | (_FEATURES_DIALOGS if dialogs else 0),
+                                          (_c("PULPIE_RT_FEATURES_LIBXML2_TREE") if libxml2_tree
+                                           else 0)
+                                          | (_c("PULPIE_RT_FEATURES_EXTRAS") if extras else 0)
+                                          | (_c("PULPIE_RT_FEATURES_CONTAINERS") if containers
+                                             else 0)
+                                          | (_c("PULPIE_RT_FEATURES_DIALOGS") if dialogs else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
     return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
@@ -537,7 +459,7 @@ def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     lib = _library()
     data = map_html.encode("utf-8", "ignore")
     ids, lens = _joined_ids(item_ids)
-    out = _TextOutput()
+    out = new("pulpie_rt_text_output")
     status = lib.pulpie_rt_hidden_blocks(data, len(data), ids, len(ids), lens, len(lens),
                                          ctypes.byref(out))
     _check(status, out.reason)
@@ -551,92 +473,22 @@ def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:
 ORT_LIBRARY_ENV = "PULPIE_RT_ORT_LIB"
 
 
-class _Message(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class _Batches(ctypes.Structure):
-    _fields_ = [
-        ("order_ptr", ctypes.POINTER(ctypes.c_uint64)), ("order_len", ctypes.c_size_t),
-        ("ends_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("bucket_lengths_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("bucket_rows_ptr", ctypes.POINTER(ctypes.c_uint64)),
-        ("batches", ctypes.c_size_t),
-    ]
-
-
-_P = ctypes.c_void_p
-_ENGINE_SIGNATURES = {
-    "pulpie_rt_ort_load": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
-                            ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32,
-                                     ctypes.c_double, ctypes.POINTER(_P),
-                                     ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_rescorer_run": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P, _P, _P, _P,
-                                    ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_rescorer_free": ([_P], None),
-    "pulpie_rt_ort_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_context_rescorer_open": ([_P, ctypes.c_char_p, ctypes.c_size_t,
-                                             ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_P),
-                                             ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_context_rescorer_log_odds": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
-                                                 ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_context_rescorer_free": ([_P], None),
-    "pulpie_rt_ort_context_rescorer_trees": ([_P, ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_ort_make_batches": ([_P, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64,
-                                    ctypes.c_uint32, _P, _P, ctypes.c_size_t, ctypes.c_uint32,
-                                    ctypes.POINTER(_Batches), ctypes.POINTER(_Message)],
-                                   ctypes.c_int32),
-    "pulpie_rt_ort_free_u64s": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t], None),
-    "pulpie_rt_decide_blocks": ([_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_double,
-                                 ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                                 ctypes.c_double, ctypes.c_double, ctypes.c_uint32,
-                                 ctypes.c_size_t, _P, _P, ctypes.c_size_t,
-                                 ctypes.c_uint32, _P, _P, ctypes.c_size_t, _P, ctypes.c_size_t,
-                                 ctypes.c_size_t, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_prepare_page": ([_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64,
-                                ctypes.c_uint64, ctypes.c_size_t, ctypes.c_size_t,
-                                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
-                                ctypes.c_uint32, _P, ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_prepare_free": ([_P], None),
-    "pulpie_rt_extract_blocks": ([ctypes.c_char_p, ctypes.c_size_t,
-                                  ctypes.POINTER(ctypes.POINTER(ctypes.c_uint64)),
-                                  ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(_Message)],
-                                 ctypes.c_int32),
-    "pulpie_rt_pack_chunks": ([_P, _P, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int64,
-                               ctypes.c_int64, ctypes.c_int64, _P, ctypes.POINTER(_Message)],
-                              ctypes.c_int32),
-    "pulpie_rt_context_features": ([_P, ctypes.c_size_t, ctypes.c_size_t, _P, ctypes.c_size_t,
-                                    ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_stage_features": ([_P, ctypes.c_size_t, _P, ctypes.c_size_t, ctypes.c_size_t, _P,
-                                  ctypes.c_size_t, ctypes.POINTER(_Message)], ctypes.c_int32),
-    "pulpie_rt_finish_page": ([ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                               ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32, _P,
-                               ctypes.POINTER(_Message)], ctypes.c_int32),
-}
-
-
-_ENGINE_DECLARED: list[bool] = []  # whether _ENGINE_SIGNATURES are set on the library
-
-
-def _engine_library() -> ctypes.CDLL:
-    lib = _library()
-    if not _ENGINE_DECLARED:
-        for name, (argtypes, restype) in _ENGINE_SIGNATURES.items():
-            function = getattr(lib, name)
-            function.argtypes, function.restype = argtypes, restype
-        _ENGINE_DECLARED.append(True)
-    return lib
+def _message_call(function, *args) -> tuple[int, str]:
+    """Call a core function that reports failures in a trailing ``pulpie_rt_message``: its
+    status and message (empty when it succeeded)."""
+    message = new("pulpie_rt_message")
+    status = function(*args, ctypes.byref(message))
+    if status == _c("PULPIE_RT_DONE"):
+        return status, ""
+    text = _take(_library(), message.ptr, message.len) if message.ptr else f"status {status}"
+    return status, text
 
 
 def _engine_call(function, *args) -> None:
-    """Call a core function that reports failures in a trailing ``_Message``; ``CoreError``
-    with its message when it fails."""
-    lib = _engine_library()
-    message = _Message()
-    status = function(*args, ctypes.byref(message))
-    if status != 0:
-        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
+    """Call a core function that reports failures in a trailing ``pulpie_rt_message``;
+    ``CoreError`` with its message when it fails."""
+    status, text = _message_call(function, *args)
+    if status != _c("PULPIE_RT_DONE"):
         raise CoreError(text)
 
 
@@ -645,10 +497,10 @@ def _u64s(values) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.uint64)
 
 
-def _take_u64s(lib: ctypes.CDLL, ptr, length: int) -> np.ndarray:
+def _take_u64s(lib: ctypes.CDLL, ptr: int | None, length: int) -> np.ndarray:
     import numpy as np
     try:
-        return np.ctypeslib.as_array(ptr, (length,)).copy() if length else np.zeros(0, np.uint64)
+        return _array(ptr, length, ctypes.c_uint64, np.uint64)
     finally:
         lib.pulpie_rt_ort_free_u64s(ptr, length)
 
@@ -660,11 +512,11 @@ def plan_batches(lengths: list[int], max_batch_tokens: int,
     """The one batcher (``core/src/ort/batches.rs``, ``batches.make_batches``'s rules) over
     item lengths: per batch the item indices in row order, and its bucket as ``(max_length,
     max_rows)`` (``buckets`` None: the default ones)."""
-    lib = _engine_library()
+    lib = _library()
     lengths_array = _u64s(lengths)
     bucket_lengths = _u64s([b for b, _ in buckets or []])
     bucket_rows = _u64s([r or 0 for _, r in buckets or []])
-    out = _Batches()
+    out = new("pulpie_rt_batches")
     _engine_call(lib.pulpie_rt_ort_make_batches, lengths_array.ctypes.data, len(lengths_array),
                  max(int(max_batch_tokens), 0),
                  0 if max_batch_attention is None else max(int(max_batch_attention), 1),
@@ -736,8 +588,8 @@ def _ort_handle() -> int:
         raise CoreError("no ONNX Runtime C library: none beside the core (reinstall pulpie-rt), "
                         "no onnxruntime-gpu or onnxruntime installed, and "
                         f"{ORT_LIBRARY_ENV} not set to a libonnxruntime.so")
-    lib = _engine_library()
-    handle = _P()
+    lib = _library()
+    handle = ctypes.c_void_p()
     data = os.fsencode(path)
     _engine_call(lib.pulpie_rt_ort_load, data, len(data), ctypes.byref(handle))
     _ORT_CACHE.append(handle.value)
@@ -746,11 +598,11 @@ def _ort_handle() -> int:
 
 def _trees(function, handle: int) -> str:
     """What runs a core rescorer's trees (``pulpie_rt_ort_*rescorer_trees``)."""
-    lib = _engine_library()
-    message = _Message()
+    lib = _library()
+    message = new("pulpie_rt_message")
     status = function(handle, ctypes.byref(message))
     text = _take(lib, message.ptr, message.len) if message.ptr else ""
-    if status != 0:
+    if status != _c("PULPIE_RT_DONE"):
         raise CoreError(text or f"status {status}")
     return text
 
@@ -762,11 +614,11 @@ class CoreRescorer:
     call releases the GIL)."""
 
     def __init__(self, onnx_path: str | Path, margin_weight: float) -> None:
-        lib = _engine_library()
+        lib = _library()
         self._lib = lib
         self.handle = None
         data = os.fsencode(onnx_path)
-        handle = _P()
+        handle = ctypes.c_void_p()
         _engine_call(lib.pulpie_rt_ort_rescorer_open, _ort_handle(), data, len(data), 0,
                      float(margin_weight), ctypes.byref(handle))
         self.handle = handle.value
@@ -808,12 +660,12 @@ class CoreContextRescorer:
     stage's trees as ``CoreRescorer`` runs them; shared by threads."""
 
     def __init__(self, onnx_path: str | Path, first_stage: str | Path | None = None) -> None:
-        lib = _engine_library()
+        lib = _library()
         self._lib = lib
         self.handle = None
         data = os.fsencode(onnx_path)
         first = b"" if first_stage is None else os.fsencode(first_stage)
-        handle = _P()
+        handle = ctypes.c_void_p()
         _engine_call(lib.pulpie_rt_ort_context_rescorer_open, _ort_handle(), data, len(data),
                      first or None, len(first), ctypes.byref(handle))
         self.handle = handle.value
@@ -841,42 +693,37 @@ class CoreContextRescorer:
         return out
 
 
-_OUTPUTS_LOGITS, _OUTPUTS_MARGINS = 0, 1  # core/src/engine/ffi.rs
-
-
 class DecodeError(ValueError):
     """A page the label decoding failed on; the message is the page's ``"rescore: …"``."""
 
 
 def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: list[np.ndarray],
-                  margins: bool, threshold: float | None, keep_best: bool,
-                  rescorer: CoreRescorer | None = None, features: np.ndarray | None = None,
-                  n_classified: int | None = None, expected_f1: bool = False,
-                  container_prior: tuple[float, float] | None = None,
-                  continue_story: bool = False) -> list[int]:
+                  *, rescorer: CoreRescorer | None = None, features: np.ndarray | None = None,
+                  n_classified: int | None = None, **decoding) -> list[int]:
     """One page's block predictions from its chunks' SEP outputs
     (``core/src/engine/decode.rs``' ``decide_blocks``): ``chunk_outputs[c]`` holds chunk
-    ``c``'s ``[n_sep, labels]`` logits, or (1-D) its margins. ``margins`` False: the argmax
-    at each SEP; True: the bundle's decoding by margins (``threshold``, ``keep_best``, and
-    ``rescorer``'s scores over ``features`` when given; blocks past ``n_classified`` other;
-    ``expected_f1``: the blocks of the best expected word F1 instead of those above
-    ``threshold``, weighing each by the ``words`` column of ``features``;
-    ``container_prior``: ``(share, shift)``, the scores outside the page's dominant container
-    lowered by ``shift``, ``decode.rs``' ``container_prior``, from the container columns of
-    ``features``; ``continue_story``: the story of a main prose block goes on through the
-    later prose blocks whose parent or grandparent is its parent, ``decode.rs``'
-    ``continue_story``).
+    ``c``'s ``[n_sep, labels]`` logits, or (1-D) its margins; ``rescorer``'s scores over
+    ``features`` when given; blocks past ``n_classified`` other.
+
+    ``decoding``: the fields of ``pulpie_rt_decoding`` (``pulpie_rt_internal.h``, the bundle's
+    decoding) by name, each left out off: ``margins`` (False: the argmax at each SEP; True: by
+    margins), ``threshold`` (main above it; None: none), ``keep_best``, ``expected_f1`` (the
+    blocks of the best expected word F1, weighing each by the ``words`` column of
+    ``features``), ``container_prior`` (``(share, shift)``: the scores outside the page's
+    dominant container lowered by ``shift``, from the container columns of ``features``),
+    ``continue_story`` (a main prose block's story goes on through the later prose blocks
+    whose parent or grandparent is its parent). A name the header lacks is a ``TypeError``.
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""
     import numpy as np
-    lib = _engine_library()
+    lib = _library()
+    settings = new("pulpie_rt_decoding", **decoding)
     outputs = [np.asarray(o, dtype=np.float32) for o in chunk_outputs]
     kinds = {o.ndim for o in outputs}
     if len(kinds) > 1 or kinds - {1, 2}:
         raise CoreError("SEP outputs must be all 2-D logits or all 1-D margins")
-    kind = _OUTPUTS_MARGINS if kinds == {1} else _OUTPUTS_LOGITS
-    labels = 0 if kind == _OUTPUTS_MARGINS else (
-        max((o.shape[1] for o in outputs), default=0))
-    if kind == _OUTPUTS_LOGITS and any(o.shape[1] != labels for o in outputs if len(o)):
+    margins = kinds == {1}
+    labels = 0 if margins else max((o.shape[1] for o in outputs), default=0)
+    if not margins and any(o.shape[1] != labels for o in outputs if len(o)):
         raise CoreError("chunks give different numbers of labels")
     values = (np.concatenate([o.reshape(-1) for o in outputs]) if outputs
               else np.zeros(0, np.float32))
@@ -885,45 +732,35 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     block_ends = _u64s(np.cumsum([len(indices) for indices in chunk_blocks], dtype=np.int64))
     if len(block_ends) != len(value_ends):
         raise CoreError(f"{len(chunk_blocks)} chunks of blocks, {len(outputs)} of SEP outputs")
-    n_features = 0
-    features_pointer = None
-    if features is not None and (rescorer is not None or expected_f1
-                                 or container_prior is not None or continue_story):
+    if features is not None:
         features = np.ascontiguousarray(features, np.float32)
         if features.ndim != 2 or len(features) != n_blocks:
             raise DecodeError(f"rescore: ValueError: {len(features)} rows of block features "
                               f"for {n_blocks} blocks")
-        n_features = features.shape[1]
-        features_pointer = features.ctypes.data
+    page = new("pulpie_rt_sep_outputs", n_blocks=n_blocks, block_indices=blocks.ctypes.data,
+               block_ends=block_ends.ctypes.data, n_chunks=len(block_ends),
+               kind=_c("PULPIE_RT_OUTPUTS_MARGINS" if margins else "PULPIE_RT_OUTPUTS_LOGITS"),
+               values=values.ctypes.data, value_ends=value_ends.ctypes.data, labels=labels,
+               features=None if features is None else features.ctypes.data,
+               n_features=0 if features is None else features.shape[1],
+               n_classified=n_blocks if n_classified is None else n_classified)
     out = np.zeros(n_blocks, np.uint64)
-    message = _Message()
-    status = lib.pulpie_rt_decide_blocks(
-        None if rescorer is None else rescorer.handle, 1 if margins else 0,
-        0 if threshold is None else 1, 0.0 if threshold is None else float(threshold),
-        1 if keep_best else 0, 1 if expected_f1 else 0, 0 if container_prior is None else 1,
-        *((0.0, 0.0) if container_prior is None else map(float, container_prior)),
-        1 if continue_story else 0, n_blocks, blocks.ctypes.data,
-        block_ends.ctypes.data,
-        len(block_ends), kind, values.ctypes.data, value_ends.ctypes.data, labels,
-        features_pointer, n_features, n_blocks if n_classified is None else n_classified,
-        out.ctypes.data, ctypes.byref(message))
-    if status != 0:
-        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
-        if status == 1 and text.startswith("rescore: "):
+    status, text = _message_call(lib.pulpie_rt_decide_blocks,
+                                 None if rescorer is None else rescorer.handle,
+                                 ctypes.byref(settings), ctypes.byref(page), out.ctypes.data)
+    if status != _c("PULPIE_RT_DONE"):
+        if status == _c("PULPIE_RT_FAILED") and text.startswith("rescore: "):
             raise DecodeError(text)
         raise CoreError(text)
     return out.tolist()
 
 
 def _input_call(function, *args) -> None:
-    """``_engine_call`` for a function whose status 1 refuses its input: ``ValueError`` with
-    the core's message as it is (status 2, a panic: ``CoreError``)."""
-    lib = _engine_library()
-    message = _Message()
-    status = function(*args, ctypes.byref(message))
-    if status != 0:
-        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
-        raise (ValueError if status == 1 else CoreError)(text)
+    """``_engine_call`` for a function whose ``PULPIE_RT_FAILED`` refuses its input:
+    ``ValueError`` with the core's message as it is (a panic: ``CoreError``)."""
+    status, text = _message_call(function, *args)
+    if status != _c("PULPIE_RT_DONE"):
+        raise (ValueError if status == _c("PULPIE_RT_FAILED") else CoreError)(text)
 
 
 def _rows(features: np.ndarray) -> np.ndarray:
@@ -940,7 +777,7 @@ def context_features(features: np.ndarray, width: int) -> np.ndarray:
     (``N_CONTEXT``, or ``N_CONTEXT_V5``) float32 columns per block out. ``ValueError`` with
     the core's message for rows of another width."""
     import numpy as np
-    lib = _engine_library()
+    lib = _library()
     rows = _rows(features)
     out = np.empty((len(rows), width), np.float32)
     _input_call(lib.pulpie_rt_context_features, rows.ctypes.data, rows.shape[0], rows.shape[1],
@@ -955,21 +792,13 @@ def stage_features(probabilities: np.ndarray, features: np.ndarray, width: int) 
     float32 columns per block out. ``ValueError`` with the core's message for rows of another
     width or count."""
     import numpy as np
-    lib = _engine_library()
+    lib = _library()
     p = np.ascontiguousarray(probabilities, np.float64).reshape(-1)
     rows = _rows(features)
     out = np.empty((len(p), width), np.float32)
     _input_call(lib.pulpie_rt_stage_features, p.ctypes.data, len(p), rows.ctypes.data,
                 rows.shape[0], rows.shape[1], out.ctypes.data, out.size)
     return out
-
-
-class _FinishOutput(ctypes.Structure):
-    _fields_ = [
-        ("html_ptr", ctypes.c_void_p), ("html_len", ctypes.c_size_t),
-        ("markdown_ptr", ctypes.c_void_p), ("markdown_len", ctypes.c_size_t),
-        ("empty_reason", ctypes.c_uint32),
-    ]
 
 
 class PageFailed(ValueError):
@@ -980,18 +809,14 @@ class PageFailed(ValueError):
 FinishError = PageFailed  # what finish_page raises
 
 
-# why finish_page's Markdown is empty (FinishOutput.empty_reason, core/src/engine/ffi.rs)
-EMPTY_NONE, EMPTY_NO_TEXT, EMPTY_NO_MAIN, EMPTY_MAIN_WITHOUT_TEXT = 0, 1, 2, 3
-
-
 def finish_page(map_html: str, labels: dict[str, str], whole_text: bool
                 ) -> tuple[str, str, int]:
     """One page's main content once its labels are known (``core/src/engine/mod.rs``'
     ``finish_main``, or ``whole_text`` for a page without blocks: its visible text, one
-    paragraph a line): ``(main HTML, Markdown, why the Markdown is empty)``, the last an
-    ``EMPTY_*`` code. ``FinishError`` with the page's ``"<stage>: <reason>"`` when it
-    fails."""
-    lib = _engine_library()
+    paragraph a line): ``(main HTML, Markdown, why the Markdown is empty)``, the last a
+    ``PULPIE_RT_EMPTY_*`` code (``EMPTY_*`` here). ``FinishError`` with the page's
+    ``"<stage>: <reason>"`` when it fails."""
+    lib = _library()
     if whole_text:
         data = map_html.encode("utf-8", "surrogatepass")
     else:
@@ -1002,38 +827,14 @@ def finish_page(map_html: str, labels: dict[str, str], whole_text: bool
                               f"({exc.reason})") from exc
     joined = _main_ids(labels)
     any_main = "main" in labels.values()
-    out = _FinishOutput()
-    message = _Message()
-    status = lib.pulpie_rt_finish_page(data, len(data), joined, len(joined),
-                                       1 if whole_text else 0, 1 if any_main else 0,
-                                       ctypes.byref(out), ctypes.byref(message))
-    if status != 0:
-        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
-        if status == 1:
-            raise FinishError(text)
-        raise CoreError(text)
+    out = new("pulpie_rt_finish_output")
+    status, text = _message_call(lib.pulpie_rt_finish_page, data, len(data), joined,
+                                 len(joined), whole_text, any_main, ctypes.byref(out))
+    if status != _c("PULPIE_RT_DONE"):
+        raise (FinishError if status == _c("PULPIE_RT_FAILED") else CoreError)(text)
     html = _take(lib, out.html_ptr, out.html_len)
     markdown = _take(lib, out.markdown_ptr, out.markdown_len)
     return html, markdown, out.empty_reason
-
-
-class _PrepareOutput(ctypes.Structure):
-    _fields_ = [
-        ("ids_ptr", ctypes.c_void_p), ("ids_len", ctypes.c_size_t),
-        ("id_lens_ptr", ctypes.c_void_p), ("n_blocks", ctypes.c_size_t),
-        ("token_ids_ptr", ctypes.c_void_p), ("token_ids_len", ctypes.c_size_t),
-        ("token_ends_ptr", ctypes.c_void_p),
-        ("block_indices_ptr", ctypes.c_void_p), ("block_indices_len", ctypes.c_size_t),
-        ("block_ends_ptr", ctypes.c_void_p), ("n_chunks", ctypes.c_size_t),
-        ("map_ptr", ctypes.c_void_p), ("map_len", ctypes.c_size_t),
-        ("features_ptr", ctypes.c_void_p), ("features_len", ctypes.c_size_t),
-        ("n_features", ctypes.c_size_t),
-        ("truncated_ptr", ctypes.c_void_p), ("truncated_len", ctypes.c_size_t),
-        ("n_classified", ctypes.c_size_t),
-    ]
-
-
-_NO_LIMIT = 2**64 - 1  # a limit turned off (ffi.rs)
 
 
 def _array(ptr: int | None, length: int, ctype, dtype) -> np.ndarray:
@@ -1082,29 +883,33 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     simplify stage ignores it, as the specification's parser does).
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
     import numpy as np
-    lib = _engine_library()
+    lib = _library()
     data = _page_bytes(html)
-    out = _PrepareOutput()
-    message = _Message()
-    status = lib.pulpie_rt_prepare_page(
-        None if tokenizer is None else tokenizer._handle, data, len(data),
-        _NO_LIMIT if max_input_bytes is None else max(int(max_input_bytes), 0),
-        _NO_LIMIT if max_page_tokens is None else max(int(max_page_tokens), 0),
-        cutoff_length, max_tokens, sep_id, -1 if bos_id is None else bos_id,
-        -1 if eos_id is None else eos_id,
-        (4 if dialogs else 3 if containers else 2 if extras else 1) if with_features else 0,
-        _segmentation_flags(keep_hidden, drop_noscript), ctypes.byref(out), ctypes.byref(message))
-    if status != 0:
-        text = _take(lib, message.ptr, message.len) if message.ptr else f"status {status}"
-        if status == 1:
-            raise PageFailed(text)
-        raise CoreError(text)
+    options = new("pulpie_rt_prepare_options",
+                  max_input_bytes=-1 if max_input_bytes is None else max(int(max_input_bytes), 0),
+                  max_page_tokens=-1 if max_page_tokens is None else max(int(max_page_tokens), 0),
+                  cutoff_length=cutoff_length, max_tokens=max_tokens, sep_id=sep_id,
+                  bos_id=-1 if bos_id is None else bos_id,
+                  eos_id=-1 if eos_id is None else eos_id,
+                  features=_c("PULPIE_RT_LAYOUT_BLOCKS_V4" if dialogs
+                              else "PULPIE_RT_LAYOUT_BLOCKS_V3" if containers
+                              else "PULPIE_RT_LAYOUT_BLOCKS_V2" if extras
+                              else "PULPIE_RT_LAYOUT_BLOCKS_V1") if with_features
+                  else _c("PULPIE_RT_LAYOUT_NONE"),
+                  segmentation=_segmentation_flags(keep_hidden, drop_noscript))
+    out = new("pulpie_rt_prepare_output")
+    status, text = _message_call(lib.pulpie_rt_prepare_page,
+                                 None if tokenizer is None else tokenizer._handle, data,
+                                 len(data), ctypes.byref(options), ctypes.byref(out))
+    if status != _c("PULPIE_RT_DONE"):
+        raise (PageFailed if status == _c("PULPIE_RT_FAILED") else CoreError)(text)
     try:
         ids = ctypes.string_at(out.ids_ptr, out.ids_len) if out.ids_len else b""
         item_ids: list[str | None] = []
         start = 0
+        no_id = _c("PULPIE_RT_NO_ID")
         for length in _array(out.id_lens_ptr, out.n_blocks, ctypes.c_uint64, np.uint64).tolist():
-            if length == _NO_LIMIT:
+            if length == no_id:
                 item_ids.append(None)
             else:
                 item_ids.append(ids[start:start + length].decode("utf-8"))
@@ -1137,7 +942,7 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:
     """``blocks.extract_blocks`` on the compiled core (``core/src/engine/prepare.rs``)."""
-    lib = _engine_library()
+    lib = _library()
     try:
         data = simplified_html.encode("utf-8")
         core_data = data
@@ -1146,17 +951,18 @@ def extract_blocks(simplified_html: str) -> tuple[list[str], list[str | None]]:
         # neither "<", whitespace nor a digit), the blocks are cut from the page as it is
         data = simplified_html.encode("utf-8", "surrogatepass")
         core_data = _SURROGATE_RE.sub("\ufffd", simplified_html).encode("utf-8")
-    spans_ptr = ctypes.POINTER(ctypes.c_uint64)()
+    spans_ptr = ctypes.c_void_p()
     n_blocks = ctypes.c_size_t()
     _engine_call(lib.pulpie_rt_extract_blocks, core_data, len(core_data),
                  ctypes.byref(spans_ptr), ctypes.byref(n_blocks))
-    spans = _take_u64s(lib, spans_ptr, 4 * n_blocks.value).tolist()
+    spans = _take_u64s(lib, spans_ptr.value, 4 * n_blocks.value).tolist()
     blocks: list[str] = []
     item_ids: list[str | None] = []
+    no_id = _c("PULPIE_RT_NO_ID")
     for index in range(0, len(spans), 4):
         start, end, id_start, id_end = spans[index:index + 4]
         blocks.append(data[start:end].decode("utf-8", "surrogatepass"))
-        item_ids.append(None if id_start == _NO_LIMIT else data[id_start:id_end].decode("utf-8"))
+        item_ids.append(None if id_start == no_id else data[id_start:id_end].decode("utf-8"))
     return blocks, item_ids
 
 
@@ -1167,7 +973,7 @@ def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
     import numpy as np
     if max_tokens < 0:
         raise ValueError(f"max_tokens must not be negative, not {max_tokens}")
-    lib = _engine_library()
+    lib = _library()
     lengths = np.fromiter((len(ids) for ids in block_token_ids), np.uint64,
                           len(block_token_ids))
     ends = np.cumsum(lengths, dtype=np.uint64)
@@ -1176,7 +982,7 @@ def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
     if len(ids) and (ids.min() < 0 or ids.max() > 0xFFFFFFFF):
         raise ValueError("token ids must be in [0, 2**32)")
     ids = ids.astype(np.uint32)
-    out = _PrepareOutput()
+    out = new("pulpie_rt_prepare_output")
     _engine_call(lib.pulpie_rt_pack_chunks, ids.ctypes.data, ends.ctypes.data, len(ends),
                  max_tokens, sep_id, -1 if bos_id is None else bos_id,
                  -1 if eos_id is None else eos_id, ctypes.byref(out))
@@ -1201,89 +1007,20 @@ def pack_chunks(block_token_ids: list[list[int]], max_tokens: int, sep_id: int,
 # Python doors use the public C ABI plus the internal ``pulpie_rt_py_*`` calls of capi.rs.
 
 
-class EngineOptions(ctypes.Structure):
-    """``pulpie_rt_options`` of ABI 3 (pulpie_rt.h)."""
-
-    _fields_ = [
-        ("struct_size", ctypes.c_uint32),
-        ("model", ctypes.c_char_p),
-        ("backend", ctypes.c_char_p),
-        ("device_id", ctypes.c_int32),
-        ("threads", ctypes.c_int32),
-        ("ort_library", ctypes.c_char_p),
-        ("max_input_bytes", ctypes.c_int64),
-        ("max_page_tokens", ctypes.c_int64),
-        ("max_batch_tokens", ctypes.c_int64),
-        ("profile", ctypes.c_char_p),
-        ("cutoff_length", ctypes.c_int64),
-    ]
-
-
-class ResultView(ctypes.Structure):
-    """``pulpie_rt_py_result_view`` (capi.rs): a result's fields in one call."""
-
-    _fields_ = [
-        ("markdown", ctypes.c_void_p), ("markdown_len", ctypes.c_size_t),
-        ("html", ctypes.c_void_p), ("html_len", ctypes.c_size_t),
-        ("error", ctypes.c_char_p), ("truncated", ctypes.c_char_p),
-        ("empty_reason", ctypes.c_char_p), ("encoding", ctypes.c_char_p),
-        ("label_ids", ctypes.c_void_p), ("label_ids_len", ctypes.c_size_t),
-        ("label_main", ctypes.c_void_p), ("n_labels", ctypes.c_size_t),
-    ]
-
-
-_ABI_SIGNATURES = {
-    "pulpie_rt_abi_version": ([], ctypes.c_uint32),
-    "pulpie_rt_options_init": ([ctypes.POINTER(EngineOptions)], None),
-    "pulpie_rt_engine_open": ([ctypes.POINTER(EngineOptions), ctypes.POINTER(_P),
-                               ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
-    "pulpie_rt_engine_close": ([_P], None),
-    "pulpie_rt_engine_provider": ([_P], ctypes.c_char_p),
-    "pulpie_rt_engine_notice": ([_P], _P),
-    "pulpie_rt_result_free": ([_P], None),
-    "pulpie_rt_string_free": ([_P], None),
-    "pulpie_rt_py_extract": ([_P, ctypes.POINTER(ctypes.c_char_p),
-                              ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_char_p),
-                              ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
-                              ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_char_p)], ctypes.c_int),
-    "pulpie_rt_py_result_view": ([_P, ctypes.POINTER(ResultView)], None),
-    "pulpie_rt_py_engine_counters": ([_P, ctypes.POINTER(ctypes.c_uint64)], None),
-    "pulpie_rt_py_seq_buckets": ([ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
-                                 ctypes.c_size_t),
-    "pulpie_rt_py_max_batch_attention": ([], ctypes.c_uint64),
-    "pulpie_rt_provider_name": ([ctypes.c_uint32], ctypes.c_char_p),
-    "pulpie_rt_provider_device": ([ctypes.c_uint32], ctypes.c_char_p),
-}
-# the ABI this binding is written for (pulpie_rt.h's PULPIE_RT_ABI_VERSION)
-ABI_VERSION = 3
-
-_ABI_DECLARED: list[bool] = []  # whether _ABI_SIGNATURES are set on the library
-
-
 def engine_abi() -> ctypes.CDLL:
     """The core with its C ABI declared (the library the C programs link is the same code)."""
-    lib = _library()
-    if not _ABI_DECLARED:
-        for name, (argtypes, restype) in _ABI_SIGNATURES.items():
-            function = getattr(lib, name)
-            function.argtypes, function.restype = argtypes, restype
-        found = lib.pulpie_rt_abi_version()
-        if found != ABI_VERSION:
-            raise CoreMissing(f"the compiled core has ABI {found}, this package needs "
-                              f"{ABI_VERSION}: rebuild it (`make core`, or reinstall)")
-        _ABI_DECLARED.append(True)
-    return lib
+    return _library()
 
 
-_DEFAULTS_CACHE: list[EngineOptions] = []  # the core's default options (a cache)
+_DEFAULTS_CACHE: list[ctypes.Structure] = []  # the core's default options (a cache)
 
 
-def engine_defaults() -> EngineOptions:
+def engine_defaults() -> ctypes.Structure:
     """The core's defaults (``pulpie_rt_options_init``): limits, batch tokens, cutoff. The one
     definition of each lives in the core; Python reads them from here."""
     if not _DEFAULTS_CACHE:
-        options = EngineOptions()
-        engine_abi().pulpie_rt_options_init(ctypes.byref(options))
+        options = new("pulpie_rt_options")
+        _library().pulpie_rt_options_init(ctypes.byref(options))
         _DEFAULTS_CACHE.append(options)
     return _DEFAULTS_CACHE[0]
 

@@ -6,16 +6,15 @@ result says what its bytes were decoded with, and an engine says what runs its m
 from __future__ import annotations
 
 import ctypes
-import re
 import shutil
 import subprocess
 
 import pytest
 
-from bench.capi import LIBRARY, build_capi
+from bench.capi import LIBRARY, build_capi, c_library
 from eval.report import REPO_ROOT
 from pulpie_rt import Extractor
-from pulpie_rt.runtime import native
+from pulpie_rt.runtime import binding
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make", "nm") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -23,39 +22,28 @@ pytestmark = pytest.mark.skipif(
     reason=f"the C library needs {', '.join(MISSING_TOOLS)} on the PATH to be built")
 
 HEADER = REPO_ROOT / "core" / "include" / "pulpie_rt.h"
+DECLARED = binding.parse(HEADER.read_text(encoding="utf-8"))
+OK, ERR_ARGUMENT, ERR_MODEL = (DECLARED.constants[f"PULPIE_RT_{name}"]
+                               for name in ("OK", "ERR_ARGUMENT", "ERR_MODEL"))
 
 
 @pytest.fixture(scope="module")
 def lib() -> ctypes.CDLL:
     build_capi()
-    lib = ctypes.CDLL(str(LIBRARY))
-    options = ctypes.POINTER(native.EngineOptions)
-    lib.pulpie_rt_options_init.argtypes = [options]
-    lib.pulpie_rt_engine_open.argtypes = [options, ctypes.POINTER(ctypes.c_void_p),
-                                          ctypes.POINTER(ctypes.c_char_p)]
-    lib.pulpie_rt_engine_provider.argtypes = [ctypes.c_void_p]
-    lib.pulpie_rt_engine_provider.restype = ctypes.c_char_p
-    lib.pulpie_rt_engine_close.argtypes = [ctypes.c_void_p]
-    lib.pulpie_rt_status_string.argtypes = [ctypes.c_int]
-    lib.pulpie_rt_status_string.restype = ctypes.c_char_p
-    lib.pulpie_rt_string_free.argtypes = [ctypes.c_char_p]
-    lib.pulpie_rt_extract_pages.argtypes = [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t),
-        ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
-        ctypes.POINTER(ctypes.c_char_p)]
-    for name in ("pulpie_rt_result_error", "pulpie_rt_result_encoding"):
-        getattr(lib, name).argtypes = [ctypes.c_void_p]
-        getattr(lib, name).restype = ctypes.c_char_p
-    lib.pulpie_rt_result_markdown.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+    lib, _ = c_library()
+    # the Markdown may hold NUL bytes: read it by its length
     lib.pulpie_rt_result_markdown.restype = ctypes.c_void_p
-    lib.pulpie_rt_result_free.argtypes = [ctypes.c_void_p]
     return lib
+
+
+def options_type() -> type[ctypes.Structure]:
+    """``pulpie_rt_options`` as the library's functions are declared to take it."""
+    return c_library()[1].structs["pulpie_rt_options"]
 
 
 def header_functions() -> set[str]:
     """The functions ``pulpie_rt.h`` declares."""
-    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
-    return set(re.findall(r"\b(pulpie_rt_\w+)\s*\(", text))
+    return set(DECLARED.functions)
 
 
 def test_the_library_exports_exactly_the_headers_functions(lib):
@@ -80,28 +68,28 @@ def _open(lib, options) -> tuple[int, ctypes.c_void_p, str | None]:
 
 
 def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
-    options = native.EngineOptions()
+    options = options_type()()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(native.EngineOptions) == 80
+    assert options.struct_size == ctypes.sizeof(options_type()) == 80
     assert options.cutoff_length == 500
     options.profile = b"no-such-profile"
     status, engine, message = _open(lib, options)
-    assert status == 3 and "no profile 'no-such-profile'" in message
+    assert status == ERR_MODEL and "no profile 'no-such-profile'" in message
     # a size that ends inside `profile` (ABI 2's pointer) is read as ABI 1's: no profile
     # is read, half a pointer is never copied, and the default profile opens
-    options.struct_size = native.EngineOptions.profile.offset + 4
+    options.struct_size = options_type().profile.offset + 4
     status, engine, message = _open(lib, options)
-    assert (status, message) == (0, None)
+    assert (status, message) == (OK, None)
     assert lib.pulpie_rt_engine_provider(engine) == b"none"  # fast: no model on a device
     lib.pulpie_rt_engine_close(engine)
     # ABI 3's field is read at ABI 3's size only
-    options = native.EngineOptions()
+    options = options_type()()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     options.cutoff_length = -1
-    assert _open(lib, options)[0] == 1
-    options.struct_size = native.EngineOptions.cutoff_length.offset + 7
+    assert _open(lib, options)[0] == ERR_ARGUMENT
+    options.struct_size = options_type().cutoff_length.offset + 7
     status, engine, _ = _open(lib, options)
-    assert status == 0
+    assert status == OK
     lib.pulpie_rt_engine_close(engine)
 
 
@@ -119,10 +107,10 @@ PAGE = ("<html><body><h1>Le caf\xe9</h1><p>" + "Un caf\xe9 cr\xe8me et deux croi
 
 
 def test_a_batch_reads_each_pages_content_type_as_python_does(lib):
-    options = native.EngineOptions()
+    options = options_type()()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     status, engine, message = _open(lib, options)
-    assert status == 0, message
+    assert status == OK, message
     types = [None, b"text/html; charset=ISO-8859-7", b"text/html; charset=windows-1252"]
     n = len(types)
     out = (ctypes.c_void_p * n)()
@@ -130,7 +118,7 @@ def test_a_batch_reads_each_pages_content_type_as_python_does(lib):
     status = lib.pulpie_rt_extract_pages(
         engine, (ctypes.c_char_p * n)(*[PAGE] * n), (ctypes.c_size_t * n)(*[len(PAGE)] * n),
         (ctypes.c_char_p * n)(*types), n, out, ctypes.byref(err))
-    assert status == 0
+    assert status == OK
     ours = []
     for result in out:
         size = ctypes.c_size_t()

@@ -32,10 +32,9 @@ from pathlib import Path
 import pytest
 from rt_helpers import hostile_pages, short_context_bundle
 
-from bench.capi import EXTRACT, LIBRARY, build_capi, run_extract, write_pages
+from bench.capi import EXTRACT, build_capi, c_library, run_extract, write_pages
 from eval.report import REPO_ROOT
 from pulpie_rt import Extractor
-from pulpie_rt.runtime import native
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -181,24 +180,28 @@ def test_a_missing_model_and_a_missing_onnx_runtime_are_named(capi, tmp_path):
         f"{missing}: cannot open shared object file: No such file or directory\n")
 
 
-_Options = native.EngineOptions  # pulpie_rt_options, ABI 3
+def _c_library() -> ctypes.CDLL:
+    """The C library, its functions declared from the header it was installed with."""
+    return c_library()[0]
+
+
+def _options() -> ctypes.Structure:
+    return c_library()[1].structs["pulpie_rt_options"]()
 
 
 def test_the_header_the_options_and_the_status_codes(capi):
     header = (REPO_ROOT / "build" / "capi" / "pulpie_rt.h").read_text()
     assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
-    lib = ctypes.CDLL(str(LIBRARY))
-    lib.pulpie_rt_abi_version.restype = ctypes.c_uint32
+    lib = _c_library()
     assert lib.pulpie_rt_abi_version() == 3
-    options = _Options()
+    options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(_Options) == 80
+    assert options.struct_size == ctypes.sizeof(options) == 80
     assert (options.model, options.backend, options.threads, options.profile) == (
         None, None, 0, None)
     assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens,
             options.cutoff_length) == (16 * 1024 * 1024, 131_072, 16_384, 500)
     engine, err = ctypes.c_void_p(), ctypes.c_char_p()
-    lib.pulpie_rt_string_free.argtypes = [ctypes.c_char_p]
     options.backend = b"tpu"
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine),
                                      ctypes.byref(err)) == 1
@@ -236,9 +239,8 @@ def test_the_accurate_profile_asked_by_name_gives_the_extractors_markdown_on_dev
 
 def _c_labels(page: str, model: bytes | None = None, profile: bytes | None = None) -> list:
     """Each block's label of ``page`` through the C ABI (``pulpie_rt_result_label``)."""
-    lib = ctypes.CDLL(str(LIBRARY))
-    lib.pulpie_rt_result_label.restype = ctypes.c_char_p
-    options = _Options()
+    lib = _c_library()
+    options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     options.model, options.profile = model, profile
     engine, result = ctypes.c_void_p(), ctypes.c_void_p()
@@ -256,17 +258,16 @@ def _c_labels(page: str, model: bytes | None = None, profile: bytes | None = Non
 
 
 def test_an_unknown_profile_is_named_with_the_ones_there_are(capi, tmp_path, tiny):
-    lib = ctypes.CDLL(str(LIBRARY))
-    lib.pulpie_rt_string_free.argtypes = [ctypes.c_void_p]
-    options = _Options()
+    lib = _c_library()
+    options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    engine, err = ctypes.c_void_p(), ctypes.c_void_p()
+    engine, err = ctypes.c_void_p(), ctypes.c_char_p()
 
     def open_error() -> tuple[int, str]:
         status = lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine),
                                            ctypes.byref(err))
         assert not engine.value
-        message = ctypes.string_at(err.value).decode()
+        message = err.value.decode()
         lib.pulpie_rt_string_free(err)
         return status, message
 
@@ -297,8 +298,8 @@ def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):
                                                    max_page_tokens=2048)).extract(page)
     assert f"the input was cut to its first {max_input_bytes:,} of" in expected.truncated
     assert "tokens were not classified (labelled other)" in expected.truncated
-    lib = ctypes.CDLL(str(LIBRARY))
-    options = _Options()
+    lib = _c_library()
+    options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     options.model = str(bundle).encode()
     options.max_input_bytes, options.max_page_tokens = max_input_bytes, 2048
@@ -306,10 +307,8 @@ def test_page_limits_cut_as_in_python(capi, dev_pages, tiny):
     assert lib.pulpie_rt_engine_open(ctypes.byref(options), ctypes.byref(engine), None) == 0
     data = page.encode("utf-8")
     assert lib.pulpie_rt_extract(engine, data, len(data), None, ctypes.byref(result), None) == 0
-    for name in ("markdown", "html", "text"):
+    for name in ("markdown", "html", "text"):  # they may hold NUL bytes: read by their length
         getattr(lib, f"pulpie_rt_result_{name}").restype = ctypes.c_void_p
-    for name in ("error", "truncated", "empty_reason", "label"):
-        getattr(lib, f"pulpie_rt_result_{name}").restype = ctypes.c_char_p
     size = ctypes.c_size_t()
     markdown = ctypes.string_at(lib.pulpie_rt_result_markdown(result, ctypes.byref(size)),
                                 size.value).decode()

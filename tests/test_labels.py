@@ -24,8 +24,9 @@ from pulpie_rt.runtime.stages.labels import labels_from_predictions
 
 def _core(n_blocks, chunk_blocks, chunk_logits, margins, threshold, keep_best,
           rescorer=None, features=None, n_classified=None):
-    return native.decide_blocks(n_blocks, chunk_blocks, chunk_logits, margins, threshold,
-                                keep_best, rescorer, features, n_classified)
+    return native.decide_blocks(n_blocks, chunk_blocks, chunk_logits, rescorer=rescorer,
+                                features=features, n_classified=n_classified, margins=margins,
+                                threshold=threshold, keep_best=keep_best)
 
 
 def test_sep_quirks_as_the_reference():
@@ -136,7 +137,8 @@ def test_expected_f1_selection_decodes_as_the_specification():
         want = labels_spec.expected_f1_labels(scores, words, threshold)
         if keep:
             want = labels_spec.keep_best_block(want, scores)
-        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, keep,
+        got = native.decide_blocks(n, [list(range(n))], [scores],
+                                   margins=True, threshold=threshold, keep_best=keep,
                                    features=features, expected_f1=True)
         assert got == want, (case, scores.tolist(), words.tolist(), threshold)
 
@@ -144,8 +146,8 @@ def test_expected_f1_selection_decodes_as_the_specification():
 def test_expected_f1_selection_needs_the_block_features():
     with pytest.raises(native.DecodeError, match="decoding.selection expected_f1 needs the block "
                                                  "features"):
-        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
-                             True, expected_f1=True)
+        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], margins=True,
+                             threshold=0.0, keep_best=True, expected_f1=True)
 
 
 def test_sep_quirks_as_reference():
@@ -176,13 +178,15 @@ def test_container_prior_lowers_the_blocks_outside_the_dominant_container():
     rows = _container_rows([120, 80, 100, 40, 40, 40],
                            [[10, 1], [10, 1], [10, 1], [20, 1], [20, 1], [20, 1]])
     scores = np.array([3.0, 2.5, 3.0, 1.0, 1.25, 0.75], np.float32)
-    plain = native.decide_blocks(6, [list(range(6))], [scores], True, 0.0, True,
+    plain = native.decide_blocks(6, [list(range(6))], [scores],
+                                 margins=True, threshold=0.0, keep_best=True,
                                  features=rows, expected_f1=True)
     assert plain == [1, 1, 1, 1, 1, 1]
     # the body holds about 76% of the expected main words: at share 0.75 it is the dominant
     # container and the captions fall by 2; at share 0.9 only the page (1) holds that much
     for share, want in ((0.75, [1, 1, 1, 0, 0, 0]), (0.9, plain)):
-        got = native.decide_blocks(6, [list(range(6))], [scores], True, 0.0, True,
+        got = native.decide_blocks(6, [list(range(6))], [scores],
+                                   margins=True, threshold=0.0, keep_best=True,
                                    features=rows, expected_f1=True,
                                    container_prior=(share, 2.0))
         assert got == want, share
@@ -214,7 +218,8 @@ def test_container_prior_decodes_as_the_specification():
         shifted = labels_spec.container_prior(scores, rows, share, shift)
         want = labels_spec.keep_best_block(
             labels_spec.expected_f1_labels(shifted, words, threshold), shifted)
-        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, True,
+        got = native.decide_blocks(n, [list(range(n))], [scores],
+                                   margins=True, threshold=threshold, keep_best=True,
                                    features=rows, expected_f1=True,
                                    container_prior=(share, shift))
         assert got == want, (case, scores.tolist(), chains, share, shift)
@@ -227,8 +232,9 @@ def test_container_options_need_the_container_columns(option, asked):
                "(layout blocks-v3 or blocks-v4)")
     rows = np.zeros((2, 5), np.float32)
     with pytest.raises(native.DecodeError, match=re.escape(message)):
-        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], True, 0.0,
-                             True, features=rows, expected_f1=True, **{option: asked})
+        native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], margins=True,
+                             threshold=0.0, keep_best=True, features=rows, expected_f1=True,
+                             **{option: asked})
 
 
 def test_continue_story_runs_the_story_on_under_its_parent():
@@ -238,10 +244,12 @@ def test_continue_story_runs_the_story_on_under_its_parent():
                            [[10, 1], [10, 1], [10, 1], [11, 10], [10, 1], [20, 1], [20, 1]])
     rows[2, 4] = 0.5  # 90 words, half of them linked: passed over
     scores = np.array([3.0, -1.5, -1.0, -1.0, -2.0, -1.0, -1.0], np.float32)
-    plain = native.decide_blocks(7, [list(range(7))], [scores], True, 0.0, True,
+    plain = native.decide_blocks(7, [list(range(7))], [scores],
+                                 margins=True, threshold=0.0, keep_best=True,
                                  features=rows, expected_f1=True)
     assert plain == [1, 0, 0, 0, 0, 0, 0]
-    got = native.decide_blocks(7, [list(range(7))], [scores], True, 0.0, True,
+    got = native.decide_blocks(7, [list(range(7))], [scores],
+                               margins=True, threshold=0.0, keep_best=True,
                                features=rows, expected_f1=True, continue_story=True)
     assert got == [1, 1, 0, 1, 1, 0, 0]
     assert labels_spec.continue_story(plain, scores, rows) == got
@@ -262,7 +270,8 @@ def test_continue_story_decodes_as_the_specification():
         threshold = float(rng.choice([-1.0, 0.0, 0.5]))
         want = labels_spec.continue_story(labels_spec.keep_best_block(
             labels_spec.expected_f1_labels(scores, words, threshold), scores), scores, rows)
-        got = native.decide_blocks(n, [list(range(n))], [scores], True, threshold, True,
+        got = native.decide_blocks(n, [list(range(n))], [scores],
+                                   margins=True, threshold=threshold, keep_best=True,
                                    features=rows, expected_f1=True, continue_story=True)
         assert got == want, (case, scores.tolist(), chains)
 

@@ -1,6 +1,7 @@
 """The package's layers, bottom to top, and the rule that imports only run downwards.
 
-    0  runtime.constants, runtime.digest, runtime.native, corpus, version   (no pulpie_rt imports)
+   -1  runtime.binding      the ctypes declarations read from the core's headers (stdlib only)
+    0  runtime.constants, runtime.digest, runtime.native, corpus, version
     1  runtime.stages       html -> simplify -> blocks -> tokens -> ... -> markdown
     2  runtime.model        bundle, hub, resolve, backends
     3  runtime.flow         the page flow: Extractor, Pipeline
@@ -47,6 +48,7 @@ TOOLS = tuple(sorted(p for p in FOLDERS.values() if "." not in p and p != "pulpi
 # (layer, package); the longest package that prefixes a module's name is its package
 LAYERS = {
     "pulpie_rt.runtime.constants": 0, "pulpie_rt.runtime.digest": 0,
+    "pulpie_rt.runtime.binding": -1,
     "pulpie_rt.runtime.native": 0, "pulpie_rt.corpus": 0, "pulpie_rt.version": 0,
     "pulpie_rt.runtime.stages": 1,
     "pulpie_rt.runtime.model": 2,

@@ -354,8 +354,9 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
         dialogs += int((prepared.features[:, -2:] < NO_DISTANCE).any())
         scores = spec.log_odds(prepared.features)
         want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
-                                    [scores], True, decoding["main_margin"], True,
-                                    features=prepared.features, expected_f1=True,
+                                    [scores], features=prepared.features, margins=True,
+                                    threshold=decoding["main_margin"], keep_best=True,
+                                    expected_f1=True,
                                     container_prior=prior,
                                     continue_story=decoding.get("continue_story", False))
         got = extractor.extract(page["html"]).labels

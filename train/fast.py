@@ -199,8 +199,9 @@ def continued_story_labels(labels: np.ndarray, features: np.ndarray) -> np.ndarr
     if len(labels) == 0:
         return labels
     scores = np.where(np.asarray(labels) == 1, 1.0, -1.0).astype(np.float32)
-    out = native.decide_blocks(len(labels), [list(range(len(labels)))], [scores], True, 0.0,
-                               False, features=features, continue_story=True)
+    out = native.decide_blocks(len(labels), [list(range(len(labels)))], [scores],
+                               features=features, margins=True, threshold=0.0,
+                               continue_story=True)
     return np.asarray(out, dtype=np.asarray(labels).dtype)
 
 
@@ -250,8 +251,9 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     for threshold, container_prior, *story in decodings:
         try:
             predictions = native.decide_blocks(len(scores), [list(range(len(scores)))],
-                                               [scores], True, threshold, True,
-                                               features=features, expected_f1=expected_f1,
+                                               [scores], features=features, margins=True,
+                                               threshold=threshold, keep_best=True,
+                                               expected_f1=expected_f1,
                                                container_prior=container_prior,
                                                continue_story=bool(story and story[0]))
             text = to_text(extract_main_html(map_html,

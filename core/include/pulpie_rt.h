@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 3
+#define PULPIE_RT_ABI_VERSION 3u
 
 /* Status codes. */
 #define PULPIE_RT_OK 0

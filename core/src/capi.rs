@@ -21,13 +21,14 @@ use std::sync::OnceLock;
 /// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
 /// 3: `cutoff_length`, `pulpie_rt_extract_pages` (per-page content types),
 /// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = crate::abi::PULPIE_RT_ABI_VERSION;
 
-pub const OK: c_int = 0;
-pub const ERR_ARGUMENT: c_int = 1;
-pub const ERR_INTERNAL: c_int = 2;
-pub const ERR_MODEL: c_int = 3;
-pub const ERR_RUNTIME: c_int = 4;
+// the status codes (pulpie_rt.h's)
+pub const OK: c_int = crate::abi::PULPIE_RT_OK;
+pub const ERR_ARGUMENT: c_int = crate::abi::PULPIE_RT_ERR_ARGUMENT;
+pub const ERR_INTERNAL: c_int = crate::abi::PULPIE_RT_ERR_INTERNAL;
+pub const ERR_MODEL: c_int = crate::abi::PULPIE_RT_ERR_MODEL;
+pub const ERR_RUNTIME: c_int = crate::abi::PULPIE_RT_ERR_RUNTIME;
 
 /// `pulpie_rt_options`, ABI 3 layout (ABI 1's, then `profile`, then `cutoff_length`).
 #[repr(C)]
@@ -644,8 +645,8 @@ pub unsafe extern "C" fn pulpie_rt_engine_notice(engine: *const pulpie_rt_engine
     }
 }
 
-// ---- Internal: the Python doors' entry points (runtime/flow/engine.py). Not in
-// pulpie_rt.h; the C library is built without them (cargo feature python-ffi off).
+// ---- Internal: the Python doors' entry points (runtime/flow/engine.py), declared in
+// pulpie_rt_internal.h; the C library is built without them (cargo feature python-ffi off).
 
 /// `pulpie_rt_extract_pages` where a page may be text its caller already decoded:
 /// `is_text[i]` 1 reads page `i` as text (UTF-8, lone surrogates as their 3 bytes: a Python
@@ -765,17 +766,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn options_layout_is_the_headers() {
-        // the layout pulpie_rt.h declares on LP64: offsets of every field and the size
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, model), 8);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, backend), 16);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, device_id), 24);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, threads), 28);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, ort_library), 32);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, max_batch_tokens), 56);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, profile), 64);
-        assert_eq!(std::mem::offset_of!(pulpie_rt_options, cutoff_length), 72);
-        assert_eq!(std::mem::size_of::<pulpie_rt_options>(), 80);
+    fn options_sizes_of_each_abi() {
+        // the layout against pulpie_rt.h: tests/test_binding.py (pulpie_rt_py_layouts)
         assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80]);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
     }

@@ -12,9 +12,11 @@
 //! `features`: the default model's block features, `map_html` plus the block ids in, one
 //! float32 row per block out (specified by `tests/spec/features_spec.py`).
 //!
-//! std only (no crates), C ABI, loaded with ctypes by `runtime/native.py`. Status codes: 0
-//! done, 1 input the core cannot take (the reason says why), 2 a panic (caught; never crosses
-//! the C ABI), 4 the specification raises for this input (`STATUS_SPEC_RAISES`, Markdown only).
+//! std only (no crates), C ABI (`core/include/pulpie_rt_internal.h` declares these entry
+//! points; `abi`), loaded with ctypes by `runtime/native.py` through the binding generated
+//! from that header. Status codes (the header's): `PULPIE_RT_DONE`, `PULPIE_RT_FAILED` (input
+//! the core cannot take, the reason says why), `PULPIE_RT_PANIC` (caught; never crosses the C
+//! ABI), `PULPIE_RT_SPEC_RAISES` (the specification raises for this input, Markdown only).
 //! Output buffers are released with `pulpie_rt_free`.
 //!
 //! Those entry points are the Python package's (cargo feature `python-ffi`, on by default); the
@@ -23,6 +25,7 @@
 // without the Python entry points, helpers only they call are unused
 #![cfg_attr(not(feature = "python-ffi"), allow(dead_code, unused_imports))]
 
+pub mod abi;
 pub mod capi;
 mod charref;
 mod decode;
@@ -84,16 +87,9 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
     pulpie_rt_simplify_page_flags(page, len, cutoff, 0, out)
 }
 
-/// `pulpie_rt_simplify_page_flags` flag: keep the elements the reference removes as hidden
-/// (`simplify::Flags::keep_hidden`; not the reference's segmentation).
-pub const SIMPLIFY_KEEP_HIDDEN: u32 = 1;
-
-/// `pulpie_rt_simplify_page_flags` flag: remove the `noscript` elements that hold no block
-/// before segmenting (`simplify::Flags::drop_noscript`; not the reference's segmentation).
-pub const SIMPLIFY_DROP_NOSCRIPT: u32 = 2;
-
-/// `pulpie_rt_simplify_page` with `flags`: 0, or `SIMPLIFY_KEEP_HIDDEN` and/or
-/// `SIMPLIFY_DROP_NOSCRIPT` (`pulpie_rt_prepare_page`'s `segmentation` takes the same bits).
+/// `pulpie_rt_simplify_page` with `flags`: 0, or `PULPIE_RT_SIMPLIFY_KEEP_HIDDEN` and/or
+/// `PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT` (`pulpie_rt_prepare_options`' `segmentation` takes the
+/// same bits).
 ///
 /// # Safety
 /// As for `pulpie_rt_simplify_page`.
@@ -107,8 +103,8 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
     out: *mut SimplifyOutput,
 ) -> i32 {
     install_panic_hook();
-    let keep_hidden = flags & SIMPLIFY_KEEP_HIDDEN != 0;
-    let drop_noscript = flags & SIMPLIFY_DROP_NOSCRIPT != 0;
+    let keep_hidden = flags & abi::PULPIE_RT_SIMPLIFY_KEEP_HIDDEN != 0;
+    let drop_noscript = flags & abi::PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT != 0;
     let out = &mut *out;
     *out = SimplifyOutput {
         simplified_ptr: std::ptr::null_mut(),
@@ -243,11 +239,11 @@ fn run<T>(reason: &mut *const u8, work: impl FnOnce() -> tree::Res<T>) -> Result
         Ok(Ok(value)) => Ok(value),
         Ok(Err(tree::Unsupported(why))) => {
             *reason = reason_ptr(why);
-            Err(1)
+            Err(abi::FAILED)
         }
         Err(_) => {
             *reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
-            Err(2)
+            Err(abi::PANIC)
         }
     }
 }
@@ -330,7 +326,7 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
         std::str::from_utf8(std::slice::from_raw_parts(main_ids, ids_len)),
     ) else {
         out.reason = c"not UTF-8".as_ptr().cast();
-        return 1;
+        return abi::FAILED;
     };
     let main: std::collections::HashSet<&str> = ids.split_terminator('\0').collect();
     match run(&mut out.reason, || Ok(reconstruct::extract_main_html(map_html, &main))) {
@@ -549,18 +545,14 @@ pub unsafe extern "C" fn pulpie_rt_free_u32(ptr: *mut u32, len: usize) {
 }
 
 thread_local! {
-    /// The last `STATUS_SPEC_RAISES` reason, NUL-terminated (valid until the next call on
+    /// The last `PULPIE_RT_SPEC_RAISES` reason, NUL-terminated (valid until the next call on
     /// this thread).
     static SPEC_ERROR: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0]);
 }
 
-/// Status of `pulpie_rt_markdown`: the Python specification raises for this input; `reason`
-/// is `"ExceptionType: message"` (Python's type name and message).
-pub const STATUS_SPEC_RAISES: i32 = 4;
-
 /// `markdown::to_markdown` (the reference's Markdown) of `len` bytes of UTF-8 (lone
 /// surrogates written as Python's `surrogatepass` writes them are allowed, and come back the
-/// same way). Status 0 done, 2 a panic (message in `reason`), 4 see `STATUS_SPEC_RAISES`.
+/// same way). Status 0 done, 2 a panic (message in `reason`), 4 see `PULPIE_RT_SPEC_RAISES`.
 ///
 /// # Safety
 /// `input` points to `len` readable bytes; `out` to a writable `TextOutput`, whose buffer is
@@ -584,7 +576,7 @@ pub unsafe extern "C" fn pulpie_rt_markdown(input: *const u8, len: usize, out: *
                 *m.borrow_mut() = reason;
                 m.borrow().as_ptr()
             });
-            STATUS_SPEC_RAISES
+            abi::PULPIE_RT_SPEC_RAISES
         }
         Err(status) => status,
     }
@@ -633,31 +625,15 @@ pub struct FeaturesOutput {
 }
 
 /// Marks an absent id (Python's `None`) in `id_lens`: its row is zeros.
-pub const NO_ID: usize = usize::MAX;
-
-/// `pulpie_rt_block_features` flag: read libxml2's tree of `map_html` as it is, not as the
-/// HTML DOM sees it (`<template>` content, HTML-only void elements; see `features`): for
-/// measuring what that choice changes.
-pub const FEATURES_LIBXML2_TREE: u32 = 1;
-/// `pulpie_rt_block_features` flag: each row followed by the `features::N_EXTRAS` extras
-/// (layout `blocks-v2`, the `fast` profile's).
-pub const FEATURES_EXTRAS: u32 = 2;
-/// `pulpie_rt_block_features` flag: each row followed by the extras and then the
-/// `features::N_CONTAINERS` container identifiers (layout `blocks-v3`; with or without
-/// `FEATURES_EXTRAS`, the extras come along).
-pub const FEATURES_CONTAINERS: u32 = 4;
-/// `pulpie_rt_block_features` flag: each row followed by the extras, the container
-/// identifiers and then the `features::N_DIALOGS` dialog columns (layout `blocks-v4`; the
-/// others come along).
-pub const FEATURES_DIALOGS: u32 = 8;
+pub const NO_ID: usize = abi::PULPIE_RT_NO_ID as usize;
 
 /// `features.block_features(map_html, item_ids)`: one row of `features::N_FEATURES` float32
 /// values per id. The ids lie one after another in `ids` (`ids_len` bytes); `id_lens` holds
 /// the byte length of each of the `n_ids` ids, or `NO_ID`. Status 0 done, 1 input that is
 /// not UTF-8 or ids that do not match their lengths, 2 a panic (message in `reason`); no page
-/// is refused. `flags`: 0 or `FEATURES_LIBXML2_TREE`, or-ed with `FEATURES_EXTRAS` (rows of
-/// `N_FEATURES + N_EXTRAS`), `FEATURES_CONTAINERS` (rows of `N_FEATURES + N_EXTRAS +
-/// N_CONTAINERS`) or `FEATURES_DIALOGS` (and `N_DIALOGS`); `cols` says the width.
+/// is refused. `flags`: the header's `PULPIE_RT_FEATURES_*` (`LIBXML2_TREE`, or-ed with
+/// `EXTRAS`: rows of `N_FEATURES + N_EXTRAS`, `CONTAINERS`: and `N_CONTAINERS`, or `DIALOGS`:
+/// and `N_DIALOGS`); `cols` says the width.
 ///
 /// # Safety
 /// `map_html` and `ids` point to `map_len` and `ids_len` bytes of UTF-8 (`ids` may be null
@@ -688,10 +664,10 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     let ids = if ids_len == 0 { &[][..] } else { std::slice::from_raw_parts(ids, ids_len) };
     let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
     let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
-    let libxml2_tree = flags & FEATURES_LIBXML2_TREE != 0;
-    let dialogs = flags & FEATURES_DIALOGS != 0;
-    let containers = dialogs || flags & FEATURES_CONTAINERS != 0;
-    let extras = containers || flags & FEATURES_EXTRAS != 0;
+    let libxml2_tree = flags & abi::PULPIE_RT_FEATURES_LIBXML2_TREE != 0;
+    let dialogs = flags & abi::PULPIE_RT_FEATURES_DIALOGS != 0;
+    let containers = dialogs || flags & abi::PULPIE_RT_FEATURES_CONTAINERS != 0;
+    let extras = containers || flags & abi::PULPIE_RT_FEATURES_EXTRAS != 0;
     if extras {
         out.cols = features::N_FEATURES + features::N_EXTRAS;
     }

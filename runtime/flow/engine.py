@@ -37,9 +37,6 @@ from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL, ModelError, resolve_m
 
 logger = logging.getLogger("pulpie_rt")
 
-# pulpie_rt.h's status codes
-_OK, _ERR_ARGUMENT, _ERR_INTERNAL, _ERR_MODEL, _ERR_RUNTIME = 0, 1, 2, 3, 4
-
 FALLBACK_ROW_BY_ROW = "a batch failed in the engine and ran row by row"
 
 
@@ -63,12 +60,13 @@ def _take_message(err: ctypes.c_char_p) -> str | None:
 
 
 def _check(status: int, err: ctypes.c_char_p, what: str) -> None:
-    if status == _OK:
+    codes = native.declarations().constants  # pulpie_rt.h's status codes
+    if status == codes["PULPIE_RT_OK"]:
         return
     message = _take_message(err) or f"status {status}"
-    if status == _ERR_MODEL:
+    if status == codes["PULPIE_RT_ERR_MODEL"]:
         raise ModelError(message)
-    if status in (_ERR_RUNTIME, _ERR_ARGUMENT):
+    if status in (codes["PULPIE_RT_ERR_RUNTIME"], codes["PULPIE_RT_ERR_ARGUMENT"]):
         raise BackendError(message)
     raise EngineError(f"{what}: {message}")
 
@@ -136,7 +134,7 @@ class Engine:
         self.uses_transformer = self.bundle.uses_transformer
         provider, device_id = _device_request(backend, device, self.uses_transformer)
         defaults = native.engine_defaults()
-        self._options = native.EngineOptions()
+        self._options = native.new("pulpie_rt_options")
         native.engine_abi().pulpie_rt_options_init(ctypes.byref(self._options))
         self._keep: list[bytes] = []  # the option strings, alive while the engine opens
         o = self._options
@@ -254,11 +252,11 @@ class Engine:
         err = ctypes.c_char_p()
         status = lib.pulpie_rt_py_extract(self._handle, html, lengths, content_types, is_text,
                                           n, out, ctypes.byref(err))
-        if status != _OK:
+        if status != native.declarations().constants["PULPIE_RT_OK"]:
             message = _take_message(err) or f"status {status}"
             return [PageResult(error=f"engine: {message}") for _ in range(n)]
         results = []
-        view = native.ResultView()
+        view = native.new("pulpie_rt_py_result_view")
         try:
             for pointer in out:
                 lib.pulpie_rt_py_result_view(pointer, ctypes.byref(view))
@@ -296,8 +294,9 @@ def _optional(value: bytes | None) -> str | None:
     return None if value is None else value.decode("utf-8", "replace")
 
 
-def _result_of(view: native.ResultView) -> PageResult:
-    """A ``PageResult`` from a result's view (copied: the result is freed next)."""
+def _result_of(view: ctypes.Structure) -> PageResult:
+    """A ``PageResult`` from a result's view (``pulpie_rt_py_result_view``; copied: the
+    result is freed next)."""
     labels: dict[str, str] = {}
     if view.n_labels:
         ids = ctypes.string_at(view.label_ids, view.label_ids_len).decode(

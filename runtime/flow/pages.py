@@ -314,9 +314,10 @@ def _decide(page: PreparedPage, chunk_outputs: list[np.ndarray], margins: bool,
     if rescorer is not None and rescorer.core is None:
         return _decide_in_context(page, threshold, keep_best, rescorer, expected_f1)
     return native.decide_blocks(
-        page.n_blocks, [c.block_indices for c in page.chunks], chunk_outputs, margins,
-        threshold, keep_best, None if rescorer is None else rescorer.core,
-        page.features, page.n_classified, expected_f1)
+        page.n_blocks, [c.block_indices for c in page.chunks], chunk_outputs,
+        rescorer=None if rescorer is None else rescorer.core, features=page.features,
+        n_classified=page.n_classified, margins=margins, threshold=threshold,
+        keep_best=keep_best, expected_f1=expected_f1)
 
 
 def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: bool,
@@ -336,9 +337,9 @@ def _decide_in_context(page: PreparedPage, threshold: float | None, keep_best: b
     scores = rescorer.log_odds(page.features).astype(np.float32)
     if page.n_classified is not None:
         scores[page.n_classified:] = np.nan  # cut by the limits: "other"
-    return native.decide_blocks(page.n_blocks, [list(range(page.n_blocks))], [scores], True,
-                                threshold, keep_best, features=page.features,
-                                expected_f1=expected_f1)
+    return native.decide_blocks(page.n_blocks, [list(range(page.n_blocks))], [scores],
+                                features=page.features, margins=True, threshold=threshold,
+                                keep_best=keep_best, expected_f1=expected_f1)
 
 
 def _rescore_error(exc: Exception) -> PageError:

@@ -1,67 +1,103 @@
 //! The ctypes surface of the engine's label decoding, for the Python page flow
 //! (`runtime/native.py`'s `decide_blocks`, called by `runtime/flow/pages.py`): the same
 //! `decode::decide_blocks` the C library's engine runs, so the two paths decode blocks with
-//! one implementation. Status codes and error messages as `ort::ffi` (0 done, 1 an error, 2 a
-//! panic; the message released with `pulpie_rt_free`). `pulpie_rt_finish_page` is the
+//! one implementation (declared in `pulpie_rt_internal.h`). Status codes and error messages
+//! as `ort::ffi` (`PULPIE_RT_DONE`, `PULPIE_RT_FAILED`, `PULPIE_RT_PANIC`; the message
+//! released with `pulpie_rt_free`). `pulpie_rt_finish_page` is the
 //! engine's finish (reconstruct → Markdown, or a page's whole text) for the same flow.
 //! `pulpie_rt_context_features` / `pulpie_rt_stage_features` are `rescore.py`'s columns of
 //! blocks in context (`features::context`), for that flow and the training.
 
 use super::decode::{decide_blocks, ContainerPrior, Decoding, SepOutputs};
+use crate::abi::{
+    checked, PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT, PULPIE_RT_EMPTY_NONE, PULPIE_RT_EMPTY_NO_MAIN,
+    PULPIE_RT_EMPTY_NO_TEXT, PULPIE_RT_OUTPUTS_LOGITS, PULPIE_RT_OUTPUTS_MARGINS,
+    PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT, PULPIE_RT_SIMPLIFY_KEEP_HIDDEN,
+};
 use crate::features::context;
 use crate::ort::ffi::{guarded, slice, OrtMessage};
 use crate::ort::{BlockRescorer, OrtError};
 use std::collections::HashSet;
 
-/// The SEP outputs of `pulpie_rt_decide_blocks` are logits, `labels` per SEP.
-pub const OUTPUTS_LOGITS: u32 = 0;
-/// The SEP outputs are margins, one per SEP.
-pub const OUTPUTS_MARGINS: u32 = 1;
+/// `pulpie_rt_decoding` (pulpie_rt_internal.h): the bundle's decoding (`Decoding`) as the
+/// binding passes it.
+#[repr(C)]
+pub struct pulpie_rt_decoding {
+    pub struct_size: u32,
+    pub margins: u32,
+    pub has_threshold: u32,
+    pub threshold: f64,
+    pub keep_best: u32,
+    pub expected_f1: u32,
+    pub has_container_prior: u32,
+    pub container_prior: [f64; 2],
+    pub continue_story: u32,
+}
+
+impl pulpie_rt_decoding {
+    fn decoding(&self) -> Decoding {
+        let [share, shift] = self.container_prior;
+        Decoding {
+            margins: self.margins != 0,
+            main_margin: (self.has_threshold != 0).then_some(self.threshold),
+            keep_best_block: self.keep_best != 0,
+            expected_f1: self.expected_f1 != 0,
+            container_prior: (self.has_container_prior != 0).then_some(ContainerPrior { share, shift }),
+            continue_story: self.continue_story != 0,
+        }
+    }
+}
+
+/// `pulpie_rt_sep_outputs` (pulpie_rt_internal.h): one page's chunks and SEP outputs.
+#[repr(C)]
+pub struct pulpie_rt_sep_outputs {
+    pub struct_size: u32,
+    pub n_blocks: usize,
+    pub block_indices: *const u64,
+    pub block_ends: *const u64,
+    pub n_chunks: usize,
+    pub kind: u32,
+    pub values: *const f32,
+    pub value_ends: *const u64,
+    pub labels: usize,
+    pub features: *const f32,
+    pub n_features: usize,
+    pub n_classified: usize,
+}
 
 /// `pages.decide_blocks`' decoding of one page (`decode::decide_blocks`) into `out`
-/// (`n_blocks` predictions).
+/// (`page.n_blocks` predictions): `rescorer` a handle from `pulpie_rt_ort_rescorer_open`, or
+/// null; `decoding` the bundle's decoding; `page` the chunks, their SEP outputs, the block
+/// features (null: none) and the blocks the page's limits kept.
 ///
-/// - `rescorer`: a handle from `pulpie_rt_ort_rescorer_open`, or null;
-/// - `margins`, `has_threshold`/`threshold`, `keep_best`, `expected_f1`,
-///   `has_prior`/`prior_share`/`prior_shift`, `continue_story`: the bundle's decoding
-///   (`Decoding`);
-/// - the page's chunks: chunk `c` holds the blocks `block_indices[block_ends[c-1]..block_ends[c]]`
-///   and the SEP outputs `values[value_ends[c-1]..value_ends[c]]` (`kind`: `OUTPUTS_LOGITS`,
-///   `labels` values per SEP, or `OUTPUTS_MARGINS`);
-/// - `features`: `n_blocks × n_features` float32 (null: none), `n_classified` the blocks the
-///   page's limits kept.
-///
-/// A page's failure is status 1 with its `"rescore: …"` message.
+/// A page's failure is status `PULPIE_RT_FAILED` with its `"rescore: …"` message.
 ///
 /// # Safety
-/// Pointers as documented; `out` holds `n_blocks` values.
+/// Pointers as documented; `out` holds `page.n_blocks` values.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_decide_blocks(
     rescorer: *const BlockRescorer,
-    margins: u32,
-    has_threshold: u32,
-    threshold: f64,
-    keep_best: u32,
-    expected_f1: u32,
-    has_prior: u32,
-    prior_share: f64,
-    prior_shift: f64,
-    continue_story: u32,
-    n_blocks: usize,
-    block_indices: *const u64,
-    block_ends: *const u64,
-    n_chunks: usize,
-    kind: u32,
-    values: *const f32,
-    value_ends: *const u64,
-    labels: usize,
-    features: *const f32,
-    n_features: usize,
-    n_classified: usize,
+    decoding: *const pulpie_rt_decoding,
+    page: *const pulpie_rt_sep_outputs,
     out: *mut u64,
     error: *mut OrtMessage,
 ) -> i32 {
     match guarded(error, || {
+        let decoding = checked(decoding, "pulpie_rt_decoding").map_err(OrtError)?.decoding();
+        let &pulpie_rt_sep_outputs {
+            n_blocks,
+            block_indices,
+            block_ends,
+            n_chunks,
+            kind,
+            values,
+            value_ends,
+            labels,
+            features,
+            n_features,
+            n_classified,
+            ..
+        } = checked(page, "pulpie_rt_sep_outputs").map_err(OrtError)?;
         let block_ends = slice(block_ends, n_chunks);
         let value_ends = slice(value_ends, n_chunks);
         let all_blocks: Vec<usize> = slice(block_indices, block_ends.last().map_or(0, |&e| e as usize))
@@ -83,21 +119,12 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
             chunk_blocks.push(&all_blocks[block_start..block_end]);
             let chunk_values = &all_values[value_start..value_end];
             outputs.push(match kind {
-                OUTPUTS_LOGITS => SepOutputs::Logits { values: chunk_values, labels },
-                OUTPUTS_MARGINS => SepOutputs::Margins(chunk_values),
+                PULPIE_RT_OUTPUTS_LOGITS => SepOutputs::Logits { values: chunk_values, labels },
+                PULPIE_RT_OUTPUTS_MARGINS => SepOutputs::Margins(chunk_values),
                 other => return Err(OrtError(format!("unknown SEP output kind {other}"))),
             });
             (block_start, value_start) = (block_end, value_end);
         }
-        let decoding = Decoding {
-            margins: margins != 0,
-            main_margin: (has_threshold != 0).then_some(threshold),
-            keep_best_block: keep_best != 0,
-            expected_f1: expected_f1 != 0,
-            container_prior: (has_prior != 0)
-                .then_some(ContainerPrior { share: prior_share, shift: prior_shift }),
-            continue_story: continue_story != 0,
-        };
         let features = (!features.is_null()).then(|| slice(features, n_blocks * n_features));
         decide_blocks(n_blocks, &chunk_blocks, &outputs, &decoding, rescorer.as_ref(), features, n_classified)
             .map_err(OrtError)
@@ -178,7 +205,7 @@ unsafe fn copy_out(values: &[f32], out: *mut f32, out_len: usize) -> Result<(), 
 }
 
 /// `pulpie_rt_finish_page`'s result: the main HTML and its Markdown (UTF-8, released with
-/// `pulpie_rt_free`), and why the Markdown is empty (`EMPTY_*`).
+/// `pulpie_rt_free`), and why the Markdown is empty (`PULPIE_RT_EMPTY_*`).
 #[repr(C)]
 pub struct FinishOutput {
     pub html_ptr: *mut u8,
@@ -187,15 +214,6 @@ pub struct FinishOutput {
     pub markdown_len: usize,
     pub empty_reason: u32,
 }
-
-/// `FinishOutput::empty_reason`: the Markdown is not empty.
-pub const EMPTY_NONE: u32 = 0;
-/// `EMPTY_NO_TEXT`
-pub const EMPTY_REASON_NO_TEXT: u32 = 1;
-/// `EMPTY_NO_MAIN`
-pub const EMPTY_REASON_NO_MAIN: u32 = 2;
-/// `EMPTY_MAIN_WITHOUT_TEXT`
-pub const EMPTY_REASON_MAIN_WITHOUT_TEXT: u32 = 3;
 
 /// `pages._finish` of one page once its labels are known (`super::finish_main`, or
 /// `super::whole_text` when `whole_text` is set: a page without blocks). `main_ids`: the ids
@@ -235,10 +253,10 @@ pub unsafe extern "C" fn pulpie_rt_finish_page(
     }) {
         Ok(finished) => {
             let empty_reason = match finished.empty_reason {
-                None => EMPTY_NONE,
-                Some(super::EMPTY_NO_TEXT) => EMPTY_REASON_NO_TEXT,
-                Some(super::EMPTY_NO_MAIN) => EMPTY_REASON_NO_MAIN,
-                Some(_) => EMPTY_REASON_MAIN_WITHOUT_TEXT,
+                None => PULPIE_RT_EMPTY_NONE,
+                Some(super::EMPTY_NO_TEXT) => PULPIE_RT_EMPTY_NO_TEXT,
+                Some(super::EMPTY_NO_MAIN) => PULPIE_RT_EMPTY_NO_MAIN,
+                Some(_) => PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT,
             };
             let (html_ptr, html_len) = crate::leak(finished.html);
             let (markdown_ptr, markdown_len) = crate::leak(finished.markdown);
@@ -291,55 +309,64 @@ unsafe fn release<T>(ptr: *mut T, len: usize) {
     }
 }
 
-/// A limit as `pulpie_rt_prepare_page` takes it: `u64::MAX` turns it off.
-fn limit(value: u64) -> Option<usize> {
-    (value != u64::MAX).then_some(value as usize)
+/// `pulpie_rt_prepare_options` (pulpie_rt_internal.h): how one page is prepared.
+#[repr(C)]
+pub struct pulpie_rt_prepare_options {
+    pub struct_size: u32,
+    pub max_input_bytes: i64,
+    pub max_page_tokens: i64,
+    pub cutoff_length: i64,
+    pub max_tokens: i64,
+    pub sep_id: i64,
+    pub bos_id: i64,
+    pub eos_id: i64,
+    pub features: u32,
+    pub segmentation: u32,
+}
+
+/// A limit or a count as the options say it: below 0 is none.
+fn limit(value: i64) -> Option<usize> {
+    usize::try_from(value).ok()
 }
 
 /// `Preparer.prepare` of one page's text (`super::prepare_text`; the text UTF-8, lone
 /// surrogates as `surrogatepass` writes them). `tokenizer`: a handle from
-/// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks). Limits of
-/// `u64::MAX` are off; `bos_id`/`eos_id` below 0 are absent; `with_features` 0 none, 1
-/// `blocks-v1`, 2 `blocks-v2` (with the extras), 3 `blocks-v3` (the extras and the
-/// container identifiers; `FeatureSet::from_ffi`); `segmentation`: the simplify flags' bits
-/// (`SIMPLIFY_KEEP_HIDDEN` 1: without removing hidden elements, `SIMPLIFY_DROP_NOSCRIPT` 2:
-/// without the `noscript` elements that hold no block; `PrepareSettings`), 0 the reference's
-/// segmentation. A page's failure is status 1 with its `"<stage>: <reason>"` message.
+/// `pulpie_rt_tokenizer_load`, or null for a rescorer-only profile (no chunks); `options`:
+/// the limits, the chunks' size and special tokens, the block features' layout
+/// (`PULPIE_RT_LAYOUT_*`, `FeatureSet::from_ffi`) and the segmentation
+/// (`PULPIE_RT_SIMPLIFY_*`; `PrepareSettings`). A page's failure is status
+/// `PULPIE_RT_FAILED` with its `"<stage>: <reason>"` message.
 ///
 /// # Safety
-/// Pointers as documented; `out` is written on status 0.
+/// Pointers as documented; `out` is written on status `PULPIE_RT_DONE`.
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_prepare_page(
     tokenizer: *const crate::tokenizer::Tokenizer,
     text: *const u8,
     text_len: usize,
-    max_input_bytes: u64,
-    max_page_tokens: u64,
-    cutoff_length: usize,
-    max_tokens: usize,
-    sep_id: i64,
-    bos_id: i64,
-    eos_id: i64,
-    with_features: u32,
-    segmentation: u32,
+    options: *const pulpie_rt_prepare_options,
     out: *mut PrepareOutput,
     error: *mut OrtMessage,
 ) -> i32 {
     match guarded(error, || {
+        let o = checked(options, "pulpie_rt_prepare_options").map_err(OrtError)?;
+        let count = |value: i64, what: &str| {
+            limit(value).ok_or_else(|| OrtError(format!("{what} must not be negative, not {value}")))
+        };
         let settings = super::PrepareSettings {
             limits: super::Limits {
-                max_input_bytes: limit(max_input_bytes),
-                max_page_tokens: limit(max_page_tokens),
+                max_input_bytes: limit(o.max_input_bytes),
+                max_page_tokens: limit(o.max_page_tokens),
             },
-            cutoff_length,
-            max_tokens,
-            sep_id,
-            bos_id: (bos_id >= 0).then_some(bos_id),
-            eos_id: (eos_id >= 0).then_some(eos_id),
-            keep_hidden: segmentation & crate::SIMPLIFY_KEEP_HIDDEN != 0,
-            drop_noscript: segmentation & crate::SIMPLIFY_DROP_NOSCRIPT != 0,
+            cutoff_length: count(o.cutoff_length, "cutoff_length")?,
+            max_tokens: count(o.max_tokens, "max_tokens")?,
+            sep_id: o.sep_id,
+            bos_id: (o.bos_id >= 0).then_some(o.bos_id),
+            eos_id: (o.eos_id >= 0).then_some(o.eos_id),
+            keep_hidden: o.segmentation & PULPIE_RT_SIMPLIFY_KEEP_HIDDEN != 0,
+            drop_noscript: o.segmentation & PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT != 0,
         };
-        let with_features = super::features::FeatureSet::from_ffi(with_features);
+        let with_features = super::features::FeatureSet::from_ffi(o.features);
         super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)
             .map(|page| (page, with_features.width()))
             .map_err(OrtError)

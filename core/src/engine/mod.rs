@@ -22,7 +22,7 @@ pub mod decode;
 mod devices;
 pub mod features;
 #[cfg(feature = "python-ffi")]
-mod ffi;
+pub(crate) mod ffi;
 mod prepare;
 pub mod py;
 

@@ -31,13 +31,13 @@ pub(crate) unsafe fn guarded<T>(
     crate::install_panic_hook();
     let (status, message) = match catch_unwind(AssertUnwindSafe(work)) {
         Ok(Ok(value)) => return Ok(value),
-        Ok(Err(OrtError(message))) => (1, message),
+        Ok(Err(OrtError(message))) => (crate::abi::FAILED, message),
         Err(_) => {
             let message = crate::PANIC_MESSAGE.with(|m| {
                 let bytes = m.borrow();
                 String::from_utf8_lossy(&bytes[..bytes.len().saturating_sub(1)]).into_owned()
             });
-            (2, message)
+            (crate::abi::PANIC, message)
         }
     };
     if !error.is_null() {
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_classifier_open(
     out: *mut *mut TokenClassifier,
     error: *mut OrtMessage,
 ) -> i32 {
-    let Some(ort) = shared(ort, error) else { return 1 };
+    let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
     match guarded(error, || {
         let provider = match provider {
             0 => ExecutionProvider::Cpu,
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_open(
     out: *mut *mut BlockRescorer,
     error: *mut OrtMessage,
 ) -> i32 {
-    let Some(ort) = shared(ort, error) else { return 1 };
+    let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
     match guarded(error, || BlockRescorer::open(&ort, source(model, model_len, from_bytes)?, margin_weight)) {
         Ok(rescorer) => {
             *out = Box::into_raw(Box::new(rescorer));
@@ -392,7 +392,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_open(
     out: *mut *mut ContextRescorer,
     error: *mut OrtMessage,
 ) -> i32 {
-    let Some(ort) = shared(ort, error) else { return 1 };
+    let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
     match guarded(error, || {
         let first = if first_stage_len == 0 { None } else { Some(source(first_stage, first_stage_len, 0)?) };
         ContextRescorer::open(&ort, source(model, model_len, 0)?, first)
@@ -587,7 +587,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_tensorrt_build(
     out: *mut OrtMessage,
     error: *mut OrtMessage,
 ) -> i32 {
-    let Some(ort) = shared(ort, error) else { return 1 };
+    let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
     match guarded(error, || {
         let path = Path::new(text(model, model_len)?);
         let dir = text(cache_dir, cache_dir_len)?;
