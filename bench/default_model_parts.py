@@ -32,7 +32,7 @@ def run(model: Path, out: Path | None) -> dict:
     from pulpie_rt.runtime.model.bundle import load_bundle
 
     bundle = load_bundle(model)
-    shipped_weight = float(bundle.manifest["rescorer"]["margin_weight"])
+    shipped_weight = float(bundle.rescorer_spec["margin_weight"])
     shipped_margin = bundle.main_margin
     calibration = json.loads((model / "results.json").read_text(encoding="utf-8"))[
         "decoding"]["calibration_f1"]

@@ -35,7 +35,7 @@ class SepLogitsSession:
                                             providers=["CPUExecutionProvider"])
         self.inputs = {i.name: np.int32 if i.type == "tensor(int32)" else np.int64
                        for i in self.session.get_inputs()}
-        self.output = bundle.manifest.get("onnx", {}).get("output", "logits")
+        self.output = bundle.output
 
     def run_rows(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """One padded batch: per row its SEP logits (float32)."""

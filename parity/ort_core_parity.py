@@ -397,7 +397,7 @@ def compare_bundle(core: CoreOrt, bundle_name: str, pages: list[dict], threads: 
 
 def compare_rescorer(core: CoreOrt, bundle, prepared, chunk_margins, block_margins) -> dict:
     """The rescorer on every page's block features and (Python's) margins, both sides."""
-    spec = bundle.manifest["rescorer"]
+    spec = bundle.rescorer_spec
     # onnxruntime's Python API (the specification; the runtime's BlockRescorer is the core's)
     python_rescorer = _spec("rescore_spec").SpecRescorer(bundle.rescorer_path,
                                                          spec["margin_weight"])

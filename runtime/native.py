@@ -1025,6 +1025,23 @@ def engine_defaults() -> ctypes.Structure:
     return _DEFAULTS_CACHE[0]
 
 
+def bundle_info(path: Path, profile: str | None) -> dict:
+    """What the page flow reads from the bundle directory ``path`` with ``profile`` (None: its
+    default), read by the engine's reader (``pulpie_rt_py_bundle_info``). ``PageFailed`` with
+    the reader's message when the bundle cannot be read."""
+    import json
+
+    lib = _library()
+    data = os.fsencode(path)
+    name = None if profile is None else profile.encode("utf-8", "surrogateescape")
+    out = new("pulpie_rt_message")
+    status, text = _message_call(lib.pulpie_rt_py_bundle_info, data, len(data), name,
+                                 0 if name is None else len(name), ctypes.byref(out))
+    if status != _c("PULPIE_RT_DONE"):
+        raise (PageFailed if status == _c("PULPIE_RT_FAILED") else CoreError)(text)
+    return json.loads(_take(lib, out.ptr, out.len))
+
+
 def page_bytes(html: str) -> bytes:
     """A ``str`` page as the core takes text (see ``_page_bytes``)."""
     return _page_bytes(html)

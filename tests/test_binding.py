@@ -107,3 +107,25 @@ def test_a_header_it_cannot_read_is_refused_with_the_declaration(header, message
     with pytest.raises(binding.HeaderError) as caught:
         binding.parse(header)
     assert str(caught.value) == message
+
+
+def test_a_bundles_decoding_is_the_decoding_structs_fields():
+    """The core reads the manifest (``pulpie_rt_py_bundle_info``) and gives its decoding by
+    ``pulpie_rt_decoding``'s field names: a field the header adds reaches the tools as is."""
+    from pulpie_rt.runtime.model.bundle import load_bundle
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+    fields = {name for name, _ in native.declarations().structs["pulpie_rt_decoding"]._fields_
+              if name != "struct_size" and not name.startswith("has_")}
+    for profile in ("fast", "accurate"):
+        decoding = load_bundle(embedded_model_dir(), profile).decoding
+        assert set(decoding) == fields, profile
+        native.new("pulpie_rt_decoding", **decoding)
+    fast = load_bundle(embedded_model_dir(), "fast")
+    written = fast.manifest["profiles"]["fast"]["decoding"]
+    prior = written["container_prior"]
+    said = {"margins": True, "threshold": written["main_margin"],
+            "keep_best": written["keep_best_block"], "expected_f1": True,
+            "container_prior": [prior["share"], prior["shift"]],
+            "continue_story": written["continue_story"]}
+    assert {name: fast.decoding[name] for name in said} == said

@@ -93,7 +93,7 @@ def test_default_model_decodes_dev_pages_as_the_specification(default_extractor)
     preparer = Preparer.from_bundle(bundle)
     pages = [preparer.prepare(p["html"]) for p in dev_subset(6)]
     page_logits = chunk_sep_logits(SepLogitsSession(bundle), pages)
-    spec_rescorer = SpecRescorer(bundle.rescorer_path, bundle.manifest["rescorer"]["margin_weight"])
+    spec_rescorer = SpecRescorer(bundle.rescorer_path, bundle.rescorer_spec["margin_weight"])
     blocks = mains = 0
     for index, page in enumerate(pages):
         chunk_logits = page_logits[index]

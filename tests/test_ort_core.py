@@ -112,7 +112,7 @@ def test_default_model_from_bytes_and_from_several_threads(core, default_bundle)
 def test_rescorer_matches_python_on_real_block_features(core, default_bundle):
     # the specification on onnxruntime's Python API (the runtime's rescorer is the core's)
     python = SpecRescorer(default_bundle.rescorer_path,
-                          default_bundle.manifest["rescorer"]["margin_weight"])
+                          default_bundle.rescorer_spec["margin_weight"])
     ours = core.rescorer(default_bundle.rescorer_path, python.margin_weight)
     prepared = _prepared(default_bundle, small_dev_pages()[:30])
     rng = np.random.default_rng(0)

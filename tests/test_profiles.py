@@ -75,12 +75,12 @@ def test_a_bundle_is_read_with_its_default_or_the_asked_profile(tmp_path):
     path = _profiled_bundle(tmp_path)
     fast = load_bundle(path)
     assert (fast.profile, fast.uses_transformer, fast.main_margin) == ("fast", False, 0.5)
-    assert fast.manifest["rescorer"]["margin_weight"] == 0.0
+    assert fast.rescorer_spec["margin_weight"] == 0.0
     assert fast.profiles == ("fast", "accurate")
     accurate = load_bundle(path, "accurate")
     assert (accurate.profile, accurate.uses_transformer, accurate.main_margin) == (
         "accurate", True, -1.0)
-    assert accurate.manifest["rescorer"]["margin_weight"] == 0.25
+    assert accurate.rescorer_spec["margin_weight"] == 0.25
     assert resolve_model(path, profile="accurate").bundle.profile == "accurate"
 
 

@@ -77,7 +77,10 @@ files, each with its own ``decoding`` and ``rescorer`` and whether the transform
       "default_profile": "fast"
 
 ``load_bundle(path, profile)`` reads one of them (None: ``default_profile``) as if its
-``decoding`` and ``rescorer`` were the manifest's own. A profile without the transformer scores
+``decoding`` and ``rescorer`` were the manifest's own. The compiled core reads the manifest
+(``core/src/engine/bundle.rs``, the engine's reader, its checks and messages); ``Bundle`` holds
+what it read (``pulpie_rt_py_bundle_info``), so the runtime, the tools and the engine read one
+file one way. A profile without the transformer scores
 blocks by the rescorer alone: no tokens, no chunks, no ONNX session for ``model.onnx``.
 
 A profile may also carry ``"keep_hidden": true`` (a JSON boolean; absent: false): its pages
@@ -107,8 +110,6 @@ MANIFEST_NAME = "manifest.json"
 TOKENIZER_NAME = "tokenizer.json"
 BUNDLE_FORMAT = "pulpie-rt-bundle"
 BUNDLE_FORMAT_VERSION = 1
-# A profile's segmentation settings (JSON booleans, absent: false; refused at the top level)
-SEGMENTATION_SETTINGS = ("keep_hidden", "drop_noscript")
 
 
 class BundleError(ValueError):
@@ -117,100 +118,125 @@ class BundleError(ValueError):
 
 @dataclass(frozen=True)
 class Bundle:
+    """A bundle as the compiled core read it: ``info`` is ``pulpie_rt_py_bundle_info``'s (the
+    selected profile's model file, tokens, rescorer, segmentation and decoding)."""
+
     path: Path
-    manifest: dict[str, Any]
+    info: dict[str, Any]
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json`` as written (the export's records: model shape, verification,
+        TensorRT engines); what the runtime runs is ``info``, the core's reading of it."""
+        return json.loads((self.path / MANIFEST_NAME).read_text(encoding="utf-8"))
 
     @property
     def onnx_path(self) -> Path:
-        return self.path / self.manifest["onnx"]["file"]
+        return self.path / self.info["onnx_file"]
 
     @property
     def tokenizer_path(self) -> Path:
         return self.path / TOKENIZER_NAME
 
     @property
+    def output(self) -> str:
+        """The model's output holding the logits (``onnx.output``)."""
+        return self.info["output"]
+
+    @property
     def sep_id(self) -> int:
-        return int(self.manifest["tokens"]["sep_id"])
+        return self.info["sep_id"]
 
     @property
     def bos_id(self) -> int | None:
-        return self.manifest["tokens"].get("bos_id")
+        return self.info["bos_id"]
 
     @property
     def eos_id(self) -> int | None:
-        return self.manifest["tokens"].get("eos_id")
+        return self.info["eos_id"]
 
     @property
     def pad_id(self) -> int:
-        return int(self.manifest["tokens"].get("pad_id") or 0)
+        return self.info["pad_id"]
 
     @property
     def profile(self) -> str | None:
         """The profile this bundle was loaded with (None: the bundle has no profiles)."""
-        return self.manifest.get("profile")
+        return self.info["profile"]
 
     @property
     def profiles(self) -> tuple[str, ...]:
-        return tuple(self.manifest.get("profiles") or ())
+        return tuple(self.info["profiles"])
 
     @property
     def uses_transformer(self) -> bool:
         """False for a rescorer-only profile: blocks are scored from their features alone."""
-        return bool(self.manifest.get("transformer", True))
+        return self.info["transformer"]
 
     @property
     def keep_hidden(self) -> bool:
         """Whether pages are segmented without removing hidden elements (the selected
         profile's ``keep_hidden``; False for a bundle without profiles)."""
-        return self.manifest.get("keep_hidden") is True
+        return self.info["keep_hidden"]
 
     @property
     def drop_noscript(self) -> bool:
         """Whether pages are segmented without the ``noscript`` elements that hold no block
         (``stages.simplify``'s ``drop_noscript``; the selected profile's
         ``drop_noscript``; False for a bundle without profiles)."""
-        return self.manifest.get("drop_noscript") is True
+        return self.info["drop_noscript"]
+
+    @property
+    def decoding(self) -> dict[str, Any]:
+        """The bundle's decoding as ``pulpie_rt_decoding``'s fields (``margins``,
+        ``threshold``, ``keep_best``, ``expected_f1``, ``container_prior``,
+        ``continue_story``, and any the core adds): ``native.decide_blocks(**decoding)``."""
+        return dict(self.info["decoding"])
 
     @property
     def keep_best_block(self) -> bool:
-        return bool((self.manifest.get("decoding") or {}).get("keep_best_block", False))
+        return self.info["decoding"]["keep_best"]
 
     @property
     def main_margin(self) -> float | None:
-        value = (self.manifest.get("decoding") or {}).get("main_margin")
-        return None if value is None else float(value)
+        return self.info["decoding"]["threshold"]
 
     @property
     def expected_f1(self) -> bool:
         """Whether ``decoding.selection`` is ``expected_f1`` (absent: ``threshold``)."""
-        return (self.manifest.get("decoding") or {}).get("selection") == "expected_f1"
+        return self.info["decoding"]["expected_f1"]
 
     @property
     def container_prior(self) -> tuple[float, float] | None:
         """``decoding.container_prior`` as ``(share, shift)`` (absent: None)."""
-        prior = (self.manifest.get("decoding") or {}).get("container_prior")
-        return None if prior is None else (float(prior["share"]), float(prior["shift"]))
+        prior = self.info["decoding"]["container_prior"]
+        return None if prior is None else tuple(prior)
 
     @property
     def continue_story(self) -> bool:
         """``decoding.continue_story`` (absent: False)."""
-        return bool((self.manifest.get("decoding") or {}).get("continue_story"))
+        return self.info["decoding"]["continue_story"]
 
     @property
     def has_rescorer(self) -> bool:
-        return bool(self.manifest.get("rescorer"))
+        return self.info["rescorer"] is not None
+
+    @property
+    def rescorer_spec(self) -> dict[str, Any] | None:
+        """The selected profile's ``rescorer`` entry (``file``, ``features``,
+        ``margin_weight``, ``context``, ``first_stage``), or None."""
+        return self.info["rescorer"]
 
     @property
     def feature_layout(self) -> str:
         """The block feature layout the rescorer reads (``blocks-v1`` without one)."""
         from pulpie_rt.runtime.stages.features import FEATURES_VERSION
 
-        return (self.manifest["rescorer"].get("features", FEATURES_VERSION)
-                if self.has_rescorer else FEATURES_VERSION)
+        return self.info["rescorer"]["features"] if self.has_rescorer else FEATURES_VERSION
 
     @property
     def rescorer_path(self) -> Path | None:
-        return self.path / self.manifest["rescorer"]["file"] if self.has_rescorer else None
+        return self.path / self.info["rescorer"]["file"] if self.has_rescorer else None
 
     @property
     def rescorer(self):
@@ -222,92 +248,32 @@ class Bundle:
         calibration tries several); cached per weight."""
         from pulpie_rt.runtime.stages.rescore import load_rescorer
 
-        spec = self.manifest["rescorer"]
+        spec = self.info["rescorer"]
         weight = spec["margin_weight"] if margin_weight is None else margin_weight
-        first = spec.get("first_stage")
-        return load_rescorer(self.rescorer_path, weight, spec["features"], spec.get("context"),
+        first = spec["first_stage"]
+        return load_rescorer(self.rescorer_path, weight, spec["features"], spec["context"],
                              None if first is None else self.path / first)
 
     @property
     def max_tokens(self) -> int:
-        return int(self.manifest.get("max_tokens", 8192))
+        return self.info["max_tokens"]
 
 
 def is_bundle(path: str | Path) -> bool:
     return (Path(path) / MANIFEST_NAME).is_file()
 
 
-def select_profile(manifest: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
-    """``manifest`` with ``profile``'s ``decoding``, ``rescorer``, ``transformer`` and
-    segmentation settings (``SEGMENTATION_SETTINGS``) in place of its own (None: the
-    ``default_profile``); unchanged for a bundle without profiles when ``profile`` is None."""
-    for key in SEGMENTATION_SETTINGS:
-        if manifest.get(key, False) is not False:
-            raise BundleError(f"{where}: {key} is a profile's setting "
-                              f"(profiles.<name>.{key}), not the manifest's: the top level is "
-                              "what readers without profiles run, and they segment as the "
-                              "reference does")
-    profiles = manifest.get("profiles") or {}
-    if not profiles:
-        if profile is not None:
-            raise BundleError(f"{where}: this bundle has no profiles (profile {profile!r} asked); "
-                              "only the embedded default model has fast/accurate profiles")
-        return manifest
-    for other, entry in profiles.items():  # every profile's, not only the one asked for
-        for key in SEGMENTATION_SETTINGS:
-            value = entry.get(key, False) if isinstance(entry, dict) else False
-            if not isinstance(value, bool):
-                raise BundleError(f"{where}: profiles.{other}.{key} must be true or false, "
-                                  f"not {json.dumps(value, default=repr)}")
-    name = manifest.get("default_profile") if profile is None else profile
-    if name not in profiles:
-        raise BundleError(f"{where}: no profile {name!r} (this bundle has "
-                          f"{', '.join(sorted(profiles))})")
-    chosen = profiles[name]
-    selected = {k: v for k, v in manifest.items() if k not in ("decoding", "rescorer")}
-    for key in ("decoding", "rescorer"):
-        if chosen.get(key):
-            selected[key] = chosen[key]
-    selected["transformer"] = bool(chosen.get("transformer", True))
-    for key in SEGMENTATION_SETTINGS:
-        selected[key] = chosen.get(key, False)
-    selected["profile"] = name
-    if not selected["transformer"] and not selected.get("rescorer"):
-        raise BundleError(f"{where}: profile {name!r} runs no transformer and has no rescorer")
-    return selected
-
-
 def load_bundle(path: str | Path, profile: str | None = None) -> Bundle:
-    """Read and check a bundle directory (with ``profile``'s decoding, see ``select_profile``);
-    a ``BundleError`` names what is wrong."""
-    root = Path(path)
-    manifest_path = root / MANIFEST_NAME
-    if not manifest_path.is_file():
-        raise BundleError(f"{root}: not a pulpie-rt bundle (no {MANIFEST_NAME})")
+    """Read and check a bundle directory with ``profile``'s decoding (None: its
+    ``default_profile``), as the compiled core reads it; a ``BundleError`` names what is
+    wrong (the core's message)."""
+    from pulpie_rt.runtime import native
+
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BundleError(f"{manifest_path}: unreadable manifest ({exc})") from exc
-    if manifest.get("format") != BUNDLE_FORMAT:
-        raise BundleError(f"{manifest_path}: format is {manifest.get('format')!r}, "
-                          f"expected {BUNDLE_FORMAT!r}")
-    if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
-        raise BundleError(f"{manifest_path}: format_version {manifest.get('format_version')!r} "
-                          f"is not supported (this runtime reads {BUNDLE_FORMAT_VERSION})")
-    bundle = Bundle(root, select_profile(manifest, profile, str(manifest_path)))
-    selection = (bundle.manifest.get("decoding") or {}).get("selection")
-    if selection not in (None, "threshold", "expected_f1"):
-        raise BundleError(f"{manifest_path}: decoding.selection must be \"threshold\" or "
-                          f"\"expected_f1\", not {selection!r}")
-    needed_files = [bundle.onnx_path, bundle.tokenizer_path]
-    if bundle.has_rescorer:
-        needed_files.append(bundle.rescorer_path)
-        if bundle.manifest["rescorer"].get("first_stage"):
-            needed_files.append(root / bundle.manifest["rescorer"]["first_stage"])
-    for needed in needed_files:
-        if not needed.is_file():
-            raise BundleError(f"{root}: bundle is missing {needed.name}")
-    return bundle
+        info = native.bundle_info(Path(path), profile)
+    except native.PageFailed as exc:
+        raise BundleError(str(exc)) from None
+    return Bundle(Path(path), info)
 
 
 def write_manifest(path: str | Path, manifest: dict[str, Any]) -> Path:

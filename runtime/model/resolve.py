@@ -112,7 +112,7 @@ def resolve_model(
     profile: str | None = None,
 ) -> ResolvedModel:
     """The bundle that ``model`` names, read with ``profile`` (None: the
-    bundle's default; see ``bundle.select_profile``); ``ModelError`` says why not."""
+    bundle's default; as the core reads it, ``bundle.load_bundle``); ``ModelError`` says why not."""
     if str(model) == DEFAULT_MODEL:
         configured = os.environ.get(MODEL_ENV, "").strip()
         if configured and configured != DEFAULT_MODEL:

@@ -1,11 +1,12 @@
-//! A model bundle as the runtime reads it (`runtime/model/bundle.py`): `manifest.json`, the
+//! A model bundle as the runtime reads it, the one reader of `manifest.json` (the Python
+//! package's `runtime/model/bundle.py` holds what this read: `pulpie_rt_py_bundle_info`): the
 //! model, `tokenizer.json` and, for the default model, the rescorer files; from a directory
 //! (as `pulpie-rt export` writes it) or compiled into the library (feature `embedded-model`).
 //! A bundle with `profiles` (the default model's `fast` and `accurate`) is read with one of
-//! them, as `bundle.select_profile` reads it: its `decoding`, `rescorer`, `transformer`,
+//! them (`select_profile`): its `decoding`, `rescorer`, `transformer`,
 //! `keep_hidden` and `drop_noscript` in place of the manifest's own.
 
-use super::decode::ContainerPrior;
+use super::decode::{ContainerPrior, Decoding};
 use crate::json::{self, Value};
 use std::path::{Path, PathBuf};
 
@@ -106,10 +107,10 @@ fn int(value: Option<&Value>, what: &str) -> Result<Option<i64>, String> {
     }
 }
 
-/// `bundle.select_profile`: the manifest's JSON with `profile`'s `decoding`, `rescorer`,
+/// The manifest's JSON with `profile`'s `decoding`, `rescorer`,
 /// `transformer` and segmentation settings in place of its own (None: `default_profile`);
 /// unchanged for a bundle without profiles when `profile` is None. Also the profile read and
-/// the names of all. Messages as Python's `BundleError`.
+/// the names of all. Its messages are `BundleError`'s in Python.
 fn select_profile(
     value: &Value,
     profile: Option<&str>,
@@ -274,7 +275,12 @@ impl Manifest {
             Some(v) => match v.as_str() {
                 Some("threshold") => false,
                 Some("expected_f1") => true,
-                _ => return Err(bad("decoding.selection is not \"threshold\" or \"expected_f1\"")),
+                other => {
+                    let shown = other.map_or_else(|| super::py::json_dumps(v), super::py::repr_str);
+                    return Err(bad(&format!(
+                        "decoding.selection must be \"threshold\" or \"expected_f1\", not {shown}"
+                    )));
+                }
             },
         };
         let container_prior = match decoding.and_then(|d| d.get("container_prior")) {
@@ -352,6 +358,27 @@ impl Manifest {
             profile,
             profiles,
         })
+    }
+}
+
+impl Manifest {
+    /// The decoding the manifest asks for (margins or argmax, threshold, `keep_best_block`,
+    /// the selection, the container prior, the story): the engine's, and what
+    /// `pulpie_rt_py_bundle_info` gives the Python tools.
+    pub fn decoding(&self) -> Decoding {
+        Decoding {
+            margins: self.keep_best_block
+                || self.main_margin.is_some()
+                || self.rescorer.is_some()
+                || self.expected_f1
+                || self.container_prior.is_some()
+                || self.continue_story,
+            main_margin: self.main_margin,
+            keep_best_block: self.keep_best_block,
+            expected_f1: self.expected_f1,
+            container_prior: self.container_prior,
+            continue_story: self.continue_story,
+        }
     }
 }
 

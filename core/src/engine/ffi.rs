@@ -10,11 +10,12 @@
 
 use super::decode::{decide_blocks, ContainerPrior, Decoding, SepOutputs};
 use crate::abi::{
-    checked, PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT, PULPIE_RT_EMPTY_NONE, PULPIE_RT_EMPTY_NO_MAIN,
-    PULPIE_RT_EMPTY_NO_TEXT, PULPIE_RT_OUTPUTS_LOGITS, PULPIE_RT_OUTPUTS_MARGINS,
+    checked, PULPIE_RT_DONE, PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT, PULPIE_RT_EMPTY_NONE,
+    PULPIE_RT_EMPTY_NO_MAIN, PULPIE_RT_EMPTY_NO_TEXT, PULPIE_RT_OUTPUTS_LOGITS, PULPIE_RT_OUTPUTS_MARGINS,
     PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT, PULPIE_RT_SIMPLIFY_KEEP_HIDDEN,
 };
 use crate::features::context;
+use crate::json::{Number, Value};
 use crate::ort::ffi::{guarded, slice, OrtMessage};
 use crate::ort::{BlockRescorer, OrtError};
 use std::collections::HashSet;
@@ -46,6 +47,25 @@ impl pulpie_rt_decoding {
             continue_story: self.continue_story != 0,
         }
     }
+}
+
+/// A decoding as `pulpie_rt_decoding`'s fields by name (JSON, `pulpie_rt_py_bundle_info`'s
+/// `decoding`): the Python tools pass them back as they are (`native.decide_blocks`).
+fn decoding_fields(decoding: &Decoding) -> Value {
+    let number = |value: f64| Value::Number(Number::Float(value));
+    Value::Object(vec![
+        ("margins".into(), Value::Bool(decoding.margins)),
+        ("threshold".into(), decoding.main_margin.map_or(Value::Null, number)),
+        ("keep_best".into(), Value::Bool(decoding.keep_best_block)),
+        ("expected_f1".into(), Value::Bool(decoding.expected_f1)),
+        (
+            "container_prior".into(),
+            decoding
+                .container_prior
+                .map_or(Value::Null, |p| Value::Array(vec![number(p.share), number(p.shift)])),
+        ),
+        ("continue_story".into(), Value::Bool(decoding.continue_story)),
+    ])
 }
 
 /// `pulpie_rt_sep_outputs` (pulpie_rt_internal.h): one page's chunks and SEP outputs.
@@ -134,6 +154,71 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
                 *out.add(index) = prediction as u64;
             }
             0
+        }
+        Err(status) => status,
+    }
+}
+
+/// What the page flow reads from a bundle directory (`bundle::Bundle::load_dir_profile`, the
+/// engine's reader and its messages), as JSON: the model file, the tokens, `max_tokens`, the
+/// profile's `transformer`, segmentation settings and rescorer, the profile read and all of
+/// them, and its `decoding` as `pulpie_rt_decoding`'s fields (`decoding_fields`). `profile`
+/// null: the bundle's default. A bundle it cannot read: `PULPIE_RT_FAILED` with the reason.
+///
+/// # Safety
+/// `path` holds `path_len` bytes of UTF-8, `profile` `profile_len` (or is null).
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_py_bundle_info(
+    path: *const u8,
+    path_len: usize,
+    profile: *const u8,
+    profile_len: usize,
+    out: *mut OrtMessage,
+    error: *mut OrtMessage,
+) -> i32 {
+    match guarded(error, || {
+        let text = |ptr: *const u8, len: usize, what: &str| {
+            std::str::from_utf8(slice(ptr, len)).map_err(|_| OrtError(format!("{what} is not UTF-8")))
+        };
+        let root = text(path, path_len, "the bundle's path")?;
+        let profile = if profile.is_null() { None } else { Some(text(profile, profile_len, "the profile")?) };
+        let bundle =
+            super::bundle::Bundle::load_dir_profile(std::path::Path::new(root), profile).map_err(OrtError)?;
+        let m = &bundle.manifest;
+        let string = |s: &str| Value::String(s.to_string());
+        let optional = |v: Option<&str>| v.map_or(Value::Null, string);
+        let int = |v: Option<i64>| v.map_or(Value::Null, |i| Value::Number(Number::Int(i)));
+        let rescorer = m.rescorer.as_ref().map_or(Value::Null, |r| {
+            Value::Object(vec![
+                ("file".into(), string(&r.file)),
+                ("features".into(), string(&r.features)),
+                ("margin_weight".into(), Value::Number(Number::Float(r.margin_weight))),
+                ("context".into(), optional(r.context.as_deref())),
+                ("first_stage".into(), optional(r.first_stage.as_deref())),
+            ])
+        });
+        let info = Value::Object(vec![
+            ("onnx_file".into(), string(&m.onnx_file)),
+            ("output".into(), string(&m.output)),
+            ("sep_id".into(), int(Some(m.sep_id))),
+            ("bos_id".into(), int(m.bos_id)),
+            ("eos_id".into(), int(m.eos_id)),
+            ("pad_id".into(), int(Some(m.pad_id))),
+            ("max_tokens".into(), int(Some(m.max_tokens as i64))),
+            ("transformer".into(), Value::Bool(m.transformer)),
+            ("keep_hidden".into(), Value::Bool(m.keep_hidden)),
+            ("drop_noscript".into(), Value::Bool(m.drop_noscript)),
+            ("rescorer".into(), rescorer),
+            ("decoding".into(), decoding_fields(&m.decoding())),
+            ("profile".into(), optional(m.profile.as_deref())),
+            ("profiles".into(), Value::Array(m.profiles.iter().map(|p| string(p)).collect())),
+        ]);
+        Ok(super::py::json_dumps(&info))
+    }) {
+        Ok(json) => {
+            let (ptr, len) = crate::leak(json);
+            *out = OrtMessage { ptr, len };
+            PULPIE_RT_DONE
         }
         Err(status) => status,
     }

@@ -559,22 +559,10 @@ impl Engine {
         prepare_text(text, self.tokenizer.as_ref(), &settings, feature_set)
     }
 
-    /// The bundle's decoding (margins or argmax, threshold, `keep_best_block`).
+    /// The bundle's decoding (`Manifest::decoding`: the engine opens a rescorer exactly when
+    /// the manifest names one).
     fn decoding(&self) -> decode::Decoding {
-        let m = &self.manifest;
-        decode::Decoding {
-            margins: m.keep_best_block
-                || m.main_margin.is_some()
-                || self.rescorer.is_some()
-                || m.expected_f1
-                || m.container_prior.is_some()
-                || m.continue_story,
-            main_margin: m.main_margin,
-            keep_best_block: m.keep_best_block,
-            expected_f1: m.expected_f1,
-            container_prior: m.container_prior,
-            continue_story: m.continue_story,
-        }
+        self.manifest.decoding()
     }
 
     /// Per page its block predictions, or its error (failed pages stay failed).
