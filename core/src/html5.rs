@@ -4,7 +4,7 @@
 //! cut, say): a tag the end of the input cuts is dropped, quotes hold `>`, comments follow
 //! HTML5's rules.
 
-use crate::tree::{Attrs, Names, Tag};
+use crate::tags::{Attrs, Names, Tag, VALUELESS};
 
 /// HTML5's white space ("\r" is read as "\n" before).
 #[inline]
@@ -129,7 +129,7 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
                         v.into_owned() // (one copy, or none where references were decoded)
                     }
                 }
-                None => crate::tree::VALUELESS.to_string(),
+                None => VALUELESS.to_string(),
             };
             attrs.push((name, value));
         }

@@ -37,6 +37,8 @@ pub mod engine;
 mod features;
 mod html5;
 pub mod json;
+#[cfg(feature = "python-ffi")]
+mod layouts;
 mod lexbor;
 mod markdown;
 pub mod ort;
@@ -47,6 +49,7 @@ mod raw;
 mod reconstruct;
 mod scan;
 mod simplify;
+mod tags;
 mod token;
 pub mod tokenizer;
 mod tree;

@@ -8,68 +8,10 @@
 
 use std::collections::HashSet;
 
+use crate::tags::allows_pcdata;
 use crate::tree::{
     escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Tree, NONE,
 };
-
-/// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
-pub(crate) fn allows_pcdata(tag: &str) -> bool {
-    matches!(
-        tag,
-        "a" | "abbr"
-            | "acronym"
-            | "address"
-            | "applet"
-            | "b"
-            | "bdo"
-            | "big"
-            | "blockquote"
-            | "body"
-            | "button"
-            | "caption"
-            | "center"
-            | "cite"
-            | "code"
-            | "dd"
-            | "del"
-            | "dfn"
-            | "div"
-            | "dt"
-            | "em"
-            | "font"
-            | "form"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "i"
-            | "iframe"
-            | "ins"
-            | "kbd"
-            | "label"
-            | "legend"
-            | "li"
-            | "noframes"
-            | "noscript"
-            | "object"
-            | "p"
-            | "pre"
-            | "q"
-            | "s"
-            | "samp"
-            | "small"
-            | "span"
-            | "strike"
-            | "strong"
-            | "td"
-            | "th"
-            | "tt"
-            | "u"
-            | "var"
-    )
-}
 
 /// Raw-text / RCDATA content in libxml2: never dropped as blank.
 fn is_raw_content(tag: &str) -> bool {

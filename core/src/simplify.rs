@@ -1,9 +1,7 @@
 //! The segmentation: the compiled twin of `runtime/simplify.py` (`simplify` after the
 //! parse). Same steps, same order, same quirks; comments there say why each exists.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
-
+use crate::tags::{FastMap, FastSet};
 use crate::tree::{append, has_non_space, py_strip, Attrs, Res, Tag, Text, Tree, NONE};
 
 pub fn is_inline_tag(tag: &str) -> bool {
@@ -60,10 +58,6 @@ fn is_table_tag(tag: &str) -> bool {
     matches!(tag, "caption" | "colgroup" | "col" | "thead" | "tbody" | "tfoot" | "tr" | "td" | "th" | "br")
 }
 
-pub fn is_removed_tag(tag: &str) -> bool {
-    matches!(tag, "title" | "head" | "style" | "script" | "link" | "meta" | "iframe" | "frame" | "nav")
-}
-
 fn is_no_block(tag: &str) -> bool {
     tag == "math"
 }
@@ -82,36 +76,6 @@ fn invisible_style(key: &str) -> Option<&'static str> {
         _ => return None,
     })
 }
-
-/// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
-/// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
-#[derive(Default)]
-pub(crate) struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 const TAIL_BLOCK_TAG: &str = "cc-alg-uc-text";
 const ITEM_ID_ATTR: &str = "_item_id";

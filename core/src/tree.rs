@@ -15,68 +15,7 @@ pub struct Unsupported(pub &'static str);
 
 pub type Res<T> = Result<T, Unsupported>;
 
-/// An element name: shared between an element and its copies (no allocation per copy).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Tag(std::rc::Rc<str>);
-
-impl Tag {
-    pub fn new(name: &str) -> Tag {
-        Tag(std::rc::Rc::from(name))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for Tag {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl PartialEq<&str> for Tag {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
-    }
-}
-
-impl PartialEq<str> for Tag {
-    fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
-    }
-}
-
-impl From<&str> for Tag {
-    fn from(name: &str) -> Tag {
-        Tag::new(name)
-    }
-}
-
-impl std::borrow::Borrow<str> for Tag {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-/// The distinct names of one parse (tags and attribute names), one shared `Tag` each: an
-/// element or an attribute gets its name without an allocation of its own (a page has a few
-/// dozen names over thousands of elements and attributes).
-#[derive(Default)]
-pub struct Names(crate::simplify::FastSet<Tag>);
-
-impl Names {
-    pub fn get(&mut self, name: &str) -> Tag {
-        if let Some(tag) = self.0.get(name) {
-            return tag.clone();
-        }
-        let tag = Tag::new(name);
-        self.0.insert(tag.clone());
-        tag
-    }
-}
+pub use crate::tags::{is_raw_text, is_rcdata, Attrs, Names, Tag, VALUELESS};
 
 pub struct Node {
     pub tag: Tag,
@@ -90,8 +29,6 @@ pub struct Node {
     pub orig: usize,
     pub flags: u8,
 }
-
-pub type Attrs = Vec<(Tag, String)>;
 
 /// Text and tail strings: shared between an element and its copies (the page is copied once
 /// for processing and again block by block; a change makes a new string).
@@ -211,7 +148,7 @@ impl Tree {
             self.nodes[dst].children.reserve_exact(count);
             for k in 0..count {
                 let child = self.nodes[src].children[k];
-                if skip_removed && crate::simplify::is_removed_tag(&self.nodes[child].tag) {
+                if skip_removed && crate::tags::is_removed_tag(&self.nodes[child].tag) {
                     continue;
                 }
                 let copy = self.copy_one(child);
@@ -285,16 +222,6 @@ fn is_html5_void(tag: &str) -> bool {
 
 fn is_select_content(tag: &str) -> bool {
     matches!(tag, "option" | "optgroup" | "hr" | "script" | "template")
-}
-
-/// Elements whose content libxml2 2.14 reads as text, character references decoded, when it
-/// parses a page itself (see `parse`).
-pub fn is_rcdata(tag: &str) -> bool {
-    tag == "textarea" || tag == "title"
-}
-
-pub fn is_raw_text(tag: &str) -> bool {
-    matches!(tag, "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "plaintext")
 }
 
 const P_CLOSERS: &[&str] = &[
@@ -401,18 +328,11 @@ fn libxml2_drops_blank(tree: &Tree, stack: &[usize]) -> bool {
     match parent.children.last() {
         Some(&last) => {
             let last = &tree.nodes[last];
-            last.tail.as_deref().is_none_or(str::is_empty) && !crate::reconstruct::allows_pcdata(&last.tag)
+            last.tail.as_deref().is_none_or(str::is_empty) && !crate::tags::allows_pcdata(&last.tag)
         }
-        None => {
-            parent.text.as_deref().is_none_or(str::is_empty)
-                && !crate::reconstruct::allows_pcdata(&parent.tag)
-        }
+        None => parent.text.as_deref().is_none_or(str::is_empty) && !crate::tags::allows_pcdata(&parent.tag),
     }
 }
-
-/// The value `Reader::Libxml2` gives an attribute written without one (libxml2 writes it
-/// bare). A NUL never reaches a value otherwise: libxml2 reads it as U+FFFD.
-pub const VALUELESS: &str = "\0";
 
 /// What libxml2's `htmlCheckImplied` remembers: whether the first element was made, and
 /// whether a `<head>` or `<body>` was ever open.

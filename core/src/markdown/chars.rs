@@ -235,6 +235,23 @@ pub fn advance_chars(s: &[u8], start: usize, count: usize) -> usize {
     i
 }
 
+/// Where `needle` (non-empty) first occurs in `hay`.
+pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(k) = hay.get(i..)?.iter().position(|&c| c == needle[0]) {
+        let at = i + k;
+        if hay[at..].starts_with(needle) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find_bytes(hay, needle).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

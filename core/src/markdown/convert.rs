@@ -10,9 +10,9 @@ use std::borrow::Cow;
 
 use super::chars::{decode, is_space, lower_equals, push_char, strip};
 use super::escape::{collapse_whitespace, escape_md_into, escape_md_section};
+use super::spec_error::SpecError;
 use super::tokenizer::{Attr, Handler};
 use super::unescape::{digits_value, html5, parse_int, INT_MAX_STR_DIGITS};
-use super::SpecError;
 
 /// The tag names html2text acts on (html.parser lowers names with `str.lower`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -917,8 +917,4 @@ fn last_char(s: &[u8]) -> u32 {
     super::chars::decode_before(s, s.len())
 }
 
-use super::find_bytes as find;
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    find(hay, needle).is_some()
-}
+use super::chars::{contains, find_bytes as find};

@@ -15,32 +15,18 @@
 //! Also `to_text`, the runtime's own plain-text rendering (`text.rs`).
 
 pub(crate) mod chars;
+use chars::contains;
 mod convert;
 mod escape;
 mod spacer;
+mod spec_error;
 mod text;
 mod tokenizer;
 mod unescape;
 
 pub use spacer::strip_spacer_images;
+pub use spec_error::SpecError;
 pub use text::to_text;
-
-/// An exception the Python specification raises for this input: its type and message.
-#[derive(Debug, PartialEq)]
-pub struct SpecError {
-    pub kind: &'static str,
-    pub message: String,
-}
-
-impl SpecError {
-    fn assertion(message: String) -> SpecError {
-        SpecError { kind: "AssertionError", message }
-    }
-
-    fn value(message: String) -> SpecError {
-        SpecError { kind: "ValueError", message }
-    }
-}
 
 /// What `HTML2Text.feed` does to its input before tokenizing.
 const SCRIPT_SPLIT: &[u8] = b"</' + 'script>";
@@ -58,23 +44,6 @@ pub fn to_markdown(html: &[u8]) -> Result<Vec<u8>, SpecError> {
     tokenizer::feed(&data, &mut converter)?;
     let text = converter.finish();
     Ok(chars::strip(&text).to_vec())
-}
-
-/// Where `needle` (non-empty) first occurs in `hay`.
-pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while let Some(k) = hay.get(i..)?.iter().position(|&c| c == needle[0]) {
-        let at = i + k;
-        if hay[at..].starts_with(needle) {
-            return Some(at);
-        }
-        i = at + 1;
-    }
-    None
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    find_bytes(hay, needle).is_some()
 }
 
 fn replace(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {

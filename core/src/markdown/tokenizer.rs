@@ -8,8 +8,8 @@
 //! Python's backtracking engine finds (the comments give the pattern).
 
 use super::chars::{decode, decode_before, ignorecase_len, is_space, skip_space, space_len};
+use super::spec_error::SpecError;
 use super::unescape::unescape;
-use super::SpecError;
 
 /// An attribute as `html.parser` reports it: lowered name (raw bytes here: the consumer
 /// compares it) and its value, `None` for a bare name, unescaped otherwise.

@@ -2,7 +2,7 @@
 //! decimal string, with the one error both can raise.
 
 use super::chars::{decode, push_char};
-use super::SpecError;
+use super::spec_error::SpecError;
 
 /// Python's limit on the digits `int()` converts (`sys.get_int_max_str_digits()`).
 pub const INT_MAX_STR_DIGITS: usize = 4300;

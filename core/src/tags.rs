@@ -1,0 +1,181 @@
+//! Element names and what the stages know about them: the `Tag` every tree node carries, a
+//! parse's `Names`, attributes, and the tag predicates the tree, the segmentation and the
+//! reconstruction share (libxml2's raw text and RCDATA elements and its `allowPCData` list, the
+//! elements the reference's segmentation removes). A leaf: it imports no module of the crate,
+//! so `tree`, `html5`, `simplify` and `reconstruct` read it without importing one another in a
+//! circle.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// An element name: shared between an element and its copies (no allocation per copy).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Tag(std::rc::Rc<str>);
+
+impl Tag {
+    pub fn new(name: &str) -> Tag {
+        Tag(std::rc::Rc::from(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Tag {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Tag {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<str> for Tag {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl From<&str> for Tag {
+    fn from(name: &str) -> Tag {
+        Tag::new(name)
+    }
+}
+
+impl std::borrow::Borrow<str> for Tag {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The distinct names of one parse (tags and attribute names), one shared `Tag` each: an
+/// element or an attribute gets its name without an allocation of its own (a page has a few
+/// dozen names over thousands of elements and attributes).
+#[derive(Default)]
+pub struct Names(FastSet<Tag>);
+
+impl Names {
+    pub fn get(&mut self, name: &str) -> Tag {
+        if let Some(tag) = self.0.get(name) {
+            return tag.clone();
+        }
+        let tag = Tag::new(name);
+        self.0.insert(tag.clone());
+        tag
+    }
+}
+
+pub type Attrs = Vec<(Tag, String)>;
+
+/// The value `Reader::Libxml2` gives an attribute written without one (libxml2 writes it
+/// bare). A NUL never reaches a value otherwise: libxml2 reads it as U+FFFD.
+pub const VALUELESS: &str = "\0";
+
+/// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
+/// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
+#[derive(Default)]
+pub(crate) struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+
+/// Elements whose content libxml2 2.14 reads as text, character references decoded, when it
+/// parses a page itself (see `parse`).
+pub fn is_rcdata(tag: &str) -> bool {
+    tag == "textarea" || tag == "title"
+}
+
+pub fn is_raw_text(tag: &str) -> bool {
+    matches!(tag, "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "plaintext")
+}
+
+pub fn is_removed_tag(tag: &str) -> bool {
+    matches!(tag, "title" | "head" | "style" | "script" | "link" | "meta" | "iframe" | "frame" | "nav")
+}
+
+/// Elements whose whitespace-only text libxml2 keeps (its `allowPCData` list).
+pub fn allows_pcdata(tag: &str) -> bool {
+    matches!(
+        tag,
+        "a" | "abbr"
+            | "acronym"
+            | "address"
+            | "applet"
+            | "b"
+            | "bdo"
+            | "big"
+            | "blockquote"
+            | "body"
+            | "button"
+            | "caption"
+            | "center"
+            | "cite"
+            | "code"
+            | "dd"
+            | "del"
+            | "dfn"
+            | "div"
+            | "dt"
+            | "em"
+            | "font"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "i"
+            | "iframe"
+            | "ins"
+            | "kbd"
+            | "label"
+            | "legend"
+            | "li"
+            | "noframes"
+            | "noscript"
+            | "object"
+            | "p"
+            | "pre"
+            | "q"
+            | "s"
+            | "samp"
+            | "small"
+            | "span"
+            | "strike"
+            | "strong"
+            | "td"
+            | "th"
+            | "tt"
+            | "u"
+            | "var"
+    )
+}
