@@ -1,8 +1,8 @@
 """ONNX Runtime from the compiled core (``core/src/ort``: the C API, loaded with ``dlopen``)
 against onnxruntime's Python API, on the real chunks and block features of the dev pages.
 
-The engine layer of the coming C library runs the model without Python; this command shows that
-it computes what the Python runtime computes: for each bundle, every dev page is prepared
+The engine's layer runs the model without Python; this command shows that it computes what
+onnxruntime's Python API computes: for each bundle, every dev page is prepared
 (``Preparer.from_bundle(bundle).prepare(html)``), its chunks go through the engine's batcher
 (``parity.batches.make_batches``: the core's grouping, laid out flat), and each batch runs
 through onnxruntime's Python session (``eval.margins.SepLogitsSession``) and through the core's
@@ -16,9 +16,9 @@ it too) on the same chunk lengths.
 
     python -m parity.ort_core_parity --bundle default --bundle /tmp/tiny-bundle
 
-The ctypes surface used here (``CoreOrt``) is temporary: the C ABI (``pulpie_rt.h``) will
-replace it. ``$PULPIE_RT_ORT_LIB`` names the ONNX Runtime library; by default the one inside
-the installed ``onnxruntime`` wheel is used.
+``CoreOrt`` drives the layer through its entry points in ``pulpie_rt_internal.h`` (the
+binding generated from the header). ``$PULPIE_RT_ORT_LIB`` names the ONNX Runtime library; by
+default the one inside the installed ``onnxruntime`` wheel is used.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _ptr(array: np.ndarray) -> int:
 
 
 class CoreOrt:
-    """The core's ONNX Runtime layer through ctypes (temporary; see the module docstring)."""
+    """The core's ONNX Runtime layer through its internal entry points (``pulpie_rt_ort_*``)."""
 
     def __init__(self, ort_library: str | Path | None = None):
         self.handle = ctypes.c_void_p()

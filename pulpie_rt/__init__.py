@@ -1,6 +1,8 @@
 """pulpie-rt: optimized, torch-free inference runtime for Pulpie content-extraction models.
 
-Data flow (one module per stage, under ``pulpie_rt.runtime``)::
+Data flow (every stage runs in the compiled core, ``core/``; the Python entry points of those a
+caller may run alone are under ``pulpie_rt.runtime.stages``; batching and the model are the
+core's engine)::
 
     html -> simplify -> blocks -> tokens -> chunks -> batches -> engine -> labels
          -> reconstruct -> markdown

@@ -302,11 +302,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help="default (the embedded model, or $PULPIE_RT_MODEL when set), a hub "
                              "name (orange-small|orange-base|orange-large), checkpoint dir, "
-                             f"bundle dir or engine file (default {DEFAULT_MODEL})")
+                             f"or bundle dir (default {DEFAULT_MODEL})")
     parser.add_argument("--profile", default=None,
                         help="speed/quality profile of the model: the embedded default model "
                              "has fast (its block rescorer over page features alone, no "
-                             "transformer) and accurate (transformer + rescorer, about 50x "
+                             "transformer) and accurate (transformer + rescorer, about 65x "
                              "the CPU time); default: the bundle's own (see the model card)")
     from pulpie_rt.runtime.flow.pages import PageLimits
 

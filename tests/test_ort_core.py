@@ -1,7 +1,8 @@
 """The compiled core's ONNX Runtime layer (``core/src/ort``: the C API through ``dlopen``)
 against onnxruntime's Python API, on real dev pages, and its error messages.
 
-Driven through the temporary ctypes surface in ``parity/ort_core_parity.py``; skipped when the
+Driven through ``parity/ort_core_parity.py`` (the layer's entry points in
+``pulpie_rt_internal.h``); skipped when the
 core is not built or no ONNX Runtime C library is found (``$PULPIE_RT_ORT_LIB``, else the
 installed onnxruntime wheel's ``capi/libonnxruntime.so.*``).
 """

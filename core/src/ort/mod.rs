@@ -16,10 +16,13 @@
 //!   a leaf every other module reads them from;
 //! - `providers`: the execution providers named once (backend name, device syntax, what ONNX
 //!   Runtime must have), which the C ABI gives out to the other doors;
-//! - `batches`: `make_batches`, padding and SEP-logit picking as `runtime/batches.py` and
-//!   `runtime/backends.py` do them;
-//! - `ffi`: a temporary ctypes surface for the parity checks against Python
-//!   (`python -m bench.ort_core_parity`), until the C ABI exists.
+//! - `batches`: `make_batches` (the one batcher: the engine's, and the Python tools' through
+//!   `pulpie_rt_ort_make_batches`), padding and SEP-logit picking (specified in
+//!   `tests/spec/batches_spec.py`);
+//! - `ffi`: the Python package's entry points into this layer (declared in
+//!   `core/include/pulpie_rt_internal.h`): the batcher and the rescorers for the tools, the
+//!   classifier for the parity checks (`python -m parity.ort_core_parity`), TensorRT builds
+//!   for `pulpie-rt engine`.
 //!
 //! Sessions are thread-safe: `TokenClassifier::run` and `BlockRescorer::scores` take `&self`
 //! and may be called from several threads at once (ONNX Runtime documents `Run` as
