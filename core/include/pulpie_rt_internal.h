@@ -289,7 +289,8 @@ int32_t pulpie_rt_decide_blocks(const pulpie_rt_rescorer *rescorer,
                                 pulpie_rt_message *error);
 /* What the page flow reads from a bundle directory, read by the engine's reader: JSON in out
  * (the model file, tokens, max_tokens, the profile's transformer, segmentation, rescorer and
- * decoding, the decoding as pulpie_rt_decoding's fields by name). profile NULL: the default. */
+ * decoding, the decoding as pulpie_rt_decoding's fields by name, the layout of the block
+ * features a page is prepared with). profile NULL: the default. */
 int32_t pulpie_rt_py_bundle_info(const uint8_t *path, size_t path_len, const uint8_t *profile,
                                  size_t profile_len, pulpie_rt_message *out,
                                  pulpie_rt_message *error);

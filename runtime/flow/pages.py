@@ -210,9 +210,10 @@ class Preparer:
     def from_bundle(cls, bundle, cutoff_length: int = DEFAULT_CUTOFF_LENGTH,
                     limits: PageLimits = DEFAULT_LIMITS) -> Preparer:
         """The preparer for a model bundle's tokenizer, special tokens and chunk size (and
-        block features, when the bundle has a rescorer; no tokens when its profile runs no
-        transformer; hidden elements kept when its profile says ``keep_hidden``, noscript
-        elements dropped when it says ``drop_noscript``)."""
+        block features when the engine prepares them, ``Bundle.prepared_features``: a
+        rescorer's, or the words an ``expected_f1`` selection reads; no tokens when its
+        profile runs no transformer; hidden elements kept when its profile says
+        ``keep_hidden``, noscript elements dropped when it says ``drop_noscript``)."""
         return cls(
             bundle.tokenizer_path,
             bundle.sep_id,
@@ -220,7 +221,7 @@ class Preparer:
             bundle.eos_id,
             max_tokens=bundle.max_tokens,
             cutoff_length=cutoff_length,
-            with_features=bundle.has_rescorer or bundle.expected_f1,
+            with_features=bundle.prepared_features is not None,
             limits=limits,
             with_tokens=bundle.uses_transformer,
             keep_hidden=bundle.keep_hidden,

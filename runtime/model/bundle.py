@@ -228,6 +228,12 @@ class Bundle:
         return self.info["rescorer"]
 
     @property
+    def prepared_features(self) -> str | None:
+        """The layout of the block features a page is prepared with (the engine's choice: the
+        rescorer's, else ``blocks-v1`` when the decoding reads words), or None."""
+        return self.info["prepared_features"]
+
+    @property
     def feature_layout(self) -> str:
         """The block feature layout the rescorer reads (``blocks-v1`` without one)."""
         from pulpie_rt.runtime.stages.features import FEATURES_VERSION

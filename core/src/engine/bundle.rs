@@ -362,6 +362,17 @@ impl Manifest {
 }
 
 impl Manifest {
+    /// The block features a page is prepared with (their layout), or None: the layout the
+    /// rescorer reads, else `blocks-v1` when the decoding reads the features' words. The
+    /// engine's choice, and what `pulpie_rt_py_bundle_info` tells the Python tools.
+    pub fn prepared_features(&self) -> Option<&str> {
+        match &self.rescorer {
+            Some(spec) => Some(&spec.features),
+            None if self.expected_f1 => Some(FEATURES_VERSION),
+            None => None,
+        }
+    }
+
     /// The decoding the manifest asks for (margins or argmax, threshold, `keep_best_block`,
     /// the selection, the container prior, the story): the engine's, and what
     /// `pulpie_rt_py_bundle_info` gives the Python tools.

@@ -210,6 +210,7 @@ pub unsafe extern "C" fn pulpie_rt_py_bundle_info(
             ("drop_noscript".into(), Value::Bool(m.drop_noscript)),
             ("rescorer".into(), rescorer),
             ("decoding".into(), decoding_fields(&m.decoding())),
+            ("prepared_features".into(), optional(m.prepared_features())),
             ("profile".into(), optional(m.profile.as_deref())),
             ("profiles".into(), Value::Array(m.profiles.iter().map(|p| string(p)).collect())),
         ]);

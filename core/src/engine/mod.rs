@@ -548,14 +548,10 @@ impl Engine {
             keep_hidden: m.keep_hidden,
             drop_noscript: m.drop_noscript,
         };
-        // the layout the rescorer reads (check_rescorer let only those this core computes in)
-        let feature_set = match &self.manifest.rescorer {
-            Some(spec) => {
-                features::FeatureSet::from_layout(&spec.features).expect("a checked rescorer layout")
-            }
-            None if self.manifest.expected_f1 => features::FeatureSet::Blocks,
-            None => features::FeatureSet::None,
-        };
+        // check_rescorer let in only the layouts this core computes
+        let feature_set = self.manifest.prepared_features().map_or(features::FeatureSet::None, |layout| {
+            features::FeatureSet::from_layout(layout).expect("a checked rescorer layout")
+        });
         prepare_text(text, self.tokenizer.as_ref(), &settings, feature_set)
     }
 
