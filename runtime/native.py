@@ -59,6 +59,7 @@ _HEADER_NAMES = {
     "STEP_LEXBOR_HTML": "PULPIE_RT_STEP_LEXBOR_HTML",
     "STEP_LEXBOR_SERIALIZATION": "PULPIE_RT_STEP_LEXBOR_SERIALIZATION",
     "STEP_TREE": "PULPIE_RT_STEP_TREE",
+    "STEP_TREE_SOURCE": "PULPIE_RT_STEP_TREE_SOURCE",
     "EMPTY_NONE": "PULPIE_RT_EMPTY_NONE",
     "EMPTY_NO_TEXT": "PULPIE_RT_EMPTY_NO_TEXT",
     "EMPTY_NO_MAIN": "PULPIE_RT_EMPTY_NO_MAIN",
@@ -188,15 +189,20 @@ def _segmentation_flags(keep_hidden: bool, drop_noscript: bool) -> int:
 
 
 def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
-                  drop_noscript: bool = False) -> tuple[str, str]:
+                  drop_noscript: bool = False,
+                  via_serialization: bool = False) -> tuple[str, str]:
     """``(simplified_html, map_html)`` of the page ``html`` (``simplify.simplify``);
     ``keep_hidden``: without removing the elements the reference removes as hidden;
-    ``drop_noscript``: without the ``noscript`` elements that hold no block."""
+    ``drop_noscript``: without the ``noscript`` elements that hold no block;
+    ``via_serialization``: the tree read through lexbor's serialization, not off lexbor's
+    tree (the same outputs: for tests and benchmarks)."""
     lib = _library()
     data = _page_bytes(html)
     out = new("pulpie_rt_simplify_output")
-    status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length,
-                                               _segmentation_flags(keep_hidden, drop_noscript),
+    flags = _segmentation_flags(keep_hidden, drop_noscript)
+    if via_serialization:
+        flags |= _c("PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION")
+    status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length, flags,
                                                ctypes.byref(out))
     _check(status, out.reason)
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
@@ -223,13 +229,15 @@ def simplify_step(data: str | bytes, step: int) -> str:
       a str as selectolax encodes it);
     - ``STEP_LEXBOR_SERIALIZATION``: the specification's ``lexbor_serialization(page)`` (the
       raw page's rewrites, lexbor, the ``<?xml`` removal);
-    - ``STEP_TREE``: ``serialize_html(parse_serialized(data))`` of a serialization.
+    - ``STEP_TREE``: ``serialize_html(parse_serialized(data))`` of a serialization;
+    - ``STEP_TREE_SOURCE``: how simplify has that tree of the page ``data``: ``walk`` (off
+      lexbor's tree) or ``serialization`` (the walk gave up).
     """
     lib = _library()
     if isinstance(data, str):
         if step == _c("PULPIE_RT_STEP_LEXBOR_HTML"):
             data = data.encode("utf-8", "ignore")
-        elif step == _c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"):
+        elif step in (_c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"), _c("PULPIE_RT_STEP_TREE_SOURCE")):
             data = _page_bytes(data)
         else:
             data = data.encode("utf-8")

@@ -220,3 +220,68 @@ def test_tricky_markup_matches_the_reference(name):
     ref_simplified, ref_map = reference_simplify(html)
     assert ours_simplified == ref_simplified
     assert ours_map == ref_map
+
+
+# ---------------------------------------------------------------- lexbor's tree read directly
+
+# markup a seeded mutation puts into real pages: what makes the serialization read back as
+# other elements than lexbor's (a table or a block in a <p>, a void <embed>, a <select>'s
+# dropped elements, raw text and its escapes, a template, foreign content, odd names)
+_MUTATIONS = ["<p>", "</p>", "<table><tr><td>", "</td>", "<embed src=x>", "<select><option>",
+              "<style>", "</style>", "<script><!--<script>", "</script>", "<!--", "-->",
+              "<template>", "</template>", "<svg><style>a<b</style>", "<math><mi>",
+              '<div a"b=1 @click=x :c=y>', "<ahref=x>", "&amp;", "&nbsp;", "&#0;", "\x00",
+              "<?xml version='1.0'?>", "<textarea>", "<xmp>", "<plaintext>", "<li>", "<dd>",
+              "<noscript>", "<body class=b>", "<head>", "<html lang=x>", "<frameset>", "\r\n"]
+
+
+def _mutated_pages(pages: list[dict], n: int, seed: int = 49) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        html = rng.choice(pages)["html"][:20_000]
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(html) + 1)
+            html = html[:at] + rng.choice(_MUTATIONS) + html[at:]
+        out.append(html)
+    return out
+
+
+def _walk_and_serialization(htmls: list[str]) -> tuple[list[int], dict[str, int]]:
+    """The pages (indices) whose simplify outputs differ read off lexbor's tree and through
+    its serialization, and how many pages each way was taken."""
+    from pulpie_rt.runtime import native
+
+    different, ways = [], {"walk": 0, "serialization": 0}
+    for index, html in enumerate(htmls):
+        walked = native.simplify_page(html, 500)
+        serialized = native.simplify_page(html, 500, via_serialization=True)
+        if walked != serialized:
+            different.append(index)
+        ways[native.simplify_step(html, native.STEP_TREE_SOURCE)] += 1
+    return different, ways
+
+
+@pytest.mark.skipif(not __import__("pulpie_rt.runtime.native", fromlist=["x"]).available(),
+                    reason="the compiled core is not built")
+def test_lexbors_tree_read_directly_gives_the_outputs_of_its_serialization(dev_pages):
+    """simplify reads lexbor's tree itself (core/src/dom.rs) instead of its serialization
+    read back: the same (simplified_html, map_html) on every dev page and on 400 of them with
+    seeded markup put in, the serialization read only where the walk gives up."""
+    different, ways = _walk_and_serialization([page["html"] for page in dev_pages])
+    assert different == []
+    assert ways["walk"] >= 0.9 * len(dev_pages), ways
+    different, ways = _walk_and_serialization(_mutated_pages(dev_pages, 400))
+    assert different == []
+    assert ways["walk"] > 0 and ways["serialization"] > 0, ways
+
+
+def test_lexbors_tree_read_directly_on_the_train_pages(train_corpus):
+    from pulpie_rt.corpus import load_pages
+
+    pages = load_pages("train")
+    different, ways = _walk_and_serialization([page["html"] for page in pages])
+    assert different == []
+    assert ways["walk"] >= 0.9 * len(pages), ways

@@ -47,6 +47,9 @@ extern "C" {
 #define PULPIE_RT_SIMPLIFY_KEEP_HIDDEN 1u   /* keep the elements the reference removes as
                                                hidden */
 #define PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT 2u /* drop the noscript elements that hold no block */
+#define PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION 4u /* read the tree through lexbor's serialization,
+                                                   never off lexbor's tree (same outputs; for
+                                                   tests and benchmarks, not segmentation) */
 
 /* pulpie_rt_block_features' flags: the columns after features::FEATURE_NAMES. */
 #define PULPIE_RT_FEATURES_LIBXML2_TREE 1u /* libxml2's tree as it is, not as the DOM sees it */
@@ -65,6 +68,8 @@ extern "C" {
 #define PULPIE_RT_STEP_LEXBOR_HTML 0u          /* selectolax's LexborHTMLParser(data).html */
 #define PULPIE_RT_STEP_LEXBOR_SERIALIZATION 1u /* the raw page's rewrites, lexbor, no <?xml */
 #define PULPIE_RT_STEP_TREE 2u                 /* libxml2's tree of a serialization, written */
+#define PULPIE_RT_STEP_TREE_SOURCE 3u          /* how simplify has that tree of a page: "walk"
+                                                  (off lexbor's tree) or "serialization" */
 
 /* pulpie_rt_sep_outputs' kind. */
 #define PULPIE_RT_OUTPUTS_LOGITS 0u  /* `labels` logits per SEP */

@@ -32,6 +32,7 @@ mod decode;
 mod detect;
 #[rustfmt::skip] // generated: core/gen/detect_model.py writes it
 mod detect_model;
+mod dom;
 mod encoding;
 pub mod engine;
 mod features;
@@ -90,9 +91,9 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page(
     pulpie_rt_simplify_page_flags(page, len, cutoff, 0, out)
 }
 
-/// `pulpie_rt_simplify_page` with `flags`: 0, or `PULPIE_RT_SIMPLIFY_KEEP_HIDDEN` and/or
-/// `PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT` (`pulpie_rt_prepare_options`' `segmentation` takes the
-/// same bits).
+/// `pulpie_rt_simplify_page` with `flags`: 0, or `PULPIE_RT_SIMPLIFY_KEEP_HIDDEN`,
+/// `PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT` and/or `PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION`
+/// (`pulpie_rt_prepare_options`' `segmentation` takes the first two).
 ///
 /// # Safety
 /// As for `pulpie_rt_simplify_page`.
@@ -118,7 +119,12 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
     };
     let bytes = std::slice::from_raw_parts(page, len);
     match run(&mut out.reason, || {
-        page::simplify_page(&page::Page::new(bytes)?, cutoff, keep_hidden, drop_noscript)
+        let read = if flags & abi::PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION != 0 {
+            page::Read::Serialization
+        } else {
+            page::Read::Walk
+        };
+        page::simplify_page_read(&page::Page::new(bytes)?, cutoff, keep_hidden, drop_noscript, read)
     }) {
         Ok((simplified, map_html)) => {
             (out.simplified_ptr, out.simplified_len) = leak(simplified);
@@ -135,7 +141,9 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
 /// - 1: the specification's `lexbor_serialization(page)` (the raw page's rewrites first,
 ///   `<?xml …>` removed after; `data` as for `pulpie_rt_simplify_page`);
 /// - 2: the libxml2-shaped tree the specification reads a serialization as, written back
-///   (`serialize_html(parse_serialized(data))`).
+///   (`serialize_html(parse_serialized(data))`);
+/// - 3: how simplify has that tree of the page `data` (as for `pulpie_rt_simplify_page`):
+///   `walk` (read off lexbor's tree, `dom.rs`) or `serialization` (the walk gave up).
 ///
 /// # Safety
 /// `data` points to `len` bytes; `out` to a writable `TextOutput`, whose buffer is released
@@ -165,6 +173,10 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
             let mut html = String::with_capacity(serialized.len());
             tree::serialize_html(&tree, root, &mut html);
             Ok(html)
+        }
+        3 => {
+            let (_, _, serialized) = page::spec_tree(&page::Page::new(bytes)?, page::Read::Walk)?;
+            Ok(if serialized { "serialization" } else { "walk" }.to_string())
         }
         _ => Err(tree::Unsupported("unknown step")),
     });

@@ -1026,9 +1026,23 @@ pub struct Flags {
 
 /// `simplify.simplify` after the parse: (simplified_html, map_html) of lexbor's
 /// serialization of the page.
+#[cfg(test)]
 pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Res<(String, String)> {
     let mut tree = Tree::default();
     let original = crate::tree::parse_serialized(&mut tree, serialized);
+    simplify_tree(tree, original, serialized.len(), cutoff, flags)
+}
+
+/// `simplify.simplify` after the parse: (simplified_html, map_html) of the tree the
+/// specification reads lexbor's serialization as (`original`, its root, in `tree`);
+/// `size_hint`: about the serialization's length (buffers are sized by it).
+pub fn simplify_tree(
+    mut tree: Tree,
+    original: usize,
+    size_hint: usize,
+    cutoff: usize,
+    flags: &Flags,
+) -> Res<(String, String)> {
     let processing = tree.deep_copy(original, true);
     if flags.drop_noscript {
         remove_noscript(&mut tree, processing);
@@ -1051,7 +1065,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     };
 
     // (sized once: growing a buffer of half a page copies it)
-    let mut out = String::with_capacity(serialized.len() / 2 + 64);
+    let mut out = String::with_capacity(size_hint / 2 + 64);
     out.push_str("<html><head><meta charset=\"utf-8\"></head><body>");
     let mut block = String::new();
     let mut item_id = 1usize;
@@ -1103,7 +1117,7 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
     out.push_str("</body></html>");
     let simplified = collapse_whitespace(&out);
     // (the ids and run wrappers make map_html longer than the serialization)
-    let mut map_html = String::with_capacity(serialized.len() + serialized.len() / 4 + 256);
+    let mut map_html = String::with_capacity(size_hint + size_hint / 4 + 256);
     crate::tree::serialize_html(&tree, original, &mut map_html);
     Ok((simplified, map_html))
 }

@@ -429,7 +429,7 @@ impl Reader {
 
     /// `lower(name)` as the parse's shared name (no allocation for a name already in lower
     /// case, as nearly every name of a serialization is).
-    fn name(self, name: &str, names: &mut Names) -> Tag {
+    pub fn name(self, name: &str, names: &mut Names) -> Tag {
         if name.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
             names.get(&self.lower(name))
         } else {
@@ -526,6 +526,20 @@ fn script_end(s: &str, pos: usize, reader: Reader) -> usize {
     n
 }
 
+/// Whether the specification's reader, reading the text of a raw-text element `tag`
+/// (`is_raw_text`) followed by its end tag, ends the text where it ends (and not at a
+/// `</tag` inside it, nor past its end tag, as a script's escaped `<!--<script>` would).
+pub fn raw_text_reads_back(text: &str, tag: &str) -> bool {
+    let mut s = String::with_capacity(text.len() + tag.len() + 3);
+    s.push_str(text);
+    s.push_str("</");
+    s.push_str(tag);
+    s.push('>');
+    let stop =
+        if tag == "script" { script_end(&s, 0, Reader::Spec) } else { raw_end(&s, 0, tag, Reader::Spec) };
+    stop == text.len()
+}
+
 /// The start of `</tag[\s/>]` (case-insensitive) at or after `from`, or the end.
 fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
     let b = s.as_bytes();
@@ -544,11 +558,11 @@ fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
 /// One start tag as `_TOKEN_RE` reads it (`token.rs`): lower-case name, attributes as
 /// `_parse_attrs` gives them (first of each name; the nameless mark read as the empty name),
 /// self-closing, end offset.
-struct StartTag {
-    name: Tag,
-    attrs: Attrs,
-    self_closing: bool,
-    end: usize,
+pub struct StartTag {
+    pub name: Tag,
+    pub attrs: Attrs,
+    pub self_closing: bool,
+    pub end: usize,
 }
 
 /// The start tag at `pos` (a `<`), or None where the regex falls through to the text `<`.
@@ -649,15 +663,11 @@ pub fn parse_serialized(tree: &mut Tree, s: &str) -> usize {
 /// reproduces the reference's Modest parse of the raw page, which only simplify sees).
 pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
     let map_html = reader == Reader::Libxml2;
-    let empty = tree.new_attrs(Vec::new());
-    let root = tree.new_node(Tag::new("html"), empty);
+    let mut builder = Builder::new(tree, reader);
+    let root = builder.root;
     // one shared name per distinct tag and attribute name of the page
     let mut names = Names::default();
-    let mut stack: Vec<usize> = vec![root];
-    let (mut seen_head, mut seen_body, mut seen_html) = (false, false, false);
     let mut libxml2 = Libxml2State::default();
-    let mut open_selects = 0usize;
-    let mut dropped_in_select: std::collections::HashMap<Tag, usize> = Default::default();
     let b = s.as_bytes();
     let n = b.len();
     let mut pos = 0usize;
@@ -671,9 +681,9 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
             let st = match token {
                 Token::Text => {
                     if map_html {
-                        libxml2.char_data(tree, &mut stack);
+                        libxml2.char_data(tree, &mut builder.stack);
                     }
-                    add_text(tree, &stack, "<");
+                    builder.text(tree, "<");
                     pos += 1;
                     continue;
                 }
@@ -685,7 +695,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 Token::CutStart(tag) => {
                     // its element is never made, but the elements it closes and implies are
                     libxml2.started = true;
-                    libxml2.close_and_imply(tree, &mut stack, &tag);
+                    libxml2.close_and_imply(tree, &mut builder.stack, &tag);
                     break;
                 }
                 Token::End { name: tag, end } => {
@@ -693,44 +703,16 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                     if map_html && tag == "html" && libxml2.started {
                         break; // libxml2 reads nothing after </html> (once <html> is open)
                     }
-                    if tag == "html" || (tag == "body" && !map_html) {
-                        continue;
-                    }
-                    if let Some(count) = dropped_in_select.get_mut(&tag) {
-                        if *count > 0 {
-                            *count -= 1;
-                            continue;
-                        }
-                    }
-                    let priority = end_priority(&tag);
-                    let mut k = stack.len() - 1;
-                    while k > 0 {
-                        let open_tag = &tree.nodes[stack[k]].tag;
-                        if open_tag.as_str() == tag.as_str() {
-                            if open_selects > 0 {
-                                for &closed in &stack[k..] {
-                                    if tree.nodes[closed].tag == "select" {
-                                        open_selects -= 1;
-                                    }
-                                }
-                            }
-                            stack.truncate(k);
-                            break;
-                        }
-                        if end_priority(open_tag) > priority {
-                            break;
-                        }
-                        k -= 1;
-                    }
+                    builder.end(tree, &tag);
                     continue;
                 }
             };
             pos = st.end;
-            let tag = st.name;
-            if map_html {
+            let node = if map_html {
                 // libxml2's own rules: the <html> start tag counts only as the first element;
                 // start tags close open elements (its full table), imply a <head> or <body>
                 // where none is open yet; a misplaced <head> or nested <body> is dropped
+                let tag = &st.name;
                 if tag == "html" {
                     if !libxml2.started {
                         let a = tree.new_attrs(st.attrs);
@@ -740,61 +722,28 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                     continue;
                 }
                 libxml2.started = true;
-                libxml2.close_and_imply(tree, &mut stack, &tag);
+                libxml2.close_and_imply(tree, &mut builder.stack, tag);
+                let stack = &builder.stack;
                 if (tag == "head" && stack.len() != 1)
                     || (tag == "body" && stack.iter().any(|&n| tree.nodes[n].tag == "body"))
                 {
                     continue;
                 }
+                let node = builder.append(tree, st);
+                if builder.stack.last() == Some(&node) {
+                    libxml2.pushed(&tree.nodes[node].tag);
+                }
+                node
             } else {
-                if tag == "html" {
-                    if !seen_html {
-                        let a = tree.new_attrs(st.attrs);
-                        tree.nodes[root].attrs = a;
-                        seen_html = true;
-                    }
-                    continue;
+                match builder.start(tree, st) {
+                    Some(node) => node,
+                    None => continue,
                 }
-                if tag == "head" {
-                    if seen_head || seen_body {
-                        continue;
-                    }
-                    seen_head = true;
-                } else if tag == "body" {
-                    if seen_body {
-                        continue;
-                    }
-                    seen_body = true;
-                }
-                if open_selects > 0 && !is_select_content(&tag) {
-                    if !is_html5_void(&tag) {
-                        *dropped_in_select.entry(tag).or_insert(0) += 1;
-                    }
-                    continue;
-                }
-                while stack.len() > 1 {
-                    match closed_by(&tree.nodes[*stack.last().unwrap()].tag) {
-                        Some(closers) if closers.contains(&tag.as_str()) => {
-                            stack.pop();
-                        }
-                        _ => break,
-                    }
-                }
+            };
+            if builder.stack.last() != Some(&node) {
+                continue; // void: no content
             }
-            let a = tree.new_attrs(st.attrs);
-            let node = tree.new_node(tag, a);
-            let parent = *stack.last().unwrap();
-            tree.nodes[node].parent = parent;
-            tree.nodes[parent].children.push(node);
             let tag = tree.nodes[node].tag.as_str();
-            if is_libxml_void(tag) || st.self_closing {
-                continue;
-            }
-            stack.push(node);
-            libxml2.pushed(tag);
-            if tag == "select" {
-                open_selects += 1;
-            }
             if is_raw_text(tag) {
                 let start = pos;
                 let stop = if tag == "script" {
@@ -824,29 +773,165 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 let decoded = reader.unescape_cow(raw, false);
                 let mut text: &str = &decoded;
                 pos = stop;
-                if stack.len() == 1 {
+                if builder.stack.len() == 1 {
                     // (text before any element, or right in <html> after </body>: its leading
                     // blanks are dropped)
                     text = text.trim_start_matches(|c: char| c.is_ascii() && is_libxml2_blank(c as u8));
                 }
                 let blank = text.bytes().all(is_libxml2_blank);
-                if blank && (stop == n || libxml2_drops_blank(tree, &stack)) {
+                if blank && (stop == n || libxml2_drops_blank(tree, &builder.stack)) {
                     continue;
                 }
                 if !blank {
-                    libxml2.char_data(tree, &mut stack);
+                    libxml2.char_data(tree, &mut builder.stack);
                 }
                 if !text.is_empty() {
-                    add_text(tree, &stack, text);
+                    builder.text(tree, text);
                 }
                 continue;
             }
-            add_text(tree, &stack, &reader.unescape_cow(raw, false));
+            builder.text(tree, &reader.unescape_cow(raw, false));
             pos = stop;
         }
     }
     tree.has_document = libxml2.started;
     root
+}
+
+/// The tree construction of `parse` token by token, less what only `Reader::Libxml2` does
+/// (its implied and auto-closed elements, `Libxml2State`): the open elements, and the
+/// specification's rules for a serialization (`Reader::Spec`: the first `<html>`'s
+/// attributes on the root, one `<head>` and one `<body>`, `closed_by`, what a `<select>`
+/// drops). `parse` feeds it the tokens it reads; `dom.rs` feeds it lexbor's tree as the tokens
+/// of its serialization, without the serialization.
+pub struct Builder {
+    pub root: usize,
+    stack: Vec<usize>,
+    libxml2: bool,
+    seen_head: bool,
+    seen_body: bool,
+    seen_html: bool,
+    open_selects: usize,
+    dropped_in_select: std::collections::HashMap<Tag, usize>,
+}
+
+impl Builder {
+    /// A builder of `tree` whose root, an `<html>` element, it makes.
+    pub fn new(tree: &mut Tree, reader: Reader) -> Builder {
+        let empty = tree.new_attrs(Vec::new());
+        let root = tree.new_node(Tag::new("html"), empty);
+        Builder {
+            root,
+            stack: vec![root],
+            libxml2: reader == Reader::Libxml2,
+            seen_head: false,
+            seen_body: false,
+            seen_html: false,
+            open_selects: 0,
+            dropped_in_select: Default::default(),
+        }
+    }
+
+    /// The element of a start tag under the current one, open unless void or self-closing.
+    fn append(&mut self, tree: &mut Tree, st: StartTag) -> usize {
+        let a = tree.new_attrs(st.attrs);
+        let node = tree.new_node(st.name, a);
+        let parent = *self.stack.last().unwrap();
+        tree.nodes[node].parent = parent;
+        tree.nodes[parent].children.push(node);
+        let tag = tree.nodes[node].tag.as_str();
+        if !(is_libxml_void(tag) || st.self_closing) {
+            self.stack.push(node);
+            if tag == "select" {
+                self.open_selects += 1;
+            }
+        }
+        node
+    }
+
+    /// A start tag as the specification reads a serialization's: the element made (open,
+    /// unless void: then it is not the last open element), or None where the tag is dropped.
+    pub fn start(&mut self, tree: &mut Tree, st: StartTag) -> Option<usize> {
+        let tag = &st.name;
+        if tag == "html" {
+            if !self.seen_html {
+                let a = tree.new_attrs(st.attrs);
+                tree.nodes[self.root].attrs = a;
+                self.seen_html = true;
+            }
+            return None;
+        }
+        if tag == "head" {
+            if self.seen_head || self.seen_body {
+                return None;
+            }
+            self.seen_head = true;
+        } else if tag == "body" {
+            if self.seen_body {
+                return None;
+            }
+            self.seen_body = true;
+        }
+        if self.open_selects > 0 && !is_select_content(tag) {
+            if !is_html5_void(tag) {
+                *self.dropped_in_select.entry(st.name).or_insert(0) += 1;
+            }
+            return None;
+        }
+        while self.stack.len() > 1 {
+            match closed_by(&tree.nodes[*self.stack.last().unwrap()].tag) {
+                Some(closers) if closers.contains(&tag.as_str()) => {
+                    self.stack.pop();
+                }
+                _ => break,
+            }
+        }
+        Some(self.append(tree, st))
+    }
+
+    /// An end tag: closes the nearest open element of its name, unless an element of a
+    /// higher end priority is open above it (or it closes an element a `<select>` dropped).
+    pub fn end(&mut self, tree: &Tree, tag: &Tag) {
+        if tag == "html" || (tag == "body" && !self.libxml2) {
+            return;
+        }
+        if let Some(count) = self.dropped_in_select.get_mut(tag) {
+            if *count > 0 {
+                *count -= 1;
+                return;
+            }
+        }
+        let priority = end_priority(tag);
+        let mut k = self.stack.len() - 1;
+        while k > 0 {
+            let open_tag = &tree.nodes[self.stack[k]].tag;
+            if open_tag.as_str() == tag.as_str() {
+                if self.open_selects > 0 {
+                    for &closed in &self.stack[k..] {
+                        if tree.nodes[closed].tag == "select" {
+                            self.open_selects -= 1;
+                        }
+                    }
+                }
+                self.stack.truncate(k);
+                break;
+            }
+            if end_priority(open_tag) > priority {
+                break;
+            }
+            k -= 1;
+        }
+    }
+
+    /// Text: the current element's text, or its last child's tail, `+= text`.
+    pub fn text(&self, tree: &mut Tree, text: &str) {
+        add_text(tree, &self.stack, text);
+    }
+
+    /// The element text goes into now (the last open one).
+    pub fn current(&self) -> usize {
+        *self.stack.last().unwrap()
+    }
 }
 
 fn add_text(tree: &mut Tree, stack: &[usize], text: &str) {

@@ -1,0 +1,260 @@
+//! The libxml2-shaped tree of a page read straight off lexbor's tree: what
+//! `tree::parse_serialized(lexbor's serialization)` builds, without writing the serialization
+//! and reading it back.
+//!
+//! The walk follows lexbor's serializer (`lxb_html_serialize_node_cb`) node by node and hands
+//! `tree::Builder` each token the serialization would hold, as the specification's reader
+//! would read it: a start tag (name and attribute names as the reader lowers them, values as
+//! they are: every `&` and `"` of a value is escaped in the serialization and unescaped again),
+//! text (likewise), an end tag for every element but the serializer's void ones, a template's
+//! content before its own children, the text of a raw-text element (`script`, `style` …) as the
+//! element's text. Comments and the doctype give no token.
+//!
+//! Where the serialization would read back as something else than its tokens, the walk gives
+//! up (`None`) and the caller reads the serialization (`page.rs`): a name the reader would cut
+//! or read otherwise (an element's: not an ASCII letter then letters, digits, `-`, `_`, `.`,
+//! `:`; an attribute's: not ASCII, a space, `=`, `/`, `>`, a quote), a NUL
+//! (selectolax cuts the serialization there), a `<?xml` the specification removes from it, a
+//! raw-text element whose text would end early or whose start tag the reader drops, a comment
+//! holding `-->`, a node kind lexbor's HTML parser does not make, bytes that are not UTF-8.
+//! `tests/test_simplify.py` checks both ways give the same tree on every dev and train page.
+
+use crate::lexbor::{self, Node, ParsedPage};
+use crate::tree::{Attrs, Builder, Names, Reader, StartTag, Tag, Text, Tree, NAMELESS_ATTR_MARK};
+
+/// An element name the reader reads back as it is written (then lowers its ASCII letters).
+fn plain_name(name: &[u8]) -> bool {
+    name.first().is_some_and(u8::is_ascii_alphabetic)
+        && name.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// An attribute name the reader reads back as it is written before `="…"` (then lowers its
+/// ASCII letters): ASCII, none of what ends a name there (`\s`, `=`, `/`, `>`), no quote.
+fn plain_attribute_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.iter().all(|&b| b.is_ascii_graphic() && !matches!(b, b'=' | b'/' | b'>' | b'"' | b'\''))
+}
+
+/// Text the serialization holds as it is (after its escapes are read back).
+fn plain_text(bytes: &[u8]) -> Option<&str> {
+    if crate::scan::find_byte(0, bytes).is_some() {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// `s` holds the `<?xml` of a declaration `raw::remove_xml_declarations` would remove (any
+/// `<?xml`: the walk does not decide which).
+fn holds_xml_declaration(s: &str) -> bool {
+    crate::scan::find_bytes(s.as_bytes(), b"<?xml").is_some()
+}
+
+/// A lower-case ASCII name as the parse's shared name.
+fn lower_name(name: &[u8], names: &mut Names) -> Tag {
+    // plain_name checked it is ASCII
+    let name = std::str::from_utf8(name).unwrap_or_default();
+    Reader::Spec.name(name, names)
+}
+
+/// The start tag the reader reads off an element's serialization, or None where it would not
+/// read it back as written.
+///
+/// # Safety
+/// `element` is an element of a live document.
+unsafe fn start_tag(element: *mut Node, names: &mut Names) -> Option<StartTag> {
+    let name = lexbor::element_name(element);
+    if !plain_name(name) {
+        return None;
+    }
+    let mut attrs: Attrs = Vec::new();
+    for (attr_name, value) in lexbor::attributes(element) {
+        let (prefix, local) = attr_name?;
+        if !plain_attribute_name(local) {
+            return None;
+        }
+        let value = plain_text(value)?;
+        if holds_xml_declaration(value) {
+            return None;
+        }
+        let mut key = if prefix.is_empty() {
+            lower_name(local, names)
+        } else {
+            let mut full = String::with_capacity(prefix.len() + local.len());
+            full.push_str(prefix);
+            full.push_str(std::str::from_utf8(local).ok()?);
+            lower_name(full.as_bytes(), names)
+        };
+        if key == NAMELESS_ATTR_MARK {
+            key = names.get("");
+        }
+        if !attrs.iter().any(|(k, _)| *k == key) {
+            attrs.push((key, value.to_string()));
+        }
+    }
+    Some(StartTag { name: lower_name(name, names), attrs, self_closing: false, end: 0 })
+}
+
+/// What is left to do at a place of the walk.
+enum Step {
+    /// a node and its subtree
+    Enter(*mut Node),
+    /// an element's end tag
+    Close(Tag),
+}
+
+/// `parse_serialized(lexbor's serialization of page)`'s tree in `tree`, built from the parsed
+/// page itself: its `<html>` root, or None where the walk gives up (see the module's comment;
+/// `tree` then holds a part of a tree, to be dropped).
+pub fn spec_tree(page: &ParsedPage, tree: &mut Tree) -> Option<usize> {
+    let mut builder = Builder::new(tree, Reader::Spec);
+    let mut names = Names::default();
+    let scripting = page.scripting();
+    let mut steps: Vec<Step> = Vec::new();
+    // SAFETY: every node read is one of the page's, alive as long as `page`; lexbor's own
+    // serializer walks the same pointers
+    unsafe {
+        let mut children: Vec<*mut Node> = Vec::new();
+        let mut child = (*page.root()).first_child;
+        while !child.is_null() {
+            children.push(child);
+            child = (*child).next;
+        }
+        steps.extend(children.iter().rev().map(|&c| Step::Enter(c)));
+        while let Some(step) = steps.pop() {
+            let node = match step {
+                Step::Close(tag) => {
+                    builder.end(tree, &tag);
+                    continue;
+                }
+                Step::Enter(node) => node,
+            };
+            match (*node).kind {
+                lexbor::TEXT => {
+                    let text = plain_text(lexbor::character_data(node))?;
+                    if !text.is_empty() {
+                        builder.text(tree, text);
+                    }
+                }
+                lexbor::COMMENT => {
+                    let data = lexbor::character_data(node);
+                    if crate::scan::find_bytes(data, b"-->").is_some()
+                        || holds_xml_declaration(plain_text(data)?)
+                    {
+                        return None;
+                    }
+                }
+                lexbor::DOCUMENT_TYPE => {}
+                lexbor::ELEMENT => {
+                    let st = start_tag(node, &mut names)?;
+                    let tag = st.name.clone();
+                    let id = (*node).local_name;
+                    let html = (*node).ns == lexbor::NS_HTML;
+                    let raw =
+                        lexbor::RAW_TEXT_TAGS.contains(&id) || (scripting && id == lexbor::TAG_NOSCRIPT);
+                    let void = lexbor::is_void(node);
+                    let made = builder.start(tree, st);
+                    let open = made.is_some_and(|n| builder.current() == n);
+                    if raw || (open && crate::tree::is_raw_text(&tag)) {
+                        // the serializer writes the text as it is, the reader reads it as the
+                        // element's text up to its end tag: both, or give up
+                        let made = made.filter(|_| raw && open && crate::tree::is_raw_text(&tag))?;
+                        let mut text = String::new();
+                        let mut child = (*node).first_child;
+                        while !child.is_null() {
+                            if (*child).kind != lexbor::TEXT {
+                                return None;
+                            }
+                            text.push_str(plain_text(lexbor::character_data(child))?);
+                            child = (*child).next;
+                        }
+                        if !crate::tree::raw_text_reads_back(&text, &tag) || holds_xml_declaration(&text) {
+                            return None;
+                        }
+                        if !text.is_empty() {
+                            tree.nodes[made].text = Some(Text::from(text));
+                        }
+                        builder.end(tree, &tag);
+                        continue;
+                    }
+                    if void {
+                        continue;
+                    }
+                    steps.push(Step::Close(tag));
+                    let first = if html && id == lexbor::TAG_TEMPLATE {
+                        // its content (a document fragment) first, then its own children
+                        page.template_content(node).ok()?
+                    } else {
+                        std::ptr::null_mut()
+                    };
+                    children.clear();
+                    for mut child in [first, (*node).first_child] {
+                        while !child.is_null() {
+                            children.push(child);
+                            child = (*child).next;
+                        }
+                    }
+                    steps.extend(children.iter().rev().map(|&c| Step::Enter(c)));
+                }
+                _ => return None,
+            }
+        }
+    }
+    Some(builder.root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree both ways, written back with libxml2's serializer (None: the walk gave up).
+    fn both(html: &str) -> (Option<String>, String) {
+        let page = ParsedPage::parse(html.as_bytes()).unwrap();
+        let mut walked = Tree::default();
+        let walked = spec_tree(&page, &mut walked).map(|root| {
+            let mut out = String::new();
+            crate::tree::serialize_html(&walked, root, &mut out);
+            out
+        });
+        let serialized = String::from_utf8(page.selectolax_html().unwrap()).unwrap();
+        let mut read = Tree::default();
+        let root = crate::tree::parse_serialized(&mut read, &serialized);
+        let mut out = String::new();
+        crate::tree::serialize_html(&read, root, &mut out);
+        (walked, out)
+    }
+
+    #[test]
+    fn the_walk_builds_what_the_serialization_reads_back_as() {
+        for html in [
+            "<p>Hi<b>x</b><svg><path/><foreignObject>f</foreignObject></svg>",
+            // a table in a <p> (quirks mode): the reader closes the <p> at the <table>
+            "<p>a<table><tr><td>1</td></tr></table>b",
+            // an <embed> has no end tag, so the reader puts what follows inside it
+            "<div><embed src=x>after<span>s</span></div>",
+            "<p title='a &amp; &quot;b&quot; &lt;c&gt;' DATA-X=Y>t&amp;u&nbsp;v&lt;w</p><!-- c -->z",
+            "<script>if (a < b) { x = '</scr' + 'ipt>'; }</script><style>p > a {}</style>",
+            "<select><option>o<style>s</style></select>",
+            "<template><p>in template</p></template><textarea>&lt;b&gt;</textarea>",
+            "<ul><li>one<li>two</ul><dl><dt>t<dd>d</dl>",
+        ] {
+            let (walked, read) = both(html);
+            if let Some(walked) = walked {
+                assert_eq!(walked, read, "{html}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_walk_gives_up_where_the_serialization_reads_back_otherwise() {
+        for html in [
+            "<div a\"b=1>x</div>",                             // a name the reader cuts
+            "<ahref=\"x\">a</ahref=\"x\">",                    // an element's name
+            "<script>s = \"<?xml version='1.0'?>\";</script>", // a <?xml the specification removes
+            "<script><!--<script>x",                           // the end tag would only end the escape
+            "<select><style>s</style></select>",               // a raw-text element the reader drops
+        ] {
+            assert_eq!(both(html).0, None, "{html}");
+        }
+        assert!(both("<p>plain</p>").0.is_some());
+    }
+}
