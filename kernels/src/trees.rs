@@ -28,7 +28,7 @@
 //! and bin, a contiguous run of entries (tree, leaf bits), so the evaluation reads memory in
 //! order, with no branch per node and no dependent loads. Rows go 16 at a time (their bins
 //! are close): an entry is read once and applied to every row whose bin it holds for, lane by
-//! lane (vectorised; AVX2 when the processor has it). See `Layout` and `leaves_portable`.
+//! lane (vectorised; AVX2 or AVX-512 when the processor has it). See `Layout` and `leaves_portable`.
 
 use crate::onnx::{Attribute, AttributeType, Model, Node};
 
@@ -85,15 +85,74 @@ unsafe fn apply_row(bits: &mut [Lanes], entries: &[Entry], k: usize) {
     }
 }
 
-/// Whether this processor runs AVX2.
-fn simd_detected() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
+/// The instructions the evaluation is compiled for: one code (`leaves_portable`), compiled
+/// three times; the widest this processor runs is chosen when the model is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Simd {
+    /// whatever the crate is compiled for (x86-64's SSE2)
+    Portable,
+    /// AVX2: a group's 16 lanes of leaf bits in four 256-bit registers
+    Avx2,
+    /// AVX-512 (F, BW, VL): in two 512-bit registers, comparisons into mask registers
+    Avx512,
+}
+
+impl Simd {
+    pub const ALL: [Simd; 3] = [Simd::Portable, Simd::Avx2, Simd::Avx512];
+
+    /// Whether this processor runs it.
+    pub fn detected(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Simd::Portable => true,
+                Simd::Avx2 => std::is_x86_feature_detected!("avx2"),
+                Simd::Avx512 => {
+                    std::is_x86_feature_detected!("avx512f")
+                        && std::is_x86_feature_detected!("avx512bw")
+                        && std::is_x86_feature_detected!("avx512vl")
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Simd::Portable
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// The widest this processor runs.
+    pub fn best() -> Simd {
+        Simd::ALL.into_iter().rev().find(|simd| simd.detected()).unwrap_or(Simd::Portable)
+    }
+}
+
+/// For each entry, the rows of a group whose bin is up to the entry's point (`ABOVE`: above
+/// it) have its leaves cleared: `leaves_portable`'s lane loop as AVX-512 computes it (the
+/// bins compared into two masks, the leaves cleared by a masked and-not, eight rows a
+/// register), so the same bits.
+///
+/// # Safety
+/// The processor runs AVX-512 F; the entries' trees are below `bits.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn apply_masked_avx512<const ABOVE: bool>(bits: &mut [Lanes], entries: &[Entry], bins: &[i64; GROUP]) {
+    use std::arch::x86_64::*;
+    let low = _mm512_loadu_si512(bins.as_ptr() as *const __m512i);
+    let high = _mm512_loadu_si512(bins.as_ptr().add(8) as *const __m512i);
+    for e in entries {
+        let point = _mm512_set1_epi64(e.point as i64);
+        let (m_low, m_high) = if ABOVE {
+            (_mm512_cmpgt_epi64_mask(low, point), _mm512_cmpgt_epi64_mask(high, point))
+        } else {
+            (_mm512_cmple_epi64_mask(low, point), _mm512_cmple_epi64_mask(high, point))
+        };
+        let leaves = _mm512_set1_epi64(e.leaves as i64);
+        // Lanes is 64-byte aligned: two aligned registers
+        let lanes = bits.get_unchecked_mut(e.tree as usize).0.as_mut_ptr() as *mut __m512i;
+        let (a, b) = (_mm512_load_si512(lanes), _mm512_load_si512(lanes.add(1)));
+        _mm512_store_si512(lanes, _mm512_mask_andnot_epi64(a, m_low, leaves, a));
+        _mm512_store_si512(lanes.add(1), _mm512_mask_andnot_epi64(b, m_high, leaves, b));
     }
 }
 
@@ -116,8 +175,8 @@ struct Feature {
 pub struct TreeEnsemble {
     /// the tables the trees are evaluated with
     tables: Layout,
-    /// run with AVX2 (detected when the model is read)
-    avx2: bool,
+    /// the instructions it runs with (the widest detected when the model is read)
+    simd: Simd,
     trees: usize,
     /// the widest feature index read + 1
     min_columns: usize,
@@ -521,21 +580,41 @@ impl TreeEnsemble {
         Ok(())
     }
 
-    /// Evaluates with AVX2 or without (for tests: both must agree).
-    pub fn with_simd(mut self, on: bool) -> TreeEnsemble {
-        self.avx2 = on && simd_detected();
+    /// Evaluates with the widest SIMD this processor runs, or without (for tests: both must agree).
+    pub fn with_simd(self, on: bool) -> TreeEnsemble {
+        self.with_simd_level(if on { Simd::best() } else { Simd::Portable })
+    }
+
+    /// Evaluates with `simd`, or the widest this processor runs below it (for tests: every
+    /// level must give the same bits).
+    pub fn with_simd_level(mut self, simd: Simd) -> TreeEnsemble {
+        self.simd =
+            Simd::ALL.into_iter().rev().find(|s| *s <= simd && s.detected()).unwrap_or(Simd::Portable);
         self
+    }
+
+    /// The instructions it runs with.
+    pub fn simd(&self) -> Simd {
+        self.simd
     }
 
     /// The rows' leaves: `bits[tree].0[k]` left with row k's leaf in that tree as its lowest
     /// bit.
     fn leaves(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        // the same code, compiled for the instructions detected when the model was read
         #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // the same code, compiled for AVX2 (detected when the model was read)
-            return unsafe { self.leaves_avx2(rows, values, bits) };
+        match self.simd {
+            Simd::Avx512 => return unsafe { self.leaves_avx512(rows, values, bits) },
+            Simd::Avx2 => return unsafe { self.leaves_avx2(rows, values, bits) },
+            Simd::Portable => {}
         }
         self.leaves_portable(rows, values, bits)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+    unsafe fn leaves_avx512(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        self.leaves_with::<true>(rows, values, bits)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -544,11 +623,23 @@ impl TreeEnsemble {
         self.leaves_portable(rows, values, bits)
     }
 
-    /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 when compiled
+    /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 or AVX-512 when compiled
     /// for it): per feature the group's bins, then the entries of the bins between the least
     /// and the most, each applied to the lanes whose bin it holds for.
     #[inline(always)]
     fn leaves_portable(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+        self.leaves_with::<false>(rows, values, bits)
+    }
+
+    /// `leaves_portable`; with `AVX512` (only inside `leaves_avx512`) the entries that apply
+    /// to some rows are applied with AVX-512's compare-into-mask and masked and-not.
+    #[inline(always)]
+    fn leaves_with<const AVX512: bool>(
+        &self,
+        rows: &[&[f32]; GROUP],
+        values: &mut [[f32; GROUP]],
+        bits: &mut [Lanes],
+    ) {
         debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
         bits.fill(Lanes([!0; GROUP]));
         let entries = self.tables.entries.as_slice();
@@ -610,8 +701,27 @@ impl TreeEnsemble {
             // bin's first up-to entry to the least bin's last above entry, every row.
             let [least_up_to, least_above, _, _] = unsafe { *slots.get_unchecked(least) };
             let [most_up_to, most_above, _, _] = unsafe { *slots.get_unchecked(most) };
+            #[cfg(target_arch = "x86_64")]
+            if AVX512 {
+                // SAFETY: called from leaves_avx512 only, on a processor with AVX-512
+                unsafe {
+                    let up_to = entries.get_unchecked(least_up_to as usize..most_up_to as usize);
+                    apply_masked_avx512::<false>(bits, up_to, &bins);
+                    for e in entries.get_unchecked(most_up_to as usize..least_above as usize) {
+                        let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
+                        for lane in lanes.iter_mut() {
+                            *lane &= !e.leaves;
+                        }
+                    }
+                    let above = entries.get_unchecked(least_above as usize..most_above as usize);
+                    apply_masked_avx512::<true>(bits, above, &bins);
+                }
+            }
             unsafe {
                 for e in entries.get_unchecked(least_up_to as usize..most_up_to as usize) {
+                    if AVX512 {
+                        break;
+                    }
                     let j = e.point as i64;
                     let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
                     for k in 0..GROUP {
@@ -620,12 +730,18 @@ impl TreeEnsemble {
                     }
                 }
                 for e in entries.get_unchecked(most_up_to as usize..least_above as usize) {
+                    if AVX512 {
+                        break;
+                    }
                     let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
                     for lane in lanes.iter_mut() {
                         *lane &= !e.leaves;
                     }
                 }
                 for e in entries.get_unchecked(least_above as usize..most_above as usize) {
+                    if AVX512 {
+                        break;
+                    }
                     let j = e.point as i64;
                     let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
                     for k in 0..GROUP {
@@ -811,7 +927,7 @@ struct Layout {
 
 impl Layout {
     /// The ensemble evaluated with these tables (`trees` of them, `nodes` nodes as read), with
-    /// what the model says of its input and output; AVX2 when this processor has it.
+    /// what the model says of its input and output; the widest SIMD this processor has.
     fn into_ensemble(
         self,
         trees: usize,
@@ -821,16 +937,7 @@ impl Layout {
         scale: Option<f32>,
         nodes: usize,
     ) -> TreeEnsemble {
-        TreeEnsemble {
-            tables: self,
-            avx2: simd_detected(),
-            trees,
-            min_columns,
-            columns,
-            labels,
-            scale,
-            nodes,
-        }
+        TreeEnsemble { tables: self, simd: Simd::best(), trees, min_columns, columns, labels, scale, nodes }
     }
 
     fn new(logical: &[Logical], roots: &[usize], tree_ids: &[i64]) -> Result<Layout, Unsupported> {
@@ -1258,12 +1365,15 @@ mod tests {
                 .chunks_exact(features)
                 .map(|row| roots.iter().fold(0f32, |sum, &root| sum + walk(&logical, root, row)))
                 .collect();
-            for simd in [false, true] {
-                let trees = trees.clone().with_simd(simd);
+            // every level this processor runs (`simd()` says which ran): the same bits
+            for simd in Simd::ALL {
+                let trees = trees.clone().with_simd_level(simd);
+                assert!(trees.simd() <= simd && trees.simd().detected());
                 let mut scores = vec![0f32; n];
                 trees.raw_scores(&rows, features, &mut scores).unwrap();
                 for (i, (s, e)) in scores.iter().zip(&expected).enumerate() {
-                    assert_eq!(s.to_bits(), e.to_bits(), "round {round} row {i} simd {simd}: {s} vs {e}");
+                    let ran = trees.simd();
+                    assert_eq!(s.to_bits(), e.to_bits(), "round {round} row {i} {ran:?}: {s} vs {e}");
                 }
             }
         }
@@ -1339,5 +1449,60 @@ mod tests {
         assert_eq!(logistic(2.0), v);
         assert_eq!(logistic(-2.0), 1.0 - v);
         assert!(logistic(f32::NAN).is_nan());
+    }
+}
+
+/// `cargo test -p pulpie_rt_kernels --release simd_levels -- --ignored --nocapture`: each SIMD
+/// level this processor runs on the default model's two fast stages, rows whose values sit on
+/// the trees' own split points, in alternating rounds; the best round's time per level and
+/// the ratios, the same scores asserted (a measurement, never a gate).
+#[cfg(test)]
+mod simd_levels {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn simd_levels() {
+        for file in ["rescorer-fast-first.onnx", "rescorer-fast.onnx"] {
+            let path = format!("{}/../pulpie_rt/default_model/{file}", env!("CARGO_MANIFEST_DIR"));
+            let trees = TreeEnsemble::from_onnx(&std::fs::read(path).unwrap(), "probabilities").unwrap();
+            let columns = trees.min_columns;
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            let n = 4096;
+            let mut rows = vec![0f32; n * columns];
+            for r in 0..n {
+                for f in &trees.tables.features {
+                    let (first, count) = (f.points_first as usize, f.points_count as usize);
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let value = match count {
+                        0 => 0.0,
+                        _ => trees.tables.points[first + state as usize % count] + 1e-3,
+                    };
+                    rows[r * columns + f.column as usize] = value;
+                }
+            }
+            let levels: Vec<Simd> = Simd::ALL.into_iter().filter(|s| s.detected()).collect();
+            let mut best = vec![f64::INFINITY; levels.len()];
+            let mut expected: Option<Vec<f32>> = None;
+            for round in 0..6 {
+                for k in 0..levels.len() {
+                    let k = (k + round) % levels.len();
+                    let t = trees.clone().with_simd_level(levels[k]);
+                    let mut scores = vec![0f32; n];
+                    let start = std::time::Instant::now();
+                    t.raw_scores(&rows, columns, &mut scores).unwrap();
+                    best[k] = best[k].min(start.elapsed().as_secs_f64());
+                    let bits: Vec<u32> = scores.iter().map(|s| s.to_bits()).collect();
+                    let first = expected.get_or_insert_with(|| scores.clone());
+                    assert_eq!(bits, first.iter().map(|s| s.to_bits()).collect::<Vec<_>>());
+                }
+            }
+            for (level, seconds) in levels.iter().zip(&best) {
+                let ratio = best[0] / seconds;
+                println!("{file}: {level:?} {:.1} ms for {n} rows, {ratio:.2}x portable", seconds * 1e3);
+            }
+        }
     }
 }
