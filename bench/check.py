@@ -194,15 +194,19 @@ def prepare_trees(base_spec: str | None, log: Callable[[str], None] = print) -> 
     base_commit, how = resolve_base(base_spec)
     GATE_DIR.mkdir(parents=True, exist_ok=True)
     base_src = GATE_DIR / f"base-{base_commit[:12]}"
-    for stale in GATE_DIR.glob("base-*"):  # one exported base at a time
-        if stale != base_src:
+    # its own target folder: cargo names a path package's build folders without its path, and
+    # git archive dates the files at the commit, so another base's build script output (the
+    # header's constants) would look current in a shared one
+    base_target = GATE_DIR / f"target-base-{base_commit[:12]}"
+    for stale in [*GATE_DIR.glob("base-*"), *GATE_DIR.glob("target-base*")]:
+        if stale not in (base_src, base_target):  # one exported base at a time
             shutil.rmtree(stale, ignore_errors=True)
     log(f"bench-check: base {base_commit[:12]} ({how}); working tree {head_commit[:12]}"
         f"{' + uncommitted changes' if dirty else ''}")
     export_commit(base_commit, base_src)
     started = time.perf_counter()
     head_lib, head_note = build_core(REPO_ROOT, GATE_DIR / "target-head")
-    base_lib, base_note = build_core(base_src, GATE_DIR / "target-base")
+    base_lib, base_note = build_core(base_src, base_target)
     log(f"bench-check: cores built in {time.perf_counter() - started:.0f} s "
         f"(working tree: {head_note}; base: {base_note})")
     head = Tree("working tree", REPO_ROOT, head_commit + ("+dirty" if dirty else ""),
