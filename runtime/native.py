@@ -60,6 +60,7 @@ _HEADER_NAMES = {
     "STEP_LEXBOR_SERIALIZATION": "PULPIE_RT_STEP_LEXBOR_SERIALIZATION",
     "STEP_TREE": "PULPIE_RT_STEP_TREE",
     "STEP_TREE_SOURCE": "PULPIE_RT_STEP_TREE_SOURCE",
+    "STEP_FEATURES_TREE": "PULPIE_RT_STEP_FEATURES_TREE",
     "EMPTY_NONE": "PULPIE_RT_EMPTY_NONE",
     "EMPTY_NO_TEXT": "PULPIE_RT_EMPTY_NO_TEXT",
     "EMPTY_NO_MAIN": "PULPIE_RT_EMPTY_NO_MAIN",
@@ -231,13 +232,17 @@ def simplify_step(data: str | bytes, step: int) -> str:
       raw page's rewrites, lexbor, the ``<?xml`` removal);
     - ``STEP_TREE``: ``serialize_html(parse_serialized(data))`` of a serialization;
     - ``STEP_TREE_SOURCE``: how simplify has that tree of the page ``data``: ``walk`` (off
-      lexbor's tree) or ``serialization`` (the walk gave up).
+      lexbor's tree) or ``serialization`` (the walk gave up);
+    - ``STEP_FEATURES_TREE``: how the block features of the page ``data`` read ``map_html``'s
+      tree: ``same`` (off the tree simplify wrote it from, every value bitwise that of
+      ``map_html`` read back), ``map_html`` (read back) or where the two differ.
     """
     lib = _library()
     if isinstance(data, str):
         if step == _c("PULPIE_RT_STEP_LEXBOR_HTML"):
             data = data.encode("utf-8", "ignore")
-        elif step in (_c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"), _c("PULPIE_RT_STEP_TREE_SOURCE")):
+        elif step in (_c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"), _c("PULPIE_RT_STEP_TREE_SOURCE"),
+                      _c("PULPIE_RT_STEP_FEATURES_TREE")):
             data = _page_bytes(data)
         else:
             data = data.encode("utf-8")

@@ -285,3 +285,47 @@ def test_lexbors_tree_read_directly_on_the_train_pages(train_corpus):
     different, ways = _walk_and_serialization([page["html"] for page in pages])
     assert different == []
     assert ways["walk"] >= 0.9 * len(pages), ways
+
+
+# ------------------------------------------------- block features off simplify's own tree
+
+def _features_tree_ways(htmls: list[str]) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """The pages (index, where) whose block features differ read off the tree simplify wrote
+    map_html from and off map_html read back, and how many pages each way was taken."""
+    from pulpie_rt.runtime import native
+
+    different, ways = [], {"same": 0, "map_html": 0}
+    for index, html in enumerate(htmls):
+        how = native.simplify_step(html, native.STEP_FEATURES_TREE)
+        if how in ways:
+            ways[how] += 1
+        else:
+            different.append((index, how))
+    return different, ways
+
+
+@pytest.mark.skipif(not __import__("pulpie_rt.runtime.native", fromlist=["x"]).available(),
+                    reason="the compiled core is not built")
+def test_block_features_read_simplifys_own_tree(dev_pages):
+    """The engine's block features read the tree simplify wrote map_html from
+    (tree::read_back) instead of parsing map_html: every value of every layout, both views,
+    bitwise those of map_html read back, with the reference's segmentation flags and the fast
+    profile's, on every dev page, the tricky pages and 400 dev pages with seeded markup put in;
+    map_html is read back only where the copy gives up."""
+    different, ways = _features_tree_ways([page["html"] for page in dev_pages])
+    assert different == []
+    assert ways["same"] >= 0.9 * len(dev_pages), ways
+    different, ways = _features_tree_ways(list(TRICKY_PAGES.values()))
+    assert different == []
+    different, ways = _features_tree_ways(_mutated_pages(dev_pages, 400))
+    assert different == []
+    assert ways["same"] > 0 and ways["map_html"] > 0, ways
+
+
+def test_block_features_read_simplifys_own_tree_on_the_train_pages(train_corpus):
+    from pulpie_rt.corpus import load_pages
+
+    pages = load_pages("train")
+    different, ways = _features_tree_ways([page["html"] for page in pages])
+    assert different == []
+    assert ways["same"] >= 0.8 * len(pages), ways

@@ -70,6 +70,10 @@ extern "C" {
 #define PULPIE_RT_STEP_TREE 2u                 /* libxml2's tree of a serialization, written */
 #define PULPIE_RT_STEP_TREE_SOURCE 3u          /* how simplify has that tree of a page: "walk"
                                                   (off lexbor's tree) or "serialization" */
+#define PULPIE_RT_STEP_FEATURES_TREE 4u        /* how the block features read map_html's tree:
+                                                  "same" (off simplify's own tree, bitwise the
+                                                  values of map_html read back), "map_html"
+                                                  (read back), or where they differ */
 
 /* pulpie_rt_sep_outputs' kind. */
 #define PULPIE_RT_OUTPUTS_LOGITS 0u  /* `labels` logits per SEP */

@@ -143,7 +143,12 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
 /// - 2: the libxml2-shaped tree the specification reads a serialization as, written back
 ///   (`serialize_html(parse_serialized(data))`);
 /// - 3: how simplify has that tree of the page `data` (as for `pulpie_rt_simplify_page`):
-///   `walk` (read off lexbor's tree, `dom.rs`) or `serialization` (the walk gave up).
+///   `walk` (read off lexbor's tree, `dom.rs`) or `serialization` (the walk gave up);
+/// - 4: how the block features of the page `data` read `map_html`'s tree, with the
+///   reference's segmentation flags and the fast profile's: `same` (read off the tree simplify
+///   wrote it from, `tree::read_back`, every value of every layout bitwise that of `map_html`
+///   read back, both views), `map_html` (read back for some flags: `read_back` gave up), or
+///   where the two differ.
 ///
 /// # Safety
 /// `data` points to `len` bytes; `out` to a writable `TextOutput`, whose buffer is released
@@ -177,6 +182,36 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
         3 => {
             let (_, _, serialized) = page::spec_tree(&page::Page::new(bytes)?, page::Read::Walk)?;
             Ok(if serialized { "serialization" } else { "walk" }.to_string())
+        }
+        4 => {
+            let page = page::Page::new(bytes)?;
+            let mut how = "same".to_string();
+            // the reference's segmentation and the fast profile's (hidden kept, noscript dropped)
+            for (keep_hidden, drop_noscript) in [(false, false), (true, true)] {
+                let (simplified, map_html, map_tree) =
+                    page::simplify_page_and_map(&page, 500, keep_hidden, drop_noscript)?;
+                let Some((tree, root)) = map_tree else {
+                    how = "map_html".to_string();
+                    continue;
+                };
+                let (_, ids) = engine::prepare::extract_blocks(&simplified);
+                let ids: Vec<Option<&str>> = ids.iter().map(Option::as_deref).collect();
+                for libxml2_tree in [false, true] {
+                    let read =
+                        features::block_features_of_tree(&tree, root, &ids, libxml2_tree, true, true, true);
+                    let written =
+                        features::block_features_with(&map_html, &ids, libxml2_tree, true, true, true);
+                    let differs = read.iter().zip(&written).position(|(a, b)| a.to_bits() != b.to_bits());
+                    if read.len() != written.len() || differs.is_some() {
+                        return Ok(format!(
+                            "differs at value {differs:?} of {} (libxml2 view {libxml2_tree}, keep_hidden \
+                             {keep_hidden}, drop_noscript {drop_noscript})",
+                            read.len()
+                        ));
+                    }
+                }
+            }
+            Ok(how)
         }
         _ => Err(tree::Unsupported("unknown step")),
     });

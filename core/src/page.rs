@@ -84,6 +84,33 @@ pub fn simplify_page(
     simplify_page_read(page, cutoff, keep_hidden, drop_noscript, Read::Walk)
 }
 
+/// `simplify_page` with the tree the specification reads `map_html` as, where it is had
+/// without reading `map_html` (`simplify::simplify_tree_and_map`): the block features' input.
+pub fn simplify_page_and_map(
+    page: &Page,
+    cutoff: usize,
+    keep_hidden: bool,
+    drop_noscript: bool,
+) -> Res<simplify::WithMapTree> {
+    let (tree, root, _) = spec_tree(page, Read::Walk)?;
+    simplify::simplify_tree_and_map(
+        tree,
+        root,
+        page.bytes.len(),
+        cutoff,
+        &flags(page, keep_hidden, drop_noscript),
+    )
+}
+
+fn flags(page: &Page, keep_hidden: bool, drop_noscript: bool) -> Flags {
+    Flags {
+        has_raw_text: raw::has_raw_text(page.bytes),
+        has_non_xml_chars: raw::has_not_xml_chars(page.bytes),
+        keep_hidden,
+        drop_noscript,
+    }
+}
+
 /// `simplify_page`, the tree had as `read` says.
 pub fn simplify_page_read(
     page: &Page,
@@ -93,11 +120,5 @@ pub fn simplify_page_read(
     read: Read,
 ) -> Res<(String, String)> {
     let (tree, root, _) = spec_tree(page, read)?;
-    let flags = Flags {
-        has_raw_text: raw::has_raw_text(page.bytes),
-        has_non_xml_chars: raw::has_not_xml_chars(page.bytes),
-        keep_hidden,
-        drop_noscript,
-    };
-    simplify::simplify_tree(tree, root, page.bytes.len(), cutoff, &flags)
+    simplify::simplify_tree(tree, root, page.bytes.len(), cutoff, &flags(page, keep_hidden, drop_noscript))
 }

@@ -1037,12 +1037,41 @@ pub fn simplify_serialized(serialized: &str, cutoff: usize, flags: &Flags) -> Re
 /// specification reads lexbor's serialization as (`original`, its root, in `tree`);
 /// `size_hint`: about the serialization's length (buffers are sized by it).
 pub fn simplify_tree(
-    mut tree: Tree,
+    tree: Tree,
     original: usize,
     size_hint: usize,
     cutoff: usize,
     flags: &Flags,
 ) -> Res<(String, String)> {
+    let (simplified, map_html, _) = segment(tree, original, size_hint, cutoff, flags)?;
+    Ok((simplified, map_html))
+}
+
+/// (simplified_html, map_html) and the tree the specification reads map_html as, where had.
+pub type WithMapTree = (String, String, Option<crate::tree::MapTree>);
+
+/// `simplify_tree`, and the tree the specification reads `map_html` as (`tree::read_back`;
+/// None where it is to be read from `map_html`): the features' input without a parse.
+pub fn simplify_tree_and_map(
+    tree: Tree,
+    original: usize,
+    size_hint: usize,
+    cutoff: usize,
+    flags: &Flags,
+) -> Res<WithMapTree> {
+    let (simplified, map_html, mut tree) = segment(tree, original, size_hint, cutoff, flags)?;
+    let map_tree = crate::tree::read_back(&mut tree, original);
+    Ok((simplified, map_html, map_tree))
+}
+
+/// The segmentation: (simplified_html, map_html) and the tree, marked as map_html is.
+fn segment(
+    mut tree: Tree,
+    original: usize,
+    size_hint: usize,
+    cutoff: usize,
+    flags: &Flags,
+) -> Res<(String, String, Tree)> {
     let processing = tree.deep_copy(original, true);
     if flags.drop_noscript {
         remove_noscript(&mut tree, processing);
@@ -1119,7 +1148,7 @@ pub fn simplify_tree(
     // (the ids and run wrappers make map_html longer than the serialization)
     let mut map_html = String::with_capacity(size_hint + size_hint / 4 + 256);
     crate::tree::serialize_html(&tree, original, &mut map_html);
-    Ok((simplified, map_html))
+    Ok((simplified, map_html, tree))
 }
 
 /// The element `is_hidden` would test in place of a node of `map_html`'s tree: a run wrapper

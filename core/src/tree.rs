@@ -1157,3 +1157,114 @@ pub fn normalize_newlines(s: &str) -> std::borrow::Cow<'_, str> {
         std::borrow::Cow::Borrowed(s)
     }
 }
+
+/// The tree the specification reads `map_html` as, and its `<html>`.
+pub type MapTree = (Tree, usize);
+
+/// `parse(normalize_newlines(serialize_html(tree, root)), Reader::Spec)` — the tree the
+/// specification reads `map_html` as — had without writing and reading it: `root`'s subtree
+/// copied in document order (the numbering `parse` gives), its empty texts none (a reader
+/// makes no empty text), its attribute lists moved out of `tree`. None where the text would
+/// not read back as this tree (the caller writes and reads it then): a `\r` (read as `\n`),
+/// an empty `<li>` (written without its end tag), a raw-text element holding elements or, but
+/// for `script` and `style`, text that is escaped when written, a void element holding
+/// anything, an element in a `<select>` the reader drops, anything after `<body>` (its end
+/// tag is not read), a name the reader reads otherwise, an attribute value written otherwise
+/// than read (a URI escaped, a boolean attribute's value dropped, a `<!--` left unescaped).
+pub fn read_back(tree: &mut Tree, root: usize) -> Option<MapTree> {
+    fn plain_text(text: &Option<Text>) -> Option<Option<Text>> {
+        match text {
+            Some(t) if t.contains('\r') => None,
+            Some(t) if t.is_empty() => Some(None),
+            other => Some(other.clone()),
+        }
+    }
+    fn plain_element_name(name: &str) -> bool {
+        let b = name.as_bytes();
+        b.first().is_some_and(u8::is_ascii_lowercase)
+            && b.iter().all(|&c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.' | b':')
+            })
+    }
+    // the value the reader reads back, or None where it reads the attribute otherwise
+    fn read_back_attribute(tag: &str, name: &str, value: &mut String) -> Option<()> {
+        let plain_name = !name.is_empty()
+            && name.bytes().all(|c| {
+                c.is_ascii_graphic()
+                    && !c.is_ascii_uppercase()
+                    && !matches!(c, b'=' | b'/' | b'>' | b'"' | b'\'')
+            });
+        if !plain_name || value.contains('\r') || value.contains("<!--") {
+            return None;
+        }
+        if is_boolean_attr(name) {
+            // written bare, read as no value
+            value.clear();
+        } else if matches!(name, "href" | "action" | "src") || (name == "name" && tag == "a") {
+            let uri = escape_uri(value);
+            if uri != *value {
+                *value = uri;
+            }
+        }
+        Some(())
+    }
+    let mut out = Tree::default();
+    let mut moved = vec![false; tree.attrs.len()];
+    let mut stack: Vec<(usize, usize, bool)> = vec![(root, NONE, false)];
+    while let Some((id, parent, in_select)) = stack.pop() {
+        let node = &tree.nodes[id];
+        let tag = node.tag.as_str();
+        if !plain_element_name(tag) || (in_select && !is_select_content(tag)) {
+            return None;
+        }
+        let raw = is_raw_text(tag);
+        let escaped_raw = raw && tag != "script" && tag != "style";
+        let void = is_libxml_void(tag);
+        let mut text = plain_text(&node.text)?;
+        let mut tail = plain_text(&node.tail)?;
+        // an empty <li> is written without its end tag: read back as one whose text is its
+        // tail where nothing else follows it before its parent's end or the next <li>, which
+        // close it
+        let empty_li = tag == "li" && node.text.is_none() && node.children.is_empty();
+        let next_sibling = || {
+            let siblings = &tree.nodes[node.parent].children;
+            siblings.iter().position(|&c| c == id).and_then(|at| siblings.get(at + 1)).copied()
+        };
+        if (raw && !node.children.is_empty())
+            || (escaped_raw && text.as_deref().is_some_and(|t| t.contains(['&', '<', '>'])))
+            || (void && (text.is_some() || !node.children.is_empty()))
+            || (empty_li
+                && (node.parent == NONE
+                    || next_sibling().is_some_and(|next| tree.nodes[next].tag.as_str() != "li")))
+            || (tag == "body"
+                && (tail.is_some()
+                    || node.parent == NONE
+                    || tree.nodes[node.parent].children.last() != Some(&id)))
+            || std::mem::replace(&mut moved[node.attrs], true)
+        {
+            return None; // (an attribute list two nodes share: not in a page's tree)
+        }
+        if empty_li {
+            text = tail.take();
+        }
+        let mut attrs = std::mem::take(&mut tree.attrs[node.attrs]);
+        for (name, value) in attrs.iter_mut() {
+            read_back_attribute(tag, name.as_str(), value)?;
+        }
+        let copy = out.new_node(node.tag.clone(), 0);
+        let a = out.new_attrs(attrs);
+        let c = &mut out.nodes[copy];
+        c.attrs = a;
+        c.text = text;
+        c.tail = if parent == NONE { None } else { tail };
+        c.parent = parent;
+        if parent != NONE {
+            out.nodes[parent].children.push(copy);
+        }
+        let in_select = in_select || tag == "select";
+        let node = &tree.nodes[id];
+        out.nodes[copy].children.reserve_exact(node.children.len());
+        stack.extend(node.children.iter().rev().map(|&child| (child, copy, in_select)));
+    }
+    Some((out, 0))
+}

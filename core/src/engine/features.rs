@@ -62,10 +62,12 @@ impl FeatureSet {
 }
 
 /// `features.block_features(map_html, item_ids, layout)`, row-major, in the columns of
-/// `set` (none: no values; the core refuses no page; a panic is caught by the engine and
+/// `set`, read off `map_tree` where simplify gave it (`tree::read_back`), else off `map_html`
+/// (none: no values; the core refuses no page; a panic is caught by the engine and
 /// fails the page).
 pub fn block_features(
     map_html: &str,
+    map_tree: Option<&crate::tree::MapTree>,
     item_ids: &[Option<String>],
     set: FeatureSet,
 ) -> Result<Vec<f32>, String> {
@@ -77,7 +79,13 @@ pub fn block_features(
         FeatureSet::BlocksExtrasAndContainers => (true, true, false),
         FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true),
     };
-    Ok(crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs))
+    Ok(match map_tree {
+        // the tree simplify made map_html of, as the specification reads it: no parse
+        Some((tree, root)) => {
+            crate::features::block_features_of_tree(tree, *root, &ids, false, extras, containers, dialogs)
+        }
+        None => crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs),
+    })
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ mod devices;
 pub mod features;
 #[cfg(feature = "python-ffi")]
 pub(crate) mod ffi;
-mod prepare;
+pub(crate) mod prepare;
 pub mod py;
 
 use crate::ort::{
@@ -178,17 +178,20 @@ pub(crate) fn prepare_text(
     let simplified = catch_unwind(AssertUnwindSafe(|| {
         crate::page::Page::new(&text)
             .and_then(|page| {
-                crate::page::simplify_page(
-                    &page,
-                    settings.cutoff_length,
-                    settings.keep_hidden,
-                    settings.drop_noscript,
-                )
+                let (cutoff, keep_hidden, drop_noscript) =
+                    (settings.cutoff_length, settings.keep_hidden, settings.drop_noscript);
+                if with_features == features::FeatureSet::None {
+                    let (simplified, map_html) =
+                        crate::page::simplify_page(&page, cutoff, keep_hidden, drop_noscript)?;
+                    return Ok((simplified, map_html, None));
+                }
+                // the features read the tree map_html is written from, as it reads back
+                crate::page::simplify_page_and_map(&page, cutoff, keep_hidden, drop_noscript)
             })
             .map_err(|crate::tree::Unsupported(why)| why.to_string())
     }))
     .unwrap_or_else(|_| Err(panic_message()));
-    let (simplified, map_html) = simplified
+    let (simplified, map_html, map_tree) = simplified
         .map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
     let (blocks, item_ids) = prepare::extract_blocks(&simplified);
     let (chunks, n_classified) = match tokenizer {
@@ -222,9 +225,10 @@ pub(crate) fn prepare_text(
         ));
     }
     let features = if with_features != features::FeatureSet::None {
-        let computed =
-            catch_unwind(AssertUnwindSafe(|| features::block_features(&map_html, &item_ids, with_features)))
-                .map_err(|_| core_failed("features", "CoreError"))?;
+        let computed = catch_unwind(AssertUnwindSafe(|| {
+            features::block_features(&map_html, map_tree.as_ref(), &item_ids, with_features)
+        }))
+        .map_err(|_| core_failed("features", "CoreError"))?;
         Some(computed.map_err(|e| format!("features: {e}"))?)
     } else {
         None

@@ -440,6 +440,44 @@ pub fn block_features_with(
     containers: bool,
     dialogs: bool,
 ) -> Vec<f32> {
+    if item_ids.is_empty() {
+        return Vec::new();
+    }
+    // lexbor (the specification's parser) reads line ends as libxml2 does
+    let map_html = crate::tree::normalize_newlines(map_html);
+    let map_html = map_html.as_ref();
+    let mut tree = Tree::default();
+    let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
+    rows_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs)
+}
+
+/// `block_features_with` of the tree the specification reads `map_html` as (`root` its
+/// `<html>`, its nodes numbered in document order, as `tree::parse` and `tree::read_back`
+/// number them): the rows without writing and reading `map_html`.
+pub fn block_features_of_tree(
+    tree: &Tree,
+    root: usize,
+    item_ids: &[Option<&str>],
+    libxml2_tree: bool,
+    extras: bool,
+    containers: bool,
+    dialogs: bool,
+) -> Vec<f32> {
+    if item_ids.is_empty() {
+        return Vec::new();
+    }
+    rows_of_tree(tree, root, item_ids, libxml2_tree, extras, containers, dialogs)
+}
+
+fn rows_of_tree(
+    tree: &Tree,
+    root: usize,
+    item_ids: &[Option<&str>],
+    libxml2_tree: bool,
+    extras: bool,
+    containers: bool,
+    dialogs: bool,
+) -> Vec<f32> {
     let containers = containers || dialogs;
     let extras = extras || containers;
     let n = item_ids.len();
@@ -454,15 +492,7 @@ pub fn block_features_with(
     }
     let mut dialog = if dialogs { vec![NO_DISTANCE; n * N_DIALOGS] } else { Vec::new() };
     let keyword_bits = distance_keyword_bits();
-    if n == 0 {
-        return x;
-    }
-    // lexbor (the specification's parser) reads line ends as libxml2 does
-    let map_html = crate::tree::normalize_newlines(map_html);
-    let map_html = map_html.as_ref();
-    let mut tree = Tree::default();
-    let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
-    let view = DomView::new(&tree, root, !libxml2_tree);
+    let view = DomView::new(tree, root, !libxml2_tree);
     // `parse` numbers the nodes in document order: the first node with an id keeps it
     let mut by_id: std::collections::HashMap<&str, usize> = Default::default();
     for node in 0..tree.nodes.len() {
@@ -502,7 +532,7 @@ pub fn block_features_with(
         if own != node {
             wrapped_in[row] = own;
         }
-        let sub = walk_subtree(&tree, &view, node, &mut text);
+        let sub = walk_subtree(tree, &view, node, &mut text);
         let (n_chars, n_punct, n_digits) = char_counts(&text);
         let w = lower_words(&text);
         let n_words = w.count;
@@ -515,12 +545,12 @@ pub fn block_features_with(
         let mut distances =
             if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
         if let Some(d) = distances.as_deref_mut() {
-            set_distances(d, keyword_flags(&tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
+            set_distances(d, keyword_flags(tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
         }
         let mut dialog_distances =
             if dialogs { Some(&mut dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]) } else { None };
         if let Some(d) = dialog_distances.as_deref_mut() {
-            set_dialog_distances(d, &tree, own, 0);
+            set_dialog_distances(d, tree, own, 0);
         }
         while parent != NONE && tree.nodes[parent].tag.as_str() != "html" {
             depth += 1;
@@ -528,7 +558,7 @@ pub fn block_features_with(
             let flags = match keyword_cache[parent] {
                 Some(flags) => flags,
                 None => {
-                    let flags = keyword_flags(&tree, parent);
+                    let flags = keyword_flags(tree, parent);
                     keyword_cache[parent] = Some(flags);
                     flags
                 }
@@ -538,7 +568,7 @@ pub fn block_features_with(
                 set_distances(d, flags, tree.nodes[parent].tag.as_str(), depth, &keyword_bits);
             }
             if let Some(d) = dialog_distances.as_deref_mut() {
-                set_dialog_distances(d, &tree, parent, depth);
+                set_dialog_distances(d, tree, parent, depth);
             }
             let parent_tag = tree.nodes[parent].tag.as_str();
             if let Some(index) = ancestor_index(parent_tag) {
@@ -565,7 +595,7 @@ pub fn block_features_with(
         r[BLOCK + 9] = depth as f32;
         r[BLOCK + 10] = in_link as u8 as f32;
         r[BLOCK + 11] = text.matches(". ").count() as f32;
-        let own_kw = keyword_flags(&tree, own);
+        let own_kw = keyword_flags(tree, own);
         for k in 0..KEYWORDS.len() {
             r[OWN_KW + k] = (own_kw >> k & 1) as f32;
             r[ANCESTOR_KW + k] = (ancestor_kw >> k & 1) as f32;
