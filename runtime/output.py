@@ -93,8 +93,17 @@ def _zstandard():
 
 
 def _encode_lines(records: list[dict]) -> bytes:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    return text.encode("utf-8", "surrogatepass")
+    """One line per record: orjson's (compact), or the standard library's for a record orjson
+    refuses (a lone surrogate in an id read from the input), which the readers above read
+    back the same way."""
+    lines = []
+    for record in records:
+        try:
+            lines.append(orjson.dumps(record))
+        except TypeError:  # orjson.JSONEncodeError
+            lines.append(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    lines.append(b"")
+    return b"\n".join(lines) if records else b""
 
 
 def encode(records: list[dict], compression: str) -> bytes:

@@ -245,3 +245,27 @@ def test_parquet_parts_resume(tmp_path):
     (out / "_index.sqlite").unlink()
     rebuilt = open_output(out, fmt="parquet")
     assert rebuilt.resume() == 4 and list(rebuilt.done_ids()) == ["a", "b", "c", "d"]
+
+
+def test_records_are_written_by_orjson_and_a_lone_surrogate_by_the_standard_library(tmp_path):
+    """Records are written with orjson (no json.dumps per page); one orjson refuses (a lone
+    surrogate in an id read from the input) is written by the standard library as before.
+    Both read back as written; an output of orjson's lines is resumed from the file alone."""
+    import json
+
+    records = [{"id": "a", "markdown": 'é\n"q"\x00\u2028 end', "n_main": 3, "error": None},
+               {"id": "b\ud800", "markdown": "lone surrogate id", "n_main": 0, "error": "x"},
+               {"id": "c", "markdown": "", "n_main": 1, "error": None}]
+    payload = encode(records, "none")
+    lines = payload.split(b"\n")
+    assert lines[0].startswith(b'{"id":"a","markdown":')  # orjson's compact line
+    assert lines[1].startswith(b'{"id": "b')  # the standard library's
+    assert lines[-1] == b"" and len(lines) == 4
+    assert [json.loads(line) for line in lines[:-1]] == records
+    path = tmp_path / "out.jsonl"
+    output = opened(path)
+    output.write([Entry(i, r["id"], r) for i, r in enumerate(records) if r["id"] != "b\ud800"])
+    output.close()
+    (tmp_path / "out.jsonl.index.sqlite").unlink()
+    rebuilt = opened(path)
+    assert list(rebuilt.done_ids()) == ["a", "c"]
