@@ -36,6 +36,7 @@ mod dom;
 mod encoding;
 pub mod engine;
 mod features;
+mod hash;
 mod html5;
 pub mod json;
 #[cfg(feature = "python-ffi")]

@@ -6,6 +6,7 @@
 //! no handling. A `map_html` that is not a whole document is read as the reference's
 //! `lxml.html.fromstring` reads it (`fragment_top`).
 
+use crate::hash::FastSet;
 use std::collections::HashSet;
 
 use crate::tags::allows_pcdata;
@@ -96,9 +97,10 @@ fn is_drop_meta(tree: &Tree, node: usize) -> bool {
 }
 
 struct Selection {
-    main: HashSet<usize>,
-    ancestors: HashSet<usize>,
-    recalled: HashSet<usize>,
+    // node indices: the crate's hasher (keys ours)
+    main: FastSet<usize>,
+    ancestors: FastSet<usize>,
+    recalled: FastSet<usize>,
 }
 
 impl Selection {
@@ -112,8 +114,8 @@ impl Selection {
                 first.entry(iid).or_insert(node);
             }
         }
-        let mut main = HashSet::new();
-        let mut ancestors = HashSet::new();
+        let mut main = FastSet::default();
+        let mut ancestors = FastSet::default();
         for iid in main_ids {
             let Some(&node) = first.get(iid) else { continue };
             main.insert(node);
@@ -122,7 +124,7 @@ impl Selection {
                 parent = tree.nodes[parent].parent;
             }
         }
-        let mut selection = Selection { main, ancestors, recalled: HashSet::new() };
+        let mut selection = Selection { main, ancestors, recalled: FastSet::default() };
         if !selection.main.is_empty() {
             selection.recalled = selection.recall_brs(tree, &order, root);
         }
@@ -161,8 +163,8 @@ impl Selection {
 
     /// `<br>`s whose neighbouring element in document order (under `root`) stays and is no
     /// `<br>`.
-    fn recall_brs(&self, tree: &Tree, order: &[usize], root: usize) -> HashSet<usize> {
-        let mut recalled = HashSet::new();
+    fn recall_brs(&self, tree: &Tree, order: &[usize], root: usize) -> FastSet<usize> {
+        let mut recalled = FastSet::default();
         for &br in order {
             if tree.nodes[br].tag != "br" || br == root {
                 continue;

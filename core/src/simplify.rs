@@ -1,7 +1,7 @@
 //! The segmentation: the compiled twin of `runtime/simplify.py` (`simplify` after the
 //! parse). Same steps, same order, same quirks; comments there say why each exists.
 
-use crate::tags::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet};
 use crate::tree::{append, has_non_space, py_strip, Attrs, Res, Tag, Text, Tree, NONE};
 
 pub fn is_inline_tag(tag: &str) -> bool {

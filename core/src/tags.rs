@@ -1,12 +1,11 @@
 //! Element names and what the stages know about them: the `Tag` every tree node carries, a
 //! parse's `Names`, attributes, and the tag predicates the tree, the segmentation and the
 //! reconstruction share (libxml2's raw text and RCDATA elements and its `allowPCData` list, the
-//! elements the reference's segmentation removes). A leaf: it imports no module of the crate,
+//! elements the reference's segmentation removes). A leaf but for the crate's hasher (`hash`),
 //! so `tree`, `html5`, `simplify` and `reconstruct` read it without importing one another in a
 //! circle.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::hash::FastSet;
 
 /// An element name: shared between an element and its copies (no allocation per copy).
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -76,36 +75,6 @@ pub type Attrs = Vec<(Tag, String)>;
 /// The value `Reader::Libxml2` gives an attribute written without one (libxml2 writes it
 /// bare). A NUL never reaches a value otherwise: libxml2 reads it as U+FFFD.
 pub const VALUELESS: &str = "\0";
-
-/// A multiply-rotate hasher (the idea of rustc's FxHasher): the maps here are keyed by node
-/// indices and short texts, where SipHash's DoS resistance buys nothing and costs time.
-#[derive(Default)]
-pub(crate) struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// Elements whose content libxml2 2.14 reads as text, character references decoded, when it
 /// parses a page itself (see `parse`).

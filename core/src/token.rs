@@ -9,7 +9,7 @@
 //! goes through `Search`, which tries the same paths in the same order as `re` does, each
 //! position once.
 
-use std::collections::HashMap;
+use crate::hash::FastMap;
 
 /// `\s` (Python's, Unicode) at byte `i`: its length, 0 if none.
 #[inline]
@@ -163,7 +163,7 @@ fn first_iteration_end(b: &[u8], x: usize) -> Option<usize> {
 struct Search<'a> {
     b: &'a [u8],
     /// position -> (attributes end, tag end, self-closing), or None where nothing matches
-    memo: HashMap<usize, Option<(usize, usize, bool)>>,
+    memo: FastMap<usize, Option<(usize, usize, bool)>>,
 }
 
 impl Search<'_> {
@@ -230,7 +230,7 @@ pub fn match_start_tag(s: &str, p: usize) -> Option<StartTagSpan> {
         return Some(StartTagSpan { name_end, attrs_end: x, self_closing, end });
     }
     // every path, the name from longest to one character
-    let mut search = Search { b, memo: HashMap::new() };
+    let mut search = Search { b, memo: FastMap::default() };
     let mut e = name_end;
     loop {
         if let Some((attrs_end, end, self_closing)) = search.from(e) {

@@ -241,7 +241,7 @@ pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPri
         return Some(());
     }
     // container id (its float's bits) -> (expected main words, blocks under it)
-    let mut containers: std::collections::HashMap<u32, (f64, usize)> = Default::default();
+    let mut containers: crate::hash::FastMap<u32, (f64, usize)> = Default::default();
     for (i, &block_mass) in mass.iter().enumerate() {
         for &id in &row(i)[N_FEATURES_V2..N_FEATURES_V2 + N_CONTAINERS] {
             if id >= 0.0 {
