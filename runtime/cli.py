@@ -233,7 +233,7 @@ def _run(args: argparse.Namespace, inputs: list[Path], out: Path, output) -> int
             if earlier is not None and rule == "skip":
                 pending.append(Entry(position, page.id, None))
             else:
-                record = _record(page, result)
+                record = output.as_written(_record(page, result))
                 pending.append(Entry(position, page.id, record))
                 stats["errors"] += record["error"] is not None
                 stats["truncated"] += record["truncated"] is not None

@@ -15,8 +15,10 @@ zstd frame, a Parquet file), fsynced before the index counts it.
 The index (``OUT.index.sqlite`` beside a file, ``DIR/_index.sqlite`` in a folder; SQLite, which
 commits atomically) holds one row per input page done, in input order: its position, its id
 and the part that holds its record (none for a duplicate id that was not written), and per
-part the records and committed bytes. It is committed after each batch's data is on disk, so a
-page is counted as done only once its record is. A rerun reads it instead of the output:
+part the records and committed bytes (an id holding a lone surrogate, which escaped JSON can
+give, as the bytes ``surrogatepass`` writes: a BLOB, equal to no other id). It is committed
+after each batch's data is on disk, so a page is counted as done only once its record is.
+A rerun reads it instead of the output:
 
 - the data past the committed bytes (a batch torn by a kill, a full disk) is cut off, and
   those pages are done again, never written twice;
@@ -33,6 +35,7 @@ import errno
 import gzip
 import json
 import os
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterator
@@ -94,14 +97,15 @@ def _zstandard():
 
 def _encode_lines(records: list[dict]) -> bytes:
     """One line per record: orjson's (compact), or the standard library's for a record orjson
-    refuses (a lone surrogate in an id read from the input), which the readers above read
-    back the same way."""
+    refuses (a lone surrogate in an id read from the input), with every non-ASCII character
+    escaped: the lone surrogate is written as the input wrote it (``\\ud800``), the file stays
+    UTF-8 for every reader, and the readers above read it back as the same string."""
     lines = []
     for record in records:
         try:
             lines.append(orjson.dumps(record))
         except TypeError:  # orjson.JSONEncodeError
-            lines.append(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            lines.append(json.dumps(record, separators=(",", ":")).encode("ascii"))
     lines.append(b"")
     return b"\n".join(lines) if records else b""
 
@@ -191,6 +195,25 @@ def _write_error(path: Path, exc: BaseException) -> OutputWriteError:
     return OutputWriteError(path, getattr(exc, "strerror", None) or str(exc))
 
 
+def _index_id(page_id: str) -> str | bytes:
+    """``page_id`` as the index holds it: itself (TEXT), or, where it holds a lone surrogate (a
+    str read from escaped JSON or a file name can; SQLite's UTF-8 cannot), the bytes
+    ``surrogatepass`` writes it as, a BLOB. SQLite finds no BLOB equal to a TEXT, so such an
+    id meets only itself, and the ids of indexes written before keep their rows."""
+    if page_id.isascii():
+        return page_id
+    try:
+        page_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return page_id.encode("utf-8", "surrogatepass")
+    return page_id
+
+
+def _read_id(value: str | bytes) -> str:
+    """An id as ``_index_id`` stored it."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 class Index:
     """The pages done and the parts' committed sizes (see the module docstring)."""
 
@@ -229,12 +252,14 @@ class Index:
 
     def done_pages(self) -> Iterator[tuple[int, str]]:
         """(position, id) of the pages done, in input order, streamed."""
-        yield from self.db.execute("SELECT position, id FROM pages ORDER BY position")
+        for position, page_id in self.db.execute(
+                "SELECT position, id FROM pages ORDER BY position"):
+            yield position, _read_id(page_id)
 
     def seen(self, page_id: str) -> int | None:
         """The position of the first page done with this id."""
         row = self.db.execute("SELECT MIN(position) FROM pages WHERE id = ?",
-                              (page_id,)).fetchone()
+                              (_index_id(page_id),)).fetchone()
         return row[0]
 
     def commit(self, entries: list[Entry], parts: list[tuple[int, int, int, bool]],
@@ -244,7 +269,7 @@ class Index:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self.db.executemany("INSERT INTO pages VALUES (?, ?, ?)",
-                                    [(e.position, e.id, part)
+                                    [(e.position, _index_id(e.id), part)
                                      for e, part in zip(entries, entry_parts, strict=True)])
                 self.db.executemany("INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?)",
                                     [(p, r, b, int(c)) for p, r, b, c in parts])
@@ -395,6 +420,10 @@ class Output:
 
     def write(self, entries: list[Entry]) -> None:
         raise NotImplementedError
+
+    def as_written(self, record: dict) -> dict:
+        """``record`` as this output writes it (its error says what the format changed)."""
+        return record
 
     def finish(self) -> None:
         """The run is complete: the last part is closed."""
@@ -669,13 +698,16 @@ class ParquetParts(PartsFolder):
 
         self._rebuild_rows(rows(), lambda: parts)
 
+    def as_written(self, record: dict) -> dict:
+        return _parquet_record(record)
+
     def write(self, entries: list[Entry]) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         if not entries:
             return
-        records = [e.record for e in entries if e.record is not None]
+        records = [_parquet_record(e.record) for e in entries if e.record is not None]
         if not records:  # only duplicates skipped: counted, no part
             self.index.commit(entries, [], [None] * len(entries))
             return
@@ -700,6 +732,28 @@ class ParquetParts(PartsFolder):
         except OSError as exc:
             raise _write_error(self.final(self.part), exc) from exc
         self.part += 1
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _parquet_record(record: dict) -> dict:
+    """``record`` as a Parquet string column can hold it (UTF-8 only): a text holding a lone
+    surrogate (an id read from escaped JSON can) is written with U+FFFD in its place, and the
+    record's error says so, naming the page. The index keeps the id itself (a rerun resumes
+    over it); an index rebuilt from the parts reads the id as written."""
+    changed = [key for key, value in record.items()
+               if isinstance(value, str) and not value.isascii()
+               and _LONE_SURROGATE.search(value)]
+    if not changed:
+        return record
+    note = (f"output: page {record['id']!r}: {', '.join(changed)} held a lone surrogate, "
+            "which Parquet cannot store: written with U+FFFD")
+    record = dict(record)
+    for key in changed:
+        record[key] = _LONE_SURROGATE.sub("\ufffd", record[key])
+    record["error"] = note if record.get("error") is None else f"{record['error']}; {note}"
+    return record
 
 
 def _parquet_schema(records: list[dict]):

@@ -233,3 +233,49 @@ def test_parquet_parts_are_single_row_groups_read_as_one_table(tmp_path, monkeyp
     assert [pq.ParquetFile(p).metadata.num_row_groups for p in parts] == [1, 1, 1]
     assert [pq.ParquetFile(p).metadata.num_rows for p in parts] == [2, 2, 1]
     assert pq.read_table(out).column("id").to_pylist() == [p["id"] for p in base]
+
+
+def test_an_id_with_a_lone_surrogate_gets_its_record_and_resumes(tmp_path):
+    """A page id holding a lone surrogate (valid JSON: "bad\\ud800") gets its record, written
+    as the input wrote it; a rerun over a longer input resumes after it, its duplicate is
+    skipped, and an output whose index was removed is resumed from its records. Parquet,
+    whose strings are UTF-8, writes it with U+FFFD and an error naming the page."""
+    import pyarrow.parquet as pq
+
+    lines = ['{"id": "ok1", "html": "<p>hello</p>"}', '{"id": "bad\\ud800", "html": "<p>x</p>"}',
+             '{"id": "bad\\ud800", "html": "<p>again</p>"}', '{"id": "ok2", "html": "<p>y</p>"}']
+    inp = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    args = ["--model", tiny_bundle(), "--workers", "0", "--quiet"]
+
+    def run(n_lines: int, *more):
+        inp.write_text("".join(line + "\n" for line in lines[:n_lines]))
+        done = run_cli("run", inp, "--out", out, *args, *more)
+        assert b"Traceback" not in done.stderr
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stderr.decode().strip().splitlines()[-1]
+
+    assert run(2).startswith("pulpie-rt run: 2 pages, 0 errors, ")
+    assert out.read_bytes().splitlines()[1].startswith(b'{"id":"bad\\ud800","markdown":"x",')
+    assert run(4).startswith("pulpie-rt run: 2 pages (2 already done), 0 errors, 0 truncated, "
+                             "1 duplicate ids skipped, ")
+    records = read_jsonl(out)
+    assert [(r["id"], r["markdown"], r["error"]) for r in records] == [
+        ("ok1", "hello", None), ("bad\ud800", "x", None), ("ok2", "y", None)]
+    assert run(4).startswith("pulpie-rt run: 0 pages (4 already done), ")
+    out.with_name(out.name + INDEX_FILE_SUFFIX).unlink()
+    assert run(4).startswith("pulpie-rt run: 0 pages (4 already done), ")
+    assert read_jsonl(out) == records
+    out.unlink()
+    out.with_name(out.name + INDEX_FILE_SUFFIX).unlink()
+    assert run(4, "--on-duplicate-id", "keep").startswith("pulpie-rt run: 4 pages, 0 errors, ")
+    assert [r["markdown"] for r in read_jsonl(out)] == ["hello", "x", "again", "y"]
+
+    out = tmp_path / "parquet"
+    assert run(4, "--format", "parquet").startswith("pulpie-rt run: 4 pages, 1 errors, ")
+    table = pq.read_table(out)
+    assert table.column("id").to_pylist() == ["ok1", "bad\ufffd", "ok2"]
+    assert table.column("error").to_pylist()[1] == (
+        "output: page 'bad\\ud800': id held a lone surrogate, which Parquet cannot store: "
+        "written with U+FFFD")
+    assert run(4, "--format", "parquet").startswith("pulpie-rt run: 0 pages (4 already done), ")

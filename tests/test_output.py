@@ -249,8 +249,9 @@ def test_parquet_parts_resume(tmp_path):
 
 def test_records_are_written_by_orjson_and_a_lone_surrogate_by_the_standard_library(tmp_path):
     """Records are written with orjson (no json.dumps per page); one orjson refuses (a lone
-    surrogate in an id read from the input) is written by the standard library as before.
-    Both read back as written; an output of orjson's lines is resumed from the file alone."""
+    surrogate in an id read from the input) is written by the standard library, escaped to
+    ASCII as the input wrote it, so the file stays UTF-8. Both read back as written; an
+    output of orjson's lines is resumed from the file alone."""
     import json
 
     records = [{"id": "a", "markdown": 'é\n"q"\x00\u2028 end', "n_main": 3, "error": None},
@@ -259,8 +260,10 @@ def test_records_are_written_by_orjson_and_a_lone_surrogate_by_the_standard_libr
     payload = encode(records, "none")
     lines = payload.split(b"\n")
     assert lines[0].startswith(b'{"id":"a","markdown":')  # orjson's compact line
-    assert lines[1].startswith(b'{"id": "b')  # the standard library's
+    assert lines[1] == (b'{"id":"b\\ud800","markdown":"lone surrogate id","n_main":0,'
+                        b'"error":"x"}')  # the standard library's, ASCII
     assert lines[-1] == b"" and len(lines) == 4
+    payload.decode("utf-8")  # strict: every reader takes the file
     assert [json.loads(line) for line in lines[:-1]] == records
     path = tmp_path / "out.jsonl"
     output = opened(path)
@@ -269,3 +272,58 @@ def test_records_are_written_by_orjson_and_a_lone_surrogate_by_the_standard_libr
     (tmp_path / "out.jsonl.index.sqlite").unlink()
     rebuilt = opened(path)
     assert list(rebuilt.done_ids()) == ["a", "c"]
+
+
+LONE = "bad\ud800"  # a str read from the JSON "bad\\ud800" holds a lone surrogate
+
+
+@pytest.mark.parametrize("out", ["out.jsonl", "out.jsonl.gz", "shards/"])
+def test_an_id_with_a_lone_surrogate_is_written_looked_up_and_resumed(tmp_path, out):
+    """The index holds an id with a lone surrogate as its surrogatepass bytes (SQLite's UTF-8
+    has no text for it): it is written, found by ``seen``, streamed back by ``done_pages`` as
+    the same str, never taken for another id (its U+FFFD form, the bytes as a text), and an
+    index rebuilt from the output reads it back the same."""
+    path = tmp_path / out
+    kwargs = {"shard_records": 2} if out.endswith("/") else {}
+    ids = ["a", LONE, "bad\ufffd", "bad\udcff", "b"]
+    output = opened(path, **kwargs)
+    output.write([Entry(i, page_id, {"id": page_id, "markdown": "m"})
+                  for i, page_id in enumerate(ids[:3])])
+    output.write([Entry(3, LONE, None)])  # a duplicate skipped: counted, not written
+    output.write([Entry(4, ids[3], {"id": ids[3], "markdown": "m"})])
+    assert output.seen(LONE) == 1 and output.seen("bad\ufffd") == 2
+    assert output.seen("bad\udcff") == 4 and output.seen("bad\udc00") is None
+    assert output.seen("bad\xed\xa0\x80") is None  # the BLOB's bytes read as a text
+    assert list(output.done_pages()) == [(0, "a"), (1, LONE), (2, "bad\ufffd"), (3, LONE),
+                                         (4, "bad\udcff")]
+    output.close()
+    again = opened(path, **kwargs)
+    assert again.pages_done() == 5 and again.seen(LONE) == 1
+    again.close()
+    index = path / "_index.sqlite" if out.endswith("/") else tmp_path / (out + ".index.sqlite")
+    index.unlink()
+    rebuilt = opened(path, **kwargs)  # from the records: the duplicate has none
+    assert list(rebuilt.done_ids()) == ["a", LONE, "bad\ufffd", "bad\udcff"]
+    assert rebuilt.seen(LONE) == 1
+
+
+def test_parquet_writes_a_lone_surrogate_as_u_fffd_and_says_so(tmp_path):
+    """Parquet's strings are UTF-8: a record whose id holds a lone surrogate is written with
+    U+FFFD in its place and an error naming the page; the index keeps the id itself."""
+    out = tmp_path / "out"
+    output = opened(out, fmt="parquet")
+    record = {"markdown": "m", "n_main": 1, "n_other": 0}
+    output.write([Entry(0, "a", {"id": "a", "error": None, **record}),
+                  Entry(1, LONE, {"id": LONE, "error": None, **record}),
+                  Entry(2, "c\udfff", {"id": "c\udfff", "error": "input: bad", **record})])
+    assert output.seen(LONE) == 1 and output.seen("bad\ufffd") is None
+    assert list(output.done_ids()) == ["a", LONE, "c\udfff"]
+    output.close()
+    table = pq.read_table(out)
+    assert table.column("id").to_pylist() == ["a", "bad\ufffd", "c\ufffd"]
+    assert table.column("error").to_pylist() == [
+        None,
+        "output: page 'bad\\ud800': id held a lone surrogate, which Parquet cannot store: "
+        "written with U+FFFD",
+        "input: bad; output: page 'c\\udfff': id held a lone surrogate, which Parquet cannot "
+        "store: written with U+FFFD"]
