@@ -15,7 +15,10 @@ gate therefore measures the code it guards against the code it comes from, here 
    which goes first, for the CPU seconds of one stage on one page; ``--repeats`` passes;
 4. per stage: the sum over pages of each page's median over the passes, working tree / base;
    the gate fails when the working tree is more than ``--threshold`` slower on any stage, or a
-   stage the base has no longer runs.
+   stage the base has no longer runs;
+5. the ``run`` row: ``pulpie-rt run`` of each tree as a whole process on the dev pages
+   (``bench.processes``: model load, reading and writing included; the best of
+   ``--run-rounds`` alternating rounds, CPU seconds of the process), judged the same way.
 
     python -m bench.check                  # the gate (make bench-check)
     python -m bench.check --base HEAD~3    # against another commit
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench import gate_worker
+from bench import gate_worker, processes
 from bench.cpu_stages import SLOWDOWN_ENV, parse_slowdown
 from eval.pages import bench_pages
 from eval.report import REPO_ROOT, format_table, machine_info, write_result
@@ -50,6 +53,9 @@ MAIN_REFS = ("origin/main", "main")
 DEFAULT_PAGES = 48
 DEFAULT_REPEATS = 5
 DEFAULT_THRESHOLD = 0.15
+# the whole-process row: pulpie-rt run of each tree on every dev page, best of this many rounds
+RUN_STAGE = "run"
+DEFAULT_RUN_ROUNDS = 3
 # Stages faster than this per page are called several times per timed unit, so that timer
 # resolution and the per-call bookkeeping stay small against the work.
 MIN_TIMED_UNIT_S = 0.002
@@ -377,6 +383,20 @@ def judge(times: StageTimes, head_available: bool, base_available: bool,
     return GateLine(times.stage, len(usable), head_s, base_s, ratios, same_output, True, "ok")
 
 
+def judge_run(result: dict[str, Any], threshold: float) -> GateLine:
+    """The whole-process row (``bench.processes.run_processes``'s result): the working tree's
+    best round against the base's, in CPU seconds of the process; fails when more than
+    ``threshold`` slower. Its "same output" is the pages whose Markdown is the base's."""
+    rows = {row["system"]: row for row in result["rows"]}
+    head, base = rows[processes.HEAD_ROW], rows[processes.BASE_ROW]
+    ratios = tuple(h / b for h, b in zip(head["cpu_s"], base["cpu_s"], strict=True))
+    slower = head["best_cpu_s"] / base["best_cpu_s"] - 1
+    note = "ok" if slower <= threshold else (f"FAIL: {slower:.0%} slower than the base "
+                                             f"(limit {threshold:.0%})")
+    return GateLine(RUN_STAGE, result["pages"], head["best_cpu_s"], base["best_cpu_s"], ratios,
+                    result["same_markdown"], slower <= threshold, note)
+
+
 def gate_passed(lines: Sequence[GateLine]) -> bool:
     return all(line.passed for line in lines)
 
@@ -421,9 +441,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                         help=f"largest allowed slowdown per stage (default "
                              f"{DEFAULT_THRESHOLD})")
-    parser.add_argument("--stages", nargs="+", default=list(gate_worker.STAGES),
-                        choices=gate_worker.STAGES, metavar="STAGE",
-                        help=f"stages to gate (default all: {' '.join(gate_worker.STAGES)})")
+    stages = [*gate_worker.STAGES, RUN_STAGE]
+    parser.add_argument("--stages", nargs="+", default=stages, choices=stages, metavar="STAGE",
+                        help=f"stages to gate (default all: {' '.join(stages)}; {RUN_STAGE}: "
+                             "pulpie-rt run as a whole process)")
+    parser.add_argument("--run-rounds", type=int, default=DEFAULT_RUN_ROUNDS,
+                        help=f"alternating rounds of the {RUN_STAGE} row (default "
+                             f"{DEFAULT_RUN_ROUNDS})")
+    parser.add_argument("--run-pages", type=int, default=None,
+                        help=f"dev pages of the {RUN_STAGE} row (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     return parser
 
@@ -432,6 +458,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         slowdown = parse_slowdown(os.environ.get(SLOWDOWN_ENV), gate_worker.STAGES)
         pure_python = os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+        if RUN_STAGE in args.stages and args.run_rounds < 1:
+            raise ValueError(f"--run-rounds must be at least 1, not {args.run_rounds}")
         head_tree, base_tree = prepare_trees(args.base)
         pages = bench_pages(args.pages)
         with tempfile.TemporaryDirectory(prefix="bench-gate-") as tmp:
@@ -452,8 +480,8 @@ def run(args: argparse.Namespace) -> int:
                 if head_hello["compiled_core"] != base_hello["compiled_core"]:
                     print("bench-check: note: only one side runs the compiled core",
                           flush=True)
-                stages = [s for s in args.stages
-                          if head_hello["stages"].get(s) or base_hello["stages"].get(s)]
+                stages = [s for s in args.stages if s != RUN_STAGE
+                          and (head_hello["stages"].get(s) or base_hello["stages"].get(s))]
                 print(f"bench-check: {len(pages)} dev pages x {args.repeats} passes, "
                       f"stages: {' '.join(stages)}", flush=True)
                 started = time.perf_counter()
@@ -465,14 +493,30 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 head.close()
                 base.close()
+        lines = [judge(times.get(stage, StageTimes(stage)),
+                       bool(head_hello["stages"].get(stage)),
+                       bool(base_hello["stages"].get(stage)),
+                       _same_output(head_hello, base_hello, stage), args.threshold)
+                 for stage in stages]
+        run_result = None
+        if RUN_STAGE in args.stages:
+            run_pages = bench_pages(args.run_pages)
+            print(f"bench-check: {RUN_STAGE}: pulpie-rt run of each tree on {len(run_pages)} "
+                  f"dev pages, {args.run_rounds} rounds", flush=True)
+            try:
+                run_result = processes.run_processes(
+                    run_pages, rounds=args.run_rounds, skip=processes.OTHERS,
+                    trees=(head_tree, base_tree), log=lambda line: print(line, flush=True))
+            except RuntimeError as exc:  # a side's run exited with an error
+                print(f"bench-check: {RUN_STAGE}: {exc}", flush=True)
+                lines.append(GateLine(RUN_STAGE, 0, None, None, (), None, False,
+                                      f"FAIL: {str(exc).splitlines()[0]}"))
+            else:
+                lines.append(judge_run(run_result, args.threshold))
     except (GateError, ValueError, FileNotFoundError) as exc:
         print(f"bench-check: {exc}", file=sys.stderr)
         return 2
 
-    lines = [judge(times.get(stage, StageTimes(stage)), bool(head_hello["stages"].get(stage)),
-                   bool(base_hello["stages"].get(stage)),
-                   _same_output(head_hello, base_hello, stage), args.threshold)
-             for stage in stages]
     print(gate_table(lines))
     for tree, hello in (("working tree", head_hello), ("base", base_hello)):
         for stage, error in hello["errors"].items():
@@ -494,6 +538,7 @@ def run(args: argparse.Namespace) -> int:
                         else None,
                         "base_per_pass_page": times[line.stage].base if line.stage in times
                         else None} for line in lines],
+            "processes": run_result,
         }, args.json)
     print(f"bench-check: {'PASSED' if passed else 'FAILED'} (working tree vs base "
           f"{base_tree.commit[:12]}, same machine, same run; a stage fails when more than "

@@ -7,9 +7,10 @@ turn, page by page, to time one stage. Both live for the whole run, so they are 
 same minutes, on the same pages, under the same load.
 
 This file runs under either tree's ``pulpie_rt``, so it imports nothing of ``pulpie_rt`` but
-the stages' public entry points (``pulpie_rt.runtime.stages.*``) and ``runtime.native``'s
-``available()``. A stage whose entry point a tree lacks, or which fails there, is reported as
-unavailable on that side instead of stopping the run.
+the stages' public entry points (``pulpie_rt.runtime.stages.*``), the engine's
+``flow.pages.Preparer`` with the embedded model's bundle (``prepare``), and
+``runtime.native``'s ``available()``. A stage whose entry point a tree lacks, or which fails
+there, is reported as unavailable on that side instead of stopping the run.
 
 Protocol: JSON lines on stdin/stdout. The first request configures the side and prepares every
 stage's input from the raw pages with this tree's own upstream stages (untimed); then each
@@ -39,7 +40,7 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 # The stages timed, in order, and what each reads (prepared once per page).
 STAGES = ("simplify", "blocks", "tokens", "chunks", "reconstruct", "markdown", "features",
-          "rescore")
+          "rescore", "prepare")
 MAX_TOKENS = 8192
 _ITEM_ID = re.compile(r'_item_id="(\d+)"')
 
@@ -127,7 +128,24 @@ def stage_functions(checkpoint: Path, slowdown: dict[str, float]) -> dict[str, C
         functions["rescore"] = load_bundle(embedded_model_dir(), "fast").rescorer.log_odds
     except (ImportError, OSError, ValueError):
         pass
+    try:  # the engine's prepare of the default profile on raw HTML, in one walk of the page:
+        # simplify from lexbor's tree, its blocks, their features from simplify's own tree
+        from pulpie_rt.runtime.flow.pages import Preparer
+        from pulpie_rt.runtime.model.bundle import load_bundle
+        from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+        preparer = Preparer.from_bundle(load_bundle(embedded_model_dir()))
+        functions["prepare"] = lambda html: _prepared(preparer.prepare(html))
+    except (ImportError, OSError, ValueError, AttributeError, TypeError):
+        pass
     return {name: slowed(fn, slowdown.get(name, 1.0)) for name, fn in functions.items()}
+
+
+def _prepared(page: Any) -> tuple:
+    """What a prepared page holds, as plain values (to fingerprint)."""
+    features = getattr(page, "features", None)
+    return (list(page.item_ids), page.map_html, [list(c.token_ids) for c in page.chunks],
+            None if features is None else (features.shape, features.tobytes()))
 
 
 def digest(value: Any) -> str:
@@ -204,6 +222,7 @@ class Side:
                 else:
                     if len(rows):
                         self._run("rescore", index, rows)
+        self._run("prepare", index, html)
         main_html = self._run("reconstruct", index, (map_html, alternating_labels(simplified)))
         if main_html is not None:
             self._run("markdown", index, main_html)

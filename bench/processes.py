@@ -100,23 +100,29 @@ def _markdown_by_id(path: Path) -> dict[str, str | None]:
         return {r["id"]: r["markdown"] for r in map(json.loads, records)}
 
 
+HEAD_ROW = "pulpie-rt run (working tree)"
+BASE_ROW = "pulpie-rt run (base)"
+
+
 def run_processes(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
                   base_spec: str | None = None, skip: Sequence[str] = (),
-                  log: Callable[[str], None] = print) -> dict[str, Any]:
+                  log: Callable[[str], None] = print, trees: tuple | None = None
+                  ) -> dict[str, Any]:
     """The row: per side its CPU seconds per round, the best round's pages per CPU-second, and
-    the working tree's Markdown against the base's."""
+    the working tree's Markdown against the base's. ``trees``: ``bench.check``'s (working
+    tree, base) when already prepared."""
     from importlib.util import find_spec
 
     from bench.check import prepare_trees
     from pulpie_rt.runtime.native import ORT_LIBRARY_ENV, ort_library_path
 
-    head, base = prepare_trees(base_spec, log=log)
+    head, base = trees if trees is not None else prepare_trees(base_spec, log=log)
     # one ONNX Runtime library for both trees: the exported base has none beside its core and
     # would load another one (or none), whose start-up is not the change's
     ort_library = ort_library_path()
     sides: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
-    for label, tree in (("pulpie-rt run (working tree)", head), ("pulpie-rt run (base)", base)):
+    for label, tree in ((HEAD_ROW, head), (BASE_ROW, base)):
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "PULPIE_RT_NATIVE_LIB", "PULPIE_RT_PURE_PYTHON")}
         if tree.core_library is not None:
@@ -159,9 +165,8 @@ def run_processes(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
                 side["wall_s"].append(wall)
                 log(f"  round {round_index + 1}/{rounds} {label}: {cpu:.2f} CPU s, "
                     f"{wall:.2f} s")
-        head_md = _markdown_by_id(folder / f"out-{names.index('pulpie-rt run (working tree)')}"
-                                           ".jsonl")
-        base_md = _markdown_by_id(folder / f"out-{names.index('pulpie-rt run (base)')}.jsonl")
+        head_md = _markdown_by_id(folder / f"out-{names.index(HEAD_ROW)}.jsonl")
+        base_md = _markdown_by_id(folder / f"out-{names.index(BASE_ROW)}.jsonl")
     different = sorted(i for i in head_md if head_md[i] != base_md.get(i))
     rows = []
     for label, side in sides.items():
@@ -170,10 +175,10 @@ def run_processes(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
                      "wall_s": side["wall_s"], "best_cpu_s": cpu,
                      "pages_per_cpu_s": len(pages) / cpu})
     by_name = {row["system"]: row for row in rows}
-    ours = by_name["pulpie-rt run (working tree)"]["pages_per_cpu_s"]
+    ours = by_name[HEAD_ROW]["pages_per_cpu_s"]
     result: dict[str, Any] = {
         "pages": len(pages), "rounds": rounds, "rows": rows, "notes": notes,
-        "head_over_base": ours / by_name["pulpie-rt run (base)"]["pages_per_cpu_s"],
+        "head_over_base": ours / by_name[BASE_ROW]["pages_per_cpu_s"],
         "goal_over_base": GOAL_OVER_BASE,
         "same_markdown": len(head_md) - len(different), "different_markdown": different[:50],
     }

@@ -172,6 +172,61 @@ def test_whole_processes_row_runs_each_side_and_compares_the_markdown(small_real
     assert len(result["notes"]) == len(processes.OTHERS) - len(others)
 
 
+def _processes_result(head_cpu: list[float], base_cpu: list[float], same: int = 3) -> dict:
+    rows = [{"system": system, "cpu_s": cpu, "best_cpu_s": min(cpu)}
+            for system, cpu in (("pulpie-rt run (working tree)", head_cpu),
+                                ("pulpie-rt run (base)", base_cpu))]
+    return {"pages": 3, "rows": rows, "same_markdown": same}
+
+
+def test_gate_run_row_judges_the_best_rounds_of_whole_processes():
+    """The run row: the working tree's least CPU seconds over the rounds against the base's;
+    20% slower fails, 10% passes, the per-round ratios show the spread, and the pages whose
+    Markdown is the base's are its "same output"."""
+    slower = check.judge_run(_processes_result([2.4, 2.5, 2.9], [2.0, 2.1, 2.6]), 0.15)
+    assert not slower.passed and slower.stage == "run" and slower.pages == 3
+    assert slower.note == "FAIL: 20% slower than the base (limit 15%)"
+    assert slower.pass_ratios == pytest.approx((1.2, 2.5 / 2.1, 2.9 / 2.6))
+    fine = check.judge_run(_processes_result([2.2, 3.0, 3.0], [2.0, 2.0, 2.0], same=2), 0.15)
+    assert fine.passed and fine.change == pytest.approx(0.1) and fine.same_output == 2
+    assert "run" in check.gate_table([slower, fine]) and "2/3" in check.gate_table([fine])
+
+
+def test_gate_guards_the_engines_prepare_and_the_whole_process_run(small_real_pages, tmp_path,
+                                                                   monkeypatch, capsys):
+    """``bench.check`` end to end on 3 real pages, without git or cargo (this same tree as both
+    sides): the engine's one-walk prepare (simplify from lexbor's tree, features from
+    simplify's) is a gated stage, and ``pulpie-rt run`` of each tree as a whole process is the
+    run row, with the pages whose Markdown is the base's. Speed is not asserted (a threshold
+    no noise reaches)."""
+    from pulpie_rt.runtime import native
+
+    library = native.library_path() if native.available() else None
+    shim = check.make_shim(check.REPO_ROOT, tmp_path / "shim")
+    tree = check.Tree("working tree", check.REPO_ROOT, "HEAD", shim, library, "installed")
+    monkeypatch.setattr(check, "prepare_trees",
+                        lambda base_spec, log=print: (tree, replace(tree, label="base")))
+    monkeypatch.setattr(check, "bench_pages", lambda n=None: small_real_pages)
+    monkeypatch.delenv("PULPIE_RT_BENCH_SLOWDOWN", raising=False)
+    report = tmp_path / "gate.json"
+    assert check.main(["--stages", "prepare", "run", "--repeats", "1", "--run-rounds", "1",
+                       "--threshold", "100", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "bench-check: run: pulpie-rt run of each tree on 3 dev pages, 1 rounds" in out
+    result = json.loads(report.read_text())
+    by_stage = {line["stage"]: line for line in result["stages"]}
+    assert list(by_stage) == ["prepare", "run"]
+    assert by_stage["prepare"]["passed"] and by_stage["prepare"]["same_output"] == 3
+    assert by_stage["prepare"]["pages"] == 3
+    assert by_stage["run"]["passed"] and by_stage["run"]["same_output"] == 3
+    assert by_stage["run"]["pages"] == 3 and len(by_stage["run"]["pass_ratios"]) == 1
+    assert [row["system"] for row in result["processes"]["rows"]] == [
+        "pulpie-rt run (working tree)", "pulpie-rt run (base)"]  # no other extractor
+    assert "PASSED" in out.splitlines()[-1]
+    assert check.main(["--stages", "run", "--run-rounds", "0"]) == 2
+    assert "--run-rounds must be at least 1, not 0" in capsys.readouterr().err
+
+
 def test_gate_worker_prepares_each_stage_from_its_own_upstream_stages(small_real_pages):
     from pulpie_rt.runtime.stages.simplify import simplify
 
@@ -183,6 +238,9 @@ def test_gate_worker_prepares_each_stage_from_its_own_upstream_stages(small_real
     assert side.inputs["reconstruct"][0] == (map_html, gate_worker.alternating_labels(
         simplified))
     assert side.time("chunks", 0, loops=3) > 0
+    # the engine's prepare (the default profile) on the raw page, fingerprinted whole
+    assert side.inputs["prepare"][0] == small_real_pages[0]["html"]
+    assert side.digests["prepare"][0] is not None and side.time("prepare", 0, loops=1) > 0
     assert gate_worker.alternating_labels('<p _item_id="4"></p><p _item_id="7">') == {
         "4": "main", "7": "other"}
 
