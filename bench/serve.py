@@ -81,7 +81,7 @@ def run_serve_bench(pages: list[dict], callers: int = DEFAULT_CALLERS,
             served = asyncio.run(_post_all(server.url, pages, callers))
             passes["serve"].append(time.perf_counter() - start)
         status = server.stop()
-    same = sum(r.markdown == s["content"] and r.error == s["error"]
+    same = sum(r.markdown == s["markdown"] and r.error == s["error"]
                for r, s in zip(ours, served, strict=True))
     best = {side: len(pages) / min(seconds) for side, seconds in passes.items()}
     return {

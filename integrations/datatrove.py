@@ -13,7 +13,8 @@ fill it: ``WarcReader`` decodes the response, ``JsonlReader(text_key="html")`` t
 streams the task's documents through one ``Pipeline`` (the model loads once per task, in the
 task's own process: until then the step is only its settings, so every executor can pickle
 and ship it, ``SlurmPipelineExecutor`` and ``RayPipelineExecutor`` unchanged), and writes the
-Markdown into ``text`` and ``n_main`` / ``n_other`` (blocks kept / dropped) into ``metadata``.
+Markdown into ``text`` and the result's other fields (``runtime.flow.schema``: ``n_main``,
+``n_other``, ``error``, ``truncated``, ``empty_reason``, ``encoding``) into ``metadata``.
 
 Stats (datatrove's, per task in ``logging_dir/stats/`` and merged in ``stats.json``):
 ``total`` documents in, ``forwarded`` out, ``dropped``, ``errors`` (pages that failed; with
@@ -60,6 +61,7 @@ from pulpie_rt.integrations.failures import (
     transient_failure,
 )
 from pulpie_rt.runtime.flow.pages import describe
+from pulpie_rt.runtime.flow.schema import metadata
 from pulpie_rt.runtime.model.devices import usable_cpus
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
@@ -120,7 +122,6 @@ class PulpieExtractor(PipelineStep):
             self.stat_update(StatHints.total)
             if result.error is not None:
                 self.stat_update(STAT_ERRORS)
-                doc.metadata["error"] = result.error
                 keep = self.keep_failed
             elif not result.markdown:
                 self.stat_update(STAT_EMPTY)
@@ -131,8 +132,7 @@ class PulpieExtractor(PipelineStep):
                 self.stat_update(StatHints.dropped)
                 continue
             doc.text = result.markdown
-            doc.metadata["n_main"] = result.n_main
-            doc.metadata["n_other"] = result.n_other
+            doc.metadata.update(metadata(result))
             self.stat_update(StatHints.forwarded)
             self.update_doc_stats(doc)
             yield doc

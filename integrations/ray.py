@@ -9,11 +9,11 @@
 
 ``PulpieExtractor`` is the callable class Ray runs in each actor: it loads the model once, takes
 batches (Arrow, pandas or numpy) with an HTML column (str or bytes, and optionally a
-content-type column), keeps every column and adds ``markdown``, ``n_main``, ``n_other``,
-``error``, ``encoding`` (what an HTML bytes cell was decoded with), ``truncated`` (what the
-page limits cut) and ``empty_reason`` (why a page without error has no content). One row in,
-one row out. ``extract_dataset`` builds the ``map_batches`` call: an actor pool sized to the
-cluster (one CPU left to the reads and writes), a GPU per actor when asked.
+content-type column), keeps every column and adds the result's fields
+(``runtime.flow.schema``: ``markdown``, ``n_main``, ``n_other``, ``error``, ``truncated``,
+``empty_reason``, ``encoding``; the row keeps its own id). One row in, one row out.
+``extract_dataset`` builds the ``map_batches`` call: an actor pool sized to the cluster (one
+CPU left to the reads and writes), a GPU per actor when asked.
 
 Failures
 --------
@@ -74,14 +74,13 @@ from pulpie_rt.integrations.failures import (
     transient_failure,
 )
 from pulpie_rt.runtime.flow.pages import describe
+from pulpie_rt.runtime.flow.schema import columns, result_fields
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 logger = logging.getLogger("pulpie_rt")
 
-# The columns every output row gets, and their Arrow types.
-OUTPUT_TYPES = {"markdown": pa.string(), "n_main": pa.int64(), "n_other": pa.int64(),
-                "error": pa.string(), "encoding": pa.string(), "truncated": pa.string(),
-                "empty_reason": pa.string()}
+# The columns every output row gets (the result's fields), and their Arrow types.
+OUTPUT_TYPES = {f.name: f.arrow_type() for f in result_fields()}
 # Ray Data's retries of a task whose pages kept failing for a transient reason, or whose actor
 # died (Ray's own default for actor tasks is to retry without end).
 TASK_RETRIES = 3
@@ -215,13 +214,7 @@ class PulpieExtractor:
 
 def output_columns(results: Sequence[PageResult]) -> dict[str, list]:
     """The output columns of ``results``, in order (``error`` None where a page succeeded)."""
-    return {"markdown": [r.markdown for r in results],
-            "n_main": [r.n_main for r in results],
-            "n_other": [r.n_other for r in results],
-            "error": [r.error for r in results],
-            "encoding": [r.encoding for r in results],
-            "truncated": [r.truncated for r in results],
-            "empty_reason": [r.empty_reason for r in results]}
+    return columns(results)
 
 
 def _cell(value: Any) -> Any:
@@ -290,7 +283,7 @@ def extract_dataset(
     task_retries: int = TASK_RETRIES,
     extractor: type[PulpieExtractor] = PulpieExtractor,
 ) -> ray.data.Dataset:
-    """``ds`` with ``markdown``, ``n_main``, ``n_other`` and ``error`` added to every row, by a
+    """``ds`` with the result's fields (``OUTPUT_TYPES``) added to every row, by a
     pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
 
     ``actors``: a fixed count, or ``(min, max)`` for an autoscaling pool; None: as many as the

@@ -75,19 +75,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def _record(page, result) -> dict:
-    record = {
-        "id": page.id,
-        "markdown": result.markdown,
-        "n_main": result.n_main,
-        "n_other": result.n_other,
-        "error": page.error or result.error,
-        "truncated": result.truncated,
-        "empty_reason": result.empty_reason,
-        "encoding": result.encoding,
-    }
-    if page.url is not None:
-        record["url"] = page.url
-    return record
+    """The page's record (``flow.schema``): its id, the result, the WARC record's URL; an input
+    the reader could not use has its own error."""
+    from pulpie_rt.runtime.flow.schema import record
+
+    return record(page.id, result, error=page.error, url=page.url)
 
 
 class _NoProgress:
@@ -322,6 +314,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    from pulpie_rt.runtime.flow.schema import record_fields
+
     extract = subparsers.add_parser("extract", help="one page's main content as Markdown",
                                     description="Print the main content of PAGE as Markdown.")
     extract.add_argument("page", help="HTML file, or - for stdin")
@@ -336,7 +330,7 @@ def register(subparsers) -> None:
     run = subparsers.add_parser(
         "run", help="bulk extraction of JSONL / WARC / Parquet inputs (resumable)",
         description="Extract every page of INPUT files into OUT: one record per page "
-                    "{id, markdown, n_main, n_other, error, truncated, empty_reason, encoding}. "
+                    f"{{{', '.join(f.name for f in record_fields())}}} (WARC inputs add url). "
                     "Rerunning with the same --out resumes after the pages already written.")
     run.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="*.jsonl[.gz], *.warc[.gz] or *.parquet")

@@ -1,8 +1,8 @@
 """Readers for ``pulpie-rt run``: JSONL(.gz), WARC(.gz) and Parquet in (``runtime.output``
 writes, and resumes).
 
-Every input page becomes exactly one output record ``{id, markdown, n_main, n_other, error,
-truncated, empty_reason, encoding}`` (WARC inputs add ``url``), written in input order. A record
+Every input page becomes exactly one output record (its fields: ``runtime.flow.schema``; WARC
+inputs add ``url``), written in input order. A record
 the reader cannot use (bad JSON, no HTML field) is still a page: it gets an ``input: ...``
 error. ``encoding`` is what page bytes were decoded with (``stages.decode``): a WARC record's
 bytes with its HTTP header's Content-Type, a Parquet binary HTML column with the row's

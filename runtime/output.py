@@ -757,14 +757,11 @@ def _parquet_record(record: dict) -> dict:
 
 
 def _parquet_schema(records: list[dict]):
-    import pyarrow as pa
+    """The parts' Arrow schema (``flow.schema``): a record's fields, ``url`` when a record has
+    one."""
+    from pulpie_rt.runtime.flow.schema import arrow_schema, record_fields
 
-    fields = [("id", pa.string()), ("markdown", pa.string()), ("n_main", pa.int64()),
-              ("n_other", pa.int64()), ("error", pa.string()), ("truncated", pa.string()),
-              ("empty_reason", pa.string()), ("encoding", pa.string())]
-    if any("url" in r for r in records):
-        fields.append(("url", pa.string()))
-    return pa.schema(fields)
+    return arrow_schema(record_fields(url=any("url" in r for r in records)))
 
 
 def open_output(out: str | Path, fmt: str = "jsonl", *, shard_records: int | None = None,

@@ -257,3 +257,20 @@ def pages_counted(index: Path) -> int:
         return 0
     finally:
         db.close()
+
+
+# a record field's type (runtime.flow.schema's TYPES) as the JSON value it holds
+_FIELD_VALUE_TYPES = {"string": str, "integer": int, "id": (str, int, float)}
+
+
+def check_record(record: dict, fields) -> None:
+    """``record`` has exactly ``fields`` (``runtime.flow.schema.Field``\\ s), in their order,
+    each holding a value of its type (None only where the field is nullable)."""
+    assert list(record) == [f.name for f in fields], (list(record), [f.name for f in fields])
+    for f in fields:
+        value = record[f.name]
+        if value is None:
+            assert f.nullable, (f.name, record)
+        else:
+            assert isinstance(value, _FIELD_VALUE_TYPES[f.type]), (f.name, value)
+            assert not (f.type == "integer" and isinstance(value, bool)), (f.name, value)

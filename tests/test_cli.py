@@ -11,6 +11,7 @@ import time
 
 import pytest
 from rt_helpers import (
+    check_record,
     hostile_pages,
     pages_counted,
     short_context_bundle,
@@ -20,6 +21,8 @@ from rt_helpers import (
 
 from pulpie_rt import Extractor
 from pulpie_rt.integrations.serve.process import descendants
+from pulpie_rt.runtime.flow.schema import arrow_schema, record, record_fields
+from pulpie_rt.runtime.io import iter_inputs
 from pulpie_rt.runtime.output import INDEX_FILE_SUFFIX
 
 CLI = [sys.executable, "-m", "pulpie_rt.cli"]
@@ -174,9 +177,46 @@ def test_parquet_output(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     table = pq.read_table(out)
     assert table.column("id").to_pylist() == [p["id"] for p in base]
-    assert table.column_names == ["id", "markdown", "n_main", "n_other", "error", "truncated",
-                                  "empty_reason", "encoding"]
+    assert table.schema == arrow_schema(record_fields())
     assert table.column("encoding").to_pylist() == [None] * 3  # JSONL holds text
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "parquet"])
+def test_run_records_are_the_schemas_records(tmp_path, output_format):
+    """Each record has exactly the schema's fields, ``url`` for WARC pages, and the
+    extractor's values; Parquet parts have the schema's Arrow types."""
+    import pyarrow.parquet as pq
+    from test_io import write_warc
+
+    warc = tmp_path / "in.warc"
+    write_warc(warc, compress=False)
+    page = small_dev_pages(20_000)[0]
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"id": page["id"], "html": page["html"]}) + "\n{bad\n",
+                     encoding="utf-8")
+    out = tmp_path / ("out" if output_format == "parquet" else "out.jsonl")
+    done = run_cli("run", jsonl, warc, "--out", out, "--format", output_format, "--model",
+                   tiny_bundle(), "--workers", "0", "--quiet")
+    assert done.returncode == 0, done.stderr.decode()
+    inputs = list(iter_inputs([jsonl, warc]))
+    results = Extractor(tiny_bundle(), device="cpu").extract_batch(
+        [p.html if p.error is None else None for p in inputs], [p.content_type for p in inputs])
+    expected = [record(p.id, r, error=p.error, url=p.url) for p, r in zip(inputs, results,
+                                                                           strict=True)]
+    assert [r.get("url") for r in expected] == [None, None, "http://a.example/",
+                                                "http://b.example/"]
+    assert expected[1]["error"].startswith("input: in.jsonl:2: invalid JSON")
+    if output_format == "parquet":
+        table = pq.read_table(out)
+        assert table.schema == arrow_schema(record_fields(url=True))
+        # the JSONL pages have no URL: null in the column the WARC pages fill
+        got = [{k: v for k, v in row.items() if k != "url" or v is not None}
+               for row in table.to_pylist()]
+    else:
+        got = read_jsonl(out)
+    for row, want in zip(got, expected, strict=True):
+        check_record(row, record_fields(url="url" in want))
+    assert got == expected
 
 
 def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):

@@ -19,6 +19,10 @@ from integration_helpers import (  # noqa: E402
     extractor_results,
     integration_pages,
 )
+from rt_helpers import check_record  # noqa: E402
+
+from pulpie_rt import Extractor  # noqa: E402
+from pulpie_rt.runtime.flow.schema import RESULT_FIELDS, metadata  # noqa: E402
 
 STEP_NAME = "🛢 - EXTRAC: pulpie-rt main content"
 
@@ -113,9 +117,13 @@ def test_failed_and_empty_documents_kept_when_asked(tmp_path):
     out = list(step.run(iter(documents)))
     assert [d.id for d in out] == [page["id"], "g", "none"]
     assert out[0].text == extractor_results()[page["id"]][0] != ""
-    assert (out[1].text, out[1].metadata) == ("", {"n_main": 0, "n_other": 0})
-    assert out[2].text == ""
+    assert (out[1].text, out[1].metadata["n_main"], out[2].text) == ("", 0, "")
     assert out[2].metadata["error"] == "input: html must be str or bytes, not NoneType"
+    # every document's metadata is the schema's result fields but the content (its text)
+    results = Extractor().extract_batch([page["html"], GARBAGE_HTML, None])
+    for doc, result in zip(out, results, strict=True):
+        check_record(doc.metadata, RESULT_FIELDS)
+        assert doc.metadata == metadata(result)
     counts = {name: int(step.stats[name].total) for name in
               ("total", "forwarded", "errors", "empty")}
     assert counts == {"total": 3, "forwarded": 3, "errors": 1, "empty": 1}
@@ -196,7 +204,7 @@ def test_a_transient_failure_runs_again_a_permanent_one_once(tmp_path, monkeypat
     out = {d.id: d for d in step.run(iter(docs))}
     expected = extractor_results()
     assert out[pages[0]["id"]].text == expected[pages[0]["id"]][0] != ""
-    assert "error" not in out[pages[0]["id"]].metadata
+    assert out[pages[0]["id"]].metadata["error"] is None  # the retry succeeded
     assert out[pages[1]["id"]].metadata["error"] == "decode: InjectedFault: not a page"
     assert fault.runs == {pages[0]["id"]: 2, pages[1]["id"]: 1, pages[2]["id"]: 1}
     assert len(opened) == 2  # the task's model, and a fresh one for the retry

@@ -21,12 +21,13 @@ from integration_helpers import (  # noqa: E402
     extractor_results,
     integration_pages,
 )
+from rt_helpers import check_record  # noqa: E402
 
-from pulpie_rt import PageResult  # noqa: E402
+from pulpie_rt import Extractor, PageResult  # noqa: E402
+from pulpie_rt.runtime.flow.schema import result_fields, result_values  # noqa: E402
 
 NULL_ERROR = "input: html must be str or bytes, not NoneType"
-OUTPUT_COLUMNS = ["markdown", "n_main", "n_other", "error", "encoding", "truncated",
-                  "empty_reason"]
+OUTPUT_COLUMNS = [f.name for f in result_fields()]
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +187,22 @@ def test_arrow_pandas_and_numpy_batches_with_bytes_and_content_type(extractor):
     # a batch that already has the output columns (a rerun over an output) gets them replaced
     again = extractor(extractor(table))
     assert again.column_names == ["id", "page", "type", *OUTPUT_COLUMNS]
+
+
+def test_the_added_columns_are_the_schemas_result_fields(extractor):
+    """Every row gets exactly the schema's result fields, of its Arrow types, with
+    ``Extractor``'s values (the row keeps its own id and columns)."""
+    rows = small_rows()
+    out = extractor(pa.Table.from_pylist(rows))
+    fields = result_fields()
+    assert out.schema.names == ["id", "page", "type", *(f.name for f in fields)]
+    assert [out.schema.field(f.name).type for f in fields] == [f.arrow_type() for f in fields]
+    results = Extractor().extract_batch([r["page"] for r in rows], [r["type"] for r in rows])
+    added = out.select([f.name for f in fields]).to_pylist()
+    for row, result in zip(added, results, strict=True):
+        check_record(row, fields)
+        assert row == result_values(result)
+    assert added[2]["error"] == NULL_ERROR
 
 
 def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):

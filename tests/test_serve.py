@@ -18,16 +18,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from rt_helpers import small_dev_pages, start_server
+from rt_helpers import check_record, small_dev_pages, start_server
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 parser = pytest.importorskip("prometheus_client.parser")
 
-from pulpie_rt import Extractor  # noqa: E402
+from pulpie_rt import Extractor, PageResult  # noqa: E402
 from pulpie_rt.corpus import load_pages  # noqa: E402
 from pulpie_rt.integrations.serve.process import free_port  # noqa: E402
+from pulpie_rt.runtime.flow.schema import CONTENT_FORMATS, record, record_fields  # noqa: E402
 
 PAYLOAD_LIMIT = 6_000_000  # server A: a 5 MB page fits, a 6.5 MB body does not
 FIVE_MB_PAGE = "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>"  # synthetic
@@ -77,12 +78,7 @@ def expected_json(extractor: Extractor, pages: list[dict], output_format: str) -
                             strict=True):
         _extracted[page["id"]] = result
     results = [_extracted[p["id"]] for p in pages]
-    content = {"markdown": lambda r: r.markdown, "html": lambda r: r.html,
-               "text": lambda r: r.text}[output_format]
-    return [{"id": p["id"], "content": content(r), "error": r.error, "n_blocks": r.n_blocks,
-             "n_main": r.n_main, "truncated": r.truncated, "empty_reason": r.empty_reason,
-             "encoding": r.encoding}
-            for p, r in zip(pages, results, strict=True)]
+    return [record(p["id"], r, output_format) for p, r in zip(pages, results, strict=True)]
 
 
 def extract(url: str, pages: list[dict], output_format: str | None = None,
@@ -169,9 +165,9 @@ def test_a_bad_page_fails_alone(server, extractor, parity_pages):
     assert response.status_code == 200, response.text
     good, missing, number = response.json()["results"]
     assert good == {**expected_json(extractor, [parity_pages[1]], "markdown")[0], "id": "good"}
-    assert missing == {"id": "no-html", "content": "", "n_blocks": 0, "n_main": 0,
-                       "error": "input: html must be str or bytes, not NoneType",
-                       "truncated": None, "empty_reason": None, "encoding": None}
+    assert missing == record("no-html", PageResult(
+        error="input: html must be str or bytes, not NoneType"))
+    assert missing["markdown"] == "" and missing["n_main"] == missing["n_other"] == 0
     assert number["id"] == 7 and number["error"] == "input: html must be str or bytes, not int"
 
 
@@ -316,11 +312,8 @@ def test_a_5_mb_page_is_extracted(server, extractor, parity_pages):
     assert response.status_code == 200
     big, small = response.json()["results"]
     expected = extractor.extract(FIVE_MB_PAGE)
-    assert big == {"id": "5mb", "content": expected.markdown, "error": None,
-                   "n_blocks": expected.n_blocks, "n_main": expected.n_main,
-                   "truncated": expected.truncated, "empty_reason": expected.empty_reason,
-                   "encoding": None}
-    assert len(big["content"]) > 4_000_000
+    assert big == record("5mb", expected) and expected.error is None
+    assert len(big["markdown"]) > 4_000_000
     assert small == {**expected_json(extractor, [parity_pages[3]], "markdown")[0], "id": "small"}
 
 
@@ -330,11 +323,7 @@ def test_binary_html_body_is_a_page_not_a_crash(server, extractor, parity_pages)
                           headers={"Content-Type": "text/html"}, timeout=60)
     assert response.status_code == 200
     (expected,) = extractor.extract_batch([binary])
-    assert response.json()["results"] == [{
-        "id": 0, "content": expected.markdown, "error": expected.error,
-        "n_blocks": expected.n_blocks, "n_main": expected.n_main,
-        "truncated": expected.truncated, "empty_reason": expected.empty_reason,
-        "encoding": expected.encoding}]
+    assert response.json()["results"] == [record(0, expected)]
     still_answers(server.url, parity_pages[2])
 
 
@@ -367,6 +356,31 @@ def test_info_metrics_openapi(server):
     assert {"/v1/extract", "/live", "/ready", "/health", "/info", "/metrics",
             "/openapi.json"} == set(spec["paths"])
     assert httpx.get(server.url + "/docs", follow_redirects=True).json() == spec
+
+
+def test_every_answer_is_the_schemas_record_and_follows_the_openapi_document(server,
+                                                                             parity_pages):
+    """Each result has exactly the record's fields for its format, and every answer validates
+    against the document the service serves (its Result derived from the same schema)."""
+    from jsonschema import Draft202012Validator
+
+    spec = httpx.get(server.url + "/openapi.json").json()
+    components = spec["components"]
+    answer = Draft202012Validator({"$ref": "#/components/schemas/Response",
+                                   "components": components})
+    pages = [*({"id": p["id"], "html": p["html"]} for p in parity_pages[:2]),
+             {"id": 7, "html": None}]
+    for output_format in CONTENT_FORMATS:
+        body = httpx.post(server.url + "/v1/extract", json={"pages": pages,
+                                                             "format": output_format},
+                          timeout=120).json()
+        answer.validate(body)
+        for result in body["results"]:
+            check_record(result, record_fields(output_format))
+        assert body["results"][2]["error"] == "input: html must be str or bytes, not NoneType"
+        wrong = {**body["results"][0], "n_blocks": 3}  # a field the schema has not
+        assert not Draft202012Validator({"$ref": "#/components/schemas/Result",
+                                         "components": components}).is_valid(wrong)
 
 
 def test_ready_is_503_until_the_model_is_loaded():
@@ -433,7 +447,7 @@ def test_the_default_fast_profile_serves_what_the_extractor_makes_with_it(tmp_pa
     results = Extractor(device="cpu", profile="fast").extract_batch(
         [p["html"] for p in parity_pages])
     assert response.status_code == 200, response.text
-    assert [(r["id"], r["content"], r["n_main"], r["error"])
+    assert [(r["id"], r["markdown"], r["n_main"], r["error"])
             for r in response.json()["results"]] == [
         (p["id"], r.markdown, r.n_main, None) for p, r in zip(parity_pages, results, strict=True)]
 

@@ -376,7 +376,7 @@ def test_api_key_guards_every_route_but_the_probes():
         key = {"Authorization": "Bearer s3cret"}
         served = client.post("/v1/extract", json=body, headers=key)
         assert served.status_code == 200
-        assert served.json()["results"][0]["content"] == "page a"
+        assert served.json()["results"][0]["markdown"] == "page a"
         spec = client.get("/openapi.json", headers=key).json()
         assert spec["security"] == [{"bearer": []}]
         assert "401" in spec["paths"]["/v1/extract"]["post"]["responses"]
@@ -491,7 +491,7 @@ def test_readiness_is_503_while_the_engine_fails_every_page_and_comes_back(monke
         while client.get("/ready").status_code != 200:
             assert time.monotonic() < deadline, "not ready 10 s after the engine recovered"
             time.sleep(0.05)
-        assert client.post("/v1/extract", json=body).json()["results"][0]["content"] == "page a"
+        assert client.post("/v1/extract", json=body).json()["results"][0]["markdown"] == "page a"
 
 
 def test_groups_take_queued_pages_of_every_request_within_the_byte_budget():

@@ -44,11 +44,11 @@ from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT
 from pulpie_rt.integrations.serve.openapi import openapi_document
 from pulpie_rt.integrations.serve.service import ExtractionService
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, describe
+from pulpie_rt.runtime.flow.schema import CONTENT_FORMATS, DEFAULT_FORMAT, record
 from pulpie_rt.version import __version__
 
 logger = logging.getLogger("pulpie_rt.serve")
 
-FORMATS = ("markdown", "html", "text")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 JSON_TYPES = ("application/json", "")  # no Content-Type: JSON
 # Bodies and answers past this size are (de)serialised off the event loop.
@@ -122,7 +122,7 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
     if not body:
         raise RequestRefused("empty_body", "the request body is empty")
     if media_type in HTML_TYPES:  # one raw page; id and format in the query string
-        output_format = query.get("format", "markdown")
+        output_format = query.get("format", DEFAULT_FORMAT)
         check_format(output_format)
         return [PageInput(body, page_id=query.get("id", 0), content_type=content_type)], \
             output_format
@@ -136,7 +136,7 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
     if not isinstance(payload, dict):
         raise RequestRefused("invalid_request", "the body must be a JSON object "
                              '{"pages": [{"id": ..., "html": ...}], "format": ...}')
-    output_format = payload.get("format", "markdown")
+    output_format = payload.get("format", DEFAULT_FORMAT)
     check_format(output_format)
     pages = payload.get("pages")
     if not isinstance(pages, list) or not pages:
@@ -165,27 +165,14 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
 
 
 def check_format(output_format: Any) -> None:
-    if output_format not in FORMATS:
+    if output_format not in CONTENT_FORMATS:
         raise RequestRefused("invalid_request", f"format {output_format!r} is not one of "
-                             f"{', '.join(FORMATS)}")
+                             f"{', '.join(CONTENT_FORMATS)}")
 
 
 def result_json(result: PageResult, output_format: str) -> dict[str, Any]:
-    """One page's answer: its id, its content in ``output_format``, its error, block counts,
-    what the page limits cut (``truncated``) and why a page without error has no content
-    (``empty_reason``)."""
-    if result.error is not None:
-        content = ""
-    elif output_format == "markdown":
-        content = result.markdown
-    elif output_format == "html":
-        content = result.html
-    else:
-        content = result.text
-    return {"id": result.page_id, "content": content, "error": result.error,
-            "n_blocks": result.n_blocks, "n_main": result.n_main,
-            "truncated": result.truncated, "empty_reason": result.empty_reason,
-            "encoding": result.encoding}
+    """One page's answer: its record (``flow.schema``), the content in ``output_format``."""
+    return record(result.page_id, result, output_format)
 
 
 def render_json(payload: Any) -> bytes:
@@ -310,7 +297,7 @@ class ServeApp:
 
     async def info(self, request: Request) -> Response:
         return JSONResponse({**self.service.info(), "version": __version__,
-                             "limits": self.limits.as_dict(), "formats": list(FORMATS)})
+                             "limits": self.limits.as_dict(), "formats": list(CONTENT_FORMATS)})
 
     async def metrics_text(self, request: Request) -> Response:
         return Response(self.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
@@ -489,7 +476,7 @@ class ServeApp:
                 if not ticket.future.done():
                     ticket.cancel()
         payload = {"format": output_format, "results": results}
-        size = sum(len(r["content"]) for r in results)
+        size = sum(len(r[output_format]) for r in results)
         content = (await asyncio.to_thread(render_json, payload) if size > OFF_LOOP_BYTES
                    else render_json(payload))
         return Response(content, media_type="application/json")

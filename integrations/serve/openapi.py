@@ -1,10 +1,17 @@
-"""The service's OpenAPI 3.1 document (``GET /openapi.json``), written out by hand: the API is
-a few routes, and the document states the limits the running service applies."""
+"""The service's OpenAPI 3.1 document (``GET /openapi.json``): the routes written out here (a
+few, with the limits the running service applies), a result's schema derived from the page
+record's one definition (``runtime.flow.schema``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pulpie_rt.runtime.flow.schema import (
+    CONTENT_FORMATS,
+    DEFAULT_FORMAT,
+    json_schema,
+    record_fields,
+)
 from pulpie_rt.version import __version__
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
@@ -67,7 +74,7 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                                                  "query string, the charset in Content-Type"},
                 }},
                 "responses": {"200": _answer("one result per page, in order; a page that "
-                                             "failed has `error` set and empty `content`",
+                                             "failed has `error` set and empty content",
                                              {"$ref": "#/components/schemas/Response"}),
                               **extract_errors},
             }},
@@ -94,7 +101,7 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                 "pages": {"type": "array", "minItems": 1,
                           "maxItems": limits.max_client_batch_size,
                           "items": {"$ref": "#/components/schemas/Page"}},
-                "format": {"enum": ["markdown", "html", "text"], "default": "markdown"},
+                "format": {"enum": list(CONTENT_FORMATS), "default": DEFAULT_FORMAT},
             }},
             "Page": {"type": "object", "required": ["html"], "properties": {
                 "id": {"type": ["string", "number", "null"],
@@ -107,19 +114,10 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                 "format": {"type": "string"},
                 "results": {"type": "array", "items": {"$ref": "#/components/schemas/Result"}},
             }},
-            "Result": {"type": "object", "properties": {
-                "id": {}, "content": {"type": "string"},
-                "error": {"type": ["string", "null"],
-                          "description": '"<stage>: <reason>" when the page failed'},
-                "n_blocks": {"type": "integer"}, "n_main": {"type": "integer"},
-                "truncated": {"type": ["string", "null"],
-                              "description": "what the page limits cut from the page"},
-                "empty_reason": {"type": ["string", "null"],
-                                 "description": "why a page without error has no content"},
-                "encoding": {"type": ["string", "null"],
-                             "description": "the encoding page bytes were decoded with (null "
-                                            "for a page sent as a JSON string)"},
-            }},
+            # the record of the format asked for: the content under the format's name
+            "Result": {"oneOf": [{"title": f"Result ({name})",
+                                  **json_schema(record_fields(name))}
+                                 for name in CONTENT_FORMATS]},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},
             }},

@@ -26,6 +26,7 @@ from pulpie_rt.runtime.flow.pages import (
     PageResult,
     RunStats,
 )
+from pulpie_rt.runtime.flow.schema import RESULT_FIELDS
 from pulpie_rt.runtime.model.devices import (
     AUTO,
     backend_names,
@@ -308,9 +309,7 @@ def _result_of(view: ctypes.Structure) -> PageResult:
         html=_text(view.html, view.html_len),
         markdown=_text(view.markdown, view.markdown_len),
         labels=labels,
-        error=_optional(view.error),
-        truncated=_optional(view.truncated),
-        empty_reason=_optional(view.empty_reason),
-        encoding=_optional(view.encoding),
+        # the record's string fields (error, truncated, ...): the view's of the same names
+        **{f.name: _optional(getattr(view, f.name)) for f in RESULT_FIELDS if f.type == "string"},
     )
 

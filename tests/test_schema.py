@@ -1,0 +1,89 @@
+"""The page record's one definition (``runtime.flow.schema``) against what produces its values:
+the C SDK's result accessors (``core/include/pulpie_rt.h``), ``PageResult``, and the user
+guide's table. Each door's record is tested against it where the door is: tests/test_cli.py
+(JSONL, Parquet), tests/test_serve.py (JSON, OpenAPI), tests/test_integration_ray.py (Arrow),
+tests/test_integration_datatrove.py (metadata)."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+from rt_helpers import check_record, small_dev_pages
+
+from pulpie_rt import Extractor, PageResult
+from pulpie_rt.runtime import binding
+from pulpie_rt.runtime.flow import schema
+
+REPO = Path(__file__).resolve().parent.parent
+# the result accessors that are not a field: the per-block labels and the destructor
+NOT_FIELDS = {"n_labels", "label", "free"}
+C_TYPES = {"string": ctypes.c_char_p, "integer": ctypes.c_uint32}
+
+
+def every_result_field() -> list[schema.Field]:
+    return [schema.content_field(name) for name in schema.CONTENT_FORMATS] + list(
+        schema.RESULT_FIELDS)
+
+
+def test_the_c_sdk_result_has_one_accessor_per_field_of_its_type():
+    declared = binding.parse((REPO / "core/include/pulpie_rt.h").read_text(encoding="utf-8"))
+    prefix = "pulpie_rt_result_"
+    accessors = {name.removeprefix(prefix): restype
+                 for name, (_, restype) in declared.functions.items()
+                 if name.startswith(prefix) and name.removeprefix(prefix) not in NOT_FIELDS}
+    assert accessors == {f.name: C_TYPES[f.type] for f in every_result_field()}
+
+
+@pytest.fixture(scope="module")
+def results() -> list[PageResult]:
+    pages = [p["html"] for p in small_dev_pages(20_000)[:2]]
+    return Extractor().extract_batch([*pages, "<p>caf\xe9</p>".encode("latin-1"), 12])
+
+
+@pytest.mark.parametrize("content_format", schema.CONTENT_FORMATS)
+def test_page_results_give_every_field_of_its_type(results, content_format):
+    fields = schema.result_fields(content_format)
+    for result in results:
+        values = schema.result_values(result, content_format)
+        check_record(values, fields)
+        assert values == {f.name: getattr(result, f.name) for f in fields}
+    ok, _, latin, failed = results
+    assert ok.error is None and ok.n_main > 0 and ok.markdown and ok.encoding is None
+    assert latin.encoding == "windows-1252" and failed.encoding is None
+    assert failed.error == "input: html must be str or bytes, not int"
+    assert schema.result_values(failed, content_format)[content_format] == ""
+
+
+def test_a_record_is_the_id_the_result_and_the_url_when_given(results):
+    ok, failed = results[0], results[3]
+    assert schema.record("a", ok) == {"id": "a", **schema.result_values(ok)}
+    record = schema.record("b", failed, "text", error="input: no html field", url="http://x/")
+    check_record(record, schema.record_fields("text", url=True))
+    assert record == {**schema.result_values(failed, "text"), "id": "b",
+                      "error": "input: no html field", "url": "http://x/"}
+    assert schema.metadata(ok) == {f.name: getattr(ok, f.name) for f in schema.RESULT_FIELDS}
+    with pytest.raises(ValueError, match=r"^format 'pdf' is not one of markdown, html, text$"):
+        schema.record("c", ok, "pdf")
+
+
+def test_the_json_and_arrow_schemas_follow_each_field():
+    import pyarrow as pa
+
+    fields = schema.record_fields(url=True)
+    document = schema.json_schema(fields)
+    assert document["required"] == [f.name for f in fields]
+    assert document["additionalProperties"] is False
+    assert document["properties"]["n_main"] == {"type": "integer",
+                                                "description": "blocks labelled main"}
+    assert document["properties"]["error"]["type"] == ["string", "null"]
+    assert document["properties"]["id"]["type"] == ["string", "number", "null"]
+    assert schema.arrow_schema(fields) == pa.schema(
+        [(f.name, pa.int64() if f.type == "integer" else pa.string()) for f in fields])
+
+
+def test_the_user_guide_shows_the_records_fields():
+    guide = (REPO / "docs/user-guide.md").read_text(encoding="utf-8")
+    table = schema.fields_table(schema.record_fields(url=True))
+    assert table in guide, f"docs/user-guide.md's record table is not the schema's:\n{table}"
