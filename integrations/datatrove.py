@@ -61,7 +61,7 @@ from pulpie_rt.integrations.failures import (
     transient_failure,
 )
 from pulpie_rt.runtime.flow.pages import describe
-from pulpie_rt.runtime.flow.schema import metadata
+from pulpie_rt.runtime.flow.schema import Output, output_of, result_values
 from pulpie_rt.runtime.model.devices import usable_cpus
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
@@ -78,6 +78,8 @@ class PulpieExtractor(PipelineStep):
     ``metadata["error"]``) / a page without main content instead of dropping it.
     ``devices``, ``workers``, ``threads``, ``backend``: ``Pipeline``'s, per task; None
     (the default) sizes them to the task's share of the machine (the module's docstring).
+    ``output``: the content's format and switches (``Output("text", tables=False)``, or a
+    format's name); ``text`` gets the content, ``metadata`` the other result fields.
     """
 
     name = "pulpie-rt main content"
@@ -86,8 +88,9 @@ class PulpieExtractor(PipelineStep):
     def __init__(self, model: str | os.PathLike | None = None, *, keep_failed: bool = False,
                  keep_empty: bool = False, devices: list[str] | str | None = None,
                  workers: int | None = None, threads: int | None = None, backend: str = "auto",
-                 profile: str | None = None):
+                 profile: str | None = None, output: Output | str = "markdown"):
         super().__init__()
+        self.output = output_of(output)
         self.model = DEFAULT_MODEL if model is None else model
         self.keep_failed = keep_failed
         self.keep_empty = keep_empty
@@ -123,7 +126,7 @@ class PulpieExtractor(PipelineStep):
             if result.error is not None:
                 self.stat_update(STAT_ERRORS)
                 keep = self.keep_failed
-            elif not result.markdown:
+            elif not result.markdown:  # no main content (in any format)
                 self.stat_update(STAT_EMPTY)
                 keep = self.keep_empty
             else:
@@ -131,8 +134,9 @@ class PulpieExtractor(PipelineStep):
             if not keep:
                 self.stat_update(StatHints.dropped)
                 continue
-            doc.text = result.markdown
-            doc.metadata.update(metadata(result))
+            values = result_values(result, self.output)
+            doc.text = values.pop(self.output.content_format)  # the rest is metadata
+            doc.metadata.update(values)
             self.stat_update(StatHints.forwarded)
             self.update_doc_stats(doc)
             yield doc

@@ -74,13 +74,11 @@ from pulpie_rt.integrations.failures import (
     transient_failure,
 )
 from pulpie_rt.runtime.flow.pages import describe
-from pulpie_rt.runtime.flow.schema import columns, result_fields
+from pulpie_rt.runtime.flow.schema import Output, columns, output_of, result_fields
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
 logger = logging.getLogger("pulpie_rt")
 
-# The columns every output row gets (the result's fields), and their Arrow types.
-OUTPUT_TYPES = {f.name: f.arrow_type() for f in result_fields()}
 # Ray Data's retries of a task whose pages kept failing for a transient reason, or whose actor
 # died (Ray's own default for actor tasks is to retry without end).
 TASK_RETRIES = 3
@@ -102,16 +100,21 @@ class PulpieExtractor:
     actor's one engine (each runs whole pages, the GIL released; in your own ``map_batches``
     pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does). ``threads``: ONNX
     Runtime's intra-op threads per call (None: its default, every core of the machine).
+    ``output``: the content's format and switches (``Output("text", links=False)``, or a
+    format's name), which decide the columns added (``output_types``).
     """
 
     def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",
                  content_type_column: str | None = None, device: str | None = None,
                  workers: int = 1, threads: int | None = 1, backend: str = "auto",
-                 profile: str | None = None):
+                 profile: str | None = None, output: Output | str = "markdown"):
         if device is None:
             device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
         self.html_column = html_column
         self.content_type_column = content_type_column
+        self.output = output_of(output)
+        # the columns every output row gets (the result's fields) and their Arrow types
+        self.output_types = {f.name: f.arrow_type() for f in result_fields(self.output)}
         self._settings = {"model": DEFAULT_MODEL if model is None else model,
                           "devices": device, "workers": workers, "threads": threads,
                           "backend": backend, "profile": profile}
@@ -191,8 +194,8 @@ class PulpieExtractor:
     def _arrow(self, table: pa.Table) -> pa.Table:
         htmls, types = self._inputs(table.column_names,
                                     lambda name: table.column(name).to_pylist())
-        for name, values in output_columns(self.extract(htmls, types)).items():
-            array = pa.array(values, type=OUTPUT_TYPES[name])
+        for name, values in columns(self.extract(htmls, types), self.output).items():
+            array = pa.array(values, type=self.output_types[name])
             if name in table.column_names:
                 table = table.set_column(table.column_names.index(name), name, array)
             else:
@@ -201,20 +204,15 @@ class PulpieExtractor:
 
     def _pandas(self, frame):
         htmls, types = self._inputs(list(frame.columns), lambda name: frame[name].tolist())
-        return frame.assign(**output_columns(self.extract(htmls, types)))
+        return frame.assign(**columns(self.extract(htmls, types), self.output))
 
     def _numpy(self, batch: dict) -> dict:
         htmls, types = self._inputs(list(batch), lambda name: list(batch[name]))
         out = dict(batch)
-        for name, values in output_columns(self.extract(htmls, types)).items():
-            dtype = np.int64 if OUTPUT_TYPES[name] == pa.int64() else object
+        for name, values in columns(self.extract(htmls, types), self.output).items():
+            dtype = np.int64 if self.output_types[name] == pa.int64() else object
             out[name] = np.array(values, dtype=dtype)
         return out
-
-
-def output_columns(results: Sequence[PageResult]) -> dict[str, list]:
-    """The output columns of ``results``, in order (``error`` None where a page succeeded)."""
-    return columns(results)
 
 
 def _cell(value: Any) -> Any:
@@ -282,8 +280,9 @@ def extract_dataset(
     profile: str | None = None,
     task_retries: int = TASK_RETRIES,
     extractor: type[PulpieExtractor] = PulpieExtractor,
+    output: Output | str = "markdown",
 ) -> ray.data.Dataset:
-    """``ds`` with the result's fields (``OUTPUT_TYPES``) added to every row, by a
+    """``ds`` with the result's fields (``PulpieExtractor.output_types``) added to every row, by a
     pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
 
     ``actors``: a fixed count, or ``(min, max)`` for an autoscaling pool; None: as many as the
@@ -297,6 +296,7 @@ def extract_dataset(
     when ``ds`` is read from files and the result is written. ``task_retries``: Ray Data's
     retries of a task whose pages kept failing for a transient reason or whose actor died.
     ``extractor``: the callable class (a subclass of ``PulpieExtractor`` that adds columns).
+    ``output``: the content's format and switches (``PulpieExtractor``'s).
     """
     gpu = num_gpus > 0
     if cpus_per_actor is None:
@@ -320,6 +320,7 @@ def extract_dataset(
     constructor = {
         "model": model, "html_column": html_column, "content_type_column": content_type_column,
         "device": "cuda" if gpu else "cpu", "backend": backend, "profile": profile,
+        "output": output,
         # one thread per CPU of the actor calls its engine, each with one ONNX Runtime
         # thread: pages run side by side (on a GPU, one thread's CPU stages run while
         # another's batch is on the device)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import time
@@ -68,18 +69,49 @@ def cmd_extract(args: argparse.Namespace) -> int:
         result = extractor.extract(data, args.content_type)
     except ExtractionError as exc:
         return _fail("extract", f"{source}: {exc}", code=1)
-    sys.stdout.write(result.markdown)
-    if result.markdown and not result.markdown.endswith("\n"):
+    from pulpie_rt.runtime.flow.schema import record
+
+    output = _output(args, args.format)
+    values = record(source, result, output)
+    if values["error"] is not None:  # the content could not be rendered
+        return _fail("extract", f"{source}: {values['error']}", code=1)
+    if output.format == "json":
+        text = json.dumps(values, ensure_ascii=False)
+    else:
+        text = values[output.content_format]
+    sys.stdout.write(text)
+    if text and not text.endswith("\n"):
         sys.stdout.write("\n")
     return 0
 
 
-def _record(page, result) -> dict:
-    """The page's record (``flow.schema``): its id, the result, the WARC record's URL; an input
-    the reader could not use has its own error."""
+def _output(args: argparse.Namespace, output_format: str):
+    """The ``Output`` the options ask for."""
+    from pulpie_rt.runtime.flow.schema import Output
+
+    return Output(output_format, links=not args.no_links, images=not args.no_images,
+                  tables=not args.no_tables)
+
+
+def _add_output_options(parser: argparse.ArgumentParser, flag: str) -> None:
+    from pulpie_rt.runtime.flow.schema import DEFAULT_FORMAT, OUTPUT_FORMATS
+
+    parser.add_argument(flag, choices=OUTPUT_FORMATS, default=DEFAULT_FORMAT,
+                        dest="content" if flag == "--content" else "format",
+                        help="the main content as markdown, html or text; json: the record "
+                             "with the Markdown and each block's label (default "
+                             f"{DEFAULT_FORMAT})")
+    for name, what in (("links", "links' tags (their text stays)"), ("images", "images"),
+                       ("tables", "tables with their content")):
+        parser.add_argument(f"--no-{name}", action="store_true", help=f"leave out {what}")
+
+
+def _record(page, result, output) -> dict:
+    """The page's record (``flow.schema``) as ``output`` asks: its id, the result, the WARC
+    record's URL; an input the reader could not use has its own error."""
     from pulpie_rt.runtime.flow.schema import record
 
-    return record(page.id, result, error=page.error, url=page.url)
+    return record(page.id, result, output, error=page.error, url=page.url)
 
 
 class _NoProgress:
@@ -127,7 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         check_inputs(inputs)
         output = open_output(args.out, args.format, shard_records=args.shard_records,
-                             shard_bytes=args.shard_bytes, compression=args.compression)
+                             shard_bytes=args.shard_bytes, compression=args.compression,
+                             content=_output(args, args.content))
         output.resume()
     except (InputError, OutputError, OutputWriteError) as exc:  # the last names its file
         return _fail("run", str(exc))
@@ -163,6 +196,7 @@ def _run(args: argparse.Namespace, inputs: list[Path], out: Path, output) -> int
         return _fail("run", str(exc))
 
     rule = args.on_duplicate_id
+    output_choice = _output(args, args.content)
     stats = {"pages": 0, "written": 0, "errors": 0, "truncated": 0, "duplicates": 0}
     # ids read but not yet in the index (in the pipeline or the batch not yet written): their
     # first position; bounded by what is in flight
@@ -225,7 +259,7 @@ def _run(args: argparse.Namespace, inputs: list[Path], out: Path, output) -> int
             if earlier is not None and rule == "skip":
                 pending.append(Entry(position, page.id, None))
             else:
-                record = output.as_written(_record(page, result))
+                record = output.as_written(_record(page, result, output_choice))
                 pending.append(Entry(position, page.id, record))
                 stats["errors"] += record["error"] is not None
                 stats["truncated"] += record["truncated"] is not None
@@ -317,10 +351,12 @@ def register(subparsers) -> None:
     from pulpie_rt.runtime.flow.schema import record_fields
 
     extract = subparsers.add_parser("extract", help="one page's main content as Markdown",
-                                    description="Print the main content of PAGE as Markdown.")
+                                    description="Print the main content of PAGE as Markdown "
+                                                "(--format: HTML, text or the JSON record).")
     extract.add_argument("page", help="HTML file, or - for stdin")
     _add_model_options(extract)
     extract.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
+    _add_output_options(extract, "--format")
     extract.add_argument("--content-type", default=None,
                          help="the page's Content-Type as its server sent it, e.g. 'text/html; "
                               "charset=Shift_JIS' (its charset decodes the page; default: BOM, "
@@ -338,7 +374,9 @@ def register(subparsers) -> None:
                      help="output file (jsonl: *.jsonl, *.jsonl.gz or *.jsonl.zst, compressed "
                           "by its suffix) or folder (JSONL shards, or Parquet parts)")
     _add_model_options(run)
-    run.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    run.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+                     help="the output file's format (the record's content: --content)")
+    _add_output_options(run, "--content")
     run.add_argument("--shard-records", type=int, default=None, metavar="N",
                      help="write --out as a folder of JSONL shards part-NNNNN.jsonl[.gz|.zst] "
                           "of N records each (the last one fewer)")

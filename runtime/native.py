@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LIBRARY_ENV", "CoreError", "CoreMissing", "available", "extract_main_html",
     "library_path", "declarations", "new",
-    "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text",
+    "simplify_page", "simplify_step", "SpecificationRaises", "markdown", "text", "prune",
     "CoreTokenizer", "TokenizerLoadError", "block_features", "plan_batches",
     "ORT_LIBRARY_ENV", "ort_library_path", "CoreRescorer", "DecodeError", "decide_blocks",
     "FinishError", "finish_page", "PageFailed", "PreparedCore", "prepare_page",
@@ -369,15 +369,15 @@ class SpecificationRaises(Exception):
         self.exception = exception
 
 
-def _text_call(name: str, html: str) -> str:
+def _text_call(name: str, html: str, *args: int) -> str:
     """``name``'s result for ``html`` (any str: lone surrogates travel as ``surrogatepass``
-    writes them); ``SpecificationRaises`` where the specification raises, ``CoreError`` where
-    the core failed (a caught panic)."""
+    writes them) and ``args``; ``SpecificationRaises`` where the specification raises,
+    ``CoreError`` where the core failed (a caught panic)."""
     lib = _library()
     function = getattr(lib, name)
     data = html.encode("utf-8", "surrogatepass")
     out = new("pulpie_rt_text_output")
-    status = function(data, len(data), ctypes.byref(out))
+    status = function(data, len(data), *args, ctypes.byref(out))
     if status == _c("PULPIE_RT_DONE"):
         try:
             return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
@@ -400,6 +400,12 @@ def markdown(html: str) -> str:
 def text(html: str) -> str:
     """``markdown.to_text`` on the compiled core; ``CoreError`` where the core failed."""
     return _text_call("pulpie_rt_text", html)
+
+
+def prune(html: str, drop: int) -> str:
+    """Main-content HTML without what ``drop`` (``PULPIE_RT_DROP_*`` bits) names
+    (``core/src/prune.rs``); ``CoreError`` where the core failed."""
+    return _text_call("pulpie_rt_prune", html, drop)
 
 
 # ---------------------------------------------------------------- block features

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import orjson
 
+from pulpie_rt.runtime.flow import schema
+
 INDEX_FILE_SUFFIX = ".index.sqlite"  # beside a one-file output
 INDEX_IN_FOLDER = "_index.sqlite"  # in a folder output (readers skip names starting with _)
 INDEX_FORMAT = "pulpie-rt output index 1"
@@ -330,14 +332,19 @@ def _cut(path: Path, size: int) -> None:
 class Output:
     """The common part of every output: its index and what the CLI asks of it."""
 
-    def __init__(self, path: Path, index_path: Path, layout: dict):
+    def __init__(self, path: Path, index_path: Path, layout: dict,
+                 content: schema.Output | None = None):
+        self.content = content or schema.Output()
         self.path = path
         self.index_path = index_path
-        self.layout = layout
+        self.layout = {**layout, "content": self.content.describe()}
         self.index: Index | None = None
 
-    # what the layout asks a rerun to keep (a changed compression would mix formats)
-    LAYOUT_KEYS = ("format", "compression")
+    # what the layout asks a rerun to keep (a changed compression would mix formats, a changed
+    # content records of other fields)
+    LAYOUT_KEYS = ("format", "compression", "content")
+    # what an index written before a key existed was written with
+    LAYOUT_BEFORE = {"content": schema.Output().describe()}
 
     def resume(self) -> int:
         """Opens the output (created if new), checks it can be written, repairs what a kill
@@ -367,7 +374,7 @@ class Output:
         if self.index.get("format") != INDEX_FORMAT:
             raise OutputError(f"{self.index_path}: not a pulpie-rt output index; remove it to "
                               "rebuild it from the output")
-        written = json.loads(self.index.get("layout") or "{}")
+        written = {**self.LAYOUT_BEFORE, **json.loads(self.index.get("layout") or "{}")}
         for key in self.LAYOUT_KEYS:
             if written.get(key) != self.layout.get(key):
                 raise OutputError(f"{self.path} was written with {key} {written.get(key)}, "
@@ -432,9 +439,9 @@ class Output:
 class JsonlFile(Output):
     """One JSONL file, appended in place, one unit per batch."""
 
-    def __init__(self, path: Path, compression: str):
+    def __init__(self, path: Path, compression: str, content: schema.Output | None = None):
         super().__init__(path, path.with_name(path.name + INDEX_FILE_SUFFIX),
-                         {"format": "jsonl", "compression": compression})
+                         {"format": "jsonl", "compression": compression}, content)
         self.compression = compression
         self.records = 0
         self.bytes = 0
@@ -505,8 +512,8 @@ class PartsFolder(Output):
 
     suffix = ""
 
-    def __init__(self, path: Path, layout: dict):
-        super().__init__(path, path / INDEX_IN_FOLDER, layout)
+    def __init__(self, path: Path, layout: dict, content: schema.Output | None = None):
+        super().__init__(path, path / INDEX_IN_FOLDER, layout, content)
         self.part = 0  # the part being written
         self.part_records = 0
         self.part_bytes = 0
@@ -576,9 +583,10 @@ class JsonlShards(PartsFolder):
     once it holds ``shard_bytes`` bytes, then renamed into place."""
 
     def __init__(self, path: Path, compression: str, shard_records: int | None,
-                 shard_bytes: int | None):
+                 shard_bytes: int | None, content: schema.Output | None = None):
         super().__init__(path, {"format": "jsonl", "compression": compression,
-                                "shard_records": shard_records, "shard_bytes": shard_bytes})
+                                "shard_records": shard_records, "shard_bytes": shard_bytes},
+                         content)
         self.compression = compression
         self.suffix = ".jsonl" + EXTENSIONS[compression]
         self.shard_records = shard_records
@@ -673,8 +681,8 @@ class ParquetParts(PartsFolder):
 
     suffix = ".parquet"
 
-    def __init__(self, path: Path):
-        super().__init__(path, {"format": "parquet", "compression": "zstd"})
+    def __init__(self, path: Path, content: schema.Output | None = None):
+        super().__init__(path, {"format": "parquet", "compression": "zstd"}, content)
 
     def _rebuild(self) -> None:
         import pyarrow.parquet as pq
@@ -701,6 +709,12 @@ class ParquetParts(PartsFolder):
     def as_written(self, record: dict) -> dict:
         return _parquet_record(record)
 
+    def _schema(self, records: list[dict]):
+        """The parts' Arrow schema (``flow.schema``): a record's fields, ``url`` when a record
+        has one."""
+        return schema.arrow_schema(schema.record_fields(self.content,
+                                                        url=any("url" in r for r in records)))
+
     def write(self, entries: list[Entry]) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -713,7 +727,7 @@ class ParquetParts(PartsFolder):
             return
         temporary = self.temporary(self.part)
         try:
-            table = pa.Table.from_pylist(records, schema=_parquet_schema(records))
+            table = pa.Table.from_pylist(records, schema=self._schema(records))
             pq.write_table(table, temporary, compression="zstd")
             with temporary.open("rb") as fh:
                 os.fsync(fh.fileno())
@@ -756,37 +770,31 @@ def _parquet_record(record: dict) -> dict:
     return record
 
 
-def _parquet_schema(records: list[dict]):
-    """The parts' Arrow schema (``flow.schema``): a record's fields, ``url`` when a record has
-    one."""
-    from pulpie_rt.runtime.flow.schema import arrow_schema, record_fields
-
-    return arrow_schema(record_fields(url=any("url" in r for r in records)))
-
-
 def open_output(out: str | Path, fmt: str = "jsonl", *, shard_records: int | None = None,
-                shard_bytes: int | None = None, compression: str | None = None) -> Output:
+                shard_bytes: int | None = None, compression: str | None = None,
+                content: schema.Output | None = None) -> Output:
     """The output ``pulpie-rt run --out OUT`` writes (see the module docstring). A folder of
     JSONL shards is asked by ``shard_records`` or ``shard_bytes``; ``compression`` is a
-    folder's (a file's is its suffix). Nothing is touched until ``resume``."""
+    folder's (a file's is its suffix); ``content``: what its records hold (a rerun must ask
+    the same). Nothing is touched until ``resume``."""
     path = Path(out)
     sharded = shard_records is not None or shard_bytes is not None
     if fmt == "parquet":
         if sharded or compression not in (None, "zstd"):
             raise OutputError("--shard-records, --shard-bytes and --compression are for JSONL "
                               "output: --format parquet writes a part per batch, zstd-compressed")
-        return ParquetParts(path)
+        return ParquetParts(path, content)
     if fmt != "jsonl":
         raise OutputError(f"unknown output format {fmt!r}")
     if sharded:
         for name, value in (("--shard-records", shard_records), ("--shard-bytes", shard_bytes)):
             if value is not None and value <= 0:
                 raise OutputError(f"{name} must be above 0, not {value}")
-        return JsonlShards(path, compression or "none", shard_records, shard_bytes)
+        return JsonlShards(path, compression or "none", shard_records, shard_bytes, content)
     if str(out).endswith(os.sep):
         raise OutputError(f"{out}: a folder output needs --shard-records or --shard-bytes")
     by_suffix = compression_of(path)
     if compression is not None and compression != by_suffix:
         raise OutputError(f"{path}: --compression {compression} does not match the file's "
                           f"suffix ({by_suffix}); name it *.jsonl{EXTENSIONS[compression]}")
-    return JsonlFile(path, by_suffix)
+    return JsonlFile(path, by_suffix, content)

@@ -260,7 +260,7 @@ def pages_counted(index: Path) -> int:
 
 
 # a record field's type (runtime.flow.schema's TYPES) as the JSON value it holds
-_FIELD_VALUE_TYPES = {"string": str, "integer": int, "id": (str, int, float)}
+_FIELD_VALUE_TYPES = {"string": str, "integer": int, "id": (str, int, float), "labels": dict}
 
 
 def check_record(record: dict, fields) -> None:
@@ -274,3 +274,6 @@ def check_record(record: dict, fields) -> None:
         else:
             assert isinstance(value, _FIELD_VALUE_TYPES[f.type]), (f.name, value)
             assert not (f.type == "integer" and isinstance(value, bool)), (f.name, value)
+            if f.type == "labels":
+                assert all(isinstance(k, str) and v in ("main", "other")
+                           for k, v in value.items()), (f.name, value)

@@ -21,7 +21,7 @@ from rt_helpers import (
 
 from pulpie_rt import Extractor
 from pulpie_rt.integrations.serve.process import descendants
-from pulpie_rt.runtime.flow.schema import arrow_schema, record, record_fields
+from pulpie_rt.runtime.flow.schema import Output, arrow_schema, record, record_fields
 from pulpie_rt.runtime.io import iter_inputs
 from pulpie_rt.runtime.output import INDEX_FILE_SUFFIX
 
@@ -62,6 +62,28 @@ def test_extract_prints_markdown(tmp_path):
     assert done.stdout.decode() == expected + "\n"
     from_stdin = run_cli("extract", "-", "--model", tiny_bundle(), stdin=page["html"].encode())
     assert from_stdin.stdout == done.stdout
+
+
+@pytest.mark.parametrize(("options", "output"), [
+    (["--format", "text"], Output("text")),
+    (["--format", "html", "--no-links"], Output("html", links=False)),
+    (["--no-links", "--no-images", "--no-tables"],
+     Output(links=False, images=False, tables=False)),
+    (["--format", "json", "--no-tables"], Output("json", tables=False)),
+])
+def test_extract_prints_the_format_asked_for(tmp_path, options, output):
+    page = small_dev_pages()[0]
+    path = tmp_path / "page.html"
+    path.write_text(page["html"], encoding="utf-8")
+    # the file's bytes, decoded as the command decodes them
+    result = Extractor(tiny_bundle(), device="cpu").extract(path.read_bytes())
+    done = run_cli("extract", path, "--model", tiny_bundle(), *options)
+    assert done.returncode == 0, done.stderr
+    expected = record(str(path), result, output)
+    if output.format == "json":
+        assert json.loads(done.stdout) == expected and expected["labels"] == result.labels
+    else:
+        assert done.stdout.decode() == expected[output.content_format] + "\n"
 
 
 def test_one_line_errors_without_traceback(tmp_path):
@@ -217,6 +239,41 @@ def test_run_records_are_the_schemas_records(tmp_path, output_format):
     for row, want in zip(got, expected, strict=True):
         check_record(row, record_fields(url="url" in want))
     assert got == expected
+
+
+@pytest.mark.parametrize(("output_format", "options", "output"), [
+    ("jsonl", ["--content", "text", "--no-tables"], Output("text", tables=False)),
+    ("parquet", ["--content", "json", "--no-links"], Output("json", links=False)),
+])
+def test_run_writes_the_content_asked_for_and_resumes_only_as_asked(tmp_path, output_format,
+                                                                    options, output):
+    import pyarrow.parquet as pq
+
+    pages = small_dev_pages(20_000)[:3]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]}) + "\n"
+                           for p in pages), encoding="utf-8")
+    out = tmp_path / ("out" if output_format == "parquet" else "out.jsonl")
+    args = ["run", inp, "--out", out, "--format", output_format, "--model", tiny_bundle(),
+            "--workers", "0", "--quiet"]
+    done = run_cli(*args, *options)
+    assert done.returncode == 0, done.stderr.decode()
+    results = Extractor(tiny_bundle(), device="cpu").extract_batch([p["html"] for p in pages])
+    expected = [record(p["id"], r, output) for p, r in zip(pages, results, strict=True)]
+    if output_format == "parquet":
+        table = pq.read_table(out)
+        assert table.schema == arrow_schema(record_fields(output))
+        got = [{**row, "labels": dict(row["labels"])} for row in table.to_pylist()]
+    else:
+        got = read_jsonl(out)
+    for row in got:
+        check_record(row, record_fields(output))
+    assert got == expected
+    again = run_cli(*args)  # the default content: records of other fields
+    assert again.returncode == 2
+    assert again.stderr.decode().strip().splitlines()[-1] == (
+        f"pulpie-rt run: {out} was written with content {output.describe()}, not markdown; "
+        "rerun as it was written or use another --out")
 
 
 def test_sigterm_writes_the_finished_pages_and_a_rerun_resumes(tmp_path):

@@ -22,7 +22,12 @@ from integration_helpers import (  # noqa: E402
 from rt_helpers import check_record  # noqa: E402
 
 from pulpie_rt import Extractor  # noqa: E402
-from pulpie_rt.runtime.flow.schema import RESULT_FIELDS, metadata  # noqa: E402
+from pulpie_rt.runtime.flow.schema import (  # noqa: E402
+    RESULT_FIELDS,
+    Output,
+    metadata,
+    result_values,
+)
 
 STEP_NAME = "🛢 - EXTRAC: pulpie-rt main content"
 
@@ -128,6 +133,22 @@ def test_failed_and_empty_documents_kept_when_asked(tmp_path):
               ("total", "forwarded", "errors", "empty")}
     assert counts == {"total": 3, "forwarded": 3, "errors": 1, "empty": 1}
     assert "dropped" not in step.stats.stats
+
+
+def test_the_output_asked_for_fills_text_and_metadata():
+    from datatrove.data import Document
+
+    from pulpie_rt.integrations.datatrove import PulpieExtractor
+
+    output = Output("text", links=False)
+    pages = integration_pages()[:2]
+    step = PulpieExtractor(keep_failed=True, workers=1, threads=1, output=output)
+    out = list(step.run(iter([Document(text=p["html"], id=p["id"]) for p in pages])))
+    results = Extractor().extract_batch([p["html"] for p in pages])
+    for doc, result in zip(out, results, strict=True):
+        values = result_values(result, output)
+        assert doc.text == values.pop("text") == result.content("text", links=False) != ""
+        assert doc.metadata == values
 
 
 # ---------------------------------------------------------------------------- failures

@@ -24,7 +24,7 @@ from integration_helpers import (  # noqa: E402
 from rt_helpers import check_record  # noqa: E402
 
 from pulpie_rt import Extractor, PageResult  # noqa: E402
-from pulpie_rt.runtime.flow.schema import result_fields, result_values  # noqa: E402
+from pulpie_rt.runtime.flow.schema import Output, result_fields, result_values  # noqa: E402
 
 NULL_ERROR = "input: html must be str or bytes, not NoneType"
 OUTPUT_COLUMNS = [f.name for f in result_fields()]
@@ -203,6 +203,25 @@ def test_the_added_columns_are_the_schemas_result_fields(extractor):
         check_record(row, fields)
         assert row == result_values(result)
     assert added[2]["error"] == NULL_ERROR
+
+
+def test_the_output_asked_for_decides_the_added_columns():
+    from pulpie_rt.integrations.ray import PulpieExtractor
+
+    output = Output("json", tables=False)
+    step = PulpieExtractor(html_column="page", content_type_column="type", threads=1,
+                           output=output)
+    rows = small_rows()
+    out = step(pa.Table.from_pylist(rows))
+    fields = result_fields(output)
+    assert out.schema.names == ["id", "page", "type", *(f.name for f in fields)]
+    assert [out.schema.field(f.name).type for f in fields] == [f.arrow_type() for f in fields]
+    results = Extractor().extract_batch([r["page"] for r in rows], [r["type"] for r in rows])
+    for row, result in zip(out.select([f.name for f in fields]).to_pylist(), results,
+                           strict=True):
+        row["labels"] = dict(row["labels"])  # an Arrow map reads back as (key, value) pairs
+        check_record(row, fields)
+        assert row == result_values(result, output)
 
 
 def test_a_missing_column_is_an_error_of_the_job_not_of_a_page(extractor):

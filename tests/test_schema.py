@@ -17,7 +17,8 @@ from pulpie_rt.runtime import binding
 from pulpie_rt.runtime.flow import schema
 
 REPO = Path(__file__).resolve().parent.parent
-# the result accessors that are not a field: the per-block labels and the destructor
+# the result accessors that are not a field of their name: the per-block labels (the json
+# format's labels field) and the destructor
 NOT_FIELDS = {"n_labels", "label", "free"}
 C_TYPES = {"string": ctypes.c_char_p, "integer": ctypes.c_uint32}
 
@@ -34,6 +35,7 @@ def test_the_c_sdk_result_has_one_accessor_per_field_of_its_type():
                  for name, (_, restype) in declared.functions.items()
                  if name.startswith(prefix) and name.removeprefix(prefix) not in NOT_FIELDS}
     assert accessors == {f.name: C_TYPES[f.type] for f in every_result_field()}
+    assert {prefix + "n_labels", prefix + "label"} <= set(declared.functions)  # LABELS
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,8 @@ def test_a_record_is_the_id_the_result_and_the_url_when_given(results):
     assert record == {**schema.result_values(failed, "text"), "id": "b",
                       "error": "input: no html field", "url": "http://x/"}
     assert schema.metadata(ok) == {f.name: getattr(ok, f.name) for f in schema.RESULT_FIELDS}
-    with pytest.raises(ValueError, match=r"^format 'pdf' is not one of markdown, html, text$"):
+    with pytest.raises(ValueError, match=r"^format 'pdf' is not one of markdown, html, text, "
+                                         r"json$"):
         schema.record("c", ok, "pdf")
 
 
@@ -87,3 +90,41 @@ def test_the_user_guide_shows_the_records_fields():
     guide = (REPO / "docs/user-guide.md").read_text(encoding="utf-8")
     table = schema.fields_table(schema.record_fields(url=True))
     assert table in guide, f"docs/user-guide.md's record table is not the schema's:\n{table}"
+
+
+PAGE_HTML = ('<html><body><h1>Title</h1><p>See <a href="http://x.org/a">the <b>link</b></a> '
+             'here.</p><p><img src="http://x.org/p.png" alt="pic"></p><table><tr><td>one</td>'
+             '<td>two</td></tr></table><p>After.</p></body></html>')
+
+
+def test_content_drops_links_images_and_tables_alike_in_every_format():
+    from pulpie_rt.runtime import native
+
+    result = PageResult(html=PAGE_HTML, markdown=native.markdown(PAGE_HTML))
+    assert result.content() == result.markdown == (
+        "# Title\n\nSee [the **link**](http://x.org/a) here.\n\n![pic](http://x.org/p.png)\n\n"
+        "one| two  \n---|---  \n  \nAfter.")
+    assert result.content(links=False, images=False, tables=False) == (
+        "# Title\n\nSee the **link** here.\n\nAfter.")
+    assert result.content("text", tables=False) == "Title\nSee the link here.\nAfter."
+    assert result.content("html", links=False, images=False) == (
+        "<html><body><h1>Title</h1><p>See the <b>link</b> here.</p><p></p><table><tr><td>one</td>"
+        "<td>two</td></tr></table><p>After.</p></body></html>")
+    assert result.content("text") == result.text
+    failed = PageResult(error="input: html must be str or bytes, not int")
+    assert failed.content("text", links=False) == ""
+    with pytest.raises(ValueError, match=r"^format 'json' is not one of markdown, html, text$"):
+        result.content("json")
+
+
+def test_an_output_names_what_it_cannot_be_and_what_it_drops():
+    assert schema.Output("text", links=False, tables=False).describe() == (
+        "text without links, tables")
+    assert schema.Output("json").content_format == "markdown"
+    assert [f.name for f in schema.result_fields("json")] == [
+        "markdown", *(f.name for f in schema.RESULT_FIELDS), "labels"]
+    with pytest.raises(ValueError, match=r"^format 'pdf' is not one of markdown, html, text, "
+                                         r"json$"):
+        schema.Output("pdf")
+    with pytest.raises(ValueError, match=r"^images must be true or false, not 'no'$"):
+        schema.Output(images="no")

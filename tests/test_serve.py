@@ -28,7 +28,13 @@ parser = pytest.importorskip("prometheus_client.parser")
 from pulpie_rt import Extractor, PageResult  # noqa: E402
 from pulpie_rt.corpus import load_pages  # noqa: E402
 from pulpie_rt.integrations.serve.process import free_port  # noqa: E402
-from pulpie_rt.runtime.flow.schema import CONTENT_FORMATS, record, record_fields  # noqa: E402
+from pulpie_rt.runtime.flow.schema import (  # noqa: E402
+    OUTPUT_FORMATS,
+    SWITCHES,
+    Output,
+    record,
+    record_fields,
+)
 
 PAYLOAD_LIMIT = 6_000_000  # server A: a 5 MB page fits, a 6.5 MB body does not
 FIVE_MB_PAGE = "<html><body><p>" + "word " * 1_000_000 + "</p></body></html>"  # synthetic
@@ -248,7 +254,8 @@ def still_answers(url: str, page: dict) -> None:
 
 @pytest.mark.parametrize("case", ["binary-octet-stream", "binary-json", "empty-json",
                                   "empty-html", "invalid-json", "not-an-object", "no-pages",
-                                  "bad-format", "too-many-pages", "over-payload-limit",
+                                  "bad-format", "bad-switch", "bad-switch-raw",
+                                  "too-many-pages", "over-payload-limit",
                                   "over-payload-limit-chunked", "page-not-an-object"])
 def test_bad_requests_get_the_documented_answer(server, parity_pages, case):
     binary = bytes(range(256)) * 64
@@ -262,6 +269,8 @@ def test_bad_requests_get_the_documented_answer(server, parity_pages, case):
         "not-an-object": (b"[1, 2]", json_type),
         "no-pages": (b'{"pages": []}', json_type),
         "bad-format": (b'{"pages": [{"html": "<p>x</p>"}], "format": "pdf"}', json_type),
+        "bad-switch": (b'{"pages": [{"html": "<p>x</p>"}], "links": "no"}', json_type),
+        "bad-switch-raw": (b"<p>x</p>", {"Content-Type": "text/html"}, {"tables": "0"}),
         "too-many-pages": (("{\"pages\": [" + ", ".join(['{"html": "<p>x</p>"}'] * 33)
                             + "]}").encode(), json_type),
         "over-payload-limit": (b'{"pages": [{"html": "' + b"x" * PAYLOAD_LIMIT + b'"}]}',
@@ -283,7 +292,9 @@ def test_bad_requests_get_the_documented_answer(server, parity_pages, case):
         "no-pages": (422, "invalid_request", '"pages" must be a non-empty list of {"id": ..., '
                      '"html": ..., "content_type": ...}'),
         "bad-format": (422, "invalid_request", "format 'pdf' is not one of markdown, html, "
-                       "text"),
+                       "text, json"),
+        "bad-switch": (422, "invalid_request", "links must be true or false, not 'no'"),
+        "bad-switch-raw": (422, "invalid_request", "tables must be true or false, not '0'"),
         "too-many-pages": (413, "batch_too_large", "33 pages in one request: the maximum is "
                            "32 (--max-client-batch-size)"),
         "over-payload-limit": (413, "payload_too_large", f"the request body ({PAYLOAD_LIMIT + 25}"
@@ -293,9 +304,9 @@ def test_bad_requests_get_the_documented_answer(server, parity_pages, case):
                                        f"payload limit ({PAYLOAD_LIMIT} bytes)"),
         "page-not-an-object": (422, "invalid_request", "pages[0] is not a JSON object"),
     }
-    content, headers = requests[case]
+    content, headers, *query = requests[case]
     response = httpx.post(server.url + "/v1/extract", content=content, headers=headers,
-                          timeout=60)
+                          params=query[0] if query else None, timeout=60)
     status, error_type, error = answers[case]
     body = response.json()
     assert (response.status_code, body["error_type"]) == (status, error_type), body
@@ -340,7 +351,7 @@ def test_info_metrics_openapi(server):
                               "payload_limit": PAYLOAD_LIMIT, "max_bytes_in_flight": 1 << 30,
                               "request_timeout_s": 120.0, "request_read_timeout_s": 30.0,
                               "shutdown_timeout_s": 30.0}
-    assert info["version"] and info["formats"] == ["markdown", "html", "text"]
+    assert info["version"] and info["formats"] == ["markdown", "html", "text", "json"]
     metrics = httpx.get(server.url + "/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     names = {f.name for f in parser.text_string_to_metric_families(metrics.text)}
@@ -358,10 +369,11 @@ def test_info_metrics_openapi(server):
     assert httpx.get(server.url + "/docs", follow_redirects=True).json() == spec
 
 
-def test_every_answer_is_the_schemas_record_and_follows_the_openapi_document(server,
+def test_every_answer_is_the_schemas_record_and_follows_the_openapi_document(server, extractor,
                                                                              parity_pages):
-    """Each result has exactly the record's fields for its format, and every answer validates
-    against the document the service serves (its Result derived from the same schema)."""
+    """Each result is the record of its format and switches (``Extractor``'s result as the
+    schema writes it), and every answer validates against the document the service serves
+    (its Result derived from the same schema)."""
     from jsonschema import Draft202012Validator
 
     spec = httpx.get(server.url + "/openapi.json").json()
@@ -370,17 +382,29 @@ def test_every_answer_is_the_schemas_record_and_follows_the_openapi_document(ser
                                    "components": components})
     pages = [*({"id": p["id"], "html": p["html"]} for p in parity_pages[:2]),
              {"id": 7, "html": None}]
-    for output_format in CONTENT_FORMATS:
+    results = [*extractor.extract_batch([p["html"] for p in pages[:2]]),
+               PageResult(error="input: html must be str or bytes, not NoneType")]
+    dropped = dict.fromkeys(SWITCHES, False)
+    for output_format, switches in [*((f, {}) for f in OUTPUT_FORMATS), ("markdown", dropped),
+                                    ("text", {"tables": False})]:
+        output = Output(output_format, **switches)
         body = httpx.post(server.url + "/v1/extract", json={"pages": pages,
-                                                             "format": output_format},
-                          timeout=120).json()
+                                                             "format": output_format,
+                                                             **switches}, timeout=120).json()
         answer.validate(body)
-        for result in body["results"]:
-            check_record(result, record_fields(output_format))
-        assert body["results"][2]["error"] == "input: html must be str or bytes, not NoneType"
+        assert body["format"] == output_format
+        for got, page, result in zip(body["results"], pages, results, strict=True):
+            check_record(got, record_fields(output))
+            assert got == record(page["id"], result, output)
         wrong = {**body["results"][0], "n_blocks": 3}  # a field the schema has not
         assert not Draft202012Validator({"$ref": "#/components/schemas/Result",
                                          "components": components}).is_valid(wrong)
+    # a raw page: the switches in the query string
+    raw = httpx.post(server.url + "/v1/extract", content=pages[0]["html"].encode(),
+                     params={"format": "html", "links": "false"},
+                     headers={"Content-Type": "text/html"}, timeout=120).json()
+    assert raw["results"][0]["html"] == results[0].content("html", links=False)
+    assert "<a " not in raw["results"][0]["html"]
 
 
 def test_ready_is_503_until_the_model_is_loaded():

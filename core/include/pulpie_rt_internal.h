@@ -85,6 +85,11 @@ extern "C" {
 #define PULPIE_RT_EMPTY_NO_MAIN 2u
 #define PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT 3u
 
+/* pulpie_rt_prune's drop: what to take out of main-content HTML (bits). */
+#define PULPIE_RT_DROP_LINKS 1u  /* each <a>'s tags (its text stays) */
+#define PULPIE_RT_DROP_IMAGES 2u /* <img>, and <picture> with its content */
+#define PULPIE_RT_DROP_TABLES 4u /* <table> with its content */
+
 /* An absent block id (id_lens) and an absent span (pulpie_rt_extract_blocks). */
 #define PULPIE_RT_NO_ID 18446744073709551615ull
 
@@ -185,6 +190,9 @@ void pulpie_rt_free_u32(uint32_t *ptr, size_t len);
 /* Markdown / plain text of HTML (html2text ported). */
 int32_t pulpie_rt_markdown(const uint8_t *input, size_t len, pulpie_rt_text_output *out);
 int32_t pulpie_rt_text(const uint8_t *input, size_t len, pulpie_rt_text_output *out);
+/* Main-content HTML without what drop (PULPIE_RT_DROP_* bits) names (core/src/prune.rs). */
+int32_t pulpie_rt_prune(const uint8_t *input, size_t len, uint32_t drop,
+                        pulpie_rt_text_output *out);
 
 /* The block features of map_html's ids (joined in ids, id_lens[i] bytes each, PULPIE_RT_NO_ID
  * for an absent one); flags PULPIE_RT_FEATURES_*. */

@@ -45,6 +45,7 @@ mod lexbor;
 mod markdown;
 pub mod ort;
 mod page;
+mod prune;
 #[rustfmt::skip] // generated: core/tools/gen_tables.py writes it
 mod py_tables;
 mod raw;
@@ -648,6 +649,34 @@ pub unsafe extern "C" fn pulpie_rt_text(input: *const u8, len: usize, out: *mut 
     match run(&mut out.reason, || Ok(markdown::to_text(bytes))) {
         Ok(text) => {
             (out.ptr, out.len) = leak_bytes(text);
+            0
+        }
+        Err(status) => status,
+    }
+}
+
+/// `prune::prune`: main-content HTML (`len` bytes of UTF-8; a lone surrogate written as
+/// Python's `surrogatepass` writes it is read as U+FFFD) without what `drop`
+/// (`PULPIE_RT_DROP_*` bits) names. Status 0 done, 2 a panic (message in `reason`).
+///
+/// # Safety
+/// As for `pulpie_rt_markdown`.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_prune(
+    input: *const u8,
+    len: usize,
+    drop: u32,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(input, len) };
+    let html = String::from_utf8_lossy(bytes);
+    match run(&mut out.reason, || Ok(prune::prune(&html, drop).into_bytes())) {
+        Ok(pruned) => {
+            (out.ptr, out.len) = leak_bytes(pruned);
             0
         }
         Err(status) => status,

@@ -44,7 +44,13 @@ from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT
 from pulpie_rt.integrations.serve.openapi import openapi_document
 from pulpie_rt.integrations.serve.service import ExtractionService
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, describe
-from pulpie_rt.runtime.flow.schema import CONTENT_FORMATS, DEFAULT_FORMAT, record
+from pulpie_rt.runtime.flow.schema import (
+    DEFAULT_FORMAT,
+    OUTPUT_FORMATS,
+    SWITCHES,
+    Output,
+    record,
+)
 from pulpie_rt.version import __version__
 
 logger = logging.getLogger("pulpie_rt.serve")
@@ -112,20 +118,26 @@ def overloaded(message: str) -> RequestRefused:
 
 
 def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str, str],
-                max_pages: int) -> tuple[list[PageInput], str]:
-    """The pages and the output format of a request body; ``RequestRefused`` when it is not
-    one (400, 413, 415, 422)."""
+                max_pages: int) -> tuple[list[PageInput], Output]:
+    """The pages and the output asked for (format and switches) of a request body;
+    ``RequestRefused`` when it is not one (400, 413, 415, 422)."""
     if media_type not in JSON_TYPES and media_type not in HTML_TYPES:
         raise RequestRefused("unsupported_media_type",
                              f"Content-Type {content_type!r} is not supported: send "
                              "application/json or text/html")
     if not body:
         raise RequestRefused("empty_body", "the request body is empty")
-    if media_type in HTML_TYPES:  # one raw page; id and format in the query string
-        output_format = query.get("format", DEFAULT_FORMAT)
-        check_format(output_format)
+    if media_type in HTML_TYPES:  # one raw page; id, format and switches in the query string
+        switches = {}
+        for name in SWITCHES:
+            value = query.get(name, "true")
+            if value not in ("true", "false"):
+                raise RequestRefused("invalid_request", f"{name} must be true or false, not "
+                                     f"{value!r}")
+            switches[name] = value == "true"
+        output = output_asked(query.get("format", DEFAULT_FORMAT), switches)
         return [PageInput(body, page_id=query.get("id", 0), content_type=content_type)], \
-            output_format
+            output
     try:
         payload = json.loads(body)
     except ValueError as exc:  # JSONDecodeError, or bytes that are no Unicode text
@@ -136,8 +148,8 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
     if not isinstance(payload, dict):
         raise RequestRefused("invalid_request", "the body must be a JSON object "
                              '{"pages": [{"id": ..., "html": ...}], "format": ...}')
-    output_format = payload.get("format", DEFAULT_FORMAT)
-    check_format(output_format)
+    output = output_asked(payload.get("format", DEFAULT_FORMAT),
+                          {name: payload.get(name, True) for name in SWITCHES})
     pages = payload.get("pages")
     if not isinstance(pages, list) or not pages:
         raise RequestRefused("invalid_request", '"pages" must be a non-empty list of '
@@ -161,18 +173,20 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
         # "input: ..."), not the request's
         inputs.append(PageInput(page.get("html"), page_id=page_id,
                                 content_type=page_content_type))
-    return inputs, output_format
+    return inputs, output
 
 
-def check_format(output_format: Any) -> None:
-    if output_format not in CONTENT_FORMATS:
-        raise RequestRefused("invalid_request", f"format {output_format!r} is not one of "
-                             f"{', '.join(CONTENT_FORMATS)}")
+def output_asked(output_format: Any, switches: dict[str, Any]) -> Output:
+    """The ``Output`` a request asks for; ``RequestRefused`` (422) naming what it cannot be."""
+    try:
+        return Output(output_format, **switches)
+    except ValueError as exc:
+        raise RequestRefused("invalid_request", str(exc)) from exc
 
 
-def result_json(result: PageResult, output_format: str) -> dict[str, Any]:
-    """One page's answer: its record (``flow.schema``), the content in ``output_format``."""
-    return record(result.page_id, result, output_format)
+def result_json(result: PageResult, output: Output) -> dict[str, Any]:
+    """One page's answer: its record (``flow.schema``) as ``output`` asks."""
+    return record(result.page_id, result, output)
 
 
 def render_json(payload: Any) -> bytes:
@@ -297,7 +311,7 @@ class ServeApp:
 
     async def info(self, request: Request) -> Response:
         return JSONResponse({**self.service.info(), "version": __version__,
-                             "limits": self.limits.as_dict(), "formats": list(CONTENT_FORMATS)})
+                             "limits": self.limits.as_dict(), "formats": list(OUTPUT_FORMATS)})
 
     async def metrics_text(self, request: Request) -> Response:
         return Response(self.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
@@ -455,12 +469,11 @@ class ServeApp:
         query = dict(request.query_params)
         parse = partial(parse_pages, data, media_type, content_type, query,
                         self.limits.max_client_batch_size)
-        pages, output_format = (await asyncio.to_thread(parse) if len(data) > OFF_LOOP_BYTES
-                                else parse())
+        pages, output = (await asyncio.to_thread(parse) if len(data) > OFF_LOOP_BYTES
+                         else parse())
         del data
         loop = asyncio.get_running_loop()
-        with_text = output_format == "text"
-        tickets = [self.service.submit(page, loop, with_text) for page in pages]
+        tickets = [self.service.submit(page, loop, output) for page in pages]
         try:
             timeout = self.limits.request_timeout_s
             _, unfinished = await asyncio.wait([t.future for t in tickets], timeout=timeout)
@@ -470,13 +483,13 @@ class ServeApp:
                     "timeout", f"the request timed out after {timeout:g} s with {len(late)} "
                     f"of {len(tickets)} pages not finished",
                     unfinished=[t.page.page_id for t in late])
-            results = [result_json(t.future.result(), output_format) for t in tickets]
+            results = [result_json(t.future.result(), output) for t in tickets]
         finally:
             for ticket in tickets:  # answered, timed out or cancelled: nobody waits any more
                 if not ticket.future.done():
                     ticket.cancel()
-        payload = {"format": output_format, "results": results}
-        size = sum(len(r[output_format]) for r in results)
+        payload = {"format": output.format, "results": results}
+        size = sum(len(r[output.content_format]) for r in results)
         content = (await asyncio.to_thread(render_json, payload) if size > OFF_LOOP_BYTES
                    else render_json(payload))
         return Response(content, media_type="application/json")

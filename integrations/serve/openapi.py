@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from pulpie_rt.runtime.flow.schema import (
-    CONTENT_FORMATS,
     DEFAULT_FORMAT,
+    OUTPUT_FORMATS,
+    SWITCHES,
     json_schema,
     record_fields,
 )
@@ -70,8 +71,9 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {
                     "application/json": {"schema": {"$ref": "#/components/schemas/Request"}},
                     "text/html": {"schema": {"type": "string"},
-                                  "description": "one raw page; ?id=...&format=... in the "
-                                                 "query string, the charset in Content-Type"},
+                                  "description": "one raw page; ?id=...&format=...&links="
+                                                 "false... in the query string, the charset "
+                                                 "in Content-Type"},
                 }},
                 "responses": {"200": _answer("one result per page, in order; a page that "
                                              "failed has `error` set and empty content",
@@ -101,7 +103,11 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                 "pages": {"type": "array", "minItems": 1,
                           "maxItems": limits.max_client_batch_size,
                           "items": {"$ref": "#/components/schemas/Page"}},
-                "format": {"enum": list(CONTENT_FORMATS), "default": DEFAULT_FORMAT},
+                "format": {"enum": list(OUTPUT_FORMATS), "default": DEFAULT_FORMAT,
+                           "description": "the content as markdown, html or text; json: the "
+                                          "Markdown and each block's label"},
+                **{name: {"type": "boolean", "default": True,
+                          "description": f"keep the content's {name}"} for name in SWITCHES},
             }},
             "Page": {"type": "object", "required": ["html"], "properties": {
                 "id": {"type": ["string", "number", "null"],
@@ -117,7 +123,7 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
             # the record of the format asked for: the content under the format's name
             "Result": {"oneOf": [{"title": f"Result ({name})",
                                   **json_schema(record_fields(name))}
-                                 for name in CONTENT_FORMATS]},
+                                 for name in OUTPUT_FORMATS]},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},
             }},

@@ -14,6 +14,7 @@ Nothing blocks the event loop: ``submit`` only queues the page; results come bac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import functools
 import logging
@@ -27,7 +28,9 @@ from pulpie_rt.integrations.serve.limits import Limits, default_workers
 from pulpie_rt.integrations.serve.metrics import ServiceMetrics
 from pulpie_rt.runtime.flow.engine import Engine
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, RunStats, describe
+from pulpie_rt.runtime.flow.schema import Output
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
+from pulpie_rt.runtime.native import CoreError, SpecificationRaises
 
 logger = logging.getLogger("pulpie_rt.serve")
 
@@ -83,12 +86,12 @@ def malloc_trim_cache():
 class PageTicket:
     """One page of one request, from its request to its result."""
 
-    __slots__ = ("page", "loop", "with_text", "future", "size", "enqueued_at", "cancelled")
+    __slots__ = ("page", "loop", "output", "future", "size", "enqueued_at", "cancelled")
 
-    def __init__(self, page: PageInput, loop: asyncio.AbstractEventLoop, with_text: bool):
+    def __init__(self, page: PageInput, loop: asyncio.AbstractEventLoop, output: Output):
         self.page = page
         self.loop = loop
-        self.with_text = with_text  # the request wants the plain text (made in the thread)
+        self.output = output  # what the request asks of the content (made in the thread)
         self.future: asyncio.Future = loop.create_future()
         html = page.html
         self.size = len(html) if isinstance(html, (str, bytes, bytearray)) else 0
@@ -275,10 +278,10 @@ class ExtractionService:
     # -- pages
 
     def submit(self, page: PageInput, loop: asyncio.AbstractEventLoop,
-               with_text: bool = False) -> PageTicket:
-        """Queue ``page``; its ``PageResult`` arrives in ``ticket.future`` (with ``text`` made
-        already when ``with_text``: the event loop never parses HTML)."""
-        ticket = PageTicket(page, loop, with_text)
+               output: Output | None = None) -> PageTicket:
+        """Queue ``page``; its ``PageResult`` arrives in ``ticket.future`` (with the content
+        ``output`` asks for made already: the event loop never parses HTML)."""
+        ticket = PageTicket(page, loop, output or Output())
         with self._queued:
             if self._closing:
                 ticket.future.set_result(PageResult(page.page_id, error="internal: the service "
@@ -363,8 +366,10 @@ class ExtractionService:
         self.metrics.stage_seconds.labels(stage="extract").observe(time.monotonic() - started)
         self._group_done(all(is_transient(r.error) for r in results))
         for ticket, result in zip(group, results, strict=True):
-            if ticket.with_text and result.error is None:
-                result.text  # noqa: B018 (computed here, in this thread, not in the event loop)
+            if result.error is None:  # rendered here, in this thread, not in the event loop
+                # a content the core cannot render: the answer's record says why
+                with contextlib.suppress(CoreError, SpecificationRaises):
+                    ticket.output.content(result)
             self._answer(ticket, result)
 
     def _answer(self, ticket: PageTicket, result: PageResult) -> None:

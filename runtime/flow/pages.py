@@ -140,6 +140,8 @@ class PageResult:
     truncated: str | None = None  # what PageLimits cut from the page (None: nothing)
     empty_reason: str | None = None  # why ``markdown`` is empty when there is no error
     encoding: str | None = None  # what page bytes were decoded with (None: given as str)
+    # content() by (format, what it drops): made once, where it is first asked for
+    _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def text(self) -> str:
@@ -147,6 +149,26 @@ class PageResult:
         from pulpie_rt.runtime.stages.markdown import to_text
 
         return to_text(self.html) if self.html else ""
+
+    def content(self, format: str = "markdown", *, links: bool = True, images: bool = True,
+                tables: bool = True) -> str:
+        """The main content as ``markdown``, ``html`` or ``text``; without the links' tags
+        (their text stays), the images or the tables when told (the core's ``prune`` of
+        ``html``, then its Markdown or text renderer: the same content dropped in each
+        format)."""
+        if format not in ("markdown", "html", "text"):
+            raise ValueError(f"format {format!r} is not one of markdown, html, text")
+        drop = sum(native.declarations().constants[f"PULPIE_RT_DROP_{name.upper()}"]
+                   for name, keep in (("links", links), ("images", images), ("tables", tables))
+                   if not keep)
+        if not drop or not self.html:
+            return getattr(self, format)
+        if (format, drop) not in self._rendered:
+            pruned = native.prune(self.html, drop)
+            self._rendered[format, drop] = (
+                pruned if format == "html" else native.text(pruned) if format == "text"
+                else native.markdown(pruned))
+        return self._rendered[format, drop]
 
     @property
     def n_blocks(self) -> int:

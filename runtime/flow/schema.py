@@ -3,21 +3,24 @@
 A door's record is the page's own fields (``PAGE_FIELDS``: what the input said, echoed where
 the door keeps its input) and the result's (``result_fields``): the main content in the
 format asked for, under that format's name (``markdown``, ``html`` or ``text``), then
-``RESULT_FIELDS``. Every door derives what it writes from here:
+``RESULT_FIELDS``, and with the ``json`` format each block's label (``LABELS``). What is
+asked is an ``Output``: the format, and whether links, images and tables are kept. Every door
+derives what it writes from here:
 
 - ``pulpie-rt run``: JSONL lines (``record``) and Parquet parts (``arrow_schema``);
 - the service: each result of ``POST /v1/extract`` (``record``) and its OpenAPI document's
   ``Result`` (``json_schema``);
-- Ray Data: the columns added to every row (``result_fields``, ``arrow_schema``; the row keeps
-  its own id);
+- Ray Data: the columns added to every row (``columns``, ``arrow_schema``; the row keeps its
+  own id);
 - datatrove: the content in ``Document.text``, the other result fields in
   ``Document.metadata`` (``metadata``; the document keeps its own id);
 - Python: ``PageResult``'s attributes of the same names, and the C SDK: its
   ``pulpie_rt_result_<name>`` accessors (``core/include/pulpie_rt.h``; tests/test_schema.py
   checks both against this list).
 
-A field's value is the ``PageResult`` attribute of its name, so a field the engine's result
-gains is added here once and every door writes it.
+A field's value is the ``PageResult`` attribute of its name (the content:
+``PageResult.content``), so a field the engine's result gains is added here once and every
+door writes it.
 """
 
 from __future__ import annotations
@@ -28,10 +31,56 @@ from typing import Any
 
 # the formats the main content is given in: a ``PageResult`` attribute each
 CONTENT_FORMATS = ("markdown", "html", "text")
+# what a door may be asked for: a content format, or json (the record with the Markdown and
+# each block's label)
+OUTPUT_FORMATS = (*CONTENT_FORMATS, "json")
 DEFAULT_FORMAT = "markdown"
 # a field's type, as the user guide names it (``id``: a string in files, a string or number
-# as a service caller sent it)
-TYPES = {"string": "string", "integer": "integer", "id": "string, number"}
+# as a service caller sent it; ``labels``: block id -> "main" | "other")
+TYPES = {"string": "string", "integer": "integer", "id": "string, number",
+         "labels": "object"}
+# what a reader may leave out of the content (``Output``'s switches)
+SWITCHES = ("links", "images", "tables")
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a door writes of each page: ``format`` (one of ``OUTPUT_FORMATS``) and whether the
+    content keeps its links (False: their text without their targets), images and tables.
+    ``ValueError`` names a format or a switch it cannot take."""
+
+    format: str = DEFAULT_FORMAT
+    links: bool = True
+    images: bool = True
+    tables: bool = True
+
+    def __post_init__(self) -> None:
+        if self.format not in OUTPUT_FORMATS:
+            raise ValueError(f"format {self.format!r} is not one of {', '.join(OUTPUT_FORMATS)}")
+        for name in SWITCHES:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, not {value!r}")
+
+    @property
+    def content_format(self) -> str:
+        """The content's format: the Markdown for ``json``."""
+        return DEFAULT_FORMAT if self.format == "json" else self.format
+
+    def describe(self) -> str:
+        """The format and what is left out, e.g. ``text without links, tables``."""
+        dropped = [name for name in SWITCHES if not getattr(self, name)]
+        return self.format + (f" without {', '.join(dropped)}" if dropped else "")
+
+    def content(self, result: Any) -> str:
+        """``result``'s content as asked."""
+        return result.content(self.content_format, links=self.links, images=self.images,
+                              tables=self.tables)
+
+
+def output_of(output: Output | str) -> Output:
+    """``output``, or the ``Output`` of a format name."""
+    return output if isinstance(output, Output) else Output(output)
 
 
 @dataclass(frozen=True)
@@ -48,6 +97,9 @@ class Field:
         """The field as a JSON Schema (OpenAPI 3.1) property."""
         if self.type == "id":
             return {"type": ["string", "number", "null"], "description": self.meaning}
+        if self.type == "labels":
+            return {"type": "object", "additionalProperties": {"enum": ["main", "other"]},
+                    "description": self.meaning}
         kind = "integer" if self.type == "integer" else "string"
         return {"type": [kind, "null"] if self.nullable else kind, "description": self.meaning}
 
@@ -55,6 +107,8 @@ class Field:
         """The field's Arrow type (every Arrow column is nullable, as Arrow's default)."""
         import pyarrow as pa
 
+        if self.type == "labels":
+            return pa.map_(pa.string(), pa.string())
         return pa.int64() if self.type == "integer" else pa.string()
 
 
@@ -82,45 +136,64 @@ RESULT_FIELDS = (
 )
 
 
-def check_format(content_format: str) -> None:
-    if content_format not in CONTENT_FORMATS:
-        raise ValueError(f"format {content_format!r} is not one of {', '.join(CONTENT_FORMATS)}")
+LABELS = Field("labels", "labels", False, 'each block\'s label, {block id: "main" | "other"}, '
+                                           "in page order (the json format)")
 
 
 def content_field(content_format: str = DEFAULT_FORMAT) -> Field:
     """The main content's field, named by its format (``""`` for a failed page)."""
-    check_format(content_format)
+    if content_format not in CONTENT_FORMATS:
+        raise ValueError(f"format {content_format!r} is not one of "
+                         f"{', '.join(CONTENT_FORMATS)}")
     return Field(content_format, "string", False,
                  f"{_CONTENT_MEANING[content_format]} (\"\" on error or when there is none)")
 
 
-def result_fields(content_format: str = DEFAULT_FORMAT) -> tuple[Field, ...]:
-    """A result's fields, in order: the content, then ``RESULT_FIELDS``."""
-    return (content_field(content_format), *RESULT_FIELDS)
+def result_fields(output: Output | str = DEFAULT_FORMAT) -> tuple[Field, ...]:
+    """A result's fields, in order: the content, ``RESULT_FIELDS``, ``LABELS`` for json."""
+    output = output_of(output)
+    return (content_field(output.content_format), *RESULT_FIELDS,
+            *((LABELS,) if output.format == "json" else ()))
 
 
-def record_fields(content_format: str = DEFAULT_FORMAT, *, url: bool = False
+def record_fields(output: Output | str = DEFAULT_FORMAT, *, url: bool = False
                   ) -> tuple[Field, ...]:
     """A record's fields, in order: ``id``, the result's, and ``url`` when the input has it."""
-    return (ID, *result_fields(content_format), *((URL,) if url else ()))
+    return (ID, *result_fields(output), *((URL,) if url else ()))
 
 
-def result_values(result: Any, content_format: str = DEFAULT_FORMAT) -> dict[str, Any]:
-    """``result``'s (a ``PageResult``'s) value of each result field, in order."""
-    return {f.name: getattr(result, f.name) for f in result_fields(content_format)}
+def result_values(result: Any, output: Output | str = DEFAULT_FORMAT) -> dict[str, Any]:
+    """``result``'s (a ``PageResult``'s) value of each result field, in order. A content the
+    core cannot render (where the Markdown specification raises on the pruned HTML) is empty,
+    and ``error`` says why."""
+    from pulpie_rt.runtime import native
+    from pulpie_rt.runtime.flow.pages import describe
+
+    output = output_of(output)
+    failed = None
+    try:
+        content = output.content(result)
+    except (native.CoreError, native.SpecificationRaises) as exc:
+        content, failed = "", f"markdown: {describe(exc)}"
+    values = {f.name: content if f.name == output.content_format else getattr(result, f.name)
+              for f in result_fields(output)}
+    if failed is not None and values["error"] is None:
+        values["error"] = failed
+    return values
 
 
-def columns(results: Sequence[Any], content_format: str = DEFAULT_FORMAT) -> dict[str, list]:
+def columns(results: Sequence[Any], output: Output | str = DEFAULT_FORMAT) -> dict[str, list]:
     """``results``' values as columns, one per result field, in order (Ray's added columns, a
     pandas frame's)."""
-    return {f.name: [getattr(r, f.name) for r in results] for f in result_fields(content_format)}
+    rows = [result_values(r, output) for r in results]
+    return {f.name: [row[f.name] for row in rows] for f in result_fields(output)}
 
 
-def record(page_id: Any, result: Any, content_format: str = DEFAULT_FORMAT, *,
+def record(page_id: Any, result: Any, output: Output | str = DEFAULT_FORMAT, *,
            error: str | None = None, url: str | None = None) -> dict[str, Any]:
     """One page's record: ``page_id``, ``result``'s values, ``url`` when given. ``error``, when
     given, is the page's own (an input the reader could not use) in place of the result's."""
-    values = {ID.name: page_id, **result_values(result, content_format)}
+    values = {ID.name: page_id, **result_values(result, output)}
     if error is not None:
         values["error"] = error
     if url is not None:
@@ -128,10 +201,12 @@ def record(page_id: Any, result: Any, content_format: str = DEFAULT_FORMAT, *,
     return values
 
 
-def metadata(result: Any) -> dict[str, Any]:
-    """The result fields but the content (a datatrove document's ``metadata``; the content is
-    its ``text``)."""
-    return {f.name: getattr(result, f.name) for f in RESULT_FIELDS}
+def metadata(result: Any, output: Output | str = DEFAULT_FORMAT) -> dict[str, Any]:
+    """The result fields but the content (what a datatrove document's ``metadata`` gets; the
+    content is its ``text``)."""
+    values = result_values(result, output)
+    del values[output_of(output).content_format]
+    return values
 
 
 def arrow_schema(fields: Sequence[Field]) -> Any:
