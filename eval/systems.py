@@ -91,13 +91,15 @@ def run_in_child(run: Callable[..., dict], *args) -> dict[str, Any]:
 
 
 def run_ours(pages: Sequence[dict], model: str, threads: int | None = None,
-             batch_pages: int = 32, profile: str | None = None) -> dict[str, Any]:
-    """Our extractor over ``pages``: texts, errors, block counts, load and extraction time
-    (``setup_cpu_s``: CPU seconds of this process before the timed loop)."""
+             batch_pages: int = 32, profile: str | None = None,
+             favor: str = "balanced") -> dict[str, Any]:
+    """Our extractor over ``pages`` (``favor``: the decision's named shift): texts, errors,
+    block counts, load and extraction time (``setup_cpu_s``: CPU seconds of this process
+    before the timed loop)."""
     from pulpie_rt import Extractor
 
     t0 = time.perf_counter()
-    extractor = Extractor(model, threads=threads, profile=profile)
+    extractor = Extractor(model, threads=threads, profile=profile, favor=favor)
     load_s = time.perf_counter() - t0
     setup_cpu_s = _tree_cpu_s()
     texts: dict[str, str] = {}

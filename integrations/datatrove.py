@@ -60,6 +60,7 @@ from pulpie_rt.integrations.failures import (
     is_transient,
     transient_failure,
 )
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR
 from pulpie_rt.runtime.flow.pages import describe
 from pulpie_rt.runtime.flow.schema import Output, output_of, result_values
 from pulpie_rt.runtime.model.devices import usable_cpus
@@ -80,6 +81,7 @@ class PulpieExtractor(PipelineStep):
     (the default) sizes them to the task's share of the machine (the module's docstring).
     ``output``: the content's format and switches (``Output("text", tables=False)``, or a
     format's name); ``text`` gets the content, ``metadata`` the other result fields.
+    ``favor``: ``precision``, ``balanced`` or ``recall`` (``Extractor``'s).
     """
 
     name = "pulpie-rt main content"
@@ -88,8 +90,10 @@ class PulpieExtractor(PipelineStep):
     def __init__(self, model: str | os.PathLike | None = None, *, keep_failed: bool = False,
                  keep_empty: bool = False, devices: list[str] | str | None = None,
                  workers: int | None = None, threads: int | None = None, backend: str = "auto",
-                 profile: str | None = None, output: Output | str = "markdown"):
+                 profile: str | None = None, output: Output | str = "markdown",
+                 favor: str = DEFAULT_FAVOR):
         super().__init__()
+        self.favor = favor
         self.output = output_of(output)
         self.model = DEFAULT_MODEL if model is None else model
         self.keep_failed = keep_failed
@@ -109,7 +113,7 @@ class PulpieExtractor(PipelineStep):
             # thread each): not the whole machine for every task
             workers, threads = task_cpus(world_size), 1
         return Pipeline(self.model, devices=self.devices, workers=workers, threads=threads,
-                        backend=self.backend, profile=self.profile)
+                        backend=self.backend, profile=self.profile, favor=self.favor)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1
             ) -> DocumentsPipeline:

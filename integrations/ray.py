@@ -73,6 +73,7 @@ from pulpie_rt.integrations.failures import (
     is_transient,
     transient_failure,
 )
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR
 from pulpie_rt.runtime.flow.pages import describe
 from pulpie_rt.runtime.flow.schema import Output, columns, output_of, result_fields
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
@@ -101,13 +102,15 @@ class PulpieExtractor:
     pass the ``num_cpus`` you give the actor, as ``extract_dataset`` does). ``threads``: ONNX
     Runtime's intra-op threads per call (None: its default, every core of the machine).
     ``output``: the content's format and switches (``Output("text", links=False)``, or a
-    format's name), which decide the columns added (``output_types``).
+    format's name), which decide the columns added (``output_types``). ``favor``:
+    ``precision``, ``balanced`` or ``recall`` (``Extractor``'s).
     """
 
     def __init__(self, model: str | os.PathLike | None = None, *, html_column: str = "html",
                  content_type_column: str | None = None, device: str | None = None,
                  workers: int = 1, threads: int | None = 1, backend: str = "auto",
-                 profile: str | None = None, output: Output | str = "markdown"):
+                 profile: str | None = None, output: Output | str = "markdown",
+                 favor: str = DEFAULT_FAVOR):
         if device is None:
             device = "cuda" if ray.is_initialized() and ray.get_gpu_ids() else "cpu"
         self.html_column = html_column
@@ -117,7 +120,7 @@ class PulpieExtractor:
         self.output_types = {f.name: f.arrow_type() for f in result_fields(self.output)}
         self._settings = {"model": DEFAULT_MODEL if model is None else model,
                           "devices": device, "workers": workers, "threads": threads,
-                          "backend": backend, "profile": profile}
+                          "backend": backend, "profile": profile, "favor": favor}
         self.pipeline = self.open_pipeline()
 
     def open_pipeline(self) -> Pipeline:
@@ -281,6 +284,7 @@ def extract_dataset(
     task_retries: int = TASK_RETRIES,
     extractor: type[PulpieExtractor] = PulpieExtractor,
     output: Output | str = "markdown",
+    favor: str = DEFAULT_FAVOR,
 ) -> ray.data.Dataset:
     """``ds`` with the result's fields (``PulpieExtractor.output_types``) added to every row, by a
     pool of ``PulpieExtractor`` actors (lazy, like every Ray Data transform).
@@ -296,7 +300,8 @@ def extract_dataset(
     when ``ds`` is read from files and the result is written. ``task_retries``: Ray Data's
     retries of a task whose pages kept failing for a transient reason or whose actor died.
     ``extractor``: the callable class (a subclass of ``PulpieExtractor`` that adds columns).
-    ``output``: the content's format and switches (``PulpieExtractor``'s).
+    ``output``: the content's format and switches, ``favor`` the decision's shift
+    (``PulpieExtractor``'s).
     """
     gpu = num_gpus > 0
     if cpus_per_actor is None:
@@ -320,7 +325,7 @@ def extract_dataset(
     constructor = {
         "model": model, "html_column": html_column, "content_type_column": content_type_column,
         "device": "cuda" if gpu else "cpu", "backend": backend, "profile": profile,
-        "output": output,
+        "output": output, "favor": favor,
         # one thread per CPU of the actor calls its engine, each with one ONNX Runtime
         # thread: pages run side by side (on a GPU, one thread's CPU stages run while
         # another's batch is on the device)

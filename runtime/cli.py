@@ -62,7 +62,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         return _fail("extract", f"{source}: cannot read ({exc.strerror or exc})")
     try:
         extractor = Extractor(args.model, backend=args.backend, device=args.device,
-                              limits=_limits(args), profile=args.profile)
+                              limits=_limits(args), profile=args.profile, favor=args.favor)
     except (ModelError, BackendError) as exc:
         return _fail("extract", str(exc))
     try:
@@ -189,7 +189,8 @@ def _run(args: argparse.Namespace, inputs: list[Path], out: Path, output) -> int
         return _fail("run", mismatch)
     try:
         pipeline = Pipeline(args.model, devices=args.devices, workers=args.workers,
-                            backend=args.backend, limits=_limits(args), profile=args.profile)
+                            backend=args.backend, limits=_limits(args), profile=args.profile,
+                            favor=args.favor)
     except (ModelError, BackendError) as exc:
         return _fail("run", str(exc))
     except ValueError as exc:
@@ -334,8 +335,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                              "has fast (its block rescorer over page features alone, no "
                              "transformer) and accurate (transformer + rescorer, about 65x "
                              "the CPU time); default: the bundle's own (see the model card)")
+    from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, FAVOR_HELP, favor_settings
     from pulpie_rt.runtime.flow.pages import PageLimits
 
+    parser.add_argument("--favor", choices=list(favor_settings()), default=DEFAULT_FAVOR,
+                        help=FAVOR_HELP)
     parser.add_argument("--backend", choices=backend_names(), default="auto")
     defaults = PageLimits()
     parser.add_argument("--max-input-bytes", type=int, default=defaults.max_input_bytes,

@@ -1,4 +1,4 @@
-"""The C library's ABI 3 (``core/include/pulpie_rt.h``), called through ctypes on the library
+"""The C library's ABI 4 (``core/include/pulpie_rt.h``), called through ctypes on the library
 ``make capi`` builds: only the header's functions are exported, ``struct_size`` is read as the
 size of a known ABI, status codes have names, a batch takes each page's Content-Type and a
 result says what its bytes were decoded with, and an engine says what runs its model."""
@@ -70,7 +70,7 @@ def _open(lib, options) -> tuple[int, ctypes.c_void_p, str | None]:
 def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
     options = options_type()()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(options_type()) == 80
+    assert options.struct_size == ctypes.sizeof(options_type()) == 88
     assert options.cutoff_length == 500
     options.profile = b"no-such-profile"
     status, engine, message = _open(lib, options)
@@ -88,6 +88,17 @@ def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
     options.cutoff_length = -1
     assert _open(lib, options)[0] == ERR_ARGUMENT
     options.struct_size = options_type().cutoff_length.offset + 7
+    status, engine, _ = _open(lib, options)
+    assert status == OK
+    lib.pulpie_rt_engine_close(engine)
+    # and ABI 4's at ABI 4's size only: a favor that names no setting is refused by name
+    options = options_type()()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    assert options.favor == 0  # PULPIE_RT_FAVOR_BALANCED
+    options.favor = 7
+    assert _open(lib, options)[:3:2] == (ERR_ARGUMENT, "options.favor is 7 "
+                                         "(PULPIE_RT_FAVOR_BALANCED, _PRECISION or _RECALL)")
+    options.struct_size = options_type().favor.offset
     status, engine, _ = _open(lib, options)
     assert status == OK
     lib.pulpie_rt_engine_close(engine)

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 3u
+#define PULPIE_RT_ABI_VERSION 4u
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -64,6 +64,13 @@ extern "C" {
                                     unknown profile */
 #define PULPIE_RT_ERR_RUNTIME 4  /* ONNX Runtime: library not found or too old, the model does
                                     not load, the backend is not available */
+
+/* ABI 4: pulpie_rt_options.favor, a named shift of the bundle's decision threshold (its
+ * decoding's main_margin, in the blocks' score units, log-odds): precision keeps fewer blocks
+ * (the threshold raised by 1), recall more (lowered by 1), balanced the bundle's own. */
+#define PULPIE_RT_FAVOR_BALANCED 0
+#define PULPIE_RT_FAVOR_PRECISION 1
+#define PULPIE_RT_FAVOR_RECALL 2
 
 typedef struct pulpie_rt_engine pulpie_rt_engine; /* opened once, shared by threads */
 typedef struct pulpie_rt_result pulpie_rt_result; /* owned by the caller */
@@ -103,6 +110,8 @@ typedef struct {
     /* ABI 3 additions (a library of ABI 2 ignores them): */
     int64_t cutoff_length;   /* simplify's cut of long runs of inline text, in characters
                                 (pulpie_rt.Extractor's cutoff_length); default 500; >= 0 */
+    /* ABI 4 additions (a library of ABI 3 ignores them): */
+    int32_t favor;           /* PULPIE_RT_FAVOR_*: default balanced */
 } pulpie_rt_options;
 
 uint32_t pulpie_rt_abi_version(void);

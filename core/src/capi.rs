@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 /// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
 /// 3: `cutoff_length`, `pulpie_rt_extract_pages` (per-page content types),
 /// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
+/// 4: `favor`.
 pub const ABI_VERSION: u32 = crate::abi::PULPIE_RT_ABI_VERSION;
 
 // the status codes (pulpie_rt.h's)
@@ -30,7 +31,7 @@ pub const ERR_INTERNAL: c_int = crate::abi::PULPIE_RT_ERR_INTERNAL;
 pub const ERR_MODEL: c_int = crate::abi::PULPIE_RT_ERR_MODEL;
 pub const ERR_RUNTIME: c_int = crate::abi::PULPIE_RT_ERR_RUNTIME;
 
-/// `pulpie_rt_options`, ABI 3 layout (ABI 1's, then `profile`, then `cutoff_length`).
+/// `pulpie_rt_options`, ABI 4 layout (ABI 1's, then `profile`, `cutoff_length`, `favor`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct pulpie_rt_options {
@@ -47,19 +48,22 @@ pub struct pulpie_rt_options {
     pub profile: *const c_char,
     /// ABI 3: `Extractor`'s `cutoff_length` (simplify's cut of long inline text runs)
     pub cutoff_length: i64,
+    /// ABI 4: `PULPIE_RT_FAVOR_*`, a named shift of the decision threshold (`decode::favor_shift`)
+    pub favor: i32,
 }
 
 /// The fields a caller must pass at least (the first five).
 const MIN_OPTIONS_SIZE: usize = std::mem::offset_of!(pulpie_rt_options, threads) + 4;
 
 /// The sizes of `pulpie_rt_options` a program of some ABI passes: the minimum, ABI 1's
-/// (up to `max_batch_tokens`), ABI 2's (`profile`), ABI 3's (`cutoff_length`). A
-/// `struct_size` between two is read as the smaller, so a size that ends inside a field
-/// never copies part of it.
-const KNOWN_OPTIONS_SIZES: [usize; 4] = [
+/// (up to `max_batch_tokens`), ABI 2's (`profile`), ABI 3's (`cutoff_length`), ABI 4's
+/// (`favor`). A `struct_size` between two is read as the smaller, so a size that ends inside
+/// a field never copies part of it.
+const KNOWN_OPTIONS_SIZES: [usize; 5] = [
     MIN_OPTIONS_SIZE,
     std::mem::offset_of!(pulpie_rt_options, profile),
     std::mem::offset_of!(pulpie_rt_options, cutoff_length),
+    std::mem::offset_of!(pulpie_rt_options, cutoff_length) + 8,
     std::mem::size_of::<pulpie_rt_options>(),
 ];
 
@@ -79,6 +83,7 @@ impl Default for pulpie_rt_options {
             max_batch_tokens: config.max_batch_tokens as i64,
             profile: std::ptr::null(),
             cutoff_length: config.cutoff_length as i64,
+            favor: crate::abi::PULPIE_RT_FAVOR_BALANCED,
         }
     }
 }
@@ -218,6 +223,12 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         .ok_or_else(|| argument(format!("options.max_batch_tokens is {}", options.max_batch_tokens)))?;
     let cutoff_length = usize::try_from(options.cutoff_length)
         .map_err(|_| argument(format!("options.cutoff_length is {}", options.cutoff_length)))?;
+    let decision_shift = crate::engine::decode::favor_shift(options.favor).ok_or_else(|| {
+        argument(format!(
+            "options.favor is {} (PULPIE_RT_FAVOR_BALANCED, _PRECISION or _RECALL)",
+            options.favor
+        ))
+    })?;
     let config = EngineConfig {
         session: SessionConfig { intra_op_threads: threads, inter_op_threads: 0, provider },
         ort_library,
@@ -227,6 +238,7 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         },
         max_batch_tokens,
         cutoff_length,
+        decision_shift,
         gpu: GpuOptions::default(),
     };
     Ok(OpenRequest { model, profile, config })
@@ -768,7 +780,7 @@ mod tests {
     #[test]
     fn options_sizes_of_each_abi() {
         // the layout against pulpie_rt.h: tests/test_binding.py (pulpie_rt_py_layouts)
-        assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80]);
+        assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80, 88]);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
     }
 

@@ -51,7 +51,7 @@ fn layouts() -> String {
     layouts! {
         "pulpie_rt_options" => pulpie_rt_options {
             struct_size, model, backend, device_id, threads, ort_library, max_input_bytes,
-            max_page_tokens, max_batch_tokens, profile, cutoff_length,
+            max_page_tokens, max_batch_tokens, profile, cutoff_length, favor,
         }
         "pulpie_rt_message" => OrtMessage { ptr, len }
         "pulpie_rt_simplify_output" => SimplifyOutput {

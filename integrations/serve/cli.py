@@ -9,6 +9,7 @@ import signal
 import sys
 
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, FAVOR_HELP, favor_settings
 from pulpie_rt.runtime.model.devices import backend_names
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
 
@@ -46,7 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     service = ExtractionService(args.model, backend=args.backend, device=args.device,
                                 workers=args.workers, threads=args.threads, limits=limits,
-                                profile=args.profile)
+                                profile=args.profile, favor=args.favor)
     load_failures: list[str] = []
 
     def on_load_failed(message: str) -> None:
@@ -118,6 +119,8 @@ def register(subparsers) -> None:
     serve.add_argument("--profile", default=None,
                        help="speed/quality profile of the model (the embedded default model: "
                             "fast or accurate; default: the bundle's own, see the model card)")
+    serve.add_argument("--favor", choices=list(favor_settings()), default=DEFAULT_FAVOR,
+                       help=FAVOR_HELP)
     serve.add_argument("--backend", choices=backend_names(), default="auto")
     serve.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
     serve.add_argument("--workers", type=_positive(int), default=None,

@@ -26,7 +26,7 @@ from typing import Any
 from pulpie_rt.integrations.failures import is_transient
 from pulpie_rt.integrations.serve.limits import Limits, default_workers
 from pulpie_rt.integrations.serve.metrics import ServiceMetrics
-from pulpie_rt.runtime.flow.engine import Engine
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, Engine
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, RunStats, describe
 from pulpie_rt.runtime.flow.schema import Output
 from pulpie_rt.runtime.model.resolve import DEFAULT_MODEL
@@ -126,9 +126,11 @@ class ExtractionService:
     def __init__(self, model: str = DEFAULT_MODEL, backend: str = "auto",
                  device: str | None = None, workers: int | None = None,
                  threads: int | None = None, limits: Limits | None = None,
-                 metrics: ServiceMetrics | None = None, profile: str | None = None):
+                 metrics: ServiceMetrics | None = None, profile: str | None = None,
+                 favor: str = DEFAULT_FAVOR):
         self.model = str(model)
         self.profile = profile
+        self.favor = favor
         self.backend_name = backend
         self.device = device
         self.workers = workers if workers is not None else default_workers()
@@ -188,7 +190,8 @@ class ExtractionService:
         counted in the service's ``stats``."""
         return Engine(self.model, profile=self.profile, backend=self.backend_name,
                       device=self.device, threads=self.threads,
-                      max_batch_tokens=self.limits.max_batch_tokens, stats=self.stats)
+                      max_batch_tokens=self.limits.max_batch_tokens, stats=self.stats,
+                      favor=self.favor)
 
     def _warm_up(self) -> str | None:
         """The warm-up page through the engine; its error, or None."""
@@ -385,13 +388,14 @@ class ExtractionService:
 
     def info(self) -> dict[str, Any]:
         """What ``GET /info`` shows: model (its name, never a file system path), profile,
-        provider, device, threads, fallbacks."""
+        favor, provider, device, threads, fallbacks."""
         engine = self.engine
         bundle = getattr(engine, "bundle", None)
         return {
             "model": self.model if "/" not in self.model else self.model.rstrip("/")
             .rsplit("/", 1)[-1],
             "profile": bundle.profile if bundle is not None else None,
+            "favor": self.favor,
             "max_tokens_per_chunk": bundle.max_tokens if bundle is not None else None,
             "provider": getattr(engine, "provider", None),
             "device": getattr(engine, "device", None),

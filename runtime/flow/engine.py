@@ -100,6 +100,22 @@ def _device_request(backend: str, device: str | None, uses_transformer: bool
     return ("cuda" if backend == AUTO else backend), gpu
 
 
+def favor_settings() -> dict[str, int]:
+    """The named shifts of the decision threshold a caller may favor (``PULPIE_RT_FAVOR_*`` of
+    ``pulpie_rt.h``: precision keeps fewer blocks, recall more, balanced the bundle's own), by
+    name."""
+    prefix = "PULPIE_RT_FAVOR_"
+    return {name.removeprefix(prefix).lower(): value
+            for name, value in native.declarations().constants.items()
+            if name.startswith(prefix)}
+
+
+DEFAULT_FAVOR = "balanced"
+# what --favor does, as every command that runs a model says it
+FAVOR_HELP = ("precision keeps fewer blocks (the decision threshold raised), recall more "
+              "(lowered); default balanced, the bundle's own")
+
+
 class Engine:
     """An open model: the compiled engine over one bundle and profile, on one device.
 
@@ -111,7 +127,9 @@ class Engine:
     ``auto`` found, is used or the engine does not open (``BackendError`` says why): a GPU
     host never runs on the CPU unasked. ``threads``: ONNX Runtime's intra-op threads (None:
     its default, one per core). ``limits`` bounds what one page may cost; ``max_batch_tokens``
-    and ``cutoff_length`` default to the core's.
+    and ``cutoff_length`` default to the core's. ``favor``: ``precision`` (fewer blocks kept),
+    ``balanced`` (the bundle's own decision) or ``recall`` (more), a named shift of the
+    bundle's decision threshold (``favor_settings``).
 
     ``extract_pages`` may be called from any number of threads at once.
     """
@@ -127,7 +145,12 @@ class Engine:
         max_batch_tokens: int | None = None,
         cutoff_length: int | None = None,
         stats: RunStats | None = None,
+        favor: str = DEFAULT_FAVOR,
     ):
+        settings = favor_settings()
+        if favor not in settings:
+            raise ValueError(f"favor {favor!r} is not one of {', '.join(settings)}")
+        self.favor = favor
         self.stats = stats if stats is not None else RunStats()
         resolved = resolve_model(model, profile=profile)
         self.bundle = resolved.bundle
@@ -150,6 +173,7 @@ class Engine:
         o.max_batch_tokens = (defaults.max_batch_tokens if max_batch_tokens is None
                               else max_batch_tokens)
         o.cutoff_length = defaults.cutoff_length if cutoff_length is None else cutoff_length
+        o.favor = settings[favor]
         if isinstance(o.cutoff_length, bool) or not isinstance(o.cutoff_length, int) or \
                 o.cutoff_length < 0:
             raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
@@ -200,7 +224,7 @@ class Engine:
 
     def info(self) -> dict[str, Any]:
         """What runs: the bundle's name, its profile, the provider and device."""
-        return {"model": self.bundle.path.name, "profile": self.profile,
+        return {"model": self.bundle.path.name, "profile": self.profile, "favor": self.favor,
                 "provider": self.provider, "device": self.device,
                 "transformer": self.uses_transformer, "notice": self.notice}
 

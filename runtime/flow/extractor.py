@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from pulpie_rt.runtime.flow.engine import Engine
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, Engine
 from pulpie_rt.runtime.flow.pages import (
     DEFAULT_CUTOFF_LENGTH,
     DEFAULT_LIMITS,
@@ -40,6 +40,8 @@ class Extractor:
     ``profile``: the bundle's speed/quality profile (the embedded default model: ``fast``, its
     block rescorer alone, or ``accurate``, its transformer and rescorer; None: the bundle's
     default, see ``runtime.model.bundle``). ``threads``: ONNX Runtime's intra-op threads.
+    ``favor``: ``precision``, ``balanced`` (the bundle's own decision) or ``recall`` (see
+    ``Engine``).
     """
 
     def __init__(
@@ -52,11 +54,12 @@ class Extractor:
         threads: int | None = None,
         limits: PageLimits = DEFAULT_LIMITS,
         profile: str | None = None,
+        favor: str = DEFAULT_FAVOR,
     ):
         self.stats = RunStats()
         self.engine = Engine(model, profile=profile, backend=backend, device=device,
                              threads=threads, limits=limits, max_batch_tokens=max_batch_tokens,
-                             cutoff_length=cutoff_length, stats=self.stats)
+                             cutoff_length=cutoff_length, stats=self.stats, favor=favor)
         self.bundle = self.engine.bundle
 
     @property

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from pulpie_rt.runtime.flow.engine import Engine
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, Engine
 from pulpie_rt.runtime.flow.pages import (
     DEFAULT_CUTOFF_LENGTH,
     DEFAULT_LIMITS,
@@ -48,7 +48,8 @@ class Pipeline:
     GPU). ``threads``: ONNX Runtime's intra-op threads per engine (None: its default), for a
     process that owns only some of the machine's cores (a Ray actor, a datatrove task).
     ``limits`` bounds what one page may cost (``PageLimits``). ``stats`` counts pages, errors
-    and fallbacks. ``profile``: the bundle's speed/quality profile (see ``Extractor``).
+    and fallbacks. ``profile``: the bundle's speed/quality profile; ``favor``: precision,
+    balanced or recall (see ``Extractor``).
     """
 
     def __init__(
@@ -63,6 +64,7 @@ class Pipeline:
         limits: PageLimits = DEFAULT_LIMITS,
         threads: int | None = None,
         profile: str | None = None,
+        favor: str = DEFAULT_FAVOR,
     ):
         self.stats = RunStats()
         if isinstance(devices, str):
@@ -71,7 +73,7 @@ class Pipeline:
         def open_engine(device: str | None) -> Engine:
             return Engine(model, profile=profile, backend=backend, device=device,
                           threads=threads, limits=limits, max_batch_tokens=max_batch_tokens,
-                          cutoff_length=cutoff_length, stats=self.stats)
+                          cutoff_length=cutoff_length, stats=self.stats, favor=favor)
 
         if devices is None:
             first = open_engine(None)  # auto: the first GPU, or the CPU (said in stats)

@@ -31,6 +31,33 @@ pub struct Decoding {
     pub continue_story: bool,
 }
 
+/// How far `pulpie_rt_options.favor` moves the decision threshold, in score units (log-odds):
+/// precision raises it, recall lowers it.
+pub const FAVOR_SHIFT: f64 = 1.0;
+
+/// The shift of the decision threshold `favor` (`PULPIE_RT_FAVOR_*`) names, or None for a
+/// value that names none.
+pub fn favor_shift(favor: i32) -> Option<f64> {
+    use crate::abi::{PULPIE_RT_FAVOR_BALANCED, PULPIE_RT_FAVOR_PRECISION, PULPIE_RT_FAVOR_RECALL};
+    match favor {
+        PULPIE_RT_FAVOR_BALANCED => Some(0.0),
+        PULPIE_RT_FAVOR_PRECISION => Some(FAVOR_SHIFT),
+        PULPIE_RT_FAVOR_RECALL => Some(-FAVOR_SHIFT),
+        _ => None,
+    }
+}
+
+impl Decoding {
+    /// This decoding with its threshold moved by `shift` (0: unchanged); a bundle decoded by
+    /// the argmax at each SEP is decoded by margins (the argmax is the margin above 0).
+    pub fn shifted(self, shift: f64) -> Decoding {
+        if shift == 0.0 {
+            return self;
+        }
+        Decoding { margins: true, main_margin: Some(self.main_margin.unwrap_or(0.0) + shift), ..self }
+    }
+}
+
 /// `decoding.container_prior`: the blocks outside the page's dominant container (the
 /// smallest container holding `share` of the page's expected main words) have their scores
 /// lowered by `shift` before the selection.
@@ -385,6 +412,26 @@ pub fn labels_from_predictions(item_ids: &[Option<String>], predictions: &[usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn favor_shifts_the_threshold_and_decodes_an_argmax_bundle_by_margins() {
+        let plain = Decoding {
+            margins: false,
+            main_margin: None,
+            keep_best_block: false,
+            expected_f1: false,
+            container_prior: None,
+            continue_story: false,
+        };
+        assert_eq!(plain.shifted(0.0), plain);
+        let precise = plain.shifted(favor_shift(crate::abi::PULPIE_RT_FAVOR_PRECISION).unwrap());
+        assert_eq!((precise.margins, precise.main_margin), (true, Some(1.0)));
+        let bundle = Decoding { margins: true, main_margin: Some(0.25), ..plain };
+        let recall = bundle.shifted(favor_shift(crate::abi::PULPIE_RT_FAVOR_RECALL).unwrap());
+        assert_eq!(recall.main_margin, Some(-0.75));
+        assert_eq!(favor_shift(crate::abi::PULPIE_RT_FAVOR_BALANCED), Some(0.0));
+        assert_eq!(favor_shift(3), None);
+    }
 
     #[test]
     fn expected_f1_keeps_the_prefix_of_the_ranking_with_the_best_expected_f1() {

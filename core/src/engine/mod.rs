@@ -69,6 +69,8 @@ pub struct EngineConfig {
     pub limits: Limits,
     pub max_batch_tokens: usize,
     pub cutoff_length: usize,
+    /// added to the bundle's decision threshold (`decode::favor_shift`; 0: the bundle's own)
+    pub decision_shift: f64,
     /// how a GPU provider runs: more GPUs, TensorRT's precision, profiles and caches
     /// (`devices.rs`)
     pub gpu: GpuOptions,
@@ -82,6 +84,7 @@ impl Default for EngineConfig {
             limits: Limits::default(),
             max_batch_tokens: DEFAULT_MAX_BATCH_TOKENS,
             cutoff_length: DEFAULT_CUTOFF_LENGTH,
+            decision_shift: 0.0,
             gpu: GpuOptions::default(),
         }
     }
@@ -560,9 +563,9 @@ impl Engine {
     }
 
     /// The bundle's decoding (`Manifest::decoding`: the engine opens a rescorer exactly when
-    /// the manifest names one).
+    /// the manifest names one), its threshold shifted as the options favor.
     fn decoding(&self) -> decode::Decoding {
-        self.manifest.decoding()
+        self.manifest.decoding().shifted(self.config.decision_shift)
     }
 
     /// Per page its block predictions, or its error (failed pages stay failed).
