@@ -10,6 +10,8 @@ faults: ``test_serve_faults.py``.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -366,7 +368,19 @@ def test_info_metrics_openapi(server):
                               "504"}
     assert {"/v1/extract", "/live", "/ready", "/health", "/info", "/metrics",
             "/openapi.json"} == set(spec["paths"])
-    assert httpx.get(server.url + "/docs", follow_redirects=True).json() == spec
+    # /docs: Swagger UI over this document, its files from the package (no other host)
+    page = httpx.get(server.url + "/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "://" not in page.text.replace(server.url, "")
+    spec_in_page = re.search(r"SwaggerUIBundle\(\{spec: (.*), dom_id: ", page.text).group(1)
+    assert json.loads(spec_in_page.replace("<\\/", "</")) == spec
+    from swagger_ui_bundle import swagger_ui_path
+
+    for asset in re.findall(r'(?:src|href)="(/docs/assets/[^"]+)"', page.text):
+        served = httpx.get(server.url + asset)
+        assert served.status_code == 200, asset
+        assert served.content == (swagger_ui_path / asset.rsplit("/", 1)[1]).read_bytes()
+    assert len(re.findall(r'(?:src|href)="/docs/assets/', page.text)) == 2
 
 
 def test_every_answer_is_the_schemas_record_and_follows_the_openapi_document(server, extractor,

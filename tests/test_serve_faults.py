@@ -364,8 +364,10 @@ def test_api_key_guards_every_route_but_the_probes():
         assert service.loaded.wait(30)
         for path in ("/live", "/ready", "/health"):
             assert client.get(path).status_code == 200
+        # Swagger UI's files are the package's, open; the page holds the document: guarded
+        assert client.get("/docs/assets/swagger-ui.css").status_code == 200
         for method, path in (("POST", "/v1/extract"), ("GET", "/info"), ("GET", "/metrics"),
-                             ("GET", "/openapi.json")):
+                             ("GET", "/openapi.json"), ("GET", "/docs")):
             for auth in (None, "Bearer wrong", "Basic s3cret", "s3cret"):
                 headers = {} if auth is None else {"Authorization": auth}
                 refused = client.request(method, path, headers=headers,
@@ -390,11 +392,16 @@ PROBES = ("/live", "/ready", "/health")  # open without the key: an orchestrator
 @pytest.mark.parametrize("given", ["--api-key", "PULPIE_RT_API_KEY"])
 def test_the_commands_api_key_guards_every_route_but_the_probes(tmp_path_factory, given):
     """``pulpie-rt serve --api-key KEY`` and ``$PULPIE_RT_API_KEY``, through the real command:
-    every route of the app, and a path it does not have, answer 401 without the key."""
-    from pulpie_rt.integrations.serve.app import ServeApp
+    every route of the app, and a path it does not have, answer 401 without the key (Swagger
+    UI's files, the package's, excepted)."""
+    from starlette.routing import Mount
 
+    from pulpie_rt.integrations.serve.app import DOCS_ASSETS, ServeApp
+
+    app_routes = ServeApp(fake_service(), lambda message: None).app.routes
     routes = [(sorted(route.methods - {"HEAD"})[0], route.path)
-              for route in ServeApp(fake_service(), lambda message: None).app.routes]
+              for route in app_routes if not isinstance(route, Mount)]
+    assert [route.path for route in app_routes if isinstance(route, Mount)] == [DOCS_ASSETS]
     assert {path for _, path in routes} >= {*PROBES, "/v1/extract", "/info", "/metrics"}
     key = "s3cret-key"
     serve = (start(tmp_path_factory, "--api-key", key) if given == "--api-key"
@@ -416,8 +423,9 @@ def test_the_commands_api_key_guards_every_route_but_the_probes(tmp_path_factory
                                         json=body if method == "POST" else None)
                 if path == "/not-a-route":
                     assert served.status_code == 404
-                else:  # served (/docs redirects to the API's page)
-                    assert served.status_code in (200, 307), (path, served.status_code)
+                else:
+                    assert served.status_code == 200, (path, served.status_code)
+            assert client.get(DOCS_ASSETS + "/swagger-ui-bundle.js").status_code == 200
     finally:
         assert serve.stop() == 0, serve.log()
 

@@ -37,8 +37,10 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
 
 from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from pulpie_rt.integrations.serve.openapi import openapi_document
@@ -62,6 +64,8 @@ OFF_LOOP_BYTES = 256 * 1024
 RETRY_AFTER_S = 1
 # Routes open without the API key: the probes of an orchestrator, which carry no token.
 OPEN_PATHS = frozenset({"/live", "/ready", "/health"})
+# Swagger UI's files (swagger-ui-bundle-v2, Apache-2.0), served from the package: no CDN
+DOCS_ASSETS = "/docs/assets"
 # The status counted for a request whose client went away before its answer (nginx's).
 CLIENT_CLOSED = 499
 
@@ -189,6 +193,20 @@ def result_json(result: PageResult, output: Output) -> dict[str, Any]:
     return record(result.page_id, result, output)
 
 
+def docs_page(document: dict[str, Any]) -> str:
+    """Swagger UI over ``document`` (held in the page: it needs no second request, which an
+    API key would refuse), its script and style from ``DOCS_ASSETS``."""
+    spec = json.dumps(document).replace("</", "<\\/")  # no "</script>" inside the script
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>pulpie-rt serve: API</title>
+<link rel="stylesheet" href="{DOCS_ASSETS}/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="{DOCS_ASSETS}/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({{spec: {spec}, dom_id: "#swagger-ui"}});</script>
+</body></html>
+"""
+
+
 def render_json(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -234,13 +252,16 @@ class ServeApp:
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/openapi.json", self.openapi, methods=["GET"]),
             Route("/docs", self.docs, methods=["GET"]),
+            Mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path))),
         ], lifespan=self.lifespan, exception_handlers={HTTPException: self.http_error,
                                                        Exception: self.internal_error})
 
     async def asgi(self, scope, receive, send) -> None:
         """The application: the API key checked, then the routes."""
         if (scope["type"] == "http" and self.api_key is not None
-                and scope["path"] not in OPEN_PATHS and not self._authorized(scope)):
+                and scope["path"] not in OPEN_PATHS
+                and not scope["path"].startswith(DOCS_ASSETS + "/")  # the package's files
+                and not self._authorized(scope)):
             response = error_response("unauthorized", "a valid API key is needed: send "
                                       "'Authorization: Bearer <key>'",
                                       headers={"WWW-Authenticate": "Bearer"})
@@ -320,7 +341,7 @@ class ServeApp:
         return JSONResponse(openapi_document(self.limits, self.api_key is not None))
 
     async def docs(self, request: Request) -> Response:
-        return RedirectResponse("/openapi.json")
+        return HTMLResponse(docs_page(openapi_document(self.limits, self.api_key is not None)))
 
     async def http_error(self, request: Request, exc: HTTPException) -> Response:
         """Starlette's own refusals (no such route, method) as JSON."""
