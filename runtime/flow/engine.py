@@ -333,7 +333,8 @@ def _result_of(view: ctypes.Structure) -> PageResult:
         html=_text(view.html, view.html_len),
         markdown=_text(view.markdown, view.markdown_len),
         labels=labels,
-        # the record's string fields (error, truncated, ...): the view's of the same names
-        **{f.name: _optional(getattr(view, f.name)) for f in RESULT_FIELDS if f.type == "string"},
+        # the record's fields the view holds (error, truncated, ...), by their names
+        **{f.name: _optional(getattr(view, f.name)) if f.type == "string"
+           else getattr(view, f.name) for f in RESULT_FIELDS if hasattr(type(view), f.name)},
     )
 
