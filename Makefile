@@ -177,7 +177,9 @@ fuzz: venv
 # Word F1 / ROUGE-5 / pages per CPU-second, in one run, on the dev pages with ground truth and
 # the dev corpus's article pages (mozilla/readability): each profile of the default model beside
 # trafilatura and the rule-label ceiling; then the default profile on each public article set
-# built by python -m eval.article_sets (held apart from training). With make
+# built by python -m eval.modern_news (today's news, the held-apart split) and
+# python -m eval.article_sets (held apart from training), and every set again by its
+# references' length (under 150 words, 150-400, 400-800, over 800). With make
 # fast-seeds done first, the fast profile's rows are means ± spread over three seeds. Per-page
 # scores are kept (--per-page) for python -m bench.losses RESULT.json.
 quality: venv

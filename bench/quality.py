@@ -17,10 +17,17 @@ Page sets (``--sets``, one table each, all in one run and one JSON):
 - ``readability`` (also ``--articles``): the dev corpus's mozilla/readability pages (news and
   blog articles, Readability.js's expected output as reference; the accurate profile's
   decoding was calibrated on them, the fast profile never reads them).
+- ``modern-news-heldout``: today's news pages (Fundus's test pages and the Fundus evaluation
+  set, 2023-2026, MIT) of sites held apart from the modern split the fast profile may train
+  on, built by ``python -m eval.modern_news`` into ``build/article-sets/``; what
+  choices about today's news are made on, never trained or calibrated on.
 - ``l3s-gn1``, ``dragnet``: public news and blog article sets with human ground truth, built
   by ``python -m eval.article_sets`` into ``build/article-sets/`` (not committed:
   their licences are research-only and AGPLv3). Never trained, calibrated or chosen on.
-- ``all``: the four, leaving out (with a note) the article sets not built.
+- ``all``: the five, leaving out (with a note) the article sets not built.
+
+Every set is also scored by its references' length (``LENGTH_BINS``: under 150 words,
+150-400, 400-800, over 800; ``lengths`` in each row's JSON, and a table of their own).
 
 The readability pages are two kinds, scored apart as well (``kinds`` in each row's JSON, and a
 table of their own): the saved news and blog articles, and Readability.js's hand-written test
@@ -78,13 +85,18 @@ from eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
 # the page sets a run can score: the dev pages with ground truth, the dev corpus's readability
 # articles, and the public article sets that eval.article_sets builds (held apart from training)
-PAGE_SETS = ("groundtruth", "readability", "l3s-gn1", "dragnet")
+PAGE_SETS = ("groundtruth", "readability", "modern-news-heldout", "l3s-gn1", "dragnet")
 DEV_SETS = ("groundtruth", "readability")
 SET_NOTES = {"groundtruth": "dev pages with ground truth, never trained on",
              "readability": f"dev {CALIBRATION_SOURCE} pages, never trained on or in "
                             f"folds (the row says k-fold)",
+             "modern-news-heldout": "today's news (Fundus), sites held apart from training",
              "l3s-gn1": "L3S-GN1 news, held apart from training",
              "dragnet": "Dragnet news and blogs, held apart from training"}
+# the reference lengths (words) each set is also scored by: a short story is where a rail of
+# headlines outweighs it
+LENGTH_BINS = ((0, 150, "< 150 words"), (150, 400, "150-400 words"), (400, 800, "400-800 words"),
+               (800, None, "> 800 words"))
 SYSTEMS = ("ours", "trafilatura", "ceiling", "whole-page")
 ROW_NAMES = {"ours": "ours", "trafilatura": "trafilatura", "ceiling": "rule labels (ceiling)",
              "whole-page": "whole page"}
@@ -198,7 +210,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def page_sets(args: argparse.Namespace) -> list[str]:
     """The sets to score, in order; 'all' = groundtruth, readability and the article sets that
     are built (one not built is named with the command that builds it)."""
-    from eval.article_sets import ARTICLE_SETS_DIR, SETS, article_set_path
+    from eval.article_sets import ARTICLE_SETS_DIR, SCORED_SETS, article_set_path
 
     asked = list(args.sets or []) + (["readability"] if args.articles else [])
     if not asked:
@@ -206,12 +218,12 @@ def page_sets(args: argparse.Namespace) -> list[str]:
     names: list[str] = []
     for name in asked:
         if name == "all":
-            built = [s for s in SETS if article_set_path(s).is_file()]
-            missing = [s for s in SETS if s not in built]
+            built = [s for s in SCORED_SETS if article_set_path(s).is_file()]
+            missing = [s for s in SCORED_SETS if s not in built]
             if missing:
                 print(f"quality: article sets {', '.join(missing)} not built in "
-                      f"{ARTICLE_SETS_DIR} (python -m eval.article_sets): skipped",
-                      flush=True)
+                      f"{ARTICLE_SETS_DIR} (python -m eval.article_sets, "
+                      "python -m eval.modern_news): skipped", flush=True)
             names += ["groundtruth", "readability", *built]
         elif name in PAGE_SETS:
             names.append(name)
@@ -254,19 +266,36 @@ def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
     return references_by_kind(list(pages)) if name == "readability" else {}
 
 
-def kinds_table(sets: Sequence[Mapping[str, Any]]) -> str:
-    """Per page set scored by kind, per kind and system: word P/R/F1 (ours: the mean ± standard
-    deviation over the model and its seed copies) and F1 less trafilatura's on those pages,
-    the mean and each seed's own (the lowest and highest)."""
-    headers = ["page set", "kind", "pages", "system", "seeds", "word P", "word R", "word F1",
+def length_bin(reference: str) -> str:
+    """The ``LENGTH_BINS`` name of a reference's word count."""
+    n = len(words(reference))
+    return next(name for low, high, name in LENGTH_BINS if n >= low and (high is None or n < high))
+
+
+def page_lengths(pages: Sequence[dict]) -> dict[str, dict[str, str]]:
+    """The references of ``pages`` by ``LENGTH_BINS``, in order (a bin without pages left
+    out)."""
+    bins: dict[str, dict[str, str]] = {name: {} for _, _, name in LENGTH_BINS}
+    for page in pages:
+        bins[length_bin(page["reference"])][page["id"]] = page["reference"]
+    return {name: references for name, references in bins.items() if references}
+
+
+def kinds_table(sets: Sequence[Mapping[str, Any]], key: str = "kinds",
+                title: str = "kind") -> str:
+    """Per page set scored by kind (``key``: ``kinds``, or ``lengths``, the reference-length
+    bins), per kind and system: word P/R/F1 (ours: the mean ± standard deviation over the model
+    and its seed copies) and F1 less trafilatura's on those pages, the mean and each seed's
+    own (the lowest and highest)."""
+    headers = ["page set", title, "pages", "system", "seeds", "word P", "word R", "word F1",
                "F1 - trafilatura", "per seed"]
     body = []
     for one in sets:
-        rows = [r for r in one["rows"] if r.get("kinds")]
-        traf = next((r["kinds"] for r in rows if r["system"] == "trafilatura"), None)
-        for kind in rows[0]["kinds"] if rows else ():
+        rows = [r for r in one["rows"] if r.get(key)]
+        traf = next((r[key] for r in rows if r["system"] == "trafilatura"), None)
+        for kind in rows[0][key] if rows else ():
             for row in rows:
-                s = row["kinds"][kind]
+                s = row[key][kind]
                 seeds = s.get("seed_f1") or [s["f1"]]
                 margin, per_seed = "-", "-"
                 if traf is not None and row["system"] != "trafilatura":
@@ -369,16 +398,15 @@ def score_set(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], bool
     def score(texts: Mapping[str, str]) -> dict[str, Any]:
         return score_pages(texts, references, snippets, per_page=args.per_page)
 
-    kinds = page_kinds(name, gt_pages)
+    groupings = {"kinds": page_kinds(name, gt_pages), "lengths": page_lengths(gt_pages)}
 
     def by_kind(texts_per_run: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-        """``{"kinds": ...}``: the runs' scores on each kind's pages (none for a set not
-        scored by kind)."""
-        if not kinds:
-            return {}
-        return {"kinds": {kind: _spread_scores([score_pages(texts, refs)
-                                                 for texts in texts_per_run])
-                          for kind, refs in kinds.items()}}
+        """``{"kinds": ..., "lengths": ...}``: the runs' scores on each kind's pages (no
+        ``kinds`` for a set not scored by kind) and on each reference length's."""
+        return {key: {kind: _spread_scores([score_pages(texts, refs)
+                                             for texts in texts_per_run])
+                      for kind, refs in kinds.items()}
+                for key, kinds in groupings.items() if kinds}
 
     if "ours" not in args.skip:
         for profile in _profiles(args, name):
@@ -500,6 +528,10 @@ def run(args: argparse.Namespace) -> int:
         print("\n== by kind of page: the readability pages' saved articles and Readability.js's "
               "hand-written test cases (eval.pages.is_readability_fixture), each scored apart")
         print(kinds_table(report["sets"]))
+    if any(r.get("lengths") for one in report["sets"] for r in one["rows"]):
+        print("\n== by reference length (words of the page's reference): short stories are "
+              "where rails of headlines beside them weigh most")
+        print(kinds_table(report["sets"], "lengths", "reference"))
     print("\npages/CPU-s: pages per user+system second of each system's own process and every "
           "process and thread it started (model load excluded); pages/s: wall clock; same "
           "pages, same run; ours = extract_batch + .text; rule rows untimed")

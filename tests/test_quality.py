@@ -244,6 +244,31 @@ def test_kinds_table_scores_each_kind_against_trafilatura_s_on_the_same_pages():
     assert not any("dragnet" in line for line in lines)
 
 
+def test_every_set_is_scored_by_reference_length_too():
+    def page(pid: str, n: int) -> dict:
+        return {"id": pid, "reference": " ".join(["word"] * n)}
+
+    pages = [page("a", 3), page("b", 149), page("c", 150), page("d", 799), page("e", 800)]
+    assert quality.page_lengths(pages) == {
+        "< 150 words": {"a": pages[0]["reference"], "b": pages[1]["reference"]},
+        "150-400 words": {"c": pages[2]["reference"]},
+        "> 800 words": {"e": pages[4]["reference"]},
+        "400-800 words": {"d": pages[3]["reference"]}}
+    assert list(quality.page_lengths(pages)) == ["< 150 words", "150-400 words",
+                                                 "400-800 words", "> 800 words"]
+    assert quality.length_bin(" ".join(["w"] * 400)) == "400-800 words"
+    sets = [{"page_set": "modern-news-heldout", "scored_pages": 3, "rows": [
+                {"system": "ours", "name": "ours (fast)", "lengths": {
+                    "< 150 words": {"pages": 1, "precision": 0.5, "recall": 1.0, "f1": 0.6,
+                                    "seed_f1": [0.5, 0.6, 0.7], "f1_sd": 0.1}}},
+                {"system": "trafilatura", "name": "trafilatura", "lengths": {
+                    "< 150 words": {"pages": 1, "precision": 0.9, "recall": 0.9,
+                                    "f1": 0.9}}}]}]
+    line = next(line for line in quality.kinds_table(sets, "lengths", "reference").splitlines()
+                if "ours" in line)
+    assert "< 150 words" in line and "-0.300" in line and "-0.400 to -0.200" in line
+
+
 def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, capsys):
     from eval import article_sets
 

@@ -14,7 +14,7 @@ import functools
 import gzip
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -91,4 +91,32 @@ def derived_corpus(corpus: str, name: str, share: float, seed: int,
     write_records(path, pages)
     log(f"{what}: {len(changed)} of {len(pages)} {corpus} pages {done} ({chosen}, share "
         f"{share}, seed {seed}) -> {path}")
+    return str(path)
+
+
+def joined_corpus(corpus: str, sets: Sequence[str], cache_dir: Path = CACHE_DIR,
+                  log=print) -> str:
+    """The path (a corpus name, ``pulpie_rt.corpus``) of ``corpus``'s pages followed by those
+    of the built article sets ``sets`` (``eval.article_sets.article_set_path``: e.g.
+    ``modern-news-train``, built by ``python -m eval.modern_news``), written under
+    ``cache_dir`` once (keyed by every part's ``corpus_version``) and read from there after. A
+    set not built stops with the command that builds it."""
+    from eval.article_sets import load_article_set_path
+
+    parts = [str(load_article_set_path(name)) for name in sets]
+    path = Path(cache_dir) / ("joined-" + "+".join(corpus_version(name)
+                                                   for name in [corpus, *parts]) + ".jsonl.gz")
+    if path.is_file():
+        log(f"joined corpus: {corpus} and {', '.join(sets)} from {path}")
+        return str(path)
+    pages = list(iter_pages(corpus))
+    added = [page for part in parts for page in iter_pages(part)]
+    ids = {page["id"] for page in pages}
+    repeated = sorted(page["id"] for page in added if page["id"] in ids)
+    if repeated:
+        raise ValueError(f"joined corpus: {len(repeated)} page ids of {', '.join(sets)} are "
+                         f"in {corpus} already (first {repeated[0]})")
+    write_records(path, pages + added)
+    log(f"joined corpus: {len(pages)} {corpus} pages and {len(added)} pages of "
+        f"{', '.join(sets)} -> {path}")
     return str(path)

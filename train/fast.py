@@ -74,6 +74,7 @@ from pulpie_rt.runtime.stages.rescore import (
     stage_features,
 )
 from train.comments import comment_thread_corpus
+from train.data import joined_corpus
 from train.dialogs import hidden_dialog_corpus
 from train.rescorer import lightgbm_params, save_rescorer, training_pages
 from train.stories import longer_story_corpus
@@ -327,6 +328,25 @@ def group_folds(groups: list[int], folds: int) -> list[int]:
     return [fold_of_group[group] for group in groups]
 
 
+def extra_set_folds(ids: list[str], fold_of: np.ndarray, sets: tuple[str, ...] | list[str],
+                    folds: int) -> np.ndarray:
+    """``fold_of`` with the pages of the added article sets ``sets`` (those with a ``site``)
+    spread over the folds by site (``group_folds``): a site's pages share its templates and
+    rails, and stages trained on one of them would score the others as if seen."""
+    from eval.article_sets import load_article_set
+
+    site_of = {p["id"]: p["site"] for name in sets for p in load_article_set(name)
+               if p.get("site")}
+    rows = [i for i, pid in enumerate(ids) if pid in site_of]
+    if not rows:
+        return fold_of
+    numbers: dict[str, int] = {}
+    groups = [numbers.setdefault(site_of[ids[i]], len(numbers)) for i in rows]
+    out = np.array(fold_of, copy=True)
+    out[rows] = group_folds(groups, folds)
+    return out
+
+
 def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: float,
                        keep_hidden: bool, expected_f1: bool, drop_noscript: bool, folds: int,
                        workers: int | None = None,
@@ -472,6 +492,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_hidden_dialogs:
         corpus = hidden_dialog_corpus(corpus, recipe.fast_hidden_dialogs,
                                       recipe.fast_dialog_seed, log=log)
+    # other sets' pages as they are, after the train pages (which keep their folds)
+    if recipe.fast_extra_sets:
+        corpus = joined_corpus(corpus, recipe.fast_extra_sets, log=log)
     # the context the stages read their blocks in, and the feature layout it reads
     context = CONTEXT_V5 if recipe.fast_dialog_columns else CONTEXT_VERSION
     layout = CONTEXTS[context]
@@ -486,8 +509,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         log(f"fast rescorer: story tails masked, "
             f"{sum(int((y == MASKED).sum()) for y in labels)} blocks")
     folded: list[str] = []
-    # train page i sits in fold i % fast_folds
+    # train page i sits in fold i % fast_folds; an added set's pages one fold per site
     fold_of = np.arange(len(ids)) % recipe.fast_folds
+    if recipe.fast_extra_sets:
+        fold_of = extra_set_folds(ids, fold_of, recipe.fast_extra_sets, recipe.fast_folds)
     if recipe.fast_fold_readability:
         folded_ids, folded_features, folded_labels, groups = readability_pages(keep_hidden,
                                                                                drop_noscript,

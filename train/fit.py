@@ -211,6 +211,12 @@ class Recipe:
     # 0.8948 and 0.8940 against 0.9038 and 0.9042, Dragnet 0.8327 and 0.8325 against 0.8391
     # and 0.8350); readability out of fold 0.9253 and 0.9239 against 0.9365 and 0.9231
     fast_hidden_dialogs: float = 0.0
+    # built article sets whose pages the fast profile's stages learn from beside the train
+    # corpus's, in its folds, the threshold chosen on all of them (train.data.joined_corpus,
+    # after the derived pages above): "modern-news-train", today's news pages of Fundus
+    # (python -m eval.modern_news; sites apart from its held-apart split and from
+    # the judges')
+    fast_extra_sets: tuple[str, ...] = ()
     fast_dialog_seed: int = 0
     # the fast profile's stages read the dialog columns too (layout blocks-v4, context
     # context-v5: how many levels up a block's nearest <dialog> / role=dialog and nearest
