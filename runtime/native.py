@@ -436,12 +436,14 @@ def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
 
 def block_features(map_html: str, item_ids: list[str | None],
                    libxml2_tree: bool = False, extras: bool = False,
-                   containers: bool = False, dialogs: bool = False) -> np.ndarray:
+                   containers: bool = False, dialogs: bool = False,
+                   rails: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
     ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
     None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``), by
-    those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``), and by
-    all those and ``features.DIALOG_NAMES`` when ``dialogs`` (layout ``blocks-v4``).
+    those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``), by
+    all those and ``features.DIALOG_NAMES`` when ``dialogs`` (layout ``blocks-v4``), and by all
+    those and ``features.RAIL_NAMES`` when ``rails`` (layout ``blocks-v5``).
     ``CoreError`` where the core fails on the page.
 
     ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
@@ -460,7 +462,8 @@ def block_features(map_html: str, item_ids: list[str | None],
                                           | (_c("PULPIE_RT_FEATURES_EXTRAS") if extras else 0)
                                           | (_c("PULPIE_RT_FEATURES_CONTAINERS") if containers
                                              else 0)
-                                          | (_c("PULPIE_RT_FEATURES_DIALOGS") if dialogs else 0),
+                                          | (_c("PULPIE_RT_FEATURES_DIALOGS") if dialogs else 0)
+                                          | (_c("PULPIE_RT_FEATURES_RAILS") if rails else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
     return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
@@ -792,8 +795,9 @@ def _rows(features: np.ndarray) -> np.ndarray:
 
 def context_features(features: np.ndarray, width: int) -> np.ndarray:
     """``rescore.context_features`` on the compiled core (``core/src/features/context.rs``):
-    one page's ``blocks-v3`` rows (or ``blocks-v4``) in, one row of ``width``
-    (``N_CONTEXT``, or ``N_CONTEXT_V5``) float32 columns per block out. ``ValueError`` with
+    one page's ``blocks-v3`` rows (or ``blocks-v4``, ``blocks-v5``) in, one row of ``width``
+    (``N_CONTEXT``, ``N_CONTEXT_V5`` or ``N_CONTEXT_V6``) float32 columns per block out.
+    ``ValueError`` with
     the core's message for rows of another width."""
     import numpy as np
     lib = _library()
@@ -806,10 +810,9 @@ def context_features(features: np.ndarray, width: int) -> np.ndarray:
 
 def stage_features(probabilities: np.ndarray, features: np.ndarray, width: int) -> np.ndarray:
     """``rescore.stage_features`` on the compiled core: the first stage's probabilities of one
-    page (float64, one per block) and its ``blocks-v3`` (``blocks-v4``) rows in, ``width``
-    (``N_STAGE``)
-    float32 columns per block out. ``ValueError`` with the core's message for rows of another
-    width or count."""
+    page (float64, one per block) and its ``blocks-v3`` (``blocks-v4``, ``blocks-v5``) rows in,
+    ``width`` (``N_STAGE``) float32 columns per block out. ``ValueError`` with the core's
+    message for rows of another width or count."""
     import numpy as np
     lib = _library()
     p = np.ascontiguousarray(probabilities, np.float64).reshape(-1)
@@ -888,14 +891,15 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                  sep_id: int, bos_id: int | None, eos_id: int | None,
                  with_features: bool, keep_hidden: bool = False, extras: bool = False,
                  containers: bool = False, drop_noscript: bool = False,
-                 dialogs: bool = False) -> PreparedCore:
+                 dialogs: bool = False, rails: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
     tokens, no chunks), packed into chunks of ``max_tokens`` cut to ``max_page_tokens``, block
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``;
     with the extras and the containers, ``blocks-v3``, when ``containers``; with those and the
-    dialog columns, ``blocks-v4``, when ``dialogs``);
+    dialog columns, ``blocks-v4``, when ``dialogs``; with those and the rail columns,
+    ``blocks-v5``, when ``rails``);
     ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
     the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
     bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
@@ -910,7 +914,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                   cutoff_length=cutoff_length, max_tokens=max_tokens, sep_id=sep_id,
                   bos_id=-1 if bos_id is None else bos_id,
                   eos_id=-1 if eos_id is None else eos_id,
-                  features=_c("PULPIE_RT_LAYOUT_BLOCKS_V4" if dialogs
+                  features=_c("PULPIE_RT_LAYOUT_BLOCKS_V5" if rails
+                              else "PULPIE_RT_LAYOUT_BLOCKS_V4" if dialogs
                               else "PULPIE_RT_LAYOUT_BLOCKS_V3" if containers
                               else "PULPIE_RT_LAYOUT_BLOCKS_V2" if extras
                               else "PULPIE_RT_LAYOUT_BLOCKS_V1") if with_features

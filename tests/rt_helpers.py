@@ -208,6 +208,19 @@ def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
     return write_fast_rescorer(bundle, recipe, log=logged.append), logged
 
 
+def bundle_with_fast_profile(tmp_path: Path, fast: dict, trained: Path) -> Path:
+    """The embedded default model's bundle in ``tmp_path / "bundle"`` with the fast profile
+    that ``train_small_fast_profile`` trained (``fast``: what it returned; ``trained``: the
+    folder of its two stages' files) in place of its own."""
+    from train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME
+
+    bundle = default_model_copy(tmp_path, rescorer=fast["rescorer"])
+    for name in (FAST_RESCORER_NAME, FAST_FIRST_STAGE_NAME):
+        (bundle / name).unlink()
+        (bundle / name).write_bytes((trained / name).read_bytes())
+    return bundle
+
+
 def default_model_copy(tmp_path: Path, **fast_settings) -> Path:
     """The embedded default model's bundle in ``tmp_path / "bundle"``, its files linked, its
     fast profile's settings (``keep_hidden``, ``drop_noscript`` …) set to ``fast_settings``

@@ -16,6 +16,8 @@ from pulpie_rt.runtime.stages.blocks import extract_blocks
 from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
     FEATURES_V4,
+    FEATURES_V5,
+    LAYOUTS,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
@@ -26,6 +28,7 @@ from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_VERSION,
     N_CONTEXT,
     N_CONTEXT_V5,
+    N_CONTEXT_V6,
     N_STAGE,
     BlockRescorer,
     RescorerError,
@@ -100,35 +103,39 @@ def test_a_page_without_blocks_has_no_rows():
 def test_rows_of_another_layout_are_refused_with_the_same_message():
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((3, N_FEATURES_V2), np.float32))
-    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or "
-                                "blocks-v4 rows (209), not 199")
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns), "
+                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((0, N_FEATURES_V2), np.float32))
-    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or "
-                                "blocks-v4 rows (209), not 199")
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns), "
+                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros(N_FEATURES_V3, np.float32))
-    assert str(error.value) == ("context features read blocks-v3 rows (207 columns) or blocks-v4 "
-                                "rows (209), not (207,)")
+    assert str(error.value) == ("context features read blocks-v3 rows (207 columns), blocks-v4 "
+                                "rows (209) or blocks-v5 rows (216), not (207,)")
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((3, N_FEATURES_V3), np.float32))
     assert str(error.value) == "stage features: 2 probabilities for 3 blocks"
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((2, N_FEATURES_V2), np.float32))
-    assert str(error.value) == ("stage features read blocks-v3 rows (207 columns) or "
-                                "blocks-v4 rows (209), not 199")
+    assert str(error.value) == ("stage features read blocks-v3 rows (207 columns), "
+                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
 
 
-def test_context_v5_reads_the_blocks_v3_part_and_appends_the_dialog_columns(dev_pages):
-    """blocks-v4 rows: context-v4's columns of their blocks-v3 part, then their own dialog
-    columns, as the specification has them; the stage features read the blocks-v3 part."""
+@pytest.mark.parametrize("layout, width, step", [(FEATURES_V4, N_CONTEXT_V5, 3),
+                                                  (FEATURES_V5, N_CONTEXT_V6, 6)])
+def test_context_v5_and_v6_read_the_blocks_v3_part_and_append_their_own_columns(
+        dev_pages, layout, width, step):
+    """blocks-v4 (blocks-v5) rows: context-v4's columns of their blocks-v3 part, then their
+    own dialog columns (and rail columns), as the specification has them; the stage features
+    read the blocks-v3 part."""
     seen = 0
-    for page in dev_pages[::3]:
+    for page in dev_pages[::step]:
         simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
         _, item_ids = extract_blocks(simplified)
-        rows = block_features(map_html, item_ids, FEATURES_V4)
+        rows = block_features(map_html, item_ids, layout)
         got = context_features(rows)
-        assert got.shape == (len(rows), N_CONTEXT_V5) and got.dtype == np.float32
+        assert got.shape == (len(rows), width) and got.dtype == np.float32
         np.testing.assert_array_equal(got[:, :N_CONTEXT],
                                       context_features(rows[:, :N_FEATURES_V3]),
                                       err_msg=page["id"])
@@ -138,9 +145,11 @@ def test_context_v5_reads_the_blocks_v3_part_and_appends_the_dialog_columns(dev_
         p = np.random.default_rng(1).random(len(rows))
         np.testing.assert_array_equal(stage_features(p, rows),
                                       stage_features(p, rows[:, :N_FEATURES_V3]))
-        seen += int((rows[:, N_FEATURES_V3:] < NO_DISTANCE).any())
+        # a dialog or modal; a run of alike items
+        seen += int((rows[:, N_FEATURES_V3:N_FEATURES_V4] < NO_DISTANCE).any()
+                    if layout == FEATURES_V4 else (rows[:, N_FEATURES_V4] > 0).any())
     assert seen >= 5
-    assert context_features(np.zeros((0, N_FEATURES_V4), np.float32)).shape == (0, N_CONTEXT_V5)
+    assert context_features(np.zeros((0, LAYOUTS[layout]), np.float32)).shape == (0, width)
 
 
 def test_groups_follow_the_container_columns_not_their_numbers():

@@ -117,15 +117,13 @@ def test_the_fast_profile_trained_on_the_dialog_columns_runs_in_the_engine(deriv
     through the engine with the page's dialog blocks beside the others."""
     import json
 
-    from rt_helpers import default_model_copy
+    from rt_helpers import bundle_with_fast_profile
 
     from pulpie_rt.runtime.flow.extractor import Extractor
     from pulpie_rt.runtime.model.bundle import load_bundle
     from pulpie_rt.runtime.stages.features import DIALOG_NAMES, FEATURES_V4
     from pulpie_rt.runtime.stages.rescore import CONTEXT_V5, N_CONTEXT_V5, N_STAGE
     from train.fast import (
-        FAST_FIRST_STAGE_NAME,
-        FAST_RESCORER_NAME,
         context_names,
         stage_names,
     )
@@ -142,11 +140,7 @@ def test_the_fast_profile_trained_on_the_dialog_columns_runs_in_the_engine(deriv
     assert fast["rescorer"]["features"] == FEATURES_V4 and fast["rescorer"]["context"] == \
         CONTEXT_V5
     assert any(f"x {N_CONTEXT_V5} columns (context-v5)" in line for line in logged), logged
-    trained = tmp_path / "work" / "bundle"
-    bundle = default_model_copy(tmp_path / "copy", rescorer=fast["rescorer"])
-    for name in (FAST_RESCORER_NAME, FAST_FIRST_STAGE_NAME):
-        (bundle / name).unlink()
-        (bundle / name).write_bytes((trained / name).read_bytes())
+    bundle = bundle_with_fast_profile(tmp_path / "copy", fast, tmp_path / "work" / "bundle")
     assert load_bundle(bundle, "fast").feature_layout == FEATURES_V4
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["profiles"]["fast"]["rescorer"]["context"] == CONTEXT_V5

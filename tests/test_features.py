@@ -11,6 +11,7 @@ from spec.features_spec import block_containers as spec_containers
 from spec.features_spec import block_dialogs as spec_dialogs
 from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
+from spec.features_spec import block_rails as spec_rails
 
 from parity.features_parity import IS_COUNT, RTOL
 from pulpie_rt.runtime import native
@@ -26,14 +27,17 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V2,
     FEATURES_V3,
     FEATURES_V4,
+    FEATURES_V5,
     KEYWORDS,
     LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
+    N_FEATURES_V5,
     NO_CONTAINER,
     NO_DISTANCE,
+    RAIL_NAMES,
     TAGS,
     block_features,
 )
@@ -296,7 +300,7 @@ def test_extras_equal_the_specification_on_dev_pages(dev_pages):
 def test_an_unknown_feature_layout_is_named():
     with pytest.raises(ValueError, match=r"unknown block feature layout 'blocks-v9' \(this "
                                          r"runtime computes blocks-v1, blocks-v2, blocks-v3, "
-                                         r"blocks-v4\)"):
+                                         r"blocks-v4, blocks-v5\)"):
         block_features("<html></html>", ["1"], "blocks-v9")
 
 
@@ -431,3 +435,55 @@ def test_dialogs_equal_the_specification_on_dev_pages(dev_pages):
         np.testing.assert_array_equal(dialogs, spec_dialogs(map_html, ids), err_msg=page["id"])
         seen += int((dialogs < NO_DISTANCE).any())
     assert seen >= 5  # pages with blocks under a dialog or a modal were compared
+
+
+# ── blocks-v5: the rails ─────────────────────────────────────────────────────────────────
+
+RAILS_PAGE = (
+    '<html><body><article><h1 _item_id="h">A short story</h1>'
+    '<p _item_id="s1">One two three four five six.</p><p _item_id="s2">Seven eight.</p></article>'
+    '<aside aria-label="Most-Read stories"><ol>'
+    + "".join(f'<li class="item"><a href="/{i}"><span _item_id="r{i}">Headline {i} of the '
+              f'day</span></a>{"<time>today</time>" if i < 3 else ""}</li>' for i in range(5))
+    + '</ol></aside><div id="x"><section class="Comments"><p _item_id="c1">Nice.</p>'
+    '<p _item_id="c2">Agreed, <a href="/u">Bo</a></p></section></div>'
+    '<div class="promo-box"><cc-alg-uc-text _item_id="w">teaser text</cc-alg-uc-text></div>'
+    '</body></html>'
+)
+
+
+def test_rails_give_each_block_its_run_of_alike_items_and_rail_words():
+    ids = ["h", "s1", "s2", "r0", "r4", "c1", "c2", "w", None, "no-such-id"]
+    x = block_features(RAILS_PAGE, ids, FEATURES_V5)
+    assert x.shape == (len(ids), N_FEATURES_V5) and N_FEATURES_V5 == N_FEATURES_V4 + 7
+    assert x[:, :N_FEATURES_V4].tolist() == block_features(RAILS_PAGE, ids,
+                                                           FEATURES_V4).tolist()
+    none = [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, NO_DISTANCE]
+    # span < a < li.item, five alike <li>s (level 2), three holding a <time>, 5 words each,
+    # all linked; the aside's aria-label "Most-Read" 4 levels up
+    headline = [5.0, 2.0, 5.0, 1.0, float(np.float32(0.6)), 4.0, NO_DISTANCE]
+    want = [
+        none,  # <h1> and two <p>s: no run of three alike children
+        none,
+        none,
+        headline,
+        headline,
+        none[:6] + [1.0],  # <p> in section.Comments (ASCII case aside)
+        none[:6] + [1.0],
+        none[:5] + [0.0, NO_DISTANCE],  # a run wrapper counts from its parent, div.promo-box
+        none,
+        none,
+    ]
+    assert x[:, N_FEATURES_V4:].tolist() == want
+    assert spec_rails(RAILS_PAGE, ids).tolist() == want
+    assert RAIL_NAMES[0] == "rail_items" and len(RAIL_NAMES) == 7
+
+
+def test_rails_equal_the_specification_on_dev_pages(dev_pages):
+    runs = 0
+    for page in dev_pages[::3]:
+        map_html, ids, rails = added_columns(page, FEATURES_V5, FEATURES_V4, keep_hidden=True)
+        np.testing.assert_allclose(rails, spec_rails(map_html, ids), rtol=1e-6, atol=0,
+                                   err_msg=page["id"])
+        runs += int((rails[:, 0] > 0).any())
+    assert runs >= 20  # pages with runs of alike items were compared

@@ -31,6 +31,7 @@ from pulpie_rt.runtime.stages.features import (
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_V5,
+    CONTEXT_V6,
     CONTEXT_VERSION,
     CONTEXTS,
     GROUP_LEVELS,
@@ -243,6 +244,11 @@ def two_stage_v5(tmp_path_factory):
     return _train_two_stage(tmp_path_factory.mktemp("two-stage-v5"), CONTEXT_V5)
 
 
+@pytest.fixture(scope="module")
+def two_stage_v6(tmp_path_factory):
+    return _train_two_stage(tmp_path_factory.mktemp("two-stage-v6"), CONTEXT_V6)
+
+
 def test_averaged_boosters_score_the_mean_of_their_members_raw_scores():
     lightgbm = pytest.importorskip("lightgbm")
     from train.fast import average_boosters
@@ -320,24 +326,29 @@ def test_a_two_stage_rescorer_in_context_v5_reads_the_dialog_columns(two_stage_v
         rescorer.log_odds(pages[0][:, :N_FEATURES_V3])
 
 
-def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
-        two_stage_v5, tmp_path, dev_pages):
-    """A bundle whose fast profile reads blocks-v4 in context-v5: the engine (what the
-    Extractor, the C library and the service run) labels each dev page's blocks as the
-    specification's two stages (onnxruntime's Python API) and the core's decision do."""
+@pytest.mark.parametrize("context, trained, marked", [
+    (CONTEXT_V5, "two_stage_v5", "aria-modal"), (CONTEXT_V6, "two_stage_v6", "comment")])
+def test_the_engine_runs_a_context_v5_or_v6_fast_profile_as_the_specification_decides(
+        context, trained, marked, tmp_path, dev_pages, request):
+    """A bundle whose fast profile reads blocks-v4 in context-v5 (blocks-v5 in context-v6):
+    the engine (what the Extractor, the C library and the service run) labels each dev page's
+    blocks as the specification's two stages (onnxruntime's Python API) and the core's
+    decision do, on pages whose blocks the trees' last column (the nearest modal; the nearest
+    comment word) reaches and others."""
+    layout = CONTEXTS[context]
     from pulpie_rt.runtime import native
     from pulpie_rt.runtime.flow.extractor import Extractor
 
-    folder = two_stage_v5[0]
+    folder = request.getfixturevalue(trained)[0]
     bundle = default_model_copy(tmp_path, rescorer={
-        "file": "rescorer-fast.onnx", "features": FEATURES_V4, "context": CONTEXT_V5,
+        "file": "rescorer-fast.onnx", "features": layout, "context": context,
         "first_stage": "rescorer-fast-first.onnx", "margin_weight": 0.0})
     for name, trained in (("rescorer-fast.onnx", "second.onnx"),
                           ("rescorer-fast-first.onnx", "first.onnx")):
         (bundle / name).unlink()
         shutil.copy(folder / trained, bundle / name)
     fast = load_bundle(bundle, "fast")
-    assert fast.feature_layout == FEATURES_V4
+    assert fast.feature_layout == layout
     preparer = Preparer.from_bundle(fast)
     spec = context_spec.SpecContextRescorer(bundle / "rescorer-fast.onnx",
                                             bundle / "rescorer-fast-first.onnx")
@@ -345,13 +356,12 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
     decoding = json.loads((bundle / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
     prior = decoding.get("container_prior")
     prior = None if prior is None else (prior["share"], prior["shift"])
-    dialogs = 0
-    # pages with dialogs and modals, and others
-    pages = [p for p in dev_pages if "aria-modal" in p["html"]][:6] + dev_pages[::25]
+    reached = 0
+    pages = [p for p in dev_pages if marked in p["html"]][:6] + dev_pages[::25]
     for page in pages:
         prepared = preparer.prepare(page["html"])
-        assert prepared.features.shape[1] == LAYOUTS[FEATURES_V4]
-        dialogs += int((prepared.features[:, -2:] < NO_DISTANCE).any())
+        assert prepared.features.shape[1] == LAYOUTS[layout]
+        reached += int((prepared.features[:, -1] < NO_DISTANCE).any())
         scores = spec.log_odds(prepared.features)
         want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
                                     [scores], features=prepared.features, margins=True,
@@ -362,13 +372,14 @@ def test_the_engine_runs_a_context_v5_fast_profile_as_the_specification_decides(
         got = extractor.extract(page["html"]).labels
         assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
             page["id"]
-    assert dialogs >= 5
+    assert reached >= 5
 
 
 def test_a_rescorer_naming_another_context_or_a_stage_without_context_is_refused(two_stage):
     folder = two_stage[0]
     with pytest.raises(RescorerError, match="rescorer reads context 'context-v0', this "
-                                            "runtime computes 'context-v4', 'context-v5'"):
+                                            "runtime computes 'context-v4', 'context-v5', "
+                                            "'context-v6'"):
         BlockRescorer(folder / "second.onnx", 0.0, FEATURES_V3, "context-v0")
     with pytest.raises(RescorerError, match="context 'context-v4' reads features 'blocks-v3', "
                                             "not 'blocks-v1'"):

@@ -235,6 +235,12 @@ class Recipe:
     # but at +0.25 L3S-GN1 0.8960 and Dragnet 0.8304 against 0.9038 and 0.8380 (bench/results/
     # thresholds-20261203-dialog-columns-hidden-dialogs-seed1.json)
     fast_dialog_columns: bool = False
+    # the fast profile's stages read the rail columns too (layout blocks-v5, context
+    # context-v6: the dialog columns and then what tells a rail of headlines, teasers or
+    # comments beside a story from the story: the run of alike items a block sits in, its
+    # item's words and linked share, <time>s in the run's items, the nearest class/id/
+    # aria-label word of a rail or of comments; core/src/features RAIL_NAMES)
+    fast_rail_columns: bool = False
     # how the fast profile picks a page's main blocks from their probabilities (manifest
     # decoding.selection): "expected_f1", the blocks of the best expected word F1
     # (engine/decode.rs expected_f1_labels), or "threshold", those above main_margin. Measured

@@ -56,6 +56,7 @@ extern "C" {
 #define PULPIE_RT_FEATURES_EXTRAS 2u       /* the extras (layout blocks-v2) */
 #define PULPIE_RT_FEATURES_CONTAINERS 4u   /* and the containers (blocks-v3) */
 #define PULPIE_RT_FEATURES_DIALOGS 8u      /* and the dialog columns (blocks-v4) */
+#define PULPIE_RT_FEATURES_RAILS 16u       /* and the rail columns (blocks-v5) */
 
 /* pulpie_rt_prepare_options' features: the layout of the block features prepared. */
 #define PULPIE_RT_LAYOUT_NONE 0u
@@ -63,6 +64,7 @@ extern "C" {
 #define PULPIE_RT_LAYOUT_BLOCKS_V2 2u
 #define PULPIE_RT_LAYOUT_BLOCKS_V3 3u
 #define PULPIE_RT_LAYOUT_BLOCKS_V4 4u
+#define PULPIE_RT_LAYOUT_BLOCKS_V5 5u
 
 /* pulpie_rt_simplify_step's steps. */
 #define PULPIE_RT_STEP_LEXBOR_HTML 0u          /* selectolax's LexborHTMLParser(data).html */

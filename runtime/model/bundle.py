@@ -20,11 +20,12 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                    "container_prior": {"share": float, "shift": float},
                    "continue_story": bool},   (optional)
       "rescorer": {"file": "rescorer.onnx",
-                   "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4",
+                   "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4"|"blocks-v5",
                    "margin_weight": float,
-                   "context": "context-v4"|"context-v5", "first_stage": "file.onnx"},
-                   (optional; context-v4 reads blocks-v3, context-v5 blocks-v4, a rescorer
-                   without context blocks-v1)
+                   "context": "context-v4"|"context-v5"|"context-v6",
+                   "first_stage": "file.onnx"},
+                   (optional; context-v4 reads blocks-v3, context-v5 blocks-v4, context-v6
+                   blocks-v5, a rescorer without context blocks-v1)
       "onnx": {"file": "model.onnx", "opset": int, "precision": "fp32"|"fp16",
                "inputs": ["input_ids", "attention_mask"], "output": "logits",
                "external_data": bool,
@@ -56,14 +57,14 @@ take the argmax at each SEP); the embedded default model uses it:
 - ``container_prior`` (absent: none): before the selection, the scores of the blocks outside
   the page's dominant container (the container of fewest blocks holding ``share`` of the
   page's expected main words, each block main with probability ``sigmoid(score)``) are lowered
-  by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3`` or
-  ``blocks-v4``, whose container columns name each block's ancestors). The compiled core
-  checks it when it opens the bundle.
+  by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3``,
+  ``blocks-v4`` or ``blocks-v5``, whose container columns name each block's ancestors). The
+  compiled core checks it when it opens the bundle.
 - ``continue_story`` (absent: false): after the selection, the story of a main prose block
   goes on through the later prose blocks whose parent or grandparent is its parent element,
   until a main prose block elsewhere starts another story (``decode.rs``' ``continue_story``;
   prose: 10 words or more, under a quarter of them linked; needs a rescorer over
-  ``blocks-v3`` or ``blocks-v4``).
+  ``blocks-v3``, ``blocks-v4`` or ``blocks-v5``).
 
 ``rescorer`` (the default model only): a tree ensemble over block features read from the page
 (``runtime.rescore``). A block's score is then the ensemble's log-odds plus ``margin_weight``

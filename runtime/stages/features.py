@@ -27,7 +27,13 @@ within the page, ``NO_CONTAINER`` where the chain is shorter; ``blocks-v4``
 (``FEATURES_V4``) is ``blocks-v3`` followed by ``DIALOG_NAMES``: how many levels up the
 nearest dialog (``<dialog>``, a ``role`` of ``dialog`` or ``alertdialog``) and the nearest
 modal (``aria-modal="true"``) are, ``NO_DISTANCE`` where none is (pages hold privacy
-policies, terms and consent notices in closed dialogs).
+policies, terms and consent notices in closed dialogs); ``blocks-v5`` (``FEATURES_V5``) is
+``blocks-v4`` followed by ``RAIL_NAMES``: what tells a rail of headlines, teasers or comments
+beside a story from the story (the block's item: the nearest element of its chain, up to
+``RAIL_LEVELS`` - 1 levels up, whose parent holds ``RAIL_MIN_ITEMS`` or more children of its
+tag and class; the run's item count, the item's level, its words and their linked share, the
+share of the run's items holding a ``<time>``; how many levels up a class, id or aria-label
+holds one of ``RAIL_WORDS`` and of ``COMMENT_WORDS``).
 The container columns are identifiers, not measurements: only equality between rows of one
 page means anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
 blocks by them and never reads them as values. The column order and the categorical codes
@@ -109,18 +115,31 @@ FEATURES_V4 = "blocks-v4"
 DIALOG_NAMES = ["distance_dialog", "distance_modal"]
 FEATURE_NAMES_V4 = FEATURE_NAMES_V3 + DIALOG_NAMES
 N_FEATURES_V4 = len(FEATURE_NAMES_V4)
+FEATURES_V5 = "blocks-v5"
+# (core/src/features: RAIL_NAMES, RAIL_LEVELS, RAIL_MIN_ITEMS, RAIL_WORDS, COMMENT_WORDS)
+RAIL_NAMES = ["rail_items", "rail_level", "rail_item_words", "rail_item_link_share",
+              "rail_items_time_share", "distance_rail_word", "distance_comment_word"]
+RAIL_LEVELS = 6
+RAIL_MIN_ITEMS = 3
+RAIL_WORDS = ("trending", "popular", "most-read", "mostread", "most_read", "latest", "teaser",
+              "outbrain", "taboola", "recirc", "headlines", "top-stories", "topstories",
+              "more-from", "morefrom", "read-more", "readmore", "related", "recommend", "promo",
+              "sponsor", "partner", "ranking")
+COMMENT_WORDS = ("comment", "poll", "survey", "disqus", "discussion", "vote")
+FEATURE_NAMES_V5 = FEATURE_NAMES_V4 + RAIL_NAMES
+N_FEATURES_V5 = len(FEATURE_NAMES_V5)
 # each layout's columns
 LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2,
-           FEATURES_V3: N_FEATURES_V3, FEATURES_V4: N_FEATURES_V4}
+           FEATURES_V3: N_FEATURES_V3, FEATURES_V4: N_FEATURES_V4, FEATURES_V5: N_FEATURES_V5}
 
 
 def block_features(map_html: str, item_ids: list[str | None],
                    layout: str = FEATURES_VERSION) -> np.ndarray:
     """One float32 row of the ``layout``'s columns (``FEATURE_NAMES``, or
     ``FEATURE_NAMES_V2`` for ``blocks-v2``, ``FEATURE_NAMES_V3`` for ``blocks-v3``,
-    ``FEATURE_NAMES_V4`` for ``blocks-v4``) per block of ``item_ids`` (zeros for ids that
-    ``map_html`` does not hold, ``NO_DISTANCE`` in their distance and dialog columns and
-    ``NO_CONTAINER`` in their container columns). Raises
+    ``FEATURE_NAMES_V4`` for ``blocks-v4``, ``FEATURE_NAMES_V5`` for ``blocks-v5``) per block
+    of ``item_ids`` (zeros for ids that ``map_html`` does not hold, ``NO_DISTANCE`` in their
+    distance, dialog and rail-level columns and ``NO_CONTAINER`` in their container columns). Raises
     ``native.CoreMissing`` where the compiled core is not built (``make core``),
     ``native.CoreError`` where it fails on the page (a caught panic: no page is refused),
     ``ValueError`` for a layout this runtime does not compute."""
@@ -132,7 +151,7 @@ def block_features(map_html: str, item_ids: list[str | None],
         return np.zeros((0, LAYOUTS[layout]), np.float32)
     return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2,
                                  containers=layout == FEATURES_V3,
-                                 dialogs=layout == FEATURES_V4)
+                                 dialogs=layout == FEATURES_V4, rails=layout == FEATURES_V5)
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:

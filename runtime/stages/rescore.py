@@ -40,12 +40,15 @@ from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
     FEATURES_V3,
     FEATURES_V4,
+    FEATURES_V5,
     FEATURES_VERSION,
     LAYOUTS,
     N_FEATURES,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
+    N_FEATURES_V5,
+    RAIL_NAMES,
 )
 
 CONTEXT_VERSION = "context-v4"
@@ -53,8 +56,11 @@ CONTEXT_FEATURES = FEATURES_V3  # the layout context_features reads
 # context-v5: context-v4's columns of blocks-v4 rows' blocks-v3 part, then the row's own
 # dialog columns (DIALOG_NAMES)
 CONTEXT_V5 = "context-v5"
+# context-v6: context-v4's columns of blocks-v5 rows' blocks-v3 part, then the row's own
+# dialog and rail columns (DIALOG_NAMES, RAIL_NAMES)
+CONTEXT_V6 = "context-v6"
 # the contexts this runtime reads blocks in, each with the layout it reads
-CONTEXTS = {CONTEXT_VERSION: CONTEXT_FEATURES, CONTEXT_V5: FEATURES_V4}
+CONTEXTS = {CONTEXT_VERSION: CONTEXT_FEATURES, CONTEXT_V5: FEATURES_V4, CONTEXT_V6: FEATURES_V5}
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 # around it (means over +-3 and +-10 blocks) and relative to the page's mean.
@@ -81,6 +87,10 @@ N_CONTEXT = (N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * le
              + N_COPY)
 N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS) + N_STAGE_COPY
 N_CONTEXT_V5 = N_CONTEXT + len(DIALOG_NAMES)
+N_CONTEXT_V6 = N_CONTEXT_V5 + len(RAIL_NAMES)
+# context_features' columns for each layout it reads
+CONTEXT_WIDTHS = {N_FEATURES_V3: N_CONTEXT, N_FEATURES_V4: N_CONTEXT_V5,
+                  N_FEATURES_V5: N_CONTEXT_V6}
 
 
 def context_features(features: np.ndarray) -> np.ndarray:
@@ -104,15 +114,16 @@ def context_features(features: np.ndarray) -> np.ndarray:
     when they share no container column): a paragraph repeated inside the article shares a
     near container with its first copy, a teaser repeated in a related box does not.
     ``blocks-v4`` rows (``CONTEXT_V5``): those ``N_CONTEXT`` columns of their ``blocks-v3``
-    part, then the row's own ``DIALOG_NAMES`` columns (``N_CONTEXT_V5`` in all).
+    part, then the row's own ``DIALOG_NAMES`` columns (``N_CONTEXT_V5`` in all); ``blocks-v5``
+    rows (``CONTEXT_V6``): then its ``RAIL_NAMES`` columns too (``N_CONTEXT_V6``).
     Computed by the compiled core
     (``native.context_features``); ``ValueError`` for rows of another layout."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2:
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns) or {FEATURES_V4} rows ({N_FEATURES_V4}), not "
-                         f"{features.shape}")
-    width = N_CONTEXT_V5 if features.shape[1] == N_FEATURES_V4 else N_CONTEXT
+                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}) or {FEATURES_V5} "
+                         f"rows ({N_FEATURES_V5}), not {features.shape}")
+    width = CONTEXT_WIDTHS.get(features.shape[1], N_CONTEXT)
     return native.context_features(features, width)
 
 
@@ -194,7 +205,7 @@ class BlockRescorer:
         """Columns of the rows the (last) ensemble reads."""
         if self.context is None:
             return N_FEATURES
-        width = N_CONTEXT_V5 if self.context == CONTEXT_V5 else N_CONTEXT
+        width = CONTEXT_WIDTHS[LAYOUTS[CONTEXTS[self.context]]]
         return width + (N_STAGE if self.first_stage is not None else 0)
 
     def _core_run(self, features: np.ndarray, margins: np.ndarray

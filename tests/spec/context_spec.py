@@ -1,6 +1,7 @@
-"""The specification of the ``fast`` profile's blocks in context (context ``context-v4``, and
+"""The specification of the ``fast`` profile's blocks in context (context ``context-v4``,
 ``context-v5``: the same columns of ``blocks-v4`` rows' ``blocks-v3`` part, then the rows'
-own dialog columns), in NumPy: the compiled core (``core/src/features/context.rs``), which
+own dialog columns, and ``context-v6``: of ``blocks-v5`` rows, then their own dialog and rail
+columns), in NumPy: the compiled core (``core/src/features/context.rs``), which
 ``runtime.stages.rescore.context_features`` and ``stage_features`` call (and with them the
 training, ``train/fast.py``), computes the same columns; ``tests/test_context_features.py``
 compares the two on real pages.
@@ -29,9 +30,11 @@ import numpy as np
 from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
+    FEATURES_V5,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
+    N_FEATURES_V5,
 )
 from pulpie_rt.runtime.stages.rescore import (
     _COLUMN,
@@ -156,14 +159,17 @@ def context_features(features: np.ndarray) -> np.ndarray:
     then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
     blocks and the page's share of CJK characters, then ``container_features`` and last
-    ``copy_features``. ``blocks-v4`` rows (``context-v5``): those columns of their
-    ``blocks-v3`` part, then their own dialog columns."""
+    ``copy_features``. ``blocks-v4`` rows (``context-v5``) and ``blocks-v5`` rows
+    (``context-v6``): those columns of their ``blocks-v3`` part, then their own columns after
+    it (the dialog columns; the dialog and rail columns)."""
     features = np.asarray(features, np.float32)
-    if features.ndim != 2 or features.shape[1] not in (N_FEATURES_V3, N_FEATURES_V4):
+    if features.ndim != 2 or features.shape[1] not in (N_FEATURES_V3, N_FEATURES_V4,
+                                                       N_FEATURES_V5):
         got = features.shape[-1] if features.ndim == 2 else features.shape
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns) or {FEATURES_V4} rows ({N_FEATURES_V4}), not {got}")
-    if features.shape[1] == N_FEATURES_V4:
+                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}) or {FEATURES_V5} "
+                         f"rows ({N_FEATURES_V5}), not {got}")
+    if features.shape[1] != N_FEATURES_V3:
         return np.concatenate([context_features(features[:, :N_FEATURES_V3]),
                                features[:, N_FEATURES_V3:]], 1)
     if len(features) == 0:

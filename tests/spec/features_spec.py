@@ -1,7 +1,8 @@
 """The specification of the default model's block features (layout ``blocks-v1``, the
 extras that ``blocks-v2`` appends: ``block_extras``, the containers that ``blocks-v3``
-appends to those: ``block_containers``, and the dialog columns that ``blocks-v4`` appends
-after them: ``block_dialogs``), in Python:
+appends to those: ``block_containers``, the dialog columns that ``blocks-v4`` appends
+after them: ``block_dialogs``, and the rail columns that ``blocks-v5`` appends after those:
+``block_rails``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
 parity.features_parity`` compare the two.
@@ -31,6 +32,7 @@ from pulpie_rt.runtime.constants import ITEM_ID_ATTR, RUN_WRAPPER_TAG
 from pulpie_rt.runtime.stages.features import (
     ANCESTOR_TAGS,
     BLOCK_COLUMNS,
+    COMMENT_WORDS,
     CONTAINER_LEVELS,
     DIALOG_NAMES,
     DISTANCE_KEYWORDS,
@@ -39,6 +41,10 @@ from pulpie_rt.runtime.stages.features import (
     N_FEATURES,
     NO_CONTAINER,
     NO_DISTANCE,
+    RAIL_LEVELS,
+    RAIL_MIN_ITEMS,
+    RAIL_NAMES,
+    RAIL_WORDS,
     TAGS,
 )
 
@@ -318,4 +324,82 @@ def block_dialogs(map_html: str, item_ids: list[str | None]) -> np.ndarray:
                     out[row, column] = min(depth, NO_DISTANCE)
             element = element.parent
             depth += 1
+    return out
+
+
+# ── blocks-v5's rails ────────────────────────────────────────────────────────────────────
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _names_hold(element, words: tuple[str, ...]) -> bool:
+    """Whether one of ``words`` is in ``element``'s class, id or aria-label value (ASCII case
+    aside)."""
+    attrs = element.attributes
+    return any(word in value.translate(_ASCII_LOWER) for key in ("class", "id", "aria-label")
+               if (value := attrs.get(key)) for word in words)
+
+
+def _signature(element) -> tuple[str, str]:
+    return element.tag, element.attributes.get("class") or ""
+
+
+def block_rails(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``RAIL_NAMES`` per block of ``item_ids``. A block's item: the
+    nearest element of its chain (its own element, level 0 (a run wrapper's parent), then its
+    ancestors, up to level ``RAIL_LEVELS`` - 1, up to but not including ``<html>``) whose
+    parent holds at least ``RAIL_MIN_ITEMS`` element children of its signature (tag and
+    ``class`` value, an absent class read as ""): a run of alike items, a data region. Its
+    columns: the run's items; the item's level; the item's words (the sum of ``words`` over
+    the blocks whose own element or ancestors hold it, in block order, in float64) and their
+    linked share (the sum of ``words`` x ``link_ratio`` over them, divided by that, 0 without
+    words); the share of the run's items that are or hold a ``<time>``. Without an item: 0,
+    ``NO_DISTANCE``, 0, 0, 0. Then how many levels up (the same walk, on to ``<html>``) the
+    nearest element is whose class, id or aria-label holds one of ``RAIL_WORDS`` and one of
+    ``COMMENT_WORDS`` (``_names_hold``; ``NO_DISTANCE`` where none). Ids that ``map_html``
+    does not hold: the row without an item or distance."""
+    n = len(item_ids)
+    out = np.zeros((n, len(RAIL_NAMES)), np.float32)
+    out[:, [1, 5, 6]] = NO_DISTANCE
+    if n == 0:
+        return out
+    rows = block_features(map_html, item_ids)
+    words = rows[:, BLOCK_COLUMNS.index("words")]
+    link_ratio = rows[:, BLOCK_COLUMNS.index("link_ratio")]
+    _, by_id = _elements_by_id(map_html)
+    chains: list[list] = []
+    node_words: dict[int, float] = {}
+    node_linked: dict[int, float] = {}
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        chain = []
+        element = node
+        if node is not None and node.tag == RUN_WRAPPER_TAG and node.parent is not None:
+            element = node.parent
+        while element is not None and element.tag not in ("html", "-undef"):
+            chain.append(element)
+            element = element.parent
+        chains.append(chain)
+        w = float(words[row])
+        linked = float(words[row]) * float(link_ratio[row])
+        for element in chain:
+            node_words[element.mem_id] = node_words.get(element.mem_id, 0.0) + w
+            node_linked[element.mem_id] = node_linked.get(element.mem_id, 0.0) + linked
+    for row, chain in enumerate(chains):
+        found = False
+        for level, element in enumerate(chain):
+            if not found and level < RAIL_LEVELS and element.parent is not None:
+                alike = [child for child in element.parent.iter()
+                         if _signature(child) == _signature(element)]
+                if len(alike) >= RAIL_MIN_ITEMS:
+                    found = True
+                    item_words = node_words[element.mem_id]
+                    with_time = sum(child.tag == "time" or child.css_first("time") is not None
+                                    for child in alike)
+                    out[row, :5] = (len(alike), level, item_words,
+                                    node_linked[element.mem_id] / item_words if item_words
+                                    else 0.0, with_time / len(alike))
+            for column, words_of in ((5, RAIL_WORDS), (6, COMMENT_WORDS)):
+                if out[row, column] == NO_DISTANCE and _names_hold(element, words_of):
+                    out[row, column] = min(level, NO_DISTANCE)
     return out

@@ -326,14 +326,22 @@ impl Manifest {
             None
         };
         if container_prior.is_some()
-            && !rescorer.as_ref().is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4"))
+            && !rescorer
+                .as_ref()
+                .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"))
         {
-            return Err(bad("decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"));
+            return Err(bad(
+                "decoding.container_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5",
+            ));
         }
         if continue_story
-            && !rescorer.as_ref().is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4"))
+            && !rescorer
+                .as_ref()
+                .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"))
         {
-            return Err(bad("decoding.continue_story needs a rescorer over blocks-v3 or blocks-v4"));
+            return Err(bad(
+                "decoding.continue_story needs a rescorer over blocks-v3, blocks-v4 or blocks-v5",
+            ));
         }
         let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(Manifest {
@@ -629,7 +637,7 @@ mod tests {
         }
         assert_eq!(
             Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v1"), "m.json").err().unwrap(),
-            "m.json: decoding.container_prior needs a rescorer over blocks-v3 or blocks-v4"
+            "m.json: decoding.container_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
         );
     }
 
@@ -651,7 +659,7 @@ mod tests {
         );
         assert_eq!(
             Manifest::parse(&with("true", "blocks-v2"), "m.json").err().unwrap(),
-            "m.json: decoding.continue_story needs a rescorer over blocks-v3 or blocks-v4"
+            "m.json: decoding.continue_story needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
         );
     }
 

@@ -73,12 +73,12 @@ pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 
 
 /// The message of a page decoded with a container prior without the container columns.
 pub const NO_CONTAINERS: &str = "rescore: ValueError: decoding.container_prior needs the block features' \
-                                 container columns (layout blocks-v3 or blocks-v4)";
+                                 container columns (layout blocks-v3, blocks-v4 or blocks-v5)";
 
 /// The message of a page decoded with `continue_story` without the container columns.
 pub const NO_STORY_CONTAINERS: &str =
     "rescore: ValueError: decoding.continue_story needs the block features' \
-                                       container columns (layout blocks-v3 or blocks-v4)";
+                                       container columns (layout blocks-v3, blocks-v4 or blocks-v5)";
 
 /// A prose block for `continue_story`: at least this many words, under this share of them
 /// in links.

@@ -18,17 +18,21 @@ pub enum FeatureSet {
     BlocksExtrasAndContainers,
     /// `blocks-v4`: `blocks-v3` and the `features::N_DIALOGS` dialog columns
     BlocksExtrasContainersAndDialogs,
+    /// `blocks-v5`: `blocks-v4` and the `features::N_RAILS` rail columns
+    BlocksWithRails,
 }
 
 impl FeatureSet {
-    /// The FFI value: 0 none, 1 `blocks-v1`, 2 `blocks-v2`, 3 `blocks-v3`, 4 `blocks-v4`
+    /// The FFI value, the header's `PULPIE_RT_LAYOUT_*`: none, `blocks-v1` to `blocks-v5`
     /// (anything else: `blocks-v1`).
     pub fn from_ffi(value: u32) -> FeatureSet {
+        use crate::abi::*;
         match value {
-            0 => FeatureSet::None,
-            2 => FeatureSet::BlocksAndExtras,
-            3 => FeatureSet::BlocksExtrasAndContainers,
-            4 => FeatureSet::BlocksExtrasContainersAndDialogs,
+            PULPIE_RT_LAYOUT_NONE => FeatureSet::None,
+            PULPIE_RT_LAYOUT_BLOCKS_V2 => FeatureSet::BlocksAndExtras,
+            PULPIE_RT_LAYOUT_BLOCKS_V3 => FeatureSet::BlocksExtrasAndContainers,
+            PULPIE_RT_LAYOUT_BLOCKS_V4 => FeatureSet::BlocksExtrasContainersAndDialogs,
+            PULPIE_RT_LAYOUT_BLOCKS_V5 => FeatureSet::BlocksWithRails,
             _ => FeatureSet::Blocks,
         }
     }
@@ -41,6 +45,7 @@ impl FeatureSet {
             "blocks-v2" => Some(FeatureSet::BlocksAndExtras),
             "blocks-v3" => Some(FeatureSet::BlocksExtrasAndContainers),
             "blocks-v4" => Some(FeatureSet::BlocksExtrasContainersAndDialogs),
+            "blocks-v5" => Some(FeatureSet::BlocksWithRails),
             _ => None,
         }
     }
@@ -57,6 +62,9 @@ impl FeatureSet {
             FeatureSet::BlocksExtrasContainersAndDialogs => {
                 FeatureSet::BlocksExtrasAndContainers.width() + crate::features::N_DIALOGS
             }
+            FeatureSet::BlocksWithRails => {
+                FeatureSet::BlocksExtrasContainersAndDialogs.width() + crate::features::N_RAILS
+            }
         }
     }
 }
@@ -72,19 +80,22 @@ pub fn block_features(
     set: FeatureSet,
 ) -> Result<Vec<f32>, String> {
     let ids: Vec<Option<&str>> = item_ids.iter().map(Option::as_deref).collect();
-    let (extras, containers, dialogs) = match set {
+    let (extras, containers, dialogs, rails) = match set {
         FeatureSet::None => return Ok(Vec::new()),
-        FeatureSet::Blocks => (false, false, false),
-        FeatureSet::BlocksAndExtras => (true, false, false),
-        FeatureSet::BlocksExtrasAndContainers => (true, true, false),
-        FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true),
+        FeatureSet::Blocks => (false, false, false, false),
+        FeatureSet::BlocksAndExtras => (true, false, false, false),
+        FeatureSet::BlocksExtrasAndContainers => (true, true, false, false),
+        FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true, false),
+        FeatureSet::BlocksWithRails => (true, true, true, true),
     };
     Ok(match map_tree {
         // the tree simplify made map_html of, as the specification reads it: no parse
-        Some((tree, root)) => {
-            crate::features::block_features_of_tree(tree, *root, &ids, false, extras, containers, dialogs)
+        Some((tree, root)) => crate::features::block_features_of_tree(
+            tree, *root, &ids, false, extras, containers, dialogs, rails,
+        ),
+        None => {
+            crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs, rails)
         }
-        None => crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs),
     })
 }
 
@@ -99,10 +110,10 @@ mod tests {
             assert!(FeatureSet::from_layout(layout).is_some(), "{layout}");
         }
         assert_eq!(FeatureSet::from_layout("blocks-v9"), None);
-        let widths: Vec<usize> = ["blocks-v1", "blocks-v2", "blocks-v3", "blocks-v4"]
+        let widths: Vec<usize> = ["blocks-v1", "blocks-v2", "blocks-v3", "blocks-v4", "blocks-v5"]
             .iter()
             .map(|l| FeatureSet::from_layout(l).unwrap().width())
             .collect();
-        assert_eq!(widths, [166, 199, 207, 209]);
+        assert_eq!(widths, [166, 199, 207, 209, 216]);
     }
 }

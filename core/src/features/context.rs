@@ -2,7 +2,8 @@
 //! `stage_features`, context `context-v4`): one page's `blocks-v3` rows widened with their
 //! neighbours' values, windowed means, page totals and container groups, and the first
 //! stage's probabilities read the same way. Context `context-v5` reads `blocks-v4` rows: the
-//! same columns from their `blocks-v3` part, then each row's own dialog columns.
+//! same columns from their `blocks-v3` part, then each row's own dialog columns; `context-v6`
+//! reads `blocks-v5` rows: the same, then each row's own dialog and rail columns.
 //! `tests/spec/context_spec.py` is the specification, in NumPy; the training (`train/fast.py`), the Python page flow and the C
 //! library all compute these columns here.
 //!
@@ -14,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, PAGE, TEXT_STATS};
+use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, N_RAILS, PAGE, TEXT_STATS};
 
 /// Columns of layout `blocks-v2` (`blocks-v1` and the extras) and `blocks-v3` (and the
 /// container identifiers), the rows `context_features` reads.
@@ -23,6 +24,9 @@ pub const N_FEATURES_V3: usize = N_FEATURES_V2 + N_CONTAINERS;
 /// Columns of layout `blocks-v4` (`blocks-v3` and the dialog columns), the rows of
 /// `context-v5`.
 pub const N_FEATURES_V4: usize = N_FEATURES_V3 + N_DIALOGS;
+/// Columns of layout `blocks-v5` (`blocks-v4` and the rail columns), the rows of
+/// `context-v6`.
+pub const N_FEATURES_V5: usize = N_FEATURES_V4 + N_RAILS;
 
 // the block columns read here (`features.FEATURE_NAMES_V2`)
 const TAG: usize = 0;
@@ -75,26 +79,30 @@ pub const N_CONTEXT: usize =
 pub const N_STAGE: usize = 16 + N_STAGE_GROUP * GROUP_LEVELS.len() + N_STAGE_COPY;
 /// `context_features`' columns for `blocks-v4` rows (context `context-v5`).
 pub const N_CONTEXT_V5: usize = N_CONTEXT + N_DIALOGS;
+/// `context_features`' columns for `blocks-v5` rows (context `context-v6`).
+pub const N_CONTEXT_V6: usize = N_CONTEXT_V5 + N_RAILS;
 
-/// The `blocks-v3` part of `blocks-v4` rows (`columns` wide; as they are when `blocks-v3`),
-/// the rows of `context-v4`'s columns, and the dialog columns apart (none for `blocks-v3`).
-fn split_dialogs(rows: &[f32], columns: usize) -> (std::borrow::Cow<'_, [f32]>, Vec<f32>) {
-    if columns != N_FEATURES_V4 {
+/// The `blocks-v3` part of `blocks-v4` or `blocks-v5` rows (`columns` wide; as they are when
+/// `blocks-v3`), the rows of `context-v4`'s columns, and the columns after it apart (the
+/// dialog columns, and the rail columns after them; none for `blocks-v3`).
+fn split_v3(rows: &[f32], columns: usize) -> (std::borrow::Cow<'_, [f32]>, Vec<f32>) {
+    if columns == N_FEATURES_V3 {
         return (std::borrow::Cow::Borrowed(rows), Vec::new());
     }
-    let n = rows.len() / N_FEATURES_V4;
-    let (mut v3, mut dialogs) = (Vec::with_capacity(n * N_FEATURES_V3), Vec::with_capacity(n * N_DIALOGS));
-    for row in rows.chunks_exact(N_FEATURES_V4) {
+    let n = rows.len() / columns;
+    let (mut v3, mut after) =
+        (Vec::with_capacity(n * N_FEATURES_V3), Vec::with_capacity(n * (columns - N_FEATURES_V3)));
+    for row in rows.chunks_exact(columns) {
         v3.extend_from_slice(&row[..N_FEATURES_V3]);
-        dialogs.extend_from_slice(&row[N_FEATURES_V3..]);
+        after.extend_from_slice(&row[N_FEATURES_V3..]);
     }
-    (std::borrow::Cow::Owned(v3), dialogs)
+    (std::borrow::Cow::Owned(v3), after)
 }
 
-/// Whether `columns` is a layout read in context (`blocks-v3`, `blocks-v4`) and `rows` whole
-/// rows of it.
+/// Whether `columns` is a layout read in context (`blocks-v3`, `blocks-v4`, `blocks-v5`) and
+/// `rows` whole rows of it.
 pub(crate) fn read_in_context(rows: &[f32], columns: usize) -> bool {
-    matches!(columns, N_FEATURES_V3 | N_FEATURES_V4) && rows.len().is_multiple_of(columns)
+    matches!(columns, N_FEATURES_V3 | N_FEATURES_V4 | N_FEATURES_V5) && rows.len().is_multiple_of(columns)
 }
 
 /// NumPy's `pairwise_sum` of float64 (`np.sum` / `np.mean` of a 1-D array, and of each column
@@ -409,7 +417,10 @@ fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
 
 /// The message for rows of another width than `blocks-v3` (`what`: whose).
 fn wrong_width(what: &str, columns: usize) -> String {
-    format!("{what} read blocks-v3 rows ({N_FEATURES_V3} columns) or blocks-v4 rows ({N_FEATURES_V4}), not {columns}")
+    format!(
+        "{what} read blocks-v3 rows ({N_FEATURES_V3} columns), blocks-v4 rows ({N_FEATURES_V4}) or \
+         blocks-v5 rows ({N_FEATURES_V5}), not {columns}"
+    )
 }
 
 /// `context_features`: one page's `blocks-v3` rows (`rows` row-major, `columns` wide, in
@@ -422,20 +433,24 @@ fn wrong_width(what: &str, columns: usize) -> String {
 /// blocks and the page's share of CJK characters, then the container columns and last the
 /// copy columns (`copy_columns`). `blocks-v4` rows (`context-v5`): those `N_CONTEXT` columns
 /// of their `blocks-v3` part, then the row's `N_DIALOGS` dialog columns (`N_CONTEXT_V5` in
-/// all). An error naming the width for rows of another layout.
+/// all); `blocks-v5` rows (`context-v6`): then its `N_RAILS` rail columns too
+/// (`N_CONTEXT_V6`). An error naming the width for rows of another layout.
 pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String> {
     if !read_in_context(rows, columns) {
         return Err(wrong_width("context features", columns));
     }
-    let (rows, dialogs) = split_dialogs(rows, columns);
+    let (rows, after) = split_v3(rows, columns);
     let context = context_v4(&rows);
-    if dialogs.is_empty() {
+    if after.is_empty() {
         return Ok(context);
     }
-    let mut out = Vec::with_capacity(context.len() / N_CONTEXT * N_CONTEXT_V5);
-    for (own, dialog) in context.chunks_exact(N_CONTEXT).zip(dialogs.chunks_exact(N_DIALOGS)) {
+    let extra = columns - N_FEATURES_V3;
+    let width = if columns == N_FEATURES_V4 { N_CONTEXT_V5 } else { N_CONTEXT_V6 };
+    debug_assert_eq!(width, N_CONTEXT + extra);
+    let mut out = Vec::with_capacity(context.len() / N_CONTEXT * width);
+    for (own, columns) in context.chunks_exact(N_CONTEXT).zip(after.chunks_exact(extra)) {
         out.extend_from_slice(own);
-        out.extend_from_slice(dialog);
+        out.extend_from_slice(columns);
     }
     Ok(out)
 }
@@ -541,7 +556,7 @@ fn descending_ranks(values: &[f64]) -> Vec<usize> {
 }
 
 /// `stage_features`: `N_STAGE` float32 columns per block from the first stage's
-/// probabilities of one page (`rows`: its `blocks-v3` or `blocks-v4` rows, `columns` wide,
+/// probabilities of one page (`rows`: its `blocks-v3`, `blocks-v4` or `blocks-v5` rows, `columns` wide,
 /// of which the `blocks-v3` columns are read): its own, the
 /// three blocks before and after (`NO_NEIGHBOUR` past the ends), the means over ±2, ±5 and
 /// ±15 blocks, the word-weighted mean over ±5, the page's mean, maximum and word-weighted
@@ -561,7 +576,7 @@ pub fn stage_features(probabilities: &[f64], rows: &[f32], columns: usize) -> Re
     if rows.len() / columns != n {
         return Err(format!("stage features: {n} probabilities for {} blocks", rows.len() / columns));
     }
-    let (rows, _) = split_dialogs(rows, columns);
+    let (rows, _) = split_v3(rows, columns);
     let rows: &[f32] = &rows;
     let p = probabilities;
     let words = column(rows, N_FEATURES_V3, WORDS);
@@ -624,6 +639,7 @@ mod tests {
     fn widths_and_columns_are_the_layouts() {
         assert_eq!((N_FEATURES_V2, N_FEATURES_V3, N_CONTEXT, N_STAGE), (199, 207, 327, 42));
         assert_eq!((N_FEATURES_V4, N_CONTEXT_V5), (209, 329));
+        assert_eq!((N_FEATURES_V5, N_CONTEXT_V6), (216, 336));
         // rescore.CONTEXT_COLUMNS over features.FEATURE_NAMES_V2
         assert_eq!(CONTEXT_COLUMNS, [2, 4, 7, 11, 9, 10, 163, 0, 6, 157, 165, 164, 160]);
         assert_eq!(CJK_CHARS, 166);
@@ -741,11 +757,12 @@ mod tests {
     }
 
     #[test]
-    fn widths_other_than_blocks_v3_and_v4_are_refused_by_name() {
+    fn widths_other_than_blocks_v3_v4_and_v5_are_refused_by_name() {
         let err = context_features(&[0.0; N_FEATURES_V2], N_FEATURES_V2).unwrap_err();
         assert_eq!(
             err,
-            "context features read blocks-v3 rows (207 columns) or blocks-v4 rows (209), not 199"
+            "context features read blocks-v3 rows (207 columns), blocks-v4 rows (209) or blocks-v5 \
+             rows (216), not 199"
         );
         assert_eq!(context_features(&[], N_FEATURES_V3).unwrap().len(), 0);
         assert_eq!(context_features(&[], N_FEATURES_V4).unwrap().len(), 0);
@@ -775,6 +792,32 @@ mod tests {
         let p = [0.9, 0.1, 0.6, 0.2];
         assert_eq!(
             stage_features(&p, &v4, N_FEATURES_V4).unwrap(),
+            stage_features(&p, &v3, N_FEATURES_V3).unwrap()
+        );
+    }
+
+    #[test]
+    fn blocks_v5_rows_read_as_their_blocks_v3_part_with_the_dialog_and_rail_columns_after() {
+        let v3 = v3_rows(&[10.0, 0.0, 30.0], &[7.0, 7.0, 9.0]);
+        let after: Vec<Vec<f32>> =
+            (0..3).map(|row| (0..N_DIALOGS + N_RAILS).map(|c| (row * 100 + c) as f32).collect()).collect();
+        let mut v5 = Vec::new();
+        for (row, columns) in v3.chunks_exact(N_FEATURES_V3).zip(&after) {
+            v5.extend_from_slice(row);
+            v5.extend_from_slice(columns);
+        }
+        let (context, context_v3) =
+            (context_features(&v5, N_FEATURES_V5).unwrap(), context_features(&v3, N_FEATURES_V3).unwrap());
+        assert_eq!(context.len(), 3 * N_CONTEXT_V6);
+        for ((row, row_v3), columns) in
+            context.chunks_exact(N_CONTEXT_V6).zip(context_v3.chunks_exact(N_CONTEXT)).zip(&after)
+        {
+            assert_eq!(&row[..N_CONTEXT], row_v3);
+            assert_eq!(&row[N_CONTEXT..], &columns[..]);
+        }
+        let p = [0.9, 0.1, 0.6];
+        assert_eq!(
+            stage_features(&p, &v5, N_FEATURES_V5).unwrap(),
             stage_features(&p, &v3, N_FEATURES_V3).unwrap()
         );
     }

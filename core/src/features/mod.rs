@@ -75,6 +75,35 @@ pub const NO_CONTAINER: f32 = -1.0;
 /// `popup`: half of the train pages' blocks under those words are main, under a dialog 3%).
 pub const DIALOG_NAMES: [&str; 2] = ["distance_dialog", "distance_modal"];
 pub const N_DIALOGS: usize = DIALOG_NAMES.len();
+/// The rail columns that layout `blocks-v5` (`blocks-v4` + these) appends after the dialog
+/// columns: what tells a rail of headlines, teasers or comments beside a story from the
+/// story's own paragraphs. A block's item is the nearest element of its chain (its own
+/// element, 0, then its ancestors up to `RAIL_LEVELS - 1` levels, as `DISTANCE_TAGS` count)
+/// whose parent holds at least `RAIL_MIN_ITEMS` element children of its signature (the same
+/// tag and the same `class` value): a run of structurally alike siblings, an MDR-style data
+/// region. Its columns: how many items the run holds (0 where no item), the item's level
+/// (`NO_DISTANCE` where none), the words of the page's blocks inside the item and the share
+/// of them inside links (link ratio weighted by words), the share of the run's items that
+/// hold a `<time>`; then how many levels up the nearest element whose class, id or
+/// aria-label holds one of `RAIL_WORDS` and of `COMMENT_WORDS` (ASCII case aside) is.
+pub const RAIL_NAMES: [&str; 7] = [
+    "rail_items",
+    "rail_level",
+    "rail_item_words",
+    "rail_item_link_share",
+    "rail_items_time_share",
+    "distance_rail_word",
+    "distance_comment_word",
+];
+pub const N_RAILS: usize = RAIL_NAMES.len();
+pub const RAIL_LEVELS: usize = 6;
+pub const RAIL_MIN_ITEMS: usize = 3;
+pub const RAIL_WORDS: [&str; 23] = [
+    "trending", "popular", "most-read", "mostread", "most_read", "latest", "teaser", "outbrain", "taboola",
+    "recirc", "headlines", "top-stories", "topstories", "more-from", "morefrom", "read-more", "readmore",
+    "related", "recommend", "promo", "sponsor", "partner", "ranking",
+];
+pub const COMMENT_WORDS: [&str; 6] = ["comment", "poll", "survey", "disqus", "discussion", "vote"];
 
 /// Node indexes a float32 holds exactly (below 2^24); an element past them (a page of some
 /// 50 MB of markup) is written `NO_CONTAINER`, so that no two containers share a value.
@@ -422,7 +451,7 @@ fn median(values: &[f32]) -> f64 {
 /// `block_features_with`.
 #[cfg(test)]
 pub fn block_features(map_html: &str, item_ids: &[Option<&str>], libxml2_tree: bool) -> Vec<f32> {
-    block_features_with(map_html, item_ids, libxml2_tree, false, false, false)
+    block_features_with(map_html, item_ids, libxml2_tree, false, false, false, false)
 }
 
 /// `block_features`, each row followed by the `N_EXTRAS` extras when `extras` (rows of
@@ -431,7 +460,8 @@ pub fn block_features(map_html: &str, item_ids: &[Option<&str>], libxml2_tree: b
 /// brings them along; rows of `N_FEATURES + N_EXTRAS + N_CONTAINERS`; all `NO_CONTAINER`
 /// for ids that `map_html` does not hold, and for `None`), and then by the `N_DIALOGS` dialog
 /// columns when `dialogs` (layout `blocks-v4`, which holds the extras and the containers;
-/// `NO_DISTANCE` for ids that `map_html` does not hold, and for `None`).
+/// `NO_DISTANCE` for ids that `map_html` does not hold, and for `None`), and then by the
+/// `N_RAILS` rail columns when `rails` (layout `blocks-v5`, which holds all those; `rail_columns`).
 pub fn block_features_with(
     map_html: &str,
     item_ids: &[Option<&str>],
@@ -439,6 +469,7 @@ pub fn block_features_with(
     extras: bool,
     containers: bool,
     dialogs: bool,
+    rails: bool,
 ) -> Vec<f32> {
     if item_ids.is_empty() {
         return Vec::new();
@@ -448,12 +479,13 @@ pub fn block_features_with(
     let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
-    rows_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs)
+    rows_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
 }
 
 /// `block_features_with` of the tree the specification reads `map_html` as (`root` its
 /// `<html>`, its nodes numbered in document order, as `tree::parse` and `tree::read_back`
 /// number them): the rows without writing and reading `map_html`.
+#[allow(clippy::too_many_arguments)]
 pub fn block_features_of_tree(
     tree: &Tree,
     root: usize,
@@ -462,13 +494,15 @@ pub fn block_features_of_tree(
     extras: bool,
     containers: bool,
     dialogs: bool,
+    rails: bool,
 ) -> Vec<f32> {
     if item_ids.is_empty() {
         return Vec::new();
     }
-    rows_of_tree(tree, root, item_ids, libxml2_tree, extras, containers, dialogs)
+    rows_of_tree(tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn rows_of_tree(
     tree: &Tree,
     root: usize,
@@ -477,7 +511,9 @@ fn rows_of_tree(
     extras: bool,
     containers: bool,
     dialogs: bool,
+    rails: bool,
 ) -> Vec<f32> {
+    let dialogs = dialogs || rails;
     let containers = containers || dialogs;
     let extras = extras || containers;
     let n = item_ids.len();
@@ -517,6 +553,8 @@ fn rows_of_tree(
     let mut wrapped_in = vec![NONE; n];
     let mut keyword_cache: Vec<Option<u64>> = vec![None; tree.nodes.len()];
     let mut text = String::new();
+    // each row's own element (the rail columns start their walks there), NONE where none
+    let mut own_of = vec![NONE; n];
 
     for (row, item_id) in item_ids.iter().enumerate() {
         let found = item_id.and_then(|id| by_id.get(id).copied());
@@ -532,6 +570,7 @@ fn rows_of_tree(
         if own != node {
             wrapped_in[row] = own;
         }
+        own_of[row] = own;
         let sub = walk_subtree(tree, &view, node, &mut text);
         let (n_chars, n_punct, n_digits) = char_counts(&text);
         let w = lower_words(&text);
@@ -617,10 +656,16 @@ fn rows_of_tree(
     if !extras {
         return x;
     }
+    let rail = if rails {
+        rail_columns(tree, &view, &own_of, &chain_ends, &chain_nodes, &words, &link_ratio)
+    } else {
+        Vec::new()
+    };
     let width = N_FEATURES
         + N_EXTRAS
         + if containers { N_CONTAINERS } else { 0 }
-        + if dialogs { N_DIALOGS } else { 0 };
+        + if dialogs { N_DIALOGS } else { 0 }
+        + if rails { N_RAILS } else { 0 };
     let mut rows = Vec::with_capacity(n * width);
     for row in 0..n {
         rows.extend_from_slice(&x[row * N_FEATURES..(row + 1) * N_FEATURES]);
@@ -637,8 +682,124 @@ fn rows_of_tree(
         if dialogs {
             rows.extend_from_slice(&dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]);
         }
+        if rails {
+            rows.extend_from_slice(&rail[row * N_RAILS..(row + 1) * N_RAILS]);
+        }
     }
     rows
+}
+
+/// Whether one of `words` is in the node's class, id or aria-label value (ASCII case aside).
+fn names_hold(tree: &Tree, node: usize, words: &[&str]) -> bool {
+    tree.attrs[tree.nodes[node].attrs].iter().any(|(name, value)| {
+        matches!(name.as_str(), "class" | "id" | "aria-label") && {
+            let value = value.to_ascii_lowercase();
+            words.iter().any(|w| value.contains(w))
+        }
+    })
+}
+
+/// The `N_RAILS` rail columns of every row (`RAIL_NAMES`), from each row's own element
+/// (`own_of`, NONE where the page holds no element of its id: its columns are 0 items, no
+/// level, 0 words and shares, no distance) and ancestor chain (`chain_nodes`), and the rows'
+/// words and link ratios. An element's words are the sum over the rows whose own element or
+/// chain holds it (float64, in row order), its linked words the sum of words x link ratio.
+fn rail_columns(
+    tree: &Tree,
+    view: &DomView,
+    own_of: &[usize],
+    chain_ends: &[usize],
+    chain_nodes: &[usize],
+    words: &[f32],
+    link_ratio: &[f32],
+) -> Vec<f32> {
+    let n = own_of.len();
+    let chain = |row: usize| {
+        let start = if row == 0 { 0 } else { chain_ends[row - 1] };
+        &chain_nodes[start..chain_ends[row]]
+    };
+    let size = tree.nodes.len();
+    let (mut node_words, mut node_linked) = (vec![0.0f64; size], vec![0.0f64; size]);
+    for row in 0..n {
+        if own_of[row] == NONE {
+            continue;
+        }
+        let (w, linked) = (f64::from(words[row]), f64::from(words[row]) * f64::from(link_ratio[row]));
+        for &element in std::iter::once(&own_of[row]).chain(chain(row)) {
+            node_words[element] += w;
+            node_linked[element] += linked;
+        }
+    }
+    // the elements holding a <time> (itself or below it), in the HTML DOM's view
+    let mut holds_time = vec![false; size];
+    for (node, item) in tree.nodes.iter().enumerate() {
+        if item.tag.as_str() != "time" || view.inert[node] {
+            continue;
+        }
+        let mut up = node;
+        while up != NONE && !holds_time[up] {
+            holds_time[up] = true;
+            up = view.parent[up];
+        }
+    }
+    // the view's element children of each element, once
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); size];
+    for node in 0..size {
+        if !view.inert[node] && view.parent[node] != NONE {
+            children[view.parent[node]].push(node);
+        }
+    }
+    let signature = |node: usize| (tree.nodes[node].tag.as_str(), tree.attr(node, "class").unwrap_or(""));
+    // per element: its run's items (the siblings of its signature, itself among them) and
+    // how many of them hold a <time>, computed for all of a parent's children at once
+    let mut run: Vec<Option<(u32, u32)>> = vec![None; size];
+    let mut out = vec![0.0f32; n * N_RAILS];
+    for row in 0..n {
+        let r = &mut out[row * N_RAILS..(row + 1) * N_RAILS];
+        r[1] = NO_DISTANCE;
+        r[5] = NO_DISTANCE;
+        r[6] = NO_DISTANCE;
+        if own_of[row] == NONE {
+            continue;
+        }
+        let mut found = false;
+        for (level, &element) in std::iter::once(&own_of[row]).chain(chain(row)).enumerate() {
+            if !found && level < RAIL_LEVELS && view.parent[element] != NONE {
+                let parent = view.parent[element];
+                if run[element].is_none() {
+                    let mut counts: std::collections::HashMap<(&str, &str), (u32, u32)> = Default::default();
+                    for &child in &children[parent] {
+                        let count = counts.entry(signature(child)).or_insert((0, 0));
+                        count.0 += 1;
+                        count.1 += holds_time[child] as u32;
+                    }
+                    for &child in &children[parent] {
+                        run[child] = Some(counts[&signature(child)]);
+                    }
+                }
+                let (items, with_time) = run[element].unwrap_or((1, 0));
+                if items as usize >= RAIL_MIN_ITEMS {
+                    found = true;
+                    r[0] = items as f32;
+                    r[1] = level as f32;
+                    r[2] = node_words[element] as f32;
+                    r[3] = if node_words[element] > 0.0 {
+                        (node_linked[element] / node_words[element]) as f32
+                    } else {
+                        0.0
+                    };
+                    r[4] = (f64::from(with_time) / f64::from(items)) as f32;
+                }
+            }
+            if names_hold(tree, element, &RAIL_WORDS) {
+                record_nearest(&mut r[5], level);
+            }
+            if names_hold(tree, element, &COMMENT_WORDS) {
+                record_nearest(&mut r[6], level);
+            }
+        }
+    }
+    out
 }
 
 /// A row's `N_CONTAINERS` columns from its ancestor chain (nearest first).
@@ -862,7 +1023,7 @@ mod tests {
         );
         let ids = [Some("1"), Some("2"), Some("9")];
         let plain = block_features(html, &ids, false);
-        let x = block_features_with(html, &ids, false, true, false, false);
+        let x = block_features_with(html, &ids, false, true, false, false, false);
         let width = N_FEATURES + N_EXTRAS;
         assert_eq!(x.len(), 3 * width);
         let kw = |word: &str| 1 + DISTANCE_KEYWORDS.iter().position(|k| *k == word).unwrap();
@@ -893,16 +1054,16 @@ mod tests {
             r#"</div></div></div></div></div></div></div></div></div></body></html>"#,
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), None, Some("9")];
-        let v2 = block_features_with(html, &ids, false, true, false, false);
+        let v2 = block_features_with(html, &ids, false, true, false, false, false);
         // a run wrapper's chain starts at the element whose text it holds
         let wrapped = concat!(
             r#"<html><body><div id="a"><cc-alg-uc-text _item_id="1">loose</cc-alg-uc-text>"#,
             r#"<p _item_id="2">two</p></div></body></html>"#,
         );
-        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true, false);
+        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true, false, false);
         let wide = N_FEATURES + N_EXTRAS + N_CONTAINERS;
         assert_eq!(w[N_FEATURES + N_EXTRAS..wide], w[wide + N_FEATURES + N_EXTRAS..2 * wide]);
-        let x = block_features_with(html, &ids, false, false, true, false); // brings the extras
+        let x = block_features_with(html, &ids, false, false, true, false, false); // brings the extras
         let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
         assert_eq!(x.len(), ids.len() * width);
         for row in 0..ids.len() {
@@ -937,8 +1098,8 @@ mod tests {
             r#"</section><p _item_id="5">story</p></body></html>"#,
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), Some("5"), Some("9")];
-        let v3 = block_features_with(html, &ids, false, false, true, false);
-        let x = block_features_with(html, &ids, false, false, false, true); // brings the rest
+        let v3 = block_features_with(html, &ids, false, false, true, false, false);
+        let x = block_features_with(html, &ids, false, false, false, true, false); // brings the rest
         let (before, width) =
             (N_FEATURES + N_EXTRAS + N_CONTAINERS, N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS);
         assert_eq!(x.len(), ids.len() * width);
@@ -953,5 +1114,47 @@ mod tests {
         assert_eq!(dialogs[3], [NO_DISTANCE, 0.0]); // a run wrapper counts from its parent
         assert_eq!(dialogs[4], [NO_DISTANCE, NO_DISTANCE]);
         assert_eq!(dialogs[5], [NO_DISTANCE, NO_DISTANCE]); // an id the page does not hold
+    }
+    #[test]
+    fn rails_follow_the_dialogs_with_each_block_s_run_of_alike_items() {
+        let item = |i: usize, time: &str| {
+            format!(
+                r#"<li class="item"><a href="/{i}"><span _item_id="r{i}">Headline number {i} here</span></a>{time}</li>"#
+            )
+        };
+        let rail: String = (0..4).map(|i| item(i, if i < 3 { "<time>today</time>" } else { "" })).collect();
+        let html = format!(
+            concat!(
+                r#"<html><body><article><p _item_id="s1">One two three four five six.</p>"#,
+                r#"<p _item_id="s2">Seven eight.</p></article>"#,
+                r#"<aside id="Most-Read"><ul>{}</ul></aside>"#,
+                r#"<div class="x"><div class="comments-list"><p _item_id="c">Nice</p></div></div>"#,
+                r#"<li class="teaser"><p _item_id="lone">alone</p></li></body></html>"#,
+            ),
+            rail
+        );
+        let ids = [Some("s1"), Some("s2"), Some("r0"), Some("r3"), Some("c"), Some("lone"), Some("nope")];
+        let v4 = block_features_with(&html, &ids, false, false, false, true, false);
+        let x = block_features_with(&html, &ids, false, false, false, false, true); // brings the rest
+        let (before, width) = (
+            N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS,
+            N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS + N_RAILS,
+        );
+        assert_eq!(x.len(), ids.len() * width);
+        for row in 0..ids.len() {
+            assert_eq!(&x[row * width..][..before], &v4[row * before..][..before]);
+        }
+        let rails: Vec<&[f32]> =
+            (0..ids.len()).map(|row| &x[row * width + before..(row + 1) * width]).collect();
+        // two <p>s of one <article>: no run of three
+        assert_eq!(rails[0], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, NO_DISTANCE]);
+        // span < a < li.item: four alike items, the third level up; three with a <time>;
+        // each item's words (4) all linked; the aside's id says "most-read" 4 levels up
+        assert_eq!(rails[2], [4.0, 2.0, 4.0, 1.0, 0.75, 4.0, NO_DISTANCE]);
+        assert_eq!(rails[3], [4.0, 2.0, 4.0, 1.0, 0.75, 4.0, NO_DISTANCE]);
+        assert_eq!(rails[4], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, 1.0]);
+        // a teaser <li> alone under <body> is no run (its class is no rail word either)
+        assert_eq!(rails[5], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, 1.0, NO_DISTANCE]);
+        assert_eq!(rails[6], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, NO_DISTANCE]);
     }
 }

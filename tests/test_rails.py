@@ -1,0 +1,40 @@
+"""The rail columns (layout blocks-v5, context context-v6) in training: a fast profile trained
+with Recipe.fast_rail_columns reads them, names them, ships them in its manifest, and the
+engine runs it."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
+        tmp_path, monkeypatch, dev_pages):
+    from rt_helpers import bundle_with_fast_profile, train_small_fast_profile, write_corpus
+
+    from pulpie_rt.runtime.flow.extractor import Extractor
+    from pulpie_rt.runtime.model.bundle import load_bundle
+    from pulpie_rt.runtime.stages.features import DIALOG_NAMES, FEATURES_V5, RAIL_NAMES
+    from pulpie_rt.runtime.stages.rescore import CONTEXT_V6, N_CONTEXT_V6, N_STAGE
+    from train.fast import (
+        context_names,
+        stage_names,
+    )
+    from train.fit import Recipe
+
+    assert Recipe().fast_rail_columns is False  # as shipped
+    assert context_names(CONTEXT_V6)[-9:] == DIALOG_NAMES + RAIL_NAMES
+    assert len(context_names(CONTEXT_V6)) == N_CONTEXT_V6
+    assert len(stage_names(CONTEXT_V6)) == N_CONTEXT_V6 + N_STAGE
+    pages = [p for p in dev_pages if p.get("reference_kind") == "groundtruth"][:10]
+    write_corpus(tmp_path, "mini", pages)
+    fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
+                                            fast_comment_threads=0.0, fast_rail_columns=True)
+    assert fast["rescorer"]["features"] == FEATURES_V5
+    assert fast["rescorer"]["context"] == CONTEXT_V6
+    assert any(f"x {N_CONTEXT_V6} columns (context-v6)" in line for line in logged), logged
+    bundle = bundle_with_fast_profile(tmp_path / "copy", fast, tmp_path / "work" / "bundle")
+    assert load_bundle(bundle, "fast").feature_layout == FEATURES_V5
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["profiles"]["fast"]["rescorer"]["context"] == CONTEXT_V6
+    result = Extractor(bundle, profile="fast").extract(pages[0]["html"])
+    assert result.error is None and result.labels and result.text
