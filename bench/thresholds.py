@@ -6,6 +6,7 @@ threshold that the training command chose on the train pages.
                                          [--sets groundtruth readability l3s-gn1 dragnet|all]
                                          [--thresholds -1 -0.5 0 0.5 1 1.5 2]
                                          [--container-prior none|SHARE/SHIFT ...]
+                                         [--story-prior none|SHARE/SHIFT]
                                          [--out PATH]
 
 Each threshold runs the runtime itself: a copy of the bundle (its files linked) whose
@@ -14,7 +15,9 @@ as ``bench.quality`` runs it, each result's ``.text`` scored by ``eval.metrics.s
 against the set's reference. The row marked ``*`` is the threshold the bundle ships (its F1
 is ``bench.quality``'s). With ``--container-prior`` each threshold is decoded with that prior
 (manifest ``decoding.container_prior``; ``none``: without one); with several, once with each
-(a row per prior and threshold). A set whose best threshold lies far from the shipped one says its
+(a row per prior and threshold). With ``--story-prior`` every copy decodes with that story
+prior (manifest ``decoding.story_prior``; ``none``: without one) whatever its container prior.
+A set whose best threshold lies far from the shipped one says its
 reference keeps more (lower) or less (higher) around the main content than the train pages'
 ground truth does.
 
@@ -58,37 +61,41 @@ SHIPPED_PRIOR = "shipped"
 
 
 def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path,
-              container_prior: dict | str | None = SHIPPED_PRIOR) -> Path:
+              container_prior: dict | str | None = SHIPPED_PRIOR,
+              story_prior: dict | str | None = SHIPPED_PRIOR) -> Path:
     """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
-    ``threshold`` and with ``container_prior`` (``{"share": …, "shift": …}``; None: without
-    one; ``SHIPPED_PRIOR``: the bundle's own)."""
+    ``threshold`` and with ``container_prior`` and ``story_prior`` (``{"share": …, "shift":
+    …}``; None: without one; ``SHIPPED_PRIOR``: the bundle's own)."""
     def set_threshold(manifest: dict) -> None:
         decoding = manifest["profiles"][profile]["decoding"]
         decoding["main_margin"] = threshold
-        if container_prior is None:
-            decoding.pop("container_prior", None)
-        elif container_prior != SHIPPED_PRIOR:
-            decoding["container_prior"] = container_prior
+        for key, prior in (("container_prior", container_prior), ("story_prior", story_prior)):
+            if prior is None:
+                decoding.pop(key, None)
+            elif prior != SHIPPED_PRIOR:
+                decoding[key] = prior
 
     return linked_copy(bundle, folder, set_threshold)
 
 
 def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...],
-          container_prior: dict | str | None = SHIPPED_PRIOR) -> dict[str, float]:
+          container_prior: dict | str | None = SHIPPED_PRIOR,
+          story_prior: dict | str | None = SHIPPED_PRIOR) -> dict[str, float]:
     """Mean word F1 over ``pages`` of ``bundle``'s ``profile`` at each threshold (keys
-    ``"+0.25"`` …), decoded with ``container_prior`` (as ``bundle_at`` takes it)."""
+    ``"+0.25"`` …), decoded with ``container_prior`` and ``story_prior`` (as ``bundle_at``
+    takes them)."""
     references = {p["id"]: p["reference"] for p in pages}
     f1 = {}
     with tempfile.TemporaryDirectory() as scratch:
         for index, threshold in enumerate(thresholds):
             copy = bundle_at(bundle, profile, threshold, Path(scratch) / str(index),
-                             container_prior)
+                             container_prior, story_prior)
             texts = run_ours(pages, str(copy), profile=profile)["texts"]
             f1[f"{threshold:+.2f}"] = round(score_pages(texts, references)["f1"], 4)
     return f1
 
 
-def parse_prior(text: str) -> dict | None:
+def parse_prior(text: str, what: str = "container prior") -> dict | None:
     """``"SHARE/SHIFT"`` as a manifest's ``{"share": …, "shift": …}``; ``"none"``: None."""
     if text == "none":
         return None
@@ -98,8 +105,7 @@ def parse_prior(text: str) -> dict | None:
             return {"share": float(share), "shift": float(shift)}
         except ValueError:
             pass
-    raise SystemExit(f"thresholds: container prior {text!r}: give none or SHARE/SHIFT, e.g. "
-                     "0.6/0.5")
+    raise SystemExit(f"thresholds: {what} {text!r}: give none or SHARE/SHIFT, e.g. 0.6/0.5")
 
 
 def prior_key(prior: dict | str | None) -> str:
@@ -124,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="decode with this container prior (manifest decoding"
                              ".container_prior, e.g. 0.6/1; none: without one) at every "
                              "threshold; several: each in turn")
+    parser.add_argument("--story-prior", default=None, metavar="SHARE/SHIFT",
+                        help="decode with this story prior (manifest decoding.story_prior, "
+                             "e.g. 0.5/3; none: without one; default: the bundle's own)")
     parser.add_argument("--limit", type=int, default=None, help="at most N pages per set")
     parser.add_argument("--out", default=None,
                         help="JSON result: a .json file, or a folder (default: none written)")
@@ -133,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"thresholds: profile {args.profile!r} of {bundle.path} is not a "
                          "rescorer-only profile")
     priors = [parse_prior(text) for text in (args.container_prior or [])]
+    story = (SHIPPED_PRIOR if args.story_prior is None
+             else parse_prior(args.story_prior, "story prior"))
     thresholds = tuple(sorted(set(args.thresholds) | {float(bundle.main_margin)}))
     shipped = f"{bundle.main_margin:+.2f}"
     quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
@@ -145,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
         n_pages[name], sweeps[name] = len(pages), {}
         for prior in tried:
-            f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior)
+            f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior, story)
             best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
             sweeps[name][prior_key(prior)] = {"f1": f1, "best": best}
             with_prior = f", container prior {prior_key(prior)}" if priors else ""
@@ -168,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     with_prior = (f", container prior {prior_key(priors[0])}" if len(priors) == 1
                   else f", container priors {' '.join(map(prior_key, priors))}" if priors
                   else "")
+    with_story = "" if story == SHIPPED_PRIOR else f", story prior {prior_key(story)}"
     print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped)"
-          f"{with_prior}; {os.cpu_count()} CPUs")
+          f"{with_prior}{with_story}; {os.cpu_count()} CPUs")
     if args.out:
         own = bundle.container_prior  # what the copies decode with when no prior is given
         own = None if own is None else {"share": own[0], "shift": own[1]}
@@ -178,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
                                            "model": str(bundle.path), "profile": args.profile,
                                            "shipped": shipped, **prior_fields,
+                                           "story_prior": (
+                                               (bundle.manifest.get("decoding") or {}).get(
+                                                   "story_prior")
+                                               if story == SHIPPED_PRIOR else story),
                                            "sets": results}, args.out)
         print(f"wrote {path}")
     return 0

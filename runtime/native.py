@@ -733,6 +733,8 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     blocks of the best expected word F1, weighing each by the ``words`` column of
     ``features``), ``container_prior`` (``(share, shift)``: the scores outside the page's
     dominant container lowered by ``shift``, from the container columns of ``features``),
+    ``story_prior`` (``(share, shift)``: before it, the linked blocks outside the container of
+    the page's expected main prose lowered by ``shift``, ``decode.rs``' ``story_prior``),
     ``continue_story`` (a main prose block's story goes on through the later prose blocks
     whose parent or grandparent is its parent). A name the header lacks is a ``TypeError``.
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""

@@ -172,6 +172,20 @@ def _container_rows(words: list[float], chains: list[list[int]]) -> np.ndarray:
     return rows
 
 
+def _random_chains(rng: np.random.Generator, n: int) -> list[list[int]]:
+    """``n`` blocks' ancestor chains in a random tree of 12 elements: each climbs from one of
+    them to the root (at most 8, nearest first)."""
+    parent = {c: int(rng.integers(0, c)) if c else -1 for c in range(12)}
+    chains = []
+    for _ in range(n):
+        chain, c = [], int(rng.integers(0, 12))
+        while c >= 0 and len(chain) < 8:
+            chain.append(c)
+            c = parent[c]
+        chains.append(chain)
+    return chains
+
+
 def test_container_prior_lowers_the_blocks_outside_the_dominant_container():
     # an article body (container 10: three paragraphs) and, beside it in the page (container
     # 1), a gallery of captions that score like prose (container 20)
@@ -203,15 +217,8 @@ def test_container_prior_decodes_as_the_specification():
     rng = np.random.default_rng(11)
     for case in range(300):
         n, scores, words = _random_page(rng, 0.5)
-        # a random tree: each block's chain climbs from one of 12 leaves' parents
-        parent = {c: int(rng.integers(0, c)) if c else -1 for c in range(12)}
-        chains = []
-        for _ in range(n):
-            chain, c = [], int(rng.integers(0, 12))
-            while c >= 0 and len(chain) < 8:
-                chain.append(c)
-                c = parent[c]
-            chains.append(chain[: int(rng.integers(0, len(chain) + 1))])
+        chains = [chain[: int(rng.integers(0, len(chain) + 1))]
+                  for chain in _random_chains(rng, n)]
         rows = _container_rows(words.tolist(), chains)
         share, shift = float(rng.choice([0.5, 0.75, 0.9])), float(rng.choice([0.5, 1.0, 4.0]))
         threshold = float(rng.choice([-1.0, 0.0, 0.5]))
@@ -225,7 +232,34 @@ def test_container_prior_decodes_as_the_specification():
         assert got == want, (case, scores.tolist(), chains, share, shift)
 
 
+def test_story_prior_decodes_as_the_specification_before_the_container_prior():
+    """The story prior (the linked blocks outside the container of the page's expected main
+    prose lowered) and then the container prior, as the core decides: 300 random pages."""
+    rng = np.random.default_rng(12)
+    lowered = 0
+    for case in range(300):
+        n, scores, words = _random_page(rng, 0.5)
+        chains = _random_chains(rng, n)
+        rows = _container_rows(words.tolist(), chains)
+        rows[:, 4] = rng.choice([0.0, 0.1, 0.25, 0.6, 1.0], n)  # link_ratio
+        story = float(rng.choice([0.5, 0.75])), float(rng.choice([1.0, 3.0]))
+        prior = None if case % 2 else (0.6, 0.5)
+        threshold = float(rng.choice([-1.0, 0.0, 0.5]))
+        shifted = labels_spec.story_prior(scores, rows, *story)
+        lowered += int((shifted < scores).any())
+        if prior is not None:
+            shifted = labels_spec.container_prior(shifted, rows, *prior)
+        want = labels_spec.keep_best_block(
+            labels_spec.expected_f1_labels(shifted, words, threshold), shifted)
+        got = native.decide_blocks(n, [list(range(n))], [scores], margins=True,
+                                   threshold=threshold, keep_best=True, features=rows,
+                                   expected_f1=True, container_prior=prior, story_prior=story)
+        assert got == want, (case, scores.tolist(), chains, story, prior)
+    assert lowered > 100
+
+
 @pytest.mark.parametrize("option,asked", [("container_prior", (0.5, 1.0)),
+                                          ("story_prior", (0.5, 3.0)),
                                           ("continue_story", True)])
 def test_container_options_need_the_container_columns(option, asked):
     message = (f"decoding.{option} needs the block features' container columns "
@@ -358,3 +392,8 @@ def test_the_shipped_container_prior_is_the_recipes_and_a_bad_one_is_refused():
         with pytest.raises(ValueError, match=f"^fast_container_prior {re.escape(repr(bad))}: "
                                              f"{why}"):
             given_container_prior(bad)
+    assert given_container_prior([0.5, 3], "fast_story_prior") == (0.5, 3.0)
+    for bad, why in (("0.5/3", "give a \\[share, shift\\] pair"),
+                     ([1.5, 3], "the share is a fraction")):
+        with pytest.raises(ValueError, match=f"^fast_story_prior {re.escape(repr(bad))}: {why}"):
+            given_container_prior(bad, "fast_story_prior")

@@ -1,6 +1,6 @@
-"""The rail columns (layout blocks-v5, context context-v6) in training: a fast profile trained
-with Recipe.fast_rail_columns reads them, names them, ships them in its manifest, and the
-engine runs it."""
+"""The rail columns (layout blocks-v5, context context-v6) and the story prior in training: a
+fast profile trained with Recipe.fast_rail_columns reads them, names them, ships them in its
+manifest with the given story prior (measured on the train pages), and the engine runs it."""
 
 from __future__ import annotations
 
@@ -28,13 +28,22 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     pages = [p for p in dev_pages if p.get("reference_kind") == "groundtruth"][:10]
     write_corpus(tmp_path, "mini", pages)
     fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
-                                            fast_comment_threads=0.0, fast_rail_columns=True)
+                                            fast_comment_threads=0.0, fast_rail_columns=True,
+                                            fast_story_prior=(0.5, 3.0))
     assert fast["rescorer"]["features"] == FEATURES_V5
     assert fast["rescorer"]["context"] == CONTEXT_V6
     assert any(f"x {N_CONTEXT_V6} columns (context-v6)" in line for line in logged), logged
+    # the story prior given: in the decoding, and measured on the train pages out of fold
+    assert fast["decoding"]["story_prior"] == {"share": 0.5, "shift": 3.0}
+    assert set(fast["story_prior_f1"]) == {"without", "with"}
+    assert any("story prior 0.5/3 (share/shift) on the train pages out of fold" in line
+               for line in logged), logged
     bundle = bundle_with_fast_profile(tmp_path / "copy", fast, tmp_path / "work" / "bundle")
     assert load_bundle(bundle, "fast").feature_layout == FEATURES_V5
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["profiles"]["fast"]["rescorer"]["context"] == CONTEXT_V6
+    manifest["profiles"]["fast"]["decoding"] = fast["decoding"]
+    (bundle / "manifest.json").unlink()  # a link to the shipped one: written anew
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
     result = Extractor(bundle, profile="fast").extract(pages[0]["html"])
     assert result.error is None and result.labels and result.text

@@ -66,6 +66,13 @@ def test_a_profile_with_the_transformer_is_refused():
         main(["--profile", "accurate", "--sets", "groundtruth", "--limit", "1"])
 
 
+def extractor_f1(bundle, pages: list[dict]) -> float:
+    """The mean word F1 of ``bundle``'s fast profile over ``pages``, run by the Extractor."""
+    outputs = Extractor(str(bundle), profile="fast").extract_batch([p["html"] for p in pages])
+    return score_pages({p["id"]: r.text for p, r in zip(pages, outputs, strict=True)},
+                       {p["id"]: p["reference"] for p in pages})["f1"]
+
+
 def test_a_container_prior_is_decoded_by_the_runtime(capsys, tmp_path):
     """``--container-prior``: each threshold's copy decodes with it (the engine's
     ``decoding.container_prior``), its F1 that of the Extractor over such a copy, and the
@@ -73,10 +80,7 @@ def test_a_container_prior_is_decoded_by_the_runtime(capsys, tmp_path):
     copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy",
                      {"share": 0.6, "shift": 1.0})
     assert load_bundle(copy, "fast").container_prior == (0.6, 1.0)
-    pages = groundtruth_pages(limit=12)
-    outputs = Extractor(str(copy), profile="fast").extract_batch([p["html"] for p in pages])
-    direct = score_pages({p["id"]: r.text for p, r in zip(pages, outputs, strict=True)},
-                         {p["id"]: p["reference"] for p in pages})["f1"]
+    direct = extractor_f1(copy, groundtruth_pages(limit=12))
     out = tmp_path / "prior.json"
     assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
                  "--container-prior", "0.6/1", "--out", str(out)]) == 0
@@ -111,3 +115,25 @@ def test_a_malformed_prior_is_refused_with_the_form_to_give():
         with pytest.raises(SystemExit, match=f"^thresholds: container prior '{text}': give "
                                              "none or SHARE/SHIFT, e.g. 0.6/0.5$"):
             main(["--sets", "groundtruth", "--limit", "1", "--container-prior", text])
+
+
+def test_a_story_prior_is_decoded_by_the_runtime(capsys, tmp_path):
+    """``--story-prior``: each copy decodes with it (the engine's ``decoding.story_prior``,
+    beside the bundle's own container prior), its F1 that of the Extractor over such a copy;
+    the result names it; a malformed one is refused with the form to give."""
+    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy",
+                     story_prior={"share": 0.5, "shift": 3.0})
+    decoding = json.loads((copy / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    assert decoding["story_prior"] == {"share": 0.5, "shift": 3.0}
+    assert decoding["container_prior"] == {"share": 0.6, "shift": 0.5}  # the shipped one
+    direct = extractor_f1(copy, groundtruth_pages(limit=12))
+    out = tmp_path / "story.json"
+    assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
+                 "--story-prior", "0.5/3", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["story_prior"] == {"share": 0.5, "shift": 3.0}
+    assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
+    assert ", story prior 0.5/3;" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="^thresholds: story prior '3': give none or "
+                                         "SHARE/SHIFT, e.g. 0.6/0.5$"):
+        main(["--sets", "groundtruth", "--limit", "1", "--story-prior", "3"])

@@ -228,8 +228,9 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 
 def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     """One page's decisions and main-content text under each of the job's decodings,
-    ``(threshold, container_prior)`` pairs or ``(threshold, container_prior,
-    continue_story)`` triples (the runtime's decoding
+    ``(threshold, container_prior)`` pairs, ``(threshold, container_prior,
+    continue_story)`` triples or ``(threshold, container_prior, continue_story,
+    story_prior)`` quadruples (the runtime's decoding
     of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
     every block, with ``keep_best_block``; ``container_prior`` ``(share, shift)`` or None),
     the page segmented with the job's ``keep_hidden``
@@ -250,9 +251,9 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
                                     drop_noscript=drop_noscript)
     _, item_ids = extract_blocks(simplified)
     scores = np.asarray(scores, np.float32)
-    # the container prior and continue_story read the container columns (the rescorer's
-    # layout, blocks-v3)
-    prior = any(d[1] is not None or (len(d) > 2 and d[2]) for d in decodings)
+    # the priors and continue_story read the container columns (the rescorer's layout,
+    # blocks-v3)
+    prior = any(d[1] is not None or any(d[2:]) for d in decodings)
     features = (block_features(map_html, item_ids, CONTEXTS[CONTEXT_VERSION]) if prior
                 else block_features(map_html, item_ids) if expected_f1 else None)
     decoded = []
@@ -263,7 +264,9 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
                                                threshold=threshold, keep_best=True,
                                                expected_f1=expected_f1,
                                                container_prior=container_prior,
-                                               continue_story=bool(story and story[0]))
+                                               continue_story=bool(story and story[0]),
+                                               story_prior=story[1] if len(story) > 1
+                                               else None)
             text = to_text(extract_main_html(map_html,
                                              labels_from_predictions(item_ids, predictions)))
             decoded.append(("".join("1" if p else "0" for p in predictions), text))
@@ -459,16 +462,19 @@ def prior_name(prior: tuple[float, float] | None) -> str:
     return "none" if prior is None else f"{prior[0]:g}/{prior[1]:g}"
 
 
-def given_container_prior(prior) -> tuple[float, float]:
-    """A recipe's ``fast_container_prior`` pair as ``(share, shift)``; a clear error for
-    another value (a share outside (0, 1], a negative shift, not two numbers)."""
+def given_container_prior(prior, setting: str = "fast_container_prior"
+                          ) -> tuple[float, float]:
+    """A recipe's ``fast_container_prior`` (or ``setting``'s: ``fast_story_prior``) pair as
+    ``(share, shift)``; a clear error for another value (a share outside (0, 1], a negative
+    shift, not two numbers)."""
+    either = ("give true (chosen on the train pages) or a [share, shift] pair of numbers"
+              if setting == "fast_container_prior" else "give a [share, shift] pair of numbers")
     try:
         share, shift = (float(v) for v in prior)
     except (TypeError, ValueError):
-        raise ValueError(f"fast_container_prior {prior!r}: give true (chosen on the train "
-                         "pages) or a [share, shift] pair of numbers") from None
+        raise ValueError(f"{setting} {prior!r}: {either}") from None
     if not 0.0 < share <= 1.0 or not shift >= 0.0:
-        raise ValueError(f"fast_container_prior {prior!r}: the share is a fraction of the "
+        raise ValueError(f"{setting} {prior!r}: the share is a fraction of the "
                          "page's expected main words (above 0, at most 1) and the shift a "
                          "log-odds (0 or more)")
     return share, shift
@@ -485,6 +491,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     # a [share, shift] pair the recipe gives (refused now, not after training), else None
     given_prior = (None if recipe.fast_container_prior in (True, False, None)
                    else given_container_prior(recipe.fast_container_prior))
+    if recipe.fast_story_prior:
+        given_container_prior(recipe.fast_story_prior, "fast_story_prior")  # refused now
     if recipe.fast_story_labels and recipe.fast_story_mask:
         raise ValueError("fast_story_labels and fast_story_mask: a story's tail is either "
                          "labelled main or masked, not both")
@@ -596,6 +604,18 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         story_f1 = {"without": round(values[0], 4), "with": round(values[1], 4)}
         log(f"fast rescorer: continue_story on the train pages out of fold: word F1 "
             f"{values[1]:.4f} against {values[0]:.4f} without")
+    story_prior, story_prior_f1 = None, None
+    if recipe.fast_story_prior:
+        # chosen on the held-apart modern news and the dev pages (fit.py): measured here, for
+        # the record and the card
+        story_prior = given_container_prior(recipe.fast_story_prior, "fast_story_prior")
+        last = (threshold, container_prior, recipe.fast_continue_story)
+        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
+                                 [last, (*last, story_prior)], keep_hidden, expected_f1,
+                                 drop_noscript)
+        story_prior_f1 = {"without": round(values[0], 4), "with": round(values[1], 4)}
+        log(f"fast rescorer: story prior {prior_name(story_prior)} (share/shift) on the train "
+            f"pages out of fold: word F1 {values[1]:.4f} against {values[0]:.4f} without")
     folds_scores = None
     if folded:
         folds_scores = out_of_fold_scores(READABILITY_CORPUS, {pid: oof[pid] for pid in folded},
@@ -617,6 +637,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                      **({"container_prior": {"share": container_prior[0],
                                              "shift": container_prior[1]}}
                         if container_prior else {}),
+                     **({"story_prior": {"share": story_prior[0], "shift": story_prior[1]}}
+                        if story_prior else {}),
                      **({"continue_story": True} if recipe.fast_continue_story else {})},
         "keep_hidden": keep_hidden,
         "drop_noscript": drop_noscript,
@@ -627,5 +649,6 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         "onnx_check": checks, "calibration_f1": f1,
         **({"container_prior_f1": prior_f1} if prior_f1 else {}),
         **({"continue_story_f1": story_f1} if story_f1 else {}),
+        **({"story_prior_f1": story_prior_f1} if story_prior_f1 else {}),
         **({"readability_folds": folds_scores} if folds_scores else {}),
     }

@@ -282,6 +282,14 @@ class Recipe:
     # spread). The rule's parent alone (not the grandparent: list items end the story):
     # readability 0.9353 and ground truth 0.8613 on seed 0 against 0.9376 and 0.8617
     fast_continue_story: bool = True
+    # the fast profile's story prior (manifest decoding.story_prior, engine/decode.rs
+    # story_prior), before the container prior: the story's container decided first (the
+    # smallest holding a share of the page's expected main prose words: blocks under a
+    # quarter linked), then the linked blocks outside it lowered by a shift, so that a rail of
+    # linked headlines beside a short story does not outweigh it. A [share, shift] pair, or
+    # None; chosen on the held-apart modern news and the dev pages (not the train pages:
+    # recorded there, story_prior_f1)
+    fast_story_prior: tuple[float, float] | None = None
     # the fast profile's stages learn from the train pages' rule labels with each story
     # continued as continue_story continues a selection (train.fast.continued_story_labels):
     # the tails of stories whose WCXB reference stops early are labelled main (276 of the

@@ -257,6 +257,9 @@ typedef struct {
     uint32_t has_container_prior;
     double container_prior[2];    /* share, shift: outside the dominant container, lower by
                                      shift */
+    uint32_t has_story_prior;
+    double story_prior[2];        /* share, shift: before the container prior, the linked
+                                     blocks outside the story's container lowered by shift */
     uint32_t continue_story;      /* a main prose block's story goes on */
 } pulpie_rt_decoding;
 

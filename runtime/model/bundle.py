@@ -18,6 +18,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
       "decoding": {"keep_best_block": bool, "main_margin": float,
                    "selection": "threshold"|"expected_f1",
                    "container_prior": {"share": float, "shift": float},
+                   "story_prior": {"share": float, "shift": float},
                    "continue_story": bool},   (optional)
       "rescorer": {"file": "rescorer.onnx",
                    "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4"|"blocks-v5",
@@ -60,6 +61,11 @@ take the argmax at each SEP); the embedded default model uses it:
   by ``shift`` (``decode.rs``' ``container_prior``; needs a rescorer over ``blocks-v3``,
   ``blocks-v4`` or ``blocks-v5``, whose container columns name each block's ancestors). The
   compiled core checks it when it opens the bundle.
+- ``story_prior`` (absent: none): before the container prior, the story's container is
+  decided first: the container of fewest blocks holding ``share`` of the page's expected main
+  prose words (blocks under a quarter of their words linked); the linked blocks outside it
+  are lowered by ``shift`` (``decode.rs``' ``story_prior``; needs a rescorer over
+  ``blocks-v3``, ``blocks-v4`` or ``blocks-v5``).
 - ``continue_story`` (absent: false): after the selection, the story of a main prose block
   goes on through the later prose blocks whose parent or grandparent is its parent element,
   until a main prose block elsewhere starts another story (``decode.rs``' ``continue_story``;

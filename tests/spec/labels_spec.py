@@ -112,6 +112,28 @@ def expected_f1_labels(scores: np.ndarray, words: np.ndarray, threshold: float) 
     return labels
 
 
+def _dominant_container(scores: np.ndarray, features: np.ndarray, share: float,
+                        counts: np.ndarray) -> float | None:
+    """The container of fewest blocks (then lowest id) holding at least ``share`` of the
+    page's expected main words, block ``i`` holding ``sigmoid(scores[i])`` (NaN: 0) of its
+    ``words`` where ``counts[i]`` (else none); None when none does or none is expected."""
+    p = [0.0 if np.isnan(s) else 1.0 / (1.0 + math.exp(-float(s))) for s in scores]
+    mass = [p[i] * max(float(features[i, WORDS]), 0.0) if counts[i] else 0.0
+            for i in range(len(scores))]
+    total = sum(mass)
+    if total <= 0.0:
+        return None
+    containers: dict[float, list] = {}  # id -> [expected main words, blocks]
+    for i in range(len(scores)):
+        for c in features[i, CONTAINERS]:
+            if c >= 0:
+                entry = containers.setdefault(float(c), [0.0, 0])
+                entry[0] += mass[i]
+                entry[1] += 1
+    candidates = [(n, c) for c, (words, n) in containers.items() if words >= share * total]
+    return min(candidates)[1] if candidates else None
+
+
 def container_prior(scores: np.ndarray, features: np.ndarray, share: float,
                     shift: float) -> np.ndarray:
     """``scores`` (float32, NaN: none) lowered by ``shift`` outside the page's dominant
@@ -121,24 +143,26 @@ def container_prior(scores: np.ndarray, features: np.ndarray, share: float,
     blocks (then the lowest id) of those holding at least ``share`` of the page's. No
     container qualifies, or the page expects no main word: the scores as they are."""
     scores = np.asarray(scores, np.float32)
-    p = [0.0 if np.isnan(s) else 1.0 / (1.0 + math.exp(-float(s))) for s in scores]
-    mass = [p[i] * max(float(features[i, WORDS]), 0.0) for i in range(len(scores))]
-    total = sum(mass)
-    if total <= 0.0:
+    dominant = _dominant_container(scores, features, share, np.ones(len(scores), bool))
+    if dominant is None:
         return scores
-    containers: dict[float, list] = {}  # id -> [expected main words, blocks]
-    for i in range(len(scores)):
-        for c in features[i, CONTAINERS]:
-            if c >= 0:
-                entry = containers.setdefault(float(c), [0.0, 0])
-                entry[0] += mass[i]
-                entry[1] += 1
-    candidates = [(n, c) for c, (words, n) in containers.items() if words >= share * total]
-    if not candidates:
-        return scores
-    dominant = min(candidates)[1]
     inside = (features[:, CONTAINERS] == dominant).any(axis=1)
     return np.where(inside, scores, scores - np.float32(shift)).astype(np.float32)
+
+
+def story_prior(scores: np.ndarray, features: np.ndarray, share: float,
+                shift: float) -> np.ndarray:
+    """The story's container first: ``container_prior``'s dominant container counting only
+    the prose blocks' expected main words (under a quarter of their words linked); the linked
+    blocks (a quarter or more) outside it lowered by ``shift``, the others as they are. No
+    container qualifies, or no prose is expected: the scores as they are."""
+    scores = np.asarray(scores, np.float32)
+    linked = features[:, LINK_RATIO] >= 0.25
+    story = _dominant_container(scores, features, share, ~linked)
+    if story is None:
+        return scores
+    inside = (features[:, CONTAINERS] == story).any(axis=1)
+    return np.where(inside | ~linked, scores, scores - np.float32(shift)).astype(np.float32)
 
 
 def decide_blocks(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],

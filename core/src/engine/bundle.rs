@@ -63,6 +63,8 @@ pub struct Manifest {
     pub expected_f1: bool,
     /// `decoding.container_prior` (`decode::container_prior`; absent or null: none)
     pub container_prior: Option<ContainerPrior>,
+    /// `decoding.story_prior` (`decode::story_prior`; absent or null: none)
+    pub story_prior: Option<ContainerPrior>,
     /// `decoding.continue_story` (`decode::continue_story`; absent, null or false: off)
     pub continue_story: bool,
     pub rescorer: Option<RescorerSpec>,
@@ -283,23 +285,25 @@ impl Manifest {
                 }
             },
         };
-        let container_prior = match decoding.and_then(|d| d.get("container_prior")) {
-            None | Some(Value::Null) => None,
+        // a {"share", "shift"} prior of the decoding (container_prior, story_prior)
+        let prior_of = |key: &str| match decoding.and_then(|d| d.get(key)) {
+            None | Some(Value::Null) => Ok(None),
             Some(prior) => {
                 let number = |key: &str| prior.get(key).and_then(Value::as_f64);
                 match (number("share"), number("shift")) {
                     (Some(share), Some(shift))
                         if share > 0.0 && share <= 1.0 && shift.is_finite() && shift >= 0.0 =>
                     {
-                        Some(ContainerPrior { share, shift })
+                        Ok(Some(ContainerPrior { share, shift }))
                     }
-                    _ => {
-                        return Err(bad("decoding.container_prior is not {\"share\": a number in (0, 1], \
-                                        \"shift\": a number >= 0}"))
-                    }
+                    _ => Err(bad(&format!(
+                        "decoding.{key} is not {{\"share\": a number in (0, 1], \"shift\": a number >= 0}}"
+                    ))),
                 }
             }
         };
+        let container_prior = prior_of("container_prior")?;
+        let story_prior = prior_of("story_prior")?;
         let continue_story = match decoding.and_then(|d| d.get("continue_story")) {
             None | Some(Value::Null) => false,
             Some(v) => v.as_bool().ok_or_else(|| bad("decoding.continue_story is not true or false"))?,
@@ -325,23 +329,20 @@ impl Manifest {
         } else {
             None
         };
-        if container_prior.is_some()
-            && !rescorer
-                .as_ref()
-                .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"))
-        {
-            return Err(bad(
-                "decoding.container_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5",
-            ));
-        }
-        if continue_story
-            && !rescorer
-                .as_ref()
-                .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"))
-        {
-            return Err(bad(
-                "decoding.continue_story needs a rescorer over blocks-v3, blocks-v4 or blocks-v5",
-            ));
+        // what reads the container columns needs a rescorer over a layout that has them
+        let containers = rescorer
+            .as_ref()
+            .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"));
+        for (key, asked) in [
+            ("container_prior", container_prior.is_some()),
+            ("story_prior", story_prior.is_some()),
+            ("continue_story", continue_story),
+        ] {
+            if asked && !containers {
+                return Err(bad(&format!(
+                    "decoding.{key} needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
+                )));
+            }
         }
         let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(Manifest {
@@ -358,6 +359,7 @@ impl Manifest {
             main_margin,
             expected_f1,
             container_prior,
+            story_prior,
             continue_story,
             rescorer,
             transformer: value.get("transformer").is_none_or(|v| truthy(Some(v))),
@@ -382,7 +384,7 @@ impl Manifest {
     }
 
     /// The decoding the manifest asks for (margins or argmax, threshold, `keep_best_block`,
-    /// the selection, the container prior, the story): the engine's, and what
+    /// the selection, the container prior, the story prior, the story): the engine's, and what
     /// `pulpie_rt_py_bundle_info` gives the Python tools.
     pub fn decoding(&self) -> Decoding {
         Decoding {
@@ -391,11 +393,13 @@ impl Manifest {
                 || self.rescorer.is_some()
                 || self.expected_f1
                 || self.container_prior.is_some()
+                || self.story_prior.is_some()
                 || self.continue_story,
             main_margin: self.main_margin,
             keep_best_block: self.keep_best_block,
             expected_f1: self.expected_f1,
             container_prior: self.container_prior,
+            story_prior: self.story_prior,
             continue_story: self.continue_story,
         }
     }
@@ -638,6 +642,30 @@ mod tests {
         assert_eq!(
             Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v1"), "m.json").err().unwrap(),
             "m.json: decoding.container_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
+        );
+    }
+
+    #[test]
+    fn the_story_prior_is_read_and_checked() {
+        let with = |prior: &str, features: &str| {
+            manifest_with(&format!(
+                r#", "decoding": {{"story_prior": {prior}}}, "rescorer": {{"file": "r.onnx",
+                   "features": "{features}", "margin_weight": 0.0}}"#
+            ))
+        };
+        let m = Manifest::parse(&with(r#"{"share": 0.5, "shift": 3}"#, "blocks-v5"), "m.json").unwrap();
+        assert_eq!(
+            (m.story_prior, m.container_prior),
+            (Some(ContainerPrior { share: 0.5, shift: 3.0 }), None)
+        );
+        assert_eq!(Manifest::parse(&with("null", "blocks-v1"), "m.json").unwrap().story_prior, None);
+        assert_eq!(
+            Manifest::parse(&with(r#"{"share": 1.5, "shift": 3}"#, "blocks-v3"), "m.json").err().unwrap(),
+            "m.json: decoding.story_prior is not {\"share\": a number in (0, 1], \"shift\": a number >= 0}"
+        );
+        assert_eq!(
+            Manifest::parse(&with(r#"{"share": 0.5, "shift": 3}"#, "blocks-v2"), "m.json").err().unwrap(),
+            "m.json: decoding.story_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
         );
     }
 

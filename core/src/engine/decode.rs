@@ -24,10 +24,13 @@ pub struct Decoding {
     /// block features (their `words` column)
     pub expected_f1: bool,
     /// the bundle's `decoding.container_prior` (`container_prior`): needs the block features'
-    /// container columns (layouts `blocks-v3`, `blocks-v4`)
+    /// container columns (layouts `blocks-v3`, `blocks-v4`, `blocks-v5`)
     pub container_prior: Option<ContainerPrior>,
+    /// the bundle's `decoding.story_prior` (`story_prior`, before the container prior): needs
+    /// the block features' container columns
+    pub story_prior: Option<ContainerPrior>,
     /// the bundle's `decoding.continue_story` (`continue_story`): needs the block features'
-    /// container columns (layouts `blocks-v3`, `blocks-v4`)
+    /// container columns (layouts `blocks-v3`, `blocks-v4`, `blocks-v5`)
     pub continue_story: bool,
 }
 
@@ -74,6 +77,11 @@ pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 
 /// The message of a page decoded with a container prior without the container columns.
 pub const NO_CONTAINERS: &str = "rescore: ValueError: decoding.container_prior needs the block features' \
                                  container columns (layout blocks-v3, blocks-v4 or blocks-v5)";
+
+/// The message of a page decoded with a story prior without the container columns.
+pub const NO_STORY_PRIOR_CONTAINERS: &str = "rescore: ValueError: decoding.story_prior needs the block \
+                                             features' container columns (layout blocks-v3, blocks-v4 or \
+                                             blocks-v5)";
 
 /// The message of a page decoded with `continue_story` without the container columns.
 pub const NO_STORY_CONTAINERS: &str =
@@ -140,6 +148,10 @@ pub fn decide_blocks(
         for score in scores.iter_mut().skip(n_classified) {
             *score = f32::NAN;
         }
+    }
+    if let Some(prior) = decoding.story_prior {
+        let features = features.ok_or_else(|| NO_STORY_PRIOR_CONTAINERS.to_string())?;
+        story_prior(&mut scores, features, prior).ok_or_else(|| NO_STORY_PRIOR_CONTAINERS.to_string())?;
     }
     if let Some(prior) = decoding.container_prior {
         let features = features.ok_or_else(|| NO_CONTAINERS.to_string())?;
@@ -249,23 +261,81 @@ pub fn expected_f1_labels(scores: &[f32], words: &[f32], threshold: f64) -> Vec<
 /// feeds around it, which score like prose. None when `features` (`scores.len()` rows) are
 /// not rows of a layout with container columns.
 pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
-    use crate::features::{context::N_FEATURES_V2, N_CONTAINERS};
     let n = scores.len();
     if n == 0 {
         return Some(());
     }
     let width = container_rows_width(features, n)?;
+    let Some(dominant) = dominant_container(scores, features, width, prior.share, |_| true) else {
+        return Some(());
+    };
+    let shift = prior.shift as f32;
+    for (i, score) in scores.iter_mut().enumerate() {
+        if !in_container(features, width, i, dominant) {
+            *score -= shift;
+        }
+    }
+    Some(())
+}
+
+/// `labels.story_prior`: the story's container decided first, then what sits beside it.
+/// The story's container is `container_prior`'s dominant container counting the expected
+/// main words of prose blocks only (under `PROSE_LINK_RATIO` of their words in links): a
+/// rail of ten linked headlines, which may expect more main words than a short story, counts
+/// none. The linked blocks (`PROSE_LINK_RATIO` or more) outside it are lowered by
+/// `prior.shift`; prose outside it is left to the container prior. None when `features` are
+/// not rows of a layout with container columns.
+pub fn story_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
+    use crate::features::context::LINK_RATIO;
+    let n = scores.len();
+    if n == 0 {
+        return Some(());
+    }
+    let width = container_rows_width(features, n)?;
+    let linked = |i: usize| features[i * width + LINK_RATIO] >= PROSE_LINK_RATIO;
+    let Some(story) = dominant_container(scores, features, width, prior.share, |i| !linked(i)) else {
+        return Some(());
+    };
+    let shift = prior.shift as f32;
+    for (i, score) in scores.iter_mut().enumerate() {
+        if linked(i) && !in_container(features, width, i, story) {
+            *score -= shift;
+        }
+    }
+    Some(())
+}
+
+/// Whether block `i`'s container columns (rows `width` wide) hold container `id`.
+fn in_container(features: &[f32], width: usize, i: usize, id: f32) -> bool {
+    use crate::features::{context::N_FEATURES_V2, N_CONTAINERS};
+    features[i * width + N_FEATURES_V2..i * width + N_FEATURES_V2 + N_CONTAINERS].contains(&id)
+}
+
+/// The container of fewest blocks (then lowest id) holding at least `share` of the page's
+/// expected main words, counting block `i`'s (`sigmoid(score_i) × words_i`, 0 for NaN) where
+/// `counts(i)`; None when none does or no word is expected.
+fn dominant_container(
+    scores: &[f32],
+    features: &[f32],
+    width: usize,
+    share: f64,
+    counts: impl Fn(usize) -> bool,
+) -> Option<f32> {
+    use crate::features::{context::N_FEATURES_V2, N_CONTAINERS};
     let row = |i: usize| &features[i * width..(i + 1) * width];
-    let mass: Vec<f64> = (0..n)
+    let mass: Vec<f64> = (0..scores.len())
         .map(|i| {
             let s = scores[i];
-            let p = if s.is_nan() { 0.0 } else { 1.0 / (1.0 + (-(s as f64)).exp()) };
+            if s.is_nan() || !counts(i) {
+                return 0.0;
+            }
+            let p = 1.0 / (1.0 + (-(s as f64)).exp());
             p * (row(i)[WORDS] as f64).max(0.0)
         })
         .collect();
     let total: f64 = mass.iter().sum();
     if total <= 0.0 {
-        return Some(());
+        return None;
     }
     // container id (its float's bits) -> (expected main words, blocks under it)
     let mut containers: crate::hash::FastMap<u32, (f64, usize)> = Default::default();
@@ -278,21 +348,13 @@ pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPri
             }
         }
     }
-    let dominant = containers
+    containers
         .iter()
-        .filter(|(_, &(words, _))| words >= prior.share * total)
+        .filter(|(_, &(words, _))| words >= share * total)
         .min_by(|(a, &(_, na)), (b, &(_, nb))| {
             na.cmp(&nb).then(f32::from_bits(**a).total_cmp(&f32::from_bits(**b)))
         })
-        .map(|(&id, _)| f32::from_bits(id));
-    let Some(dominant) = dominant else { return Some(()) };
-    let shift = prior.shift as f32;
-    for (i, score) in scores.iter_mut().enumerate() {
-        if !row(i)[N_FEATURES_V2..N_FEATURES_V2 + N_CONTAINERS].contains(&dominant) {
-            *score -= shift;
-        }
-    }
-    Some(())
+        .map(|(&id, _)| f32::from_bits(id))
 }
 
 /// The width of `features` read as `n` (> 0) rows of a layout with container columns
@@ -474,6 +536,44 @@ mod tests {
         assert_eq!((scores[0], scores[2]), (2.0, 2.0));
         // rows without container columns
         assert_eq!(container_prior(&mut [1.0, 1.0], &[0.0; 10], prior), None);
+    }
+
+    #[test]
+    fn story_prior_lowers_the_linked_blocks_outside_the_story_s_container() {
+        use crate::features::context::{LINK_RATIO, N_FEATURES_V2, N_FEATURES_V3};
+        // a short story (2 prose blocks under 7) beside a rail of 4 linked headlines under 9
+        // that expect more main words; an unlinked note under 9 too
+        let blocks = [
+            (30.0, 0.0, 7.0),
+            (30.0, 0.0, 7.0),
+            (40.0, 1.0, 9.0),
+            (40.0, 1.0, 9.0),
+            (40.0, 0.5, 9.0),
+            (40.0, 0.9, 9.0),
+            (5.0, 0.0, 9.0),
+        ];
+        let mut rows = vec![-1.0f32; blocks.len() * N_FEATURES_V3];
+        for (i, (words, linked, id)) in blocks.into_iter().enumerate() {
+            rows[i * N_FEATURES_V3 + WORDS] = words;
+            rows[i * N_FEATURES_V3 + LINK_RATIO] = linked;
+            rows[i * N_FEATURES_V3 + N_FEATURES_V2] = id;
+        }
+        let prior = ContainerPrior { share: 0.75, shift: 3.0 };
+        let mut scores = [1.0f32; 7];
+        assert_eq!(story_prior(&mut scores, &rows, prior), Some(()));
+        assert_eq!(scores, [1.0, 1.0, -2.0, -2.0, -2.0, -2.0, 1.0]);
+        // the container prior alone picks the rail's container (160 of 225 expected words)
+        let mut scores = [1.0f32; 7];
+        container_prior(&mut scores, &rows, ContainerPrior { share: 0.6, shift: 3.0 }).unwrap();
+        assert_eq!(scores, [-2.0, -2.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+        // no prose expected: untouched; rows without container columns: None
+        let mut scores = [1.0f32, 1.0, 1.0, 1.0, 1.0, 1.0, f32::NAN];
+        for i in [0, 1] {
+            scores[i] = f32::NAN;
+        }
+        story_prior(&mut scores[..], &rows, prior).unwrap();
+        assert_eq!(&scores[2..6], &[1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(story_prior(&mut [1.0, 1.0], &[0.0; 10], prior), None);
     }
 
     /// A story's prose runs on under its element: the prose blocks after a main one whose

@@ -32,18 +32,23 @@ pub struct pulpie_rt_decoding {
     pub expected_f1: u32,
     pub has_container_prior: u32,
     pub container_prior: [f64; 2],
+    pub has_story_prior: u32,
+    pub story_prior: [f64; 2],
     pub continue_story: u32,
 }
 
 impl pulpie_rt_decoding {
     fn decoding(&self) -> Decoding {
         let [share, shift] = self.container_prior;
+        let [story_share, story_shift] = self.story_prior;
         Decoding {
             margins: self.margins != 0,
             main_margin: (self.has_threshold != 0).then_some(self.threshold),
             keep_best_block: self.keep_best != 0,
             expected_f1: self.expected_f1 != 0,
             container_prior: (self.has_container_prior != 0).then_some(ContainerPrior { share, shift }),
+            story_prior: (self.has_story_prior != 0)
+                .then_some(ContainerPrior { share: story_share, shift: story_shift }),
             continue_story: self.continue_story != 0,
         }
     }
@@ -62,6 +67,12 @@ fn decoding_fields(decoding: &Decoding) -> Value {
             "container_prior".into(),
             decoding
                 .container_prior
+                .map_or(Value::Null, |p| Value::Array(vec![number(p.share), number(p.shift)])),
+        ),
+        (
+            "story_prior".into(),
+            decoding
+                .story_prior
                 .map_or(Value::Null, |p| Value::Array(vec![number(p.share), number(p.shift)])),
         ),
         ("continue_story".into(), Value::Bool(decoding.continue_story)),
