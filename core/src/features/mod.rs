@@ -692,7 +692,7 @@ fn rows_of_tree(
 /// Whether one of `words` is in the node's class, id or aria-label value (ASCII case aside).
 fn names_hold(tree: &Tree, node: usize, words: &[&str]) -> bool {
     tree.attrs[tree.nodes[node].attrs].iter().any(|(name, value)| {
-        matches!(name.as_str(), "class" | "id" | "aria-label") && {
+        matches!(name.as_str(), "class" | "id" | "aria-label") && !value.is_empty() && {
             let value = value.to_ascii_lowercase();
             words.iter().any(|w| value.contains(w))
         }
@@ -742,13 +742,29 @@ fn rail_columns(
             up = view.parent[up];
         }
     }
-    // the view's element children of each element, once
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); size];
+    // the view's element children of each element, once: element p's are
+    // child_nodes[child_starts[p]..child_starts[p + 1]]
+    let mut child_starts = vec![0usize; size + 1];
     for node in 0..size {
         if !view.inert[node] && view.parent[node] != NONE {
-            children[view.parent[node]].push(node);
+            child_starts[view.parent[node] + 1] += 1;
         }
     }
+    for p in 0..size {
+        child_starts[p + 1] += child_starts[p];
+    }
+    let mut child_nodes = vec![NONE; child_starts[size]];
+    let mut filled = child_starts.clone();
+    for node in 0..size {
+        if !view.inert[node] && view.parent[node] != NONE {
+            let parent = view.parent[node];
+            child_nodes[filled[parent]] = node;
+            filled[parent] += 1;
+        }
+    }
+    let children = |p: usize| &child_nodes[child_starts[p]..child_starts[p + 1]];
+    // per element, whether its names hold a rail word (bit 1) or a comment word (bit 2), once
+    let mut names: Vec<u8> = vec![u8::MAX; size];
     let signature = |node: usize| (tree.nodes[node].tag.as_str(), tree.attr(node, "class").unwrap_or(""));
     // per element: its run's items (the siblings of its signature, itself among them) and
     // how many of them hold a <time>, computed for all of a parent's children at once
@@ -768,12 +784,12 @@ fn rail_columns(
                 let parent = view.parent[element];
                 if run[element].is_none() {
                     let mut counts: std::collections::HashMap<(&str, &str), (u32, u32)> = Default::default();
-                    for &child in &children[parent] {
+                    for &child in children(parent) {
                         let count = counts.entry(signature(child)).or_insert((0, 0));
                         count.0 += 1;
                         count.1 += holds_time[child] as u32;
                     }
-                    for &child in &children[parent] {
+                    for &child in children(parent) {
                         run[child] = Some(counts[&signature(child)]);
                     }
                 }
@@ -791,10 +807,14 @@ fn rail_columns(
                     r[4] = (f64::from(with_time) / f64::from(items)) as f32;
                 }
             }
-            if names_hold(tree, element, &RAIL_WORDS) {
+            if names[element] == u8::MAX {
+                names[element] = u8::from(names_hold(tree, element, &RAIL_WORDS))
+                    | u8::from(names_hold(tree, element, &COMMENT_WORDS)) << 1;
+            }
+            if names[element] & 1 != 0 {
                 record_nearest(&mut r[5], level);
             }
-            if names_hold(tree, element, &COMMENT_WORDS) {
+            if names[element] & 2 != 0 {
                 record_nearest(&mut r[6], level);
             }
         }
