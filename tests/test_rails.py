@@ -47,3 +47,33 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     result = Extractor(bundle, profile="fast").extract(pages[0]["html"])
     assert result.error is None and result.labels and result.text
+
+
+def test_the_card_names_the_modern_news_its_licences_the_dropped_sites_rails_and_story():
+    """The model card says, only where results.json has them: the added modern news pages
+    with their sources' licences and the sites left out for independence, the rail columns of
+    a blocks-v5 rescorer, and the story prior with its train figures."""
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+    from train.card import model_card
+
+    folder = embedded_model_dir()
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    plain = model_card(results, manifest, 1)
+    for text in ("modern-news-train", "blocks-v5", "decoding.story_prior"):
+        assert text not in plain
+    results["fast"]["extra_sets"] = {
+        "modern-news-train": {"pages": 171, "sites": 119, "sources": {"flairNLP/fundus": 171}},
+        "dropped_sites": ["bbc.com", "theguardian.com"]}
+    results["fast"]["decoding"]["story_prior"] = {"share": 0.5, "shift": 3.0}
+    results["fast"]["story_prior_f1"] = {"without": 0.8701, "with": 0.8712}
+    manifest["profiles"]["fast"]["rescorer"]["features"] = "blocks-v5"
+    card = model_card(results, manifest, 1)
+    assert "learns from 171 of today's news pages\n  of 119 sites" in card
+    assert "(github.com/flairNLP/fundus, **MIT**" in card
+    assert "github.com/dobbersc/fundus-evaluation, MIT" in card
+    assert "2 sites, bbc.com, theguardian.com." in card
+    assert "With layout `blocks-v5` each block also reads" in card
+    assert "holding 0.5 of\n  the page's expected main **prose** words" in card
+    assert "lowered by 3. A rail" in card
+    assert "0.8712 with it against\n  0.8701 without" in card

@@ -117,7 +117,20 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   without, out of fold): on the dev pages (readability articles and ground truth), and measured on
   the held-apart article sets (`docs/models-and-quality.md`, "A story goes on").""" \
         if fast["decoding"].get("continue_story") else ""
-    decoding_text = prior_text + story_text
+    story_prior = fast["decoding"].get("story_prior")
+    story_prior_f1 = fast.get("story_prior_f1") or {}
+    story_prior_text = f"""
+  Before the container prior, the story's container is decided first (manifest
+  `decoding.story_prior`): the container of fewest blocks holding {story_prior['share']:g} of
+  the page's expected main **prose** words (blocks under a quarter of their words linked);
+  the linked blocks outside it have their log-odds lowered by {story_prior['shift']:g}. A rail of
+  ten linked headlines beside a short story can expect more main words than the story, and
+  the container prior, which counts every word, then picks the rail's container or the
+  page's; prose counts none of the rail. Chosen on the held-apart modern news split and the
+  dev pages (means over three seeds, `docs/models-and-quality.md`, "Today's news"); on the
+  train pages out of fold {story_prior_f1.get('with', 0):.4f} with it against
+  {story_prior_f1.get('without', 0):.4f} without.""" if story_prior else ""
+    decoding_text = story_prior_text + prior_text + story_text
     hidden_text = """
 - The `fast` profile keeps hidden elements (manifest `profiles.fast.keep_hidden`): it
   segments pages without the reference segmentation's removal of elements styled
@@ -137,6 +150,13 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   stays (Discourse and Flarum forums serve the whole thread in one). The `accurate` profile
   keeps them all, as the reference segmentation does.""" \
         if drops_noscript else ""
+    rails_text = """ With layout `blocks-v5` each block also reads what tells a rail of
+  headlines, teasers or comments beside a story from the story: the run of alike siblings
+  its item sits in (the nearest element of its chain, up to 5 levels up, whose parent holds
+  3 or more children of its tag and class), the run's items, the item's words and their
+  linked share, the share of the run's items holding a `<time>`, and how far up a class, id
+  or aria-label says `trending`, `most-read`, `latest`, `teaser`, `outbrain`, `related` …
+  or `comment`, `poll` … (`features.RAIL_NAMES`).""" if fast_layout == "blocks-v5" else ""
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -151,7 +171,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   LightGBM ensemble scores them; a second one reads the same row plus the first's
   probabilities of the neighbouring blocks, of the blocks in the same DOM containers, of its
   first and its near copies and of the page (`stage_features`), so a block is judged beside
-  what was decided around it.
+  what was decided around it.{rails_text}
   Each stage averages {fast.get('bag', 1)} ensembles of {fast['trees_per_stage']} trees
   trained with different seeds (one ensemble's dev figures move by about ±0.01 with its
   seed), the rescorer settings above, {weighting}
@@ -163,10 +183,11 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     # the saved articles and the test cases apart (eval.pages.readability_kind)
     kinds_text = "".join(f"; {s['pages']} {kind}: F1 {s['f1']:.4f}"
                          for kind, s in (folds or {}).get("kinds", {}).items())
-    # the decoding settings chosen on the dev pages (a given container prior, the story): the
-    # card must not say the dev corpus chose nothing
+    # the decoding settings chosen on the dev pages (a given container prior, the story prior,
+    # the story): the card must not say the dev corpus chose nothing
     chosen_on_dev = [what for what, chosen in (
         ("container prior", recipe.get("fast_container_prior") not in (None, False, True)),
+        ("story prior", bool(recipe.get("fast_story_prior"))),
         ("story (`continue_story`)", bool(recipe.get("fast_continue_story")))) if chosen]
     measured = ("'s 65 ground-truth pages" if folds else " (its 65 ground-truth pages and 126"
                 "\n  readability article pages are where it is measured)")
@@ -197,6 +218,22 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   0.8977, Dragnet 0.8388 against 0.8288), but the dev ground-truth pages worse (0.8494
   against 0.8594): not used. (Folds that split the suite's copies of one text read better,
   0.933, only because those copies scored each other.)"""
+    extra = fast.get("extra_sets") or {}
+    modern = extra.get("modern-news-train")
+    dropped = extra.get("dropped_sites") or []
+    extra_text = f"""- The `fast` profile also learns from {modern['pages']} of today's news pages
+  of {modern['sites']} sites (`Recipe.fast_extra_sets`: `modern-news-train`, built by `python -m
+  eval.modern_news`, `corpus/README.md`): Fundus's parser test pages
+  (github.com/flairNLP/fundus, **MIT**, pages of 2023-2026 from 41 countries, each labelled
+  against the text its publisher's hand-written Fundus parser extracts: title, summary,
+  section headlines and paragraphs), in the train pages' folds, one fold per site. Its
+  held-apart split (`modern-news-heldout`: the Fundus evaluation set,
+  github.com/dobbersc/fundus-evaluation, MIT, 16 English publishers with hand-extracted text,
+  and the Fundus pages of other sites) is never trained or calibrated on; the story prior is
+  chosen on it. Left out of both for independence, every page of a site in WCXB's test split
+  or Zyte's article-extraction benchmark (registrable domains; only those sets' domain and URL
+  lists were read): {len(dropped)} sites, {", ".join(dropped)}.
+""" if modern else ""
     comment_share = recipe.get("fast_comment_threads") or 0.0
     comment_text = f"""- The `fast` profile reads {comment_share:.0%} of the train corpus's
   WCXB article pages with a reader-comment thread added under the story
@@ -209,6 +246,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   comments in their HTML; news and blog pages that do are where the profile lost precision
   (Dragnet, below). Its threshold is chosen on those pages too.
 """ if comment_share else ""
+    data_texts = readability_text + comment_text + extra_text
     return f"""# pulpie-rt default model
 
 The model `Extractor()`, `Pipeline()` and `pulpie-rt run` use when no model is given (and
@@ -254,7 +292,7 @@ without profiles run. The C library reads the profiles (`pulpie_rt_options.profi
   kinds (WCXB's labels): 530 articles (news, blogs, magazines), 126 service pages, 80 forum
   threads, 69 listings, 63 product pages, 59 documentation pages, 59 collections; mostly
   English.
-{readability_text}{comment_text}{never_text}WCXB's test split and Zyte's
+{data_texts}{never_text}WCXB's test split and Zyte's
   article-extraction-benchmark (independent judges), and the public article sets it is
   measured on beside trafilatura (`python -m eval.article_sets`: L3S-GN1, 621
   Google News articles of 2008, research use only; Dragnet's 1,380 news and blog pages of

@@ -357,6 +357,28 @@ def extra_set_folds(ids: list[str], fold_of: np.ndarray, sets: tuple[str, ...] |
     return out
 
 
+def extra_sets_record(sets: tuple[str, ...] | list[str]) -> dict:
+    """For the record and the card: each added set's pages, sites and sources, and the sites
+    its build left out for independence (``eval.modern_news``' record beside the sets, where
+    there is one)."""
+    import json
+
+    from eval.article_sets import ARTICLE_SETS_DIR, load_article_set
+    from eval.modern_news import DROPPED_NAME
+
+    record: dict = {}
+    for name in sets:
+        pages = load_article_set(name)
+        record[name] = {"pages": len(pages),
+                        "sites": len({p.get("site") for p in pages if p.get("site")}),
+                        "sources": dict(sorted(Counter(p["source"] for p in pages).items()))}
+    dropped = ARTICLE_SETS_DIR / DROPPED_NAME
+    if dropped.is_file():
+        record["dropped_sites"] = sorted(
+            json.loads(dropped.read_text(encoding="utf-8"))["dropped_sites"])
+    return record
+
+
 def out_of_fold_scores(corpus: str, scores: dict[str, np.ndarray], threshold: float,
                        keep_hidden: bool, expected_f1: bool, drop_noscript: bool, folds: int,
                        workers: int | None = None,
@@ -629,6 +651,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
             f"{kind} ({s['pages']}): word P {s['precision']:.4f} R {s['recall']:.4f} "
             f"F1 {s['f1']:.4f}" for kind, s in folds_scores["kinds"].items()))
     return {
+        **({"extra_sets": extra_sets_record(recipe.fast_extra_sets)}
+           if recipe.fast_extra_sets else {}),
         "rescorer": {"file": FAST_RESCORER_NAME, "features": layout,
                      "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
