@@ -38,6 +38,19 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     assert set(fast["story_prior_f1"]) == {"without", "with"}
     assert any("story prior 0.5/3 (share/shift) on the train pages out of fold" in line
                for line in logged), logged
+    # python -m train.oof decodes the scores the training left as the training did: its
+    # figures are the training's own, and another story prior is one more column
+    from dataclasses import asdict, replace
+
+    from train.oof import decoded_f1, parse_story_prior
+    recipe = replace(Recipe(), corpus="mini", fast_comment_threads=0.0, fast_extra_sets=())
+    (tmp_path / "work" / "results.json").write_text(json.dumps({"recipe": asdict(recipe),
+                                                               "fast": fast}))
+    measured = decoded_f1(tmp_path / "work", [None, (0.5, 3.0), (0.5, 1.0)], workers=1)
+    assert measured["pages"] == {"train": 10}
+    assert [round(v, 4) for v in measured["train"][:2]] == [
+        fast["story_prior_f1"]["without"], fast["story_prior_f1"]["with"]]
+    assert parse_story_prior("none") is None and parse_story_prior("0.5/1") == (0.5, 1.0)
     bundle = bundle_with_fast_profile(tmp_path / "copy", fast, tmp_path / "work" / "bundle")
     assert load_bundle(bundle, "fast").feature_layout == FEATURES_V5
     manifest = json.loads((bundle / "manifest.json").read_text())

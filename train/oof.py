@@ -1,0 +1,104 @@
+"""Decoding settings of the ``fast`` profile measured on the train pages out of fold, from the
+out-of-fold scores a fast-only training leaves beside its bundle (``WORK/fast-oof.npz``):
+
+    python -m train.oof WORK [WORK ...] [--story-prior none 0.5/1 0.5/3 ...]
+
+Each WORK is one seed's ``--work`` folder (its ``results.json`` gives the recipe, the threshold
+and the container prior the training chose); each story prior is decoded over the same scores
+as the training decodes them (``train.fast``'s ``_decode_page``: threshold, container prior,
+``continue_story``, then the story prior), and word F1 (means over pages) is printed for the
+train corpus's pages and for each added set's pages apart, per seed and as means ± spread
+(half the range) over the seeds. No set scored here is a judge: the pages are the training's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from eval.article_sets import load_article_set
+from eval.metrics import score_pages
+from pulpie_rt.corpus import iter_pages
+from train.comments import comment_thread_corpus
+from train.data import joined_corpus
+from train.fast import _page_texts, given_container_prior, prior_name
+
+
+def parse_story_prior(text: str) -> tuple[float, float] | None:
+    """``none`` or ``SHARE/SHIFT``."""
+    if text == "none":
+        return None
+    share, _, shift = text.partition("/")
+    return given_container_prior([share, shift], "story prior")  # a clear error if not
+
+
+def work_scores(work: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """One training's results and its out-of-fold log-odds per page id."""
+    results = json.loads((work / "results.json").read_text())
+    oof = np.load(work / "fast-oof.npz")
+    ids = [str(i) for i in oof["ids"]]
+    return results, {pid: oof[f"p{i}"] for i, pid in enumerate(ids)}
+
+
+def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
+               workers: int | None = None) -> dict[str, list[float]]:
+    """Per page group (``train``, each added set) the word F1 of each story prior."""
+    results, scores = work_scores(work)
+    recipe = results["recipe"]
+    fast = results["fast"]
+    decoding = fast["decoding"]
+    corpus = recipe["corpus"]
+    if recipe.get("fast_comment_threads"):
+        corpus = comment_thread_corpus(corpus, recipe["fast_comment_threads"],
+                                       recipe["fast_comment_seed"], log=lambda *_: None)
+    extra = recipe.get("fast_extra_sets") or []
+    if extra:
+        corpus = joined_corpus(corpus, extra, log=lambda *_: None)
+    prior = decoding.get("container_prior")
+    prior = None if prior is None else (prior["share"], prior["shift"])
+    last = (decoding["main_margin"], prior, bool(decoding.get("continue_story")))
+    decodings = [(*last, story) for story in story_priors]
+    pages = [p for p in iter_pages(corpus) if p["id"] in scores]
+    jobs = ((p, scores[p["id"]], decodings, fast["keep_hidden"], fast["drop_noscript"],
+             decoding.get("selection") == "expected_f1") for p in pages)
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+    set_of = {p["id"]: name for name in extra for p in load_article_set(name)}
+    groups: dict[str, dict[str, str]] = {}
+    for page in pages:
+        groups.setdefault(set_of.get(page["id"], "train"), {})[page["id"]] = page["reference"]
+    return {group: [score_pages({pid: texts[pid][i] for pid in refs}, refs)["f1"]
+                    for i in range(len(decodings))]
+            for group, refs in groups.items()} | {
+        "pages": {group: len(refs) for group, refs in groups.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train.oof",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("work", nargs="+", type=Path, help="a fast-only training's --work")
+    parser.add_argument("--story-prior", nargs="+", default=["none", "0.5/3"],
+                        metavar="none|SHARE/SHIFT")
+    parser.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args(argv)
+    priors = [parse_story_prior(text) for text in args.story_prior]
+    runs = [decoded_f1(work, priors, args.workers) for work in args.work]
+    groups = [g for g in runs[0] if g != "pages"]
+    for group in groups:
+        print(f"{group} ({runs[0]['pages'][group]} pages), word F1 out of fold:")
+        for i, prior in enumerate(priors):
+            values = [run[group][i] for run in runs]
+            spread = (max(values) - min(values)) / 2
+            print(f"  story prior {prior_name(prior):>8}: "
+                  f"{' '.join(f'{v:.4f}' for v in values)}  mean {np.mean(values):.4f} "
+                  f"± {spread:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
