@@ -189,7 +189,8 @@ def write_corpus(folder: Path, name: str, pages: list[dict]) -> Path:
 def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
                              **settings) -> tuple[dict, list[str]]:
     """``train.fast.write_fast_rescorer`` on corpus ``mini`` of ``corpus_folder`` with a small
-    recipe (2 folds, 5 trees, one thread, a bag of one) changed by ``settings``, into
+    recipe (2 folds, 5 trees, one thread, a bag of one, no added article set: a test's
+    folder has none built) changed by ``settings``, into
     ``tmp_path / "work" / "bundle"`` (its training caches under ``tmp_path / "build"``): what
     it returns and the lines it logged."""
     from dataclasses import replace
@@ -201,7 +202,7 @@ def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
     recipe = replace(Recipe(), **{"corpus": "mini", "fast_folds": 2, "rescorer_rounds": 5,
                                   "rescorer_min_leaf": 5, "threads": 1, "fast_bag": 1,
-                                  **settings})
+                                  "fast_extra_sets": (), **settings})
     bundle = tmp_path / "work" / "bundle"
     bundle.mkdir(parents=True, exist_ok=True)
     logged: list[str] = []

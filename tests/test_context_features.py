@@ -21,11 +21,12 @@ from pulpie_rt.runtime.stages.features import (
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
+    N_FEATURES_V5,
     NO_DISTANCE,
     block_features,
 )
 from pulpie_rt.runtime.stages.rescore import (
-    CONTEXT_VERSION,
+    CONTEXT_V6,
     N_CONTEXT,
     N_CONTEXT_V5,
     N_CONTEXT_V6,
@@ -43,14 +44,22 @@ TOLERANCE = {"rtol": 1e-6, "atol": 1e-6}
 
 
 @pytest.fixture(scope="module")
-def page_rows(dev_pages) -> list[tuple[str, np.ndarray]]:
-    """Every 3rd dev page's blocks-v3 rows, segmented as the fast profile segments them."""
+def page_rows_v5(dev_pages) -> list[tuple[str, np.ndarray]]:
+    """Every 3rd dev page's blocks-v5 rows (the shipped fast profile's layout), segmented as
+    the fast profile segments them."""
     pages = []
     for page in dev_pages[::3]:
         simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
         _, item_ids = extract_blocks(simplified)
-        pages.append((page["id"], block_features(map_html, item_ids, "blocks-v3")))
+        pages.append((page["id"], block_features(map_html, item_ids, FEATURES_V5)))
     return pages
+
+
+@pytest.fixture(scope="module")
+def page_rows(page_rows_v5) -> list[tuple[str, np.ndarray]]:
+    """The same pages' blocks-v3 rows: the first columns of their blocks-v5 rows."""
+    return [(page_id, np.ascontiguousarray(rows[:, :N_FEATURES_V3]))
+            for page_id, rows in page_rows_v5]
 
 
 FAST_LAST = "rescorer-fast.onnx"
@@ -78,9 +87,9 @@ def test_context_features_are_the_specifications_on_dev_pages(page_rows):
         np.testing.assert_array_equal(got[:, :N_FEATURES_V2], rows[:, :N_FEATURES_V2])
 
 
-def test_stage_features_are_the_specifications_on_dev_pages(page_rows, first_stage):
+def test_stage_features_are_the_specifications_on_dev_pages(page_rows_v5, first_stage):
     rng = np.random.default_rng(0)
-    for page_id, rows in page_rows:
+    for page_id, rows in page_rows_v5:
         if not len(rows):
             continue
         real = context_spec.probabilities(first_stage, context_features(rows))
@@ -169,14 +178,14 @@ def test_groups_follow_the_container_columns_not_their_numbers():
                                    context_spec.stage_features(p, rows), **TOLERANCE)
 
 
-def test_the_cores_two_stages_are_the_specifications_on_dev_pages(page_rows):
+def test_the_cores_two_stages_are_the_specifications_on_dev_pages(page_rows_v5):
     folder = embedded_model_dir()
-    core = BlockRescorer(folder / FAST_LAST, 0.0, "blocks-v3", CONTEXT_VERSION,
+    core = BlockRescorer(folder / FAST_LAST, 0.0, FEATURES_V5, CONTEXT_V6,
                          folder / FAST_FIRST)
-    assert core.core is None and core.width == N_CONTEXT + N_STAGE
+    assert core.core is None and core.width == N_CONTEXT_V6 + N_STAGE
     spec = context_spec.SpecContextRescorer(folder / FAST_LAST, folder / FAST_FIRST)
     equal = total = 0
-    for page_id, rows in page_rows:
+    for page_id, rows in page_rows_v5:
         got, want = core.log_odds(rows), spec.log_odds(rows)
         assert got.dtype == np.float32 and got.shape == (len(rows),)
         np.testing.assert_allclose(got, want, **TOLERANCE, err_msg=page_id)
@@ -184,4 +193,5 @@ def test_the_cores_two_stages_are_the_specifications_on_dev_pages(page_rows):
     assert equal >= 0.99 * total  # the same ONNX Runtime over the same rows
     with pytest.raises(RescorerError) as error:
         core.log_odds(np.zeros((2, N_FEATURES_V2), np.float32))
-    assert str(error.value) == f"features have {N_FEATURES_V2} columns, the rescorer reads 207"
+    assert str(error.value) == (f"features have {N_FEATURES_V2} columns, the rescorer reads "
+                                f"{N_FEATURES_V5}")

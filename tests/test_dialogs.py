@@ -136,7 +136,7 @@ def test_the_fast_profile_trained_on_the_dialog_columns_runs_in_the_engine(deriv
     write_corpus(tmp_path, "mini", pages)
     fast, logged = train_small_fast_profile(tmp_path, monkeypatch, tmp_path,
                                             fast_comment_threads=0.0, fast_hidden_dialogs=1.0,
-                                            fast_dialog_columns=True)
+                                            fast_dialog_columns=True, fast_rail_columns=False)
     assert fast["rescorer"]["features"] == FEATURES_V4 and fast["rescorer"]["context"] == \
         CONTEXT_V5
     assert any(f"x {N_CONTEXT_V5} columns (context-v5)" in line for line in logged), logged

@@ -21,6 +21,7 @@ from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
     FEATURES_V3,
     FEATURES_V4,
+    FEATURES_V5,
     FEATURES_VERSION,
     LAYOUTS,
     N_FEATURES,
@@ -354,8 +355,8 @@ def test_the_engine_runs_a_context_v5_or_v6_fast_profile_as_the_specification_de
                                             bundle / "rescorer-fast-first.onnx")
     extractor = Extractor(bundle, profile="fast")
     decoding = json.loads((bundle / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
-    prior = decoding.get("container_prior")
-    prior = None if prior is None else (prior["share"], prior["shift"])
+    assert fast.decoding["story_prior"] == [decoding["story_prior"]["share"],
+                                            decoding["story_prior"]["shift"]]
     reached = 0
     pages = [p for p in dev_pages if marked in p["html"]][:6] + dev_pages[::25]
     for page in pages:
@@ -363,12 +364,9 @@ def test_the_engine_runs_a_context_v5_or_v6_fast_profile_as_the_specification_de
         assert prepared.features.shape[1] == LAYOUTS[layout]
         reached += int((prepared.features[:, -1] < NO_DISTANCE).any())
         scores = spec.log_odds(prepared.features)
+        # the bundle's decoding as the core reads it (its story prior too)
         want = native.decide_blocks(prepared.n_blocks, [list(range(prepared.n_blocks))],
-                                    [scores], features=prepared.features, margins=True,
-                                    threshold=decoding["main_margin"], keep_best=True,
-                                    expected_f1=True,
-                                    container_prior=prior,
-                                    continue_story=decoding.get("continue_story", False))
+                                    [scores], features=prepared.features, **fast.decoding)
         got = extractor.extract(page["html"]).labels
         assert [got[str(i)] == "main" for i in prepared.item_ids] == [w == 1 for w in want], \
             page["id"]
@@ -445,7 +443,7 @@ def test_the_embedded_fast_profile_selects_blocks_by_expected_f1_on_the_segmenta
 
     bundle = load_bundle(embedded_model_dir(), "fast")
     assert bundle.expected_f1 and bundle.keep_hidden
-    assert bundle.feature_layout == FEATURES_V3
+    assert bundle.feature_layout == FEATURES_V5
 
 
 @pytest.mark.parametrize(("key", "bad", "shown"), [("keep_hidden", "yes", '"yes"'),
@@ -494,10 +492,13 @@ def test_the_engine_continues_stories_as_the_specification(tmp_path, dev_pages):
     story, plain = Extractor(profile="fast"), Extractor(bundle, profile="fast")
     changed = []
     pages = dev_pages[::12] + [p for p in dev_pages if p["id"] == "readability/lazy-image-2"]
-    prior = shipped.get("container_prior")
+    prior, story_prior = shipped.get("container_prior"), shipped.get("story_prior")
     for page in pages:
         prepared = preparer.prepare(page["html"])
         scores = spec.log_odds(prepared.features)
+        if story_prior:  # the story's container first, then the page's
+            scores = labels_spec.story_prior(scores, prepared.features, story_prior["share"],
+                                             story_prior["shift"])
         if prior:
             scores = labels_spec.container_prior(scores, prepared.features, prior["share"],
                                                  prior["shift"])
@@ -537,10 +538,14 @@ def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev
         k: v for k, v in shipped.items() if k != "container_prior"})
     with_prior, without = Extractor(bundle, profile="fast"), Extractor(plain, profile="fast")
     changed = 0
+    story_prior = decoding.get("story_prior")
     for page in dev_pages[::12]:
         prepared = preparer.prepare(page["html"])
-        scores = labels_spec.container_prior(spec.log_odds(prepared.features),
-                                             prepared.features, 0.6, 1.0)
+        scores = spec.log_odds(prepared.features)
+        if story_prior:  # before the container prior, as the engine decodes
+            scores = labels_spec.story_prior(scores, prepared.features, story_prior["share"],
+                                             story_prior["shift"])
+        scores = labels_spec.container_prior(scores, prepared.features, 0.6, 1.0)
         want = labels_spec.keep_best_block(labels_spec.expected_f1_labels(
             scores, prepared.features[:, 2], decoding["main_margin"]), scores)
         if decoding.get("continue_story"):

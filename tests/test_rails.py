@@ -21,7 +21,9 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     )
     from train.fit import Recipe
 
-    assert Recipe().fast_rail_columns is False  # as shipped
+    assert Recipe().fast_rail_columns is True  # as shipped
+    assert Recipe().fast_extra_sets == ("modern-news-train",)
+    assert Recipe().fast_story_prior == (0.5, 1.0)
     assert context_names(CONTEXT_V6)[-9:] == DIALOG_NAMES + RAIL_NAMES
     assert len(context_names(CONTEXT_V6)) == N_CONTEXT_V6
     assert len(stage_names(CONTEXT_V6)) == N_CONTEXT_V6 + N_STAGE
@@ -72,6 +74,11 @@ def test_the_card_names_the_modern_news_its_licences_the_dropped_sites_rails_and
     folder = embedded_model_dir()
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    # the shipped model has them all: taken away first
+    for key in ("extra_sets", "story_prior_f1"):
+        results["fast"].pop(key, None)
+    results["fast"]["decoding"].pop("story_prior", None)
+    manifest["profiles"]["fast"]["rescorer"]["features"] = "blocks-v3"
     plain = model_card(results, manifest, 1)
     for text in ("modern-news-train", "blocks-v5", "decoding.story_prior"):
         assert text not in plain
@@ -89,4 +96,4 @@ def test_the_card_names_the_modern_news_its_licences_the_dropped_sites_rails_and
     assert "With layout `blocks-v5` each block also reads" in card
     assert "holding 0.5 of\n  the page's expected main **prose** words" in card
     assert "lowered by 3. A rail" in card
-    assert "0.8712 with it against\n  0.8701 without" in card
+    assert "0.8712 with it against 0.8701 without" in card

@@ -17,7 +17,7 @@ from parity.trees import TOLERANCE, KernelTrees, OrtTrees, compare
 from pulpie_rt.corpus import corpus_path
 from pulpie_rt.runtime import native
 from pulpie_rt.runtime.model.resolve import embedded_model_dir
-from pulpie_rt.runtime.stages.features import N_FEATURES_V3
+from pulpie_rt.runtime.stages.features import N_FEATURES_V5
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -309,7 +309,8 @@ def test_pulpie_rt_trees_onnxruntime_runs_onnx_runtime(monkeypatch):
     on_kernel = native.CoreContextRescorer(model / "rescorer-fast.onnx",
                                            model / "rescorer-fast-first.onnx")
     assert on_kernel.trees == ["kernel", "kernel"]
-    rows = np.random.default_rng(5).random((7, N_FEATURES_V3), np.float32)  # blocks-v3 rows
+    # rows of the shipped fast profile's layout
+    rows = np.random.default_rng(5).random((7, N_FEATURES_V5), np.float32)
     np.testing.assert_array_equal(fast.log_odds(rows), on_kernel.log_odds(rows))
     monkeypatch.setenv("PULPIE_RT_TREES", "fast")
     with pytest.raises(native.CoreError, match="PULPIE_RT_TREES=\"fast\": expected 'kernel' "

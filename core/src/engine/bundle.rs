@@ -561,9 +561,10 @@ mod tests {
         let rescorer = fast.rescorer.unwrap();
         assert_eq!(
             (rescorer.file.as_str(), rescorer.features.as_str(), rescorer.context.as_deref()),
-            ("rescorer-fast.onnx", "blocks-v3", Some("context-v4"))
+            ("rescorer-fast.onnx", "blocks-v5", Some("context-v6"))
         );
         assert_eq!(rescorer.first_stage.as_deref(), Some("rescorer-fast-first.onnx"));
+        assert_eq!(fast.story_prior, Some(ContainerPrior { share: 0.5, shift: 1.0 }));
         let unknown = Bundle::load_dir_profile(&dir, Some("fastest")).err().unwrap();
         let manifest = dir.join(MANIFEST_NAME);
         assert_eq!(
