@@ -483,6 +483,7 @@ mod tests {
             keep_best_block: false,
             expected_f1: false,
             container_prior: None,
+            story_prior: None,
             continue_story: false,
         };
         assert_eq!(plain.shifted(0.0), plain);
