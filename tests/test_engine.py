@@ -22,8 +22,10 @@ def test_the_engine_says_what_runs_the_model():
     tiny = Extractor(tiny_bundle(), device="cpu")
     assert (tiny.provider, tiny.device) == ("cpu", "cpu")
     assert tiny.engine.info() == {"model": tiny_bundle().name, "profile": None,
-                                  "provider": "cpu", "device": "cpu", "transformer": True,
-                                  "notice": None}
+                                  "favor": "balanced", "provider": "cpu", "device": "cpu",
+                                  "transformer": True, "notice": None}
+    precise = Extractor(tiny_bundle(), device="cpu", favor="precision")
+    assert precise.engine.info()["favor"] == "precision"
 
 
 def test_the_cores_defaults_are_the_doors_defaults():
