@@ -479,7 +479,7 @@ pub fn block_features_with(
     let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
-    rows_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
+    block_features_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
 }
 
 /// `block_features_with` of the tree the specification reads `map_html` as (`root` its
@@ -499,20 +499,6 @@ pub fn block_features_of_tree(
     if item_ids.is_empty() {
         return Vec::new();
     }
-    rows_of_tree(tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn rows_of_tree(
-    tree: &Tree,
-    root: usize,
-    item_ids: &[Option<&str>],
-    libxml2_tree: bool,
-    extras: bool,
-    containers: bool,
-    dialogs: bool,
-    rails: bool,
-) -> Vec<f32> {
     let dialogs = dialogs || rails;
     let containers = containers || dialogs;
     let extras = extras || containers;
