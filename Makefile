@@ -31,7 +31,7 @@ PRECISION ?= fp16
 BUILD   := build
 TORCH   := torch==2.13.0
 
-.PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden \
+.PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden browser \
         tiny default-model clean capi capi-valgrind fuzz ort-gpu rust-lint \
         install capi-dist wheel sdist FORCE docs
 
@@ -101,11 +101,23 @@ rust-lint:
 # The core's own tests (cargo test), those that need ONNX Runtime included: the C library the
 # package's core loads (runtime/native.py ort_library_path). Then the Python suite.
 ORT_LIBRARY = $(PYTHON) -c 'from pulpie_rt.runtime.native import ort_library_path; print(ort_library_path())'
-test: venv ort-gpu rust-lint
+test: venv ort-gpu rust-lint browser
 	$(VENV)/bin/ruff check .
 	PULPIE_RT_ORT_LIB="$$($(ORT_LIBRARY))" cargo test -q -p pulpie_rt_core -- --include-ignored
 	cargo test -q -p pulpie_rt_kernels
 	$(PYTHON) -m pytest -q -ra
+
+# The browser the page inspector's tests open its reports in (tests/test_inspect.py): Debian's
+# chromium, driven by Playwright (the dev extra) over the system's browser, no browser download.
+# Installed with apt when missing and this is root (CI); otherwise those tests skip, saying so
+# (and fail under CI's strict skips).
+browser:
+	@command -v chromium > /dev/null || command -v chromium-browser > /dev/null || \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	    { apt-get update -qq && apt-get install -y -qq chromium > /dev/null; } \
+	      || { echo "make browser: apt-get could not install chromium"; exit 1; }; \
+	  else echo "make browser: no chromium, and not root to install it (apt-get install" \
+	            "chromium): the page inspector's browser tests will skip"; fi
 
 # The documentation site (mkdocs.yml, docs/): warnings as errors, into build/site/. make test
 # builds it too (tests/test_docs.py, which also runs every code block of the docs and README).

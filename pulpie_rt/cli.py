@@ -11,14 +11,14 @@ from pulpie_rt.version import __version__
 # Each module defines ``register(subparsers)`` adding its commands; each command sets
 # ``func(args) -> int``.
 _COMMAND_MODULES = (
-    "pulpie_rt.runtime.cli",  # extract, run
+    "pulpie_rt.runtime.cli",  # extract, inspect, run
     "pulpie_rt.export.cli",  # export, engine
     "pulpie_rt.integrations.serve.cli",  # serve
 )
 # the module of each command: a command imports only its own (the export's and the
 # service's imports would cost `pulpie-rt run` a start-up it does not need)
 _MODULE_OF_COMMAND = {
-    "extract": _COMMAND_MODULES[0], "run": _COMMAND_MODULES[0],
+    "extract": _COMMAND_MODULES[0], "inspect": _COMMAND_MODULES[0], "run": _COMMAND_MODULES[0],
     "export": _COMMAND_MODULES[1], "engine": _COMMAND_MODULES[1],
     "serve": _COMMAND_MODULES[2],
 }

@@ -1,4 +1,5 @@
-"""``pulpie-rt extract`` (one page -> Markdown) and ``pulpie-rt run`` (bulk, resumable)."""
+"""``pulpie-rt extract`` (one page -> Markdown), ``pulpie-rt inspect`` (one page's blocks as an
+HTML report) and ``pulpie-rt run`` (bulk, resumable)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if text and not text.endswith("\n"):
         sys.stdout.write("\n")
     return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from pulpie_rt.runtime.flow.engine import BackendError, Engine
+    from pulpie_rt.runtime.inspector import InspectError, inspect_page, report_html
+
+    source = "<stdin>" if args.page == "-" else args.page
+    try:
+        data = sys.stdin.buffer.read() if args.page == "-" else Path(args.page).read_bytes()
+    except OSError as exc:
+        return _fail("inspect", f"{source}: cannot read ({exc.strerror or exc})")
+    try:
+        engine = Engine(args.model, profile=args.profile, backend=args.backend,
+                        device=args.device, limits=_limits(args), favor=args.favor)
+    except (ModelError, BackendError) as exc:
+        return _fail("inspect", str(exc))
+    try:
+        inspection = inspect_page(engine, data, args.content_type, source=source, url=args.url)
+    except InspectError as exc:
+        return _fail("inspect", str(exc), code=1)
+    finally:
+        engine.close()
+    try:
+        Path(args.out).write_text(report_html(inspection), encoding="utf-8")
+    except OSError as exc:
+        return _fail("inspect", f"{args.out}: cannot write ({exc.strerror or exc})",
+                     code=EXIT_OUTPUT_FAILED)
+    result = inspection.result
+    said = f"failed: {result.error}" if result.error else (
+        f"{len(inspection.blocks)} blocks, {inspection.n_kept} kept")
+    print(f"pulpie-rt inspect: {source}: {said} -> {args.out}", file=sys.stderr)
+    return 1 if result.error else 0
 
 
 def _output(args: argparse.Namespace, output_format: str):
@@ -366,6 +399,24 @@ def register(subparsers) -> None:
                               "charset=Shift_JIS' (its charset decodes the page; default: BOM, "
                               "<meta charset>, then the detector)")
     extract.set_defaults(func=cmd_extract)
+
+    inspect = subparsers.add_parser(
+        "inspect", help="one page's blocks, kept and dropped, with their scores, as an HTML "
+                        "report",
+        description="Write a self-contained HTML report of PAGE: its blocks in page order, "
+                    "shaded kept (main) or dropped (other), each block's score (log-odds and "
+                    "probability) against the decision threshold, and the Markdown beside "
+                    "them. The report loads nothing from the network and runs no script of "
+                    "the page.")
+    inspect.add_argument("page", help="HTML file, or - for stdin")
+    inspect.add_argument("--out", required=True, help="the report's file (HTML)")
+    inspect.add_argument("--url", default=None, help="the page's URL, shown in the report")
+    _add_model_options(inspect)
+    inspect.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: auto)")
+    inspect.add_argument("--content-type", default=None,
+                         help="the page's Content-Type as its server sent it (its charset "
+                              "decodes the page)")
+    inspect.set_defaults(func=cmd_inspect)
 
     run = subparsers.add_parser(
         "run", help="bulk extraction of JSONL / WARC / Parquet inputs (resumable)",

@@ -1,4 +1,4 @@
-"""The C library's ABI 4 (``core/include/pulpie_rt.h``), called through ctypes on the library
+"""The C library's ABI 5 (``core/include/pulpie_rt.h``), called through ctypes on the library
 ``make capi`` builds: only the header's functions are exported, ``struct_size`` is read as the
 size of a known ABI, status codes have names, a batch takes each page's Content-Type and a
 result says what its bytes were decoded with, and an engine says what runs its model."""
@@ -6,6 +6,7 @@ result says what its bytes were decoded with, and an engine says what runs its m
 from __future__ import annotations
 
 import ctypes
+import math
 import shutil
 import subprocess
 
@@ -144,3 +145,29 @@ def test_a_batch_reads_each_pages_content_type_as_python_does(lib):
     assert ours == [(r.markdown, r.encoding) for r in python]
     assert ours[1][1] == "ISO-8859-7" and "caf\u03b9" in ours[1][0]  # 0xE9 read as Greek ι
     assert ours[2][1] == "windows-1252" and "café" in ours[2][0]
+
+
+def test_each_label_has_the_score_it_was_decided_from_and_the_page_its_threshold(lib):
+    """ABI 5: ``pulpie_rt_result_score`` per label and ``pulpie_rt_result_threshold``, the
+    figures Python's ``PageResult.scores`` / ``threshold`` give (the page inspector's)."""
+    options = options_type()()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    options.favor = DECLARED.constants["PULPIE_RT_FAVOR_PRECISION"]
+    status, engine, message = _open(lib, options)
+    assert status == OK, message
+    result, err = ctypes.c_void_p(), ctypes.c_char_p()
+    assert lib.pulpie_rt_extract(engine, PAGE, len(PAGE), None, ctypes.byref(result),
+                                 ctypes.byref(err)) == OK
+    n = lib.pulpie_rt_result_n_labels(result)
+    is_main = ctypes.c_int()
+    ours = {lib.pulpie_rt_result_label(result, i, ctypes.byref(is_main)).decode():
+            (bool(is_main.value), lib.pulpie_rt_result_score(result, i)) for i in range(n)}
+    threshold = lib.pulpie_rt_result_threshold(result)
+    assert math.isnan(lib.pulpie_rt_result_score(result, n))  # past the end
+    lib.pulpie_rt_result_free(result)
+    lib.pulpie_rt_engine_close(engine)
+    assert math.isnan(lib.pulpie_rt_result_threshold(None))
+    python = Extractor(favor="precision").extract(PAGE)
+    assert n > 1 and ours == {i: (python.labels[i] == "main", python.scores[i])
+                              for i in python.labels}
+    assert threshold == python.threshold == Extractor().extract(PAGE).threshold + 1.0

@@ -5,8 +5,9 @@
     1  runtime.stages       html -> simplify -> blocks -> tokens -> ... -> markdown
     2  runtime.model        bundle, hub, resolve, backends
     3  runtime.flow         the page flow: Extractor, Pipeline
-    4  runtime.io (readers), runtime.output (writers, the resume index), ``pulpie_rt`` itself
-       (the public API: re-exports the flow)
+    4  runtime.io (readers), runtime.output (writers, the resume index), runtime.inspector (a
+       page's blocks as an HTML report), ``pulpie_rt`` itself (the public API: re-exports the
+       flow)
     5  runtime.cli (``pulpie-rt extract|run``), integrations, export
     6  pulpie_rt.cli        the console script
     -- the repository's tools, run from a checkout, never shipped: nothing above imports them --
@@ -54,6 +55,7 @@ LAYERS = {
     "pulpie_rt.runtime.model": 2,
     "pulpie_rt.runtime.flow": 3,
     "pulpie_rt.runtime.io": 4, "pulpie_rt.runtime.output": 4, "pulpie_rt": 4,
+    "pulpie_rt.runtime.inspector": 4,
     "pulpie_rt.runtime.cli": 5, "pulpie_rt.integrations": 5, "pulpie_rt.export": 5,
     "pulpie_rt.cli": 6,
     "eval": 7,

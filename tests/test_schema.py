@@ -18,8 +18,9 @@ from pulpie_rt.runtime.flow import schema
 
 REPO = Path(__file__).resolve().parent.parent
 # the result accessors that are not a field of their name: the per-block labels (the json
-# format's labels field) and the destructor
-NOT_FIELDS = {"n_labels", "label", "free"}
+# format's labels field), what each label was decided from (the page inspector's scores and
+# threshold, not in the record) and the destructor
+NOT_FIELDS = {"n_labels", "label", "score", "threshold", "free"}
 C_TYPES = {"string": ctypes.c_char_p, "integer": ctypes.c_uint32}
 
 

@@ -366,7 +366,7 @@ def test_info_metrics_openapi(server):
     responses = spec["paths"]["/v1/extract"]["post"]["responses"]
     assert set(responses) == {"200", "400", "408", "413", "415", "422", "429", "500", "503",
                               "504"}
-    assert {"/v1/extract", "/live", "/ready", "/health", "/info", "/metrics",
+    assert {"/v1/extract", "/inspect", "/live", "/ready", "/health", "/info", "/metrics",
             "/openapi.json"} == set(spec["paths"])
     # /docs: Swagger UI over this document, its files from the package (no other host)
     page = httpx.get(server.url + "/docs")

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 4u
+#define PULPIE_RT_ABI_VERSION 5u
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -196,6 +196,17 @@ uint32_t pulpie_rt_result_n_other(const pulpie_rt_result *r); /* blocks labelled
  * *is_main (when not NULL) 1 for main, 0 for other. */
 uint32_t pulpie_rt_result_n_labels(const pulpie_rt_result *r);
 const char *pulpie_rt_result_label(const pulpie_rt_result *r, uint32_t index, int *is_main);
+/* ABI 5: what the labels were decided from (the page inspector's figures). The index-th
+ * labelled block's score, the log-odds that it is main as the model (and the bundle's
+ * rescorer and priors) scored it, NaN for a block without one (cut by the limits) or past the
+ * end; and the page's decision threshold in the same units (the bundle's, moved by
+ * options.favor; 0 for a model decoded by the argmax at each SEP, whose score is the margin
+ * logit(main) - logit(other)), NaN for a failed page. A block is main when its score is above
+ * the threshold, except where the bundle's decoding decides from the page around it: with no
+ * block above it the best one is kept (keep_best_block), a story's prose goes on to its end
+ * (continue_story), or an expected-F1 selection. */
+float pulpie_rt_result_score(const pulpie_rt_result *r, uint32_t index);
+double pulpie_rt_result_threshold(const pulpie_rt_result *r);
 
 void pulpie_rt_result_free(pulpie_rt_result *r); /* NULL: nothing */
 void pulpie_rt_string_free(char *s);             /* an *err message; NULL: nothing */

@@ -428,6 +428,8 @@ typedef struct {
     size_t label_ids_len;
     const uint8_t *label_main; /* one byte per label: 1 main, 0 other */
     size_t n_labels;
+    const float *label_scores; /* one score per label (pulpie_rt_result_score) */
+    double threshold;          /* pulpie_rt_result_threshold */
 } pulpie_rt_py_result_view;
 
 /* pulpie_rt_extract_pages where is_text[i] 1 reads page i as text (UTF-8, surrogatepass; no

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 /// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
 /// 3: `cutoff_length`, `pulpie_rt_extract_pages` (per-page content types),
 /// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
-/// 4: `favor`.
+/// 4: `favor`. 5: `pulpie_rt_result_score`, `pulpie_rt_result_threshold`.
 pub const ABI_VERSION: u32 = crate::abi::PULPIE_RT_ABI_VERSION;
 
 // the status codes (pulpie_rt.h's)
@@ -103,6 +103,10 @@ pub struct pulpie_rt_result {
     empty_reason: Option<CString>,
     encoding: Option<CString>,
     labels: Vec<(CString, bool)>,
+    /// per label its block's score (log-odds of main; NaN: none), and the page's decision
+    /// threshold (NaN for a failed page)
+    scores: Vec<f32>,
+    threshold: f64,
     n_main: u32,
     n_other: u32,
     /// the plain text of `html`, made on first request (`pulpie_rt_result_text`)
@@ -135,6 +139,8 @@ impl pulpie_rt_result {
             empty_reason: out.empty_reason.as_deref().map(c_string),
             encoding: out.encoding.as_deref().map(c_string),
             labels: out.labels.iter().map(|(id, main)| (c_string(id), *main)).collect(),
+            threshold: if out.error.is_some() { f64::NAN } else { out.scores.threshold },
+            scores: out.scores.values,
             n_main,
             n_other,
             text: OnceLock::new(),
@@ -623,6 +629,25 @@ pub unsafe extern "C" fn pulpie_rt_result_label(
     id.as_ptr()
 }
 
+/// The `index`-th labelled block's score: the log-odds of main it was decided from (NaN past
+/// the end, for a block without one, or for NULL).
+///
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_score(result: *const pulpie_rt_result, index: u32) -> f32 {
+    result.as_ref().and_then(|r| r.scores.get(index as usize).copied()).unwrap_or(f32::NAN)
+}
+
+/// The page's decision threshold in score units (NaN for a failed page or NULL).
+///
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_threshold(result: *const pulpie_rt_result) -> f64 {
+    result.as_ref().map_or(f64::NAN, |r| r.threshold)
+}
+
 /// # Safety
 /// `result` is NULL or a result from this library, freed once.
 #[no_mangle]
@@ -701,6 +726,10 @@ pub struct pulpie_rt_py_result_view {
     /// one byte per label: 1 main, 0 other
     pub label_main: *const u8,
     pub n_labels: usize,
+    /// one score per label (`pulpie_rt_result_score`)
+    pub label_scores: *const f32,
+    /// `pulpie_rt_result_threshold`
+    pub threshold: f64,
 }
 
 /// # Safety
@@ -734,6 +763,8 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(
         label_ids_len: ids.len(),
         label_main: main.as_ptr(),
         n_labels: main.len(),
+        label_scores: r.scores.as_ptr(),
+        threshold: r.threshold,
     };
 }
 

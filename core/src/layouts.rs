@@ -90,7 +90,7 @@ fn layouts() -> String {
         }
         "pulpie_rt_py_result_view" => pulpie_rt_py_result_view {
             markdown, markdown_len, html, html_len, error, truncated, empty_reason, encoding,
-            label_ids, label_ids_len, label_main, n_labels,
+            label_ids, label_ids_len, label_main, n_labels, label_scores, threshold,
         }
     }
 }

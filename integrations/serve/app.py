@@ -6,7 +6,9 @@
                        /health is the same
     GET  /info         model, provider, device, limits, version (no file system paths)
     GET  /metrics      Prometheus text format (``metrics.py``)
-    GET  /openapi.json the API (``openapi.py``); /docs redirects there
+    GET  /openapi.json the API (``openapi.py``); /docs shows it (Swagger UI)
+    GET  /inspect      a form to paste a page or upload its file; POST /inspect: the page
+                       inspector's report of it (``runtime.inspector``), HTML
 
 Every error answer, on every route, is JSON ``{"error": "<message>", "error_type": "<kind>"}``
 with the status of ``ERRORS``; a failure of our own is a JSON 500 ``internal``.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import html as html_lib
 import json
 import logging
 import threading
@@ -207,6 +210,80 @@ def docs_page(document: dict[str, Any]) -> str:
 """
 
 
+INSPECT_FORM = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>pulpie-rt serve: inspect a page</title>
+<style>body { font-family: system-ui, sans-serif; margin: 24px; max-width: 60em; }
+textarea { width: 100%; height: 22em; font-family: ui-monospace, monospace; }
+fieldset { margin: 12px 0; }</style></head>
+<body><h1>Inspect a page</h1>
+<p>The page's blocks as the model decided them: kept and dropped, each block's score against
+the decision threshold, and the Markdown beside them.</p>
+<form method="post" action="/inspect" enctype="multipart/form-data">
+<fieldset><legend>Paste the page's HTML</legend>
+<textarea name="html" id="html" placeholder="&lt;html&gt;..."></textarea></fieldset>
+<fieldset><legend>or upload its file (its bytes are decoded as the page's own charset
+says)</legend><input type="file" name="file" id="file" accept=".html,.htm,text/html">
+</fieldset>
+<button type="submit" id="inspect">Inspect</button>
+</form></body></html>
+"""
+# the form: its own style, no script, posts only to this service
+FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'"
+
+
+def report_csp(report: str) -> str:
+    """The report's own Content-Security-Policy (the one its <meta> states), as a header."""
+    start = report.index('http-equiv="Content-Security-Policy" content="') + 46
+    return html_lib.unescape(report[start:report.index('"', start)])
+
+
+async def inspect_page_of(request: Request, data: bytes, limits) -> tuple[str | bytes,
+                                                                         str | None, str]:
+    """``(page, content_type, source)`` of a POST /inspect: a form's ``file`` (its bytes,
+    its part's Content-Type) or ``html`` (pasted text), or a raw ``text/html`` body (its
+    Content-Type's charset); ``RequestRefused`` (400, 415) otherwise."""
+    from starlette.datastructures import UploadFile
+    from starlette.formparsers import FormParser, MultiPartParser
+
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type in HTML_TYPES:
+        if not data:
+            raise RequestRefused("empty_body", "the request has no body: send a page")
+        return data, content_type, request.query_params.get("id", "page")
+
+    async def body():
+        yield data
+
+    if media_type == "multipart/form-data":
+        parser = MultiPartParser(request.headers, body(), max_files=1, max_fields=4,
+                                 max_part_size=limits.payload_limit)
+    elif media_type == "application/x-www-form-urlencoded":
+        parser = FormParser(request.headers, body(), max_fields=4,
+                            max_part_size=limits.payload_limit)
+    else:
+        raise RequestRefused("unsupported_media_type", f"POST /inspect takes a form "
+                             "(multipart/form-data or application/x-www-form-urlencoded) or "
+                             f"text/html, not {media_type or 'no Content-Type'!r}")
+    try:
+        form = await parser.parse()
+    except Exception as exc:  # python-multipart's and Starlette's refusals of a bad body
+        raise RequestRefused("invalid_request", f"the form cannot be read: {describe(exc)}"
+                             ) from exc
+    upload = form.get("file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        page = await upload.read()
+        await form.close()
+        if page:
+            return page, upload.headers.get("content-type"), upload.filename
+    pasted = form.get("html")
+    await form.close()
+    if isinstance(pasted, str) and pasted.strip():
+        return pasted, None, "pasted page"
+    raise RequestRefused("empty_body", "the form has no page: paste its HTML in 'html' or "
+                         "upload its file in 'file'")
+
+
 def render_json(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -252,6 +329,7 @@ class ServeApp:
             Route("/metrics", self.metrics_text, methods=["GET"]),
             Route("/openapi.json", self.openapi, methods=["GET"]),
             Route("/docs", self.docs, methods=["GET"]),
+            Route("/inspect", self.inspect, methods=["GET", "POST"]),
             Mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path))),
         ], lifespan=self.lifespan, exception_handlers={HTTPException: self.http_error,
                                                        Exception: self.internal_error})
@@ -343,6 +421,39 @@ class ServeApp:
     async def docs(self, request: Request) -> Response:
         return HTMLResponse(docs_page(openapi_document(self.limits, self.api_key is not None)))
 
+    async def inspect(self, request: Request) -> Response:
+        """GET: the form; POST: the report of the page it sent (admitted as an extract
+        request is: the same limits, the same engine and queue)."""
+        if request.method == "GET":
+            return HTMLResponse(INSPECT_FORM, headers={"Content-Security-Policy": FORM_CSP})
+        try:
+            return await self._extract(request, self._serve_inspect)
+        except RequestRefused as exc:
+            return exc.response
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
+
+    async def _serve_inspect(self, request: Request, data: bytes) -> Response:
+        from pulpie_rt.runtime.inspector import InspectError, inspection_of, report_html
+
+        html, content_type, source = await inspect_page_of(request, data, self.limits)
+        page = PageInput(html, page_id=source, content_type=content_type)
+        ticket = self.service.submit(page, asyncio.get_running_loop(), Output())
+        timeout = self.limits.request_timeout_s
+        try:
+            result = await asyncio.wait_for(asyncio.shield(ticket.future), timeout)
+        except TimeoutError:
+            ticket.cancel()
+            return error_response("timeout", f"the request timed out after {timeout:g} s "
+                                  "with 1 of 1 pages not finished", unfinished=[source])
+        try:
+            inspection = await asyncio.to_thread(inspection_of, self.service.engine, result,
+                                                 html, content_type, source)
+        except InspectError as exc:
+            return error_response("internal", f"internal error: {exc}")
+        report = await asyncio.to_thread(report_html, inspection)
+        return HTMLResponse(report, headers={"Content-Security-Policy": report_csp(report)})
+
     async def http_error(self, request: Request, exc: HTTPException) -> Response:
         """Starlette's own refusals (no such route, method) as JSON."""
         error_type = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
@@ -414,7 +525,7 @@ class ServeApp:
                               "(--max-concurrent-requests)")
         return None
 
-    async def _extract(self, request: Request) -> Response:
+    async def _extract(self, request: Request, serve=None) -> Response:
         refused = self._not_ready()
         if refused is not None:
             raise refused
@@ -435,7 +546,7 @@ class ServeApp:
                 raise refused
             self.active_requests += 1
             try:
-                return await self._serve(request, data)
+                return await (serve or self._serve)(request, data)
             finally:
                 self.active_requests -= 1
         finally:

@@ -80,6 +80,36 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                                              {"$ref": "#/components/schemas/Response"}),
                               **extract_errors},
             }},
+            "/inspect": {
+                "get": {"summary": "the page inspector's form: paste a page's HTML or upload "
+                                   "its file",
+                        "responses": {"200": {"description": "an HTML form",
+                                              "content": {"text/html": {
+                                                  "schema": {"type": "string"}}}},
+                                      **unauthorized}},
+                "post": {
+                    "summary": "the page inspector's report of one page: its blocks in page "
+                               "order, kept (main) and dropped (other), each block's score "
+                               "(log-odds of main) against the decision threshold, and the "
+                               "Markdown; one self-contained HTML page (nothing fetched, no "
+                               "script of the page runs)",
+                    "requestBody": {"required": True, "content": {
+                        "multipart/form-data": {"schema": {"$ref": "#/components/schemas/"
+                                                                   "InspectForm"}},
+                        "application/x-www-form-urlencoded": {"schema": {
+                            "$ref": "#/components/schemas/InspectForm"}},
+                        "text/html": {"schema": {"type": "string"},
+                                      "description": "one raw page, the charset in "
+                                                     "Content-Type"},
+                    }},
+                    "responses": {"200": {"description": "the report",
+                                          "content": {"text/html": {
+                                              "schema": {"type": "string"}}}},
+                                  **{code: answer for code, answer in extract_errors.items()
+                                     if code != "422"},
+                                  "422": _answer("invalid_request: a form that cannot be "
+                                                 "read")},
+                }},
             "/live": {"get": {"summary": "liveness: 200 while the process answers (loading "
                                          "and shutting down included)",
                               "security": [],
@@ -124,6 +154,12 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
             "Result": {"oneOf": [{"title": f"Result ({name})",
                                   **json_schema(record_fields(name))}
                                  for name in OUTPUT_FORMATS]},
+            "InspectForm": {"type": "object", "properties": {
+                "html": {"type": "string", "description": "the page's HTML, pasted"},
+                "file": {"type": "string", "format": "binary",
+                         "description": "the page's file (used when given; its bytes are "
+                                        "decoded as the page says)"},
+            }},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},
             }},

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -178,6 +179,7 @@ class Engine:
                 o.cutoff_length < 0:
             raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
         self.limits = limits
+        self.cutoff_length: int = o.cutoff_length  # simplify's cut of long inline runs
         self._handle = None
         self._open(provider)
         lib = native.engine_abi()
@@ -323,16 +325,21 @@ def _result_of(view: ctypes.Structure) -> PageResult:
     """A ``PageResult`` from a result's view (``pulpie_rt_py_result_view``; copied: the
     result is freed next)."""
     labels: dict[str, str] = {}
+    scores: dict[str, float] = {}
     if view.n_labels:
         ids = ctypes.string_at(view.label_ids, view.label_ids_len).decode(
             "utf-8", "surrogatepass").split("\0")
         mains = ctypes.string_at(view.label_main, view.n_labels)
         labels = {item_id: "main" if main else "other"
                   for item_id, main in zip(ids, mains, strict=False)}
+        values = (ctypes.c_float * view.n_labels).from_address(view.label_scores)
+        scores = dict(zip(ids, values, strict=False))
     return PageResult(
         html=_text(view.html, view.html_len),
         markdown=_text(view.markdown, view.markdown_len),
         labels=labels,
+        scores=scores,
+        threshold=None if math.isnan(view.threshold) else view.threshold,
         # the record's fields the view holds (error, truncated, ...), by their names
         **{f.name: _optional(getattr(view, f.name)) if f.type == "string"
            else getattr(view, f.name) for f in RESULT_FIELDS if hasattr(type(view), f.name)},

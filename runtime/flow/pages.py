@@ -141,6 +141,12 @@ class PageResult:
     truncated: str | None = None  # what PageLimits cut from the page (None: nothing)
     empty_reason: str | None = None  # why ``markdown`` is empty when there is no error
     encoding: str | None = None  # what page bytes were decoded with (None: given as str)
+    # what each label was decided from (the engine's; ``pulpie-rt inspect`` shows them): per
+    # block id its score, the log-odds that it is main (NaN: none, a block the limits cut),
+    # and the page's decision threshold in the same units (None for a failed page, or a result
+    # not made by the engine); not compared (a NaN is not equal to itself)
+    scores: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
+    threshold: float | None = field(default=None, compare=False)
     # content() by (format, what it drops): made once, where it is first asked for
     _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -120,6 +120,41 @@ pub fn decide_blocks(
     features: Option<&[f32]>,
     n_classified: usize,
 ) -> Result<Vec<usize>, String> {
+    decide_blocks_scored(n_blocks, chunk_blocks, outputs, decoding, rescorer, features, n_classified)
+        .map(|decided| decided.predictions)
+}
+
+/// A page's decision with what it was decided from: per block its prediction (1: main) and
+/// its score (log-odds of main, after the rescorer and the priors; NaN: none, a block the
+/// limits cut), and the threshold a score was compared with (`Decoding::main_margin`, the
+/// favor's shift included; 0 for a bundle decoded by the argmax at each SEP, whose score is
+/// the SEP's margin). A prediction is not always `score > threshold`: `keep_best_block`,
+/// `expected_f1` and `continue_story` decide some blocks from the page around them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    pub predictions: Vec<usize>,
+    pub scores: Vec<f32>,
+    pub threshold: f64,
+}
+
+/// `decide_blocks` with the scores and the threshold it decided from (the page inspector's
+/// figures: `pulpie_rt_result_score`).
+pub fn decide_blocks_scored(
+    n_blocks: usize,
+    chunk_blocks: &[&[usize]],
+    outputs: &[SepOutputs<'_>],
+    decoding: &Decoding,
+    rescorer: Option<&BlockRescorer>,
+    features: Option<&[f32]>,
+    n_classified: usize,
+) -> Result<Decided, String> {
+    let margins: Vec<Vec<f32>> = outputs
+        .iter()
+        .map(|output| match *output {
+            SepOutputs::Logits { values, labels } => sep_margins(values, labels),
+            SepOutputs::Margins(margins) => margins.to_vec(),
+        })
+        .collect();
     if !decoding.margins {
         let preds: Vec<Vec<usize>> = outputs
             .iter()
@@ -129,15 +164,12 @@ pub fn decide_blocks(
                 SepOutputs::Margins(margins) => margins.iter().map(|&m| usize::from(m > 0.0)).collect(),
             })
             .collect();
-        return Ok(block_predictions(n_blocks, chunk_blocks, &preds));
+        return Ok(Decided {
+            predictions: block_predictions(n_blocks, chunk_blocks, &preds),
+            scores: block_margins(n_blocks, chunk_blocks, &margins),
+            threshold: 0.0,
+        });
     }
-    let margins: Vec<Vec<f32>> = outputs
-        .iter()
-        .map(|output| match *output {
-            SepOutputs::Logits { values, labels } => sep_margins(values, labels),
-            SepOutputs::Margins(margins) => margins.to_vec(),
-        })
-        .collect();
     let mut scores = block_margins(n_blocks, chunk_blocks, &margins);
     if let Some(rescorer) = rescorer {
         let features = features.ok_or_else(|| NO_FEATURES.to_string())?;
@@ -175,7 +207,7 @@ pub fn decide_blocks(
         let features = features.ok_or_else(|| NO_STORY_CONTAINERS.to_string())?;
         continue_story(&mut predictions, &scores, features).ok_or_else(|| NO_STORY_CONTAINERS.to_string())?;
     }
-    Ok(predictions)
+    Ok(Decided { predictions, scores, threshold })
 }
 
 /// `labels.continue_story`: a story goes on to its end. Walking the prose blocks in page order
@@ -455,16 +487,27 @@ pub fn keep_best_block(mut predictions: Vec<usize>, scores: &[f32]) -> Vec<usize
 /// block by block (a repeated id keeps its first position and takes the last block's label);
 /// blocks without an id get no label.
 pub fn labels_from_predictions(item_ids: &[Option<String>], predictions: &[usize]) -> Vec<(String, bool)> {
-    let mut labels: Vec<(String, bool)> = Vec::with_capacity(item_ids.len());
+    labelled(item_ids, predictions).into_iter().map(|(id, pred)| (id, *pred == 1)).collect()
+}
+
+/// Per labelled block (`labels_from_predictions`' ids, in its order) the score of the block
+/// whose label it took (the last block of a repeated id).
+pub fn label_scores(item_ids: &[Option<String>], scores: &[f32]) -> Vec<f32> {
+    labelled(item_ids, scores).into_iter().map(|(_, score)| *score).collect()
+}
+
+/// `(item_id, value)` per id in the order of a Python dict built block by block: a repeated
+/// id keeps its first position and takes the last block's value; blocks without an id none.
+fn labelled<'a, T>(item_ids: &[Option<String>], values: &'a [T]) -> Vec<(String, &'a T)> {
+    let mut labels: Vec<(String, &T)> = Vec::with_capacity(item_ids.len());
     let mut position: std::collections::HashMap<&str, usize> = Default::default();
-    for (id, &pred) in item_ids.iter().zip(predictions) {
+    for (id, value) in item_ids.iter().zip(values) {
         let Some(id) = id else { continue };
-        let main = pred == 1;
         match position.get(id.as_str()) {
-            Some(&at) => labels[at].1 = main,
+            Some(&at) => labels[at].1 = value,
             None => {
                 position.insert(id, labels.len());
-                labels.push((id.clone(), main));
+                labels.push((id.clone(), value));
             }
         }
     }
@@ -494,6 +537,51 @@ mod tests {
         assert_eq!(recall.main_margin, Some(-0.75));
         assert_eq!(favor_shift(crate::abi::PULPIE_RT_FAVOR_BALANCED), Some(0.0));
         assert_eq!(favor_shift(3), None);
+    }
+
+    #[test]
+    fn a_decision_gives_the_scores_and_threshold_it_was_made_from() {
+        let plain = Decoding {
+            margins: false,
+            main_margin: None,
+            keep_best_block: false,
+            expected_f1: false,
+            container_prior: None,
+            story_prior: None,
+            continue_story: false,
+        };
+        // two chunks: blocks 0, 1 | 2; block 3 in no chunk (cut by the limits); logits
+        // [other, main] per SEP: the score is the margin main - other
+        let logits_a = [0.0f32, 2.0, 1.0, 0.5];
+        let logits_b = [-1.0f32, 3.0];
+        let outputs = [
+            SepOutputs::Logits { values: &logits_a, labels: 2 },
+            SepOutputs::Logits { values: &logits_b, labels: 2 },
+        ];
+        let blocks: [&[usize]; 2] = [&[0, 1], &[2]];
+        let argmax = decide_blocks_scored(4, &blocks, &outputs, &plain, None, None, 4).unwrap();
+        assert_eq!(argmax.predictions, vec![1, 0, 1, 0]);
+        assert_eq!(&argmax.scores[..3], &[2.0, -0.5, 4.0]);
+        assert!(argmax.scores[3].is_nan());
+        assert_eq!(argmax.threshold, 0.0);
+        // a bundle's threshold, shifted by the favor: the same scores, compared with it
+        let bundle = Decoding { margins: true, main_margin: Some(0.25), ..plain }.shifted(1.0);
+        let decided = decide_blocks_scored(4, &blocks, &outputs, &bundle, None, None, 4).unwrap();
+        assert_eq!((decided.predictions.clone(), decided.threshold), (vec![1, 0, 1, 0], 1.25));
+        assert_eq!(&decided.scores[..3], &argmax.scores[..3]);
+        // keep_best_block keeps a block below the threshold: its score says so
+        let strict = Decoding { keep_best_block: true, main_margin: Some(5.0), ..bundle };
+        let kept = decide_blocks_scored(4, &blocks, &outputs, &strict, None, None, 4).unwrap();
+        assert_eq!(kept.predictions, vec![0, 0, 1, 0]);
+        assert!(kept.scores[2] < kept.threshold as f32);
+        assert_eq!(decide_blocks(4, &blocks, &outputs, &strict, None, None, 4).unwrap(), kept.predictions);
+        // per label, the score of the block whose label it took (a repeated id: the last)
+        let ids = [Some("a".to_string()), None, Some("b".to_string()), Some("a".to_string())];
+        let labels = labels_from_predictions(&ids, &[1, 1, 0, 0]);
+        assert_eq!(labels, vec![("a".to_string(), false), ("b".to_string(), false)]);
+        assert_eq!(label_scores(&ids[..3], &[2.0, -0.5, 4.0]), vec![2.0, 4.0]);
+        let last = label_scores(&ids, &kept.scores);
+        assert!(last[0].is_nan() && last[1] == 4.0);
     }
 
     #[test]

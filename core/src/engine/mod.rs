@@ -112,7 +112,28 @@ pub struct PageOutput {
     /// the Encoding Standard name of what the page's bytes were decoded with (None: the
     /// page was given as text, `PageIn::Text`)
     pub encoding: Option<String>,
+    /// what each label was decided from (the page inspector's figures)
+    pub scores: LabelScores,
 }
+
+/// Per label (in `PageOutput::labels`' order) the score of its block (log-odds of main; NaN:
+/// none) and the decision threshold of the page (`decode::Decided`). Equal when their bits
+/// are (a NaN score equals itself).
+#[derive(Clone, Debug, Default)]
+pub struct LabelScores {
+    pub values: Vec<f32>,
+    pub threshold: f64,
+}
+
+impl PartialEq for LabelScores {
+    fn eq(&self, other: &LabelScores) -> bool {
+        self.threshold.to_bits() == other.threshold.to_bits()
+            && self.values.len() == other.values.len()
+            && self.values.iter().zip(&other.values).all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for LabelScores {}
 
 /// One page of a call: bytes (decoded by the decode stage, with the transport's
 /// Content-Type if any) or text a caller already decoded (UTF-8, except that it may hold
@@ -530,8 +551,8 @@ impl Engine {
                 let mut output = match (page, predicted) {
                     (Err(error), _) => PageOutput::failed(error),
                     (Ok(_), Err(error)) => PageOutput::failed(error),
-                    (Ok(page), Ok(predictions)) => {
-                        catch_unwind(AssertUnwindSafe(|| self.finish(&page, &predictions)))
+                    (Ok(page), Ok(decided)) => {
+                        catch_unwind(AssertUnwindSafe(|| self.finish(&page, &decided)))
                             .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
                             .unwrap_or_else(PageOutput::failed)
                     }
@@ -570,8 +591,8 @@ impl Engine {
         self.manifest.decoding().shifted(self.config.decision_shift)
     }
 
-    /// Per page its block predictions, or its error (failed pages stay failed).
-    fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<Vec<usize>, String>> {
+    /// Per page its block predictions and scores, or its error (failed pages stay failed).
+    fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<decode::Decided, String>> {
         // (page, chunk) of every chunk to run, pages in order, chunks in order
         let mut keys: Vec<(usize, usize)> = Vec::new();
         for (page_index, page) in pages.iter().enumerate() {
@@ -686,13 +707,17 @@ impl Engine {
     }
 
     /// A page's decoding from its chunks' SEP logits (`decode::decide_blocks`).
-    fn decide(&self, page: &Prepared, chunk_outputs: &[(Vec<f32>, usize)]) -> Result<Vec<usize>, String> {
+    fn decide(
+        &self,
+        page: &Prepared,
+        chunk_outputs: &[(Vec<f32>, usize)],
+    ) -> Result<decode::Decided, String> {
         let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
         let outputs: Vec<decode::SepOutputs<'_>> = chunk_outputs
             .iter()
             .map(|(values, labels)| decode::SepOutputs::Logits { values, labels: *labels })
             .collect();
-        decode::decide_blocks(
+        decode::decide_blocks_scored(
             page.item_ids.len(),
             &chunk_blocks,
             &outputs,
@@ -709,7 +734,11 @@ impl Engine {
     /// `pages._decide_in_context`: a rescorer in context scores the page's blocks (the
     /// blocks the limits cut without a score), then `decide_blocks` decides the page from
     /// those scores as from margins: one "chunk" holding every block.
-    fn decide_in_context(&self, page: &Prepared, rescorer: &ContextRescorer) -> Result<Vec<usize>, String> {
+    fn decide_in_context(
+        &self,
+        page: &Prepared,
+        rescorer: &ContextRescorer,
+    ) -> Result<decode::Decided, String> {
         if !page.chunks.is_empty() {
             return Err(CONTEXT_WITH_TRANSFORMER.to_string());
         }
@@ -722,7 +751,7 @@ impl Engine {
             *score = f32::NAN; // cut by the limits: "other"
         }
         let all_blocks: Vec<usize> = (0..n_blocks).collect();
-        decode::decide_blocks(
+        decode::decide_blocks_scored(
             n_blocks,
             &[&all_blocks],
             &[decode::SepOutputs::Margins(&scores)],
@@ -735,11 +764,15 @@ impl Engine {
     }
 
     /// `pages._finish`: labels → main HTML → Markdown.
-    fn finish(&self, page: &Prepared, predictions: &[usize]) -> Result<PageOutput, String> {
+    fn finish(&self, page: &Prepared, decided: &decode::Decided) -> Result<PageOutput, String> {
+        let scores = LabelScores {
+            values: decode::label_scores(&page.item_ids, &decided.scores),
+            threshold: decided.threshold,
+        };
         let (labels, finished) = if page.item_ids.is_empty() {
             (Vec::new(), whole_text(page.map_html.as_bytes())?)
         } else {
-            let labels = decode::labels_from_predictions(&page.item_ids, predictions);
+            let labels = decode::labels_from_predictions(&page.item_ids, &decided.predictions);
             let main: std::collections::HashSet<&str> =
                 labels.iter().filter(|(_, main)| *main).map(|(id, _)| id.as_str()).collect();
             let any_main = labels.iter().any(|(_, main)| *main);
@@ -754,6 +787,7 @@ impl Engine {
             truncated: page.truncated.clone(),
             empty_reason: finished.empty_reason.map(str::to_string),
             encoding: None,
+            scores,
         })
     }
 }
