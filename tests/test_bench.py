@@ -442,3 +442,11 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
     assert report["machine"]["versions"]["pulpie"] == "0.0.2"
     assert report["cpu_stages"]["pages"] == 3
     assert "no NVIDIA GPU" in report["gpu"]
+    # pages per CPU-second by page length: every page in one bin, every system timed, and
+    # its own result beside the report (bench.plots reads it)
+    bins = report["page_lengths"]["bins"]
+    assert sum(b["pages"] for b in bins) == 3
+    assert all(b["systems"][name]["pages_per_cpu_s"] > 0 for b in bins if b["pages"]
+               for name in ("fast", "accurate", "trafilatura"))
+    (lengths,) = tmp_path.glob("page-lengths-*.json")
+    assert json.loads(lengths.read_text())["bins"] == bins
