@@ -75,12 +75,14 @@ def write_pages(pages: Sequence[dict], path: Path) -> Path:
 def run_extract(pages_path: Path, model: str | Path | None = None, threads: int = 1,
                 batch: int = 1, ort_threads: int | None = None,
                 env: dict[str, str] | None = None, timing: dict | None = None,
-                profile: str | None = None, max_batch_tokens: int | None = None) -> list[dict]:
+                profile: str | None = None, max_batch_tokens: int | None = None,
+                labels: bool = False) -> list[dict]:
     """The example program's JSONL output for a pages file (one record per page, in order);
     raises when the process fails (a page's own error is in its record). ``timing``, when
     given, receives the program's own ``open_s`` and ``extract_s``. ``profile``: the
     bundle's profile (None: its default). ``max_batch_tokens``: padded tokens per model call
-    (None: the library's default)."""
+    (None: the library's default). ``labels``: each record with its blocks' labels (the json
+    format's record)."""
     command = [str(EXTRACT), "--jsonl", "--threads", str(threads), "--batch", str(batch),
                "--timing"]
     if model is not None:
@@ -91,6 +93,8 @@ def run_extract(pages_path: Path, model: str | Path | None = None, threads: int 
         command += ["--ort-threads", str(ort_threads)]
     if max_batch_tokens is not None:
         command += ["--max-batch-tokens", str(max_batch_tokens)]
+    if labels:
+        command.append("--labels")
     command.append(str(pages_path))
     done = subprocess.run(command, capture_output=True, env=env)
     if done.returncode not in (0, 2):  # 2: some page has an error (in its record)

@@ -596,7 +596,9 @@ for line in Path(runs_file).read_text().splitlines():
     timing = re.search(r"timing: open ([0-9.]+) s, extract ([0-9.]+) s, (\d+) pages, provider (\S+)", text)
     if rc == "0" or rc == "2":
         pages = [json.loads(l) for l in records.read_text().splitlines()]
-        labels = {p["id"]: p.get("labels", "") for p in pages}
+        # each page's labels in page order, one letter a block (m main, o other)
+        labels = {p["id"]: "".join("m" if v == "main" else "o"
+                                   for v in p.get("labels", {}).values()) for p in pages}
         row["pages"] = len(pages)
         row["page_errors"] = sum(1 for p in pages if p["error"])
         if timing:

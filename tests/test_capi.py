@@ -35,6 +35,7 @@ from rt_helpers import hostile_pages, short_context_bundle
 from bench.capi import EXTRACT, build_capi, c_library, run_extract, write_pages
 from eval.report import REPO_ROOT
 from pulpie_rt import Extractor
+from pulpie_rt.runtime.flow import schema
 
 MISSING_TOOLS = [tool for tool in ("cargo", "cc", "make") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -76,10 +77,23 @@ def python_records(extractor: Extractor, htmls: list) -> list[dict]:
     (``extract`` raises where ``extract_batch`` gives the page's error)."""
     records = []
     for html in htmls:
-        (result,) = extractor.extract_batch([html])
-        records.append({"markdown": result.markdown, "n_main": result.n_main,
-                        "n_other": result.n_other, "error": result.error})
+        (result,) = extractor.extract_batch([as_bytes(html)])
+        records.append(result_record(result))
     return records
+
+
+def as_bytes(html: str) -> bytes:
+    """A page as the C program passes it: the UTF-8 bytes of its JSON string, decoded by the
+    library as any page's bytes are (the record's ``encoding`` says with what)."""
+    return html.encode("utf-8", "surrogatepass")
+
+
+def result_record(result, output: str = "markdown") -> dict:
+    """The page's record as the schema defines it (``flow.schema.record``) but its id: what
+    the C program writes (``--labels``: the json format's, with ``labels``)."""
+    record = schema.record(None, result, output)
+    del record["id"]
+    return record
 
 
 def assert_same(c_records: list[dict], expected: list[dict], ids: list) -> None:
@@ -105,6 +119,8 @@ def test_the_c_program_gives_the_extractors_markdown_on_dev_pages(capi, dev_page
                                                          default_model_jsonl)
     c_records = run_extract(path, bundle)
     assert [r["id"] for r in c_records] == [p["id"] for p in pages]
+    # the schema's fields, in its order
+    assert [list(r) for r in c_records] == [[f.name for f in schema.record_fields()]] * len(pages)
     extractor = Extractor(bundle) if bundle else Extractor()
     expected = python_records(extractor, [p["html"] for p in pages])
     assert_same(c_records, expected, [p["id"] for p in pages])
@@ -123,9 +139,23 @@ def test_eight_threads_sharing_one_engine_give_what_one_thread_gives(capi, dev_p
     htmls = [p["html"] for p in dev_pages]
     expected = []
     for start in range(0, len(htmls), 5):
-        expected += [{"markdown": r.markdown, "n_main": r.n_main, "n_other": r.n_other,
-                      "error": r.error} for r in extractor.extract_batch(htmls[start:start + 5])]
+        expected += [result_record(r) for r in
+                     extractor.extract_batch([as_bytes(h) for h in htmls[start:start + 5]])]
     assert_same(batched, expected, [p["id"] for p in dev_pages])
+
+
+def test_labels_make_the_json_formats_record(capi, default_model_pages, tmp_path):
+    """``--labels``: the record of the json format, each block's label by its id in page order,
+    the schema's fields in its order, as Python's record of the page."""
+    pages = default_model_pages[:12]
+    c_records = run_extract(write_pages(pages, tmp_path / "pages.jsonl"), labels=True)
+    extractor = Extractor()
+    expected = [result_record(extractor.extract_batch([as_bytes(p["html"])])[0], "json")
+                for p in pages]
+    assert [list(r) for r in c_records] == [[f.name for f in schema.record_fields("json")]] * 12
+    assert [list(r["labels"].items()) for r in c_records] == [list(e["labels"].items())
+                                                             for e in expected]
+    assert_same(c_records, expected, [p["id"] for p in pages])
 
 
 def test_one_row_per_model_call_gives_what_packed_calls_give(capi, dev_pages, tiny, tmp_path):

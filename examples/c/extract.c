@@ -3,8 +3,11 @@
  *
  *   extract [options] page.html ...      Markdown of each page on stdout ('-' reads stdin)
  *   extract [options] --jsonl pages.jsonl one JSON line per page in, one per page out:
- *                                         {"id": …, "html": "…"} → {"id": …, "markdown": "…",
- *                                         "n_main": N, "n_other": N, "error": null | "…"}
+ *                                         {"id": …, "html": "…"} → the page's record, the
+ *                                         fields every door writes (runtime/flow/schema.py):
+ *                                         {"id": …, "markdown": "…", "n_main": N,
+ *                                         "n_other": N, "error": null | "…", "truncated": …,
+ *                                         "empty_reason": …, "encoding": …}
  * options:
  *   --model DIR      a model bundle directory (default: the embedded default model)
  *   --profile NAME   the bundle's profile ("fast" or "accurate" for the default model;
@@ -17,7 +20,8 @@
  *   --backend NAME   cpu (default), cuda or tensorrt (ONNX Runtime's providers; a GPU that
  *                    cannot run is an error, never a CPU run)
  *   --device N       the GPU for cuda / tensorrt (default 0)
- *   --labels         --jsonl: add "labels", one letter per block: m (main) or o (other)
+ *   --labels         --jsonl: add "labels", {block id: "main" | "other"} in page order (the
+ *                    json format's record)
  *   --timing         print to stderr the seconds taken to open the engine and to extract,
  *                    and the provider the model runs on
  *
@@ -216,6 +220,14 @@ static int parse_line(const char *p, const char *end, page *out) {
     return p < end;
 }
 
+static void write_json_string(FILE *f, const char *s, size_t n);
+
+/* A NUL-terminated string as JSON, or null. */
+static void write_json_or_null(FILE *f, const char *s) {
+    if (s) write_json_string(f, s, strlen(s));
+    else fputs("null", f);
+}
+
 static void write_json_string(FILE *f, const char *s, size_t n) {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
@@ -390,17 +402,24 @@ int main(int argc, char **argv) {
             write_json_string(stdout, markdown, n);
             printf(", \"n_main\": %u, \"n_other\": %u, \"error\": ", pulpie_rt_result_n_main(r),
                    pulpie_rt_result_n_other(r));
-            if (error) write_json_string(stdout, error, strlen(error));
-            else fputs("null", stdout);
+            write_json_or_null(stdout, error);
+            fputs(", \"truncated\": ", stdout);
+            write_json_or_null(stdout, pulpie_rt_result_truncated(r));
+            fputs(", \"empty_reason\": ", stdout);
+            write_json_or_null(stdout, pulpie_rt_result_empty_reason(r));
+            fputs(", \"encoding\": ", stdout);
+            write_json_or_null(stdout, pulpie_rt_result_encoding(r));
             if (labels) {
-                fputs(", \"labels\": \"", stdout);
-                uint32_t n_labels = r ? pulpie_rt_result_n_labels(r) : 0;
+                fputs(", \"labels\": {", stdout);
+                uint32_t n_labels = pulpie_rt_result_n_labels(r);
                 for (uint32_t l = 0; l < n_labels; l++) {
                     int is_main = 0;
-                    pulpie_rt_result_label(r, l, &is_main);
-                    fputc(is_main ? 'm' : 'o', stdout);
+                    const char *block = pulpie_rt_result_label(r, l, &is_main);
+                    if (l) fputs(", ", stdout);
+                    write_json_string(stdout, block, strlen(block));
+                    fputs(is_main ? ": \"main\"" : ": \"other\"", stdout);
                 }
-                fputc('"', stdout);
+                fputc('}', stdout);
             }
             fputs("}\n", stdout);
             free(pages[i].id);
