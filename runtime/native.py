@@ -182,6 +182,37 @@ def _page_bytes(html: str) -> bytes:
         return html.encode("utf-8", "surrogatepass")
 
 
+class PageText(bytes):
+    """A page's text as the core takes text (``_page_bytes``: UTF-8), had without a ``str``:
+    a JSONL line's HTML read by the core (``json_string_member``). Every door takes it as the
+    ``str`` it encodes (text: no encoding to detect), not as page bytes."""
+
+    __slots__ = ()
+
+    def text(self) -> str:
+        """The ``str`` these bytes encode."""
+        return self.decode("utf-8", "surrogatepass")
+
+
+def json_string_member(line: bytes, name: bytes) -> tuple[PageText, int, int] | None:
+    """The string member ``name`` of the JSON object ``line`` holds, as the core reads it: its
+    text (``PageText``) and the byte span of its string token, quotes included; None where the
+    line is to be read otherwise (not one object, the member missing, repeated or not a string,
+    a lone surrogate escape: a JSON reader decides what it holds)."""
+    lib = _library()
+    span = (ctypes.c_size_t * 2)()
+    out = new("pulpie_rt_text_output")
+    status = lib.pulpie_rt_json_string_member(line, len(line), name, len(name), span,
+                                              ctypes.byref(out))
+    if status != _c("PULPIE_RT_DONE"):
+        return None
+    try:
+        text = PageText(ctypes.string_at(out.ptr, out.len) if out.len else b"")
+    finally:
+        lib.pulpie_rt_free(out.ptr, out.len)
+    return text, span[0], span[1]
+
+
 def _segmentation_flags(keep_hidden: bool, drop_noscript: bool) -> int:
     """The simplify flags' bits (``pulpie_rt_simplify_page_flags``' ``flags``,
     ``pulpie_rt_prepare_page``'s ``segmentation``)."""

@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pulpie_rt.runtime import native
 from pulpie_rt.runtime.io import InputError, check_inputs, iter_inputs
+from pulpie_rt.runtime.native import PageText
 from pulpie_rt.runtime.stages.decode import decode_input
 
 
@@ -57,7 +59,7 @@ def test_jsonl_gz_and_bad_records(tmp_path):
              json.dumps([1, 2])]
     path.write_bytes(gzip.compress("\n".join(lines).encode()))
     pages = list(iter_inputs([path]))
-    assert [(p.id, p.html, p.error) for p in pages] == [
+    assert [(p.id, _text(p.html), p.error) for p in pages] == [
         ("a", "<p>x</p>", None),
         ("in.jsonl.gz:3", None, "input: in.jsonl.gz:3: invalid JSON (Expecting property name "
                                 "enclosed in double quotes: line 1 column 2 (char 1))"),
@@ -65,6 +67,50 @@ def test_jsonl_gz_and_bad_records(tmp_path):
         ("7", None, "input: in.jsonl.gz:5: field 'html' is missing, not a string"),
         ("in.jsonl.gz:6", None, "input: in.jsonl.gz:6: record is not a JSON object"),
     ]
+
+
+def _text(html):
+    """A page's text as every door reads it (``PageText``: the core's bytes of a JSONL page)."""
+    return html.text() if isinstance(html, PageText) else html
+
+
+def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path):
+    """The HTML member the core reads (no str built) is, as the engine takes it, the str the
+    JSON reader gives; lines the core leaves (a lone surrogate escape, the member repeated or
+    not a string, the id read from the same field) are read whole as before."""
+    html = '<p a="x">caf\u00e9 "q" \\ / \t\n\u2028 \U0001f642 <\u00e0></p>'
+    lines = [
+        json.dumps({"id": "esc", "html": html}),  # ASCII, every kind of escape
+        json.dumps({"id": "raw", "html": html, "content_type": "text/html"},
+                   ensure_ascii=False),
+        json.dumps({"meta": {"html": 1, "x": [1.5, None]}, "html": "<b>n</b>", "id": 3}),
+        '{"id": "lone", "html": "a\\ud800b"}',  # valid JSON to the standard library only
+        '{"id": "twice", "html": "<i>1</i>", "html": "<i>2</i>"}',
+        '{"id": "number", "html": 5}',
+        '{"ht\\u006dl": "<u>esc</u>", "id": "escaped name"}',
+        '{"id": "x", "html": "<p>a</p>"} trailing',
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pages = list(iter_inputs([path]))
+    assert [type(p.html) for p in pages] == [PageText, PageText, PageText, str, str,
+                                            type(None), PageText, type(None)]
+    for page, line in zip(pages, lines, strict=True):
+        if page.error is not None:
+            continue
+        record = json.loads(line)
+        assert (page.id, _text(page.html), page.content_type) == (
+            str(record["id"]), record["html"], record.get("content_type"))
+        # as the engine takes it: the str's UTF-8 (surrogatepass), text without an encoding
+        assert decode_input(page.html) == (record["html"], None)
+        assert native.page_bytes(_text(page.html)) == (
+            page.html if isinstance(page.html, PageText) else native.page_bytes(page.html))
+    assert [pages[5].error, pages[7].error] == [
+        "input: in.jsonl:6: field 'html' is a int, not a string",
+        "input: in.jsonl:8: invalid JSON (Extra data: line 1 column 33 (char 32))"]
+    # the id read from the HTML's own field: the record is read whole
+    same = list(iter_inputs([path], html_field="id", id_field="id"))
+    assert [(p.id, p.html) for p in same[:2]] == [("esc", "esc"), ("raw", "raw")]
 
 
 def test_custom_fields_and_parquet(tmp_path):

@@ -196,6 +196,13 @@ int32_t pulpie_rt_text(const uint8_t *input, size_t len, pulpie_rt_text_output *
 int32_t pulpie_rt_prune(const uint8_t *input, size_t len, uint32_t drop,
                         pulpie_rt_text_output *out);
 
+/* A JSONL line's string member name (UTF-8) as a page's text, and the byte span of its string
+ * token, quotes included (span[0], span[1]): PULPIE_RT_DONE, or PULPIE_RT_FAILED (no reason)
+ * where the line is to be read otherwise (not one JSON object, the member missing, repeated or
+ * not a string, a lone surrogate escape). */
+int32_t pulpie_rt_json_string_member(const uint8_t *line, size_t len, const uint8_t *name,
+                                     size_t name_len, size_t *span, pulpie_rt_text_output *out);
+
 /* The block features of map_html's ids (joined in ids, id_lens[i] bytes each, PULPIE_RT_NO_ID
  * for an absent one); flags PULPIE_RT_FEATURES_*. */
 int32_t pulpie_rt_block_features(const uint8_t *map_html, size_t map_len, const uint8_t *ids,

@@ -61,6 +61,53 @@ pub fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
     Ok(value)
 }
 
+/// The text of the one member `name` of the object `bytes` holds (UTF-8, white space around
+/// it allowed), and the byte span of its string token, quotes included: a JSONL line's page
+/// read without building the rest. None where `bytes` is not one object as `parse` reads it,
+/// or holds no member `name`, or several, or one that is not a string.
+pub fn string_member(bytes: &[u8], name: &str) -> Option<(String, std::ops::Range<usize>)> {
+    let mut reader = Reader { bytes, pos: 0, depth: 1 };
+    reader.skip_space();
+    if bytes.get(reader.pos) != Some(&b'{') {
+        return None;
+    }
+    reader.pos += 1;
+    let mut found = None;
+    loop {
+        reader.skip_space();
+        if bytes.get(reader.pos) != Some(&b'"') {
+            return None; // (an empty object has no such member)
+        }
+        let key = reader.string().ok()?;
+        reader.skip_space();
+        reader.expect(b':', "':'").ok()?;
+        reader.skip_space();
+        if key == name {
+            if found.is_some() || bytes.get(reader.pos) != Some(&b'"') {
+                return None;
+            }
+            let start = reader.pos;
+            let (text, end) = long_string(bytes, start)?;
+            reader.pos = end;
+            found = Some((text, start..end));
+        } else {
+            reader.value().ok()?;
+        }
+        reader.skip_space();
+        match bytes.get(reader.pos) {
+            Some(b',') => reader.pos += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    reader.pos += 1;
+    reader.skip_space();
+    if reader.pos != bytes.len() {
+        return None;
+    }
+    found
+}
+
 /// `parse` of a string.
 pub fn parse_str(text: &str) -> Result<Value, JsonError> {
     parse(text.as_bytes())
@@ -140,6 +187,95 @@ impl Value {
             Value::Object(_) => "object",
         }
     }
+}
+
+/// The string token at `at` (its `"`) as `Reader::string` reads it, and the end of the token;
+/// None where that fails. Made for a page's HTML (an escape every 17 bytes, where reading run
+/// by run costs as much as orjson): one pass writing into one buffer of the rest of `bytes`
+/// (the text is never longer), 16 bytes at a time where none needs attention, the whole text
+/// checked as UTF-8 once (an escape writes whole characters, so a broken sequence of the input
+/// stays broken).
+fn long_string(bytes: &[u8], at: usize) -> Option<(String, usize)> {
+    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+    let hex4 = |from: usize| -> Option<u32> {
+        let digits = bytes.get(from..from + 4)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let mut out: Vec<u8> = vec![0; bytes.len() - at];
+    let mut written = 0;
+    let mut pos = at + 1;
+    loop {
+        // (written < pos - at: every escape is longer than what it writes)
+        while let Some(chunk) = bytes.get(pos..pos + 16) {
+            // without branches, so that the 16 tests are one vector comparison
+            let hits = chunk
+                .iter()
+                .fold(0u8, |hit, &b| hit | u8::from(b == b'"') | u8::from(b == b'\\') | u8::from(b < 0x20));
+            if hits != 0 {
+                break;
+            }
+            out[written..written + 16].copy_from_slice(chunk);
+            written += 16;
+            pos += 16;
+        }
+        let b = *bytes.get(pos)?;
+        if !special(b) {
+            out[written] = b;
+            written += 1;
+            pos += 1;
+            continue;
+        }
+        if b != b'\\' {
+            if b == b'"' {
+                break;
+            }
+            return None; // a control character
+        }
+        let simple = match *bytes.get(pos + 1)? {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => 0,
+            _ => return None,
+        };
+        if simple != 0 {
+            out[written] = simple;
+            written += 1;
+            pos += 2;
+            continue;
+        }
+        let unit = hex4(pos + 2)?;
+        pos += 6;
+        let code = match unit {
+            0xD800..=0xDBFF => {
+                if bytes.get(pos..pos + 2) != Some(b"\\u") {
+                    return None;
+                }
+                let low = hex4(pos + 2)?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return None;
+                }
+                pos += 6;
+                0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return None,
+            unit => unit,
+        };
+        let mut utf8 = [0u8; 4];
+        let encoded = char::from_u32(code)?.encode_utf8(&mut utf8).as_bytes();
+        out[written..written + encoded.len()].copy_from_slice(encoded);
+        written += encoded.len();
+    }
+    out.truncate(written);
+    Some((String::from_utf8(out).ok()?, pos + 1))
 }
 
 struct Reader<'a> {
@@ -446,6 +582,69 @@ mod tests {
         assert_eq!(parse_str("{}").unwrap(), Value::Object(vec![]));
         assert_eq!(parse(b"7").unwrap().as_u64(), Some(7));
         assert_eq!(parse_str("18446744073709551615").unwrap().as_f64(), Some(1.8446744073709552e19));
+    }
+
+    #[test]
+    fn a_string_member_and_its_span() {
+        let line = b" {\"id\": [1, {\"html\": 2}], \"html\": \"<p>a\\\"\\u00e9\\ud83d\\ude42\\n</p>\", \"n\": null}\n";
+        let (text, span) = string_member(line, "html").unwrap();
+        assert_eq!(text, "<p>a\"é🙂\n</p>");
+        assert_eq!(&line[span], &b"\"<p>a\\\"\\u00e9\\ud83d\\ude42\\n</p>\""[..]);
+        // not one object with the member once, as a string: read otherwise
+        for line in [
+            &b"{\"html\": \"a\", \"html\": \"b\"}"[..],
+            b"{\"html\": 1}",
+            b"{\"id\": 1}",
+            b"{}",
+            b"[\"html\"]",
+            b"{\"html\": \"a\"} x",
+            b"{\"html\": \"a\\ud800\"}",
+            b"{\"html\": \"a\nb\"}",
+            b"{\"html\": \"a\"",
+            b"{\"id\": tru, \"html\": \"a\"}",
+            b"{\"html\": \"\xff\"}",
+        ] {
+            assert_eq!(string_member(line, "html"), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn a_long_string_reads_as_any_string() {
+        // random strings of plain runs (longer and shorter than 16 bytes), escapes, non-ASCII
+        // characters, control characters and broken UTF-8: long_string as Reader::string
+        let pieces: [&[u8]; 14] = [
+            b"plain text of more than sixteen bytes",
+            b"ab",
+            b"\\\"",
+            b"\\n",
+            b"\\/",
+            b"\\u00e9",
+            b"\\ud83d\\ude42",
+            b"\\ud800",
+            b"\\x",
+            "\u{e9}\u{1f642}".as_bytes(),
+            b"\n",
+            b"\xff",
+            b"<p class=\\\"a\\\">",
+            b"0123456789abcdef",
+        ];
+        let mut state = 7u64;
+        for _ in 0..3000 {
+            let mut token = b"\"".to_vec();
+            for _ in 0..state % 9 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let piece = pieces[(state >> 33) as usize % pieces.len()];
+                if !(piece == b"\n" || piece == b"\xff" || piece == b"\\ud800" || piece == b"\\x")
+                    || state.is_multiple_of(5)
+                {
+                    token.extend_from_slice(piece);
+                }
+            }
+            token.extend_from_slice(b"\" ,");
+            let mut reader = Reader { bytes: &token, pos: 0, depth: 0 };
+            let expected = reader.string().ok().map(|text| (text, reader.pos));
+            assert_eq!(long_string(&token, 0), expected, "{}", String::from_utf8_lossy(&token));
+        }
     }
 
     #[test]

@@ -685,6 +685,44 @@ pub unsafe extern "C" fn pulpie_rt_prune(
     }
 }
 
+/// A JSONL line's string member `name` (`json::string_member`): its text (UTF-8) in `out`,
+/// the byte span of its string token in `span[0]..span[1]`. `PULPIE_RT_FAILED` (no reason)
+/// where the line is to be read otherwise: the caller's JSON reader decides what it holds.
+///
+/// # Safety
+/// `line` points to `len` readable bytes, `name` to `name_len`, `span` to two writable
+/// values, `out` to a writable `TextOutput`.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_json_string_member(
+    line: *const u8,
+    len: usize,
+    name: *const u8,
+    name_len: usize,
+    span: *mut usize,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let line = if len == 0 { &[][..] } else { std::slice::from_raw_parts(line, len) };
+    let name = if name_len == 0 { &[][..] } else { std::slice::from_raw_parts(name, name_len) };
+    let Ok(name) = std::str::from_utf8(name) else { return abi::FAILED };
+    match catch_unwind(AssertUnwindSafe(|| json::string_member(line, name))) {
+        Ok(Some((text, at))) => {
+            *span = at.start;
+            *span.add(1) = at.end;
+            (out.ptr, out.len) = leak_bytes(text.into_bytes());
+            abi::DONE
+        }
+        Ok(None) => abi::FAILED,
+        Err(_) => {
+            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
+            abi::PANIC
+        }
+    }
+}
+
 fn leak_bytes(bytes: Vec<u8>) -> (*mut u8, usize) {
     let boxed = bytes.into_boxed_slice();
     let len = boxed.len();

@@ -243,7 +243,10 @@ class Engine:
         text_flags: list[int] = []
         for index, page in enumerate(pages):
             html = page.html
-            if isinstance(html, str):
+            if isinstance(html, native.PageText):  # text, already as the core takes it
+                data.append(html)
+                text_flags.append(1)
+            elif isinstance(html, str):
                 data.append(native.page_bytes(html))
                 text_flags.append(1)
             elif isinstance(html, (bytes, bytearray, memoryview)):
@@ -254,7 +257,7 @@ class Engine:
                     f"input: html must be str or bytes, not {type(html).__name__}"))
                 continue
             content_type = page.content_type
-            types.append(None if content_type is None or isinstance(html, str)
+            types.append(None if content_type is None or isinstance(html, (str, native.PageText))
                          else content_type.encode("utf-8", "surrogateescape").replace(b"\0", b" "))
             sent.append(index)
         if sent:

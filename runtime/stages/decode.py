@@ -61,5 +61,7 @@ def decode_input(html: str | bytes | bytearray | memoryview, content_type: str |
     ``str`` is already text (encoding None, ``content_type`` unused)."""
     if isinstance(html, str):
         return html, None
+    if isinstance(html, native.PageText):  # text as the core takes it (a JSONL input's)
+        return html.text(), None
     decoded = decode(bytes(html), content_type)
     return decoded.text, decoded.encoding
