@@ -7,6 +7,7 @@
 //! `lxml.html.fromstring` reads it (`fragment_top`).
 
 use crate::hash::FastSet;
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::tags::allows_pcdata;
@@ -61,14 +62,24 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
             out.push_str(name);
             continue;
         }
-        let mut value =
-            if value.contains(['&', '<', '>']) { escape_attr_value(value) } else { value.clone() };
+        // borrowed until a rule changes it (most values are written as they are)
+        let mut value: Cow<str> = if value.contains(['&', '<', '>']) {
+            Cow::Owned(escape_attr_value(value))
+        } else {
+            Cow::Borrowed(value)
+        };
         if matches!(name, "href" | "src" | "action") || (name == "name" && tag == "a") {
-            value = escape_uri(&value);
+            let changed = match escape_uri(&value) {
+                Cow::Borrowed(uri) if uri.len() == value.len() => None,
+                uri => Some(uri.into_owned()),
+            };
+            if let Some(uri) = changed {
+                value = Cow::Owned(uri);
+            }
         }
         if value.contains('"') {
             if value.contains('\'') {
-                value = value.replace('"', "&quot;");
+                value = Cow::Owned(value.replace('"', "&quot;"));
             } else {
                 if value.contains("=\"") {
                     w.rescan = true;
@@ -83,7 +94,7 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
             && HTTP_PREFIXES.iter().any(|p| value.starts_with(p))
         {
             // the reference's decode_http_urls_only, in place
-            value = crate::charref::py_unescape(&value).into_owned();
+            value = Cow::Owned(crate::charref::py_unescape(&value).into_owned());
         } else if value.contains("=\"") {
             w.rescan = true;
         }

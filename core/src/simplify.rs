@@ -662,20 +662,20 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
                 if n.tag == "img" {
                     let src = py_strip(get("src"));
                     if !src.is_empty() && !src.starts_with("data:image/") {
-                        kept.push(("src".into(), src.into()));
+                        kept.push((Tag::known("src"), src.into()));
                     }
                     let alt = py_strip(get("alt"));
                     if !alt.is_empty() {
-                        kept.push(("alt".into(), alt.into()));
+                        kept.push((Tag::known("alt"), alt.into()));
                     }
                 }
                 let class = py_strip(get("class"));
                 if !class.is_empty() {
-                    kept.push(("class".into(), class.into()));
+                    kept.push((Tag::known("class"), class.into()));
                 }
                 let id = py_strip(get("id"));
                 if !id.is_empty() {
-                    kept.push(("id".into(), id.into()));
+                    kept.push((Tag::known("id"), id.into()));
                 }
             }
         }
@@ -717,7 +717,7 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
 
 fn ellipsis_span(tree: &mut Tree, parent: usize) -> usize {
     let a = tree.new_attrs(Vec::new());
-    let span = tree.new_node(Tag::new("span"), a);
+    let span = tree.new_node(Tag::known("span"), a);
     tree.nodes[span].text = Some(ELLIPSIS.into());
     tree.nodes[span].parent = parent;
     span
@@ -849,8 +849,8 @@ fn copy_cc_select(tree: &mut Tree, target: usize, source: usize) {
 }
 
 fn wrapper(tree: &mut Tree, item_id: &str) -> usize {
-    let a = tree.new_attrs(vec![(ITEM_ID_ATTR.into(), item_id.into())]);
-    tree.new_node(Tag::new(TAIL_BLOCK_TAG), a)
+    let a = tree.new_attrs(vec![(Tag::known(ITEM_ID_ATTR), item_id.into())]);
+    tree.new_node(Tag::known(TAIL_BLOCK_TAG), a)
 }
 
 fn wrap_text(tree: &mut Tree, item_id: &str, parent: usize, index: usize, text: Text) {

@@ -16,6 +16,15 @@ impl Tag {
         Tag(std::rc::Rc::from(name))
     }
 
+    /// A name the stages write themselves (`_item_id`, `class`, `span` …): one `Tag` of it per
+    /// thread, shared by every page's elements (not an allocation for each block).
+    pub fn known(name: &'static str) -> Tag {
+        thread_local! {
+            static KNOWN: std::cell::RefCell<Names> = std::cell::RefCell::new(Names::default());
+        }
+        KNOWN.with(|names| names.borrow_mut().get(name))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -675,14 +675,26 @@ pub fn block_features_of_tree(
     rows
 }
 
-/// Whether one of `words` is in the node's class, id or aria-label value (ASCII case aside).
-fn names_hold(tree: &Tree, node: usize, words: &[&str]) -> bool {
-    tree.attrs[tree.nodes[node].attrs].iter().any(|(name, value)| {
-        matches!(name.as_str(), "class" | "id" | "aria-label") && !value.is_empty() && {
-            let value = value.to_ascii_lowercase();
-            words.iter().any(|w| value.contains(w))
+/// Whether one of `RAIL_WORDS` (bit 0) and one of `COMMENT_WORDS` (bit 1) is in the node's
+/// class, id or aria-label value (ASCII case aside): each value lowered once, and copied only
+/// where it has an upper-case letter.
+fn name_word_bits(tree: &Tree, node: usize) -> u8 {
+    let mut bits = 0;
+    for (name, value) in &tree.attrs[tree.nodes[node].attrs] {
+        if value.is_empty() || !matches!(name.as_str(), "class" | "id" | "aria-label") {
+            continue;
         }
-    })
+        let lowered;
+        let value = if value.bytes().any(|b| b.is_ascii_uppercase()) {
+            lowered = value.to_ascii_lowercase();
+            lowered.as_str()
+        } else {
+            value.as_str()
+        };
+        bits |= u8::from(RAIL_WORDS.iter().any(|w| value.contains(w)))
+            | u8::from(COMMENT_WORDS.iter().any(|w| value.contains(w))) << 1;
+    }
+    bits
 }
 
 /// The `N_RAILS` rail columns of every row (`RAIL_NAMES`), from each row's own element
@@ -794,8 +806,7 @@ fn rail_columns(
                 }
             }
             if names[element] == u8::MAX {
-                names[element] = u8::from(names_hold(tree, element, &RAIL_WORDS))
-                    | u8::from(names_hold(tree, element, &COMMENT_WORDS)) << 1;
+                names[element] = name_word_bits(tree, element);
             }
             if names[element] & 1 != 0 {
                 record_nearest(&mut r[5], level);
