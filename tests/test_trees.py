@@ -199,6 +199,28 @@ def test_a_one_leaf_tree_and_a_stump():
     assert labels.tolist() == [1, 1, 1]  # -2 + 3 > 0
 
 
+def test_node_ids_in_any_order_and_trees_with_any_ids():
+    """Node ids 0, 1, 2 … in order are placed without a map; ids in another order, or trees
+    whose ids do not count from 0, through the map: both as ONNX Runtime; a tree seen again and
+    an id twice are refused."""
+    stump = [(0, "BRANCH_LEQ", 0, 0.5, 1, 2, 0), (1, "LEAF", 0.25), (2, "LEAF", -1.0)]
+    shuffled = [(0, "BRANCH_LEQ", 0, 1.0, 2, 1, 1), (2, "LEAF", 0.5), (1, "LEAF", -0.125)]
+    rows = edge_rows(1)
+    dense, _ = assert_same(ensemble([stump, shuffled[:1] + shuffled[:0:-1]], 1), rows)
+    # the second tree's nodes listed as 0, 2, 1: the same tree, through the map
+    np.testing.assert_array_equal(assert_same(ensemble([stump, shuffled], 1), rows)[0], dense)
+    # tree ids 7 and 3 (roots where the id changes): the same sums as ids 0 and 1
+    renamed = ensemble([stump, shuffled], 1, extra={
+        "nodes_treeids": [7, 7, 7, 3, 3, 3], "class_treeids": [7, 7, 3, 3]})
+    np.testing.assert_array_equal(assert_same(renamed, rows)[0], dense)
+    leaves = [[(0, "LEAF", -0.5)], [(0, "LEAF", 0.5)], [(0, "LEAF", 0.25)]]
+    with pytest.raises(native.CoreError, match="the nodes of tree 0 are not contiguous"):
+        KernelTrees(ensemble(leaves, 1, extra={"nodes_treeids": [0, 1, 0],
+                                               "class_treeids": [0, 1, 0]}))
+    with pytest.raises(native.CoreError, match="node 1 of tree 0 is there twice"):
+        KernelTrees(ensemble([stump[:2] + [(1, "LEAF", -1.0)]], 1))
+
+
 def test_many_rows_many_trees_in_blocks_and_groups():
     # more rows than a block, a number that is no multiple of the groups; random trees
     rng = np.random.default_rng(4)
