@@ -122,8 +122,9 @@ def page_blocks(engine: Engine, html: str | bytes, content_type: str | None = No
 
 def inspection_of(engine: Engine, result: PageResult, html: str | bytes,
                   content_type: str | None = None, source: str = "page",
-                  url: str | None = None) -> Inspection:
-    """The inspection of ``html`` from ``result``, the engine's result for it."""
+                  url: str | None = None, favor: str | None = None) -> Inspection:
+    """The inspection of ``html`` from ``result``, the engine's result for it (``favor``: the
+    one the page was extracted with, None: the engine's)."""
     blocks: list[InspectedBlock] = []
     if result.error is None:
         seen: set[str] = set()
@@ -141,7 +142,8 @@ def inspection_of(engine: Engine, result: PageResult, html: str | bytes,
         if len(blocks) != len(result.labels):
             raise InspectError(f"{source}: the segmentation has {len(blocks)} labelled blocks, "
                                f"the engine's result {len(result.labels)}")
-    return Inspection(source, engine.info(), result.threshold, tuple(blocks), result, url)
+    info = engine.info() if favor is None else {**engine.info(), "favor": favor}
+    return Inspection(source, info, result.threshold, tuple(blocks), result, url)
 
 
 def inspect_page(engine: Engine, html: str | bytes, content_type: str | None = None,

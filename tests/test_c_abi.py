@@ -1,7 +1,8 @@
-"""The C library's ABI 5 (``core/include/pulpie_rt.h``), called through ctypes on the library
+"""The C library's ABI 6 (``core/include/pulpie_rt.h``), called through ctypes on the library
 ``make capi`` builds: only the header's functions are exported, ``struct_size`` is read as the
 size of a known ABI, status codes have names, a batch takes each page's Content-Type and a
-result says what its bytes were decoded with, and an engine says what runs its model."""
+result says what its bytes were decoded with, an engine says what runs its model, and a call
+asks for its own favor (or each page's)."""
 
 from __future__ import annotations
 
@@ -171,3 +172,62 @@ def test_each_label_has_the_score_it_was_decided_from_and_the_page_its_threshold
     assert n > 1 and ours == {i: (python.labels[i] == "main", python.scores[i])
                               for i in python.labels}
     assert threshold == python.threshold == Extractor().extract(PAGE).threshold + 1.0
+
+
+def test_a_call_asks_for_its_favor_or_each_pages_on_one_engine(lib):
+    """ABI 6: ``pulpie_rt_extract_pages_with`` and ``pulpie_rt_extract_options``: the call's
+    favor, or each page's, decides as an engine opened with it (Python's ``Extractor(favor=)``),
+    on an engine opened balanced; a favor that names no setting fails the call by name."""
+    constants = DECLARED.constants
+    extract_options = c_library()[1].structs["pulpie_rt_extract_options"]
+    options = options_type()()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    status, engine, message = _open(lib, options)
+    assert status == OK, message
+    n = 3
+
+    def labels_of(call_options) -> list[dict[str, bool]]:
+        out, err = (ctypes.c_void_p * n)(), ctypes.c_char_p()
+        status = lib.pulpie_rt_extract_pages_with(
+            engine, (ctypes.c_char_p * n)(*[PAGE] * n), (ctypes.c_size_t * n)(*[len(PAGE)] * n),
+            None, n, call_options, out, ctypes.byref(err))
+        if status != OK:
+            message = err.value.decode()
+            lib.pulpie_rt_string_free(err)
+            return status, message
+        found = []
+        is_main = ctypes.c_int()
+        for result in out:
+            found.append({lib.pulpie_rt_result_label(result, i, ctypes.byref(is_main)).decode():
+                          bool(is_main.value)
+                          for i in range(lib.pulpie_rt_result_n_labels(result))})
+            lib.pulpie_rt_result_free(result)
+        return found
+
+    python = {favor: {i: v == "main" for i, v in Extractor(favor=favor).extract(PAGE)
+                      .labels.items()} for favor in ("balanced", "precision", "recall")}
+    assert python["precision"] != python["recall"]
+    call = extract_options()
+    lib.pulpie_rt_extract_options_init(ctypes.byref(call))
+    assert call.struct_size == ctypes.sizeof(extract_options) == 16
+    assert call.favor == constants["PULPIE_RT_ENGINE_FAVOR"] == -1 and not call.page_favor
+    assert labels_of(None) == labels_of(ctypes.byref(call)) == [python["balanced"]] * n
+    call.favor = constants["PULPIE_RT_FAVOR_RECALL"]
+    assert labels_of(ctypes.byref(call)) == [python["recall"]] * n
+    each = (ctypes.c_int32 * n)(constants["PULPIE_RT_FAVOR_PRECISION"],
+                                constants["PULPIE_RT_ENGINE_FAVOR"],
+                                constants["PULPIE_RT_FAVOR_BALANCED"])
+    call.page_favor = ctypes.addressof(each)
+    assert labels_of(ctypes.byref(call)) == [python["precision"], python["recall"],
+                                             python["balanced"]]
+    each[2] = 5
+    assert labels_of(ctypes.byref(call)) == (
+        ERR_ARGUMENT, "extract options.page_favor[2] is 5 (PULPIE_RT_FAVOR_BALANCED, "
+        "_PRECISION, _RECALL or PULPIE_RT_ENGINE_FAVOR)")
+    call.struct_size = extract_options.page_favor.offset  # page_favor not read
+    assert labels_of(ctypes.byref(call)) == [python["recall"]] * n
+    call.favor = 7
+    assert labels_of(ctypes.byref(call)) == (
+        ERR_ARGUMENT, "extract options.favor is 7 (PULPIE_RT_FAVOR_BALANCED, _PRECISION, "
+        "_RECALL or PULPIE_RT_ENGINE_FAVOR)")
+    lib.pulpie_rt_engine_close(engine)

@@ -223,7 +223,7 @@ def test_the_header_the_options_and_the_status_codes(capi):
     header = (REPO_ROOT / "build" / "capi" / "pulpie_rt.h").read_text()
     assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
     lib = _c_library()
-    assert lib.pulpie_rt_abi_version() == 5
+    assert lib.pulpie_rt_abi_version() == 6
     options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
     assert options.struct_size == ctypes.sizeof(options) == 88

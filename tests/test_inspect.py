@@ -196,9 +196,12 @@ def test_the_services_inspect_form_and_report(browser, server, dev_pages, tmp_pa
     form = open_report(browser, server.url + "/inspect")
     form.screenshot(path=str(ARTIFACTS / "inspect-service-form.png"))
     form.set_input_files("#file", str(page_file))
+    assert form.is_checked("#favor-balanced")  # the service's --favor
+    form.check("#favor-recall")  # decided as an engine built with recall
     with form.expect_navigation():
         form.click("#inspect")
-    expected = extractor.extract(page_file.read_bytes())
+    expected = Extractor(favor="recall").extract(page_file.read_bytes())
+    assert expected.labels != extractor.extract(page_file.read_bytes()).labels
     check_against_engine(shown_blocks(form), expected.labels, expected.scores)
     assert "upload.html" in form.title()
     assert form.inner_text("#markdown pre").strip() == expected.markdown.strip()

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 5u
+#define PULPIE_RT_ABI_VERSION 6u
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -71,6 +71,9 @@ extern "C" {
 #define PULPIE_RT_FAVOR_BALANCED 0
 #define PULPIE_RT_FAVOR_PRECISION 1
 #define PULPIE_RT_FAVOR_RECALL 2
+/* ABI 6: pulpie_rt_extract_options' favor (and page_favor's values) that asks for the
+ * engine's own, its options.favor (not a PULPIE_RT_FAVOR_* value: no name of its own). */
+#define PULPIE_RT_ENGINE_FAVOR -1
 
 typedef struct pulpie_rt_engine pulpie_rt_engine; /* opened once, shared by threads */
 typedef struct pulpie_rt_result pulpie_rt_result; /* owned by the caller */
@@ -173,6 +176,34 @@ int pulpie_rt_extract_batch(pulpie_rt_engine *e, const char *const *html, const 
 int pulpie_rt_extract_pages(pulpie_rt_engine *e, const char *const *html, const size_t *len,
                             const char *const *content_type, size_t n, pulpie_rt_result **out,
                             char **err);
+
+/*
+ * ABI 6: options of one extraction call (pulpie_rt_extract_pages_with), chosen per call on an
+ * engine opened once: the favor of one request, or of each page, without a second engine.
+ * Always start from pulpie_rt_extract_options_init (struct_size and every default); later ABI
+ * versions only append fields, and the library reads no field past struct_size.
+ */
+typedef struct {
+    uint32_t struct_size;
+    int32_t favor;              /* PULPIE_RT_FAVOR_* for the call's pages, or
+                                   PULPIE_RT_ENGINE_FAVOR (default): the engine's options.favor */
+    const int32_t *page_favor;  /* NULL (default), or one value per page: page i's favor
+                                   (PULPIE_RT_ENGINE_FAVOR: the call's favor) */
+} pulpie_rt_extract_options;
+
+/* Fills *o with the defaults of this ABI (struct_size = sizeof(pulpie_rt_extract_options)). */
+void pulpie_rt_extract_options_init(pulpie_rt_extract_options *o);
+
+/*
+ * ABI 6: pulpie_rt_extract_pages with options (o NULL: the engine's, as
+ * pulpie_rt_extract_pages). A favor decides only which blocks are kept: the model's work is
+ * the same, and pages of different favors share its batches. A favor that is no
+ * PULPIE_RT_FAVOR_* value fails the call with PULPIE_RT_ERR_ARGUMENT (no page is run).
+ */
+int pulpie_rt_extract_pages_with(pulpie_rt_engine *e, const char *const *html, const size_t *len,
+                                 const char *const *content_type, size_t n,
+                                 const pulpie_rt_extract_options *o, pulpie_rt_result **out,
+                                 char **err);
 
 /* The main content as Markdown / HTML / plain text: NUL-terminated UTF-8, valid until the
  * result is freed; *len (when len is not NULL) is its length in bytes without the NUL (the

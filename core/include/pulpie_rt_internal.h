@@ -439,11 +439,12 @@ typedef struct {
     double threshold;          /* pulpie_rt_result_threshold */
 } pulpie_rt_py_result_view;
 
-/* pulpie_rt_extract_pages where is_text[i] 1 reads page i as text (UTF-8, surrogatepass; no
- * encoding recorded). */
+/* pulpie_rt_extract_pages_with where is_text[i] 1 reads page i as text (UTF-8, surrogatepass;
+ * no encoding recorded). */
 int pulpie_rt_py_extract(pulpie_rt_engine *engine, const char *const *html, const size_t *len,
                          const char *const *content_type, const uint8_t *is_text, size_t n,
-                         pulpie_rt_result **out, char **err);
+                         const pulpie_rt_extract_options *options, pulpie_rt_result **out,
+                         char **err);
 void pulpie_rt_py_result_view(const pulpie_rt_result *result, pulpie_rt_py_result_view *view);
 /* out[4]: row-by-row fallbacks, model calls, real tokens, computed (padded) tokens. */
 void pulpie_rt_py_engine_counters(const pulpie_rt_engine *engine, uint64_t *out);

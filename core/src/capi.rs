@@ -21,7 +21,8 @@ use std::sync::OnceLock;
 /// `pulpie_rt_options` (a program that sets them checks the library reads them). 2: `profile`.
 /// 3: `cutoff_length`, `pulpie_rt_extract_pages` (per-page content types),
 /// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
-/// 4: `favor`. 5: `pulpie_rt_result_score`, `pulpie_rt_result_threshold`.
+/// 4: `favor`. 5: `pulpie_rt_result_score`, `pulpie_rt_result_threshold`. 6:
+/// `pulpie_rt_extract_options` and `pulpie_rt_extract_pages_with` (a favor per call or page).
 pub const ABI_VERSION: u32 = crate::abi::PULPIE_RT_ABI_VERSION;
 
 // the status codes (pulpie_rt.h's)
@@ -84,6 +85,34 @@ impl Default for pulpie_rt_options {
             profile: std::ptr::null(),
             cutoff_length: config.cutoff_length as i64,
             favor: crate::abi::PULPIE_RT_FAVOR_BALANCED,
+        }
+    }
+}
+
+/// `pulpie_rt_extract_options`, ABI 6 layout: the options of one extraction call.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pulpie_rt_extract_options {
+    pub struct_size: u32,
+    /// `PULPIE_RT_FAVOR_*`, or `PULPIE_RT_ENGINE_FAVOR`: the engine's
+    pub favor: i32,
+    /// NULL, or one favor per page (`PULPIE_RT_ENGINE_FAVOR`: the call's)
+    pub page_favor: *const i32,
+}
+
+/// The sizes of `pulpie_rt_extract_options` a program of some ABI passes: ABI 6's first
+/// field (`favor`), then the whole struct. The smallest is the least a caller passes.
+const KNOWN_EXTRACT_OPTIONS_SIZES: [usize; 2] = [
+    std::mem::offset_of!(pulpie_rt_extract_options, page_favor),
+    std::mem::size_of::<pulpie_rt_extract_options>(),
+];
+
+impl Default for pulpie_rt_extract_options {
+    fn default() -> Self {
+        pulpie_rt_extract_options {
+            struct_size: std::mem::size_of::<pulpie_rt_extract_options>() as u32,
+            favor: crate::abi::PULPIE_RT_ENGINE_FAVOR,
+            page_favor: std::ptr::null(),
         }
     }
 }
@@ -199,6 +228,55 @@ unsafe fn read_options(options: *const pulpie_rt_options) -> Result<pulpie_rt_op
         KNOWN_OPTIONS_SIZES.iter().copied().filter(|&known| known <= size).max().unwrap_or(MIN_OPTIONS_SIZE);
     std::ptr::copy_nonoverlapping(options as *const u8, &mut read as *mut pulpie_rt_options as *mut u8, size);
     Ok(read)
+}
+
+/// A favor of the extract options (`what` names it in the message): its shift of the
+/// decision threshold, None for `PULPIE_RT_ENGINE_FAVOR`.
+fn call_favor_shift(favor: i32, what: &str) -> Result<Option<f64>, Failure> {
+    if favor == crate::abi::PULPIE_RT_ENGINE_FAVOR {
+        return Ok(None);
+    }
+    crate::engine::decode::favor_shift(favor).map(Some).ok_or_else(|| {
+        argument(format!(
+            "{what} is {favor} (PULPIE_RT_FAVOR_BALANCED, _PRECISION, _RECALL or PULPIE_RT_ENGINE_FAVOR)"
+        ))
+    })
+}
+
+/// Per page of a call its decision shift (`Engine::extract_pages_shifted`) from the caller's
+/// extract options (read up to their `struct_size`; NULL: the engine's), or empty when every
+/// page takes the engine's.
+unsafe fn page_shifts(
+    options: *const pulpie_rt_extract_options,
+    n: usize,
+) -> Result<Vec<Option<f64>>, Failure> {
+    let mut read = pulpie_rt_extract_options::default();
+    if !options.is_null() {
+        let size = (*(options as *const u32)) as usize;
+        let least = KNOWN_EXTRACT_OPTIONS_SIZES[0];
+        if size < least {
+            return Err(argument(format!(
+                "extract options.struct_size is {size}, smaller than the first fields ({least} bytes): \
+                 call pulpie_rt_extract_options_init first"
+            )));
+        }
+        let size =
+            KNOWN_EXTRACT_OPTIONS_SIZES.iter().copied().filter(|&known| known <= size).max().unwrap_or(least);
+        std::ptr::copy_nonoverlapping(
+            options as *const u8,
+            &mut read as *mut pulpie_rt_extract_options as *mut u8,
+            size,
+        );
+    }
+    let call = call_favor_shift(read.favor, "extract options.favor")?;
+    if read.page_favor.is_null() || n == 0 {
+        return Ok(if call.is_none() { Vec::new() } else { vec![call; n] });
+    }
+    std::slice::from_raw_parts(read.page_favor, n)
+        .iter()
+        .enumerate()
+        .map(|(i, &favor)| Ok(call_favor_shift(favor, &format!("extract options.page_favor[{i}]"))?.or(call)))
+        .collect()
 }
 
 fn limit(value: i64) -> Option<usize> {
@@ -328,9 +406,19 @@ unsafe fn page_bytes<'a>(html: *const c_char, len: usize) -> Option<&'a [u8]> {
 
 /// The pages of a call through the engine: one result per page (a NULL page with a length
 /// gets an input error; it is not read).
-pub(crate) fn extract_pages(engine: &Engine, pages: &[Option<PageIn<'_>>]) -> Vec<*mut pulpie_rt_result> {
+/// `shifts`: per page its decision shift (None: the engine's; empty: every page the engine's).
+pub(crate) fn extract_pages(
+    engine: &Engine,
+    pages: &[Option<PageIn<'_>>],
+    shifts: &[Option<f64>],
+) -> Vec<*mut pulpie_rt_result> {
     let present: Vec<PageIn<'_>> = pages.iter().flatten().copied().collect();
-    let mut outputs = engine.extract_pages(&present).into_iter();
+    let present_shifts: Vec<Option<f64>> = if shifts.is_empty() {
+        Vec::new()
+    } else {
+        pages.iter().zip(shifts).filter(|(page, _)| page.is_some()).map(|(_, &shift)| shift).collect()
+    };
+    let mut outputs = engine.extract_pages_shifted(&present, &present_shifts).into_iter();
     pages
         .iter()
         .map(|page| {
@@ -373,7 +461,7 @@ pub unsafe extern "C" fn pulpie_rt_extract(
         }
         let content_type = optional_bytes(content_type);
         let page = page_bytes(html, len).map(|data| PageIn::Bytes { data, content_type });
-        let results = extract_pages(&(*engine).engine, &[page]);
+        let results = extract_pages(&(*engine).engine, &[page], &[]);
         *out = results[0];
         Ok(())
     })
@@ -395,18 +483,26 @@ pub unsafe extern "C" fn pulpie_rt_extract_batch(
     pulpie_rt_extract_pages(engine, html, len, std::ptr::null(), n, out, err)
 }
 
-/// `pulpie_rt_extract_pages`' work (and the Python doors' `pulpie_rt_py_extract`, which says
-/// which pages are text with `is_text`): the pages read from the caller's arrays, one result
-/// each into `out`.
-unsafe fn extract_pages_call(
-    engine: *mut pulpie_rt_engine,
+/// The caller's arrays of a call's `n` pages: bytes, lengths, Content-Types (NULL: none) and,
+/// for the Python doors, which pages are text (`is_text`).
+struct PageArrays {
     html: *const *const c_char,
     len: *const usize,
     content_type: *const *const c_char,
     is_text: Option<*const u8>,
     n: usize,
+}
+
+/// `pulpie_rt_extract_pages_with`'s work (and the Python doors' `pulpie_rt_py_extract`, which
+/// says which pages are text with `is_text`): the pages read from the caller's arrays, one
+/// result each into `out`.
+unsafe fn extract_pages_call(
+    engine: *mut pulpie_rt_engine,
+    pages: PageArrays,
+    options: *const pulpie_rt_extract_options,
     out: *mut *mut pulpie_rt_result,
 ) -> Result<(), Failure> {
+    let PageArrays { html, len, content_type, is_text, n } = pages;
     if n == 0 {
         return Ok(());
     }
@@ -418,6 +514,7 @@ unsafe fn extract_pages_call(
     if engine.is_null() || html.is_null() || len.is_null() || is_text.is_some_and(|t| t.is_null()) {
         return Err(argument("engine, html or len is NULL"));
     }
+    let shifts = page_shifts(options, n)?;
     let html = std::slice::from_raw_parts(html, n);
     let len = std::slice::from_raw_parts(len, n);
     let is_text: &[u8] = match is_text {
@@ -435,7 +532,7 @@ unsafe fn extract_pages_call(
             })
         })
         .collect();
-    out.copy_from_slice(&extract_pages(&(*engine).engine, &pages));
+    out.copy_from_slice(&extract_pages(&(*engine).engine, &pages, &shifts));
     Ok(())
 }
 
@@ -455,7 +552,37 @@ pub unsafe extern "C" fn pulpie_rt_extract_pages(
     out: *mut *mut pulpie_rt_result,
     err: *mut *mut c_char,
 ) -> c_int {
-    guard(err, || extract_pages_call(engine, html, len, content_type, None, n, out))
+    pulpie_rt_extract_pages_with(engine, html, len, content_type, n, std::ptr::null(), out, err)
+}
+
+/// # Safety
+/// `options` is NULL or points to a writable `pulpie_rt_extract_options` of this ABI.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract_options_init(options: *mut pulpie_rt_extract_options) {
+    if !options.is_null() {
+        options.write(pulpie_rt_extract_options::default());
+    }
+}
+
+/// `pulpie_rt_extract_pages` with the call's options (NULL: the engine's): the favor of the
+/// call or of each page, decided per page on the one engine.
+///
+/// # Safety
+/// As for `pulpie_rt_extract_pages`; `options` is NULL or points to options whose first field
+/// is their size, and whose `page_favor` is NULL or points to `n` values.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_extract_pages_with(
+    engine: *mut pulpie_rt_engine,
+    html: *const *const c_char,
+    len: *const usize,
+    content_type: *const *const c_char,
+    n: usize,
+    options: *const pulpie_rt_extract_options,
+    out: *mut *mut pulpie_rt_result,
+    err: *mut *mut c_char,
+) -> c_int {
+    let pages = PageArrays { html, len, content_type, is_text: None, n };
+    guard(err, || extract_pages_call(engine, pages, options, out))
 }
 
 /// What runs the engine's model: `"cpu"`, `"cuda"` or `"tensorrt"` (ONNX Runtime's
@@ -701,10 +828,12 @@ pub unsafe extern "C" fn pulpie_rt_py_extract(
     content_type: *const *const c_char,
     is_text: *const u8,
     n: usize,
+    options: *const pulpie_rt_extract_options,
     out: *mut *mut pulpie_rt_result,
     err: *mut *mut c_char,
 ) -> c_int {
-    guard(err, || extract_pages_call(engine, html, len, content_type, Some(is_text), n, out))
+    let pages = PageArrays { html, len, content_type, is_text: Some(is_text), n };
+    guard(err, || extract_pages_call(engine, pages, options, out))
 }
 
 /// Everything of a result in one call, for the Python doors: pointers into the result,
@@ -813,6 +942,43 @@ mod tests {
         // the layout against pulpie_rt.h: tests/test_binding.py (pulpie_rt_py_layouts)
         assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80, 88]);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
+    }
+
+    #[test]
+    fn extract_options_give_each_page_its_shift() {
+        use crate::abi::{
+            PULPIE_RT_ENGINE_FAVOR as ENGINE, PULPIE_RT_FAVOR_PRECISION, PULPIE_RT_FAVOR_RECALL,
+        };
+        assert_eq!(KNOWN_EXTRACT_OPTIONS_SIZES, [8, 16]);
+        let shifts = |options: &pulpie_rt_extract_options, n| unsafe { page_shifts(options, n) };
+        let defaults = pulpie_rt_extract_options::default();
+        assert_eq!(defaults.favor, ENGINE);
+        assert_eq!(unsafe { page_shifts(std::ptr::null(), 3) }.unwrap(), vec![]);
+        assert_eq!(shifts(&defaults, 3).unwrap(), vec![]);
+        let call = pulpie_rt_extract_options { favor: PULPIE_RT_FAVOR_PRECISION, ..defaults };
+        assert_eq!(shifts(&call, 2).unwrap(), vec![Some(1.0), Some(1.0)]);
+        // each page's own, else the call's, else the engine's (None)
+        let per_page = [PULPIE_RT_FAVOR_RECALL, ENGINE, 0];
+        let pages = pulpie_rt_extract_options { page_favor: per_page.as_ptr(), ..call };
+        assert_eq!(shifts(&pages, 3).unwrap(), vec![Some(-1.0), Some(1.0), Some(0.0)]);
+        let engine_call = pulpie_rt_extract_options { favor: ENGINE, ..pages };
+        assert_eq!(shifts(&engine_call, 3).unwrap(), vec![Some(-1.0), None, Some(0.0)]);
+        // page_favor is past an ABI-6-first-field size: not read
+        let short = pulpie_rt_extract_options { struct_size: 12, ..pages };
+        assert_eq!(shifts(&short, 3).unwrap(), vec![Some(1.0); 3]);
+        let bad = [0, 9];
+        let refused = pulpie_rt_extract_options { page_favor: bad.as_ptr(), ..defaults };
+        assert_eq!(
+            shifts(&refused, 2).unwrap_err(),
+            (
+                ERR_ARGUMENT,
+                "extract options.page_favor[1] is 9 (PULPIE_RT_FAVOR_BALANCED, _PRECISION, _RECALL or \
+                 PULPIE_RT_ENGINE_FAVOR)"
+                    .to_string()
+            )
+        );
+        let tiny = pulpie_rt_extract_options { struct_size: 4, ..call };
+        assert_eq!(shifts(&tiny, 1).unwrap_err().0, ERR_ARGUMENT);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! lays it out (`pulpie_rt_py_layouts`), so `tests/test_binding.py` checks each struct's size
 //! and field offsets against the compiled code. No module imports this one.
 
-use crate::capi::{pulpie_rt_options, pulpie_rt_py_result_view};
+use crate::capi::{pulpie_rt_extract_options, pulpie_rt_options, pulpie_rt_py_result_view};
 use crate::engine::ffi::{
     pulpie_rt_decoding, pulpie_rt_prepare_options, pulpie_rt_sep_outputs, FinishOutput, PrepareOutput,
 };
@@ -53,6 +53,7 @@ fn layouts() -> String {
             struct_size, model, backend, device_id, threads, ort_library, max_input_bytes,
             max_page_tokens, max_batch_tokens, profile, cutoff_length, favor,
         }
+        "pulpie_rt_extract_options" => pulpie_rt_extract_options { struct_size, favor, page_favor }
         "pulpie_rt_message" => OrtMessage { ptr, len }
         "pulpie_rt_simplify_output" => SimplifyOutput {
             simplified_ptr, simplified_len, map_ptr, map_len, reason,

@@ -48,6 +48,7 @@ from swagger_ui_bundle import swagger_ui_path
 from pulpie_rt.integrations.serve.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from pulpie_rt.integrations.serve.openapi import openapi_document
 from pulpie_rt.integrations.serve.service import ExtractionService
+from pulpie_rt.runtime.flow.engine import favor_settings
 from pulpie_rt.runtime.flow.pages import PageInput, PageResult, describe
 from pulpie_rt.runtime.flow.schema import (
     DEFAULT_FORMAT,
@@ -143,8 +144,9 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
                                      f"{value!r}")
             switches[name] = value == "true"
         output = output_asked(query.get("format", DEFAULT_FORMAT), switches)
-        return [PageInput(body, page_id=query.get("id", 0), content_type=content_type)], \
-            output
+        favor = favor_asked(query.get("favor"))
+        return [PageInput(body, page_id=query.get("id", 0), content_type=content_type,
+                          favor=favor)], output
     try:
         payload = json.loads(body)
     except ValueError as exc:  # JSONDecodeError, or bytes that are no Unicode text
@@ -157,6 +159,7 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
                              '{"pages": [{"id": ..., "html": ...}], "format": ...}')
     output = output_asked(payload.get("format", DEFAULT_FORMAT),
                           {name: payload.get(name, True) for name in SWITCHES})
+    favor = favor_asked(payload.get("favor"))
     pages = payload.get("pages")
     if not isinstance(pages, list) or not pages:
         raise RequestRefused("invalid_request", '"pages" must be a non-empty list of '
@@ -179,7 +182,7 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
         # an "html" that is missing or not a string is that page's own error (the page flow's
         # "input: ..."), not the request's
         inputs.append(PageInput(page.get("html"), page_id=page_id,
-                                content_type=page_content_type))
+                                content_type=page_content_type, favor=favor))
     return inputs, output
 
 
@@ -189,6 +192,16 @@ def output_asked(output_format: Any, switches: dict[str, Any]) -> Output:
         return Output(output_format, **switches)
     except ValueError as exc:
         raise RequestRefused("invalid_request", str(exc)) from exc
+
+
+def favor_asked(favor: Any) -> str | None:
+    """The favor a request asks for (None: the service's, ``--favor``); ``RequestRefused``
+    (422) naming the choices for anything else."""
+    settings = favor_settings()
+    if favor is None or (isinstance(favor, str) and favor in settings):
+        return favor
+    raise RequestRefused("invalid_request", f"favor {favor!r} is not one of "
+                         f"{', '.join(settings)}")
 
 
 def result_json(result: PageResult, output: Output) -> dict[str, Any]:
@@ -224,9 +237,21 @@ the decision threshold, and the Markdown beside them.</p>
 <fieldset><legend>or upload its file (its bytes are decoded as the page's own charset
 says)</legend><input type="file" name="file" id="file" accept=".html,.htm,text/html">
 </fieldset>
+<fieldset><legend>Favor</legend>{favor_choices}</fieldset>
 <button type="submit" id="inspect">Inspect</button>
 </form></body></html>
 """
+
+
+def inspect_form(default_favor: str) -> str:
+    """The form, its favor choices checked at the service's own (``--favor``)."""
+    choices = "\n".join(
+        f'<label><input type="radio" name="favor" value="{name}" id="favor-{name}"'
+        f'{" checked" if name == default_favor else ""}> {name}</label>'
+        for name in favor_settings())
+    return INSPECT_FORM.replace("{favor_choices}", choices)
+
+
 # the form: its own style, no script, posts only to this service
 FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'"
 
@@ -237,11 +262,12 @@ def report_csp(report: str) -> str:
     return html_lib.unescape(report[start:report.index('"', start)])
 
 
-async def inspect_page_of(request: Request, data: bytes, limits) -> tuple[str | bytes,
-                                                                         str | None, str]:
-    """``(page, content_type, source)`` of a POST /inspect: a form's ``file`` (its bytes,
-    its part's Content-Type) or ``html`` (pasted text), or a raw ``text/html`` body (its
-    Content-Type's charset); ``RequestRefused`` (400, 415) otherwise."""
+async def inspect_page_of(request: Request, data: bytes, limits
+                          ) -> tuple[str | bytes, str | None, str, str | None]:
+    """``(page, content_type, source, favor)`` of a POST /inspect: a form's ``file`` (its
+    bytes, its part's Content-Type) or ``html`` (pasted text), or a raw ``text/html`` body
+    (its Content-Type's charset, ``?favor=`` in the query string); the form's or the query's
+    ``favor`` (None: the service's); ``RequestRefused`` (400, 415, 422) otherwise."""
     from starlette.datastructures import UploadFile
     from starlette.formparsers import FormParser, MultiPartParser
 
@@ -250,7 +276,8 @@ async def inspect_page_of(request: Request, data: bytes, limits) -> tuple[str | 
     if media_type in HTML_TYPES:
         if not data:
             raise RequestRefused("empty_body", "the request has no body: send a page")
-        return data, content_type, request.query_params.get("id", "page")
+        return data, content_type, request.query_params.get("id", "page"), \
+            favor_asked(request.query_params.get("favor"))
 
     async def body():
         yield data
@@ -270,16 +297,21 @@ async def inspect_page_of(request: Request, data: bytes, limits) -> tuple[str | 
     except Exception as exc:  # python-multipart's and Starlette's refusals of a bad body
         raise RequestRefused("invalid_request", f"the form cannot be read: {describe(exc)}"
                              ) from exc
+    try:
+        favor = favor_asked(form.get("favor"))
+    except RequestRefused:
+        await form.close()
+        raise
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:
         page = await upload.read()
         await form.close()
         if page:
-            return page, upload.headers.get("content-type"), upload.filename
+            return page, upload.headers.get("content-type"), upload.filename, favor
     pasted = form.get("html")
     await form.close()
     if isinstance(pasted, str) and pasted.strip():
-        return pasted, None, "pasted page"
+        return pasted, None, "pasted page", favor
     raise RequestRefused("empty_body", "the form has no page: paste its HTML in 'html' or "
                          "upload its file in 'file'")
 
@@ -416,16 +448,19 @@ class ServeApp:
         return Response(self.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document(self.limits, self.api_key is not None))
+        return JSONResponse(openapi_document(self.limits, self.api_key is not None,
+                                             self.service.favor))
 
     async def docs(self, request: Request) -> Response:
-        return HTMLResponse(docs_page(openapi_document(self.limits, self.api_key is not None)))
+        return HTMLResponse(docs_page(openapi_document(self.limits, self.api_key is not None,
+                                                       self.service.favor)))
 
     async def inspect(self, request: Request) -> Response:
         """GET: the form; POST: the report of the page it sent (admitted as an extract
         request is: the same limits, the same engine and queue)."""
         if request.method == "GET":
-            return HTMLResponse(INSPECT_FORM, headers={"Content-Security-Policy": FORM_CSP})
+            return HTMLResponse(inspect_form(self.service.favor),
+                                headers={"Content-Security-Policy": FORM_CSP})
         try:
             return await self._extract(request, self._serve_inspect)
         except RequestRefused as exc:
@@ -436,8 +471,8 @@ class ServeApp:
     async def _serve_inspect(self, request: Request, data: bytes) -> Response:
         from pulpie_rt.runtime.inspector import InspectError, inspection_of, report_html
 
-        html, content_type, source = await inspect_page_of(request, data, self.limits)
-        page = PageInput(html, page_id=source, content_type=content_type)
+        html, content_type, source, favor = await inspect_page_of(request, data, self.limits)
+        page = PageInput(html, page_id=source, content_type=content_type, favor=favor)
         ticket = self.service.submit(page, asyncio.get_running_loop(), Output())
         timeout = self.limits.request_timeout_s
         try:
@@ -448,7 +483,7 @@ class ServeApp:
                                   "with 1 of 1 pages not finished", unfinished=[source])
         try:
             inspection = await asyncio.to_thread(inspection_of, self.service.engine, result,
-                                                 html, content_type, source)
+                                                 html, content_type, source, None, favor)
         except InspectError as exc:
             return error_response("internal", f"internal error: {exc}")
         report = await asyncio.to_thread(report_html, inspection)

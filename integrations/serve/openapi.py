@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, favor_settings
 from pulpie_rt.runtime.flow.schema import (
     DEFAULT_FORMAT,
     OUTPUT_FORMATS,
@@ -23,9 +24,15 @@ def _answer(description: str, schema: dict | None = None) -> dict[str, Any]:
             "content": {"application/json": {"schema": schema or _ERROR}}}
 
 
-def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
-    """The document for a service running under ``limits`` (a ``limits.Limits``); with
+def openapi_document(limits, api_key: bool = False, favor: str = DEFAULT_FAVOR
+                     ) -> dict[str, Any]:
+    """The document for a service running under ``limits`` (a ``limits.Limits``) and
+    deciding with ``favor`` unless a request asks for another (``--favor``); with
     ``api_key``, every route but the probes needs the bearer token."""
+    favor_schema = {"enum": list(favor_settings()), "default": favor,
+                    "description": "precision keeps fewer blocks (the decision threshold "
+                                   "raised), recall more (lowered), balanced the model's own; "
+                                   "default: the service's (--favor)"}
     unauthorized = {"401": _answer("unauthorized: no valid 'Authorization: Bearer <key>'")} \
         if api_key else {}
     internal = {"500": _answer("internal: a failure of the service itself")}
@@ -40,7 +47,8 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                        "from its Content-Length before it is read) or batch_too_large (over "
                        f"{limits.max_client_batch_size} pages)"),
         "415": _answer("unsupported_media_type: neither application/json nor text/html"),
-        "422": _answer("invalid_request: JSON that is not {pages: [...], format: ...}"),
+        "422": _answer("invalid_request: JSON that is not {pages: [...], format: ...}, or a "
+                       "format, switch or favor that is not one of its choices"),
         "429": {**_answer(f"overloaded: {limits.max_concurrent_requests} requests are being "
                           f"served, or {limits.max_bytes_in_flight} bytes of request bodies "
                           "are held; retry after the Retry-After header's seconds"),
@@ -72,8 +80,8 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                     "application/json": {"schema": {"$ref": "#/components/schemas/Request"}},
                     "text/html": {"schema": {"type": "string"},
                                   "description": "one raw page; ?id=...&format=...&links="
-                                                 "false... in the query string, the charset "
-                                                 "in Content-Type"},
+                                                 "false...&favor=... in the query string, "
+                                                 "the charset in Content-Type"},
                 }},
                 "responses": {"200": _answer("one result per page, in order; a page that "
                                              "failed has `error` set and empty content",
@@ -100,7 +108,8 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                             "$ref": "#/components/schemas/InspectForm"}},
                         "text/html": {"schema": {"type": "string"},
                                       "description": "one raw page, the charset in "
-                                                     "Content-Type"},
+                                                     "Content-Type, ?favor=... in the query "
+                                                     "string"},
                     }},
                     "responses": {"200": {"description": "the report",
                                           "content": {"text/html": {
@@ -108,7 +117,8 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                                   **{code: answer for code, answer in extract_errors.items()
                                      if code != "422"},
                                   "422": _answer("invalid_request: a form that cannot be "
-                                                 "read")},
+                                                 "read, or a favor that is not one of its "
+                                                 "choices")},
                 }},
             "/live": {"get": {"summary": "liveness: 200 while the process answers (loading "
                                          "and shutting down included)",
@@ -138,6 +148,7 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                                           "Markdown and each block's label"},
                 **{name: {"type": "boolean", "default": True,
                           "description": f"keep the content's {name}"} for name in SWITCHES},
+                "favor": favor_schema,
             }},
             "Page": {"type": "object", "required": ["html"], "properties": {
                 "id": {"type": ["string", "number", "null"],
@@ -159,6 +170,7 @@ def openapi_document(limits, api_key: bool = False) -> dict[str, Any]:
                 "file": {"type": "string", "format": "binary",
                          "description": "the page's file (used when given; its bytes are "
                                         "decoded as the page says)"},
+                "favor": favor_schema,
             }},
             "Error": {"type": "object", "required": ["error", "error_type"], "properties": {
                 "error": {"type": "string"}, "error_type": {"type": "string"},

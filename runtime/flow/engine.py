@@ -111,6 +111,14 @@ def favor_settings() -> dict[str, int]:
             if name.startswith(prefix)}
 
 
+def favor_value(favor: str) -> int:
+    """The ``PULPIE_RT_FAVOR_*`` value of a favor's name; ``ValueError`` naming the choices."""
+    settings = favor_settings()
+    if favor not in settings:
+        raise ValueError(f"favor {favor!r} is not one of {', '.join(settings)}")
+    return settings[favor]
+
+
 DEFAULT_FAVOR = "balanced"
 # what --favor does, as every command that runs a model says it
 FAVOR_HELP = ("precision keeps fewer blocks (the decision threshold raised), recall more "
@@ -148,9 +156,7 @@ class Engine:
         stats: RunStats | None = None,
         favor: str = DEFAULT_FAVOR,
     ):
-        settings = favor_settings()
-        if favor not in settings:
-            raise ValueError(f"favor {favor!r} is not one of {', '.join(settings)}")
+        favor_code = favor_value(favor)
         self.favor = favor
         self.stats = stats if stats is not None else RunStats()
         resolved = resolve_model(model, profile=profile)
@@ -174,7 +180,7 @@ class Engine:
         o.max_batch_tokens = (defaults.max_batch_tokens if max_batch_tokens is None
                               else max_batch_tokens)
         o.cutoff_length = defaults.cutoff_length if cutoff_length is None else cutoff_length
-        o.favor = settings[favor]
+        o.favor = favor_code
         if isinstance(o.cutoff_length, bool) or not isinstance(o.cutoff_length, int) or \
                 o.cutoff_length < 0:
             raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
@@ -233,15 +239,24 @@ class Engine:
     def extract_pages(self, pages: Sequence[PageInput]) -> list[PageResult]:
         """One result per page, in order (``page_id`` and ``metadata`` echoed). The pages'
         chunks share the model's batches; a page that fails gets ``error``
-        (``"<stage>: <reason>"``) and empty content, the others are not affected. Releases
-        the GIL for the engine's work."""
+        (``"<stage>: <reason>"``) and empty content, the others are not affected. A page's
+        ``favor`` decides its blocks in place of the engine's (the same model's work: pages
+        of any favors share its batches). Releases the GIL for the engine's work."""
         n = len(pages)
         results: list[PageResult | None] = [None] * n
         sent: list[int] = []
         data: list[bytes] = []
         types: list[bytes | None] = []
         text_flags: list[int] = []
+        favors: list[int] = []
+        engine_favor = native.declarations().constants["PULPIE_RT_ENGINE_FAVOR"]
         for index, page in enumerate(pages):
+            try:
+                favors_next = engine_favor if page.favor is None else favor_value(page.favor)
+            except ValueError as exc:
+                results[index] = PageResult(page.page_id, metadata=page.metadata,
+                                            error=f"input: {exc}")
+                continue
             html = page.html
             if isinstance(html, native.PageText):  # text, already as the core takes it
                 data.append(html)
@@ -259,17 +274,20 @@ class Engine:
             content_type = page.content_type
             types.append(None if content_type is None or isinstance(html, (str, native.PageText))
                          else content_type.encode("utf-8", "surrogateescape").replace(b"\0", b" "))
+            favors.append(favors_next)
             sent.append(index)
         if sent:
-            for index, result in zip(sent, self._run(data, types, text_flags), strict=True):
+            page_favors = None if all(f == engine_favor for f in favors) else favors
+            for index, result in zip(sent, self._run(data, types, text_flags, page_favors),
+                                     strict=True):
                 page = pages[index]
                 result.page_id, result.metadata = page.page_id, page.metadata
                 results[index] = result
         self._count_fallbacks()
         return results  # type: ignore[return-value]
 
-    def _run(self, data: list[bytes], types: list[bytes | None], text_flags: list[int]
-             ) -> list[PageResult]:
+    def _run(self, data: list[bytes], types: list[bytes | None], text_flags: list[int],
+             page_favors: list[int] | None = None) -> list[PageResult]:
         lib = native.engine_abi()
         n = len(data)
         if self._handle is None:
@@ -280,8 +298,15 @@ class Engine:
         is_text = (ctypes.c_uint8 * n)(*text_flags)
         out = (ctypes.c_void_p * n)()
         err = ctypes.c_char_p()
+        options = None
+        if page_favors is not None:  # each page's favor (PULPIE_RT_ENGINE_FAVOR: the engine's)
+            options = native.new("pulpie_rt_extract_options")
+            lib.pulpie_rt_extract_options_init(ctypes.byref(options))
+            favor_values = (ctypes.c_int32 * n)(*page_favors)
+            options.page_favor = ctypes.addressof(favor_values)  # alive until the call ends
         status = lib.pulpie_rt_py_extract(self._handle, html, lengths, content_types, is_text,
-                                          n, out, ctypes.byref(err))
+                                          n, None if options is None else ctypes.byref(options),
+                                          out, ctypes.byref(err))
         if status != native.declarations().constants["PULPIE_RT_OK"]:
             message = _take_message(err) or f"status {status}"
             return [PageResult(error=f"engine: {message}") for _ in range(n)]

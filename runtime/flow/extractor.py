@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, Engine
+from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, Engine, favor_value
 from pulpie_rt.runtime.flow.pages import (
     DEFAULT_CUTOFF_LENGTH,
     DEFAULT_LIMITS,
@@ -41,7 +41,8 @@ class Extractor:
     block rescorer alone, or ``accurate``, its transformer and rescorer; None: the bundle's
     default, see ``runtime.model.bundle``). ``threads``: ONNX Runtime's intra-op threads.
     ``favor``: ``precision``, ``balanced`` (the bundle's own decision) or ``recall`` (see
-    ``Engine``).
+    ``Engine``), the default of every call; ``extract(..., favor=)`` and
+    ``extract_batch(..., favor=)`` take another for one call, on the same engine.
     """
 
     def __init__(
@@ -73,25 +74,31 @@ class Extractor:
         ``tensorrt``), or ``none`` for a profile without a model."""
         return self.engine.provider
 
-    def extract(self, html: str | bytes, content_type: str | None = None) -> PageResult:
+    def extract(self, html: str | bytes, content_type: str | None = None,
+                favor: str | None = None) -> PageResult:
         """Main content of one page; ``ExtractionError`` ("<stage>: <reason>") on failure.
 
         Bytes are decoded with ``content_type``'s charset when it has one (the HTTP header's
         ``text/html; charset=...``), else as ``stages.decode`` decides (BOM, ``<meta>``,
-        detector); ``PageResult.encoding`` says with what."""
-        (result,) = self.extract_batch([html], None if content_type is None else [content_type])
+        detector); ``PageResult.encoding`` says with what. ``favor``: ``precision``,
+        ``balanced`` or ``recall`` for this call (None: the extractor's)."""
+        (result,) = self.extract_batch([html], None if content_type is None else [content_type],
+                                       favor=favor)
         if result.error is not None:
             raise ExtractionError(result.error)
         return result
 
-    def extract_batch(self, htmls: list[str | bytes], content_types: list[str | None] | None = None
-                      ) -> list[PageResult]:
+    def extract_batch(self, htmls: list[str | bytes], content_types: list[str | None] | None = None,
+                      favor: str | None = None) -> list[PageResult]:
         """Results in input order (``page_id``: the index); a page that fails gets ``error``
         set and empty content. ``content_types``: each page's transport content type (see
-        ``extract``)."""
+        ``extract``); ``favor``: the call's (None: the extractor's; ``ValueError`` naming the
+        choices for another name)."""
+        if favor is not None:
+            favor_value(favor)  # refused before any page runs
         if content_types is None:
             content_types = [None] * len(htmls)
-        pages = [PageInput(html, page_id=index, content_type=content_type)
+        pages = [PageInput(html, page_id=index, content_type=content_type, favor=favor)
                  for index, (html, content_type) in enumerate(zip(htmls, content_types,
                                                                   strict=True))]
         results = self.engine.extract_pages(pages)

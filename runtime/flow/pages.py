@@ -125,6 +125,9 @@ class PageInput:
     page_id: Any = 0
     metadata: dict | None = None
     content_type: str | None = None  # the transport's Content-Type (its charset decodes bytes)
+    # precision, balanced or recall for this page (``engine.favor_settings``); None: the
+    # engine's own
+    favor: str | None = None
 
 
 @dataclass

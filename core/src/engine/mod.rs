@@ -519,6 +519,15 @@ impl Engine {
     /// `Extractor.extract_batch`: one result per page, in order. The pages' chunks share the
     /// model's batches; a page's failure is its result's `error`.
     pub fn extract_pages(&self, pages: &[PageIn<'_>]) -> Vec<PageOutput> {
+        self.extract_pages_shifted(pages, &[])
+    }
+
+    /// `extract_pages` with per page the shift of its decision threshold (`shifts[i]`:
+    /// `decode::favor_shift` of the page's favor; None, or `shifts` empty: the engine's own,
+    /// `EngineConfig::decision_shift`). The shift is read only when the page's blocks are
+    /// decided: pages of any shifts share the model's batches.
+    pub fn extract_pages_shifted(&self, pages: &[PageIn<'_>], shifts: &[Option<f64>]) -> Vec<PageOutput> {
+        assert!(shifts.is_empty() || shifts.len() == pages.len(), "one shift per page");
         let prepared: Vec<(Result<Prepared, String>, Option<&'static str>)> = pages
             .iter()
             .map(|&page| {
@@ -542,7 +551,10 @@ impl Engine {
             })
             .collect();
         let (prepared, encodings): (Vec<_>, Vec<_>) = prepared.into_iter().unzip();
-        let predictions = self.predict(&prepared);
+        let shifts: Vec<f64> = (0..prepared.len())
+            .map(|i| shifts.get(i).copied().flatten().unwrap_or(self.config.decision_shift))
+            .collect();
+        let predictions = self.predict(&prepared, &shifts);
         prepared
             .into_iter()
             .zip(predictions)
@@ -586,13 +598,18 @@ impl Engine {
     }
 
     /// The bundle's decoding (`Manifest::decoding`: the engine opens a rescorer exactly when
-    /// the manifest names one), its threshold shifted as the options favor.
-    fn decoding(&self) -> decode::Decoding {
-        self.manifest.decoding().shifted(self.config.decision_shift)
+    /// the manifest names one), its threshold shifted as the page's favor asks (`shift`).
+    fn decoding(&self, shift: f64) -> decode::Decoding {
+        self.manifest.decoding().shifted(shift)
     }
 
-    /// Per page its block predictions and scores, or its error (failed pages stay failed).
-    fn predict(&self, pages: &[Result<Prepared, String>]) -> Vec<Result<decode::Decided, String>> {
+    /// Per page its block predictions and scores, or its error (failed pages stay failed);
+    /// `shifts`: per page its decision shift.
+    fn predict(
+        &self,
+        pages: &[Result<Prepared, String>],
+        shifts: &[f64],
+    ) -> Vec<Result<decode::Decided, String>> {
         // (page, chunk) of every chunk to run, pages in order, chunks in order
         let mut keys: Vec<(usize, usize)> = Vec::new();
         for (page_index, page) in pages.iter().enumerate() {
@@ -653,14 +670,16 @@ impl Engine {
             .iter()
             .zip(per_page)
             .zip(failed)
-            .map(|((page, chunk_outputs), failed)| {
+            .zip(shifts)
+            .map(|(((page, chunk_outputs), failed), &shift)| {
                 let page = page.as_ref().map_err(Clone::clone)?;
                 if let Some(why) = failed {
                     return Err(why);
                 }
+                let decoding = self.decoding(shift);
                 catch_unwind(AssertUnwindSafe(|| match &self.rescorer {
-                    Some(Rescorer::Context(rescorer)) => self.decide_in_context(page, rescorer),
-                    _ => self.decide(page, &chunk_outputs),
+                    Some(Rescorer::Context(rescorer)) => self.decide_in_context(page, rescorer, &decoding),
+                    _ => self.decide(page, &chunk_outputs, &decoding),
                 }))
                 .unwrap_or_else(|_| Err(format!("rescore: {}", panic_message())))
             })
@@ -711,6 +730,7 @@ impl Engine {
         &self,
         page: &Prepared,
         chunk_outputs: &[(Vec<f32>, usize)],
+        decoding: &decode::Decoding,
     ) -> Result<decode::Decided, String> {
         let chunk_blocks: Vec<&[usize]> = page.chunks.iter().map(|c| c.block_indices.as_slice()).collect();
         let outputs: Vec<decode::SepOutputs<'_>> = chunk_outputs
@@ -721,7 +741,7 @@ impl Engine {
             page.item_ids.len(),
             &chunk_blocks,
             &outputs,
-            &self.decoding(),
+            decoding,
             match &self.rescorer {
                 Some(Rescorer::Blocks(rescorer)) => Some(rescorer),
                 _ => None,
@@ -738,6 +758,7 @@ impl Engine {
         &self,
         page: &Prepared,
         rescorer: &ContextRescorer,
+        decoding: &decode::Decoding,
     ) -> Result<decode::Decided, String> {
         if !page.chunks.is_empty() {
             return Err(CONTEXT_WITH_TRANSFORMER.to_string());
@@ -756,7 +777,7 @@ impl Engine {
             &[&all_blocks],
             &[decode::SepOutputs::Margins(&scores)],
             // the bundle's own (it has a rescorer, so its scores are read as margins)
-            &self.decoding(),
+            decoding,
             None,
             Some(features),
             n_blocks,
