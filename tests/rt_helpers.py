@@ -274,7 +274,8 @@ def pages_counted(index: Path) -> int:
 
 
 # a record field's type (runtime.flow.schema's TYPES) as the JSON value it holds
-_FIELD_VALUE_TYPES = {"string": str, "integer": int, "id": (str, int, float), "labels": dict}
+_FIELD_VALUE_TYPES = {"string": str, "integer": int, "id": (str, int, float), "labels": dict,
+                      "strings": list}
 
 
 def check_record(record: dict, fields) -> None:

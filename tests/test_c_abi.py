@@ -1,4 +1,4 @@
-"""The C library's ABI 6 (``core/include/pulpie_rt.h``), called through ctypes on the library
+"""The C library's ABI 7 (``core/include/pulpie_rt.h``), called through ctypes on the library
 ``make capi`` builds: only the header's functions are exported, ``struct_size`` is read as the
 size of a known ABI, status codes have names, a batch takes each page's Content-Type and a
 result says what its bytes were decoded with, an engine says what runs its model, and a call
@@ -72,7 +72,7 @@ def _open(lib, options) -> tuple[int, ctypes.c_void_p, str | None]:
 def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
     options = options_type()()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(options_type()) == 88
+    assert options.struct_size == ctypes.sizeof(options_type()) == 96
     assert options.cutoff_length == 500
     options.profile = b"no-such-profile"
     status, engine, message = _open(lib, options)
@@ -101,6 +101,19 @@ def test_struct_size_is_read_as_the_size_of_a_known_abi(lib):
     assert _open(lib, options)[:3:2] == (ERR_ARGUMENT, "options.favor is 7 "
                                          "(PULPIE_RT_FAVOR_BALANCED, _PRECISION or _RECALL)")
     options.struct_size = options_type().favor.offset
+    status, engine, _ = _open(lib, options)
+    assert status == OK
+    lib.pulpie_rt_engine_close(engine)
+    # ABI 7's metadata at ABI 7's size only: ABI 4's to 6's struct (its favor padded to 88
+    # bytes)
+    # never has its padding read as it
+    options = options_type()()
+    lib.pulpie_rt_options_init(ctypes.byref(options))
+    assert options.metadata == 1 and options_type().metadata.offset == 88
+    options.metadata = 2
+    assert _open(lib, options)[:3:2] == (ERR_ARGUMENT, "options.metadata is 2 (1: read, 0: do "
+                                         "not)")
+    options.struct_size = 88
     status, engine, _ = _open(lib, options)
     assert status == OK
     lib.pulpie_rt_engine_close(engine)

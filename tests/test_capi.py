@@ -223,12 +223,12 @@ def test_the_header_the_options_and_the_status_codes(capi):
     header = (REPO_ROOT / "build" / "capi" / "pulpie_rt.h").read_text()
     assert header == (REPO_ROOT / "core" / "include" / "pulpie_rt.h").read_text()
     lib = _c_library()
-    assert lib.pulpie_rt_abi_version() == 6
+    assert lib.pulpie_rt_abi_version() == 7
     options = _options()
     lib.pulpie_rt_options_init(ctypes.byref(options))
-    assert options.struct_size == ctypes.sizeof(options) == 88
+    assert options.struct_size == ctypes.sizeof(options) == 96
     assert (options.model, options.backend, options.threads, options.profile,
-            options.favor) == (None, None, 0, None, 0)
+            options.favor, options.metadata) == (None, None, 0, None, 0, 1)
     assert (options.max_input_bytes, options.max_page_tokens, options.max_batch_tokens,
             options.cutoff_length) == (16 * 1024 * 1024, 131_072, 16_384, 500)
     engine, err = ctypes.c_void_p(), ctypes.c_char_p()

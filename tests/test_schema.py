@@ -19,9 +19,9 @@ from pulpie_rt.runtime.flow import schema
 REPO = Path(__file__).resolve().parent.parent
 # the result accessors that are not a field of their name: the per-block labels (the json
 # format's labels field), what each label was decided from (the page inspector's scores and
-# threshold, not in the record) and the destructor
-NOT_FIELDS = {"n_labels", "label", "score", "threshold", "free"}
-C_TYPES = {"string": ctypes.c_char_p, "integer": ctypes.c_uint32}
+# threshold, not in the record), the authors' count (the authors field's) and the destructor
+NOT_FIELDS = {"n_labels", "label", "score", "threshold", "n_authors", "free"}
+C_TYPES = {"string": ctypes.c_char_p, "integer": ctypes.c_uint32, "strings": ctypes.c_char_p}
 
 
 def every_result_field() -> list[schema.Field]:
@@ -64,12 +64,48 @@ def test_a_record_is_the_id_the_result_and_the_url_when_given(results):
     assert schema.record("a", ok) == {"id": "a", **schema.result_values(ok)}
     record = schema.record("b", failed, "text", error="input: no html field", url="http://x/")
     check_record(record, schema.record_fields("text", url=True))
+    # a page naming no canonical URL gets the record's
     assert record == {**schema.result_values(failed, "text"), "id": "b",
-                      "error": "input: no html field", "url": "http://x/"}
+                      "error": "input: no html field", "url": "http://x/",
+                      "canonical_url": "http://x/"}
     assert schema.metadata(ok) == {f.name: getattr(ok, f.name) for f in schema.RESULT_FIELDS}
     with pytest.raises(ValueError, match=r"^format 'pdf' is not one of markdown, html, text, "
                                          r"json$"):
         schema.record("c", ok, "pdf")
+
+
+METADATA_PAGE = (
+    '<html lang="pt-BR"><head><title>Old | Site</title><link rel="canonical" href="/news/a">'
+    '<meta property="og:site_name" content="Site"><script type="application/ld+json">'
+    '{"@type": "NewsArticle", "headline": "A headline", "author": [{"name": "Ana Lima"}, '
+    '"Rui Sá"], "datePublished": "2024-05-01T08:00:00+02:00", "dateModified": "2024/05/02", '
+    '"description": "What it says"}</script><script type="application/ld+json">{"broken"'
+    '</script></head><body><h1>A headline</h1><p>' + "Não é uma frase que diz o que a "
+    "página diz, mas também não foi feita para ser lida como o conteúdo dos textos. " * 5
+    + "</p></body></html>")
+
+
+def test_the_pages_metadata_reaches_the_result_and_the_record():
+    result = Extractor().extract(METADATA_PAGE)
+    values = {f.name: getattr(result, f.name) for f in schema.METADATA_FIELDS}
+    assert values == {"title": "A headline", "authors": ["Ana Lima", "Rui Sá"],
+                      "published": "2024-05-01T08:00:00+02:00", "modified": "2024-05-02",
+                      "site_name": "Site", "language": "pt", "canonical_url": "/news/a",
+                      "description": "What it says"}
+    # resolved against the record's URL where the door has one (WARC inputs)
+    record = schema.record("x", result, url="https://site.example/2024/x.html")
+    assert record["canonical_url"] == "https://site.example/news/a"
+    check_record(record, schema.record_fields(url=True))
+    # undeclared: detected from the main content; none read when the engine is told not to
+    undeclared = METADATA_PAGE.replace(' lang="pt-BR"', "")
+    assert Extractor().extract(undeclared).language == "pt"
+    from pulpie_rt.runtime.flow.engine import Engine
+    from pulpie_rt.runtime.flow.pages import PageInput
+
+    (without,) = Engine(metadata=False).extract_pages([PageInput(METADATA_PAGE)])
+    assert without.markdown == result.markdown
+    assert {f.name: getattr(without, f.name) for f in schema.METADATA_FIELDS} == {
+        f.name: [] if f.type == "strings" else None for f in schema.METADATA_FIELDS}
 
 
 def test_the_json_and_arrow_schemas_follow_each_field():
@@ -83,8 +119,10 @@ def test_the_json_and_arrow_schemas_follow_each_field():
                                                 "description": "blocks labelled main"}
     assert document["properties"]["error"]["type"] == ["string", "null"]
     assert document["properties"]["id"]["type"] == ["string", "number", "null"]
+    assert document["properties"]["authors"]["type"] == "array"
+    arrow = {"integer": pa.int64(), "strings": pa.list_(pa.string())}
     assert schema.arrow_schema(fields) == pa.schema(
-        [(f.name, pa.int64() if f.type == "integer" else pa.string()) for f in fields])
+        [(f.name, arrow.get(f.type, pa.string())) for f in fields])
 
 
 def test_the_user_guide_shows_the_records_fields():

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The ABI this header describes; pulpie_rt_abi_version() returns the library's. */
-#define PULPIE_RT_ABI_VERSION 6u
+#define PULPIE_RT_ABI_VERSION 7u
 
 /* Status codes. */
 #define PULPIE_RT_OK 0
@@ -115,6 +115,9 @@ typedef struct {
                                 (pulpie_rt.Extractor's cutoff_length); default 500; >= 0 */
     /* ABI 4 additions (a library of ABI 3 ignores them): */
     int32_t favor;           /* PULPIE_RT_FAVOR_*: default balanced */
+    /* ABI 7 additions (a library of ABI 6 ignores them): */
+    int64_t metadata;        /* 1 (default): read each page's metadata (pulpie_rt_result_title
+                                ...); 0: do not (those accessors give NULL) */
 } pulpie_rt_options;
 
 uint32_t pulpie_rt_abi_version(void);
@@ -222,6 +225,23 @@ const char *pulpie_rt_result_empty_reason(const pulpie_rt_result *r); /* why the
 const char *pulpie_rt_result_encoding(const pulpie_rt_result *r);
 uint32_t pulpie_rt_result_n_main(const pulpie_rt_result *r);  /* blocks labelled main */
 uint32_t pulpie_rt_result_n_other(const pulpie_rt_result *r); /* blocks labelled other */
+
+/* ABI 7: what the page's own markup says of it, read in the same parse (NULL where it says
+ * nothing, or the page failed): sources in order of trust, JSON-LD, OpenGraph and article:*,
+ * the other <meta>, <time datetime>, the page's <h1> or <title>. Dates are ISO 8601
+ * ("2024-03-05" or "2024-03-05T10:30:00+01:00"), the language an ISO 639 code ("en": the
+ * declared one, else detected from the main content), the canonical URL <link rel=canonical>
+ * or og:url resolved against <base href> (a relative one as written where there is none). */
+const char *pulpie_rt_result_title(const pulpie_rt_result *r);
+const char *pulpie_rt_result_published(const pulpie_rt_result *r);
+const char *pulpie_rt_result_modified(const pulpie_rt_result *r);
+const char *pulpie_rt_result_site_name(const pulpie_rt_result *r);
+const char *pulpie_rt_result_language(const pulpie_rt_result *r);
+const char *pulpie_rt_result_canonical_url(const pulpie_rt_result *r);
+const char *pulpie_rt_result_description(const pulpie_rt_result *r);
+/* The authors' names: the index-th (NULL past the end). */
+uint32_t pulpie_rt_result_n_authors(const pulpie_rt_result *r);
+const char *pulpie_rt_result_authors(const pulpie_rt_result *r, uint32_t index);
 
 /* The labelled blocks, in page order: the index-th block's _item_id (NULL past the end) and
  * *is_main (when not NULL) 1 for main, 0 for other. */

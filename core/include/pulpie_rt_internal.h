@@ -437,6 +437,15 @@ typedef struct {
     size_t n_labels;
     const float *label_scores; /* one score per label (pulpie_rt_result_score) */
     double threshold;          /* pulpie_rt_result_threshold */
+    const char *title; /* the page's metadata (pulpie_rt.h's accessors of the same names) */
+    const uint8_t *authors; /* the authors' names, each followed by a NUL */
+    size_t authors_len;
+    const char *published;
+    const char *modified;
+    const char *site_name;
+    const char *language;
+    const char *canonical_url;
+    const char *description;
 } pulpie_rt_py_result_view;
 
 /* pulpie_rt_extract_pages_with where is_text[i] 1 reads page i as text (UTF-8, surrogatepass;

@@ -23,6 +23,8 @@ use std::sync::OnceLock;
 /// `pulpie_rt_result_encoding`, `pulpie_rt_engine_provider`, `pulpie_rt_status_string`.
 /// 4: `favor`. 5: `pulpie_rt_result_score`, `pulpie_rt_result_threshold`. 6:
 /// `pulpie_rt_extract_options` and `pulpie_rt_extract_pages_with` (a favor per call or page).
+/// 7: the page's metadata (`pulpie_rt_result_title` … `_description`,
+/// `pulpie_rt_options.metadata`).
 pub const ABI_VERSION: u32 = crate::abi::PULPIE_RT_ABI_VERSION;
 
 // the status codes (pulpie_rt.h's)
@@ -32,7 +34,8 @@ pub const ERR_INTERNAL: c_int = crate::abi::PULPIE_RT_ERR_INTERNAL;
 pub const ERR_MODEL: c_int = crate::abi::PULPIE_RT_ERR_MODEL;
 pub const ERR_RUNTIME: c_int = crate::abi::PULPIE_RT_ERR_RUNTIME;
 
-/// `pulpie_rt_options`, ABI 4 layout (ABI 1's, then `profile`, `cutoff_length`, `favor`).
+/// `pulpie_rt_options`, ABI 7 layout (ABI 1's, then `profile`, `cutoff_length`, `favor`,
+/// `metadata`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct pulpie_rt_options {
@@ -51,6 +54,9 @@ pub struct pulpie_rt_options {
     pub cutoff_length: i64,
     /// ABI 4: `PULPIE_RT_FAVOR_*`, a named shift of the decision threshold (`decode::favor_shift`)
     pub favor: i32,
+    /// ABI 7: 1 (default) reads each page's metadata, 0 does not (`EngineConfig::metadata`);
+    /// 64 bits so that it starts past ABI 4's (to 6's) padded struct
+    pub metadata: i64,
 }
 
 /// The fields a caller must pass at least (the first five).
@@ -58,13 +64,15 @@ const MIN_OPTIONS_SIZE: usize = std::mem::offset_of!(pulpie_rt_options, threads)
 
 /// The sizes of `pulpie_rt_options` a program of some ABI passes: the minimum, ABI 1's
 /// (up to `max_batch_tokens`), ABI 2's (`profile`), ABI 3's (`cutoff_length`), ABI 4's
-/// (`favor`). A `struct_size` between two is read as the smaller, so a size that ends inside
-/// a field never copies part of it.
-const KNOWN_OPTIONS_SIZES: [usize; 5] = [
+/// (`favor`, padded; ABI 5's and 6's the same), ABI 7's (`metadata`). A `struct_size`
+/// between two is read as the smaller, so a size that ends inside a field never copies part
+/// of it.
+const KNOWN_OPTIONS_SIZES: [usize; 6] = [
     MIN_OPTIONS_SIZE,
     std::mem::offset_of!(pulpie_rt_options, profile),
     std::mem::offset_of!(pulpie_rt_options, cutoff_length),
     std::mem::offset_of!(pulpie_rt_options, cutoff_length) + 8,
+    std::mem::offset_of!(pulpie_rt_options, metadata),
     std::mem::size_of::<pulpie_rt_options>(),
 ];
 
@@ -85,6 +93,7 @@ impl Default for pulpie_rt_options {
             profile: std::ptr::null(),
             cutoff_length: config.cutoff_length as i64,
             favor: crate::abi::PULPIE_RT_FAVOR_BALANCED,
+            metadata: i64::from(config.metadata),
         }
     }
 }
@@ -138,6 +147,17 @@ pub struct pulpie_rt_result {
     threshold: f64,
     n_main: u32,
     n_other: u32,
+    /// the page's metadata (`crate::metadata`), each string NUL-terminated
+    title: Option<CString>,
+    authors: Vec<CString>,
+    published: Option<CString>,
+    modified: Option<CString>,
+    site_name: Option<CString>,
+    language: Option<CString>,
+    canonical_url: Option<CString>,
+    description: Option<CString>,
+    /// the authors joined by NULs, made on first request (`pulpie_rt_py_result_view`)
+    packed_authors: OnceLock<Vec<u8>>,
     /// the plain text of `html`, made on first request (`pulpie_rt_result_text`)
     text: OnceLock<Vec<u8>>,
     /// the labels' ids joined by NULs and one byte per label (1: main), made on first request
@@ -160,7 +180,18 @@ impl pulpie_rt_result {
     fn new(out: PageOutput) -> pulpie_rt_result {
         let n_main = out.n_main() as u32;
         let n_other = out.n_other() as u32;
+        let m = &out.metadata;
+        let text = |value: &Option<String>| value.as_deref().map(c_string);
         pulpie_rt_result {
+            title: text(&m.title),
+            authors: m.authors.iter().map(|a| c_string(a)).collect(),
+            published: text(&m.published),
+            modified: text(&m.modified),
+            site_name: text(&m.site_name),
+            language: text(&m.language),
+            canonical_url: text(&m.canonical_url),
+            description: text(&m.description),
+            packed_authors: OnceLock::new(),
             markdown: nul_terminated(out.markdown),
             html: nul_terminated(out.html),
             error: out.error.as_deref().map(c_string),
@@ -324,6 +355,11 @@ fn config_of(options: &pulpie_rt_options) -> Result<OpenRequest, Failure> {
         cutoff_length,
         decision_shift,
         gpu: GpuOptions::default(),
+        metadata: match options.metadata {
+            0 => false,
+            1 => true,
+            other => return Err(argument(format!("options.metadata is {other} (1: read, 0: do not)"))),
+        },
     };
     Ok(OpenRequest { model, profile, config })
 }
@@ -732,6 +768,74 @@ pub unsafe extern "C" fn pulpie_rt_result_n_other(result: *const pulpie_rt_resul
 /// # Safety
 /// `result` is NULL or a live result.
 #[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_title(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.title))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_published(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.published))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_modified(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.modified))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_site_name(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.site_name))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_language(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.language))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_canonical_url(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.canonical_url))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_description(result: *const pulpie_rt_result) -> *const c_char {
+    result.as_ref().map_or(std::ptr::null(), |r| c_or_null(&r.description))
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_n_authors(result: *const pulpie_rt_result) -> u32 {
+    result.as_ref().map_or(0, |r| r.authors.len() as u32)
+}
+
+/// The `index`-th author's name (NULL past the end).
+///
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_result_authors(
+    result: *const pulpie_rt_result,
+    index: u32,
+) -> *const c_char {
+    result.as_ref().and_then(|r| r.authors.get(index as usize)).map_or(std::ptr::null(), |a| a.as_ptr())
+}
+
+/// # Safety
+/// `result` is NULL or a live result.
+#[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_result_n_labels(result: *const pulpie_rt_result) -> u32 {
     result.as_ref().map_or(0, |r| r.labels.len() as u32)
 }
@@ -859,6 +963,16 @@ pub struct pulpie_rt_py_result_view {
     pub label_scores: *const f32,
     /// `pulpie_rt_result_threshold`
     pub threshold: f64,
+    pub title: *const c_char,
+    /// the authors' names, each followed by a NUL
+    pub authors: *const c_char,
+    pub authors_len: usize,
+    pub published: *const c_char,
+    pub modified: *const c_char,
+    pub site_name: *const c_char,
+    pub language: *const c_char,
+    pub canonical_url: *const c_char,
+    pub description: *const c_char,
 }
 
 /// # Safety
@@ -879,6 +993,9 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(
         }
         (ids, main)
     });
+    let authors = r
+        .packed_authors
+        .get_or_init(|| r.authors.iter().flat_map(|a| a.as_bytes_with_nul()).copied().collect());
     *view = pulpie_rt_py_result_view {
         markdown: r.markdown.as_ptr() as *const c_char,
         markdown_len: r.markdown.len() - 1,
@@ -894,6 +1011,15 @@ pub unsafe extern "C" fn pulpie_rt_py_result_view(
         n_labels: main.len(),
         label_scores: r.scores.as_ptr(),
         threshold: r.threshold,
+        title: c_or_null(&r.title),
+        authors: authors.as_ptr() as *const c_char,
+        authors_len: authors.len(),
+        published: c_or_null(&r.published),
+        modified: c_or_null(&r.modified),
+        site_name: c_or_null(&r.site_name),
+        language: c_or_null(&r.language),
+        canonical_url: c_or_null(&r.canonical_url),
+        description: c_or_null(&r.description),
     };
 }
 
@@ -940,7 +1066,7 @@ mod tests {
     #[test]
     fn options_sizes_of_each_abi() {
         // the layout against pulpie_rt.h: tests/test_binding.py (pulpie_rt_py_layouts)
-        assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80, 88]);
+        assert_eq!(KNOWN_OPTIONS_SIZES, [32, 64, 72, 80, 88, 96]);
         assert_eq!(MIN_OPTIONS_SIZE, 32);
     }
 

@@ -51,7 +51,7 @@ fn layouts() -> String {
     layouts! {
         "pulpie_rt_options" => pulpie_rt_options {
             struct_size, model, backend, device_id, threads, ort_library, max_input_bytes,
-            max_page_tokens, max_batch_tokens, profile, cutoff_length, favor,
+            max_page_tokens, max_batch_tokens, profile, cutoff_length, favor, metadata,
         }
         "pulpie_rt_extract_options" => pulpie_rt_extract_options { struct_size, favor, page_favor }
         "pulpie_rt_message" => OrtMessage { ptr, len }
@@ -92,6 +92,8 @@ fn layouts() -> String {
         "pulpie_rt_py_result_view" => pulpie_rt_py_result_view {
             markdown, markdown_len, html, html_len, error, truncated, empty_reason, encoding,
             label_ids, label_ids_len, label_main, n_labels, label_scores, threshold,
+            label_ids, label_ids_len, label_main, n_labels, title, authors, authors_len, published,
+            modified, site_name, language, canonical_url, description,
         }
     }
 }

@@ -43,6 +43,7 @@ pub mod json;
 mod layouts;
 mod lexbor;
 mod markdown;
+mod metadata;
 pub mod ort;
 mod page;
 mod prune;

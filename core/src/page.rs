@@ -122,3 +122,24 @@ pub fn simplify_page_read(
     let (tree, root, _) = spec_tree(page, read)?;
     simplify::simplify_tree(tree, root, page.bytes.len(), cutoff, &flags(page, keep_hidden, drop_noscript))
 }
+
+/// `simplify_page` (`with_map` false) or `simplify_page_and_map` (true), with the page's
+/// metadata read off the same tree before the segmentation takes it (`metadata.rs`).
+pub fn simplify_page_with_metadata(
+    page: &Page,
+    cutoff: usize,
+    keep_hidden: bool,
+    drop_noscript: bool,
+    with_map: bool,
+) -> Res<(simplify::WithMapTree, crate::metadata::PageMetadata)> {
+    let (tree, root, _) = spec_tree(page, Read::Walk)?;
+    let metadata = crate::metadata::read(&tree, root);
+    let flags = flags(page, keep_hidden, drop_noscript);
+    let simplified = if with_map {
+        simplify::simplify_tree_and_map(tree, root, page.bytes.len(), cutoff, &flags)?
+    } else {
+        let (simplified, map_html) = simplify::simplify_tree(tree, root, page.bytes.len(), cutoff, &flags)?;
+        (simplified, map_html, None)
+    };
+    Ok((simplified, metadata))
+}

@@ -7,7 +7,10 @@
  *                                         fields every door writes (runtime/flow/schema.py):
  *                                         {"id": …, "markdown": "…", "n_main": N,
  *                                         "n_other": N, "error": null | "…", "truncated": …,
- *                                         "empty_reason": …, "encoding": …}
+ *                                         "empty_reason": …, "encoding": …, "title": …,
+ *                                         "authors": […], "published": …, "modified": …,
+ *                                         "site_name": …, "language": …, "canonical_url": …,
+ *                                         "description": …}
  * options:
  *   --model DIR      a model bundle directory (default: the embedded default model)
  *   --profile NAME   the bundle's profile ("fast" or "accurate" for the default model;
@@ -409,6 +412,26 @@ int main(int argc, char **argv) {
             write_json_or_null(stdout, pulpie_rt_result_empty_reason(r));
             fputs(", \"encoding\": ", stdout);
             write_json_or_null(stdout, pulpie_rt_result_encoding(r));
+            /* the page's metadata (ABI 7) */
+            fputs(", \"title\": ", stdout);
+            write_json_or_null(stdout, pulpie_rt_result_title(r));
+            fputs(", \"authors\": [", stdout);
+            for (uint32_t a = 0; a < pulpie_rt_result_n_authors(r); a++) {
+                const char *author = pulpie_rt_result_authors(r, a);
+                if (a) fputs(", ", stdout);
+                write_json_string(stdout, author, strlen(author));
+            }
+            fputc(']', stdout);
+            const char *(*const metadata[])(const pulpie_rt_result *) = {
+                pulpie_rt_result_published, pulpie_rt_result_modified, pulpie_rt_result_site_name,
+                pulpie_rt_result_language, pulpie_rt_result_canonical_url,
+                pulpie_rt_result_description};
+            const char *const metadata_names[] = {"published", "modified", "site_name", "language",
+                                                  "canonical_url", "description"};
+            for (size_t m = 0; m < sizeof metadata / sizeof *metadata; m++) {
+                printf(", \"%s\": ", metadata_names[m]);
+                write_json_or_null(stdout, metadata[m](r));
+            }
             if (labels) {
                 fputs(", \"labels\": {", stdout);
                 uint32_t n_labels = pulpie_rt_result_n_labels(r);

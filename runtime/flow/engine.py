@@ -138,7 +138,9 @@ class Engine:
     its default, one per core). ``limits`` bounds what one page may cost; ``max_batch_tokens``
     and ``cutoff_length`` default to the core's. ``favor``: ``precision`` (fewer blocks kept),
     ``balanced`` (the bundle's own decision) or ``recall`` (more), a named shift of the
-    bundle's decision threshold (``favor_settings``).
+    bundle's decision threshold (``favor_settings``). ``metadata``: read each page's metadata
+    (``schema.METADATA_FIELDS``; False: those fields stay empty, for a caller that has no use
+    for them).
 
     ``extract_pages`` may be called from any number of threads at once.
     """
@@ -155,6 +157,7 @@ class Engine:
         cutoff_length: int | None = None,
         stats: RunStats | None = None,
         favor: str = DEFAULT_FAVOR,
+        metadata: bool = True,
     ):
         favor_code = favor_value(favor)
         self.favor = favor
@@ -181,6 +184,7 @@ class Engine:
                               else max_batch_tokens)
         o.cutoff_length = defaults.cutoff_length if cutoff_length is None else cutoff_length
         o.favor = favor_code
+        o.metadata = 1 if metadata else 0
         if isinstance(o.cutoff_length, bool) or not isinstance(o.cutoff_length, int) or \
                 o.cutoff_length < 0:
             raise ValueError(f"cutoff_length must be a non-negative int, not {cutoff_length!r}")
@@ -362,14 +366,18 @@ def _result_of(view: ctypes.Structure) -> PageResult:
                   for item_id, main in zip(ids, mains, strict=False)}
         values = (ctypes.c_float * view.n_labels).from_address(view.label_scores)
         scores = dict(zip(ids, values, strict=False))
+    authors = (ctypes.string_at(view.authors, view.authors_len).decode("utf-8", "replace")
+               .split("\0")[:-1] if view.authors_len else [])
     return PageResult(
         html=_text(view.html, view.html_len),
         markdown=_text(view.markdown, view.markdown_len),
         labels=labels,
         scores=scores,
         threshold=None if math.isnan(view.threshold) else view.threshold,
-        # the record's fields the view holds (error, truncated, ...), by their names
+        authors=authors,
+        # the record's fields the view holds (error, truncated, title, ...), by their names
         **{f.name: _optional(getattr(view, f.name)) if f.type == "string"
-           else getattr(view, f.name) for f in RESULT_FIELDS if hasattr(type(view), f.name)},
+           else getattr(view, f.name) for f in RESULT_FIELDS
+           if hasattr(type(view), f.name) and f.type != "strings"},
     )
 

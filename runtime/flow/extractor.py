@@ -43,6 +43,8 @@ class Extractor:
     ``favor``: ``precision``, ``balanced`` (the bundle's own decision) or ``recall`` (see
     ``Engine``), the default of every call; ``extract(..., favor=)`` and
     ``extract_batch(..., favor=)`` take another for one call, on the same engine.
+    ``metadata``: read each page's title, authors, dates, language, canonical URL and
+    description (``PageResult``'s attributes; False: they stay empty).
     """
 
     def __init__(
@@ -56,11 +58,13 @@ class Extractor:
         limits: PageLimits = DEFAULT_LIMITS,
         profile: str | None = None,
         favor: str = DEFAULT_FAVOR,
+        metadata: bool = True,
     ):
         self.stats = RunStats()
         self.engine = Engine(model, profile=profile, backend=backend, device=device,
                              threads=threads, limits=limits, max_batch_tokens=max_batch_tokens,
-                             cutoff_length=cutoff_length, stats=self.stats, favor=favor)
+                             cutoff_length=cutoff_length, stats=self.stats, favor=favor,
+                             metadata=metadata)
         self.bundle = self.engine.bundle
 
     @property

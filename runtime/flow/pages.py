@@ -150,6 +150,15 @@ class PageResult:
     # not made by the engine); not compared (a NaN is not equal to itself)
     scores: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     threshold: float | None = field(default=None, compare=False)
+    # what the page's markup says of it (schema.METADATA_FIELDS; the engine's results only)
+    title: str | None = None
+    authors: list[str] = field(default_factory=list)
+    published: str | None = None  # ISO 8601
+    modified: str | None = None  # ISO 8601
+    site_name: str | None = None
+    language: str | None = None  # ISO 639
+    canonical_url: str | None = None
+    description: str | None = None
     # content() by (format, what it drops): made once, where it is first asked for
     _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 # the formats the main content is given in: a ``PageResult`` attribute each
 CONTENT_FORMATS = ("markdown", "html", "text")
@@ -36,9 +37,10 @@ CONTENT_FORMATS = ("markdown", "html", "text")
 OUTPUT_FORMATS = (*CONTENT_FORMATS, "json")
 DEFAULT_FORMAT = "markdown"
 # a field's type, as the user guide names it (``id``: a string in files, a string or number
-# as a service caller sent it; ``labels``: block id -> "main" | "other")
+# as a service caller sent it; ``labels``: block id -> "main" | "other"; ``strings``: a list
+# of strings)
 TYPES = {"string": "string", "integer": "integer", "id": "string, number",
-         "labels": "object"}
+         "labels": "object", "strings": "array of strings"}
 # what a reader may leave out of the content (``Output``'s switches)
 SWITCHES = ("links", "images", "tables")
 
@@ -100,6 +102,8 @@ class Field:
         if self.type == "labels":
             return {"type": "object", "additionalProperties": {"enum": ["main", "other"]},
                     "description": self.meaning}
+        if self.type == "strings":
+            return {"type": "array", "items": {"type": "string"}, "description": self.meaning}
         kind = "integer" if self.type == "integer" else "string"
         return {"type": [kind, "null"] if self.nullable else kind, "description": self.meaning}
 
@@ -109,6 +113,8 @@ class Field:
 
         if self.type == "labels":
             return pa.map_(pa.string(), pa.string())
+        if self.type == "strings":
+            return pa.list_(pa.string())
         return pa.int64() if self.type == "integer" else pa.string()
 
 
@@ -134,6 +140,29 @@ RESULT_FIELDS = (
     Field("encoding", "string", True, "what the page's bytes were decoded with (null for a "
                                       "page given as text)"),
 )
+# what the page's own markup says of it, read by the core in the same parse (core/src/metadata):
+# each field's first value in order of trust, JSON-LD, OpenGraph and article:*, the other
+# <meta>, <time datetime>, the page's <h1> or <title>; null (authors: []) where it says none
+METADATA_FIELDS = (
+    Field("title", "string", True, "the page's title: JSON-LD's headline, og:title, "
+                                   "meta, else its <h1> or <title>"),
+    Field("authors", "strings", False, "the page's authors as its markup names them (JSON-LD, "
+                                       "meta author, article:author), [] when none"),
+    Field("published", "string", True, "when the page was published, ISO 8601 "
+                                       '("2024-03-05" or "2024-03-05T10:30:00+01:00")'),
+    Field("modified", "string", True, "when the page was last modified, ISO 8601"),
+    Field("site_name", "string", True, "the site's name (JSON-LD's WebSite or publisher, "
+                                       "og:site_name)"),
+    Field("language", "string", True, "the page's language, an ISO 639 code: declared (<html "
+                                      "lang>, Content-Language, JSON-LD, og:locale), else "
+                                      "detected from the main content; null when unclear"),
+    Field("canonical_url", "string", True, "<link rel=canonical>, else og:url, resolved "
+                                           "against <base href> and the record's url; else the "
+                                           "record's url"),
+    Field("description", "string", True, "the page's description (JSON-LD, og:description, "
+                                         "meta description)"),
+)
+RESULT_FIELDS = (*RESULT_FIELDS, *METADATA_FIELDS)
 
 
 LABELS = Field("labels", "labels", False, 'each block\'s label, {block id: "main" | "other"}, '
@@ -198,6 +227,10 @@ def record(page_id: Any, result: Any, output: Output | str = DEFAULT_FORMAT, *,
         values["error"] = error
     if url is not None:
         values[URL.name] = url
+        # what the page names, resolved against where it was fetched (the core knows only
+        # its <base href>); the record's own URL where it names none
+        canonical = values["canonical_url"]
+        values["canonical_url"] = urljoin(url, canonical) if canonical else url
     return values
 
 

@@ -462,6 +462,8 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             eos_id: (o.eos_id >= 0).then_some(o.eos_id),
             keep_hidden: o.segmentation & PULPIE_RT_SIMPLIFY_KEEP_HIDDEN != 0,
             drop_noscript: o.segmentation & PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT != 0,
+            // the Python page flow's stages one by one: the engine's results carry the metadata
+            metadata: false,
         };
         let with_features = super::features::FeatureSet::from_ffi(o.features);
         super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)

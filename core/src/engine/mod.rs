@@ -26,6 +26,7 @@ pub(crate) mod ffi;
 pub(crate) mod prepare;
 pub mod py;
 
+pub use crate::metadata::PageMetadata;
 use crate::ort::{
     default_buckets, make_batches, BlockRescorer, Bucket, ContextRescorer, FlatBatch, GpuOptions,
     ModelSource, Ort, SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
@@ -74,6 +75,8 @@ pub struct EngineConfig {
     /// how a GPU provider runs: more GPUs, TensorRT's precision, profiles and caches
     /// (`devices.rs`)
     pub gpu: GpuOptions,
+    /// read each page's metadata (`crate::metadata`; false: `PageOutput::metadata` empty)
+    pub metadata: bool,
 }
 
 impl Default for EngineConfig {
@@ -86,6 +89,7 @@ impl Default for EngineConfig {
             cutoff_length: DEFAULT_CUTOFF_LENGTH,
             decision_shift: 0.0,
             gpu: GpuOptions::default(),
+            metadata: true,
         }
     }
 }
@@ -114,6 +118,9 @@ pub struct PageOutput {
     pub encoding: Option<String>,
     /// what each label was decided from (the page inspector's figures)
     pub scores: LabelScores,
+    /// what the page's markup says of it (`crate::metadata`; empty on error, or when the
+    /// engine reads none: `EngineConfig::metadata`)
+    pub metadata: PageMetadata,
 }
 
 /// Per label (in `PageOutput::labels`' order) the score of its block (log-odds of main; NaN:
@@ -166,6 +173,7 @@ pub(crate) struct Prepared {
     features: Option<Vec<f32>>,
     truncated: Option<String>,
     n_classified: usize,
+    metadata: PageMetadata,
 }
 
 /// How `prepare_text` cuts, segments and packs a page (`Preparer`'s settings).
@@ -183,6 +191,8 @@ pub(crate) struct PrepareSettings {
     /// segment without the `noscript` elements that hold no block
     /// (`simplify::Flags::drop_noscript`; a bundle profile's `drop_noscript`)
     pub drop_noscript: bool,
+    /// read the page's metadata off the tree the segmentation walks (`crate::metadata`)
+    pub metadata: bool,
 }
 
 /// `Preparer.prepare` once the page is text: cut by `limits.max_input_bytes`, simplified,
@@ -204,18 +214,26 @@ pub(crate) fn prepare_text(
             .and_then(|page| {
                 let (cutoff, keep_hidden, drop_noscript) =
                     (settings.cutoff_length, settings.keep_hidden, settings.drop_noscript);
-                if with_features == features::FeatureSet::None {
+                let with_map = with_features != features::FeatureSet::None;
+                if settings.metadata {
+                    // the metadata read off the tree the segmentation then takes (one parse)
+                    return crate::page::simplify_page_with_metadata(
+                        &page, cutoff, keep_hidden, drop_noscript, with_map,
+                    );
+                }
+                if !with_map {
                     let (simplified, map_html) =
                         crate::page::simplify_page(&page, cutoff, keep_hidden, drop_noscript)?;
-                    return Ok((simplified, map_html, None));
+                    return Ok(((simplified, map_html, None), PageMetadata::default()));
                 }
                 // the features read the tree map_html is written from, as it reads back
                 crate::page::simplify_page_and_map(&page, cutoff, keep_hidden, drop_noscript)
+                    .map(|simplified| (simplified, PageMetadata::default()))
             })
             .map_err(|crate::tree::Unsupported(why)| why.to_string())
     }))
     .unwrap_or_else(|_| Err(panic_message()));
-    let (simplified, map_html, map_tree) = simplified
+    let ((simplified, map_html, map_tree), metadata) = simplified
         .map_err(|why| format!("simplify: SimplifyError: the compiled core failed on this input: {why}"))?;
     let (blocks, item_ids) = prepare::extract_blocks(&simplified);
     let (chunks, n_classified) = match tokenizer {
@@ -258,7 +276,7 @@ pub(crate) fn prepare_text(
         None
     };
     let truncated = (!cuts.is_empty()).then(|| cuts.join("; "));
-    Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified })
+    Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified, metadata })
 }
 
 /// The bundle's block rescorer as the engine runs it (`rescore.BlockRescorer`).
@@ -589,6 +607,7 @@ impl Engine {
             eos_id: m.eos_id,
             keep_hidden: m.keep_hidden,
             drop_noscript: m.drop_noscript,
+            metadata: self.config.metadata,
         };
         // check_rescorer let in only the layouts this core computes
         let feature_set = self.manifest.prepared_features().map_or(features::FeatureSet::None, |layout| {
@@ -800,6 +819,18 @@ impl Engine {
             let finished = finish_main(&page.map_html, &main, any_main)?;
             (labels, finished)
         };
+        let mut metadata = page.metadata.clone();
+        if self.config.metadata && metadata.language.is_none() {
+            // undeclared: the language of the main content, else of what the markup says
+            metadata.language = crate::metadata::language::detect(&finished.markdown)
+                .or_else(|| {
+                    let said = [metadata.title.as_deref(), metadata.description.as_deref()];
+                    crate::metadata::language::detect(
+                        &said.into_iter().flatten().collect::<Vec<_>>().join(" "),
+                    )
+                })
+                .map(str::to_string);
+        }
         Ok(PageOutput {
             html: finished.html,
             markdown: finished.markdown,
@@ -809,6 +840,7 @@ impl Engine {
             empty_reason: finished.empty_reason.map(str::to_string),
             encoding: None,
             scores,
+            metadata,
         })
     }
 }
