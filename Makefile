@@ -201,8 +201,9 @@ fuzz: venv
 # fast-seeds done first, the fast profile's rows are means ± spread over three seeds. Per-page
 # scores are kept (--per-page) for python -m bench.losses RESULT.json.
 quality: venv
-	$(PYTHON) -c "import trafilatura" 2>/dev/null || $(PIP) install -q -e '.[bench]'
+	$(PYTHON) -c "import trafilatura, py3langid" 2>/dev/null || $(PIP) install -q -e '.[bench]'
 	$(PYTHON) -m bench.quality --sets all --seed-models $(SEED_MODELS) --per-page
+	$(PYTHON) -m bench.metadata quality --out bench/results/
 	$(PYTHON) -m bench.plots
 
 # The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into

@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pages for the Ray-vs-run row (default: all)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["cpu", "e2e", "pipelines", "tokens", "serve", "ray", "capi",
-                                 "soak", "trees", "resume", "processes", "lengths"],
+                                 "soak", "trees", "resume", "processes", "lengths",
+                                 "metadata"],
                         help="parts to leave out")
     parser.add_argument("--serve-pages", type=int, default=None,
                         help="dev pages for the service vs Pipeline row (default: "
@@ -83,6 +84,14 @@ def run(args: argparse.Namespace) -> int:
         report["cpu_stages"] = run_cpu_stages(pages, checkpoint=args.checkpoint,
                                               repeats=args.repeats)
         tables.append(cpu_stages_table(report["cpu_stages"]))
+        print(tables[-1], flush=True)
+    if "metadata" not in args.skip:
+        from bench.metadata import cost, cost_line
+
+        print("Page metadata: the fast profile with and without it, interleaved", flush=True)
+        pages = bench_pages(args.cpu_pages, args.inputs, args.corpus)
+        report["metadata"] = cost(pages, args.corpus, repeats=max(args.repeats, 3))
+        tables.append(cost_line(report["metadata"]))
         print(tables[-1], flush=True)
     if "processes" not in args.skip:
         from bench.processes import DEFAULT_ROUNDS, processes_table, run_processes
