@@ -159,6 +159,11 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   linked share, the share of the run's items holding a `<time>`, and how far up a class, id
   or aria-label says `trending`, `most-read`, `latest`, `teaser`, `outbrain`, `related` …
   or `comment`, `poll` … (`features.RAIL_NAMES`).""" if fast_layout == "blocks-v5" else ""
+    truncated = fast.get("truncated")
+    # a bag cut after training (python -m train.truncate_bag): the members kept are the first
+    truncated_text = (f" (the first {truncated['kept']} of the {truncated['from_bag']} trained, "
+                      "leaf values rescaled to their mean: `python -m train.truncate_bag`)"
+                      if truncated else "")
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -175,8 +180,8 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   first and its near copies and of the page (`stage_features`), so a block is judged beside
   what was decided around it.{rails_text}
   Each stage averages {fast.get('bag', 1)} ensembles of {fast['trees_per_stage']} trees
-  trained with different seeds (one ensemble's dev figures move by about ±0.01 with its
-  seed), the rescorer settings above, {weighting}
+  trained with different seeds{truncated_text} (one ensemble's dev figures move by about
+  ±0.01 with its seed), the rescorer settings above, {weighting}
   ({fast['folds']} folds of whole train pages{folded_text}). {selection_text} `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
   out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no

@@ -1,0 +1,157 @@
+"""A bundle whose fast rescorer keeps only the first K bag members of each stage.
+
+``train.fast.fit_stage`` averages ``recipe.fast_bag`` LightGBM ensembles of
+``recipe.rescorer_rounds`` trees (``average_boosters``: member after member, each leaf value
+divided by the bag's size) into one ``TreeEnsembleClassifier``. Keeping the first K members
+and multiplying their leaf values by bag / K gives exactly the mean of those K members' raw
+scores: fewer trees to evaluate per block, the same kind of model. Every other file of the
+bundle is copied unchanged; ``results.json`` records the bag kept and where it came from, so
+the model card and anything reading ``fast.bag`` describe what is shipped.
+
+    python -m train.truncate_bag MODEL --keep K --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from train.fast import FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME
+
+STAGE_FILES = (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)
+RESULTS_NAME = "results.json"
+
+
+class TruncateError(ValueError):
+    pass
+
+
+def _values(attribute):
+    import onnx
+
+    return {onnx.AttributeProto.INTS: attribute.ints, onnx.AttributeProto.FLOATS:
+            attribute.floats, onnx.AttributeProto.STRINGS: attribute.strings}.get(attribute.type)
+
+
+def truncate_stage(model, bag: int, trees_per_member: int, keep: int, name: str = "stage"):
+    """``model`` (an ``onnx.ModelProto`` holding one ``TreeEnsembleClassifier`` of ``bag`` ×
+    ``trees_per_member`` trees) cut, in place, to its first ``keep`` members' trees with leaf
+    weights scaled by ``bag / keep``."""
+    nodes = [n for n in model.graph.node if n.op_type == "TreeEnsembleClassifier"]
+    if len(nodes) != 1:
+        raise TruncateError(f"{name}: {len(nodes)} TreeEnsembleClassifier nodes, expected 1")
+    attributes = {a.name: a for a in nodes[0].attribute}
+    if "base_values" in attributes and any(_values(attributes["base_values"])):
+        raise TruncateError(f"{name}: base_values are set; a bag member's share of them is "
+                            "unknown")
+    tree_ids = list(attributes["nodes_treeids"].ints)
+    trees = len(set(tree_ids))
+    if trees != bag * trees_per_member or set(tree_ids) != set(range(trees)):
+        raise TruncateError(f"{name}: {trees} trees, expected {bag} members × "
+                            f"{trees_per_member} trees numbered from 0")
+    last = keep * trees_per_member
+    keep_nodes = [i for i, t in enumerate(tree_ids) if t < last]
+    keep_leaves = [i for i, t in enumerate(attributes["class_treeids"].ints) if t < last]
+    scale = bag / keep
+    for attribute_name, attribute in attributes.items():
+        if attribute_name.startswith("nodes_"):
+            kept = keep_nodes
+        elif attribute_name.startswith("class_") and attribute_name != "classlabels_int64s":
+            kept = keep_leaves
+        else:
+            continue
+        values = _values(attribute)
+        new = [values[i] for i in kept]
+        if attribute_name == "class_weights":
+            new = [v * scale for v in new]
+        del values[:]
+        values.extend(new)
+    return model
+
+
+def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None = None,
+                    evaluate: bool = False, threads: int = 2) -> dict:
+    """Write ``out``: ``model_dir`` with both fast stages cut to their first ``keep`` bag
+    members. With ``evaluate``, each profile's figures on the dev pages with ground truth are
+    measured again (``train.__main__.evaluate_profiles``, as training does) and the model card
+    is written from them; without, ``results.json`` says its dev figures are the uncut
+    model's. Returns the ``fast`` record written into ``out/results.json``."""
+    import onnx
+
+    results = json.loads((model_dir / RESULTS_NAME).read_text())
+    fast = results.get("fast")
+    if not fast or "bag" not in fast:
+        raise TruncateError(f"{model_dir}: {RESULTS_NAME} records no fast rescorer bag")
+    bag, trees_per_member = int(fast["bag"]), int(fast["trees_per_stage"])
+    if not 1 <= keep <= bag:
+        raise TruncateError(f"--keep {keep}: the bag of {model_dir} has {bag} members "
+                            f"(keep 1 to {bag})")
+    stages = {name: truncate_stage(onnx.load(model_dir / name), bag, trees_per_member, keep,
+                                   name)
+              for name in STAGE_FILES}
+    if out.resolve() == model_dir.resolve():
+        raise TruncateError(f"--out {out} is the model itself")
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(model_dir, out)
+    for name, stage in stages.items():
+        onnx.save(stage, out / name)
+    truncated = {"from_bag": bag, "kept": keep,
+                 "rule": "the first members' trees, leaf values × from_bag / kept (their mean)",
+                 **({"command": command} if command else {}),
+                 "dev_groundtruth": "measured again" if evaluate else "the uncut model's",
+                 **({"from": fast["truncated"]} if "truncated" in fast else {})}
+    fast.update({"bag": keep, "truncated": truncated,
+                 "onnx_bytes": {name: (out / name).stat().st_size for name in STAGE_FILES}})
+    results["fast"] = fast
+    if evaluate:
+        _evaluate(out, results, threads)
+    (out / RESULTS_NAME).write_text(json.dumps(results, indent=2) + "\n")
+    return fast
+
+
+def _evaluate(out: Path, results: dict, threads: int) -> None:
+    """``results``' dev figures measured again on ``out`` and its model card rewritten (the
+    card is written from ``results.json``, as ``python -m train`` writes it)."""
+    from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+    from train.__main__ import evaluate_profiles
+    from train.card import model_card
+
+    profiles = evaluate_profiles(out, threads)
+    results["dev_groundtruth"] = {
+        name: {k: v for k, v in scores.items() if k not in ("per_page", "micro")}
+        for name, scores in profiles.items()}
+    manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    files = [p for p in out.iterdir() if p.suffix in (".onnx", ".json") and p.name not in (
+        RESULTS_NAME,)]
+    size = sum(p.stat().st_size for p in files)
+    (out / "README.md").write_text(model_card(results, manifest, size), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m train.truncate_bag",
+        description="Keep the first K bag members of each fast rescorer stage (their mean).")
+    parser.add_argument("model", type=Path, help="bundle folder (e.g. pulpie_rt/default_model)")
+    parser.add_argument("--keep", type=int, required=True, help="bag members to keep")
+    parser.add_argument("--out", type=Path, required=True, help="new bundle folder (replaced)")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="measure each profile on the dev pages with ground truth again and "
+                             "rewrite the model card (what shipping the bundle needs)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for --evaluate")
+    args = parser.parse_args(argv)
+    command = (f"python -m train.truncate_bag {args.model} --keep {args.keep} --out {args.out}"
+               + (" --evaluate" if args.evaluate else ""))
+    try:
+        fast = truncate_bundle(args.model, args.keep, args.out, command, args.evaluate,
+                               args.threads)
+    except TruncateError as error:
+        parser.exit(2, f"error: {error}\n")
+    print(f"{args.out}: {fast['truncated']['kept']} of {fast['truncated']['from_bag']} bag "
+          f"members per stage, {fast['trees_per_stage'] * fast['bag']} trees each")
+
+
+if __name__ == "__main__":
+    main()
