@@ -56,6 +56,11 @@ def test_a_model_to_export_adds_the_export_extra_and_make_test_builds_the_full_o
     hub = "\n".join(_dry_run("run", "MODEL=orange-small"))
     assert "torch==2.13.0" in hub and "'.[io,export,cpu]'" in hub and "pulpie==" not in hub
     full = _dry_run("test")
-    assert all(line.startswith(".venv/bin/python -m pip") for line in full)
+    # Python packages go into the test venv only; the one system install is the inspector's
+    # browser (make browser: Debian's chromium, when missing and root)
+    python = [line for line in full if " pip " in line]
+    assert python and all(line.startswith(".venv/bin/python -m pip") for line in python)
+    system = [line for line in full if " pip " not in line]
+    assert system and all("chromium" in line for line in system)
     assert any("torch==2.13.0" in line for line in full)
     assert any("pulpie==0.0.2" in line for line in full)
