@@ -17,6 +17,7 @@ WRITE_EVERY_PAGES = 64
 WRITE_EVERY_S = 2.0
 PARQUET_ROWS_PER_PART = 2048  # one row group per part file
 PARQUET_PART_EVERY_S = 60.0
+EXIT_USAGE = 2  # a page or an option the command cannot take (argparse's own code)
 EXIT_OUTPUT_FAILED = 3  # the output could not be written (disk full, read-only)
 EXIT_TERMINATED = 143  # SIGTERM, after writing every finished page (128 + 15)
 EXIT_INTERRUPTED = 130  # Ctrl-C, likewise
@@ -47,20 +48,29 @@ class _SigtermGuard:
             raise Terminated()
 
 
-def _fail(command: str, message: str, code: int = 2) -> int:
+def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
     print(f"pulpie-rt {command}: {message}", file=sys.stderr)
     return code
+
+
+def _read_page(command: str, page: str) -> tuple[str, bytes | None]:
+    """The page ``extract`` or ``inspect`` reads (``-``: standard input) and the name errors
+    give it; ``None`` for the bytes once the failure is printed."""
+    source = "<stdin>" if page == "-" else page
+    try:
+        return source, sys.stdin.buffer.read() if page == "-" else Path(page).read_bytes()
+    except OSError as exc:
+        _fail(command, f"{source}: cannot read ({exc.strerror or exc})")
+        return source, None
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from pulpie_rt.runtime.flow.engine import BackendError
     from pulpie_rt.runtime.flow.extractor import ExtractionError, Extractor
 
-    source = "<stdin>" if args.page == "-" else args.page
-    try:
-        data = sys.stdin.buffer.read() if args.page == "-" else Path(args.page).read_bytes()
-    except OSError as exc:
-        return _fail("extract", f"{source}: cannot read ({exc.strerror or exc})")
+    source, data = _read_page("extract", args.page)
+    if data is None:
+        return EXIT_USAGE
     try:
         extractor = Extractor(args.model, backend=args.backend, device=args.device,
                               limits=_limits(args), profile=args.profile, favor=args.favor)
@@ -90,11 +100,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from pulpie_rt.runtime.flow.engine import BackendError, Engine
     from pulpie_rt.runtime.inspector import InspectError, inspect_page, report_html
 
-    source = "<stdin>" if args.page == "-" else args.page
-    try:
-        data = sys.stdin.buffer.read() if args.page == "-" else Path(args.page).read_bytes()
-    except OSError as exc:
-        return _fail("inspect", f"{source}: cannot read ({exc.strerror or exc})")
+    source, data = _read_page("inspect", args.page)
+    if data is None:
+        return EXIT_USAGE
     try:
         engine = Engine(args.model, profile=args.profile, backend=args.backend,
                         device=args.device, limits=_limits(args), favor=args.favor)

@@ -91,6 +91,9 @@ def test_one_line_errors_without_traceback(tmp_path):
         (("extract", tmp_path / "missing.html", "--model", tiny_bundle()),
          f"pulpie-rt extract: {tmp_path / 'missing.html'}: cannot read (No such file or "
          "directory)"),
+        (("inspect", tmp_path / "missing.html", "--out", tmp_path / "r.html"),
+         f"pulpie-rt inspect: {tmp_path / 'missing.html'}: cannot read (No such file or "
+         "directory)"),
         (("run", tmp_path / "missing.jsonl", "--out", tmp_path / "o.jsonl"),
          f"pulpie-rt run: {tmp_path / 'missing.jsonl'}: no such file"),
     ]
