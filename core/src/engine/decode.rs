@@ -107,23 +107,6 @@ pub const NO_FEATURES: &str =
     "rescore: ValueError: the bundle has a rescorer but the page has no block features \
                                (prepared without Preparer.from_bundle?)";
 
-/// A page's decoding: the argmax path, or `pages.decide_blocks` (margins →
-/// per-block scores, the rescorer's scores over `features` when there is one, blocks past
-/// `n_classified` "other", the threshold, `keep_best_block`). `features`: `n_blocks` rows.
-/// An error is the page's `"rescore: …"`.
-pub fn decide_blocks(
-    n_blocks: usize,
-    chunk_blocks: &[&[usize]],
-    outputs: &[SepOutputs<'_>],
-    decoding: &Decoding,
-    rescorer: Option<&BlockRescorer>,
-    features: Option<&[f32]>,
-    n_classified: usize,
-) -> Result<Vec<usize>, String> {
-    decide_blocks_scored(n_blocks, chunk_blocks, outputs, decoding, rescorer, features, n_classified)
-        .map(|decided| decided.predictions)
-}
-
 /// A page's decision with what it was decided from: per block its prediction (1: main) and
 /// its score (log-odds of main, after the rescorer and the priors; NaN: none, a block the
 /// limits cut), and the threshold a score was compared with (`Decoding::main_margin`, the
@@ -137,9 +120,12 @@ pub struct Decided {
     pub threshold: f64,
 }
 
-/// `decide_blocks` with the scores and the threshold it decided from (the page inspector's
-/// figures: `pulpie_rt_result_score`).
-pub fn decide_blocks_scored(
+/// A page's decoding: the argmax path, or `pages.decide_blocks` (margins →
+/// per-block scores, the rescorer's scores over `features` when there is one, blocks past
+/// `n_classified` "other", the threshold, `keep_best_block`), with the scores and the threshold
+/// it decided from (the page inspector's figures: `pulpie_rt_result_score`). `features`:
+/// `n_blocks` rows. An error is the page's `"rescore: …"`.
+pub fn decide_blocks(
     n_blocks: usize,
     chunk_blocks: &[&[usize]],
     outputs: &[SepOutputs<'_>],
@@ -559,22 +545,21 @@ mod tests {
             SepOutputs::Logits { values: &logits_b, labels: 2 },
         ];
         let blocks: [&[usize]; 2] = [&[0, 1], &[2]];
-        let argmax = decide_blocks_scored(4, &blocks, &outputs, &plain, None, None, 4).unwrap();
+        let argmax = decide_blocks(4, &blocks, &outputs, &plain, None, None, 4).unwrap();
         assert_eq!(argmax.predictions, vec![1, 0, 1, 0]);
         assert_eq!(&argmax.scores[..3], &[2.0, -0.5, 4.0]);
         assert!(argmax.scores[3].is_nan());
         assert_eq!(argmax.threshold, 0.0);
         // a bundle's threshold, shifted by the favor: the same scores, compared with it
         let bundle = Decoding { margins: true, main_margin: Some(0.25), ..plain }.shifted(1.0);
-        let decided = decide_blocks_scored(4, &blocks, &outputs, &bundle, None, None, 4).unwrap();
+        let decided = decide_blocks(4, &blocks, &outputs, &bundle, None, None, 4).unwrap();
         assert_eq!((decided.predictions.clone(), decided.threshold), (vec![1, 0, 1, 0], 1.25));
         assert_eq!(&decided.scores[..3], &argmax.scores[..3]);
         // keep_best_block keeps a block below the threshold: its score says so
         let strict = Decoding { keep_best_block: true, main_margin: Some(5.0), ..bundle };
-        let kept = decide_blocks_scored(4, &blocks, &outputs, &strict, None, None, 4).unwrap();
+        let kept = decide_blocks(4, &blocks, &outputs, &strict, None, None, 4).unwrap();
         assert_eq!(kept.predictions, vec![0, 0, 1, 0]);
         assert!(kept.scores[2] < kept.threshold as f32);
-        assert_eq!(decide_blocks(4, &blocks, &outputs, &strict, None, None, 4).unwrap(), kept.predictions);
         // per label, the score of the block whose label it took (a repeated id: the last)
         let ids = [Some("a".to_string()), None, Some("b".to_string()), Some("a".to_string())];
         let labels = labels_from_predictions(&ids, &[1, 1, 0, 0]);

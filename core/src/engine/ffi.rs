@@ -158,6 +158,7 @@ pub unsafe extern "C" fn pulpie_rt_decide_blocks(
         }
         let features = (!features.is_null()).then(|| slice(features, n_blocks * n_features));
         decide_blocks(n_blocks, &chunk_blocks, &outputs, &decoding, rescorer.as_ref(), features, n_classified)
+            .map(|decided| decided.predictions)
             .map_err(OrtError)
     }) {
         Ok(predictions) => {

@@ -756,7 +756,7 @@ impl Engine {
             .iter()
             .map(|(values, labels)| decode::SepOutputs::Logits { values, labels: *labels })
             .collect();
-        decode::decide_blocks_scored(
+        decode::decide_blocks(
             page.item_ids.len(),
             &chunk_blocks,
             &outputs,
@@ -791,7 +791,7 @@ impl Engine {
             *score = f32::NAN; // cut by the limits: "other"
         }
         let all_blocks: Vec<usize> = (0..n_blocks).collect();
-        decode::decide_blocks_scored(
+        decode::decide_blocks(
             n_blocks,
             &[&all_blocks],
             &[decode::SepOutputs::Margins(&scores)],
