@@ -13,7 +13,7 @@
 //! block, ranks from a stable sort. What may still differ by an ulp is `log1p` (NumPy may use
 //! its own SIMD implementation); the tests compare with a tolerance.
 
-use std::collections::HashMap;
+use crate::hash::FastMap;
 
 use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, N_RAILS, PAGE, TEXT_STATS};
 
@@ -215,7 +215,7 @@ pub fn container_groups(rows: &[f32]) -> Vec<Vec<usize>> {
     GROUP_LEVELS
         .iter()
         .map(|&level| {
-            let mut numbers: HashMap<u64, usize> = HashMap::new();
+            let mut numbers: FastMap<u64, usize> = FastMap::default();
             let mut next = 0usize;
             rows.chunks_exact(N_FEATURES_V3)
                 .map(|row| {
@@ -287,7 +287,7 @@ fn container_columns(rows: &[f32]) -> Vec<Vec<f64>> {
 /// each group in block order, groups of two or more in order of their first block. As the
 /// specification's tuples of floats: -0.0 is 0.0, and a NaN in the key is never a copy.
 pub fn copy_groups(rows: &[f32]) -> Vec<Vec<usize>> {
-    let mut numbers: HashMap<[u32; COPY_COLUMNS.len()], usize> = HashMap::new();
+    let mut numbers: FastMap<[u32; COPY_COLUMNS.len()], usize> = FastMap::default();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (i, row) in rows.chunks_exact(N_FEATURES_V3).enumerate() {
         // a NaN count is no copy, as the specification's `>= 2` says
@@ -326,8 +326,8 @@ fn common_level(rows: &[f32], i: usize, j: usize) -> usize {
 /// nearest level another copy shares is the first whose count is two or more (the
 /// specification's minimum over pairs, in linear time: a page may repeat one link
 /// thousands of times). Keys: (group, level, identifier bits).
-fn shared_counts(rows: &[f32], groups: &[Vec<usize>]) -> HashMap<(usize, usize, u32), usize> {
-    let mut counts: HashMap<(usize, usize, u32), usize> = HashMap::new();
+fn shared_counts(rows: &[f32], groups: &[Vec<usize>]) -> FastMap<(usize, usize, u32), usize> {
+    let mut counts: FastMap<(usize, usize, u32), usize> = FastMap::default();
     for (g, group) in groups.iter().enumerate() {
         for &i in group {
             for level in 1..=N_CONTAINERS {
@@ -389,7 +389,7 @@ fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
                 .map(|(level, id)| (level, (id + 0.0).to_bits()))
         };
         // per ancestor: the highest probability and its block, and the second highest
-        let mut best: HashMap<(usize, u32), NearestCopies> = HashMap::new();
+        let mut best: FastMap<(usize, u32), NearestCopies> = FastMap::default();
         for &i in &group {
             first[i] = if i == group[0] { NO_NEIGHBOUR } else { p[group[0]] };
             let Some(id) = near_id(i) else { continue };
