@@ -184,7 +184,7 @@ def _page_bytes(html: str) -> bytes:
 
 class PageText(bytes):
     """A page's text as the core takes text (``_page_bytes``: UTF-8), had without a ``str``:
-    a JSONL line's HTML read by the core (``json_string_member``). Every door takes it as the
+    a JSONL line's HTML read by the core (``JsonStringMember``). Every door takes it as the
     ``str`` it encodes (text: no encoding to detect), not as page bytes."""
 
     __slots__ = ()
@@ -194,23 +194,39 @@ class PageText(bytes):
         return self.decode("utf-8", "surrogatepass")
 
 
-def json_string_member(line: bytes, name: bytes) -> tuple[PageText, int, int] | None:
-    """The string member ``name`` of the JSON object ``line`` holds, as the core reads it: its
-    text (``PageText``) and the byte span of its string token, quotes included; None where the
-    line is to be read otherwise (not one object, the member missing, repeated or not a string,
-    a lone surrogate escape: a JSON reader decides what it holds)."""
-    lib = _library()
-    span = (ctypes.c_size_t * 2)()
-    out = new("pulpie_rt_text_output")
-    status = lib.pulpie_rt_json_string_member(line, len(line), name, len(name), span,
-                                              ctypes.byref(out))
-    if status != _c("PULPIE_RT_DONE"):
-        return None
-    try:
-        text = PageText(ctypes.string_at(out.ptr, out.len) if out.len else b"")
-    finally:
-        lib.pulpie_rt_free(out.ptr, out.len)
-    return text, span[0], span[1]
+class JsonStringMember:
+    """The string member ``name`` of JSON objects, one line after another, as the core reads
+    it (``pulpie_rt_json_string_member``): the core writes each line's text into one buffer
+    kept here for every line (no allocation, no copy of the core's own), and the text is
+    copied once from it into its ``PageText``. One instance per reader (not shared by
+    threads)."""
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
+        self._lib = _library()
+        self._done = _c("PULPIE_RT_DONE")
+        self._span = (ctypes.c_size_t * 2)()
+        self._length = ctypes.c_size_t()
+        self._buffer = bytearray()
+        self._text = (ctypes.c_char * 0).from_buffer(self._buffer)
+
+    def __call__(self, line: bytes) -> tuple[PageText, int, int] | None:
+        """``line``'s member: its text (``PageText``) and the byte span of its string token,
+        quotes included; None where the line is to be read otherwise (not one object, the
+        member missing, repeated or not a string, a lone surrogate escape: a JSON reader
+        decides what it holds)."""
+        if len(self._buffer) < len(line):  # (the text is never longer than its line)
+            size = max(len(line), 2 * len(self._buffer))
+            self._text = None  # releases the old buffer's export
+            self._buffer = bytearray(size)
+            self._text = (ctypes.c_char * size).from_buffer(self._buffer)
+        status = self._lib.pulpie_rt_json_string_member(
+            line, len(line), self.name, len(self.name), self._span, self._text,
+            len(self._buffer), ctypes.byref(self._length))
+        if status != self._done:
+            return None
+        text = PageText(memoryview(self._buffer)[:self._length.value])
+        return text, self._span[0], self._span[1]
 
 
 def _segmentation_flags(keep_hidden: bool, drop_noscript: bool) -> int:

@@ -196,12 +196,15 @@ int32_t pulpie_rt_text(const uint8_t *input, size_t len, pulpie_rt_text_output *
 int32_t pulpie_rt_prune(const uint8_t *input, size_t len, uint32_t drop,
                         pulpie_rt_text_output *out);
 
-/* A JSONL line's string member name (UTF-8) as a page's text, and the byte span of its string
- * token, quotes included (span[0], span[1]): PULPIE_RT_DONE, or PULPIE_RT_FAILED (no reason)
- * where the line is to be read otherwise (not one JSON object, the member missing, repeated or
- * not a string, a lone surrogate escape). */
+/* A JSONL line's string member name (UTF-8) as a page's text, written at the start of text
+ * (text_cap bytes, at least len: one buffer for every line) with its length in *text_len, and
+ * the byte span of its string token, quotes included (span[0], span[1]): PULPIE_RT_DONE, or
+ * PULPIE_RT_FAILED (no reason) where the line is to be read otherwise (not one JSON object, the
+ * member missing, repeated or not a string, a lone surrogate escape) or text_cap is below len,
+ * PULPIE_RT_PANIC on a bug (read it otherwise too). */
 int32_t pulpie_rt_json_string_member(const uint8_t *line, size_t len, const uint8_t *name,
-                                     size_t name_len, size_t *span, pulpie_rt_text_output *out);
+                                     size_t name_len, size_t *span, uint8_t *text,
+                                     size_t text_cap, size_t *text_len);
 
 /* The block features of map_html's ids (joined in ids, id_lens[i] bytes each, PULPIE_RT_NO_ID
  * for an absent one); flags PULPIE_RT_FEATURES_*. */

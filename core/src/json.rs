@@ -66,6 +66,23 @@ pub fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
 /// read without building the rest. None where `bytes` is not one object as `parse` reads it,
 /// or holds no member `name`, or several, or one that is not a string.
 pub fn string_member(bytes: &[u8], name: &str) -> Option<(String, std::ops::Range<usize>)> {
+    let mut text = vec![0; bytes.len()];
+    let (len, span) = string_member_into(bytes, name, &mut text)?;
+    text.truncate(len);
+    Some((String::from_utf8(text).expect("string_member_into checks its text is UTF-8"), span))
+}
+
+/// `string_member` written into `text` (at least `bytes.len()` long; None where shorter): the
+/// length of the member's text (UTF-8) at its start, and its token's span. One buffer serves
+/// every line of a file (`pulpie_rt_json_string_member`): a page costs no allocation.
+pub fn string_member_into(
+    bytes: &[u8],
+    name: &str,
+    text: &mut [u8],
+) -> Option<(usize, std::ops::Range<usize>)> {
+    if text.len() < bytes.len() {
+        return None;
+    }
     let mut reader = Reader { bytes, pos: 0, depth: 1 };
     reader.skip_space();
     if bytes.get(reader.pos) != Some(&b'{') {
@@ -87,9 +104,9 @@ pub fn string_member(bytes: &[u8], name: &str) -> Option<(String, std::ops::Rang
                 return None;
             }
             let start = reader.pos;
-            let (text, end) = long_string(bytes, start)?;
+            let (len, end) = long_string(bytes, start, text)?;
             reader.pos = end;
-            found = Some((text, start..end));
+            found = Some((len, start..end));
         } else {
             reader.value().ok()?;
         }
@@ -215,14 +232,30 @@ fn attention_mask(chunk: &[u8]) -> u32 {
     })
 }
 
-/// The string token at `at` (its `"`) as `Reader::string` reads it, and the end of the token;
-/// None where that fails. Made for a page's HTML (an escape every 17 bytes, where reading run
-/// by run costs as much as orjson): one pass writing into one buffer of the rest of `bytes`
-/// (the text is never longer), 16 bytes at a time where none needs attention, the whole text
-/// checked as UTF-8 once (an escape writes whole characters, so a broken sequence of the input
-/// stays broken).
-fn long_string(bytes: &[u8], at: usize) -> Option<(String, usize)> {
-    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+/// What the byte after a backslash writes in a JSON string: the byte of each one-letter escape,
+/// 0 for `u` (four hex digits follow) and for every byte that begins no escape. A table, not
+/// a `match`: the pages' escapes (`\"`, `\n`, `\t`, `\/` mixed) would mispredict a jump.
+const SIMPLE_ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'/' as usize] = b'/';
+    table[b'b' as usize] = 0x08;
+    table[b'f' as usize] = 0x0c;
+    table[b'n' as usize] = b'\n';
+    table[b'r' as usize] = b'\r';
+    table[b't' as usize] = b'\t';
+    table
+};
+
+/// The string token at `at` (its `"`) as `Reader::string` reads it, written at the start of
+/// `out` (at least `bytes.len() - at` long: the text is never longer than its token): its
+/// length and the end of the token; None where `Reader::string` fails. Made for a page's HTML
+/// (an escape every 17 bytes, where reading run by run costs as much as orjson): one pass,
+/// 16 bytes at a time where none needs attention, each escape's byte from a table, the whole
+/// text checked as UTF-8 once (an escape writes whole characters, so a broken sequence of the
+/// input stays broken).
+fn long_string(bytes: &[u8], at: usize, out: &mut [u8]) -> Option<(usize, usize)> {
     let hex4 = |from: usize| -> Option<u32> {
         let digits = bytes.get(from..from + 4)?;
         if !digits.iter().all(u8::is_ascii_hexdigit) {
@@ -230,7 +263,7 @@ fn long_string(bytes: &[u8], at: usize) -> Option<(String, usize)> {
         }
         u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
     };
-    let mut out: Vec<u8> = vec![0; bytes.len() - at];
+    let out = &mut out[..bytes.len() - at];
     let mut written = 0;
     let mut pos = at + 1;
     loop {
@@ -249,34 +282,25 @@ fn long_string(bytes: &[u8], at: usize) -> Option<(String, usize)> {
             }
         }
         let b = *bytes.get(pos)?;
-        if !special(b) {
-            out[written] = b;
+        if b == b'\\' {
+            let simple = SIMPLE_ESCAPES[usize::from(*bytes.get(pos + 1)?)];
+            if simple != 0 {
+                out[written] = simple;
+                written += 1;
+                pos += 2;
+                continue;
+            }
+            if bytes[pos + 1] != b'u' {
+                return None;
+            }
+        } else if b == b'"' {
+            break;
+        } else if b < 0x20 {
+            return None; // a control character
+        } else {
+            out[written] = b; // (the last 15 bytes: no chunk of 16 left)
             written += 1;
             pos += 1;
-            continue;
-        }
-        if b != b'\\' {
-            if b == b'"' {
-                break;
-            }
-            return None; // a control character
-        }
-        let simple = match *bytes.get(pos + 1)? {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => 0,
-            _ => return None,
-        };
-        if simple != 0 {
-            out[written] = simple;
-            written += 1;
-            pos += 2;
             continue;
         }
         let unit = hex4(pos + 2)?;
@@ -301,8 +325,8 @@ fn long_string(bytes: &[u8], at: usize) -> Option<(String, usize)> {
         out[written..written + encoded.len()].copy_from_slice(encoded);
         written += encoded.len();
     }
-    out.truncate(written);
-    Some((String::from_utf8(out).ok()?, pos + 1))
+    std::str::from_utf8(&out[..written]).ok()?;
+    Some((written, pos + 1))
 }
 
 struct Reader<'a> {
@@ -636,6 +660,20 @@ mod tests {
     }
 
     #[test]
+    fn one_buffer_reads_every_line() {
+        // a buffer written by a longer line before: only the text's length is read back
+        let mut text = vec![b'x'; 64];
+        let first = b"{\"html\": \"<p>a long page of plain text</p>\", \"id\": 1}";
+        assert_eq!(string_member_into(first, "html", &mut text).map(|(len, _)| len), Some(32));
+        let line = b"{\"id\": 2, \"html\": \"<b>\\u00e9</b>\"}";
+        let (len, span) = string_member_into(line, "html", &mut text).unwrap();
+        assert_eq!(&text[..len], "<b>\u{e9}</b>".as_bytes());
+        assert_eq!(&line[span], &b"\"<b>\\u00e9</b>\""[..]);
+        // a buffer shorter than the line is refused, not overrun
+        assert_eq!(string_member_into(line, "html", &mut text[..line.len() - 1]), None);
+    }
+
+    #[test]
     fn a_long_string_reads_as_any_string() {
         // random strings of plain runs (longer and shorter than 16 bytes), escapes, non-ASCII
         // characters, control characters and broken UTF-8: long_string as Reader::string
@@ -670,7 +708,10 @@ mod tests {
             token.extend_from_slice(b"\" ,");
             let mut reader = Reader { bytes: &token, pos: 0, depth: 0 };
             let expected = reader.string().ok().map(|text| (text, reader.pos));
-            assert_eq!(long_string(&token, 0), expected, "{}", String::from_utf8_lossy(&token));
+            let mut out = vec![0; token.len()];
+            let read = long_string(&token, 0, &mut out)
+                .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("checked as UTF-8"), end));
+            assert_eq!(read, expected, "{}", String::from_utf8_lossy(&token));
         }
     }
 

@@ -686,13 +686,16 @@ pub unsafe extern "C" fn pulpie_rt_prune(
     }
 }
 
-/// A JSONL line's string member `name` (`json::string_member`): its text (UTF-8) in `out`,
-/// the byte span of its string token in `span[0]..span[1]`. `PULPIE_RT_FAILED` (no reason)
-/// where the line is to be read otherwise: the caller's JSON reader decides what it holds.
+/// A JSONL line's string member `name` (`json::string_member_into`): its text (UTF-8) written
+/// at the start of `text` (`text_cap` writable bytes, at least `len`: one buffer the caller
+/// keeps for every line), its length in `*text_len`, the byte span of its string token in
+/// `span[0]..span[1]`. `PULPIE_RT_FAILED` where the line is to be read otherwise (the caller's
+/// JSON reader decides what it holds) or `text_cap` is below `len`; `PULPIE_RT_PANIC` on a bug
+/// of ours (read it otherwise too).
 ///
 /// # Safety
 /// `line` points to `len` readable bytes, `name` to `name_len`, `span` to two writable
-/// values, `out` to a writable `TextOutput`.
+/// values, `text` to `text_cap` writable bytes, `text_len` to one writable value.
 #[cfg(feature = "python-ffi")]
 #[no_mangle]
 pub unsafe extern "C" fn pulpie_rt_json_string_member(
@@ -701,26 +704,25 @@ pub unsafe extern "C" fn pulpie_rt_json_string_member(
     name: *const u8,
     name_len: usize,
     span: *mut usize,
-    out: *mut TextOutput,
+    text: *mut u8,
+    text_cap: usize,
+    text_len: *mut usize,
 ) -> i32 {
     install_panic_hook();
-    let out = &mut *out;
-    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    *text_len = 0;
     let line = if len == 0 { &[][..] } else { std::slice::from_raw_parts(line, len) };
     let name = if name_len == 0 { &[][..] } else { std::slice::from_raw_parts(name, name_len) };
+    let text = if text_cap == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(text, text_cap) };
     let Ok(name) = std::str::from_utf8(name) else { return abi::FAILED };
-    match catch_unwind(AssertUnwindSafe(|| json::string_member(line, name))) {
-        Ok(Some((text, at))) => {
+    match catch_unwind(AssertUnwindSafe(|| json::string_member_into(line, name, text))) {
+        Ok(Some((written, at))) => {
             *span = at.start;
             *span.add(1) = at.end;
-            (out.ptr, out.len) = leak_bytes(text.into_bytes());
+            *text_len = written;
             abi::DONE
         }
         Ok(None) => abi::FAILED,
-        Err(_) => {
-            out.reason = PANIC_MESSAGE.with(|m| m.borrow().as_ptr());
-            abi::PANIC
-        }
+        Err(_) => abi::PANIC,
     }
 }
 
