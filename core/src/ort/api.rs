@@ -29,30 +29,48 @@ pub(super) unsafe fn check(api: &OrtApi, status: Status) -> Result<(), OrtError>
     Err(OrtError(text))
 }
 
-/// A loaded ONNX Runtime with its `OrtEnv` and a CPU memory description for input tensors.
+/// A loaded ONNX Runtime with its `OrtEnv` and a CPU memory description for input tensors,
+/// both made when the first session or tensor needs them: creating the environment registers
+/// every ONNX operator schema (~14 ms), which an engine whose profile runs no transformer and
+/// whose trees run on the kernel never needs (a third of opening the default model's engine).
 ///
 /// ONNX Runtime keeps one `OrtEnv` per process and counts references to it, so several `Ort`
 /// values (from several loads) share it; sessions hold an `Arc<Ort>`, so the environment
 /// outlives every session made in it.
 pub struct Ort {
     library: OrtLibrary,
+    made: std::sync::OnceLock<Result<Made, OrtError>>,
+}
+
+/// The environment and the memory description, once made.
+struct Made {
     env: NonNull<sys::OrtEnv>,
     cpu_memory: NonNull<sys::OrtMemoryInfo>,
 }
 
 // `OrtEnv` is made to be shared by sessions on any thread; the memory info is never changed
 // after creation.
-unsafe impl Send for Ort {}
-unsafe impl Sync for Ort {}
+unsafe impl Send for Made {}
+unsafe impl Sync for Made {}
 
 impl Ort {
-    /// Loads the library (see `library.rs` for where it looks) and creates the environment.
+    /// Loads the library (see `library.rs` for where it looks); the environment is made on
+    /// first use (`env`).
     pub fn load(explicit_library: Option<&Path>) -> Result<Arc<Ort>, OrtError> {
         Self::new(OrtLibrary::load(explicit_library)?)
     }
 
     pub fn new(library: OrtLibrary) -> Result<Arc<Ort>, OrtError> {
-        let api = library.api();
+        Ok(Arc::new(Ort { library, made: std::sync::OnceLock::new() }))
+    }
+
+    /// The environment and the CPU memory description, made the first time they are asked
+    /// for (by any thread; once); a failure is kept and said to every caller.
+    fn made(&self) -> Result<&Made, OrtError> {
+        self.made.get_or_init(|| Self::make(self.library.api())).as_ref().map_err(Clone::clone)
+    }
+
+    fn make(api: &OrtApi) -> Result<Made, OrtError> {
         let mut env = null_mut();
         // errors only: a library must not write ONNX Runtime's warnings into a service's stderr
         // (unless PULPIE_RT_ORT_LOG_LEVEL asks, `diagnostics`)
@@ -70,15 +88,22 @@ impl Ort {
                 ),
             )
         };
-        let cpu_memory = match made.map(|()| NonNull::new(memory)) {
-            Ok(Some(memory)) => memory,
+        match made.map(|()| NonNull::new(memory)) {
+            Ok(Some(cpu_memory)) => Ok(Made { env, cpu_memory }),
             failed => {
                 unsafe { (api.release_env)(env.as_ptr()) };
                 let why = failed.err().map_or("null".to_string(), |e| e.0);
-                return Err(OrtError(format!("cannot create ONNX Runtime's CPU memory info: {why}")));
+                Err(OrtError(format!("cannot create ONNX Runtime's CPU memory info: {why}")))
             }
-        };
-        Ok(Arc::new(Ort { library, env, cpu_memory }))
+        }
+    }
+
+    fn env(&self) -> Result<NonNull<sys::OrtEnv>, OrtError> {
+        self.made().map(|made| made.env)
+    }
+
+    fn cpu_memory(&self) -> Result<NonNull<sys::OrtMemoryInfo>, OrtError> {
+        self.made().map(|made| made.cpu_memory)
     }
 
     pub fn library(&self) -> &OrtLibrary {
@@ -109,9 +134,11 @@ impl Ort {
 impl Drop for Ort {
     fn drop(&mut self) {
         let api = self.api();
-        unsafe {
-            (api.release_memory_info)(self.cpu_memory.as_ptr());
-            (api.release_env)(self.env.as_ptr());
+        if let Some(Ok(made)) = self.made.get() {
+            unsafe {
+                (api.release_memory_info)(made.cpu_memory.as_ptr());
+                (api.release_env)(made.env.as_ptr());
+            }
         }
     }
 }
@@ -314,16 +341,17 @@ impl Session {
         options: &SessionOptions,
     ) -> Result<Session, OrtError> {
         let api = ort.api();
+        let env = ort.env()?;
         let mut ptr = null_mut();
         let status = unsafe {
             match source {
                 ModelSource::File(path) => {
                     let c_path = CString::new(path.as_os_str().as_bytes())
                         .map_err(|_| OrtError(format!("model path {} holds a NUL byte", path.display())))?;
-                    (api.create_session)(ort.env.as_ptr(), c_path.as_ptr(), options.ptr.as_ptr(), &mut ptr)
+                    (api.create_session)(env.as_ptr(), c_path.as_ptr(), options.ptr.as_ptr(), &mut ptr)
                 }
                 ModelSource::Bytes(bytes) => (api.create_session_from_array)(
-                    ort.env.as_ptr(),
+                    env.as_ptr(),
                     bytes.as_ptr() as *const c_void,
                     bytes.len(),
                     options.ptr.as_ptr(),
@@ -558,13 +586,14 @@ impl<'a> Tensor<'a> {
             return Err(OrtError(format!("{count} values do not fill a tensor of shape {shape:?}")));
         }
         let api = ort.api();
+        let cpu_memory = ort.cpu_memory()?;
         let mut value = null_mut();
         unsafe {
             // ONNX Runtime only reads input tensors: the pointer is `mut` in the C signature only
             check(
                 api,
                 (api.create_tensor_with_data_as_ort_value)(
-                    ort.cpu_memory.as_ptr(),
+                    cpu_memory.as_ptr(),
                     ptr as *mut c_void,
                     bytes,
                     shape.as_ptr(),
