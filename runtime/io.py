@@ -42,7 +42,7 @@ class InputPage:
     """One page read from an input: its id and HTML, or the reason it is unusable."""
 
     id: str
-    html: str | bytes | None
+    html: str | bytes | native.PageText | None
     error: str | None = None
     url: str | None = None
     content_type: str | None = None  # the transport's (WARC: the HTTP header), for bytes
@@ -94,7 +94,7 @@ def _record_page(record, where: str, html_field: str, id_field: str) -> InputPag
     page_id = record.get(id_field)
     page_id = where if page_id is None else str(page_id)
     html = record.get(html_field)
-    if not isinstance(html, (str, bytes)):
+    if not isinstance(html, (str, bytes, native.PageText)):
         found = "missing" if html is None else f"a {type(html).__name__}"
         return InputPage(page_id, None, f"input: {where}: field {html_field!r} is {found}, "
                                          "not a string")

@@ -104,7 +104,7 @@ def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path):
         # as the engine takes it: the str's UTF-8 (surrogatepass), text without an encoding
         assert decode_input(page.html) == (record["html"], None)
         assert native.page_bytes(_text(page.html)) == (
-            page.html if isinstance(page.html, PageText) else native.page_bytes(page.html))
+            page.html.data if isinstance(page.html, PageText) else native.page_bytes(page.html))
     assert [pages[5].error, pages[7].error] == [
         "input: in.jsonl:6: field 'html' is a int, not a string",
         "input: in.jsonl:8: invalid JSON (Extra data: line 1 column 33 (char 32))"]

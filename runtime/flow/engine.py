@@ -263,7 +263,7 @@ class Engine:
                 continue
             html = page.html
             if isinstance(html, native.PageText):  # text, already as the core takes it
-                data.append(html)
+                data.append(html.data)
                 text_flags.append(1)
             elif isinstance(html, str):
                 data.append(native.page_bytes(html))

@@ -62,7 +62,7 @@ def as_text(html: str | bytes | None, content_type: str | None = None
     """``(text, encoding)`` of a page: bytes decoded by ``stages.decode`` (BOM, the
     transport's ``content_type``, ``<meta>``, the detector, UTF-8), a ``str`` as it is
     (encoding None)."""
-    if isinstance(html, (str, bytes, bytearray, memoryview)):
+    if isinstance(html, (str, bytes, bytearray, memoryview, native.PageText)):
         from pulpie_rt.runtime.stages.decode import decode_input
 
         try:
