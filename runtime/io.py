@@ -13,8 +13,8 @@ bytes with its HTTP header's Content-Type, a Parquet binary HTML column with the
 
 from __future__ import annotations
 
+import ctypes
 import gzip
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
 PARQUET_SUFFIXES = (".parquet",)
 # a JSONL field or Parquet column with each page's transport Content-Type, read when present
 CONTENT_TYPE_FIELD = "content_type"
-# the bytes a JSONL input is read at a time (``_open_lines``)
+# the bytes a JSONL input is read at a time (``_Lines``; a longer line doubles them)
 READ_BUFFER = 1 << 20
 
 
@@ -114,24 +114,26 @@ def _loads(line: bytes):
         return json.loads(line)
 
 
-def _loads_page(line: bytes, html_field: str, html_member: native.JsonStringMember):
-    """``_loads(line)``, its HTML (the member ``html_field``, where a string) read by the core
-    into the bytes it takes a page's text as (``native.PageText``): the rest of the line is
-    read by ``_loads`` with that string emptied, so no ``str`` of the page is built and encoded
-    again (orjson's str and its UTF-8 encoding were 5.8% of a whole ``pulpie-rt run`` of the dev
-    pages). A line the core does not read so (not one object, the member repeated or not a
-    string, a lone surrogate escape) is read whole by ``_loads``, as before."""
-    found = html_member(line)
+def _loads_page(lines: _Lines, html_field: str, html_member: native.JsonStringMember):
+    """``_loads`` of the line ``lines`` is at, its HTML (the member ``html_field``, where a
+    string) read by the core, in the reader's buffer, into the bytes it takes a page's text as
+    (``native.PageText``): the rest of the line is read by ``_loads`` with that string emptied,
+    so no ``str`` of the page is built and encoded again (orjson's str and its UTF-8 encoding
+    were 5.8% of a whole ``pulpie-rt run`` of the dev pages), and no ``bytes`` of its line. A
+    line the core does not read so (not one object, the member repeated or not a string, a
+    lone surrogate escape) is read whole by ``_loads``, as before."""
+    found = html_member(lines.address + lines.start, lines.stop - lines.start)
     if found is not None:
         html, start, end = found
+        view, at = lines.view, lines.start
         try:
-            record = orjson.loads(line[:start] + b'""' + line[end:])
+            record = orjson.loads(b'""'.join((view[at:at + start], view[at + end:lines.stop])))
         except orjson.JSONDecodeError:
             record = None
         if isinstance(record, dict) and record.get(html_field) == "":
             record[html_field] = html
             return record
-    return _loads(line)
+    return _loads(lines.line())
 
 
 def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
@@ -140,14 +142,17 @@ def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
     html_member = native.JsonStringMember(html_field.encode("utf-8", "surrogatepass")) \
         if html_field not in (id_field, CONTENT_TYPE_FIELD) and native.available() else None
     try:
-        with _open_lines(path) as fh:
-            for number, line in enumerate(fh, 1):
-                if line.isspace():  # (not strip(): a copy of the page's line)
+        with _open_bytes(path) as fh:
+            lines = _Lines(fh)
+            number = 0
+            while lines.next():
+                number += 1
+                if lines.blank():
                     continue
                 where = f"{path.name}:{number}"
                 try:
-                    record = _loads(line) if html_member is None else \
-                        _loads_page(line, html_field, html_member)
+                    record = _loads(lines.line()) if html_member is None else \
+                        _loads_page(lines, html_field, html_member)
                 except ValueError as exc:
                     yield InputPage(where, None, f"input: {where}: invalid JSON ({exc})")
                     continue
@@ -156,13 +161,77 @@ def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
         raise InputError(f"{path}: unreadable ({exc})") from exc
 
 
-def _open_lines(path: Path) -> io.BufferedReader:
-    """``path``'s bytes (gunzipped for ``.gz``) to read line by line, ``READ_BUFFER`` bytes
-    read at a time: a page's line is hundreds of kB, which the default 8 kB buffer reads in
-    dozens of pieces and joins (half the lines' reading time of the dev pages)."""
+def _open_bytes(path: Path):
+    """``path``'s bytes, gunzipped for ``.gz``: read straight into ``_Lines``' buffer."""
     if path.name.lower().endswith(".gz"):
-        return io.BufferedReader(gzip.open(path, "rb"), buffer_size=READ_BUFFER)
-    return open(path, "rb", buffering=READ_BUFFER)
+        return gzip.open(path, "rb")
+    return open(path, "rb", buffering=0)
+
+
+# the bytes a line may begin with and still be blank (bytes.isspace's)
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
+
+
+class _Lines:
+    """The lines of a binary file, as ``for line in file`` splits them (each up to and with
+    its ``\\n``; the last one without, if the file does not end in one), read ``READ_BUFFER``
+    bytes at a time into one buffer kept for the whole file and left there: a line is
+    ``view[start:stop]``, at ``address + start``, until ``next`` moves on. No ``bytes`` is made
+    of a line the core reads (a page's line is hundreds of kB: ``readline`` read it in pieces,
+    joined them and copied them out, ~10% of ``pulpie-rt run``'s main thread on the dev
+    pages); a line longer than the buffer doubles it."""
+
+    def __init__(self, fh) -> None:
+        self.fh = fh
+        self._use(bytearray(READ_BUFFER))
+        self.start = self.stop = 0
+        self.filled = 0
+        self.eof = False
+
+    def _use(self, buffer: bytearray) -> None:
+        self.buffer = buffer
+        self.view = memoryview(buffer)
+        self._array = (ctypes.c_char * len(buffer)).from_buffer(buffer)
+        self.address = ctypes.addressof(self._array)
+
+    def next(self) -> bool:
+        """Moves to the next line; False at the end of the file."""
+        self.start = self.stop
+        while True:
+            newline = self.buffer.find(b"\n", self.start, self.filled)
+            if newline >= 0:
+                self.stop = newline + 1
+                return True
+            if self.eof:
+                self.stop = self.filled
+                return self.stop > self.start  # the last line, without its newline
+            self._refill()
+
+    def _refill(self) -> None:
+        """The part line at ``start`` moved to the buffer's start (into a buffer twice as
+        large if it fills this one), then the buffer filled after it from the file."""
+        part = self.filled - self.start
+        if part == len(self.buffer):
+            larger = bytearray(2 * len(self.buffer))
+            larger[:part] = self.view[self.start:self.filled]
+            self._use(larger)
+        elif self.start:
+            ctypes.memmove(self.address, self.address + self.start, part)
+        self.start = self.stop = 0
+        self.filled = part
+        read = self.fh.readinto(self.view[part:])
+        if not read:
+            self.eof = True
+        else:
+            self.filled += read
+
+    def blank(self) -> bool:
+        """Whether the line is white space only (as ``not line.strip()``)."""
+        return self.buffer[self.start] in _SPACE and self.line().isspace()
+
+    def line(self) -> bytes:
+        """The line as ``bytes`` (a copy), for the readers that take it whole."""
+        return self.view[self.start:self.stop].tobytes()
 
 
 def iter_warc(path: Path) -> Iterator[InputPage]:

@@ -224,18 +224,22 @@ class JsonStringMember:
         self._buffer = bytearray()
         self._text = (ctypes.c_char * 0).from_buffer(self._buffer)
 
-    def __call__(self, line: bytes) -> tuple[PageText, int, int] | None:
-        """``line``'s member: its text (``PageText``) and the byte span of its string token,
+    def __call__(self, line: bytes | int, length: int | None = None
+                 ) -> tuple[PageText, int, int] | None:
+        """The member of ``line`` (bytes, or the address of ``length`` bytes: a line inside a
+        reader's buffer): its text (``PageText``) and the byte span of its string token,
         quotes included; None where the line is to be read otherwise (not one object, the
         member missing, repeated or not a string, a lone surrogate escape: a JSON reader
         decides what it holds)."""
-        if len(self._buffer) < len(line):  # (the text is never longer than its line)
-            size = max(len(line), 2 * len(self._buffer))
+        if length is None:
+            length = len(line)  # type: ignore[arg-type]
+        if len(self._buffer) < length:  # (the text is never longer than its line)
+            size = max(length, 2 * len(self._buffer))
             self._text = None  # releases the old buffer's export
             self._buffer = bytearray(size)
             self._text = (ctypes.c_char * size).from_buffer(self._buffer)
         status = self._lib.pulpie_rt_json_string_member(
-            line, len(line), self.name, len(self.name), self._span, self._text,
+            line, length, self.name, len(self.name), self._span, self._text,
             len(self._buffer), ctypes.byref(self._length))
         if status != self._done:
             return None

@@ -134,3 +134,24 @@ def test_unreadable_inputs(tmp_path):
     broken.write_bytes(gzip.compress(b'{"id": "a", "html": "x"}\n' * 100)[:-30])
     with pytest.raises(InputError, match="broken.jsonl.gz: unreadable"):
         list(iter_inputs([broken]))
+
+
+def test_jsonl_lines_longer_than_the_read_buffer(tmp_path, monkeypatch):
+    """Lines split as ``for line in file`` splits them whatever the buffer holds: lines longer
+    than it (the buffer grows), a line cut where a read ends, blank lines (counted, skipped),
+    CRLF, a last line without its newline; plain and gzipped."""
+    import pulpie_rt.runtime.io as runtime_io
+
+    monkeypatch.setattr(runtime_io, "READ_BUFFER", 8)
+    lines = [json.dumps({"id": "long", "html": "<p>" + "é\\\"x" * 40 + "</p>"}), "",
+             json.dumps({"id": "short", "html": "<b>s</b>"}) + "\r", "   ", "{bad",
+             json.dumps({"id": "last", "html": "<i>l</i>"})]
+    text = "\n".join(lines)  # no newline after the last line
+    for name, data in (("in.jsonl", text.encode()), ("in.jsonl.gz", gzip.compress(text.encode()))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        pages = list(iter_inputs([path]))
+        assert [(p.id, _text(p.html)) for p in pages[:2]] == [
+            ("long", "<p>" + "é\\\"x" * 40 + "</p>"), ("short", "<b>s</b>")]
+        assert pages[2].error.startswith(f"input: {name}:5: invalid JSON (")
+        assert [(p.id, _text(p.html)) for p in pages[3:]] == [("last", "<i>l</i>")]
