@@ -631,7 +631,13 @@ FALLBACK_ORT_DISTRIBUTIONS = ("onnxruntime",)
 
 def _distribution_ort_library(name: str) -> Path | None:
     """The C library an installed ONNX Runtime distribution holds, found from its file list
-    (the package is never imported: importing it loads its own copy of ONNX Runtime)."""
+    (the package is never imported: importing it loads its own copy of ONNX Runtime). Where
+    no ``onnxruntime`` package can be found (both distributions install it), none is looked
+    up: importing ``importlib.metadata`` alone costs a ``pulpie-rt`` process ~10 ms."""
+    from importlib.util import find_spec
+
+    if find_spec("onnxruntime") is None:
+        return None
     from importlib import metadata
 
     try:

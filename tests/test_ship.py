@@ -198,6 +198,20 @@ def test_an_installed_onnxruntime_gpu_comes_first_and_the_variable_before_everyt
         assert _where({"PYTHONPATH": str(cpu_site)})[0] == str(native.VENDORED_ORT_LIBRARY)
 
 
+def test_no_onnxruntime_package_no_distribution_lookup():
+    """Where no onnxruntime package can be found, no distribution's file list is read and
+    importlib.metadata (~10 ms of a process's start) is not imported."""
+    from pulpie_rt.runtime import native
+
+    probe = ("import sys\nsys.modules['onnxruntime'] = None  # found by no finder\n"
+             "from pulpie_rt.runtime import native\n"
+             "print(native.ort_library_path()); print('importlib.metadata' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "PULPIE_RT_ORT_LIB"}
+    out = _run([sys.executable, "-c", probe], env=env).stdout.splitlines()
+    vendored = native.VENDORED_ORT_LIBRARY
+    assert out == [str(vendored) if vendored.is_file() else "None", "False"]
+
+
 def test_a_library_that_cannot_run_is_refused_by_name(tmp_path):
     tool = _ort_tool()
     not_ort = tmp_path / "libnot.so"
