@@ -502,13 +502,14 @@ def _joined_ids(item_ids: list[str | None]) -> tuple[bytes, ctypes.Array]:
 def block_features(map_html: str, item_ids: list[str | None],
                    libxml2_tree: bool = False, extras: bool = False,
                    containers: bool = False, dialogs: bool = False,
-                   rails: bool = False) -> np.ndarray:
+                   rails: bool = False, teasers: bool = False) -> np.ndarray:
     """``features.block_features`` on the compiled core: one float32 row of
     ``features.FEATURE_NAMES`` per id (zeros for ids ``map_html`` does not hold, and for
     None), followed by ``features.EXTRA_NAMES`` when ``extras`` (layout ``blocks-v2``), by
     those and ``features.CONTAINER_NAMES`` when ``containers`` (layout ``blocks-v3``), by
     all those and ``features.DIALOG_NAMES`` when ``dialogs`` (layout ``blocks-v4``), and by all
-    those and ``features.RAIL_NAMES`` when ``rails`` (layout ``blocks-v5``).
+    those and ``features.RAIL_NAMES`` when ``rails`` (layout ``blocks-v5``), and by all those
+    and ``features.TEASER_NAMES`` when ``teasers`` (layout ``blocks-v6``).
     ``CoreError`` where the core fails on the page.
 
     ``libxml2_tree``: read libxml2's tree of ``map_html`` as it is, not as the HTML DOM sees
@@ -528,7 +529,9 @@ def block_features(map_html: str, item_ids: list[str | None],
                                           | (_c("PULPIE_RT_FEATURES_CONTAINERS") if containers
                                              else 0)
                                           | (_c("PULPIE_RT_FEATURES_DIALOGS") if dialogs else 0)
-                                          | (_c("PULPIE_RT_FEATURES_RAILS") if rails else 0),
+                                          | (_c("PULPIE_RT_FEATURES_RAILS") if rails else 0)
+                                          | (_c("PULPIE_RT_FEATURES_TEASERS") if teasers
+                                             else 0),
                                           ctypes.byref(out))
     _check(status, out.reason)
     return _take_into(lib, out.ptr, out.len, np.empty((out.rows, out.cols), np.float32))
@@ -964,7 +967,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                  sep_id: int, bos_id: int | None, eos_id: int | None,
                  with_features: bool, keep_hidden: bool = False, extras: bool = False,
                  containers: bool = False, drop_noscript: bool = False,
-                 dialogs: bool = False, rails: bool = False) -> PreparedCore:
+                 dialogs: bool = False, rails: bool = False,
+                 teasers: bool = False) -> PreparedCore:
     """``Preparer.prepare`` of a page's text on the compiled core
     (``core/src/engine/mod.rs``' ``prepare_text``, the C library's): cut to
     ``max_input_bytes``, simplified, split into blocks, tokenized with ``tokenizer`` (None: no
@@ -972,7 +976,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     features when ``with_features`` (with the extras, layout ``blocks-v2``, when ``extras``;
     with the extras and the containers, ``blocks-v3``, when ``containers``; with those and the
     dialog columns, ``blocks-v4``, when ``dialogs``; with those and the rail columns,
-    ``blocks-v5``, when ``rails``);
+    ``blocks-v5``, when ``rails``; with those and the teaser columns, ``blocks-v6``, when
+    ``teasers``);
     ``keep_hidden``, ``drop_noscript``: segmented without removing hidden elements, without
     the ``noscript`` elements that hold no block (``simplify_page``; the core takes both as one
     bitmask). A lone surrogate in ``html`` travels as ``surrogatepass`` writes it (the
@@ -987,7 +992,8 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                   cutoff_length=cutoff_length, max_tokens=max_tokens, sep_id=sep_id,
                   bos_id=-1 if bos_id is None else bos_id,
                   eos_id=-1 if eos_id is None else eos_id,
-                  features=_c("PULPIE_RT_LAYOUT_BLOCKS_V5" if rails
+                  features=_c("PULPIE_RT_LAYOUT_BLOCKS_V6" if teasers
+                              else "PULPIE_RT_LAYOUT_BLOCKS_V5" if rails
                               else "PULPIE_RT_LAYOUT_BLOCKS_V4" if dialogs
                               else "PULPIE_RT_LAYOUT_BLOCKS_V3" if containers
                               else "PULPIE_RT_LAYOUT_BLOCKS_V2" if extras

@@ -17,11 +17,13 @@ from pulpie_rt.runtime.stages.features import (
     FEATURE_NAMES_V2,
     FEATURES_V4,
     FEATURES_V5,
+    FEATURES_V6,
     LAYOUTS,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
     N_FEATURES_V5,
+    N_FEATURES_V6,
     NO_DISTANCE,
     block_features,
 )
@@ -30,6 +32,7 @@ from pulpie_rt.runtime.stages.rescore import (
     N_CONTEXT,
     N_CONTEXT_V5,
     N_CONTEXT_V6,
+    N_CONTEXT_V7,
     N_STAGE,
     BlockRescorer,
     RescorerError,
@@ -113,31 +116,36 @@ def test_rows_of_another_layout_are_refused_with_the_same_message():
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((3, N_FEATURES_V2), np.float32))
     assert str(error.value) == ("context features read blocks-v3 rows (207 columns), "
-                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
+                                "blocks-v4 rows (209), blocks-v5 rows (216) or blocks-v6 "
+                                "rows (227), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros((0, N_FEATURES_V2), np.float32))
     assert str(error.value) == ("context features read blocks-v3 rows (207 columns), "
-                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
+                                "blocks-v4 rows (209), blocks-v5 rows (216) or blocks-v6 "
+                                "rows (227), not 199")
     with pytest.raises(ValueError) as error:
         context_features(np.zeros(N_FEATURES_V3, np.float32))
     assert str(error.value) == ("context features read blocks-v3 rows (207 columns), blocks-v4 "
-                                "rows (209) or blocks-v5 rows (216), not (207,)")
+                                "rows (209), blocks-v5 rows (216) or blocks-v6 rows (227), "
+                                "not (207,)")
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((3, N_FEATURES_V3), np.float32))
     assert str(error.value) == "stage features: 2 probabilities for 3 blocks"
     with pytest.raises(ValueError) as error:
         stage_features(np.zeros(2), np.zeros((2, N_FEATURES_V2), np.float32))
     assert str(error.value) == ("stage features read blocks-v3 rows (207 columns), "
-                                "blocks-v4 rows (209) or blocks-v5 rows (216), not 199")
+                                "blocks-v4 rows (209), blocks-v5 rows (216) or blocks-v6 "
+                                "rows (227), not 199")
 
 
 @pytest.mark.parametrize("layout, width, step", [(FEATURES_V4, N_CONTEXT_V5, 3),
-                                                  (FEATURES_V5, N_CONTEXT_V6, 6)])
-def test_context_v5_and_v6_read_the_blocks_v3_part_and_append_their_own_columns(
+                                                  (FEATURES_V5, N_CONTEXT_V6, 6),
+                                                  (FEATURES_V6, N_CONTEXT_V7, 6)])
+def test_context_v5_v6_and_v7_read_the_blocks_v3_part_and_append_their_own_columns(
         dev_pages, layout, width, step):
-    """blocks-v4 (blocks-v5) rows: context-v4's columns of their blocks-v3 part, then their
-    own dialog columns (and rail columns), as the specification has them; the stage features
-    read the blocks-v3 part."""
+    """blocks-v4 (blocks-v5, blocks-v6) rows: context-v4's columns of their blocks-v3 part,
+    then their own dialog columns (and rail columns, and teaser columns), as the
+    specification has them; the stage features read the blocks-v3 part."""
     seen = 0
     for page in dev_pages[::step]:
         simplified, map_html = simplify(page["html"], keep_hidden=True, drop_noscript=True)
@@ -159,6 +167,7 @@ def test_context_v5_and_v6_read_the_blocks_v3_part_and_append_their_own_columns(
                     if layout == FEATURES_V4 else (rows[:, N_FEATURES_V4] > 0).any())
     assert seen >= 5
     assert context_features(np.zeros((0, LAYOUTS[layout]), np.float32)).shape == (0, width)
+    assert N_FEATURES_V6 == N_FEATURES_V5 + 11 and N_CONTEXT_V7 == N_CONTEXT_V6 + 11
 
 
 def test_groups_follow_the_container_columns_not_their_numbers():

@@ -12,6 +12,7 @@ from spec.features_spec import block_dialogs as spec_dialogs
 from spec.features_spec import block_extras as spec_extras
 from spec.features_spec import block_features as spec_features
 from spec.features_spec import block_rails as spec_rails
+from spec.features_spec import block_teasers as spec_teasers
 
 from parity.features_parity import IS_COUNT, RTOL
 from pulpie_rt.runtime import native
@@ -28,6 +29,7 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
     FEATURES_V5,
+    FEATURES_V6,
     KEYWORDS,
     LAYOUTS,
     N_FEATURES,
@@ -35,10 +37,12 @@ from pulpie_rt.runtime.stages.features import (
     N_FEATURES_V3,
     N_FEATURES_V4,
     N_FEATURES_V5,
+    N_FEATURES_V6,
     NO_CONTAINER,
     NO_DISTANCE,
     RAIL_NAMES,
     TAGS,
+    TEASER_NAMES,
     block_features,
 )
 from pulpie_rt.runtime.stages.simplify import simplify
@@ -300,7 +304,7 @@ def test_extras_equal_the_specification_on_dev_pages(dev_pages):
 def test_an_unknown_feature_layout_is_named():
     with pytest.raises(ValueError, match=r"unknown block feature layout 'blocks-v9' \(this "
                                          r"runtime computes blocks-v1, blocks-v2, blocks-v3, "
-                                         r"blocks-v4, blocks-v5\)"):
+                                         r"blocks-v4, blocks-v5, blocks-v6\)"):
         block_features("<html></html>", ["1"], "blocks-v9")
 
 
@@ -487,3 +491,65 @@ def test_rails_equal_the_specification_on_dev_pages(dev_pages):
                                    err_msg=page["id"])
         runs += int((rails[:, 0] > 0).any())
     assert runs >= 20  # pages with runs of alike items were compared
+
+
+# ── blocks-v6: the teasers ───────────────────────────────────────────────────────────────
+
+TEASERS_PAGE = (
+    '<html><head><meta property="OG:Type" content=" Article "><script type="application/ld+json">'
+    '[{"@type": "https://schema.org/NewsArticle"}, {"@graph": [{"@type": ["ItemList"]}]}]'
+    '</script></head><body><article><h1 _item_id="h">A short story</h1>'
+    '<p _item_id="s1">One two three four five six.</p><p _item_id="s2">Seven eight.</p></article>'
+    '<ul>' + "".join(f'<li class="card"><h3><a href="/{i}"><span _item_id="t{i}">Teaser {i} '
+                     f'headline</span></a></h3>'
+                     + (f'<p class="Byline" _item_id="b{i}">By Ann</p>' if i < 2 else "")
+                     + '</li>' for i in range(4))
+    + '</ul></body></html>'
+)
+
+
+def test_teasers_give_the_pages_kind_each_runs_cards_and_the_place_against_the_story():
+    ids = ["h", "s1", "s2", "t0", "b0", "t3", None, "no-such-id"]
+    x = block_features(TEASERS_PAGE, ids, FEATURES_V6)
+    assert x.shape == (len(ids), N_FEATURES_V6) and N_FEATURES_V6 == N_FEATURES_V5 + 11
+    assert x[:, :N_FEATURES_V5].tolist() == block_features(TEASERS_PAGE, ids,
+                                                           FEATURES_V5).tolist()
+    # og:type " Article " (key and value trimmed, ASCII case aside), a NewsArticle named with
+    # schema.org's prefix, an ItemList in a @graph; no website, no product
+    page = [1.0, 0.0, 1.0, 1.0, 0.0]
+    # four li.card (level 3 of the headline's span, 1 of the byline's <p>), two with a byline,
+    # all with a heading; words are the asked blocks' (19): li 0 holds t0 and b0 (5 words, 3
+    # linked), li 3 t3 (3 of 3), lis 1 and 2 none (no words: not linked), 8 of 19 words
+    card = [0.5, 1.0, 0.5, float(np.float32(8 / 19)), 1.0]
+    want = [
+        page + [0.0] * 4 + [0.0, 1.0],  # the story: inside the candidate, <article> 1 up
+        page + [0.0] * 4 + [0.0, 1.0],
+        page + [0.0] * 4 + [0.0, 1.0],
+        page + card + [5.0],  # span < a < h3 < li < ul < body, which holds the <article>
+        page + card + [3.0],  # p < li < ul < body
+        page + card + [5.0],
+        page + [0.0] * 4 + [1.0, NO_DISTANCE],  # after the story's last block, no element
+        page + [0.0] * 4 + [1.0, NO_DISTANCE],
+    ]
+    assert x[:, N_FEATURES_V5:].tolist() == want
+    assert spec_teasers(TEASERS_PAGE, ids).tolist() == want
+    assert TEASER_NAMES[0] == "page_og_article" and len(TEASER_NAMES) == 11
+    # a page that says nothing of itself, and a listing of products (og:type website)
+    bare = TEASERS_PAGE.replace("OG:Type", "og:title").replace("ItemList", "Thing")
+    shop = (TEASERS_PAGE.replace(" Article ", "website")
+            .replace("https://schema.org/NewsArticle", "Product"))
+    for other, kind in ((bare, [0.0, 0.0, 1.0, 0.0, 0.0]), (shop, [0.0, 1.0, 0.0, 1.0, 1.0])):
+        rows = block_features(other, ids, FEATURES_V6)
+        assert rows[:, N_FEATURES_V5:N_FEATURES_V5 + 5].tolist() == [kind] * len(ids)
+        assert spec_teasers(other, ids).tolist() == rows[:, N_FEATURES_V5:].tolist()
+
+
+def test_teasers_equal_the_specification_on_dev_pages(dev_pages):
+    kinds = runs = 0
+    for page in dev_pages[::3]:
+        map_html, ids, teasers = added_columns(page, FEATURES_V6, FEATURES_V5, keep_hidden=True)
+        np.testing.assert_allclose(teasers, spec_teasers(map_html, ids), rtol=1e-6, atol=0,
+                                   err_msg=page["id"])
+        kinds += int(teasers[:, :5].any())
+        runs += int((teasers[:, 5:9] > 0).any())
+    assert kinds >= 20 and runs >= 20  # pages saying their kind, and with runs, were compared

@@ -263,7 +263,7 @@ def test_story_prior_decodes_as_the_specification_before_the_container_prior():
                                           ("continue_story", True)])
 def test_container_options_need_the_container_columns(option, asked):
     message = (f"decoding.{option} needs the block features' container columns "
-               "(layout blocks-v3, blocks-v4 or blocks-v5)")
+               "(layout blocks-v3 to blocks-v6)")
     rows = np.zeros((2, 5), np.float32)
     with pytest.raises(native.DecodeError, match=re.escape(message)):
         native.decide_blocks(2, [[0, 1]], [np.array([1.0, -1.0], np.float32)], margins=True,

@@ -158,7 +158,15 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   3 or more children of its tag and class), the run's items, the item's words and their
   linked share, the share of the run's items holding a `<time>`, and how far up a class, id
   or aria-label says `trending`, `most-read`, `latest`, `teaser`, `outbrain`, `related` …
-  or `comment`, `poll` … (`features.RAIL_NAMES`).""" if fast_layout == "blocks-v5" else ""
+  or `comment`, `poll` … (`features.RAIL_NAMES`).""" if fast_layout in ("blocks-v5",
+                                                                          "blocks-v6") else ""
+    if fast_layout == "blocks-v6":
+        rails_text += """ With layout `blocks-v6` each block also reads what tells a
+  teaser card of another story from the page's own story: the page's kind (`og:type`
+  article or website; a JSON-LD story, listing or product), the share of its run's items
+  holding a byline, a heading, or mostly linked words, the run's share of the page's words,
+  and whether the block comes before, inside or after the story's container and how far up
+  the element holding it is (`features.TEASER_NAMES`)."""
     truncated = fast.get("truncated")
     # a bag cut after training (python -m train.truncate_bag): the members kept are the first
     truncated_text = (f" (the first {truncated['kept']} of the {truncated['from_bag']} trained, "

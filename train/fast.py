@@ -67,12 +67,14 @@ from pulpie_rt.runtime.stages.features import (
     DIALOG_NAMES,
     FEATURE_NAMES_V2,
     RAIL_NAMES,
+    TEASER_NAMES,
 )
 from pulpie_rt.runtime.stages.rescore import (
     CONTEXT_COLUMNS,
     CONTEXT_FEATURES,
     CONTEXT_V5,
     CONTEXT_V6,
+    CONTEXT_V7,
     CONTEXT_VERSION,
     CONTEXTS,
     GROUP_LEVELS,
@@ -118,8 +120,8 @@ def context_names(context: str = CONTEXT_VERSION) -> list[str]:
         names += [f"up{level}_{n}" for n in ("mean_words", "words_share", "blocks_log",
                                             "link_ratio")]
     names += ["later_copy", "copy_level_first", "copy_level_nearest"]
-    return names + {CONTEXT_V5: DIALOG_NAMES, CONTEXT_V6: DIALOG_NAMES + RAIL_NAMES}.get(
-        context, [])
+    return names + {CONTEXT_V5: DIALOG_NAMES, CONTEXT_V6: DIALOG_NAMES + RAIL_NAMES,
+                     CONTEXT_V7: DIALOG_NAMES + RAIL_NAMES + TEASER_NAMES}.get(context, [])
 
 
 def stage_names(context: str = CONTEXT_VERSION) -> list[str]:
@@ -533,7 +535,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     if recipe.fast_extra_sets:
         corpus = joined_corpus(corpus, recipe.fast_extra_sets, log=log)
     # the context the stages read their blocks in, and the feature layout it reads
-    context = (CONTEXT_V6 if recipe.fast_rail_columns
+    context = (CONTEXT_V7 if recipe.fast_teaser_columns
+               else CONTEXT_V6 if recipe.fast_rail_columns
                else CONTEXT_V5 if recipe.fast_dialog_columns else CONTEXT_VERSION)
     layout = CONTEXTS[context]
     ids, features, labels = training_pages(corpus, keep_hidden=keep_hidden,

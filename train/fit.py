@@ -246,6 +246,12 @@ class Recipe:
     # aria-label word of a rail or of comments; core/src/features RAIL_NAMES). On, with
     # fast_extra_sets (measured together, "Today's news")
     fast_rail_columns: bool = True
+    # the fast profile's stages read the teaser columns too (layout blocks-v6, context
+    # context-v7: the rail columns and then what tells a teaser card of another story from the
+    # page's own story: og:type and JSON-LD's kind of page, the run's items with a byline, a
+    # heading or linked, its share of the page's words, the block's place against the story;
+    # core/src/features TEASER_NAMES)
+    fast_teaser_columns: bool = False
     # how the fast profile picks a page's main blocks from their probabilities (manifest
     # decoding.selection): "expected_f1", the blocks of the best expected word F1
     # (engine/decode.rs expected_f1_labels), or "threshold", those above main_margin. Measured

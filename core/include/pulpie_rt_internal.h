@@ -57,6 +57,7 @@ extern "C" {
 #define PULPIE_RT_FEATURES_CONTAINERS 4u   /* and the containers (blocks-v3) */
 #define PULPIE_RT_FEATURES_DIALOGS 8u      /* and the dialog columns (blocks-v4) */
 #define PULPIE_RT_FEATURES_RAILS 16u       /* and the rail columns (blocks-v5) */
+#define PULPIE_RT_FEATURES_TEASERS 32u     /* and the teaser columns (blocks-v6) */
 
 /* pulpie_rt_prepare_options' features: the layout of the block features prepared. */
 #define PULPIE_RT_LAYOUT_NONE 0u
@@ -65,6 +66,7 @@ extern "C" {
 #define PULPIE_RT_LAYOUT_BLOCKS_V3 3u
 #define PULPIE_RT_LAYOUT_BLOCKS_V4 4u
 #define PULPIE_RT_LAYOUT_BLOCKS_V5 5u
+#define PULPIE_RT_LAYOUT_BLOCKS_V6 6u
 
 /* pulpie_rt_simplify_step's steps. */
 #define PULPIE_RT_STEP_LEXBOR_HTML 0u          /* selectolax's LexborHTMLParser(data).html */

@@ -200,12 +200,13 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
                 let (_, ids) = engine::prepare::extract_blocks(&simplified);
                 let ids: Vec<Option<&str>> = ids.iter().map(Option::as_deref).collect();
                 for libxml2_tree in [false, true] {
-                    // every column, the rail columns too (layout blocks-v5)
+                    // every column, the teaser columns too (layout blocks-v6)
                     let read = features::block_features_of_tree(
-                        &tree, root, &ids, libxml2_tree, true, true, true, true,
+                        &tree, root, &ids, libxml2_tree, true, true, true, true, true,
                     );
-                    let written =
-                        features::block_features_with(&map_html, &ids, libxml2_tree, true, true, true, true);
+                    let written = features::block_features_with(
+                        &map_html, &ids, libxml2_tree, true, true, true, true, true,
+                    );
                     let differs = read.iter().zip(&written).position(|(a, b)| a.to_bits() != b.to_bits());
                     if read.len() != written.len() || differs.is_some() {
                         return Ok(format!(
@@ -756,7 +757,8 @@ pub const NO_ID: usize = abi::PULPIE_RT_NO_ID as usize;
 /// not UTF-8 or ids that do not match their lengths, 2 a panic (message in `reason`); no page
 /// is refused. `flags`: the header's `PULPIE_RT_FEATURES_*` (`LIBXML2_TREE`, or-ed with
 /// `EXTRAS`: rows of `N_FEATURES + N_EXTRAS`, `CONTAINERS`: and `N_CONTAINERS`, or `DIALOGS`:
-/// and `N_DIALOGS`, or `RAILS`: and `N_RAILS`); `cols` says the width.
+/// and `N_DIALOGS`, or `RAILS`: and `N_RAILS`, or `TEASERS`: and `N_TEASERS`); `cols` says the
+/// width.
 ///
 /// # Safety
 /// `map_html` and `ids` point to `map_len` and `ids_len` bytes of UTF-8 (`ids` may be null
@@ -788,7 +790,8 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     let lens = if n_ids == 0 { &[][..] } else { std::slice::from_raw_parts(id_lens, n_ids) };
     let map_html = if map_len == 0 { &[][..] } else { std::slice::from_raw_parts(map_html, map_len) };
     let libxml2_tree = flags & abi::PULPIE_RT_FEATURES_LIBXML2_TREE != 0;
-    let rails = flags & abi::PULPIE_RT_FEATURES_RAILS != 0;
+    let teasers = flags & abi::PULPIE_RT_FEATURES_TEASERS != 0;
+    let rails = teasers || flags & abi::PULPIE_RT_FEATURES_RAILS != 0;
     let dialogs = rails || flags & abi::PULPIE_RT_FEATURES_DIALOGS != 0;
     let containers = dialogs || flags & abi::PULPIE_RT_FEATURES_CONTAINERS != 0;
     let extras = containers || flags & abi::PULPIE_RT_FEATURES_EXTRAS != 0;
@@ -804,11 +807,14 @@ pub unsafe extern "C" fn pulpie_rt_block_features(
     if rails {
         out.cols += features::N_RAILS;
     }
+    if teasers {
+        out.cols += features::N_TEASERS;
+    }
     let features = run(&mut out.reason, || {
         let (map_html, ids) = map_and_ids(map_html, ids)?;
         let item_ids = split_ids(ids, lens)?;
         Ok(features::block_features_with(
-            map_html, &item_ids, libxml2_tree, extras, containers, dialogs, rails,
+            map_html, &item_ids, libxml2_tree, extras, containers, dialogs, rails, teasers,
         ))
     });
     match features {

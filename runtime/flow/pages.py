@@ -34,6 +34,7 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
     FEATURES_V5,
+    FEATURES_V6,
     FEATURES_VERSION,
 )
 from pulpie_rt.runtime.stages.labels import labels_from_predictions
@@ -243,7 +244,8 @@ class Preparer:
         # True: segmented without the noscript elements that hold no block (drop_noscript)
         self.drop_noscript = drop_noscript
         # the rescorer's (blocks-v2: with the extras; blocks-v3: and the container columns;
-        # blocks-v4: and the dialog columns; blocks-v5: and the rail columns)
+        # blocks-v4: and the dialog columns; blocks-v5: and the rail columns; blocks-v6: and
+        # the teaser columns)
         self.feature_layout = feature_layout
         self._tokenizer = None
 
@@ -306,7 +308,8 @@ class Preparer:
                 extras=self.feature_layout == FEATURES_V2,
                 containers=self.feature_layout == FEATURES_V3, drop_noscript=self.drop_noscript,
                 dialogs=self.feature_layout == FEATURES_V4,
-                rails=self.feature_layout == FEATURES_V5)
+                rails=self.feature_layout == FEATURES_V5,
+                teasers=self.feature_layout == FEATURES_V6)
         except native.PageFailed as exc:
             stage, _, reason = str(exc).partition(": ")
             raise PageError(stage, reason) from exc

@@ -33,7 +33,13 @@ beside a story from the story (the block's item: the nearest element of its chai
 ``RAIL_LEVELS`` - 1 levels up, whose parent holds ``RAIL_MIN_ITEMS`` or more children of its
 tag and class; the run's item count, the item's level, its words and their linked share, the
 share of the run's items holding a ``<time>``; how many levels up a class, id or aria-label
-holds one of ``RAIL_WORDS`` and of ``COMMENT_WORDS``).
+holds one of ``RAIL_WORDS`` and of ``COMMENT_WORDS``); ``blocks-v6`` (``FEATURES_V6``) is
+``blocks-v5`` followed by ``TEASER_NAMES``: what tells a teaser card of another story from the
+page's own story (the page's kind, the same in every row: ``og:type`` article or website, a
+JSON-LD story, listing or product; of the block's run of alike items: the share holding a
+byline, a heading, most of their words in links, the run's share of the page's words; the
+block's place after (1), before (-1) or inside (0) readability's candidate, and how many
+levels up its nearest element holding the candidate is, ``NO_DISTANCE`` where none).
 The container columns are identifiers, not measurements: only equality between rows of one
 page means anything (blocks sharing a level-k value sit in the same element), so a rescorer groups
 blocks by them and never reads them as values. The column order and the categorical codes
@@ -128,16 +134,25 @@ RAIL_WORDS = ("trending", "popular", "most-read", "mostread", "most_read", "late
 COMMENT_WORDS = ("comment", "poll", "survey", "disqus", "discussion", "vote")
 FEATURE_NAMES_V5 = FEATURE_NAMES_V4 + RAIL_NAMES
 N_FEATURES_V5 = len(FEATURE_NAMES_V5)
+FEATURES_V6 = "blocks-v6"
+# (core/src/features: TEASER_NAMES, LINKED_ITEM_SHARE, BYLINE_WORDS)
+TEASER_NAMES = ["page_og_article", "page_og_website", "page_ld_article", "page_ld_listing",
+                "page_ld_product", "rail_items_byline_share", "rail_items_heading_share",
+                "rail_items_linked_share", "rail_run_word_share", "after_story", "story_level"]
+FEATURE_NAMES_V6 = FEATURE_NAMES_V5 + TEASER_NAMES
+N_FEATURES_V6 = len(FEATURE_NAMES_V6)
 # each layout's columns
 LAYOUTS = {FEATURES_VERSION: N_FEATURES, FEATURES_V2: N_FEATURES_V2,
-           FEATURES_V3: N_FEATURES_V3, FEATURES_V4: N_FEATURES_V4, FEATURES_V5: N_FEATURES_V5}
+           FEATURES_V3: N_FEATURES_V3, FEATURES_V4: N_FEATURES_V4, FEATURES_V5: N_FEATURES_V5,
+           FEATURES_V6: N_FEATURES_V6}
 
 
 def block_features(map_html: str, item_ids: list[str | None],
                    layout: str = FEATURES_VERSION) -> np.ndarray:
     """One float32 row of the ``layout``'s columns (``FEATURE_NAMES``, or
     ``FEATURE_NAMES_V2`` for ``blocks-v2``, ``FEATURE_NAMES_V3`` for ``blocks-v3``,
-    ``FEATURE_NAMES_V4`` for ``blocks-v4``, ``FEATURE_NAMES_V5`` for ``blocks-v5``) per block
+    ``FEATURE_NAMES_V4`` for ``blocks-v4``, ``FEATURE_NAMES_V5`` for ``blocks-v5``,
+    ``FEATURE_NAMES_V6`` for ``blocks-v6``) per block
     of ``item_ids`` (zeros for ids that ``map_html`` does not hold, ``NO_DISTANCE`` in their
     distance, dialog and rail-level columns and ``NO_CONTAINER`` in their container columns). Raises
     ``native.CoreMissing`` where the compiled core is not built (``make core``),
@@ -151,7 +166,8 @@ def block_features(map_html: str, item_ids: list[str | None],
         return np.zeros((0, LAYOUTS[layout]), np.float32)
     return native.block_features(map_html, item_ids, extras=layout == FEATURES_V2,
                                  containers=layout == FEATURES_V3,
-                                 dialogs=layout == FEATURES_V4, rails=layout == FEATURES_V5)
+                                 dialogs=layout == FEATURES_V4, rails=layout == FEATURES_V5,
+                                 teasers=layout == FEATURES_V6)
 
 
 def hidden_blocks(map_html: str, item_ids: list[str | None]) -> np.ndarray:

@@ -41,6 +41,7 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
     FEATURES_V5,
+    FEATURES_V6,
     FEATURES_VERSION,
     LAYOUTS,
     N_FEATURES,
@@ -48,7 +49,9 @@ from pulpie_rt.runtime.stages.features import (
     N_FEATURES_V3,
     N_FEATURES_V4,
     N_FEATURES_V5,
+    N_FEATURES_V6,
     RAIL_NAMES,
+    TEASER_NAMES,
 )
 
 CONTEXT_VERSION = "context-v4"
@@ -59,8 +62,12 @@ CONTEXT_V5 = "context-v5"
 # context-v6: context-v4's columns of blocks-v5 rows' blocks-v3 part, then the row's own
 # dialog and rail columns (DIALOG_NAMES, RAIL_NAMES)
 CONTEXT_V6 = "context-v6"
+# context-v7: context-v6's columns of blocks-v6 rows' blocks-v5 part, then the row's own
+# teaser columns (TEASER_NAMES)
+CONTEXT_V7 = "context-v7"
 # the contexts this runtime reads blocks in, each with the layout it reads
-CONTEXTS = {CONTEXT_VERSION: CONTEXT_FEATURES, CONTEXT_V5: FEATURES_V4, CONTEXT_V6: FEATURES_V5}
+CONTEXTS = {CONTEXT_VERSION: CONTEXT_FEATURES, CONTEXT_V5: FEATURES_V4, CONTEXT_V6: FEATURES_V5,
+            CONTEXT_V7: FEATURES_V6}
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES_V2)}
 # The block columns a row sees of its neighbours (shifted 1 and 2 each way), of the windows
 # around it (means over +-3 and +-10 blocks) and relative to the page's mean.
@@ -88,9 +95,10 @@ N_CONTEXT = (N_FEATURES_V2 + 7 * len(CONTEXT_COLUMNS) + 2 + 4 + 4 + N_GROUP * le
 N_STAGE = 16 + N_STAGE_GROUP * len(GROUP_LEVELS) + N_STAGE_COPY
 N_CONTEXT_V5 = N_CONTEXT + len(DIALOG_NAMES)
 N_CONTEXT_V6 = N_CONTEXT_V5 + len(RAIL_NAMES)
+N_CONTEXT_V7 = N_CONTEXT_V6 + len(TEASER_NAMES)
 # context_features' columns for each layout it reads
 CONTEXT_WIDTHS = {N_FEATURES_V3: N_CONTEXT, N_FEATURES_V4: N_CONTEXT_V5,
-                  N_FEATURES_V5: N_CONTEXT_V6}
+                  N_FEATURES_V5: N_CONTEXT_V6, N_FEATURES_V6: N_CONTEXT_V7}
 
 
 def context_features(features: np.ndarray) -> np.ndarray:
@@ -115,14 +123,16 @@ def context_features(features: np.ndarray) -> np.ndarray:
     near container with its first copy, a teaser repeated in a related box does not.
     ``blocks-v4`` rows (``CONTEXT_V5``): those ``N_CONTEXT`` columns of their ``blocks-v3``
     part, then the row's own ``DIALOG_NAMES`` columns (``N_CONTEXT_V5`` in all); ``blocks-v5``
-    rows (``CONTEXT_V6``): then its ``RAIL_NAMES`` columns too (``N_CONTEXT_V6``).
+    rows (``CONTEXT_V6``): then its ``RAIL_NAMES`` columns too (``N_CONTEXT_V6``);
+    ``blocks-v6`` rows (``CONTEXT_V7``): and its ``TEASER_NAMES`` columns (``N_CONTEXT_V7``).
     Computed by the compiled core
     (``native.context_features``); ``ValueError`` for rows of another layout."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2:
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}) or {FEATURES_V5} "
-                         f"rows ({N_FEATURES_V5}), not {features.shape}")
+                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}), {FEATURES_V5} "
+                         f"rows ({N_FEATURES_V5}) or {FEATURES_V6} rows ({N_FEATURES_V6}), "
+                         f"not {features.shape}")
     width = CONTEXT_WIDTHS.get(features.shape[1], N_CONTEXT)
     return native.context_features(features, width)
 

@@ -1,6 +1,7 @@
 """The specification of the ``fast`` profile's blocks in context (context ``context-v4``,
 ``context-v5``: the same columns of ``blocks-v4`` rows' ``blocks-v3`` part, then the rows'
-own dialog columns, and ``context-v6``: of ``blocks-v5`` rows, then their own dialog and rail
+own dialog columns, ``context-v6``: of ``blocks-v5`` rows, then their own dialog and rail
+columns, and ``context-v7``: of ``blocks-v6`` rows, then their dialog, rail and teaser
 columns), in NumPy: the compiled core (``core/src/features/context.rs``), which
 ``runtime.stages.rescore.context_features`` and ``stage_features`` call (and with them the
 training, ``train/fast.py``), computes the same columns; ``tests/test_context_features.py``
@@ -31,10 +32,12 @@ from pulpie_rt.runtime.stages.features import (
     FEATURES_V3,
     FEATURES_V4,
     FEATURES_V5,
+    FEATURES_V6,
     N_FEATURES_V2,
     N_FEATURES_V3,
     N_FEATURES_V4,
     N_FEATURES_V5,
+    N_FEATURES_V6,
 )
 from pulpie_rt.runtime.stages.rescore import (
     _COLUMN,
@@ -159,16 +162,18 @@ def context_features(features: np.ndarray) -> np.ndarray:
     then its words counting CJK characters (``words`` + ``cjk_chars`` / 2: a Chinese or
     Japanese phrase is one ``\\w+`` word), their share of the page's, their mean over +-3
     blocks and the page's share of CJK characters, then ``container_features`` and last
-    ``copy_features``. ``blocks-v4`` rows (``context-v5``) and ``blocks-v5`` rows
-    (``context-v6``): those columns of their ``blocks-v3`` part, then their own columns after
-    it (the dialog columns; the dialog and rail columns)."""
+    ``copy_features``. ``blocks-v4`` rows (``context-v5``), ``blocks-v5`` rows
+    (``context-v6``) and ``blocks-v6`` rows (``context-v7``): those columns of their
+    ``blocks-v3`` part, then their own columns after it (the dialog columns; the dialog and
+    rail columns; and the teaser columns)."""
     features = np.asarray(features, np.float32)
     if features.ndim != 2 or features.shape[1] not in (N_FEATURES_V3, N_FEATURES_V4,
-                                                       N_FEATURES_V5):
+                                                       N_FEATURES_V5, N_FEATURES_V6):
         got = features.shape[-1] if features.ndim == 2 else features.shape
         raise ValueError(f"context features read {FEATURES_V3} rows ({N_FEATURES_V3} "
-                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}) or {FEATURES_V5} "
-                         f"rows ({N_FEATURES_V5}), not {got}")
+                         f"columns), {FEATURES_V4} rows ({N_FEATURES_V4}), {FEATURES_V5} "
+                         f"rows ({N_FEATURES_V5}) or {FEATURES_V6} rows ({N_FEATURES_V6}), "
+                         f"not {got}")
     if features.shape[1] != N_FEATURES_V3:
         return np.concatenate([context_features(features[:, :N_FEATURES_V3]),
                                features[:, N_FEATURES_V3:]], 1)

@@ -1,8 +1,9 @@
 """The specification of the default model's block features (layout ``blocks-v1``, the
 extras that ``blocks-v2`` appends: ``block_extras``, the containers that ``blocks-v3``
 appends to those: ``block_containers``, the dialog columns that ``blocks-v4`` appends
-after them: ``block_dialogs``, and the rail columns that ``blocks-v5`` appends after those:
-``block_rails``), in Python:
+after them: ``block_dialogs``, the rail columns that ``blocks-v5`` appends after those:
+``block_rails``, and the teaser columns that ``blocks-v6`` appends after the rails:
+``block_teasers``), in Python:
 the compiled core (``core/src/features``), which ``pulpie_rt.runtime.stages.features``
 calls, computes the same values; ``tests/test_features.py`` and ``python -m
 parity.features_parity`` compare the two.
@@ -22,7 +23,9 @@ sees it: see core/src/features/mod.rs for where the two trees differ).
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from collections import Counter
 
 import numpy as np
@@ -46,6 +49,7 @@ from pulpie_rt.runtime.stages.features import (
     RAIL_NAMES,
     RAIL_WORDS,
     TAGS,
+    TEASER_NAMES,
 )
 
 _WORD = re.compile(r"\w+")
@@ -98,10 +102,18 @@ def _elements_by_id(map_html: str) -> tuple[LexborHTMLParser, dict[str, object]]
 def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     """One float32 row of ``FEATURE_NAMES`` per block of ``item_ids`` (rows of zeros for ids
     that ``map_html`` does not hold)."""
+    return _block_features(map_html, item_ids)[0]
+
+
+def _block_features(map_html: str, item_ids: list[str | None]
+                    ) -> tuple[np.ndarray, object, dict[str, object]]:
+    """``block_features``, readability's candidate (the element ``in_candidate`` names, None
+    where none) and the elements by id, both of the tree the rows were read from."""
     n = len(item_ids)
     if n == 0:
-        return np.zeros((0, N_FEATURES), np.float32)
+        return np.zeros((0, N_FEATURES), np.float32), None, {}
     _, by_id = _elements_by_id(map_html)
+    elements: dict[int, object] = {}  # the chains' elements by mem_id
 
     n_kw, n_anc = len(KEYWORDS), len(ANCESTOR_TAGS)
     block = np.zeros((n, len(BLOCK_COLUMNS)), np.float32)
@@ -137,6 +149,7 @@ def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
             depth += 1
             key = parent.mem_id
             chain.append(key)
+            elements[key] = parent
             flags = keyword_cache.get(key)
             if flags is None:
                 flags = keyword_cache[key] = _keyword_flags(parent)
@@ -205,7 +218,8 @@ def block_features(map_html: str, item_ids: list[str | None]) -> np.ndarray:
         from_h1,
         words / max(float(np.median(words)), 1.0),
     ], 1).astype(np.float32)
-    return np.concatenate([block, own_kw, ancestor_kw, ancestor_tag, page, text_stats], 1)
+    return (np.concatenate([block, own_kw, ancestor_kw, ancestor_tag, page, text_stats], 1),
+            None if best is None else elements[best], by_id)
 
 
 # ── blocks-v2's extras ───────────────────────────────────────────────────────────────────
@@ -345,6 +359,25 @@ def _signature(element) -> tuple[str, str]:
 
 
 def block_rails(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``RAIL_NAMES`` per block of ``item_ids`` (``_rail_rows``)."""
+    return _rail_rows(map_html, item_ids)[0]
+
+
+def _holds(element, tags: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> bool:
+    """Whether ``element`` or an element below it is one of ``tags``, or has one of ``names``
+    in its class, id, rel or itemprop (ASCII case aside)."""
+    for node in [element, *element.css("*")]:
+        if node.tag in tags:
+            return True
+        attrs = node.attributes
+        if names and any(word in value.translate(_ASCII_LOWER)
+                         for key in ("class", "id", "rel", "itemprop")
+                         if (value := attrs.get(key)) for word in names):
+            return True
+    return False
+
+
+def _rail_rows(map_html: str, item_ids: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
     """One float32 row of ``RAIL_NAMES`` per block of ``item_ids``. A block's item: the
     nearest element of its chain (its own element, level 0 (a run wrapper's parent), then its
     ancestors, up to level ``RAIL_LEVELS`` - 1, up to but not including ``<html>``) whose
@@ -357,12 +390,20 @@ def block_rails(map_html: str, item_ids: list[str | None]) -> np.ndarray:
     ``NO_DISTANCE``, 0, 0, 0. Then how many levels up (the same walk, on to ``<html>``) the
     nearest element is whose class, id or aria-label holds one of ``RAIL_WORDS`` and one of
     ``COMMENT_WORDS`` (``_names_hold``; ``NO_DISTANCE`` where none). Ids that ``map_html``
-    does not hold: the row without an item or distance."""
+    does not hold: the row without an item or distance.
+
+    And per row the teaser columns of its run (``TEASER_NAMES``' 6th to 9th; 0 without an
+    item): the share of the run's items holding a byline (an element, itself or below it, whose
+    class, id, rel or itemprop holds ``BYLINE_WORDS``), a heading (``h1``-``h6``), and
+    ``LINKED_ITEM_SHARE`` or more of their words linked (the item words and linked words
+    above; 0 words is not linked), and the run's words (the sum of its items') over the
+    page's (the sum of ``words``, at least 1)."""
     n = len(item_ids)
     out = np.zeros((n, len(RAIL_NAMES)), np.float32)
     out[:, [1, 5, 6]] = NO_DISTANCE
+    runs = np.zeros((n, 4), np.float32)
     if n == 0:
-        return out
+        return out, runs
     rows = block_features(map_html, item_ids)
     words = rows[:, BLOCK_COLUMNS.index("words")]
     link_ratio = rows[:, BLOCK_COLUMNS.index("link_ratio")]
@@ -399,7 +440,150 @@ def block_rails(map_html: str, item_ids: list[str | None]) -> np.ndarray:
                     out[row, :5] = (len(alike), level, item_words,
                                     node_linked[element.mem_id] / item_words if item_words
                                     else 0.0, with_time / len(alike))
+                    alike_words = [node_words.get(child.mem_id, 0.0) for child in alike]
+                    linked = sum(w > 0 and node_linked[child.mem_id] / w >= LINKED_ITEM_SHARE
+                                 for child, w in zip(alike, alike_words, strict=True))
+                    runs[row] = (
+                        sum(_holds(child, names=BYLINE_WORDS) for child in alike) / len(alike),
+                        sum(_holds(child, tags=_HEADINGS) for child in alike) / len(alike),
+                        linked / len(alike),
+                        sum(alike_words) / max(float(words.astype(np.float64).sum()), 1.0),
+                    )
             for column, words_of in ((5, RAIL_WORDS), (6, COMMENT_WORDS)):
                 if out[row, column] == NO_DISTANCE and _names_hold(element, words_of):
                     out[row, column] = min(level, NO_DISTANCE)
+    return out, runs
+
+
+# ── blocks-v6's teasers ──────────────────────────────────────────────────────────────────
+
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+BYLINE_WORDS = ("author", "byline")
+LINKED_ITEM_SHARE = 0.5
+_LISTING_TYPES = {"CollectionPage", "ItemList", "SearchResultsPage", "OfferCatalog", "Blog"}
+_PRODUCT_TYPES = {"Product", "ProductGroup", "ProductModel", "IndividualProduct", "Offer",
+                  "AggregateOffer"}
+_JSONLD_NESTING = 4
+
+
+def _json_ld(script: str) -> object:
+    """A JSON-LD script's value (its ``<!-- -->`` or CDATA wrapper off; read once more with
+    its control characters, Unicode's Cc, as spaces), None where it is no JSON."""
+    text = script.strip()
+    for open_, close in (("<!--", "-->"), ("//<![CDATA[", "//]]>"), ("<![CDATA[", "]]>")):
+        text = text.removeprefix(open_).strip()
+        text = text.removesuffix(close).strip()
+    spaced = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    for attempt in (text, spaced):
+        try:
+            return json.loads(attempt)
+        except ValueError:
+            continue
+    return None
+
+
+def _objects(value: object, out: list[dict], depth: int = 0) -> None:
+    if depth > _JSONLD_NESTING:
+        return
+    if isinstance(value, list):
+        for item in value:
+            _objects(item, out, depth + 1)
+    elif isinstance(value, dict):
+        out.append(value)
+        if "@graph" in value:
+            _objects(value["@graph"], out, depth + 1)
+
+
+def _types(obj: dict) -> list[str]:
+    value = obj.get("@type")
+    items = [value] if isinstance(value, str) else [
+        v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    return [t.rsplit("/", 1)[-1] for t in items]
+
+
+def page_kind(map_html: str) -> list[bool]:
+    """The teaser columns' page kind (``TEASER_NAMES``' first 5): the first ``<meta>`` whose
+    ``property`` (else ``name``) is ``og:type`` with a ``content``, as ``article`` (or
+    ``article:…``, ``article.…``) and as ``website`` (trimmed, ASCII case aside); whether
+    the JSON-LD scripts' objects (arrays and ``@graph``s followed ``_JSONLD_NESTING`` deep)
+    hold a story (an ``@type`` ending in ``Article`` or ``Posting``, or ``Report``,
+    ``Review``, ``Recipe``: the metadata's article), a listing, a product. Nothing inside
+    ``<svg>`` or ``<math>`` is read."""
+    tree = LexborHTMLParser(map_html)
+
+    def outside_images(node) -> bool:
+        parent = node.parent
+        while parent is not None:
+            if parent.tag in ("svg", "math"):
+                return False
+            parent = parent.parent
+        return True
+
+    og_type = None
+    for meta in tree.css("meta"):
+        key = meta.attributes.get("property")
+        if key is None:
+            key = meta.attributes.get("name")
+        if (key is not None and key.strip().lower() == "og:type"
+                and meta.attributes.get("content") is not None and outside_images(meta)):
+            og_type = meta.attributes["content"].strip().lower()
+            break
+    objects: list[dict] = []
+    for script in tree.css("script"):
+        kind = script.attributes.get("type")
+        if kind is not None and kind.strip().lower() == "application/ld+json" \
+                and outside_images(script):
+            _objects(_json_ld(script.text(deep=False)), objects)
+    types = [_types(o) for o in objects]
+    return [
+        og_type is not None and (og_type == "article" or og_type.startswith(("article:",
+                                                                             "article."))),
+        og_type == "website",
+        any(t.endswith(("Article", "Posting")) or t in ("Report", "Review", "Recipe")
+            for ts in types for t in ts),
+        any(t in _LISTING_TYPES for ts in types for t in ts),
+        any(t in _PRODUCT_TYPES for ts in types for t in ts),
+    ]
+
+
+def block_teasers(map_html: str, item_ids: list[str | None]) -> np.ndarray:
+    """One float32 row of ``TEASER_NAMES`` per block of ``item_ids``: the page's kind
+    (``page_kind``, 1 or 0, in every row), its run's teaser columns (``_rail_rows``), then its
+    place against readability's candidate (``in_candidate``): 1 after the last block inside
+    it, -1 before the first, else 0 (and 0 on a page without one); and the level of the
+    nearest element of the block's chain (its own element, 0, a run wrapper's parent, then its
+    ancestors up to but not including ``<html>``) that is the candidate or holds it
+    (``NO_DISTANCE`` where none, and for ids ``map_html`` does not hold)."""
+    n = len(item_ids)
+    out = np.zeros((n, len(TEASER_NAMES)), np.float32)
+    if n == 0:
+        return out
+    out[:, :5] = page_kind(map_html)
+    out[:, 5:9] = _rail_rows(map_html, item_ids)[1]
+    rows, best, by_id = _block_features(map_html, item_ids)
+    inside = np.flatnonzero(rows[:, len(BLOCK_COLUMNS) + 2 * len(KEYWORDS)
+                                 + len(ANCESTOR_TAGS) + 11] == 1.0)
+    if len(inside):
+        out[: inside[0], 9] = -1.0
+        out[inside[-1] + 1:, 9] = 1.0
+    out[:, 10] = NO_DISTANCE
+    if best is None:
+        return out
+    holds_best = set()
+    element = best
+    while element is not None:
+        holds_best.add(element.mem_id)
+        element = element.parent
+    for row, item_id in enumerate(item_ids):
+        node = by_id.get(item_id)
+        if node is None:
+            continue
+        element = node.parent if node.tag == RUN_WRAPPER_TAG and node.parent is not None else node
+        level = 0
+        while element is not None and element.tag not in ("html", "-undef"):
+            if element.mem_id in holds_best:
+                out[row, 10] = level
+                break
+            element = element.parent
+            level += 1
     return out

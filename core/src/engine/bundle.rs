@@ -330,18 +330,16 @@ impl Manifest {
             None
         };
         // what reads the container columns needs a rescorer over a layout that has them
-        let containers = rescorer
-            .as_ref()
-            .is_some_and(|r| matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5"));
+        let containers = rescorer.as_ref().is_some_and(|r| {
+            matches!(r.features.as_str(), "blocks-v3" | "blocks-v4" | "blocks-v5" | "blocks-v6")
+        });
         for (key, asked) in [
             ("container_prior", container_prior.is_some()),
             ("story_prior", story_prior.is_some()),
             ("continue_story", continue_story),
         ] {
             if asked && !containers {
-                return Err(bad(&format!(
-                    "decoding.{key} needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
-                )));
+                return Err(bad(&format!("decoding.{key} needs a rescorer over blocks-v3 to blocks-v6")));
             }
         }
         let setting = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
@@ -642,7 +640,7 @@ mod tests {
         }
         assert_eq!(
             Manifest::parse(&with(r#"{"share": 0.6, "shift": 1.0}"#, "blocks-v1"), "m.json").err().unwrap(),
-            "m.json: decoding.container_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
+            "m.json: decoding.container_prior needs a rescorer over blocks-v3 to blocks-v6"
         );
     }
 
@@ -666,7 +664,7 @@ mod tests {
         );
         assert_eq!(
             Manifest::parse(&with(r#"{"share": 0.5, "shift": 3}"#, "blocks-v2"), "m.json").err().unwrap(),
-            "m.json: decoding.story_prior needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
+            "m.json: decoding.story_prior needs a rescorer over blocks-v3 to blocks-v6"
         );
     }
 
@@ -688,7 +686,7 @@ mod tests {
         );
         assert_eq!(
             Manifest::parse(&with("true", "blocks-v2"), "m.json").err().unwrap(),
-            "m.json: decoding.continue_story needs a rescorer over blocks-v3, blocks-v4 or blocks-v5"
+            "m.json: decoding.continue_story needs a rescorer over blocks-v3 to blocks-v6"
         );
     }
 

@@ -24,13 +24,13 @@ pub struct Decoding {
     /// block features (their `words` column)
     pub expected_f1: bool,
     /// the bundle's `decoding.container_prior` (`container_prior`): needs the block features'
-    /// container columns (layouts `blocks-v3`, `blocks-v4`, `blocks-v5`)
+    /// container columns (layouts `blocks-v3` to `blocks-v6`)
     pub container_prior: Option<ContainerPrior>,
     /// the bundle's `decoding.story_prior` (`story_prior`, before the container prior): needs
     /// the block features' container columns
     pub story_prior: Option<ContainerPrior>,
     /// the bundle's `decoding.continue_story` (`continue_story`): needs the block features'
-    /// container columns (layouts `blocks-v3`, `blocks-v4`, `blocks-v5`)
+    /// container columns (layouts `blocks-v3` to `blocks-v6`)
     pub continue_story: bool,
 }
 
@@ -76,17 +76,17 @@ pub const NO_WORDS: &str = "rescore: ValueError: decoding.selection expected_f1 
 
 /// The message of a page decoded with a container prior without the container columns.
 pub const NO_CONTAINERS: &str = "rescore: ValueError: decoding.container_prior needs the block features' \
-                                 container columns (layout blocks-v3, blocks-v4 or blocks-v5)";
+                                 container columns (layout blocks-v3 to blocks-v6)";
 
 /// The message of a page decoded with a story prior without the container columns.
 pub const NO_STORY_PRIOR_CONTAINERS: &str = "rescore: ValueError: decoding.story_prior needs the block \
-                                             features' container columns (layout blocks-v3, blocks-v4 or \
-                                             blocks-v5)";
+                                             features' container columns (layout blocks-v3 to \
+                                             blocks-v6)";
 
 /// The message of a page decoded with `continue_story` without the container columns.
 pub const NO_STORY_CONTAINERS: &str =
     "rescore: ValueError: decoding.continue_story needs the block features' \
-                                       container columns (layout blocks-v3, blocks-v4 or blocks-v5)";
+                                       container columns (layout blocks-v3 to blocks-v6)";
 
 /// A prose block for `continue_story`: at least this many words, under this share of them
 /// in links.

@@ -20,10 +20,12 @@ pub enum FeatureSet {
     BlocksExtrasContainersAndDialogs,
     /// `blocks-v5`: `blocks-v4` and the `features::N_RAILS` rail columns
     BlocksWithRails,
+    /// `blocks-v6`: `blocks-v5` and the `features::N_TEASERS` teaser columns
+    BlocksWithTeasers,
 }
 
 impl FeatureSet {
-    /// The FFI value, the header's `PULPIE_RT_LAYOUT_*`: none, `blocks-v1` to `blocks-v5`
+    /// The FFI value, the header's `PULPIE_RT_LAYOUT_*`: none, `blocks-v1` to `blocks-v6`
     /// (anything else: `blocks-v1`).
     pub fn from_ffi(value: u32) -> FeatureSet {
         use crate::abi::*;
@@ -33,6 +35,7 @@ impl FeatureSet {
             PULPIE_RT_LAYOUT_BLOCKS_V3 => FeatureSet::BlocksExtrasAndContainers,
             PULPIE_RT_LAYOUT_BLOCKS_V4 => FeatureSet::BlocksExtrasContainersAndDialogs,
             PULPIE_RT_LAYOUT_BLOCKS_V5 => FeatureSet::BlocksWithRails,
+            PULPIE_RT_LAYOUT_BLOCKS_V6 => FeatureSet::BlocksWithTeasers,
             _ => FeatureSet::Blocks,
         }
     }
@@ -46,6 +49,7 @@ impl FeatureSet {
             "blocks-v3" => Some(FeatureSet::BlocksExtrasAndContainers),
             "blocks-v4" => Some(FeatureSet::BlocksExtrasContainersAndDialogs),
             "blocks-v5" => Some(FeatureSet::BlocksWithRails),
+            "blocks-v6" => Some(FeatureSet::BlocksWithTeasers),
             _ => None,
         }
     }
@@ -65,6 +69,7 @@ impl FeatureSet {
             FeatureSet::BlocksWithRails => {
                 FeatureSet::BlocksExtrasContainersAndDialogs.width() + crate::features::N_RAILS
             }
+            FeatureSet::BlocksWithTeasers => FeatureSet::BlocksWithRails.width() + crate::features::N_TEASERS,
         }
     }
 }
@@ -80,22 +85,23 @@ pub fn block_features(
     set: FeatureSet,
 ) -> Result<Vec<f32>, String> {
     let ids: Vec<Option<&str>> = item_ids.iter().map(Option::as_deref).collect();
-    let (extras, containers, dialogs, rails) = match set {
+    let (extras, containers, dialogs, rails, teasers) = match set {
         FeatureSet::None => return Ok(Vec::new()),
-        FeatureSet::Blocks => (false, false, false, false),
-        FeatureSet::BlocksAndExtras => (true, false, false, false),
-        FeatureSet::BlocksExtrasAndContainers => (true, true, false, false),
-        FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true, false),
-        FeatureSet::BlocksWithRails => (true, true, true, true),
+        FeatureSet::Blocks => (false, false, false, false, false),
+        FeatureSet::BlocksAndExtras => (true, false, false, false, false),
+        FeatureSet::BlocksExtrasAndContainers => (true, true, false, false, false),
+        FeatureSet::BlocksExtrasContainersAndDialogs => (true, true, true, false, false),
+        FeatureSet::BlocksWithRails => (true, true, true, true, false),
+        FeatureSet::BlocksWithTeasers => (true, true, true, true, true),
     };
     Ok(match map_tree {
         // the tree simplify made map_html of, as the specification reads it: no parse
         Some((tree, root)) => crate::features::block_features_of_tree(
-            tree, *root, &ids, false, extras, containers, dialogs, rails,
+            tree, *root, &ids, false, extras, containers, dialogs, rails, teasers,
         ),
-        None => {
-            crate::features::block_features_with(map_html, &ids, false, extras, containers, dialogs, rails)
-        }
+        None => crate::features::block_features_with(
+            map_html, &ids, false, extras, containers, dialogs, rails, teasers,
+        ),
     })
 }
 
@@ -110,10 +116,11 @@ mod tests {
             assert!(FeatureSet::from_layout(layout).is_some(), "{layout}");
         }
         assert_eq!(FeatureSet::from_layout("blocks-v9"), None);
-        let widths: Vec<usize> = ["blocks-v1", "blocks-v2", "blocks-v3", "blocks-v4", "blocks-v5"]
-            .iter()
-            .map(|l| FeatureSet::from_layout(l).unwrap().width())
-            .collect();
-        assert_eq!(widths, [166, 199, 207, 209, 216]);
+        let widths: Vec<usize> =
+            ["blocks-v1", "blocks-v2", "blocks-v3", "blocks-v4", "blocks-v5", "blocks-v6"]
+                .iter()
+                .map(|l| FeatureSet::from_layout(l).unwrap().width())
+                .collect();
+        assert_eq!(widths, [166, 199, 207, 209, 216, 227]);
     }
 }

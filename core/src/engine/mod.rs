@@ -286,16 +286,22 @@ enum Rescorer {
     /// over each block's `blocks-v1` row alone, beside the transformer's margins
     Blocks(BlockRescorer),
     /// over the page's blocks in context (`context-v4`, `blocks-v3` rows, `context-v5`,
-    /// `blocks-v4` rows, or `context-v6`, `blocks-v5` rows): the default model's `fast`
+    /// `blocks-v4` rows, `context-v6`, `blocks-v5` rows, or `context-v7`, `blocks-v6` rows): the
+    /// default model's `fast`
     /// profile, which runs no transformer
     Context(ContextRescorer),
 }
 
 /// `rescore.CONTEXTS`: the contexts this core reads blocks in, each with the layout it reads.
-pub const CONTEXTS: [(&str, &str); 3] =
-    [("context-v4", "blocks-v3"), ("context-v5", "blocks-v4"), ("context-v6", "blocks-v5")];
+pub const CONTEXTS: [(&str, &str); 4] = [
+    ("context-v4", "blocks-v3"),
+    ("context-v5", "blocks-v4"),
+    ("context-v6", "blocks-v5"),
+    ("context-v7", "blocks-v6"),
+];
 /// `features.LAYOUTS`, as `BlockRescorer` names them.
-const LAYOUTS: [&str; 5] = [FEATURES_VERSION, "blocks-v2", "blocks-v3", "blocks-v4", "blocks-v5"];
+const LAYOUTS: [&str; 6] =
+    [FEATURES_VERSION, "blocks-v2", "blocks-v3", "blocks-v4", "blocks-v5", "blocks-v6"];
 
 /// A rescorer this core can run, or `BlockRescorer`'s `RescorerError` message for it.
 fn check_rescorer(spec: &bundle::RescorerSpec, name: &str) -> Result<(), String> {

@@ -15,7 +15,7 @@
 
 use crate::hash::FastMap;
 
-use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, N_RAILS, PAGE, TEXT_STATS};
+use super::{N_CONTAINERS, N_DIALOGS, N_EXTRAS, N_FEATURES, N_RAILS, N_TEASERS, PAGE, TEXT_STATS};
 
 /// Columns of layout `blocks-v2` (`blocks-v1` and the extras) and `blocks-v3` (and the
 /// container identifiers), the rows `context_features` reads.
@@ -27,6 +27,9 @@ pub const N_FEATURES_V4: usize = N_FEATURES_V3 + N_DIALOGS;
 /// Columns of layout `blocks-v5` (`blocks-v4` and the rail columns), the rows of
 /// `context-v6`.
 pub const N_FEATURES_V5: usize = N_FEATURES_V4 + N_RAILS;
+/// Columns of layout `blocks-v6` (`blocks-v5` and the teaser columns), the rows of
+/// `context-v7`.
+pub const N_FEATURES_V6: usize = N_FEATURES_V5 + N_TEASERS;
 
 // the block columns read here (`features.FEATURE_NAMES_V2`)
 const TAG: usize = 0;
@@ -81,6 +84,8 @@ pub const N_STAGE: usize = 16 + N_STAGE_GROUP * GROUP_LEVELS.len() + N_STAGE_COP
 pub const N_CONTEXT_V5: usize = N_CONTEXT + N_DIALOGS;
 /// `context_features`' columns for `blocks-v5` rows (context `context-v6`).
 pub const N_CONTEXT_V6: usize = N_CONTEXT_V5 + N_RAILS;
+/// `context_features`' columns for `blocks-v6` rows (context `context-v7`).
+pub const N_CONTEXT_V7: usize = N_CONTEXT_V6 + N_TEASERS;
 
 /// The `blocks-v3` part of `blocks-v4` or `blocks-v5` rows (`columns` wide; as they are when
 /// `blocks-v3`), the rows of `context-v4`'s columns, and the columns after it apart (the
@@ -99,10 +104,11 @@ fn split_v3(rows: &[f32], columns: usize) -> (std::borrow::Cow<'_, [f32]>, Vec<f
     (std::borrow::Cow::Owned(v3), after)
 }
 
-/// Whether `columns` is a layout read in context (`blocks-v3`, `blocks-v4`, `blocks-v5`) and
-/// `rows` whole rows of it.
+/// Whether `columns` is a layout read in context (`blocks-v3` to `blocks-v6`) and `rows`
+/// whole rows of it.
 pub(crate) fn read_in_context(rows: &[f32], columns: usize) -> bool {
-    matches!(columns, N_FEATURES_V3 | N_FEATURES_V4 | N_FEATURES_V5) && rows.len().is_multiple_of(columns)
+    matches!(columns, N_FEATURES_V3 | N_FEATURES_V4 | N_FEATURES_V5 | N_FEATURES_V6)
+        && rows.len().is_multiple_of(columns)
 }
 
 /// NumPy's `pairwise_sum` of float64 (`np.sum` / `np.mean` of a 1-D array, and of each column
@@ -418,8 +424,8 @@ fn copy_stage_columns(p: &[f64], rows: &[f32]) -> Vec<Vec<f64>> {
 /// The message for rows of another width than `blocks-v3` (`what`: whose).
 fn wrong_width(what: &str, columns: usize) -> String {
     format!(
-        "{what} read blocks-v3 rows ({N_FEATURES_V3} columns), blocks-v4 rows ({N_FEATURES_V4}) or \
-         blocks-v5 rows ({N_FEATURES_V5}), not {columns}"
+        "{what} read blocks-v3 rows ({N_FEATURES_V3} columns), blocks-v4 rows ({N_FEATURES_V4}), \
+         blocks-v5 rows ({N_FEATURES_V5}) or blocks-v6 rows ({N_FEATURES_V6}), not {columns}"
     )
 }
 
@@ -434,7 +440,8 @@ fn wrong_width(what: &str, columns: usize) -> String {
 /// copy columns (`copy_columns`). `blocks-v4` rows (`context-v5`): those `N_CONTEXT` columns
 /// of their `blocks-v3` part, then the row's `N_DIALOGS` dialog columns (`N_CONTEXT_V5` in
 /// all); `blocks-v5` rows (`context-v6`): then its `N_RAILS` rail columns too
-/// (`N_CONTEXT_V6`). An error naming the width for rows of another layout.
+/// (`N_CONTEXT_V6`); `blocks-v6` rows (`context-v7`): and its `N_TEASERS` teaser columns
+/// (`N_CONTEXT_V7`). An error naming the width for rows of another layout.
 pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String> {
     if !read_in_context(rows, columns) {
         return Err(wrong_width("context features", columns));
@@ -445,7 +452,11 @@ pub fn context_features(rows: &[f32], columns: usize) -> Result<Vec<f32>, String
         return Ok(context);
     }
     let extra = columns - N_FEATURES_V3;
-    let width = if columns == N_FEATURES_V4 { N_CONTEXT_V5 } else { N_CONTEXT_V6 };
+    let width = match columns {
+        N_FEATURES_V4 => N_CONTEXT_V5,
+        N_FEATURES_V5 => N_CONTEXT_V6,
+        _ => N_CONTEXT_V7,
+    };
     debug_assert_eq!(width, N_CONTEXT + extra);
     let mut out = Vec::with_capacity(context.len() / N_CONTEXT * width);
     for (own, columns) in context.chunks_exact(N_CONTEXT).zip(after.chunks_exact(extra)) {
@@ -640,6 +651,7 @@ mod tests {
         assert_eq!((N_FEATURES_V2, N_FEATURES_V3, N_CONTEXT, N_STAGE), (199, 207, 327, 42));
         assert_eq!((N_FEATURES_V4, N_CONTEXT_V5), (209, 329));
         assert_eq!((N_FEATURES_V5, N_CONTEXT_V6), (216, 336));
+        assert_eq!((N_FEATURES_V6, N_CONTEXT_V7), (227, 347));
         // rescore.CONTEXT_COLUMNS over features.FEATURE_NAMES_V2
         assert_eq!(CONTEXT_COLUMNS, [2, 4, 7, 11, 9, 10, 163, 0, 6, 157, 165, 164, 160]);
         assert_eq!(CJK_CHARS, 166);
@@ -757,12 +769,12 @@ mod tests {
     }
 
     #[test]
-    fn widths_other_than_blocks_v3_v4_and_v5_are_refused_by_name() {
+    fn widths_other_than_blocks_v3_to_v6_are_refused_by_name() {
         let err = context_features(&[0.0; N_FEATURES_V2], N_FEATURES_V2).unwrap_err();
         assert_eq!(
             err,
-            "context features read blocks-v3 rows (207 columns), blocks-v4 rows (209) or blocks-v5 \
-             rows (216), not 199"
+            "context features read blocks-v3 rows (207 columns), blocks-v4 rows (209), blocks-v5 \
+             rows (216) or blocks-v6 rows (227), not 199"
         );
         assert_eq!(context_features(&[], N_FEATURES_V3).unwrap().len(), 0);
         assert_eq!(context_features(&[], N_FEATURES_V4).unwrap().len(), 0);

@@ -105,6 +105,38 @@ pub const RAIL_WORDS: [&str; 23] = [
 ];
 pub const COMMENT_WORDS: [&str; 6] = ["comment", "poll", "survey", "disqus", "discussion", "vote"];
 
+/// The teaser columns that layout `blocks-v6` (`blocks-v5` + these) appends after the rail
+/// columns: what tells a teaser card or headline of another story from the page's own story.
+/// First the page's kind, the same in every row (`metadata::PageKind`: `og:type` article or
+/// website, a JSON-LD story, listing or product; 1 or 0): on a story's page a run of alike
+/// linked cards is other stories, on a listing or a shop it is what the page is for. Then of
+/// the block's run (the rail columns' item and its alike siblings; 0 where no item): the share
+/// of its items holding a byline (an element whose class, id, rel or itemprop holds `author`
+/// or `byline`), a heading (`h1`-`h6`), and most of their words inside links (a linked
+/// headline), and the run's words as a share of the page's. Last the block's place against
+/// the story (readability's candidate, `in_candidate`): 1 after its last block, -1 before its
+/// first, 0 inside it or where the page has none; and how many levels up the block's nearest
+/// element holding the candidate (or being it) is, `NO_DISTANCE` where none: a rail inside
+/// the story's own container is near, a sidebar's is far.
+pub const TEASER_NAMES: [&str; 11] = [
+    "page_og_article",
+    "page_og_website",
+    "page_ld_article",
+    "page_ld_listing",
+    "page_ld_product",
+    "rail_items_byline_share",
+    "rail_items_heading_share",
+    "rail_items_linked_share",
+    "rail_run_word_share",
+    "after_story",
+    "story_level",
+];
+pub const N_TEASERS: usize = TEASER_NAMES.len();
+/// An item is linked where this share of its words or more is inside links.
+const LINKED_ITEM_SHARE: f64 = 0.5;
+/// Words of a class, id, rel or itemprop that mark a byline.
+const BYLINE_WORDS: [&str; 2] = ["author", "byline"];
+
 /// Node indexes a float32 holds exactly (below 2^24); an element past them (a page of some
 /// 50 MB of markup) is written `NO_CONTAINER`, so that no two containers share a value.
 const EXACT_NODE_INDEXES: usize = 1 << 24;
@@ -451,7 +483,7 @@ fn median(values: &[f32]) -> f64 {
 /// `block_features_with`.
 #[cfg(test)]
 pub fn block_features(map_html: &str, item_ids: &[Option<&str>], libxml2_tree: bool) -> Vec<f32> {
-    block_features_with(map_html, item_ids, libxml2_tree, false, false, false, false)
+    block_features_with(map_html, item_ids, libxml2_tree, false, false, false, false, false)
 }
 
 /// `block_features`, each row followed by the `N_EXTRAS` extras when `extras` (rows of
@@ -461,7 +493,10 @@ pub fn block_features(map_html: &str, item_ids: &[Option<&str>], libxml2_tree: b
 /// for ids that `map_html` does not hold, and for `None`), and then by the `N_DIALOGS` dialog
 /// columns when `dialogs` (layout `blocks-v4`, which holds the extras and the containers;
 /// `NO_DISTANCE` for ids that `map_html` does not hold, and for `None`), and then by the
-/// `N_RAILS` rail columns when `rails` (layout `blocks-v5`, which holds all those; `rail_columns`).
+/// `N_RAILS` rail columns when `rails` (layout `blocks-v5`, which holds all those; `rail_columns`),
+/// and then by the `N_TEASERS` teaser columns when `teasers` (layout `blocks-v6`, which holds all
+/// those).
+#[allow(clippy::too_many_arguments)]
 pub fn block_features_with(
     map_html: &str,
     item_ids: &[Option<&str>],
@@ -470,6 +505,7 @@ pub fn block_features_with(
     containers: bool,
     dialogs: bool,
     rails: bool,
+    teasers: bool,
 ) -> Vec<f32> {
     if item_ids.is_empty() {
         return Vec::new();
@@ -479,7 +515,7 @@ pub fn block_features_with(
     let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, Reader::Spec);
-    block_features_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails)
+    block_features_of_tree(&tree, root, item_ids, libxml2_tree, extras, containers, dialogs, rails, teasers)
 }
 
 /// `block_features_with` of the tree the specification reads `map_html` as (`root` its
@@ -495,10 +531,12 @@ pub fn block_features_of_tree(
     containers: bool,
     dialogs: bool,
     rails: bool,
+    teasers: bool,
 ) -> Vec<f32> {
     if item_ids.is_empty() {
         return Vec::new();
     }
+    let rails = rails || teasers;
     let dialogs = dialogs || rails;
     let containers = containers || dialogs;
     let extras = extras || containers;
@@ -638,20 +676,34 @@ pub fn block_features_of_tree(
         }
     }
 
-    page_columns(&mut x, n, &words, &link_ratio, &prose, &chain_ends, &chain_nodes, &texts, tree.nodes.len());
+    let best = page_columns(
+        &mut x,
+        n,
+        &words,
+        &link_ratio,
+        &prose,
+        &chain_ends,
+        &chain_nodes,
+        &texts,
+        tree.nodes.len(),
+    );
     if !extras {
         return x;
     }
-    let rail = if rails {
-        rail_columns(tree, &view, &own_of, &chain_ends, &chain_nodes, &words, &link_ratio)
+    let (rail, mut teaser) = if rails {
+        rail_columns(tree, &view, &own_of, &chain_ends, &chain_nodes, &words, &link_ratio, teasers)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
+    if teasers {
+        story_columns(&mut teaser, tree, root, &view, &x, &own_of, &chain_ends, &chain_nodes, best);
+    }
     let width = N_FEATURES
         + N_EXTRAS
         + if containers { N_CONTAINERS } else { 0 }
         + if dialogs { N_DIALOGS } else { 0 }
-        + if rails { N_RAILS } else { 0 };
+        + if rails { N_RAILS } else { 0 }
+        + if teasers { N_TEASERS } else { 0 };
     let mut rows = Vec::with_capacity(n * width);
     for row in 0..n {
         rows.extend_from_slice(&x[row * N_FEATURES..(row + 1) * N_FEATURES]);
@@ -671,8 +723,61 @@ pub fn block_features_of_tree(
         if rails {
             rows.extend_from_slice(&rail[row * N_RAILS..(row + 1) * N_RAILS]);
         }
+        if teasers {
+            rows.extend_from_slice(&teaser[row * N_TEASERS..(row + 1) * N_TEASERS]);
+        }
     }
     rows
+}
+
+/// The teaser columns' page kind (the first 5) and place against the story (the last 2) of
+/// every row of `teaser` (`N_TEASERS` a row), from the page's tree, the rows' `blocks-v1`
+/// columns `x` (`in_candidate`), own elements and chains, and the candidate `best` (NONE: none).
+#[allow(clippy::too_many_arguments)]
+fn story_columns(
+    teaser: &mut [f32],
+    tree: &Tree,
+    root: usize,
+    view: &DomView,
+    x: &[f32],
+    own_of: &[usize],
+    chain_ends: &[usize],
+    chain_nodes: &[usize],
+    best: usize,
+) {
+    let n = own_of.len();
+    let kind = crate::metadata::page_kind(tree, root, |node| view.inert[node]);
+    let page = [kind.og_article, kind.og_website, kind.ld_article, kind.ld_listing, kind.ld_product];
+    let inside: Vec<usize> = (0..n).filter(|&row| x[row * N_FEATURES + PAGE + 11] == 1.0).collect();
+    let (first, last) = (inside.first().copied(), inside.last().copied());
+    // the candidate and its ancestors: a row's nearest element among them is where its chain
+    // meets the story's
+    let mut holds_best = vec![false; tree.nodes.len()];
+    let mut up = best;
+    while up != NONE {
+        holds_best[up] = true;
+        up = view.parent[up];
+    }
+    for row in 0..n {
+        let r = &mut teaser[row * N_TEASERS..(row + 1) * N_TEASERS];
+        for (slot, &value) in r.iter_mut().zip(&page) {
+            *slot = f32::from(u8::from(value));
+        }
+        r[9] = match (first, last) {
+            (Some(first), _) if row < first => -1.0,
+            (_, Some(last)) if row > last => 1.0,
+            _ => 0.0,
+        };
+        r[10] = NO_DISTANCE;
+        if best == NONE || own_of[row] == NONE {
+            continue;
+        }
+        let start = if row == 0 { 0 } else { chain_ends[row - 1] };
+        let chain = &chain_nodes[start..chain_ends[row]];
+        if let Some(level) = std::iter::once(&own_of[row]).chain(chain).position(|&e| holds_best[e]) {
+            r[10] = level as f32;
+        }
+    }
 }
 
 /// Whether one of `RAIL_WORDS` (bit 0) and one of `COMMENT_WORDS` (bit 1) is in the node's
@@ -702,6 +807,9 @@ fn name_word_bits(tree: &Tree, node: usize) -> u8 {
 /// level, 0 words and shares, no distance) and ancestor chain (`chain_nodes`), and the rows'
 /// words and link ratios. An element's words are the sum over the rows whose own element or
 /// chain holds it (float64, in row order), its linked words the sum of words x link ratio.
+/// With `teasers`, also the teaser columns of the run (`TEASER_NAMES` 5 to 8; `N_TEASERS` a
+/// row, the others 0 here: `story_columns` writes them).
+#[allow(clippy::too_many_arguments)]
 fn rail_columns(
     tree: &Tree,
     view: &DomView,
@@ -710,7 +818,8 @@ fn rail_columns(
     chain_nodes: &[usize],
     words: &[f32],
     link_ratio: &[f32],
-) -> Vec<f32> {
+    teasers: bool,
+) -> (Vec<f32>, Vec<f32>) {
     let n = own_of.len();
     let chain = |row: usize| {
         let start = if row == 0 { 0 } else { chain_ends[row - 1] };
@@ -728,15 +837,22 @@ fn rail_columns(
             node_linked[element] += linked;
         }
     }
-    // the elements holding a <time> (itself or below it), in the HTML DOM's view
-    let mut holds_time = vec![false; size];
+    // the elements holding a <time> (bit 0), a byline (bit 1), a heading (bit 2), itself or
+    // below it, in the HTML DOM's view (the byline and heading only with `teasers`)
+    let mut holds = vec![0u8; size];
     for (node, item) in tree.nodes.iter().enumerate() {
-        if item.tag.as_str() != "time" || view.inert[node] {
+        if view.inert[node] {
             continue;
         }
+        let tag = item.tag.as_str();
+        let mut bits = u8::from(tag == "time");
+        if teasers {
+            bits |= u8::from(is_byline(tree, node)) << 1
+                | u8::from(matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")) << 2;
+        }
         let mut up = node;
-        while up != NONE && !holds_time[up] {
-            holds_time[up] = true;
+        while bits != 0 && up != NONE && holds[up] & bits != bits {
+            holds[up] |= bits;
             up = view.parent[up];
         }
     }
@@ -764,10 +880,12 @@ fn rail_columns(
     // per element, whether its names hold a rail word (bit 1) or a comment word (bit 2), once
     let mut names: Vec<u8> = vec![u8::MAX; size];
     let signature = |node: usize| (tree.nodes[node].tag.as_str(), tree.attr(node, "class").unwrap_or(""));
-    // per element: its run's items (the siblings of its signature, itself among them) and
-    // how many of them hold a <time>, computed for all of a parent's children at once
-    let mut run: Vec<Option<(u32, u32)>> = vec![None; size];
+    // per element: its run (the siblings of its signature, itself among them), computed for
+    // all of a parent's children at once
+    let mut run: Vec<Option<Run>> = vec![None; size];
     let mut out = vec![0.0f32; n * N_RAILS];
+    let mut teaser = if teasers { vec![0.0f32; n * N_TEASERS] } else { Vec::new() };
+    let page_words: f64 = words.iter().map(|&w| f64::from(w)).sum::<f64>().max(1.0);
     for row in 0..n {
         let r = &mut out[row * N_RAILS..(row + 1) * N_RAILS];
         r[1] = NO_DISTANCE;
@@ -781,18 +899,33 @@ fn rail_columns(
             if !found && level < RAIL_LEVELS && view.parent[element] != NONE {
                 let parent = view.parent[element];
                 if run[element].is_none() {
-                    let mut counts: std::collections::HashMap<(&str, &str), (u32, u32)> = Default::default();
+                    let mut counts: std::collections::HashMap<(&str, &str), Run> = Default::default();
                     for &child in children(parent) {
-                        let count = counts.entry(signature(child)).or_insert((0, 0));
-                        count.0 += 1;
-                        count.1 += holds_time[child] as u32;
+                        let count = counts.entry(signature(child)).or_default();
+                        count.items += 1;
+                        count.with_time += u32::from(holds[child] & 1 != 0);
+                        count.with_byline += u32::from(holds[child] & 2 != 0);
+                        count.with_heading += u32::from(holds[child] & 4 != 0);
+                        let linked = node_words[child] > 0.0
+                            && node_linked[child] / node_words[child] >= LINKED_ITEM_SHARE;
+                        count.linked += u32::from(linked);
+                        count.words += node_words[child];
                     }
                     for &child in children(parent) {
                         run[child] = Some(counts[&signature(child)]);
                     }
                 }
-                let (items, with_time) = run[element].unwrap_or((1, 0));
+                let stats = run[element].unwrap_or(Run { items: 1, ..Run::default() });
+                let (items, with_time) = (stats.items, stats.with_time);
                 if items as usize >= RAIL_MIN_ITEMS {
+                    if teasers {
+                        let t = &mut teaser[row * N_TEASERS..(row + 1) * N_TEASERS];
+                        let share = |count: u32| (f64::from(count) / f64::from(items)) as f32;
+                        t[5] = share(stats.with_byline);
+                        t[6] = share(stats.with_heading);
+                        t[7] = share(stats.linked);
+                        t[8] = (stats.words / page_words) as f32;
+                    }
                     found = true;
                     r[0] = items as f32;
                     r[1] = level as f32;
@@ -816,7 +949,30 @@ fn rail_columns(
             }
         }
     }
-    out
+    (out, teaser)
+}
+
+/// A run of alike siblings (`rail_columns`): its items, and how many of them hold a `<time>`,
+/// a byline, a heading, and are linked (`LINKED_ITEM_SHARE`); the words of its items.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    items: u32,
+    with_time: u32,
+    with_byline: u32,
+    with_heading: u32,
+    linked: u32,
+    words: f64,
+}
+
+/// Whether the element's class, id, rel or itemprop holds one of `BYLINE_WORDS` (ASCII case
+/// aside).
+fn is_byline(tree: &Tree, node: usize) -> bool {
+    tree.attrs[tree.nodes[node].attrs].iter().any(|(name, value)| {
+        matches!(name.as_str(), "class" | "id" | "rel" | "itemprop") && !value.is_empty() && {
+            let value = value.to_ascii_lowercase();
+            BYLINE_WORDS.iter().any(|w| value.contains(w))
+        }
+    })
 }
 
 /// A row's `N_CONTAINERS` columns from its ancestor chain (nearest first).
@@ -857,7 +1013,7 @@ fn page_columns(
     chain_nodes: &[usize],
     texts: &[String],
     tree_len: usize,
-) {
+) -> usize {
     let chain = |row: usize| {
         let start = if row == 0 { 0 } else { chain_ends[row - 1] };
         &chain_nodes[start..chain_ends[row]]
@@ -948,6 +1104,7 @@ fn page_columns(
         };
         p[16] = words[row] / median;
     }
+    best
 }
 
 #[cfg(test)]
@@ -1040,7 +1197,7 @@ mod tests {
         );
         let ids = [Some("1"), Some("2"), Some("9")];
         let plain = block_features(html, &ids, false);
-        let x = block_features_with(html, &ids, false, true, false, false, false);
+        let x = block_features_with(html, &ids, false, true, false, false, false, false);
         let width = N_FEATURES + N_EXTRAS;
         assert_eq!(x.len(), 3 * width);
         let kw = |word: &str| 1 + DISTANCE_KEYWORDS.iter().position(|k| *k == word).unwrap();
@@ -1071,16 +1228,17 @@ mod tests {
             r#"</div></div></div></div></div></div></div></div></div></body></html>"#,
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), None, Some("9")];
-        let v2 = block_features_with(html, &ids, false, true, false, false, false);
+        let v2 = block_features_with(html, &ids, false, true, false, false, false, false);
         // a run wrapper's chain starts at the element whose text it holds
         let wrapped = concat!(
             r#"<html><body><div id="a"><cc-alg-uc-text _item_id="1">loose</cc-alg-uc-text>"#,
             r#"<p _item_id="2">two</p></div></body></html>"#,
         );
-        let w = block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true, false, false);
+        let w =
+            block_features_with(wrapped, &[Some("1"), Some("2")], false, false, true, false, false, false);
         let wide = N_FEATURES + N_EXTRAS + N_CONTAINERS;
         assert_eq!(w[N_FEATURES + N_EXTRAS..wide], w[wide + N_FEATURES + N_EXTRAS..2 * wide]);
-        let x = block_features_with(html, &ids, false, false, true, false, false); // brings the extras
+        let x = block_features_with(html, &ids, false, false, true, false, false, false); // brings the extras
         let (before, width) = (N_FEATURES + N_EXTRAS, N_FEATURES + N_EXTRAS + N_CONTAINERS);
         assert_eq!(x.len(), ids.len() * width);
         for row in 0..ids.len() {
@@ -1115,8 +1273,8 @@ mod tests {
             r#"</section><p _item_id="5">story</p></body></html>"#,
         );
         let ids = [Some("1"), Some("2"), Some("3"), Some("4"), Some("5"), Some("9")];
-        let v3 = block_features_with(html, &ids, false, false, true, false, false);
-        let x = block_features_with(html, &ids, false, false, false, true, false); // brings the rest
+        let v3 = block_features_with(html, &ids, false, false, true, false, false, false);
+        let x = block_features_with(html, &ids, false, false, false, true, false, false); // brings the rest
         let (before, width) =
             (N_FEATURES + N_EXTRAS + N_CONTAINERS, N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS);
         assert_eq!(x.len(), ids.len() * width);
@@ -1151,8 +1309,8 @@ mod tests {
             rail
         );
         let ids = [Some("s1"), Some("s2"), Some("r0"), Some("r3"), Some("c"), Some("lone"), Some("nope")];
-        let v4 = block_features_with(&html, &ids, false, false, false, true, false);
-        let x = block_features_with(&html, &ids, false, false, false, false, true); // brings the rest
+        let v4 = block_features_with(&html, &ids, false, false, false, true, false, false);
+        let x = block_features_with(&html, &ids, false, false, false, false, true, false); // brings the rest
         let (before, width) = (
             N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS,
             N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS + N_RAILS,
@@ -1173,5 +1331,45 @@ mod tests {
         // a teaser <li> alone under <body> is no run (its class is no rail word either)
         assert_eq!(rails[5], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, 1.0, NO_DISTANCE]);
         assert_eq!(rails[6], [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, NO_DISTANCE]);
+    }
+
+    #[test]
+    fn teasers_follow_the_rails_with_the_page_s_kind_each_run_s_cards_and_the_story_s_place() {
+        let rail: String = (0..4)
+            .map(|i| format!(r#"<li class="item"><a href="/{i}"><span _item_id="r{i}">Headline number {i} here</span></a></li>"#))
+            .collect();
+        let html = format!(
+            concat!(
+                r#"<html><head><meta name="og:type" content="article:news">"#,
+                r#"<script type="application/ld+json"><!-- {{"@type": "BlogPosting"}} --></script></head>"#,
+                r#"<body><article><p _item_id="s1">One two three four five six.</p>"#,
+                r#"<p _item_id="s2">Seven eight.</p></article><aside><ul>{}</ul></aside>"#,
+                r#"<div class="x"><div><p _item_id="c">Nice</p></div></div></body></html>"#,
+            ),
+            rail
+        );
+        let ids = [Some("s1"), Some("s2"), Some("r0"), Some("r3"), Some("c"), Some("nope")];
+        let v5 = block_features_with(&html, &ids, false, false, false, false, true, false);
+        let x = block_features_with(&html, &ids, false, false, false, false, false, true); // brings the rest
+        let before = N_FEATURES + N_EXTRAS + N_CONTAINERS + N_DIALOGS + N_RAILS;
+        let width = before + N_TEASERS;
+        assert_eq!(x.len(), ids.len() * width);
+        for row in 0..ids.len() {
+            assert_eq!(&x[row * width..][..before], &v5[row * before..][..before]);
+        }
+        let teasers: Vec<&[f32]> =
+            (0..ids.len()).map(|row| &x[row * width + before..(row + 1) * width]).collect();
+        // og:type article:news (named by `name`), a BlogPosting in a commented-out script
+        let page = [1.0, 0.0, 1.0, 0.0, 0.0];
+        // the story, in readability's candidate (<article>, 1 up)
+        assert_eq!(teasers[0], [&page[..], &[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]].concat());
+        // four li.item, no byline or heading; of the asked blocks' 17 words the run holds 8,
+        // in items 0 and 3 (linked), items 1 and 2 have none: half the items linked; after the
+        // story, <body> (5 up) holds the <article>
+        let run = [0.0, 0.0, 0.5, (8.0f64 / 17.0) as f32, 1.0, 5.0];
+        assert_eq!(teasers[2], [&page[..], &run[..]].concat());
+        assert_eq!(teasers[3], [&page[..], &run[..]].concat());
+        assert_eq!(teasers[4], [&page[..], &[0.0, 0.0, 0.0, 0.0, 1.0, 3.0]].concat());
+        assert_eq!(teasers[5], [&page[..], &[0.0, 0.0, 0.0, 0.0, 1.0, NO_DISTANCE]].concat());
     }
 }

@@ -95,6 +95,37 @@ fn names(value: &Value, objects: &[&Value], out: &mut Vec<String>) {
     }
 }
 
+/// What kind of page the JSON-LD scripts say this is: (a story: one of `is_article`'s types;
+/// a listing: `CollectionPage`, `ItemList`, `SearchResultsPage`, `OfferCatalog`, `Blog`; a
+/// product: `Product`, `ProductGroup`, `ProductModel`, `IndividualProduct`, `Offer`,
+/// `AggregateOffer`), each true where any of the page's objects has such a type.
+pub fn kinds(scripts: &[&str]) -> (bool, bool, bool) {
+    let parsed: Vec<Value> = scripts.iter().filter_map(|s| parse(s)).collect();
+    let mut objects = Vec::new();
+    for value in &parsed {
+        collect(value, &mut objects, 0);
+    }
+    let listing = |o: &&Value| {
+        types(o).any(|t| {
+            matches!(t, "CollectionPage" | "ItemList" | "SearchResultsPage" | "OfferCatalog" | "Blog")
+        })
+    };
+    let product = |o: &&Value| {
+        types(o).any(|t| {
+            matches!(
+                t,
+                "Product"
+                    | "ProductGroup"
+                    | "ProductModel"
+                    | "IndividualProduct"
+                    | "Offer"
+                    | "AggregateOffer"
+            )
+        })
+    };
+    (objects.iter().any(|o| is_article(o)), objects.iter().any(listing), objects.iter().any(product))
+}
+
 /// What the page's JSON-LD scripts say (no canonical URL: `mod.rs` reads that from links).
 pub fn read(scripts: &[&str]) -> PageMetadata {
     let parsed: Vec<Value> = scripts.iter().filter_map(|s| parse(s)).collect();

@@ -312,6 +312,67 @@ fn heading(found: &Found, site_name: Option<&str>) -> Option<String> {
     Some(title.to_string())
 }
 
+/// What kind of page its markup says it is (the block features' page columns, layout
+/// `blocks-v6`): whether `og:type` is an article (`article`, or a type of it such as
+/// `article:news`) and whether it is `website`; whether the JSON-LD holds a story, a listing,
+/// a product (`jsonld::kinds`). A listing or a shop names its items in rails of alike cards
+/// that are its main content; on a story's page, such rails are other stories.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageKind {
+    pub og_article: bool,
+    pub og_website: bool,
+    pub ld_article: bool,
+    pub ld_listing: bool,
+    pub ld_product: bool,
+}
+
+/// The page's `PageKind` from its tree (`root`: its `<html>`; `skip`: the elements not read,
+/// with what they hold).
+pub fn page_kind(tree: &Tree, root: usize, skip: impl Fn(usize) -> bool) -> PageKind {
+    let mut kind = PageKind::default();
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut og_type: Option<&str> = None;
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if skip(n) {
+            continue;
+        }
+        let node = &tree.nodes[n];
+        match node.tag.as_str() {
+            "svg" | "math" => continue,
+            "meta"
+                if og_type.is_none()
+                    && tree
+                        .attr(n, "property")
+                        .or_else(|| tree.attr(n, "name"))
+                        .is_some_and(|k| k.trim().eq_ignore_ascii_case("og:type")) =>
+            {
+                og_type = tree.attr(n, "content");
+            }
+            "script" => {
+                let json_ld = tree
+                    .attr(n, "type")
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"));
+                if json_ld {
+                    scripts.extend(node.text.as_deref());
+                }
+            }
+            _ => {}
+        }
+        stack.extend(node.children.iter().rev());
+    }
+    if let Some(value) = og_type {
+        let value = value.trim().to_ascii_lowercase();
+        kind.og_article =
+            value == "article" || value.starts_with("article:") || value.starts_with("article.");
+        kind.og_website = value == "website";
+    }
+    if !scripts.is_empty() {
+        (kind.ld_article, kind.ld_listing, kind.ld_product) = jsonld::kinds(&scripts);
+    }
+    kind
+}
+
 /// The page's metadata from its tree (`root`: its `<html>`); `language` only where declared.
 pub fn read(tree: &Tree, root: usize) -> PageMetadata {
     let found = find(tree, root);
