@@ -197,14 +197,18 @@ class _Lines:
     def next(self) -> bool:
         """Moves to the next line; False at the end of the file."""
         self.start = self.stop
+        searched = self.start  # the line holds no newline before this
         while True:
-            newline = self.buffer.find(b"\n", self.start, self.filled)
+            newline = self.buffer.find(b"\n", searched, self.filled)
             if newline >= 0:
                 self.stop = newline + 1
                 return True
             if self.eof:
                 self.stop = self.filled
                 return self.stop > self.start  # the last line, without its newline
+            # a pipe gives a long line in short reads: each read's bytes are searched once, not
+            # the whole line again after every read (quadratic in the line's length)
+            searched = self.filled - self.start
             self._refill()
 
     def _refill(self) -> None:

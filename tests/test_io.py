@@ -155,3 +155,31 @@ def test_jsonl_lines_longer_than_the_read_buffer(tmp_path, monkeypatch):
             ("long", "<p>" + "é\\\"x" * 40 + "</p>"), ("short", "<b>s</b>")]
         assert pages[2].error.startswith(f"input: {name}:5: invalid JSON (")
         assert [(p.id, _text(p.html)) for p in pages[3:]] == [("last", "<i>l</i>")]
+
+
+def test_jsonl_lines_from_a_pipe_in_short_reads(tmp_path, monkeypatch):
+    """A named pipe (``pulpie-rt run <(zcat pages.jsonl.gz)``) gives a line in reads as short as
+    its writer's writes: every line is whole, each read's bytes searched once."""
+    import os
+    import threading
+
+    import pulpie_rt.runtime.io as runtime_io
+
+    monkeypatch.setattr(runtime_io, "READ_BUFFER", 16)
+    records = [{"id": f"p{i}", "html": "<p>" + "long text " * (7 * i) + "</p>"} for i in range(6)]
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    fifo = tmp_path / "pages.jsonl"
+    os.mkfifo(fifo)
+
+    def write_in_pieces() -> None:
+        with open(fifo, "wb", buffering=0) as out:
+            for at in range(0, len(data), 5):
+                out.write(data[at:at + 5])
+
+    writer = threading.Thread(target=write_in_pieces)
+    writer.start()
+    try:
+        pages = list(iter_inputs([fifo]))
+    finally:
+        writer.join()
+    assert [(p.id, _text(p.html)) for p in pages] == [(r["id"], r["html"]) for r in records]
