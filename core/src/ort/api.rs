@@ -154,6 +154,10 @@ impl SessionOptions {
     /// optimizations on and only errors logged (as `runtime/backends.py` sets them).
     pub fn new(ort: &Ort) -> Result<SessionOptions, OrtError> {
         let api = ort.api();
+        // the environment first: appending an execution provider to these options loads its
+        // library, which logs through the environment's logger ("Attempt to use DefaultLogger
+        // but none has been registered" in place of the loader's reason without it)
+        ort.env()?;
         let mut ptr = null_mut();
         unsafe { check(api, (api.create_session_options)(&mut ptr))? };
         let options = SessionOptions {
