@@ -329,12 +329,21 @@ CONTAINERS_PAGE = (
 )
 
 
+def extended_rows(map_html: str, ids: list[str | None], layout: str, previous: str,
+                  page: str = "") -> np.ndarray:
+    """``layout``'s rows of ``ids``, checked to be one a block, ``previous``'s rows as they are
+    (every value equal) followed by the columns ``layout`` adds."""
+    rows = block_features(map_html, ids, layout)
+    width = LAYOUTS[previous]
+    assert rows.shape == (len(ids), LAYOUTS[layout]), page
+    assert rows[:, :width].tolist() == block_features(map_html, ids, previous).tolist(), page
+    return rows
+
+
 def test_containers_name_each_blocks_ancestors_nearest_first():
     ids = ["1", "2", "3", "4", "5", "6", "7", None, "no-such-id"]
-    x = block_features(CONTAINERS_PAGE, ids, FEATURES_V3)
-    assert x.shape == (len(ids), N_FEATURES_V3) and FEATURE_NAMES_V3[-8:] == CONTAINER_NAMES
-    assert x[:, :N_FEATURES_V2].tolist() == block_features(CONTAINERS_PAGE, ids,
-                                                           FEATURES_V2).tolist()
+    x = extended_rows(CONTAINERS_PAGE, ids, FEATURES_V3, FEATURES_V2)
+    assert FEATURE_NAMES_V3[-8:] == CONTAINER_NAMES
     containers = x[:, N_FEATURES_V2:]
     assert (containers == np.round(containers)).all() and containers.min() == NO_CONTAINER
     pad = [-1] * 8
@@ -358,16 +367,12 @@ def test_containers_name_each_blocks_ancestors_nearest_first():
 def added_columns(page: dict, layout: str, previous: str, keep_hidden: bool = False
                   ) -> tuple[str, list[str | None], np.ndarray]:
     """A dev page's ``map_html``, its block ids with None and an id it does not hold, and the
-    columns ``layout`` appends to ``previous``, checked to follow ``previous``'s rows as they
-    are."""
+    columns ``layout`` appends to ``previous`` (``extended_rows``)."""
     simplified, map_html = simplify(page["html"], keep_hidden=keep_hidden)
     _, item_ids = extract_blocks(simplified)
     ids = item_ids + [None, "no-such-id"]
-    core = block_features(map_html, ids, layout)
-    width = LAYOUTS[previous]
-    np.testing.assert_array_equal(core[:, :width], block_features(map_html, ids, previous),
-                                  err_msg=page["id"])
-    return map_html, ids, core[:, width:]
+    rows = extended_rows(map_html, ids, layout, previous, page["id"])
+    return map_html, ids, rows[:, LAYOUTS[previous]:]
 
 
 def test_containers_equal_the_specification_on_dev_pages(dev_pages):
@@ -412,10 +417,8 @@ DIALOGS_PAGE = (
 
 def test_dialogs_give_the_distance_to_the_nearest_dialog_and_modal():
     ids = ["1", "2", "3", "4", "5", "6", None, "no-such-id"]
-    x = block_features(DIALOGS_PAGE, ids, FEATURES_V4)
-    assert x.shape == (len(ids), N_FEATURES_V4) and N_FEATURES_V4 == N_FEATURES_V3 + 2
-    assert x[:, :N_FEATURES_V3].tolist() == block_features(DIALOGS_PAGE, ids,
-                                                           FEATURES_V3).tolist()
+    x = extended_rows(DIALOGS_PAGE, ids, FEATURES_V4, FEATURES_V3)
+    assert N_FEATURES_V4 == N_FEATURES_V3 + 2
     none = [NO_DISTANCE, NO_DISTANCE]
     want = [
         [2.0, 2.0],  # <p> in a <div> in div[role=dialog][aria-modal=true]
@@ -458,10 +461,8 @@ RAILS_PAGE = (
 
 def test_rails_give_each_block_its_run_of_alike_items_and_rail_words():
     ids = ["h", "s1", "s2", "r0", "r4", "c1", "c2", "w", None, "no-such-id"]
-    x = block_features(RAILS_PAGE, ids, FEATURES_V5)
-    assert x.shape == (len(ids), N_FEATURES_V5) and N_FEATURES_V5 == N_FEATURES_V4 + 7
-    assert x[:, :N_FEATURES_V4].tolist() == block_features(RAILS_PAGE, ids,
-                                                           FEATURES_V4).tolist()
+    x = extended_rows(RAILS_PAGE, ids, FEATURES_V5, FEATURES_V4)
+    assert N_FEATURES_V5 == N_FEATURES_V4 + 7
     none = [0.0, NO_DISTANCE, 0.0, 0.0, 0.0, NO_DISTANCE, NO_DISTANCE]
     # span < a < li.item, five alike <li>s (level 2), three holding a <time>, 5 words each,
     # all linked; the aside's aria-label "Most-Read" 4 levels up
@@ -510,10 +511,8 @@ TEASERS_PAGE = (
 
 def test_teasers_give_the_pages_kind_each_runs_cards_and_the_place_against_the_story():
     ids = ["h", "s1", "s2", "t0", "b0", "t3", None, "no-such-id"]
-    x = block_features(TEASERS_PAGE, ids, FEATURES_V6)
-    assert x.shape == (len(ids), N_FEATURES_V6) and N_FEATURES_V6 == N_FEATURES_V5 + 11
-    assert x[:, :N_FEATURES_V5].tolist() == block_features(TEASERS_PAGE, ids,
-                                                           FEATURES_V5).tolist()
+    x = extended_rows(TEASERS_PAGE, ids, FEATURES_V6, FEATURES_V5)
+    assert N_FEATURES_V6 == N_FEATURES_V5 + 11
     # og:type " Article " (key and value trimmed, ASCII case aside), a NewsArticle named with
     # schema.org's prefix, an ItemList in a @graph; no website, no product
     page = [1.0, 0.0, 1.0, 1.0, 0.0]
