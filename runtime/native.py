@@ -224,15 +224,12 @@ class JsonStringMember:
         self._buffer = bytearray()
         self._text = (ctypes.c_char * 0).from_buffer(self._buffer)
 
-    def __call__(self, line: bytes | int, length: int | None = None
-                 ) -> tuple[PageText, int, int] | None:
-        """The member of ``line`` (bytes, or the address of ``length`` bytes: a line inside a
-        reader's buffer): its text (``PageText``) and the byte span of its string token,
-        quotes included; None where the line is to be read otherwise (not one object, the
-        member missing, repeated or not a string, a lone surrogate escape: a JSON reader
-        decides what it holds)."""
-        if length is None:
-            length = len(line)  # type: ignore[arg-type]
+    def __call__(self, line: int, length: int) -> tuple[PageText, int, int] | None:
+        """The member of the line of ``length`` bytes at address ``line`` (inside a reader's
+        buffer): its text (``PageText``) and the byte span of its string token, quotes
+        included; None where the line is to be read otherwise (not one object, the member
+        missing, repeated or not a string, a lone surrogate escape: a JSON reader decides what
+        it holds)."""
         if len(self._buffer) < length:  # (the text is never longer than its line)
             size = max(length, 2 * len(self._buffer))
             self._text = None  # releases the old buffer's export

@@ -62,24 +62,13 @@ pub fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
 }
 
 /// The text of the one member `name` of the object `bytes` holds (UTF-8, white space around
-/// it allowed), and the byte span of its string token, quotes included: a JSONL line's page
-/// read without building the rest. None where `bytes` is not one object as `parse` reads it,
-/// or holds no member `name`, or several, or one that is not a string.
-pub fn string_member(bytes: &[u8], name: &str) -> Option<(String, std::ops::Range<usize>)> {
-    let mut text = vec![0; bytes.len()];
-    let (len, span) = string_member_into(bytes, name, &mut text)?;
-    text.truncate(len);
-    Some((String::from_utf8(text).expect("string_member_into checks its text is UTF-8"), span))
-}
-
-/// `string_member` written into `text` (at least `bytes.len()` long; None where shorter): the
-/// length of the member's text (UTF-8) at its start, and its token's span. One buffer serves
-/// every line of a file (`pulpie_rt_json_string_member`): a page costs no allocation.
-pub fn string_member_into(
-    bytes: &[u8],
-    name: &str,
-    text: &mut [u8],
-) -> Option<(usize, std::ops::Range<usize>)> {
+/// it allowed), written at the start of `text` (at least `bytes.len()` long: the text is never
+/// longer than its line; None where shorter): its length, and the byte span of its string
+/// token, quotes included: a JSONL line's page read without building the rest, one buffer
+/// serving every line of a file (`pulpie_rt_json_string_member`: a page costs no allocation).
+/// None where `bytes` is not one object as `parse` reads it, or holds no member `name`, or
+/// several, or one that is not a string.
+pub fn string_member(bytes: &[u8], name: &str, text: &mut [u8]) -> Option<(usize, std::ops::Range<usize>)> {
     if text.len() < bytes.len() {
         return None;
     }
@@ -635,10 +624,18 @@ mod tests {
         assert_eq!(parse_str("18446744073709551615").unwrap().as_f64(), Some(1.8446744073709552e19));
     }
 
+    /// `string_member`'s text as a `String`, in a buffer of its own.
+    fn member_text(bytes: &[u8], name: &str) -> Option<(String, std::ops::Range<usize>)> {
+        let mut text = vec![0; bytes.len()];
+        let (len, span) = string_member(bytes, name, &mut text)?;
+        text.truncate(len);
+        Some((String::from_utf8(text).expect("string_member checks its text is UTF-8"), span))
+    }
+
     #[test]
     fn a_string_member_and_its_span() {
         let line = b" {\"id\": [1, {\"html\": 2}], \"html\": \"<p>a\\\"\\u00e9\\ud83d\\ude42\\n</p>\", \"n\": null}\n";
-        let (text, span) = string_member(line, "html").unwrap();
+        let (text, span) = member_text(line, "html").unwrap();
         assert_eq!(text, "<p>a\"é🙂\n</p>");
         assert_eq!(&line[span], &b"\"<p>a\\\"\\u00e9\\ud83d\\ude42\\n</p>\""[..]);
         // not one object with the member once, as a string: read otherwise
@@ -655,7 +652,7 @@ mod tests {
             b"{\"id\": tru, \"html\": \"a\"}",
             b"{\"html\": \"\xff\"}",
         ] {
-            assert_eq!(string_member(line, "html"), None, "{}", String::from_utf8_lossy(line));
+            assert_eq!(member_text(line, "html"), None, "{}", String::from_utf8_lossy(line));
         }
     }
 
@@ -664,13 +661,13 @@ mod tests {
         // a buffer written by a longer line before: only the text's length is read back
         let mut text = vec![b'x'; 64];
         let first = b"{\"html\": \"<p>a long page of plain text</p>\", \"id\": 1}";
-        assert_eq!(string_member_into(first, "html", &mut text).map(|(len, _)| len), Some(32));
+        assert_eq!(string_member(first, "html", &mut text).map(|(len, _)| len), Some(32));
         let line = b"{\"id\": 2, \"html\": \"<b>\\u00e9</b>\"}";
-        let (len, span) = string_member_into(line, "html", &mut text).unwrap();
+        let (len, span) = string_member(line, "html", &mut text).unwrap();
         assert_eq!(&text[..len], "<b>\u{e9}</b>".as_bytes());
         assert_eq!(&line[span], &b"\"<b>\\u00e9</b>\""[..]);
         // a buffer shorter than the line is refused, not overrun
-        assert_eq!(string_member_into(line, "html", &mut text[..line.len() - 1]), None);
+        assert_eq!(string_member(line, "html", &mut text[..line.len() - 1]), None);
     }
 
     #[test]

@@ -687,7 +687,7 @@ pub unsafe extern "C" fn pulpie_rt_prune(
     }
 }
 
-/// A JSONL line's string member `name` (`json::string_member_into`): its text (UTF-8) written
+/// A JSONL line's string member `name` (`json::string_member`): its text (UTF-8) written
 /// at the start of `text` (`text_cap` writable bytes, at least `len`: one buffer the caller
 /// keeps for every line), its length in `*text_len`, the byte span of its string token in
 /// `span[0]..span[1]`. `PULPIE_RT_FAILED` where the line is to be read otherwise (the caller's
@@ -715,7 +715,7 @@ pub unsafe extern "C" fn pulpie_rt_json_string_member(
     let name = if name_len == 0 { &[][..] } else { std::slice::from_raw_parts(name, name_len) };
     let text = if text_cap == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(text, text_cap) };
     let Ok(name) = std::str::from_utf8(name) else { return abi::FAILED };
-    match catch_unwind(AssertUnwindSafe(|| json::string_member_into(line, name, text))) {
+    match catch_unwind(AssertUnwindSafe(|| json::string_member(line, name, text))) {
         Ok(Some((written, at))) => {
             *span = at.start;
             *span.add(1) = at.end;
