@@ -785,21 +785,27 @@ fn story_columns(
 /// where it has an upper-case letter.
 fn name_word_bits(tree: &Tree, node: usize) -> u8 {
     let mut bits = 0;
-    for (name, value) in &tree.attrs[tree.nodes[node].attrs] {
-        if value.is_empty() || !matches!(name.as_str(), "class" | "id" | "aria-label") {
-            continue;
-        }
-        let lowered;
-        let value = if value.bytes().any(|b| b.is_ascii_uppercase()) {
-            lowered = value.to_ascii_lowercase();
-            lowered.as_str()
-        } else {
-            value.as_str()
-        };
+    for_each_lowered_value(tree, node, &["class", "id", "aria-label"], |value| {
         bits |= u8::from(RAIL_WORDS.iter().any(|w| value.contains(w)))
             | u8::from(COMMENT_WORDS.iter().any(|w| value.contains(w))) << 1;
-    }
+    });
     bits
+}
+
+/// Each non-empty value of the node's attributes `names`, ASCII letters lowered (copied only
+/// where it has an upper-case letter), to `visit`: where the words of class, id and the like
+/// are looked for.
+fn for_each_lowered_value(tree: &Tree, node: usize, names: &[&str], mut visit: impl FnMut(&str)) {
+    for (name, value) in &tree.attrs[tree.nodes[node].attrs] {
+        if value.is_empty() || !names.contains(&name.as_str()) {
+            continue;
+        }
+        if value.bytes().any(|b| b.is_ascii_uppercase()) {
+            visit(&value.to_ascii_lowercase());
+        } else {
+            visit(value);
+        }
+    }
 }
 
 /// The `N_RAILS` rail columns of every row (`RAIL_NAMES`), from each row's own element
@@ -967,12 +973,11 @@ struct Run {
 /// Whether the element's class, id, rel or itemprop holds one of `BYLINE_WORDS` (ASCII case
 /// aside).
 fn is_byline(tree: &Tree, node: usize) -> bool {
-    tree.attrs[tree.nodes[node].attrs].iter().any(|(name, value)| {
-        matches!(name.as_str(), "class" | "id" | "rel" | "itemprop") && !value.is_empty() && {
-            let value = value.to_ascii_lowercase();
-            BYLINE_WORDS.iter().any(|w| value.contains(w))
-        }
-    })
+    let mut byline = false;
+    for_each_lowered_value(tree, node, &["class", "id", "rel", "itemprop"], |value| {
+        byline |= BYLINE_WORDS.iter().any(|w| value.contains(w));
+    });
+    byline
 }
 
 /// A row's `N_CONTAINERS` columns from its ancestor chain (nearest first).
