@@ -95,16 +95,27 @@ fn names(value: &Value, objects: &[&Value], out: &mut Vec<String>) {
     }
 }
 
+/// The scripts that parse (a broken one says nothing).
+fn parse_all(scripts: &[&str]) -> Vec<Value> {
+    scripts.iter().filter_map(|s| parse(s)).collect()
+}
+
+/// Every object of the parsed scripts (`collect`: `@graph`s and arrays opened).
+fn objects(parsed: &[Value]) -> Vec<&Value> {
+    let mut objects = Vec::new();
+    for value in parsed {
+        collect(value, &mut objects, 0);
+    }
+    objects
+}
+
 /// What kind of page the JSON-LD scripts say this is: (a story: one of `is_article`'s types;
 /// a listing: `CollectionPage`, `ItemList`, `SearchResultsPage`, `OfferCatalog`, `Blog`; a
 /// product: `Product`, `ProductGroup`, `ProductModel`, `IndividualProduct`, `Offer`,
 /// `AggregateOffer`), each true where any of the page's objects has such a type.
 pub fn kinds(scripts: &[&str]) -> (bool, bool, bool) {
-    let parsed: Vec<Value> = scripts.iter().filter_map(|s| parse(s)).collect();
-    let mut objects = Vec::new();
-    for value in &parsed {
-        collect(value, &mut objects, 0);
-    }
+    let parsed = parse_all(scripts);
+    let objects = objects(&parsed);
     let listing = |o: &&Value| {
         types(o).any(|t| {
             matches!(t, "CollectionPage" | "ItemList" | "SearchResultsPage" | "OfferCatalog" | "Blog")
@@ -128,11 +139,8 @@ pub fn kinds(scripts: &[&str]) -> (bool, bool, bool) {
 
 /// What the page's JSON-LD scripts say (no canonical URL: `mod.rs` reads that from links).
 pub fn read(scripts: &[&str]) -> PageMetadata {
-    let parsed: Vec<Value> = scripts.iter().filter_map(|s| parse(s)).collect();
-    let mut objects = Vec::new();
-    for value in &parsed {
-        collect(value, &mut objects, 0);
-    }
+    let parsed = parse_all(scripts);
+    let objects = objects(&parsed);
     let mut data = PageMetadata::default();
     if objects.is_empty() {
         return data;

@@ -178,6 +178,12 @@ fn text_of(tree: &Tree, node: usize) -> String {
     out
 }
 
+/// The text of a `<script type="application/ld+json">` (None for any other script).
+fn json_ld(tree: &Tree, n: usize) -> Option<&str> {
+    let json_ld = tree.attr(n, "type").is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"));
+    json_ld.then(|| tree.nodes[n].text.as_deref()).flatten()
+}
+
 fn find(tree: &Tree, root: usize) -> Found<'_> {
     let mut found = Found::default();
     let attr = |n: usize, name: &str| tree.attr(n, name);
@@ -208,13 +214,7 @@ fn find(tree: &Tree, root: usize) -> Found<'_> {
                 }
             }
             "base" if found.base.is_none() => found.base = attr(n, "href"),
-            "script" => {
-                let json_ld =
-                    attr(n, "type").is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"));
-                if json_ld {
-                    found.scripts.extend(node.text.as_deref());
-                }
-            }
+            "script" => found.scripts.extend(json_ld(tree, n)),
             "title" if found.title.is_none() => found.title = clean(&text_of(tree, n)),
             "h1" if found.h1.is_none() => found.h1 = clean(&text_of(tree, n)),
             _ if found.itemprop_published.is_none()
@@ -349,14 +349,7 @@ pub fn page_kind(tree: &Tree, root: usize, skip: impl Fn(usize) -> bool) -> Page
             {
                 og_type = tree.attr(n, "content");
             }
-            "script" => {
-                let json_ld = tree
-                    .attr(n, "type")
-                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"));
-                if json_ld {
-                    scripts.extend(node.text.as_deref());
-                }
-            }
+            "script" => scripts.extend(json_ld(tree, n)),
             _ => {}
         }
         stack.extend(node.children.iter().rev());
