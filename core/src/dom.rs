@@ -20,7 +20,7 @@
 //! `tests/test_simplify.py` checks both ways give the same tree on every dev and train page.
 
 use crate::lexbor::{self, Node, ParsedPage};
-use crate::tree::{Attrs, Builder, Names, Reader, StartTag, Tag, Text, Tree, NAMELESS_ATTR_MARK};
+use crate::tree::{AttrLists, Builder, Names, Reader, StartTag, Tag, Text, Tree, NAMELESS_ATTR_MARK};
 
 /// An element name the reader reads back as it is written (then lowers its ASCII letters).
 fn plain_name(name: &[u8]) -> bool {
@@ -61,12 +61,12 @@ fn lower_name(name: &[u8], names: &mut Names) -> Tag {
 ///
 /// # Safety
 /// `element` is an element of a live document.
-unsafe fn start_tag(element: *mut Node, names: &mut Names) -> Option<StartTag> {
+unsafe fn start_tag(element: *mut Node, names: &mut Names, lists: &mut AttrLists) -> Option<StartTag> {
     let name = lexbor::element_name(element);
     if !plain_name(name) {
         return None;
     }
-    let mut attrs: Attrs = Vec::new();
+    let start = lists.begin();
     for (attr_name, value) in lexbor::attributes(element) {
         let (prefix, local) = attr_name?;
         if !plain_attribute_name(local) {
@@ -87,11 +87,9 @@ unsafe fn start_tag(element: *mut Node, names: &mut Names) -> Option<StartTag> {
         if key == NAMELESS_ATTR_MARK {
             key = names.get("");
         }
-        if !attrs.iter().any(|(k, _)| *k == key) {
-            attrs.push((key, value.to_string()));
-        }
+        lists.add_first(start, key, Text::from(value));
     }
-    Some(StartTag { name: lower_name(name, names), attrs, self_closing: false, end: 0 })
+    Some(StartTag { name: lower_name(name, names), attrs: lists.finish(start), self_closing: false, end: 0 })
 }
 
 /// What is left to do at a place of the walk.
@@ -145,7 +143,7 @@ pub fn spec_tree(page: &ParsedPage, tree: &mut Tree) -> Option<usize> {
                 }
                 lexbor::DOCUMENT_TYPE => {}
                 lexbor::ELEMENT => {
-                    let st = start_tag(node, &mut names)?;
+                    let st = start_tag(node, &mut names, &mut tree.attrs)?;
                     let tag = st.name.clone();
                     let id = (*node).local_name;
                     let html = (*node).ns == lexbor::NS_HTML;

@@ -5,6 +5,7 @@
 //! HTML5's rules.
 
 use crate::tags::{Attrs, Names, Tag, VALUELESS};
+use crate::text::Text;
 
 /// HTML5's white space ("\r" is read as "\n" before).
 #[inline]
@@ -21,9 +22,9 @@ pub enum Markup {
         name: Tag,
         end: usize,
     },
+    /// its attributes in the caller's list
     StartTag {
         name: Tag,
-        attrs: Attrs,
         self_closing: bool,
         end: usize,
     },
@@ -34,14 +35,14 @@ pub enum Markup {
     },
 }
 
-/// What the `<` at `pos` starts.
-pub fn markup_at(s: &str, pos: usize, names: &mut Names) -> Markup {
+/// What the `<` at `pos` starts; a start tag's attributes in `attrs` (cleared first).
+pub fn markup_at(s: &str, pos: usize, names: &mut Names, attrs: &mut Attrs) -> Markup {
     let b = s.as_bytes();
     let n = b.len();
     match b.get(pos + 1) {
-        Some(c) if c.is_ascii_alphabetic() => start_tag(s, pos, names),
+        Some(c) if c.is_ascii_alphabetic() => start_tag(s, pos, names, attrs),
         Some(b'/') => match b.get(pos + 2) {
-            Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos, names),
+            Some(c) if c.is_ascii_alphabetic() => end_tag(s, pos, names, attrs),
             Some(b'>') => Markup::Skip(pos + 3),
             None => Markup::Text,                          // "</" at the end: text
             Some(_) => Markup::Skip(after_gt(b, pos + 2)), // bogus comment
@@ -110,11 +111,12 @@ fn comment_end(b: &[u8], from: usize) -> usize {
 }
 
 /// Read an attribute list from `i` (HTML5's attribute states) up to the tag's `>`: the
-/// attributes, self-closing, the end; None when the input ends first.
-fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, usize)> {
+/// attributes into `attrs` (cleared first); self-closing, the end; None when the input ends
+/// first.
+fn attributes(s: &str, mut i: usize, names: &mut Names, attrs: &mut Attrs) -> Option<(bool, usize)> {
     let b = s.as_bytes();
     let n = b.len();
-    let mut attrs: Attrs = Vec::new();
+    attrs.clear();
     // the first of each name; a value NUL-free (libxml2 reads NUL as U+FFFD), or
     // `tree::VALUELESS` for none
     let mut add = |name: &str, value: Option<&str>, attrs: &mut Attrs| {
@@ -124,12 +126,12 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
                 Some(v) => {
                     let v = crate::charref::libxml2_unescape(v, true);
                     if v.contains('\0') {
-                        v.replace('\0', "\u{fffd}")
+                        Text::from(v.replace('\0', "\u{fffd}"))
                     } else {
-                        v.into_owned() // (one copy, or none where references were decoded)
+                        Text::from(&*v)
                     }
                 }
-                None => VALUELESS.to_string(),
+                None => Text::from(VALUELESS),
             };
             attrs.push((name, value));
         }
@@ -143,10 +145,10 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
             return None;
         }
         match b[i] {
-            b'>' => return Some((attrs, false, i + 1)),
+            b'>' => return Some((false, i + 1)),
             b'/' => {
                 if b.get(i + 1) == Some(&b'>') {
-                    return Some((attrs, true, i + 2));
+                    return Some((true, i + 2));
                 }
                 i += 1;
                 continue;
@@ -167,7 +169,7 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
             return None;
         }
         if b[i] != b'=' {
-            add(&s[name_start..name_end], None, &mut attrs);
+            add(&s[name_start..name_end], None, attrs);
             continue; // "/" and ">" are read by the next round, anything else starts a name
         }
         i += 1;
@@ -180,12 +182,12 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
         match b[i] {
             quote @ (b'"' | b'\'') => {
                 let k = b[i + 1..].iter().position(|&c| c == quote)?;
-                add(&s[name_start..name_end], Some(&s[i + 1..i + 1 + k]), &mut attrs);
+                add(&s[name_start..name_end], Some(&s[i + 1..i + 1 + k]), attrs);
                 i = i + 1 + k + 1;
             }
             b'>' => {
-                add(&s[name_start..name_end], Some(""), &mut attrs);
-                return Some((attrs, false, i + 1));
+                add(&s[name_start..name_end], Some(""), attrs);
+                return Some((false, i + 1));
             }
             _ => {
                 let v = i;
@@ -195,7 +197,7 @@ fn attributes(s: &str, mut i: usize, names: &mut Names) -> Option<(Attrs, bool, 
                 if i >= n {
                     return None;
                 }
-                add(&s[name_start..name_end], Some(&s[v..i]), &mut attrs);
+                add(&s[name_start..name_end], Some(&s[v..i]), attrs);
             }
         }
     }
@@ -209,22 +211,22 @@ fn tag_name_end(b: &[u8], from: usize) -> usize {
     i
 }
 
-fn start_tag(s: &str, pos: usize, names: &mut Names) -> Markup {
+fn start_tag(s: &str, pos: usize, names: &mut Names, attrs: &mut Attrs) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 1);
-    match attributes(s, name_end, names) {
-        Some((attrs, self_closing, end)) => {
-            Markup::StartTag { name: name(&s[pos + 1..name_end], names), attrs, self_closing, end }
+    match attributes(s, name_end, names, attrs) {
+        Some((self_closing, end)) => {
+            Markup::StartTag { name: name(&s[pos + 1..name_end], names), self_closing, end }
         }
         None => Markup::CutStartTag { name: name(&s[pos + 1..name_end], names) },
     }
 }
 
-fn end_tag(s: &str, pos: usize, names: &mut Names) -> Markup {
+fn end_tag(s: &str, pos: usize, names: &mut Names, attrs: &mut Attrs) -> Markup {
     let b = s.as_bytes();
     let name_end = tag_name_end(b, pos + 2);
-    match attributes(s, name_end, names) {
-        Some((_, _, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end], names), end },
+    match attributes(s, name_end, names, attrs) {
+        Some((_, end)) => Markup::EndTag { name: name(&s[pos + 2..name_end], names), end },
         None => Markup::Skip(b.len()),
     }
 }

@@ -54,6 +54,7 @@ mod reconstruct;
 mod scan;
 mod simplify;
 mod tags;
+mod text;
 mod token;
 pub mod tokenizer;
 mod tree;

@@ -24,13 +24,14 @@ pub fn prune(html: &str, drop: u32) -> String {
     }
     let dropped_with_content = |tag: &str| (tables && tag == "table") || (images && tag == "picture");
     let mut names = Names::default();
+    let mut attrs = Vec::new(); // (read, not used)
     let mut out = String::with_capacity(html.len());
     let (mut kept_from, mut i) = (0usize, 0usize);
     // inside a dropped element: its name and how many of that name are open
     let mut skipping: Option<(String, usize)> = None;
     while let Some(k) = html[i..].find('<') {
         let at = i + k;
-        match markup_at(html, at, &mut names) {
+        match markup_at(html, at, &mut names, &mut attrs) {
             Markup::Text => i = at + 1,
             Markup::Skip(end) => i = end,
             Markup::CutStartTag { .. } => break,

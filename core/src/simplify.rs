@@ -297,7 +297,8 @@ fn replace_non_xml_chars(tree: &mut Tree, root: usize) {
         }
         let a = n.attrs;
         if tree.attrs[a].iter().any(|(_, v)| has_not_xml(v)) {
-            let fresh: Attrs = tree.attrs[a].iter().map(|(k, v)| (k.clone(), replace_not_xml(v))).collect();
+            let fresh: Attrs =
+                tree.attrs[a].iter().map(|(k, v)| (k.clone(), Text::from(replace_not_xml(v)))).collect();
             let id = tree.new_attrs(fresh);
             tree.nodes[node].attrs = id;
         }
@@ -515,7 +516,7 @@ impl Segmenter<'_> {
             if last_inserted == NONE {
                 let c = &mut self.tree.nodes[clone];
                 c.text = Some(match c.text.take() {
-                    Some(t) if !t.is_empty() => Text::from(format!("{t} {text}")),
+                    Some(t) if !t.is_empty() => Text::concat(&[&t, " ", text]),
                     _ => Text::from(text.as_str()),
                 });
                 key.push(KeyPart::Text(text.clone()));
@@ -524,7 +525,7 @@ impl Segmenter<'_> {
                 let n = &mut self.tree.nodes[last_inserted];
                 n.tail = Some(match n.tail.take() {
                     None => Text::from(text.as_str()),
-                    Some(t) => Text::from(format!("{t} {text}")),
+                    Some(t) => Text::concat(&[&t, " ", text]),
                 });
             }
         }
@@ -653,7 +654,8 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
     let (mut long_list, mut meaningful, mut length) = (false, false, 0usize);
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        let mut kept: Attrs = Vec::new();
+        // src, alt, class, id: the attributes a block keeps, in this order
+        let mut kept: [Option<(Tag, Text)>; 4] = Default::default();
         {
             let n = &tree.nodes[node];
             let attrs = &tree.attrs[n.attrs];
@@ -662,25 +664,25 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
                 if n.tag == "img" {
                     let src = py_strip(get("src"));
                     if !src.is_empty() && !src.starts_with("data:image/") {
-                        kept.push((Tag::known("src"), src.into()));
+                        kept[0] = Some((Tag::known("src"), src.into()));
                     }
                     let alt = py_strip(get("alt"));
                     if !alt.is_empty() {
-                        kept.push((Tag::known("alt"), alt.into()));
+                        kept[1] = Some((Tag::known("alt"), alt.into()));
                     }
                 }
                 let class = py_strip(get("class"));
                 if !class.is_empty() {
-                    kept.push((Tag::known("class"), class.into()));
+                    kept[2] = Some((Tag::known("class"), class.into()));
                 }
                 let id = py_strip(get("id"));
                 if !id.is_empty() {
-                    kept.push((Tag::known("id"), id.into()));
+                    kept[3] = Some((Tag::known("id"), id.into()));
                 }
             }
         }
-        let has_src = kept.iter().any(|(k, _)| k == "src");
-        let a = tree.new_attrs(kept);
+        let has_src = kept[0].is_some();
+        let a = tree.new_attrs(kept.into_iter().flatten());
         let n = &mut tree.nodes[node];
         n.attrs = a;
         if n.text.as_deref() == Some("") {
@@ -849,7 +851,7 @@ fn copy_cc_select(tree: &mut Tree, target: usize, source: usize) {
 }
 
 fn wrapper(tree: &mut Tree, item_id: &str) -> usize {
-    let a = tree.new_attrs(vec![(Tag::known(ITEM_ID_ATTR), item_id.into())]);
+    let a = tree.new_attrs([(Tag::known(ITEM_ID_ATTR), item_id.into())]);
     tree.new_node(Tag::known(TAIL_BLOCK_TAG), a)
 }
 

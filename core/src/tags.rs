@@ -79,7 +79,7 @@ impl Names {
     }
 }
 
-pub type Attrs = Vec<(Tag, String)>;
+pub type Attrs = Vec<(Tag, crate::text::Text)>;
 
 /// The value `Reader::Libxml2` gives an attribute written without one (libxml2 writes it
 /// bare). A NUL never reaches a value otherwise: libxml2 reads it as U+FFFD.

@@ -32,20 +32,97 @@ pub struct Node {
 
 /// Text and tail strings: shared between an element and its copies (the page is copied once
 /// for processing and again block by block; a change makes a new string).
-pub type Text = std::rc::Rc<str>;
+pub use crate::text::Text;
 
 /// `slot += s` (Python's `text + s` on an optional string).
 pub fn append(slot: &mut Option<Text>, s: &str) {
-    *slot = Some(match slot.take() {
-        Some(t) => Text::from(format!("{t}{s}")),
-        None => Text::from(s),
-    });
+    match slot {
+        Some(t) => t.push_str(s),
+        None => *slot = Some(Text::from(s)),
+    }
+}
+
+/// The attribute lists of a tree, one after another in one `Vec` (not a `Vec` each: a page
+/// has thousands): a list is its span there, `lists[id]` reads it as a slice.
+#[derive(Default)]
+pub struct AttrLists {
+    spans: Vec<(u32, u32)>,
+    items: Vec<(Tag, Text)>,
+}
+
+impl AttrLists {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// A new list of `attrs`: its id.
+    pub fn push(&mut self, attrs: impl IntoIterator<Item = (Tag, Text)>) -> usize {
+        let start = self.begin();
+        self.items.extend(attrs);
+        self.finish(start)
+    }
+
+    /// Start a new list (`add_first`, then `finish` with what this returns).
+    pub fn begin(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Add an attribute to the list begun last.
+    pub fn add(&mut self, name: Tag, value: Text) {
+        self.items.push((name, value));
+    }
+
+    /// Add `name` to the list begun at `start` unless it holds the name already.
+    pub fn add_first(&mut self, start: usize, name: Tag, value: Text) {
+        if !self.items[start..].iter().any(|(k, _)| *k == name) {
+            self.items.push((name, value));
+        }
+    }
+
+    /// The list begun at `start`: its id.
+    pub fn finish(&mut self, start: usize) -> usize {
+        self.spans.push((start as u32, (self.items.len() - start) as u32));
+        self.spans.len() - 1
+    }
+
+    /// Set `name` in list `id`: its value replaced, or the attribute added at the end (the
+    /// list moved to the end of `items` first where it is not there).
+    fn set(&mut self, id: usize, name: &'static str, value: Text) {
+        if let Some(entry) = self[id].iter_mut().find(|(k, _)| k == name) {
+            entry.1 = value;
+            return;
+        }
+        let (start, len) = (self.spans[id].0 as usize, self.spans[id].1 as usize);
+        if start + len != self.items.len() {
+            let moved = self.items.len();
+            self.items.extend_from_within(start..start + len);
+            self.spans[id].0 = moved as u32;
+        }
+        self.items.push((Tag::known(name), value));
+        self.spans[id].1 += 1;
+    }
+}
+
+impl std::ops::Index<usize> for AttrLists {
+    type Output = [(Tag, Text)];
+
+    fn index(&self, id: usize) -> &[(Tag, Text)] {
+        let (start, len) = self.spans[id];
+        &self.items[start as usize..(start + len) as usize]
+    }
+}
+
+impl std::ops::IndexMut<usize> for AttrLists {
+    fn index_mut(&mut self, id: usize) -> &mut [(Tag, Text)] {
+        let (start, len) = self.spans[id];
+        &mut self.items[start as usize..(start + len) as usize]
+    }
 }
 
 #[derive(Default)]
 pub struct Tree {
     pub nodes: Vec<Node>,
-    pub attrs: Vec<Attrs>,
+    pub attrs: AttrLists,
     /// (`Reader::Libxml2`) libxml2 made a document: the input held a start tag or text that
     /// is not blank (otherwise lxml reports "Document is empty")
     pub has_document: bool,
@@ -93,9 +170,8 @@ fn ws_len(src: &str, i: usize) -> usize {
 }
 
 impl Tree {
-    pub fn new_attrs(&mut self, attrs: Attrs) -> usize {
-        self.attrs.push(attrs);
-        self.attrs.len() - 1
+    pub fn new_attrs(&mut self, attrs: impl IntoIterator<Item = (Tag, Text)>) -> usize {
+        self.attrs.push(attrs)
     }
 
     pub fn new_node(&mut self, tag: Tag, attrs: usize) -> usize {
@@ -119,12 +195,7 @@ impl Tree {
 
     /// Set an attribute in place (every node sharing the list sees it, as in Python).
     pub fn set_attr(&mut self, node: usize, name: &'static str, value: &str) {
-        let list = &mut self.attrs[self.nodes[node].attrs];
-        if let Some(entry) = list.iter_mut().find(|(k, _)| k == name) {
-            value.clone_into(&mut entry.1);
-        } else {
-            list.push((Tag::known(name), value.to_string()));
-        }
+        self.attrs.set(self.nodes[node].attrs, name, Text::from(value));
     }
 
     /// Document-order pre-order of `node`'s subtree (the node itself first).
@@ -437,12 +508,8 @@ impl Reader {
         }
     }
 
-    /// Text or an attribute value with its character references decoded.
-    fn unescape(self, raw: &str, in_attribute: bool) -> String {
-        self.unescape_cow(raw, in_attribute).into_owned()
-    }
-
-    /// `unescape`, borrowed where `raw` holds no reference.
+    /// Text or an attribute value with its character references decoded, borrowed where `raw`
+    /// holds no reference.
     fn unescape_cow(self, raw: &str, in_attribute: bool) -> std::borrow::Cow<'_, str> {
         match self {
             Reader::Spec => crate::charref::py_unescape(raw),
@@ -560,27 +627,32 @@ fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
 /// self-closing, end offset.
 pub struct StartTag {
     pub name: Tag,
-    pub attrs: Attrs,
+    /// its list in the tree's `attrs`
+    pub attrs: usize,
     pub self_closing: bool,
     pub end: usize,
 }
 
 /// The start tag at `pos` (a `<`), or None where the regex falls through to the text `<`.
-fn read_start_tag(s: &str, pos: usize, reader: Reader, names: &mut Names) -> Option<StartTag> {
+fn read_start_tag(
+    s: &str,
+    pos: usize,
+    reader: Reader,
+    names: &mut Names,
+    lists: &mut AttrLists,
+) -> Option<StartTag> {
     let span = crate::token::match_start_tag(s, pos)?;
-    let mut attrs: Attrs = Vec::new();
+    let start = lists.begin();
     for (raw_name, value) in crate::token::split_attrs(&s[span.name_end..span.attrs_end]) {
         let mut key = reader.name(raw_name, names);
         if key == NAMELESS_ATTR_MARK {
             key = names.get("");
         }
-        if !attrs.iter().any(|(k, _)| *k == key) {
-            attrs.push((key, reader.unescape(value, true)));
-        }
+        lists.add_first(start, key, Text::from(&*reader.unescape_cow(value, true)));
     }
     Some(StartTag {
         name: reader.name(&s[pos + 1..span.name_end], names),
-        attrs,
+        attrs: lists.finish(start),
         self_closing: span.self_closing,
         end: span.end,
     })
@@ -603,7 +675,7 @@ enum Token {
 
 /// The token at `pos` (a `<`) as `_TOKEN_RE` reads it: a comment, a declaration or processing
 /// instruction, an end tag, a start tag, or the text "<".
-fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names) -> Token {
+fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names, lists: &mut AttrLists) -> Token {
     let b = s.as_bytes();
     let n = b.len();
     if b[pos..].starts_with(b"<!--") {
@@ -629,20 +701,20 @@ fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names) -> Token {
             None => Token::Text,
         };
     }
-    match read_start_tag(s, pos, reader, names) {
+    match read_start_tag(s, pos, reader, names, lists) {
         Some(st) => Token::Start(st),
         None => Token::Text,
     }
 }
 
 /// The token at `pos` (a `<`) as libxml2's tokenizer reads it (`html5.rs`).
-fn libxml2_token(s: &str, pos: usize, names: &mut Names) -> Token {
-    match crate::html5::markup_at(s, pos, names) {
+fn libxml2_token(s: &str, pos: usize, names: &mut Names, attrs: &mut Attrs, lists: &mut AttrLists) -> Token {
+    match crate::html5::markup_at(s, pos, names, attrs) {
         crate::html5::Markup::Text => Token::Text,
         crate::html5::Markup::Skip(end) => Token::Skip(end),
         crate::html5::Markup::EndTag { name, end } => Token::End { name, end },
-        crate::html5::Markup::StartTag { name, attrs, self_closing, end } => {
-            Token::Start(StartTag { name, attrs, self_closing, end })
+        crate::html5::Markup::StartTag { name, self_closing, end } => {
+            Token::Start(StartTag { name, attrs: lists.push(attrs.drain(..)), self_closing, end })
         }
         crate::html5::Markup::CutStartTag { name } => Token::CutStart(name),
     }
@@ -668,15 +740,17 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
     // one shared name per distinct tag and attribute name of the page
     let mut names = Names::default();
     let mut libxml2 = Libxml2State::default();
+    // a start tag's attributes as the tokenizer reads them, before they go to `tree.attrs`
+    let mut read_attrs: Attrs = Vec::new();
     let b = s.as_bytes();
     let n = b.len();
     let mut pos = 0usize;
     while pos < n {
         if b[pos] == b'<' {
             let token = if map_html {
-                libxml2_token(s, pos, &mut names)
+                libxml2_token(s, pos, &mut names, &mut read_attrs, &mut tree.attrs)
             } else {
-                spec_token(s, pos, reader, &mut names)
+                spec_token(s, pos, reader, &mut names, &mut tree.attrs)
             };
             let st = match token {
                 Token::Text => {
@@ -715,8 +789,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 let tag = &st.name;
                 if tag == "html" {
                     if !libxml2.started {
-                        let a = tree.new_attrs(st.attrs);
-                        tree.nodes[root].attrs = a;
+                        tree.nodes[root].attrs = st.attrs;
                     }
                     libxml2.started = true;
                     continue;
@@ -760,8 +833,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 let stop = raw_end(s, start, tag, reader);
                 if stop > start {
                     let raw = &s[start..stop];
-                    let text = reader.unescape(raw, false);
-                    tree.nodes[node].text = Some(Text::from(text));
+                    tree.nodes[node].text = Some(Text::from(&*reader.unescape_cow(raw, false)));
                 }
                 pos = stop;
             }
@@ -834,8 +906,7 @@ impl Builder {
 
     /// The element of a start tag under the current one, open unless void or self-closing.
     fn append(&mut self, tree: &mut Tree, st: StartTag) -> usize {
-        let a = tree.new_attrs(st.attrs);
-        let node = tree.new_node(st.name, a);
+        let node = tree.new_node(st.name, st.attrs);
         let parent = *self.stack.last().unwrap();
         tree.nodes[node].parent = parent;
         tree.nodes[parent].children.push(node);
@@ -855,8 +926,7 @@ impl Builder {
         let tag = &st.name;
         if tag == "html" {
             if !self.seen_html {
-                let a = tree.new_attrs(st.attrs);
-                tree.nodes[self.root].attrs = a;
+                tree.nodes[self.root].attrs = st.attrs;
                 self.seen_html = true;
             }
             return None;
@@ -1215,7 +1285,7 @@ pub fn read_back(tree: &mut Tree, root: usize) -> Option<MapTree> {
             })
     }
     // the value the reader reads back, or None where it reads the attribute otherwise
-    fn read_back_attribute(tag: &str, name: &str, value: &mut String) -> Option<()> {
+    fn read_back_attribute(tag: &str, name: &str, value: &mut Text) -> Option<()> {
         let plain_name = !name.is_empty()
             && name.bytes().all(|c| {
                 c.is_ascii_graphic()
@@ -1227,11 +1297,11 @@ pub fn read_back(tree: &mut Tree, root: usize) -> Option<MapTree> {
         }
         if is_boolean_attr(name) {
             // written bare, read as no value
-            value.clear();
+            *value = Text::from("");
         } else if matches!(name, "href" | "action" | "src") || (name == "name" && tag == "a") {
             let changed = match escape_uri(value) {
                 std::borrow::Cow::Borrowed(uri) if uri.len() == value.len() => None,
-                uri => Some(uri.into_owned()),
+                uri => Some(Text::from(&*uri)),
             };
             if let Some(uri) = changed {
                 *value = uri;
@@ -1278,12 +1348,14 @@ pub fn read_back(tree: &mut Tree, root: usize) -> Option<MapTree> {
         if empty_li {
             text = tail.take();
         }
-        let mut attrs = std::mem::take(&mut tree.attrs[node.attrs]);
-        for (name, value) in attrs.iter_mut() {
-            read_back_attribute(tag, name.as_str(), value)?;
+        let start = out.attrs.begin();
+        for (name, value) in &tree.attrs[node.attrs] {
+            let mut value = value.clone();
+            read_back_attribute(tag, name.as_str(), &mut value)?;
+            out.attrs.add(name.clone(), value);
         }
+        let a = out.attrs.finish(start);
         let copy = out.new_node(node.tag.clone(), 0);
-        let a = out.new_attrs(attrs);
         let c = &mut out.nodes[copy];
         c.attrs = a;
         c.text = text;
