@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
         tmp_path, monkeypatch, dev_pages):
@@ -53,6 +55,17 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     assert [round(v, 4) for v in measured["train"][:2]] == [
         fast["story_prior_f1"]["without"], fast["story_prior_f1"]["with"]]
     assert parse_story_prior("none") is None and parse_story_prior("0.5/1") == (0.5, 1.0)
+    # at the training's own threshold and another, split by page kind: the split's groups hold
+    # every page, and their pages' mean at the own threshold is the unsplit figure
+    own = fast["decoding"]["main_margin"]
+    split = decoded_f1(tmp_path / "work", [(0.5, 3.0)], workers=1, thresholds=[own, own + 3],
+                       page_kind=True)
+    groups = [g for g in split if g != "pages"]
+    assert set(groups) <= {"train, article pages", "train, other pages"}
+    assert sum(split["pages"].values()) == 10
+    assert sum(split[g][0] * split["pages"][g] for g in groups) / 10 == pytest.approx(
+        measured["train"][1], abs=1e-9)
+    assert [len(split[g]) for g in groups] == [2] * len(groups)
     bundle = bundle_with_fast_profile(tmp_path / "copy", fast, tmp_path / "work" / "bundle")
     assert load_bundle(bundle, "fast").feature_layout == FEATURES_V5
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -62,6 +75,22 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     result = Extractor(bundle, profile="fast").extract(pages[0]["html"])
     assert result.error is None and result.labels and result.text
+
+
+def test_train_oof_calls_a_page_an_article_by_its_og_type_or_json_ld_story():
+    from train.oof import is_article_page
+
+    story = "<p>" + "The council voted on the new budget late on Tuesday night. " * 8 + "</p>"
+
+    def page(head: str) -> tuple[str, str, bool, bool]:
+        return ("p", f"<html><head>{head}</head><body><article>{story}</article></body></html>",
+                True, True)
+
+    assert is_article_page(page('<meta property="og:type" content="article">')) == ("p", True)
+    assert is_article_page(page('<script type="application/ld+json">{"@type": '
+                                '"NewsArticle", "headline": "Budget"}</script>')) == ("p", True)
+    assert is_article_page(page('<meta property="og:type" content="website">')) == ("p", False)
+    assert is_article_page(page("")) == ("p", False)
 
 
 def test_the_card_names_the_modern_news_its_licences_the_dropped_sites_rails_and_story():

@@ -2,13 +2,18 @@
 out-of-fold scores a fast-only training leaves beside its bundle (``WORK/fast-oof.npz``):
 
     python -m train.oof WORK [WORK ...] [--story-prior none 0.5/1 0.5/3 ...]
+                                        [--thresholds 0 0.25 ...] [--page-kind]
 
 Each WORK is one seed's ``--work`` folder (its ``results.json`` gives the recipe, the threshold
-and the container prior the training chose); each story prior is decoded over the same scores
-as the training decodes them (``train.fast``'s ``_decode_page``: threshold, container prior,
-``continue_story``, then the story prior), and word F1 (means over pages) is printed for the
-train corpus's pages and for each added set's pages apart, per seed and as means ± spread
-(half the range) over the seeds. No set scored here is a judge: the pages are the training's.
+and the container prior the training chose); each story prior (at each of ``--thresholds``,
+the selection's shift of the log-odds; by default the threshold each training chose) is
+decoded over the same scores as the training decodes them (``train.fast``'s ``_decode_page``:
+threshold, container prior, ``continue_story``, then the story prior), and word F1 (means over
+pages) is printed for the train corpus's pages and for each added set's pages apart, per seed
+and as means ± spread (half the range) over the seeds. With ``--page-kind`` each of those
+groups is split by what the page says it is (``ARTICLE_COLUMNS``: ``og:type`` article or a
+JSON-LD story) and what it does not, so that a decoding meant for article pages alone can be
+measured on them. No set scored here is a judge: the pages are the training's.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from train.comments import comment_thread_corpus
 from train.data import joined_corpus
 from train.fast import _page_texts, given_container_prior, prior_name
 
+# the blocks-v6 page columns (every block of a page holds its page's) that call a page an
+# article: its og:type, or a JSON-LD story (NewsArticle, BlogPosting, Report …)
+ARTICLE_COLUMNS = ("page_og_article", "page_ld_article")
+
 
 def parse_story_prior(text: str) -> tuple[float, float] | None:
     """``none`` or ``SHARE/SHIFT``."""
@@ -45,9 +54,27 @@ def work_scores(work: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return results, {pid: oof[f"p{i}"] for i, pid in enumerate(ids)}
 
 
+def is_article_page(job: tuple[str, str, bool, bool]) -> tuple[str, bool]:
+    """A page (``(id, html, keep_hidden, drop_noscript)``) and whether its ``ARTICLE_COLUMNS``
+    call it an article (False for a page without blocks)."""
+    from pulpie_rt.runtime.stages.blocks import extract_blocks
+    from pulpie_rt.runtime.stages.features import FEATURE_NAMES_V6, FEATURES_V6, block_features
+    from pulpie_rt.runtime.stages.simplify import simplify
+
+    page_id, html, keep_hidden, drop_noscript = job
+    simplified, map_html = simplify(html, keep_hidden=keep_hidden, drop_noscript=drop_noscript)
+    _, item_ids = extract_blocks(simplified)
+    rows = block_features(map_html, item_ids, FEATURES_V6)
+    columns = [FEATURE_NAMES_V6.index(name) for name in ARTICLE_COLUMNS]
+    return page_id, bool(len(rows)) and bool(rows[0, columns].any())
+
+
 def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
-               workers: int | None = None) -> dict[str, list[float]]:
-    """Per page group (``train``, each added set) the word F1 of each story prior."""
+               workers: int | None = None, thresholds: list[float] | None = None,
+               page_kind: bool = False) -> dict[str, list[float]]:
+    """Per page group (``train``, each added set; with ``page_kind`` each split into
+    ``GROUP, article pages`` and ``GROUP, other pages``) the word F1 of each story prior at
+    each threshold (threshold-major; None: the training's own), and ``pages`` per group."""
     results, scores = work_scores(work)
     recipe = results["recipe"]
     fast = results["fast"]
@@ -61,17 +88,25 @@ def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
         corpus = joined_corpus(corpus, extra, log=lambda *_: None)
     prior = decoding.get("container_prior")
     prior = None if prior is None else (prior["share"], prior["shift"])
-    last = (decoding["main_margin"], prior, bool(decoding.get("continue_story")))
-    decodings = [(*last, story) for story in story_priors]
+    continue_story = bool(decoding.get("continue_story"))
+    decodings = [(threshold, prior, continue_story, story)
+                 for threshold in (thresholds or [decoding["main_margin"]])
+                 for story in story_priors]
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     jobs = ((p, scores[p["id"]], decodings, fast["keep_hidden"], fast["drop_noscript"],
              decoding.get("selection") == "expected_f1") for p in pages)
     with ProcessPoolExecutor(workers or os.cpu_count() or 1) as pool:
         texts = dict(pool.map(_page_texts, jobs, chunksize=4))
+        article = (dict(pool.map(is_article_page,
+                                 ((p["id"], p["html"], fast["keep_hidden"], fast["drop_noscript"])
+                                  for p in pages), chunksize=4)) if page_kind else {})
     set_of = {p["id"]: name for name in extra for p in load_article_set(name)}
     groups: dict[str, dict[str, str]] = {}
     for page in pages:
-        groups.setdefault(set_of.get(page["id"], "train"), {})[page["id"]] = page["reference"]
+        group = set_of.get(page["id"], "train")
+        if page_kind:
+            group += ", article pages" if article[page["id"]] else ", other pages"
+        groups.setdefault(group, {})[page["id"]] = page["reference"]
     return {group: [score_pages({pid: texts[pid][i] for pid in refs}, refs)["f1"]
                     for i in range(len(decodings))]
             for group, refs in groups.items()} | {
@@ -84,17 +119,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("work", nargs="+", type=Path, help="a fast-only training's --work")
     parser.add_argument("--story-prior", nargs="+", default=["none", "0.5/3"],
                         metavar="none|SHARE/SHIFT")
+    parser.add_argument("--thresholds", nargs="+", type=float, default=None,
+                        metavar="SHIFT", help="decode at each of these thresholds (default: "
+                        "the one each training chose)")
+    parser.add_argument("--page-kind", action="store_true",
+                        help="split each group into the pages that call themselves articles "
+                             "(og:type, JSON-LD) and the others")
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
     priors = [parse_story_prior(text) for text in args.story_prior]
-    runs = [decoded_f1(work, priors, args.workers) for work in args.work]
-    groups = [g for g in runs[0] if g != "pages"]
+    runs = [decoded_f1(work, priors, args.workers, args.thresholds, args.page_kind)
+            for work in args.work]
+    groups = sorted(g for g in runs[0] if g != "pages")
+    rows = [(f"{t:+.2f}", prior) for t in args.thresholds for prior in priors
+            ] if args.thresholds else [("own", prior) for prior in priors]
     for group in groups:
         print(f"{group} ({runs[0]['pages'][group]} pages), word F1 out of fold:")
-        for i, prior in enumerate(priors):
+        for i, (threshold, prior) in enumerate(rows):
             values = [run[group][i] for run in runs]
             spread = (max(values) - min(values)) / 2
-            print(f"  story prior {prior_name(prior):>8}: "
+            at = f"threshold {threshold}, " if args.thresholds else ""
+            print(f"  {at}story prior {prior_name(prior):>8}: "
                   f"{' '.join(f'{v:.4f}' for v in values)}  mean {np.mean(values):.4f} "
                   f"± {spread:.4f}")
     return 0
