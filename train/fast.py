@@ -66,6 +66,8 @@ from pulpie_rt.runtime.stages.features import (
     CATEGORICAL_COLUMNS,
     DIALOG_NAMES,
     FEATURE_NAMES_V2,
+    FEATURE_NAMES_V6,
+    LAYOUTS,
     RAIL_NAMES,
     TEASER_NAMES,
 )
@@ -281,6 +283,23 @@ def _page_texts(job: tuple) -> tuple[str, list[str]]:
     """``_decode_page``'s texts alone."""
     page_id, decoded = _decode_page(job)
     return page_id, [text for _, text in decoded]
+
+
+def hold_columns(features: list[np.ndarray], names: list[str] | tuple[str, ...],
+                 layout: str) -> list[int]:
+    """``Recipe.fast_held_columns``: the ``names``d columns of every page's ``layout`` rows set
+    to 0 in place (each layout's columns begin with the one before's, so a layout's names are
+    the first of ``FEATURE_NAMES_V6``); their indices. A ``ValueError`` names a column the
+    layout does not hold."""
+    held = FEATURE_NAMES_V6[:LAYOUTS[layout]]
+    unknown = [name for name in names if name not in held]
+    if unknown:
+        raise ValueError(f"fast_held_columns: {', '.join(unknown)} not a column of layout "
+                         f"{layout} (features.FEATURE_NAMES_V6, the first {len(held)})")
+    columns = [held.index(name) for name in names]
+    for rows in features:
+        rows[:, columns] = 0.0
+    return columns
 
 
 def readability_pages(keep_hidden: bool, drop_noscript: bool, layout: str = CONTEXT_FEATURES
@@ -567,6 +586,10 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         ids, features, labels = (ids + folded_ids, features + folded_features,
                                  labels + folded_labels)
         folded = folded_ids
+    if recipe.fast_held_columns:
+        hold_columns(features, recipe.fast_held_columns, layout)
+        log(f"fast rescorer: {', '.join(recipe.fast_held_columns)} held at 0 (no tree reads "
+            f"them)")
     rows = [context_features(f) for f in features]
     log(f"fast rescorer: {len(ids)} pages, {sum(len(y) for y in labels)} blocks x "
         f"{rows[0].shape[1]} columns ({context}), hidden elements "

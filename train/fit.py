@@ -252,6 +252,11 @@ class Recipe:
     # heading or linked, its share of the page's words, the block's place against the story;
     # core/src/features TEASER_NAMES)
     fast_teaser_columns: bool = False
+    # block columns (names of the layout's features.FEATURE_NAMES_V6 columns) held at 0 in every
+    # row the fast stages learn from, so that no tree reads them (train.fast.hold_columns): a
+    # layout's columns measured apart without another layout. With fast_teaser_columns, seed 0
+    # (docs/models-and-quality.md, "Today's news")
+    fast_held_columns: tuple[str, ...] = ()
     # how the fast profile picks a page's main blocks from their probabilities (manifest
     # decoding.selection): "expected_f1", the blocks of the best expected word F1
     # (engine/decode.rs expected_f1_labels), or "threshold", those above main_margin. Measured
