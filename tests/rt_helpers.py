@@ -186,6 +186,18 @@ def write_corpus(folder: Path, name: str, pages: list[dict]) -> Path:
     return path
 
 
+def small_fast_recipe(**settings):
+    """The recipe ``train_small_fast_profile`` trains: 2 folds, 5 trees, one thread, a bag of
+    one, no added article set (a test's folder has none built), changed by ``settings``."""
+    from dataclasses import replace
+
+    from train.fit import Recipe
+
+    return replace(Recipe(), **{"corpus": "mini", "fast_folds": 2, "rescorer_rounds": 5,
+                                "rescorer_min_leaf": 5, "threads": 1, "fast_bag": 1,
+                                "fast_extra_sets": (), **settings})
+
+
 def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
                              **settings) -> tuple[dict, list[str]]:
     """``train.fast.write_fast_rescorer`` on corpus ``mini`` of ``corpus_folder`` with a small
@@ -193,16 +205,11 @@ def train_small_fast_profile(tmp_path: Path, monkeypatch, corpus_folder: Path,
     folder has none built) changed by ``settings``, into
     ``tmp_path / "work" / "bundle"`` (its training caches under ``tmp_path / "build"``): what
     it returns and the lines it logged."""
-    from dataclasses import replace
-
     from train.fast import write_fast_rescorer
-    from train.fit import Recipe
 
     monkeypatch.setenv("PULPIE_RT_CORPUS", str(corpus_folder))
     monkeypatch.chdir(tmp_path)  # the training caches go to build/train-data here
-    recipe = replace(Recipe(), **{"corpus": "mini", "fast_folds": 2, "rescorer_rounds": 5,
-                                  "rescorer_min_leaf": 5, "threads": 1, "fast_bag": 1,
-                                  "fast_extra_sets": (), **settings})
+    recipe = small_fast_recipe(**settings)
     bundle = tmp_path / "work" / "bundle"
     bundle.mkdir(parents=True, exist_ok=True)
     logged: list[str] = []

@@ -168,10 +168,20 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   and whether the block comes before, inside or after the story's container and how far up
   the element holding it is (`features.TEASER_NAMES`)."""
     truncated = fast.get("truncated")
-    # a bag cut after training (python -m train.truncate_bag): the members kept are the first
-    truncated_text = (f" (the first {truncated['kept']} of the {truncated['from_bag']} trained, "
-                      "leaf values rescaled to their mean: `python -m train.truncate_bag`)"
-                      if truncated else "")
+    # a bag cut after training (python -m train.truncate_bag): the members kept are the first,
+    # and of each its first trees; a member's trees are one number for both stages, or one
+    # per stage file (--rounds R1 R2)
+    trees = fast["trees_per_stage"]
+    from_rounds = (truncated or {}).get("from_rounds", trees)
+    rounds_text = "" if from_rounds == trees else ", each member's first " + (
+        f"{trees} of its {from_rounds} trees" if isinstance(trees, int) else " and ".join(
+            f"{n} of {from_rounds if isinstance(from_rounds, int) else from_rounds[name]} "
+            f"trees in `{name}`" for name, n in trees.items()))
+    truncated_text = (f" (the first {truncated['kept']} of the {truncated['from_bag']} trained"
+                      f"{rounds_text}, leaf values rescaled to their mean: "
+                      "`python -m train.truncate_bag`)" if truncated else "")
+    trees_text = (f"{trees} trees" if isinstance(trees, int) else
+                  " and ".join(f"{n} trees in `{name}`" for name, n in trees.items()))
     fast_text = f"""
 - The `fast` profile's rescorer (`rescorer-fast-first.onnx` then
   `rescorer-fast.onnx`, manifest `profiles.fast`): no transformer, no tokens. Each block's
@@ -187,7 +197,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   probabilities of the neighbouring blocks, of the blocks in the same DOM containers, of its
   first and its near copies and of the page (`stage_features`), so a block is judged beside
   what was decided around it.{rails_text}
-  Each stage averages {fast.get('bag', 1)} ensembles of {fast['trees_per_stage']} trees
+  Each stage averages {fast.get('bag', 1)} ensembles of {trees_text}
   trained with different seeds{truncated_text} (one ensemble's dev figures move by about
   ±0.01 with its seed), the rescorer settings above, {weighting}
   ({fast['folds']} folds of whole train pages{folded_text}). {selection_text} `main_margin` =

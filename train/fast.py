@@ -56,6 +56,7 @@ import os
 import re
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,14 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
     ``recipe.fast_seed`` or else ``recipe.seed``): with ``recipe.fast_bag`` > 1, that many
     ensembles of different seeds (their row and column samples differ) averaged into one
     (``average_boosters``)."""
+    boosters = fit_members(rows, labels, names, recipe)
+    return boosters[0] if len(boosters) == 1 else average_boosters(boosters)
+
+
+def fit_members(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe,
+                members: int | None = None) -> list:
+    """``fit_stage``'s bag members apart, the first ``members`` of them (all by default): each
+    is trained alone with its own seed, so the first K are the same whatever the bag."""
     import lightgbm
 
     # word F1 counts words, not blocks: with fast_word_weights a long block weighs more (sqrt:
@@ -156,10 +165,9 @@ def fit_stage(rows: np.ndarray, labels: np.ndarray, names: list[str], recipe):
     data = lightgbm.Dataset(rows, labels, weight=weights, feature_name=names,
                             categorical_feature=list(CATEGORICAL_COLUMNS), free_raw_data=False)
     seed = recipe.seed if recipe.fast_seed is None else recipe.fast_seed
-    boosters = [lightgbm.train(lightgbm_params(recipe, seed + 1000 * member), data,
-                               num_boost_round=recipe.rescorer_rounds)
-                for member in range(recipe.fast_bag)]
-    return boosters[0] if len(boosters) == 1 else average_boosters(boosters)
+    return [lightgbm.train(lightgbm_params(recipe, seed + 1000 * member), data,
+                           num_boost_round=recipe.rescorer_rounds)
+            for member in range(recipe.fast_bag if members is None else members)]
 
 
 def average_boosters(boosters: list):
@@ -523,11 +531,29 @@ def given_container_prior(prior, setting: str = "fast_container_prior"
     return share, shift
 
 
-def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
-    """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
-    ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
-    manifest's ``rescorer``, ``decoding``, ``keep_hidden`` and ``drop_noscript`` entries of the
-    fast profile."""
+@dataclass
+class FastTrainingSet:
+    """What both fast stages are trained on: per page (the recipe's corpus, then any folded
+    readability pages) its id, block features, labels and context rows, its fold, and the
+    settings the rows were read with."""
+
+    corpus: str
+    context: str
+    keep_hidden: bool
+    drop_noscript: bool
+    given_prior: tuple[float, float] | None
+    ids: list[str]
+    features: list[np.ndarray]
+    labels: list[np.ndarray]
+    rows: list[np.ndarray]
+    fold_of: np.ndarray
+    calibrated: list[str]  # the pages the threshold is chosen on
+    folded: list[str]  # the readability pages folded in (fast_fold_readability)
+
+
+def fast_training_set(recipe, log=print) -> FastTrainingSet:
+    """The recipe's fast training pages, read as ``write_fast_rescorer`` trains on them (also
+    what ``train.cut_oof`` scores a cut bag on, out of fold)."""
     keep_hidden = recipe.fast_keep_hidden
     drop_noscript = recipe.fast_drop_noscript
     corpus = recipe.corpus
@@ -595,6 +621,21 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         f"{rows[0].shape[1]} columns ({context}), hidden elements "
         f"{'kept' if keep_hidden else 'removed'}, noscript elements "
         f"{'dropped' if drop_noscript else 'kept'}")
+    return FastTrainingSet(corpus, context, keep_hidden, drop_noscript, given_prior, ids,
+                           features, labels, rows, fold_of, calibrated, folded)
+
+
+def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
+    """Train both stages on the recipe's corpus into ``bundle`` (``FAST_FIRST_STAGE_NAME``,
+    ``FAST_RESCORER_NAME``) and calibrate the threshold; returns what was measured, with the
+    manifest's ``rescorer``, ``decoding``, ``keep_hidden`` and ``drop_noscript`` entries of the
+    fast profile."""
+    data = fast_training_set(recipe, log)
+    corpus, context, keep_hidden, drop_noscript = (data.corpus, data.context, data.keep_hidden,
+                                                   data.drop_noscript)
+    given_prior, ids, features, labels, rows, fold_of, calibrated, folded = (
+        data.given_prior, data.ids, data.features, data.labels, data.rows, data.fold_of,
+        data.calibrated, data.folded)
     all_labels = np.concatenate(labels)
     first_oof = out_of_fold(rows, labels, context_names(context), recipe, fold_of, log)
     first = fit_stage(np.concatenate(rows), all_labels, context_names(context), recipe)
@@ -679,7 +720,7 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     return {
         **({"extra_sets": extra_sets_record(recipe.fast_extra_sets)}
            if recipe.fast_extra_sets else {}),
-        "rescorer": {"file": FAST_RESCORER_NAME, "features": layout,
+        "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXTS[context],
                      "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold,

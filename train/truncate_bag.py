@@ -1,14 +1,18 @@
-"""A bundle whose fast rescorer keeps only the first K bag members of each stage.
+"""A bundle whose fast rescorer keeps only the first K bag members of each stage, and of each
+member only its first R trees.
 
 ``train.fast.fit_stage`` averages ``recipe.fast_bag`` LightGBM ensembles of
 ``recipe.rescorer_rounds`` trees (``average_boosters``: member after member, each leaf value
 divided by the bag's size) into one ``TreeEnsembleClassifier``. Keeping the first K members
 and multiplying their leaf values by bag / K gives exactly the mean of those K members' raw
-scores: fewer trees to evaluate per block, the same kind of model. Every other file of the
-bundle is copied unchanged; ``results.json`` records the bag kept and where it came from, so
-the model card and anything reading ``fast.bag`` describe what is shipped.
+scores: fewer trees to evaluate per block, the same kind of model. Boosting adds its rounds,
+so a member's first R trees are that member as if trained for R rounds: keeping them leaves
+the mean of the K members' first R rounds. Every other file of the bundle is copied
+unchanged; ``results.json`` records the bag and rounds kept and where they came from, so the
+model card and anything reading ``fast.bag`` or ``fast.trees_per_stage`` describe what is
+shipped.
 
-    python -m train.truncate_bag MODEL --keep K --out DIR
+    python -m train.truncate_bag MODEL --keep K [--rounds R] --out DIR
 """
 
 from __future__ import annotations
@@ -35,10 +39,14 @@ def _values(attribute):
             attribute.floats, onnx.AttributeProto.STRINGS: attribute.strings}.get(attribute.type)
 
 
-def truncate_stage(model, bag: int, trees_per_member: int, keep: int, name: str = "stage"):
+def truncate_stage(model, bag: int, trees_per_member: int, keep: int, name: str = "stage",
+                   rounds: int | None = None):
     """``model`` (an ``onnx.ModelProto`` holding one ``TreeEnsembleClassifier`` of ``bag`` ×
-    ``trees_per_member`` trees) cut, in place, to its first ``keep`` members' trees with leaf
-    weights scaled by ``bag / keep``."""
+    ``trees_per_member`` trees, member after member) cut, in place, to the first ``rounds``
+    trees (all by default) of each of its first ``keep`` members, leaf weights scaled by
+    ``bag / keep`` and the trees numbered again from 0 in the same order. Boosting adds its
+    rounds, so a member's first trees are that member trained for fewer rounds."""
+    rounds = trees_per_member if rounds is None else rounds
     nodes = [n for n in model.graph.node if n.op_type == "TreeEnsembleClassifier"]
     if len(nodes) != 1:
         raise TruncateError(f"{name}: {len(nodes)} TreeEnsembleClassifier nodes, expected 1")
@@ -51,45 +59,71 @@ def truncate_stage(model, bag: int, trees_per_member: int, keep: int, name: str 
     if trees != bag * trees_per_member or set(tree_ids) != set(range(trees)):
         raise TruncateError(f"{name}: {trees} trees, expected {bag} members × "
                             f"{trees_per_member} trees numbered from 0")
-    last = keep * trees_per_member
-    keep_nodes = [i for i, t in enumerate(tree_ids) if t < last]
-    keep_leaves = [i for i, t in enumerate(attributes["class_treeids"].ints) if t < last]
+
+    def kept(tree: int) -> bool:
+        return tree // trees_per_member < keep and tree % trees_per_member < rounds
+
+    def renumbered(tree: int) -> int:
+        return tree // trees_per_member * rounds + tree % trees_per_member
+
+    keep_nodes = [i for i, t in enumerate(tree_ids) if kept(t)]
+    keep_leaves = [i for i, t in enumerate(attributes["class_treeids"].ints) if kept(t)]
     scale = bag / keep
     for attribute_name, attribute in attributes.items():
         if attribute_name.startswith("nodes_"):
-            kept = keep_nodes
+            indices = keep_nodes
         elif attribute_name.startswith("class_") and attribute_name != "classlabels_int64s":
-            kept = keep_leaves
+            indices = keep_leaves
         else:
             continue
         values = _values(attribute)
-        new = [values[i] for i in kept]
+        new = [values[i] for i in indices]
         if attribute_name == "class_weights":
             new = [v * scale for v in new]
+        elif attribute_name in ("nodes_treeids", "class_treeids"):
+            new = [renumbered(t) for t in new]
         del values[:]
         values.extend(new)
     return model
 
 
+def member_trees(fast: dict) -> dict[str, int]:
+    """Per fast stage file, the trees of each of its bag members: ``results.json``'s
+    ``fast.trees_per_stage``, one number for both stages or one per stage file (a cut that
+    kept fewer rounds of one stage)."""
+    trees = fast["trees_per_stage"]
+    return {name: int(trees[name] if isinstance(trees, dict) else trees) for name in STAGE_FILES}
+
+
 def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None = None,
-                    evaluate: bool = False, threads: int = 2) -> dict:
+                    evaluate: bool = False, threads: int = 2,
+                    rounds: int | tuple[int, int] | None = None) -> dict:
     """Write ``out``: ``model_dir`` with both fast stages cut to their first ``keep`` bag
-    members. With ``evaluate``, each profile's figures on the dev pages with ground truth are
-    measured again (``train.__main__.evaluate_profiles``, as training does) and the model card
-    is written from them; without, ``results.json`` says its dev figures are the uncut
-    model's. Returns the ``fast`` record written into ``out/results.json``."""
+    members, each to its first ``rounds`` trees (all by default; a pair: the first stage's,
+    then the second's). With ``evaluate``, each
+    profile's figures on the dev pages with ground truth are measured again
+    (``train.__main__.evaluate_profiles``, as training does) and the model card is written
+    from them; without, ``results.json`` says its dev figures are the uncut model's. Returns
+    the ``fast`` record written into ``out/results.json``."""
     import onnx
 
     results = json.loads((model_dir / RESULTS_NAME).read_text())
     fast = results.get("fast")
     if not fast or "bag" not in fast:
         raise TruncateError(f"{model_dir}: {RESULTS_NAME} records no fast rescorer bag")
-    bag, trees_per_member = int(fast["bag"]), int(fast["trees_per_stage"])
+    bag, trees = int(fast["bag"]), member_trees(fast)
     if not 1 <= keep <= bag:
         raise TruncateError(f"--keep {keep}: the bag of {model_dir} has {bag} members "
                             f"(keep 1 to {bag})")
-    stages = {name: truncate_stage(onnx.load(model_dir / name), bag, trees_per_member, keep,
-                                   name)
+    pair = (rounds, rounds) if rounds is None or isinstance(rounds, int) else tuple(rounds)
+    kept_rounds = {name: trees[name] if r is None else r
+                   for name, r in zip(STAGE_FILES, pair, strict=True)}
+    for name, r in kept_rounds.items():
+        if not 1 <= r <= trees[name]:
+            raise TruncateError(f"--rounds {r}: the bag members of {model_dir} have "
+                                f"{trees[name]} trees in {name} (keep 1 to {trees[name]})")
+    stages = {name: truncate_stage(onnx.load(model_dir / name), bag, trees[name], keep,
+                                   name, kept_rounds[name])
               for name in STAGE_FILES}
     if out.resolve() == model_dir.resolve():
         raise TruncateError(f"--out {out} is the model itself")
@@ -98,12 +132,19 @@ def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None =
     shutil.copytree(model_dir, out)
     for name, stage in stages.items():
         onnx.save(stage, out / name)
-    truncated = {"from_bag": bag, "kept": keep,
-                 "rule": "the first members' trees, leaf values × from_bag / kept (their mean)",
+    def one_or_each(per_stage: dict[str, int]) -> int | dict[str, int]:
+        values = set(per_stage.values())
+        return values.pop() if len(values) == 1 else per_stage
+
+    truncated = {"from_bag": bag, "kept": keep, "from_rounds": one_or_each(trees),
+                 "rounds": one_or_each(kept_rounds),
+                 "rule": "the first rounds trees of each of the first kept members, leaf "
+                         "values × from_bag / kept (the mean of those members' first rounds)",
                  **({"command": command} if command else {}),
                  "dev_groundtruth": "measured again" if evaluate else "the uncut model's",
                  **({"from": fast["truncated"]} if "truncated" in fast else {})}
-    fast.update({"bag": keep, "truncated": truncated,
+    fast.update({"bag": keep, "trees_per_stage": one_or_each(kept_rounds),
+                 "truncated": truncated,
                  "onnx_bytes": {name: (out / name).stat().st_size for name in STAGE_FILES}})
     results["fast"] = fast
     if evaluate:
@@ -136,21 +177,34 @@ def main(argv: list[str] | None = None) -> None:
         description="Keep the first K bag members of each fast rescorer stage (their mean).")
     parser.add_argument("model", type=Path, help="bundle folder (e.g. pulpie_rt/default_model)")
     parser.add_argument("--keep", type=int, required=True, help="bag members to keep")
+    parser.add_argument("--rounds", type=int, nargs="+", default=None, metavar="R",
+                        help="trees (boosting rounds) to keep of each kept member, its first "
+                             "(default: all); two values: the first stage's, then the "
+                             "second's")
     parser.add_argument("--out", type=Path, required=True, help="new bundle folder (replaced)")
     parser.add_argument("--evaluate", action="store_true",
                         help="measure each profile on the dev pages with ground truth again and "
                              "rewrite the model card (what shipping the bundle needs)")
     parser.add_argument("--threads", type=int, default=2, help="threads for --evaluate")
     args = parser.parse_args(argv)
-    command = (f"python -m train.truncate_bag {args.model} --keep {args.keep} --out {args.out}"
-               + (" --evaluate" if args.evaluate else ""))
+    if args.rounds is not None and len(args.rounds) > 2:
+        parser.exit(2, f"error: --rounds {' '.join(map(str, args.rounds))}: give one value "
+                       "(both stages) or two (the first stage's, then the second's)\n")
+    rounds = None if args.rounds is None else (
+        args.rounds[0] if len(args.rounds) == 1 else tuple(args.rounds))
+    command = (f"python -m train.truncate_bag {args.model} --keep {args.keep}"
+               + (f" --rounds {' '.join(map(str, args.rounds))}" if args.rounds else "")
+               + f" --out {args.out}" + (" --evaluate" if args.evaluate else ""))
     try:
         fast = truncate_bundle(args.model, args.keep, args.out, command, args.evaluate,
-                               args.threads)
+                               args.threads, rounds)
     except TruncateError as error:
         parser.exit(2, f"error: {error}\n")
+    trees = member_trees(fast)
     print(f"{args.out}: {fast['truncated']['kept']} of {fast['truncated']['from_bag']} bag "
-          f"members per stage, {fast['trees_per_stage'] * fast['bag']} trees each")
+          "members per stage; trees " + ", ".join(
+              f"{name} {trees[name] * fast['bag']} ({trees[name]} a member)"
+              for name in STAGE_FILES))
 
 
 if __name__ == "__main__":
