@@ -979,7 +979,7 @@ fn collapse_whitespace(html: &str) -> String {
         if b[pos] == b'<' {
             // <[^>]+>: kept as it is
             if pos + 1 < b.len() && b[pos + 1] != b'>' {
-                if let Some(k) = html[pos + 1..].find('>') {
+                if let Some(k) = crate::scan::find_byte(b'>', &b[pos + 1..]) {
                     let end = pos + 1 + k + 1;
                     out.push_str(&html[pos..end]);
                     pos = end;
@@ -990,19 +990,23 @@ fn collapse_whitespace(html: &str) -> String {
             pos += 1;
             continue;
         }
-        let stop = html[pos..].find('<').map_or(b.len(), |k| pos + k);
+        let stop = crate::scan::find_byte(b'<', &b[pos..]).map_or(b.len(), |k| pos + k);
+        // (runs without whitespace copied whole)
         let mut in_space = false;
-        for c in html[pos..stop].chars() {
+        let mut run = pos;
+        for (k, c) in html[pos..stop].char_indices() {
             if crate::tree::py_isspace(c) {
+                out.push_str(&html[run..pos + k]);
+                run = pos + k + c.len_utf8();
                 if !in_space {
                     out.push(' ');
                     in_space = true;
                 }
             } else {
-                out.push(c);
                 in_space = false;
             }
         }
+        out.push_str(&html[run..stop]);
         pos = stop;
     }
     py_strip(&out).to_string()

@@ -531,12 +531,14 @@ impl Reader {
     }
 }
 
-fn find_char(hay: &str, from: usize, needle: char) -> Option<usize> {
-    hay[from..].find(needle).map(|i| i + from)
+/// The first ASCII `needle` at or after `from` (glibc's vectorized `memchr`).
+fn find_char(hay: &str, from: usize, needle: u8) -> Option<usize> {
+    crate::scan::find_byte(needle, &hay.as_bytes()[from..]).map(|i| i + from)
 }
 
+/// The first `needle` (two bytes or more) at or after `from`.
 fn find_from(hay: &str, from: usize, needle: &str) -> Option<usize> {
-    hay[from..].find(needle).map(|i| i + from)
+    crate::scan::find_bytes(&hay.as_bytes()[from..], needle.as_bytes()).map(|i| i + from)
 }
 
 /// `_script_end`: offset of the `</script` that ends a script's content at `pos`
@@ -546,7 +548,22 @@ fn script_end(s: &str, pos: usize, reader: Reader) -> usize {
     let n = b.len();
     let (mut escaped, mut double) = (false, false);
     let mut i = pos;
+    // (only a `<` or, inside `<!--`, a `-` can start a mark: the bytes between are skipped
+    // with memchr; `double` is only ever set while `escaped` is)
+    let mut next_dash = pos;
     while i < n {
+        let next_lt = crate::scan::find_byte(b'<', &b[i..]).map_or(n, |k| i + k);
+        i = if escaped {
+            if next_dash < i {
+                next_dash = crate::scan::find_byte(b'-', &b[i..]).map_or(n, |k| i + k);
+            }
+            next_lt.min(next_dash)
+        } else {
+            next_lt
+        };
+        if i >= n {
+            break;
+        }
         let c = b[i];
         if c == b'<' {
             if b[i..].starts_with(b"<!--") {
@@ -611,7 +628,11 @@ pub fn raw_text_reads_back(text: &str, tag: &str) -> bool {
 fn raw_end(s: &str, from: usize, tag: &str, reader: Reader) -> usize {
     let b = s.as_bytes();
     let mut i = from;
-    while let Some(at) = find_from(s, i, "</") {
+    while let Some(at) = find_char(s, i, b'<') {
+        if b.get(at + 1) != Some(&b'/') {
+            i = at + 1;
+            continue;
+        }
         if let Some(after) = reader.name_at(b, at + 2, tag.as_bytes()) {
             if after < b.len() && (b[after] == b'/' || b[after] == b'>' || ws_len(s, after) > 0) {
                 return at;
@@ -684,7 +705,7 @@ fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names, lists: &mu
         }
     }
     if pos + 1 < n && (b[pos + 1] == b'!' || b[pos + 1] == b'?') {
-        return match find_char(s, pos + 2, '>') {
+        return match find_char(s, pos + 2, b'>') {
             Some(e) => Token::Skip(e + 1),
             None => Token::Text,
         };
@@ -695,7 +716,7 @@ fn spec_token(s: &str, pos: usize, reader: Reader, names: &mut Names, lists: &mu
         while i < n && b[i] != b'/' && b[i] != b'>' && ws_len(s, i) == 0 {
             i += 1;
         }
-        let close = if i > pos + 2 { find_char(s, i, '>') } else { None };
+        let close = if i > pos + 2 { find_char(s, i, b'>') } else { None };
         return match close {
             Some(close) => Token::End { name: reader.name(&s[pos + 2..i], names), end: close + 1 },
             None => Token::Text,
@@ -838,7 +859,7 @@ pub fn parse(tree: &mut Tree, s: &str, reader: Reader) -> usize {
                 pos = stop;
             }
         } else {
-            let stop = find_char(s, pos, '<').unwrap_or(n);
+            let stop = find_char(s, pos, b'<').unwrap_or(n);
             let raw = &s[pos..stop];
             if map_html {
                 // libxml2 decides on the text as decoded
