@@ -56,40 +56,95 @@ fn lower_name(name: &[u8], names: &mut Names) -> Tag {
     Reader::Spec.name(name, names)
 }
 
+/// The names a walk has read, by where lexbor keeps them: lexbor gives each distinct element
+/// and attribute name of a document one string of its own, alive with the document, so an
+/// address and a length name the same bytes for the whole walk, and a name met again (nearly
+/// every one: a page has a few dozen over thousands of elements) is had without checking,
+/// lowering, hashing and comparing its bytes again. Direct-mapped: a slot holds the last name
+/// whose address falls in it. One for element names, one for attribute names (read apart).
+struct SeenNames {
+    slots: Vec<(*const u8, usize, Option<Tag>)>,
+}
+
+impl SeenNames {
+    const SLOTS: usize = 256;
+
+    fn new() -> SeenNames {
+        SeenNames { slots: vec![(std::ptr::null(), 0, None); Self::SLOTS] }
+    }
+
+    fn slot(name: &[u8]) -> usize {
+        (name.as_ptr() as usize >> 3) % Self::SLOTS
+    }
+
+    fn get(&self, name: &[u8]) -> Option<Tag> {
+        match &self.slots[Self::slot(name)] {
+            (at, len, Some(tag)) if *at == name.as_ptr() && *len == name.len() => Some(tag.clone()),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, name: &[u8], tag: &Tag) {
+        self.slots[Self::slot(name)] = (name.as_ptr(), name.len(), Some(tag.clone()));
+    }
+}
+
 /// The start tag the reader reads off an element's serialization, or None where it would not
 /// read it back as written.
 ///
 /// # Safety
-/// `element` is an element of a live document.
-unsafe fn start_tag(element: *mut Node, names: &mut Names, lists: &mut AttrLists) -> Option<StartTag> {
+/// `element` is an element of a live document, the one `seen` was filled from (element
+/// names, attribute names).
+unsafe fn start_tag(
+    element: *mut Node,
+    names: &mut Names,
+    seen: &mut [SeenNames; 2],
+    lists: &mut AttrLists,
+) -> Option<StartTag> {
+    let [seen_tags, seen_attrs] = seen;
     let name = lexbor::element_name(element);
-    if !plain_name(name) {
-        return None;
-    }
+    let tag = match seen_tags.get(name) {
+        Some(tag) => tag,
+        None => {
+            if !plain_name(name) {
+                return None;
+            }
+            let tag = lower_name(name, names);
+            seen_tags.put(name, &tag);
+            tag
+        }
+    };
     let start = lists.begin();
     for (attr_name, value) in lexbor::attributes(element) {
         let (prefix, local) = attr_name?;
-        if !plain_attribute_name(local) {
+        let cached = if prefix.is_empty() { seen_attrs.get(local) } else { None };
+        if cached.is_none() && !plain_attribute_name(local) {
             return None;
         }
         let value = plain_text(value)?;
         if holds_xml_declaration(value) {
             return None;
         }
-        let mut key = if prefix.is_empty() {
-            lower_name(local, names)
-        } else {
-            let mut full = String::with_capacity(prefix.len() + local.len());
-            full.push_str(prefix);
-            full.push_str(std::str::from_utf8(local).ok()?);
-            lower_name(full.as_bytes(), names)
+        let key = match cached {
+            Some(key) => key,
+            None if prefix.is_empty() => {
+                let mut key = lower_name(local, names);
+                if key == NAMELESS_ATTR_MARK {
+                    key = names.get("");
+                }
+                seen_attrs.put(local, &key);
+                key
+            }
+            None => {
+                let mut full = String::with_capacity(prefix.len() + local.len());
+                full.push_str(prefix);
+                full.push_str(std::str::from_utf8(local).ok()?);
+                lower_name(full.as_bytes(), names)
+            }
         };
-        if key == NAMELESS_ATTR_MARK {
-            key = names.get("");
-        }
         lists.add_first(start, key, Text::from(value));
     }
-    Some(StartTag { name: lower_name(name, names), attrs: lists.finish(start), self_closing: false, end: 0 })
+    Some(StartTag { name: tag, attrs: lists.finish(start), self_closing: false, end: 0 })
 }
 
 /// What is left to do at a place of the walk.
@@ -106,6 +161,7 @@ enum Step {
 pub fn spec_tree(page: &ParsedPage, tree: &mut Tree) -> Option<usize> {
     let mut builder = Builder::new(tree, Reader::Spec);
     let mut names = Names::default();
+    let mut seen = [SeenNames::new(), SeenNames::new()];
     let scripting = page.scripting();
     let mut steps: Vec<Step> = Vec::new();
     // SAFETY: every node read is one of the page's, alive as long as `page`; lexbor's own
@@ -143,7 +199,7 @@ pub fn spec_tree(page: &ParsedPage, tree: &mut Tree) -> Option<usize> {
                 }
                 lexbor::DOCUMENT_TYPE => {}
                 lexbor::ELEMENT => {
-                    let st = start_tag(node, &mut names, &mut tree.attrs)?;
+                    let st = start_tag(node, &mut names, &mut seen, &mut tree.attrs)?;
                     let tag = st.name.clone();
                     let id = (*node).local_name;
                     let html = (*node).ns == lexbor::NS_HTML;
