@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +92,8 @@ class GpuInfo:
 def detect_gpu() -> GpuInfo | None:
     """The first NVIDIA GPU as ``nvidia-smi`` reports it (name, compute capability, memory: what
     engine builds and GPU benchmarks need), or None (no driver, no GPU)."""
+    import subprocess  # (here: a run that asks for no GPU does not import it)
+
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None

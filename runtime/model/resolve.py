@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.runtime.digest import files_sha256
 from pulpie_rt.runtime.model.bundle import Bundle, BundleError, is_bundle, load_bundle
 from pulpie_rt.runtime.model.hub import HubError, fetch_checkpoint, hub_id_for, model_names
 
@@ -72,6 +70,8 @@ def is_checkpoint(path: Path) -> bool:
 
 def checkpoint_key(path: Path) -> str:
     """sha256 of the weight files and configs: the cache key of an exported checkpoint."""
+    from pulpie_rt.runtime.digest import files_sha256  # (hashlib: a bundle's run needs none)
+
     names = sorted({p.name for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
     names += [n for n in ("config.json", "tokenizer.json") if (path / n).is_file()]
     return files_sha256((path / name for name in names), with_names=True)
@@ -92,6 +92,8 @@ def export_checkpoint(path: Path, verify: bool = True) -> Path:
                          f"(`make run MODEL=...` installs it), or pass a bundle directory")
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + f".tmp-{os.getpid()}")
+    import subprocess  # (here: resolving a bundle, a run's start, does not import it)
+
     command = [sys.executable, "-m", "pulpie_rt.cli", "export", str(path), "--out", str(partial)]
     if not verify:
         command.append("--no-verify")
