@@ -62,8 +62,10 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
             out.push_str(name);
             continue;
         }
-        // borrowed until a rule changes it (most values are written as they are)
-        let mut value: Cow<str> = if value.contains(['&', '<', '>']) {
+        // borrowed until a rule changes it (most values are written as they are); which of
+        // the bytes the rules look for it holds, read in one pass (again only if it changed)
+        let mut marks = ValueMarks::of(value);
+        let mut value: Cow<str> = if marks.any(ValueMarks::AMP | ValueMarks::ANGLE) {
             Cow::Owned(escape_attr_value(value))
         } else {
             Cow::Borrowed(value)
@@ -77,9 +79,14 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
                 value = Cow::Owned(uri);
             }
         }
-        if value.contains('"') {
-            if value.contains('\'') {
+        if let Cow::Owned(changed) = &value {
+            marks = ValueMarks::of(changed);
+        }
+        if marks.any(ValueMarks::DOUBLE_QUOTE) {
+            if marks.any(ValueMarks::SINGLE_QUOTE) {
+                // from here on it holds '&' and no '"' (so no `="` either)
                 value = Cow::Owned(value.replace('"', "&quot;"));
+                marks = ValueMarks(marks.0 | ValueMarks::AMP);
             } else {
                 if value.contains("=\"") {
                     w.rescan = true;
@@ -88,17 +95,44 @@ fn write_attrs(w: &mut Writer, tree: &Tree, node: usize, tag: &str) {
                 continue;
             }
         }
+        // no '"' here (written in single quotes above, or replaced): never a `="` to rescan for
         if w.decode
-            && value.contains('&')
+            && marks.any(ValueMarks::AMP)
             && (name.ends_with("href") || name.ends_with("src"))
             && HTTP_PREFIXES.iter().any(|p| value.starts_with(p))
         {
             // the reference's decode_http_urls_only, in place
             value = Cow::Owned(crate::charref::py_unescape(&value).into_owned());
-        } else if value.contains("=\"") {
-            w.rescan = true;
         }
         push_attr(out, name, '"', &value);
+    }
+}
+
+/// The bytes of an attribute value `write_attrs`'s rules turn on, as bits.
+#[derive(Clone, Copy)]
+struct ValueMarks(u8);
+
+impl ValueMarks {
+    const AMP: u8 = 1;
+    const ANGLE: u8 = 2;
+    const DOUBLE_QUOTE: u8 = 4;
+    const SINGLE_QUOTE: u8 = 8;
+
+    fn of(value: &str) -> ValueMarks {
+        ValueMarks(value.bytes().fold(0, |marks, b| {
+            marks
+                | match b {
+                    b'&' => Self::AMP,
+                    b'<' | b'>' => Self::ANGLE,
+                    b'"' => Self::DOUBLE_QUOTE,
+                    b'\'' => Self::SINGLE_QUOTE,
+                    _ => 0,
+                }
+        }))
+    }
+
+    fn any(self, bits: u8) -> bool {
+        self.0 & bits != 0
     }
 }
 
