@@ -41,11 +41,25 @@ fn is_dropped_blank(text: &str, parent_tag: &str, prev: Option<&str>) -> bool {
 
 /// The reference's URL pattern (`(?:href|src)="`, any case) in a text.
 fn has_url_attr_start(text: &str) -> bool {
-    if !text.contains("=\"") {
+    if !holds_attr_start(text.as_bytes()) {
         return false;
     }
     let lower = text.to_ascii_lowercase();
     lower.contains("href=\"") || lower.contains("src=\"")
+}
+
+/// `text` holds `="`: quotes are rare in text, so memchr to each '"' and a look at the byte
+/// before it (in place of a substring search over every text run written).
+fn holds_attr_start(text: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(k) = crate::scan::find_byte(b'"', &text[from..]) {
+        let at = from + k;
+        if at > 0 && text[at - 1] == b'=' {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
 }
 
 /// `reconstruct._attr_html`, with the URL decoding applied when `w.decode`; a value holding
