@@ -74,6 +74,7 @@ def cut_out_of_fold(recipe, cuts: list[Cut], log=print) -> tuple[object, dict[Cu
         context_names,
         fast_training_set,
         fit_members,
+        fold_splits,
         log_odds,
         stage_names,
     )
@@ -86,13 +87,11 @@ def cut_out_of_fold(recipe, cuts: list[Cut], log=print) -> tuple[object, dict[Cu
     # stage's training rows) and each first-stage cut's
     whole: list[np.ndarray | None] = [None] * len(rows)
     first_cut: dict[tuple[int, int], list] = {c: [None] * len(rows) for c in first_cuts}
-    for fold in range(recipe.fast_folds):
-        train = np.flatnonzero(fold_of != fold)
-        members = fit_members(np.concatenate([rows[i] for i in train]),
-                              np.concatenate([labels[i] for i in train]),
-                              context_names(data.context), recipe)
+    for fold, train_rows, train_labels, held in fold_splits(rows, labels, fold_of,
+                                                             recipe.fast_folds):
+        members = fit_members(train_rows, train_labels, context_names(data.context), recipe)
         bag = members[0] if len(members) == 1 else average_boosters(members)
-        for i in np.flatnonzero(fold_of == fold):
+        for i in held:
             empty = len(rows[i]) == 0
             whole[i] = np.zeros(0) if empty else bag.predict(rows[i])
             for keep, rounds in first_cuts:
@@ -102,12 +101,11 @@ def cut_out_of_fold(recipe, cuts: list[Cut], log=print) -> tuple[object, dict[Cu
     stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
                   for r, p, f in zip(rows, whole, features, strict=True)]
     scores: dict[Cut, dict] = {cut: {} for cut in cuts}
-    for fold in range(recipe.fast_folds):
-        train = np.flatnonzero(fold_of != fold)
-        members = fit_members(np.concatenate([stage_rows[i] for i in train]),
-                              np.concatenate([labels[i] for i in train]),
-                              stage_names(data.context), recipe, second_members)
-        for i in np.flatnonzero(fold_of == fold):
+    for fold, train_rows, train_labels, held in fold_splits(stage_rows, labels, fold_of,
+                                                             recipe.fast_folds):
+        members = fit_members(train_rows, train_labels, stage_names(data.context), recipe,
+                              second_members)
+        for i in held:
             for cut in cuts:
                 first, (keep, rounds) = cut
                 if len(rows[i]) == 0:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,16 +200,25 @@ def out_of_fold(rows: list[np.ndarray], labels: list[np.ndarray], names: list[st
                 fold_of: np.ndarray, log=print) -> list[np.ndarray]:
     """Per page, the probabilities of an ensemble trained on the other ``fast_folds`` folds
     (page ``i`` in fold ``fold_of[i]``)."""
-    folds = recipe.fast_folds
     out: list[np.ndarray | None] = [None] * len(rows)
+    for fold, train_rows, train_labels, held in fold_splits(rows, labels, fold_of,
+                                                             recipe.fast_folds):
+        booster = fit_stage(train_rows, train_labels, names, recipe)
+        for i in held:
+            out[i] = booster.predict(rows[i]) if len(rows[i]) else np.zeros(0)
+        log(f"fast rescorer: fold {fold + 1}/{recipe.fast_folds}")
+    return out  # type: ignore[return-value]
+
+
+def fold_splits(rows: list[np.ndarray], labels: list[np.ndarray], fold_of: np.ndarray,
+                folds: int) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per fold: the fold, the rows and labels of every page of the other folds (what a
+    stage is trained on) and the indices of the fold's own pages (what it then scores) --
+    the one split under every out-of-fold loop (this module's and ``train.cut_oof``'s)."""
     for fold in range(folds):
         train = np.flatnonzero(fold_of != fold)
-        booster = fit_stage(np.concatenate([rows[i] for i in train]),
-                            np.concatenate([labels[i] for i in train]), names, recipe)
-        for i in np.flatnonzero(fold_of == fold):
-            out[i] = booster.predict(rows[i]) if len(rows[i]) else np.zeros(0)
-        log(f"fast rescorer: fold {fold + 1}/{folds}")
-    return out  # type: ignore[return-value]
+        yield (fold, np.concatenate([rows[i] for i in train]),
+               np.concatenate([labels[i] for i in train]), np.flatnonzero(fold_of == fold))
 
 
 def continued_story_labels(labels: np.ndarray, features: np.ndarray) -> np.ndarray:
