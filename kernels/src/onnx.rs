@@ -64,6 +64,14 @@ impl<'a> Fields<'a> {
         Ok(out)
     }
 
+    /// Steps over the next field's key when it is the one byte `key` (its field number and
+    /// wire type): a repeated field's next value, as proto2 writes a list, one tag a value.
+    fn next_is(&mut self, key: u8) -> bool {
+        let found = self.bytes.get(self.at) == Some(&key);
+        self.at += usize::from(found);
+        found
+    }
+
     fn next_field(&mut self) -> Option<Result<(u32, Wire<'a>), ParseError>> {
         if self.at >= self.bytes.len() {
             return None;
@@ -248,36 +256,44 @@ impl AttributeType {
     }
 }
 
-/// One node attribute: whichever of its value fields the file sets.
+/// One node attribute: whichever of its value fields the file sets (strings borrowed from the
+/// file's bytes: a tree ensemble's `nodes_modes` is a string per node).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Attribute {
+pub struct Attribute<'a> {
     pub name: String,
     pub kind: AttributeType,
     pub f: f32,
     pub i: i64,
-    pub s: Vec<u8>,
+    pub s: &'a [u8],
     pub t: Option<Tensor>,
     pub floats: Vec<f32>,
     pub ints: Vec<i64>,
-    pub strings: Vec<Vec<u8>>,
+    pub strings: Vec<&'a [u8]>,
     /// `ref_attr_name`: a function's attribute reference (not a value)
     pub reference: Option<String>,
 }
 
-fn attribute(message: &[u8]) -> Result<Attribute, ParseError> {
+/// The one-byte keys (field number << 3 | wire type) of `AttributeProto`'s repeated `floats`
+/// (7, fixed32), `ints` (8, varint) and `strings` (9, length-delimited), one value a tag.
+const KEY_FLOAT: u8 = 7 << 3 | 5;
+const KEY_INT: u8 = 8 << 3;
+const KEY_STRING: u8 = 9 << 3 | 2;
+
+fn attribute(message: &[u8]) -> Result<Attribute<'_>, ParseError> {
     let mut out = Attribute {
         name: String::new(),
         kind: AttributeType::Undefined,
         f: 0.0,
         i: 0,
-        s: Vec::new(),
+        s: &[],
         t: None,
         floats: Vec::new(),
         ints: Vec::new(),
         strings: Vec::new(),
         reference: None,
     };
-    for field in fields(message) {
+    let mut reader = fields(message);
+    while let Some(field) = reader.next() {
         let (number, wire) = field?;
         match number {
             1 => out.name = string(wire, "AttributeProto.name")?,
@@ -286,11 +302,29 @@ fn attribute(message: &[u8]) -> Result<Attribute, ParseError> {
                 _ => return error("AttributeProto.f is not a float"),
             },
             3 => out.i = varint(wire, "AttributeProto.i")? as i64,
-            4 => out.s = bytes(wire, "AttributeProto.s")?.to_vec(),
+            4 => out.s = bytes(wire, "AttributeProto.s")?,
             5 => out.t = Some(tensor(bytes(wire, "AttributeProto.t")?)?),
-            7 => push_floats(&mut out.floats, wire, "AttributeProto.floats")?,
-            8 => push_varints(&mut out.ints, wire, "AttributeProto.ints")?,
-            9 => out.strings.push(bytes(wire, "AttributeProto.strings")?.to_vec()),
+            // a tree ensemble's lists hold a value per node, tens of thousands, each under its
+            // own tag: the rest of a run of one field is read here, not field by field
+            7 => {
+                push_floats(&mut out.floats, wire, "AttributeProto.floats")?;
+                while reader.next_is(KEY_FLOAT) {
+                    out.floats.push(f32::from_le_bytes(Fields::take(&mut reader, 4)?.try_into().unwrap()));
+                }
+            }
+            8 => {
+                push_varints(&mut out.ints, wire, "AttributeProto.ints")?;
+                while reader.next_is(KEY_INT) {
+                    out.ints.push(reader.varint()? as i64);
+                }
+            }
+            9 => {
+                out.strings.push(bytes(wire, "AttributeProto.strings")?);
+                while reader.next_is(KEY_STRING) {
+                    let len = reader.varint()? as usize;
+                    out.strings.push(Fields::take(&mut reader, len)?);
+                }
+            }
             20 => out.kind = AttributeType::from_code(varint(wire, "AttributeProto.type")? as i64),
             21 => out.reference = Some(string(wire, "AttributeProto.ref_attr_name")?),
             _ => {}
@@ -301,22 +335,22 @@ fn attribute(message: &[u8]) -> Result<Attribute, ParseError> {
 
 /// One graph node.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Node {
+pub struct Node<'a> {
     pub name: String,
     pub op_type: String,
     pub domain: String,
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
-    pub attributes: Vec<Attribute>,
+    pub attributes: Vec<Attribute<'a>>,
 }
 
-impl Node {
-    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+impl<'a> Node<'a> {
+    pub fn attribute(&self, name: &str) -> Option<&Attribute<'a>> {
         self.attributes.iter().find(|a| a.name == name)
     }
 }
 
-fn node(message: &[u8]) -> Result<Node, ParseError> {
+fn node(message: &[u8]) -> Result<Node<'_>, ParseError> {
     let mut out = Node {
         name: String::new(),
         op_type: String::new(),
@@ -396,14 +430,14 @@ fn value_info(message: &[u8]) -> Result<ValueInfo, ParseError> {
 
 /// The graph of a model.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Graph {
-    pub nodes: Vec<Node>,
+pub struct Graph<'a> {
+    pub nodes: Vec<Node<'a>>,
     pub inputs: Vec<ValueInfo>,
     pub outputs: Vec<ValueInfo>,
     pub initializers: Vec<Tensor>,
 }
 
-fn graph(message: &[u8]) -> Result<Graph, ParseError> {
+fn graph(message: &[u8]) -> Result<Graph<'_>, ParseError> {
     let mut out = Graph::default();
     for field in fields(message) {
         let (number, wire) = field?;
@@ -419,16 +453,16 @@ fn graph(message: &[u8]) -> Result<Graph, ParseError> {
     Ok(out)
 }
 
-/// A model: its opset imports (domain, version) and its graph.
+/// A model: its opset imports (domain, version) and its graph (borrowing the file's bytes).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Model {
+pub struct Model<'a> {
     pub opsets: Vec<(String, i64)>,
-    pub graph: Graph,
+    pub graph: Graph<'a>,
     /// the model declares local functions (not read: a node could call one)
     pub has_functions: bool,
 }
 
-impl Model {
+impl Model<'_> {
     /// The opset version the model imports for `domain` ("" and "ai.onnx" are the same).
     pub fn opset(&self, domain: &str) -> Option<i64> {
         let wanted = if domain == "ai.onnx" { "" } else { domain };
@@ -440,7 +474,7 @@ impl Model {
 }
 
 /// Reads a serialized `ModelProto`.
-pub fn parse_model(bytes_in: &[u8]) -> Result<Model, ParseError> {
+pub fn parse_model(bytes_in: &[u8]) -> Result<Model<'_>, ParseError> {
     let mut out = Model::default();
     let mut seen_graph = false;
     for field in fields(bytes_in) {
@@ -515,6 +549,42 @@ mod tests {
         assert_eq!(parsed.name, "nodes_values");
         assert_eq!(parsed.floats, vec![1.5, 2.5, -3.0]);
         assert_eq!(parsed.ints, vec![300, 7, -1]);
+    }
+
+    #[test]
+    fn runs_of_one_tag_a_value_read_whole_and_in_order() {
+        // as proto2 writes a tree ensemble's lists: each value under its own tag, runs of one
+        // field, another field between runs, a packed list after a run
+        let mut attr = Vec::new();
+        for v in [0.5f32, -1.0, 2.0] {
+            attr.extend(key(7, 5));
+            attr.extend(v.to_le_bytes());
+        }
+        for v in [1u64, 300, u64::MAX] {
+            attr.extend(key(8, 0));
+            attr.extend(encode_varint(v));
+        }
+        for s in [&b"BRANCH_LEQ"[..], b"", b"LEAF"] {
+            attr.extend(length_delimited(9, s));
+        }
+        attr.extend(length_delimited(1, b"nodes_modes"));
+        attr.extend(key(8, 0));
+        attr.extend(encode_varint(5));
+        attr.extend(length_delimited(8, &[encode_varint(6), encode_varint(7)].concat()));
+        attr.extend(key(8, 0));
+        attr.extend(encode_varint(8));
+        attr.extend(key(7, 5));
+        attr.extend(4.0f32.to_le_bytes());
+        let parsed = attribute(&attr).unwrap();
+        assert_eq!(parsed.name, "nodes_modes");
+        assert_eq!(parsed.floats, vec![0.5, -1.0, 2.0, 4.0]);
+        assert_eq!(parsed.ints, vec![1, 300, -1, 5, 6, 7, 8]);
+        assert_eq!(parsed.strings, vec![&b"BRANCH_LEQ"[..], b"", b"LEAF"]);
+        // a run cut inside its last value is an error, as a field cut there is
+        for cut in [attr.len() - 2, 9, 14] {
+            let error = attribute(&attr[..cut]).unwrap_err().0;
+            assert!(error.contains("runs past the end") || error.contains("truncated"), "{cut}: {error}");
+        }
     }
 
     #[test]

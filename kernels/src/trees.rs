@@ -243,11 +243,11 @@ fn below(t: f32) -> f32 {
     f32::from_bits(if t > 0.0 { bits - 1 } else { bits + 1 })
 }
 
-fn ints<'a>(node: &'a Node, name: &str) -> &'a [i64] {
+fn ints<'a>(node: &'a Node<'_>, name: &str) -> &'a [i64] {
     node.attribute(name).map(|a| a.ints.as_slice()).unwrap_or(&[])
 }
 
-fn floats<'a>(node: &'a Node, name: &str) -> &'a [f32] {
+fn floats<'a>(node: &'a Node<'_>, name: &str) -> &'a [f32] {
     node.attribute(name).map(|a| a.floats.as_slice()).unwrap_or(&[])
 }
 
@@ -279,7 +279,7 @@ impl TreeEnsemble {
         TreeEnsemble::from_model(&model, output)
     }
 
-    pub fn from_model(model: &Model, output: &str) -> Result<TreeEnsemble, Unsupported> {
+    pub fn from_model(model: &Model<'_>, output: &str) -> Result<TreeEnsemble, Unsupported> {
         if model.has_functions {
             return refuse("the model declares functions");
         }
@@ -347,7 +347,7 @@ impl TreeEnsemble {
     }
 
     fn from_classifier(
-        node: &Node,
+        node: &Node<'_>,
         columns: Option<usize>,
         scale: Option<f32>,
     ) -> Result<TreeEnsemble, Unsupported> {
@@ -359,8 +359,7 @@ impl TreeEnsemble {
                 return refuse(format!("attribute {}", attribute.name));
             }
         }
-        let transform =
-            node.attribute("post_transform").map(|a: &Attribute| a.s.as_slice()).unwrap_or(b"NONE");
+        let transform = node.attribute("post_transform").map(|a: &Attribute| a.s).unwrap_or(b"NONE");
         if transform != b"LOGISTIC" {
             return refuse(format!("post_transform {}", String::from_utf8_lossy(transform)));
         }
@@ -931,6 +930,7 @@ enum Bins {
 /// One node's rule: when the row's bin of `feature` is in `bins` (or it is NaN and `nan`),
 /// the leaves `entry` names are not the row's.
 struct Rule {
+    /// the feature's place among those split on (`Layout::new`'s `split_features`)
     feature: u32,
     bins: Bins,
     nan: bool,
@@ -1009,43 +1009,56 @@ impl Layout {
             }
         }
 
+        // the features split on, ascending: a feature's tables are at its place among them
+        let mut split_features: Vec<u32> = trees
+            .iter()
+            .flatten()
+            .filter_map(|node| match node {
+                Unfolded::Split { feature, .. } => Some(*feature),
+                Unfolded::Leaf(_) => None,
+            })
+            .collect();
+        split_features.sort_unstable();
+        split_features.dedup();
+        let place = |feature: u32| split_features.binary_search(&feature).unwrap_or_default();
+
         // every feature's points, and the middle of its thresholds (the left children's guess)
-        let mut points: std::collections::BTreeMap<u32, Vec<f32>> = Default::default();
-        let mut thresholds: std::collections::BTreeMap<u32, Vec<f32>> = Default::default();
+        let mut points: Vec<Vec<f32>> = vec![Vec::new(); split_features.len()];
+        let mut thresholds: Vec<Vec<f32>> = vec![Vec::new(); split_features.len()];
         for node in trees.iter().flatten() {
             if let Unfolded::Split { feature, test, .. } = node {
-                let these = points.entry(*feature).or_default();
+                let at = place(*feature);
                 match test {
                     Test::AtMost(t) => {
-                        these.push(*t);
-                        thresholds.entry(*feature).or_default().push(*t);
+                        points[at].push(*t);
+                        thresholds[at].push(*t);
                     }
                     Test::OneOf(values) => {
                         for &c in values {
-                            these.push(c);
+                            points[at].push(c);
                             if c != f32::NEG_INFINITY {
-                                these.push(below(c));
+                                points[at].push(below(c));
                             }
                         }
                     }
                 }
             }
         }
-        for these in points.values_mut().chain(thresholds.values_mut()) {
-            these.sort_by(f32::total_cmp);
+        for these in points.iter_mut().chain(thresholds.iter_mut()) {
+            // values equal by total_cmp are the same bits: no order among them to keep
+            these.sort_unstable_by(f32::total_cmp);
             these.dedup_by(|a, b| a == b); // -0 and 0 are one point
         }
-        let middle = |feature: u32| thresholds.get(&feature).map_or(0.0, |t| t[t.len() / 2]);
-        let index = |feature: u32, value: f32| -> usize {
-            let these = &points[&feature];
-            these.partition_point(|&p| p < value) // value is one of them
+        let middle = |at: usize| thresholds[at].get(thresholds[at].len() / 2).copied().unwrap_or(0.0);
+        let index = |at: usize, value: f32| -> usize {
+            points[at].partition_point(|&p| p < value) // value is one of them
         };
 
         // leaf order and each node's rule
         let mut rules = Vec::new();
         let mut leaf_values = vec![0f32; trees.len() * MAX_LEAVES];
         let left_true = |node: &Unfolded| match node {
-            Unfolded::Split { feature, test: Test::AtMost(t), .. } => *t >= middle(*feature),
+            Unfolded::Split { feature, test: Test::AtMost(t), .. } => *t >= middle(place(*feature)),
             _ => false,
         };
         for (tree, nodes) in trees.iter().enumerate() {
@@ -1054,14 +1067,15 @@ impl Layout {
             leaf_values[tree * MAX_LEAVES..][..ordered.leaves.len()].copy_from_slice(&ordered.leaves);
             for (node, left_true, lo, hi) in ordered.splits {
                 let Unfolded::Split { feature, test, nan_true, .. } = &nodes[node] else { unreachable!() };
+                let at = place(*feature);
                 let bins = match test {
-                    Test::AtMost(t) if left_true => Bins::Above(index(*feature, *t)),
-                    Test::AtMost(t) => Bins::UpTo(index(*feature, *t)),
-                    Test::OneOf(values) => Bins::Each(values.iter().map(|&c| index(*feature, c)).collect()),
+                    Test::AtMost(t) if left_true => Bins::Above(index(at, *t)),
+                    Test::AtMost(t) => Bins::UpTo(index(at, *t)),
+                    Test::OneOf(values) => Bins::Each(values.iter().map(|&c| index(at, c)).collect()),
                 };
                 // NaN rules the left leaves out when it goes to the other child
                 let nan = *nan_true != left_true;
-                rules.push(Rule { feature: *feature, bins, nan, entry: Entry::new(tree, lo, hi) });
+                rules.push(Rule { feature: at as u32, bins, nan, entry: Entry::new(tree, lo, hi) });
             }
         }
 
@@ -1070,14 +1084,12 @@ impl Layout {
         let mut all_points = Vec::new();
         let mut slots = Vec::new();
         let mut entries = Vec::new();
-        let mut by_feature: std::collections::BTreeMap<u32, Vec<&Rule>> = Default::default();
+        let mut by_feature: Vec<Vec<&Rule>> = vec![Vec::new(); points.len()];
         for rule in &rules {
-            by_feature.entry(rule.feature).or_default().push(rule);
+            by_feature[rule.feature as usize].push(rule);
         }
-        for (&feature, these) in &points {
+        for ((&feature, these), rules) in split_features.iter().zip(&points).zip(&by_feature) {
             let count = these.len();
-            let empty = Vec::new();
-            let rules = by_feature.get(&feature).unwrap_or(&empty);
             let mut up_to: Vec<(usize, Entry)> = Vec::new();
             let mut above: Vec<(usize, Entry)> = Vec::new();
             let mut each: Vec<Vec<Entry>> = vec![Vec::new(); count + 2]; // bins, then NaN
@@ -1101,16 +1113,19 @@ impl Layout {
             entries.extend(up_to.iter().chain(&above).map(|&(j, e)| Entry { point: j as u32, ..e }));
             let listed = each[..=count].iter().any(|l| !l.is_empty());
             let slots_first = slots.len();
-            for b in 0..each.len() {
-                let (a, z) = if b <= count {
-                    let from = up_to.partition_point(|&(j, _)| j < b);
-                    let to = up_to.len() + above.partition_point(|&(j, _)| j < b);
-                    (base + from, base + to)
-                } else {
-                    (base, base)
-                };
-                slots.push([a as u32, z as u32, 0, 0]);
+            // bin b's run: from the first up-to node with j >= b to the last above node with
+            // j < b (both move right as b grows)
+            let (mut from, mut to) = (0, 0);
+            for b in 0..=count {
+                while from < up_to.len() && up_to[from].0 < b {
+                    from += 1;
+                }
+                while to < above.len() && above[to].0 < b {
+                    to += 1;
+                }
+                slots.push([(base + from) as u32, (base + up_to.len() + to) as u32, 0, 0]);
             }
+            slots.push([base as u32, base as u32, 0, 0]); // NaN: none of them
             for (b, listed) in each.iter().enumerate() {
                 let c = entries.len();
                 entries.extend_from_slice(listed);
