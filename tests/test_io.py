@@ -89,12 +89,17 @@ def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path):
         '{"id": "number", "html": 5}',
         '{"ht\\u006dl": "<u>esc</u>", "id": "escaped name"}',
         '{"id": "x", "html": "<p>a</p>"} trailing',
+        # long enough for the core's 64-byte blocks, escapes falling at every offset of them
+        json.dumps({"id": "long", "html": "".join(html[:k] for k in range(len(html)))}),
+        json.dumps({"id": "long raw", "html": "".join(html[:k] for k in range(len(html)))},
+                   ensure_ascii=False),
     ]
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     pages = list(iter_inputs([path]))
     assert [type(p.html) for p in pages] == [PageText, PageText, PageText, str, str,
-                                            type(None), PageText, type(None)]
+                                            type(None), PageText, type(None), PageText,
+                                            PageText]
     for page, line in zip(pages, lines, strict=True):
         if page.error is not None:
             continue

@@ -213,6 +213,36 @@ fn attention_mask(chunk: &[u8]) -> u32 {
     }
 }
 
+/// Bit k set where byte k of `block` is a backslash (the first), a quote or a control
+/// character (the second): `attention_mask`'s tests over 64 bytes, kept apart.
+#[cfg(target_arch = "x86_64")]
+fn block_masks(block: &[u8; 64]) -> (u64, u64) {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let (mut backslashes, mut others) = (0u64, 0u64);
+    for part in 0..4 {
+        // SAFETY: SSE2 is part of x86-64; the load reads 16 of the block's 64 bytes
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v); // b <= 0x1f
+            backslashes |= u64::from(_mm_movemask_epi8(backslash) as u16) << (16 * part);
+            others |= u64::from(_mm_movemask_epi8(_mm_or_si128(quote, control)) as u16) << (16 * part);
+        }
+    }
+    (backslashes, others)
+}
+
+/// `block_masks` byte by byte (other processors).
+#[cfg(not(target_arch = "x86_64"))]
+fn block_masks(block: &[u8; 64]) -> (u64, u64) {
+    block.iter().enumerate().fold((0u64, 0u64), |(backslashes, others), (k, &b)| {
+        (backslashes | u64::from(b == b'\\') << k, others | u64::from(b == b'"' || b < 0x20) << k)
+    })
+}
+
 /// `attention_mask` byte by byte (other processors).
 #[cfg(not(target_arch = "x86_64"))]
 fn attention_mask(chunk: &[u8]) -> u32 {
@@ -256,6 +286,43 @@ fn long_string(bytes: &[u8], at: usize, out: &mut [u8]) -> Option<(usize, usize)
     let mut written = 0;
     let mut pos = at + 1;
     loop {
+        // 64 bytes at a time while no quote or control character comes: the block's backslashes
+        // found at once (two masks), each one-letter escape's byte written after the plain run
+        // before it, the run copied 32 bytes at a time (whole, kept up to its end). Each escape
+        // costs a few operations on the masks and no new search of the input: a page's HTML has
+        // an escape every ~17 bytes, where a search from each escape's end for the next (below)
+        // waits on each search's result before the next can start. The block loop leaves at the
+        // first quote or control character, `\u` escape or byte that begins no escape, for
+        // the loop below, which reads them; and 96 bytes before the end (the copies read
+        // ahead). (written <= pos - at - 1 as below, and each copy of 32 from a place in the
+        // block stays within the input's 96 bytes ahead and `out`'s len)
+        'blocks: while let Some(block) = bytes.get(pos..pos + 96) {
+            let (backslashes, others) = block_masks(block[..64].try_into().unwrap());
+            let mut pending = backslashes | others;
+            let mut from = 0; // the block's first byte not yet written
+            loop {
+                let k = if pending == 0 { 64 } else { pending.trailing_zeros() as usize };
+                while from < k {
+                    let run = (k - from).min(32);
+                    out[written..written + 32].copy_from_slice(&block[from..from + 32]);
+                    written += run;
+                    from += run;
+                }
+                if k == 64 {
+                    break;
+                }
+                let simple = SIMPLE_ESCAPES[usize::from(block[k + 1])];
+                if others >> k & 1 == 1 || simple == 0 {
+                    pos += k;
+                    break 'blocks;
+                }
+                out[written] = simple;
+                written += 1;
+                from = k + 2;
+                pending &= if from >= 64 { 0 } else { !0u64 << from };
+            }
+            pos += from;
+        }
         // (written < pos - at: every escape is longer than what it writes, so a chunk of 16
         // copied at `written` stays inside `out`) 16 bytes at a time: the chunk is copied whole,
         // and kept up to its first byte that needs attention (a mask of the 16 tests, made
@@ -693,7 +760,7 @@ mod tests {
         let mut state = 7u64;
         for _ in 0..3000 {
             let mut token = b"\"".to_vec();
-            for _ in 0..state % 9 {
+            for _ in 0..state % 31 {
                 state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 let piece = pieces[(state >> 33) as usize % pieces.len()];
                 if !(piece == b"\n" || piece == b"\xff" || piece == b"\\ud800" || piece == b"\\x")
@@ -709,6 +776,44 @@ mod tests {
             let read = long_string(&token, 0, &mut out)
                 .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("checked as UTF-8"), end));
             assert_eq!(read, expected, "{}", String::from_utf8_lossy(&token));
+        }
+    }
+
+    #[test]
+    fn escapes_at_every_offset_of_a_block() {
+        // each kind of escape, a quote, a control character, a non-ASCII character and broken
+        // UTF-8 at every offset of long_string's 64-byte blocks and the 96 bytes it reads ahead,
+        // after and before plain runs longer and shorter than its 32-byte copies
+        let marks: [&[u8]; 12] = [
+            b"\\\"",
+            b"\\\\\"",
+            b"\\\\",
+            b"\\n\\t\\/",
+            b"\\u00e9",
+            b"\\ud83d\\ude42",
+            b"\\ud800",
+            b"\\q",
+            "\u{e9}".as_bytes(),
+            b"\xe9",
+            b"\t",
+            b"\"",
+        ];
+        for mark in marks {
+            for before in 0..200 {
+                for after in [0, 1, 31, 33, 70, 150] {
+                    let mut token = b"\"".to_vec();
+                    token.extend(std::iter::repeat_n(b'a', before));
+                    token.extend_from_slice(mark);
+                    token.extend(std::iter::repeat_n(b'b', after));
+                    token.extend_from_slice(b"\\\"x\"]");
+                    let mut reader = Reader { bytes: &token, pos: 0, depth: 0 };
+                    let expected = reader.string().ok().map(|text| (text, reader.pos));
+                    let mut out = vec![0; token.len()];
+                    let read = long_string(&token, 0, &mut out)
+                        .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("UTF-8"), end));
+                    assert_eq!(read, expected, "{}", String::from_utf8_lossy(&token));
+                }
+            }
         }
     }
 
