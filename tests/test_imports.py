@@ -62,3 +62,36 @@ def test_every_module_imports_and_every_name_it_imports_from_the_package_exists(
             except ModuleNotFoundError:
                 missing.append(f"line {node.lineno}: from {node.module} import {alias.name}")
     assert missing == []
+
+
+# what a `pulpie-rt run` process has no use for and once imported at every start (a few ms
+# each): importlib.resources and its readers (zipfile, tempfile) for the embedded model's folder
+# (resolve.embedded_model_dir); importlib.metadata where ONNX Runtime's library is named
+# (native.ort_library_path looks in installed distributions only otherwise)
+RUN_NEVER_IMPORTS = ("importlib.resources", "importlib.readers", "importlib.metadata")
+
+
+def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from pulpie_rt.runtime import native
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text('{"id": "a", "html": "<p>Some text of a page.</p>"}\n', encoding="utf-8")
+    code = ("import sys\n"
+            "from pulpie_rt.cli import main\n"
+            "sys.argv = ['pulpie-rt', 'run', sys.argv[1], '--out', sys.argv[2], '--quiet']\n"
+            "try:\n"
+            "    main()\n"
+            "finally:\n"
+            f"    print(sorted(set(sys.modules) & set({RUN_NEVER_IMPORTS!r})))\n")
+    env = dict(os.environ)
+    library = native.ort_library_path()
+    if library is not None:
+        env[native.ORT_LIBRARY_ENV] = str(library)
+    done = subprocess.run([sys.executable, "-c", code, str(pages), str(tmp_path / "out.jsonl")],
+                          capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
