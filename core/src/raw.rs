@@ -319,35 +319,22 @@ fn has_slash_after_space(b: &[u8]) -> bool {
     false
 }
 
-/// `_SLASH_TAG_RE.finditer` (`<[a-zA-Z][^<]*?\s/`): the byte offsets where it matches.
+/// `_SLASH_TAG_RE.finditer` (`<[a-zA-Z][^<]*?\s/`): the byte offsets where it matches. Read
+/// off the page's `<` and `/` in order: a `<` then a letter opens a try (the one before it, if
+/// any, failed: `[^<]` stops at a `<`, and the search goes on from there); the try matches at
+/// its first `/` after a `\s` at or after the letter's next byte, and the search goes on after
+/// that `/`.
 fn slash_tag_starts(b: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
-    let n = b.len();
-    let mut i = 0;
-    while let Some(k) = memchr(b'<', &b[i..]) {
-        let p = i + k;
-        i = p + 1;
-        if !(p + 1 < n && b[p + 1].is_ascii_alphabetic()) {
-            continue;
-        }
-        // the first "/" after a \s (at or after p + 2) before the next "<"
-        let mut j = p + 2;
-        while let Some(k) = b.get(j..).and_then(|rest| rest.iter().position(|&c| c == b'<' || c == b'/')) {
-            let q = j + k;
-            if b[q] == b'<' {
-                i = q;
-                break;
-            }
+    let mut open: Option<usize> = None;
+    for q in crate::scan::Positions::new(b, [b'<', b'/']) {
+        if b[q] == b'<' {
+            open = b.get(q + 1).is_some_and(u8::is_ascii_alphabetic).then_some(q);
+        } else if let Some(p) = open {
             if q > p + 2 && ends_with_space(&b[p + 2..q]) {
                 starts.push(p);
-                i = q + 1;
-                break;
+                open = None;
             }
-            j = q + 1;
-            i = j;
-        }
-        if i >= n {
-            break;
         }
     }
     starts
@@ -486,18 +473,13 @@ pub fn rewrite(page: &[u8]) -> Cow<'_, [u8]> {
 /// IGNORECASE.
 pub fn has_raw_text(b: &[u8]) -> bool {
     const NAMES: [&[u8]; 4] = [b"xmp", b"noembed", b"noframes", b"plaintext"];
-    let mut i = 0;
-    while let Some(k) = memchr(b'<', &b[i..]) {
-        let lt = i + k;
-        i = lt + 1;
-        if NAMES
-            .iter()
-            .any(|name| ignorecase_word_at(b, lt + 1, name).is_some_and(|end| word_ends_at(b, end)))
-        {
-            return true;
-        }
-    }
-    false
+    crate::scan::Positions::new(b, [b'<']).any(|lt| {
+        // each name's first letter has no other case fold than its ASCII ones
+        matches!(b.get(lt + 1), Some(b'x' | b'X' | b'n' | b'N' | b'p' | b'P'))
+            && NAMES
+                .iter()
+                .any(|name| ignorecase_word_at(b, lt + 1, name).is_some_and(|end| word_ends_at(b, end)))
+    })
 }
 
 /// `simplify_spec._NOT_XML_CHAR_RE.search(page)`: a C0 control other than tab, LF and CR,

@@ -54,6 +54,103 @@ pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
+/// Bit k set where byte k of the 16 bytes at the start of `chunk` is one of `set`: SSE2's
+/// byte comparisons and move-mask (every x86-64 processor has them).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn mask16<const N: usize>(chunk: &[u8], set: [u8; N]) -> u32 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    assert!(chunk.len() >= 16);
+    // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes checked above
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let mut hits = _mm_cmpeq_epi8(v, _mm_set1_epi8(set[0] as i8));
+        for &c in &set[1..] {
+            hits = _mm_or_si128(hits, _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8)));
+        }
+        _mm_movemask_epi8(hits) as u32
+    }
+}
+
+/// `mask16` byte by byte (other processors).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn mask16<const N: usize>(chunk: &[u8], set: [u8; N]) -> u32 {
+    chunk[..16].iter().enumerate().fold(0u32, |mask, (k, c)| mask | u32::from(set.contains(c)) << k)
+}
+
+/// Bit k set where byte k of the 64 bytes at the start of `chunk` is one of `set`.
+#[inline(always)]
+fn mask64<const N: usize>(chunk: &[u8], set: [u8; N]) -> u64 {
+    (0..4).fold(0u64, |mask, k| mask | u64::from(mask16(&chunk[16 * k..], set)) << (16 * k))
+}
+
+/// Offset of the first byte of `hay` that is one of `set` (a `memchr` of up to a few bytes:
+/// 16 bytes tested at once, where a byte-by-byte search stops at every byte).
+#[inline]
+pub fn find_any<const N: usize>(hay: &[u8], set: [u8; N]) -> Option<usize> {
+    let mut at = 0;
+    while at + 16 <= hay.len() {
+        let mask = mask16(&hay[at..], set);
+        if mask != 0 {
+            return Some(at + mask.trailing_zeros() as usize);
+        }
+        at += 16;
+    }
+    hay[at..].iter().position(|c| set.contains(c)).map(|k| at + k)
+}
+
+/// The offsets of every byte of `hay` that is one of `set`, in order: 64 bytes tested at once,
+/// each hit then taken from the chunk's mask (for bytes as frequent in HTML as `<` and `/`,
+/// where a `memchr` call per hit costs more than the search).
+pub struct Positions<'a, const N: usize> {
+    hay: &'a [u8],
+    set: [u8; N],
+    /// the offset of the chunk `mask` was made from
+    base: usize,
+    /// the hits of that chunk not yet given
+    mask: u64,
+}
+
+impl<'a, const N: usize> Positions<'a, N> {
+    pub fn new(hay: &'a [u8], set: [u8; N]) -> Self {
+        let mut positions = Positions { hay, set, base: 0, mask: 0 };
+        positions.mask = positions.chunk_mask();
+        positions
+    }
+
+    /// The mask of the chunk at `base` (a shorter one at the end).
+    #[inline]
+    fn chunk_mask(&self) -> u64 {
+        let rest = &self.hay[self.base.min(self.hay.len())..];
+        if rest.len() >= 64 {
+            mask64(rest, self.set)
+        } else {
+            rest.iter().enumerate().fold(0u64, |mask, (k, c)| mask | u64::from(self.set.contains(c)) << k)
+        }
+    }
+}
+
+impl<const N: usize> Iterator for Positions<'_, N> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            self.base += 64;
+            if self.base >= self.hay.len() {
+                return None;
+            }
+            self.mask = self.chunk_mask();
+        }
+        let k = self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        Some(self.base + k)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +170,25 @@ mod tests {
         assert_eq!(find_bytes(&long, b"</>"), Some(199));
         assert_eq!(find_bytes(&long, b"<</"), Some(198));
         assert_eq!(find_bytes(&long, b"<x"), None);
+    }
+
+    #[test]
+    fn finds_every_byte_of_a_set() {
+        // every length around the 16- and 64-byte chunks, hits at every place
+        for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 200] {
+            let hay: Vec<u8> =
+                (0..len).map(|i| [b'a', b'<', b'x', b'/', b'b', b'b', b'c'][i * 7 % 11 % 7]).collect();
+            let want: Vec<usize> = (0..len).filter(|&i| matches!(hay[i], b'<' | b'/')).collect();
+            assert_eq!(Positions::new(&hay, [b'<', b'/']).collect::<Vec<_>>(), want, "{len}");
+            assert_eq!(find_any(&hay, [b'<', b'/']), want.first().copied(), "{len}");
+            let lt: Vec<usize> = (0..len).filter(|&i| hay[i] == b'<').collect();
+            assert_eq!(Positions::new(&hay, [b'<']).collect::<Vec<_>>(), lt, "{len}");
+            for from in 0..len {
+                let first = (from..len).find(|&i| matches!(hay[i], b'c' | b'x' | b'&')).map(|i| i - from);
+                assert_eq!(find_any(&hay[from..], [b'c', b'x', b'&']), first, "{len} {from}");
+            }
+        }
+        assert_eq!(find_any(&[0x80u8; 40], [0x80]), Some(0));
+        assert_eq!(Positions::new(&[0xffu8; 70], [0xff]).count(), 70);
     }
 }

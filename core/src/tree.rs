@@ -1182,14 +1182,15 @@ fn serialize_attr(out: &mut String, tag: &str, name: &str, value: &str) {
         return;
     }
     let is_uri = matches!(name, "href" | "action" | "src") || (name == "name" && tag == "a");
-    if !is_uri && !value.bytes().any(|c| matches!(c, b'&' | b'<' | b'>' | b'"')) {
+    let plain = |value: &str| crate::scan::find_any(value.as_bytes(), [b'&', b'<', b'>', b'"']).is_none();
+    if !is_uri && plain(value) {
         push_attr(out, name, '"', value);
         return;
     }
     let uri;
     let value = if is_uri {
         uri = escape_uri(value);
-        if !uri.bytes().any(|c| matches!(c, b'&' | b'<' | b'>' | b'"')) {
+        if plain(&uri) {
             push_attr(out, name, '"', &uri);
             return;
         }
