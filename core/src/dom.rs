@@ -37,10 +37,25 @@ fn plain_attribute_name(name: &[u8]) -> bool {
 
 /// Text the serialization holds as it is (after its escapes are read back).
 fn plain_text(bytes: &[u8]) -> Option<&str> {
+    if crate::scan::ascii_without(bytes, [0]) {
+        // SAFETY: ASCII is UTF-8 (checked in the same pass as the NUL, as most text is)
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
     if crate::scan::find_byte(0, bytes).is_some() {
         return None;
     }
     std::str::from_utf8(bytes).ok()
+}
+
+/// An attribute value the serialization holds as it is, and without a `<?xml` (see
+/// `holds_xml_declaration`).
+fn plain_value(bytes: &[u8]) -> Option<&str> {
+    if crate::scan::ascii_without(bytes, [0, b'<']) {
+        // SAFETY: ASCII is UTF-8 (checked in the same pass as the NUL and the `<` a
+        // declaration begins with, as most values are)
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    plain_text(bytes).filter(|value| !holds_xml_declaration(value))
 }
 
 /// `s` holds the `<?xml` of a declaration `raw::remove_xml_declarations` would remove (any
@@ -121,10 +136,7 @@ unsafe fn start_tag(
         if cached.is_none() && !plain_attribute_name(local) {
             return None;
         }
-        let value = plain_text(value)?;
-        if holds_xml_declaration(value) {
-            return None;
-        }
+        let value = plain_value(value)?;
         let key = match cached {
             Some(key) => key,
             None if prefix.is_empty() => {

@@ -87,6 +87,38 @@ fn mask64<const N: usize>(chunk: &[u8], set: [u8; N]) -> u64 {
     (0..4).fold(0u64, |mask, k| mask | u64::from(mask16(&chunk[16 * k..], set)) << (16 * k))
 }
 
+/// Whether every byte of `hay` is ASCII and none is one of `set`: one pass where a text is
+/// checked for several things at once (ASCII text is UTF-8 as it is).
+#[inline]
+pub fn ascii_without<const N: usize>(hay: &[u8], set: [u8; N]) -> bool {
+    let mut at = 0;
+    while at + 16 <= hay.len() {
+        // (the set's bits, and the high bit of each byte: SSE2's move-mask of the bytes)
+        if mask16(&hay[at..], set) | high_bits16(&hay[at..]) != 0 {
+            return false;
+        }
+        at += 16;
+    }
+    hay[at..].iter().all(|c| c.is_ascii() && !set.contains(c))
+}
+
+/// Bit k set where byte k of the 16 bytes at the start of `chunk` is not ASCII.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn high_bits16(chunk: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+    assert!(chunk.len() >= 16);
+    // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes checked above
+    unsafe { _mm_movemask_epi8(_mm_loadu_si128(chunk.as_ptr().cast())) as u32 }
+}
+
+/// `high_bits16` byte by byte (other processors).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn high_bits16(chunk: &[u8]) -> u32 {
+    chunk[..16].iter().enumerate().fold(0u32, |mask, (k, c)| mask | u32::from(!c.is_ascii()) << k)
+}
+
 /// Offset of the first byte of `hay` that is one of `set` (a `memchr` of up to a few bytes:
 /// 16 bytes tested at once, where a byte-by-byte search stops at every byte).
 #[inline]
@@ -189,6 +221,17 @@ mod tests {
             }
         }
         assert_eq!(find_any(&[0x80u8; 40], [0x80]), Some(0));
+        for len in [0, 1, 15, 16, 17, 40] {
+            let plain = vec![b'a'; len];
+            assert!(ascii_without(&plain, [0, b'<']), "{len}");
+            for at in 0..len {
+                for odd in [0, b'<', 0x80, 0xe9] {
+                    let mut text = plain.clone();
+                    text[at] = odd;
+                    assert!(!ascii_without(&text, [0, b'<']), "{len} {at} {odd}");
+                }
+            }
+        }
         assert_eq!(Positions::new(&[0xffu8; 70], [0xff]).count(), 70);
     }
 }

@@ -1063,26 +1063,11 @@ pub fn escape_text_into(out: &mut String, text: &str) {
 /// `&` (unless before `{` in an attribute value), `<`, `>` escaped.
 fn escape_into(out: &mut String, text: &str, attribute: bool) {
     let b = text.as_bytes();
-    let special = |c: u8| u8::from(c == b'&') | u8::from(c == b'<') | u8::from(c == b'>');
     let mut last = 0;
     let mut i = 0;
-    while i < b.len() {
-        // 16 bytes without any of the three skipped at once (tested without branches: one
-        // vector comparison); most text has none
-        while let Some(chunk) = b.get(i..i + 16) {
-            if chunk.iter().fold(0u8, |hit, &c| hit | special(c)) != 0 {
-                break;
-            }
-            i += 16;
-        }
-        // then byte by byte to the first of them within 16 bytes
-        let stop = b.len().min(i + 16);
-        while i < stop && special(b[i]) == 0 {
-            i += 1;
-        }
-        if i == stop {
-            continue;
-        }
+    // (16 bytes tested at once: most text has none of the three)
+    while let Some(k) = crate::scan::find_any(&b[i..], [b'&', b'<', b'>']) {
+        i += k;
         let rep = match b[i] {
             b'&' if attribute && b.get(i + 1) == Some(&b'{') => {
                 i += 1;
