@@ -15,12 +15,14 @@ use crate::tree::{Res, Tree, Unsupported};
 pub struct Page<'a> {
     bytes: &'a [u8],
     has_surrogates: bool,
+    /// what the rewrites and the flags search the raw page for, found in one pass
+    marks: raw::Marks,
 }
 
 impl<'a> Page<'a> {
     pub fn new(bytes: &'a [u8]) -> Res<Page<'a>> {
         match raw::check_page(bytes) {
-            Ok(has_surrogates) => Ok(Page { bytes, has_surrogates }),
+            Ok(has_surrogates) => Ok(Page { bytes, has_surrogates, marks: raw::Marks::of(bytes) }),
             Err(_) => Err(Unsupported("the page is not UTF-8")),
         }
     }
@@ -34,7 +36,7 @@ pub fn lexbor_serialization(page: &Page) -> Res<String> {
 
 /// lexbor's document of the rewritten page.
 fn parse(page: &Page) -> Res<lexbor::ParsedPage> {
-    let rewritten = raw::rewrite(page.bytes);
+    let rewritten = raw::rewrite(page.bytes, &page.marks);
     let input = raw::lexbor_input(&rewritten, page.has_surrogates);
     lexbor::ParsedPage::parse(&input).map_err(|e| Unsupported(e.message()))
 }
@@ -104,7 +106,7 @@ pub fn simplify_page_and_map(
 
 fn flags(page: &Page, keep_hidden: bool, drop_noscript: bool) -> Flags {
     Flags {
-        has_raw_text: raw::has_raw_text(page.bytes),
+        has_raw_text: page.marks.raw_text,
         has_non_xml_chars: raw::has_not_xml_chars(page.bytes),
         keep_hidden,
         drop_noscript,

@@ -306,38 +306,58 @@ fn text_element_spans(b: &[u8]) -> Vec<(usize, usize)> {
 /// becomes an attribute name for lexbor (the tree reads it back as the empty name).
 pub const NAMELESS_ATTR_MARK: &[u8] = b" pulpie-rt-nameless";
 
-/// `" /"`, `"\n/"`, `"\t/"` or `"\r/"` is in the page: only then can a tag need the mark.
-fn has_slash_after_space(b: &[u8]) -> bool {
-    let mut i = 0;
-    while let Some(k) = memchr(b'/', &b[i..]) {
-        let j = i + k;
-        if j > 0 && matches!(b[j - 1], b' ' | b'\n' | b'\t' | b'\r') {
-            return true;
-        }
-        i = j + 1;
-    }
-    false
+/// What one walk over a page's `<` and `/` finds: the searches of `rewrite` and of
+/// `has_raw_text`, each a pass over the whole page otherwise.
+pub struct Marks {
+    /// `"</>" in page`
+    empty_end_tag: bool,
+    /// `" /"`, `"\n/"`, `"\t/"` or `"\r/"` is in the page: only then can a tag need the mark
+    slash_after_space: bool,
+    /// `simplify_spec._HAS_RAW_TEXT_RE.search(page)`: `<(?:xmp|noembed|noframes|plaintext)\b`,
+    /// IGNORECASE
+    pub raw_text: bool,
+    /// `_SLASH_TAG_RE.finditer` (`<[a-zA-Z][^<]*?\s/`): the byte offsets where it matches
+    slash_tag_starts: Vec<usize>,
 }
 
-/// `_SLASH_TAG_RE.finditer` (`<[a-zA-Z][^<]*?\s/`): the byte offsets where it matches. Read
-/// off the page's `<` and `/` in order: a `<` then a letter opens a try (the one before it, if
-/// any, failed: `[^<]` stops at a `<`, and the search goes on from there); the try matches at
-/// its first `/` after a `\s` at or after the letter's next byte, and the search goes on after
-/// that `/`.
-fn slash_tag_starts(b: &[u8]) -> Vec<usize> {
-    let mut starts = Vec::new();
-    let mut open: Option<usize> = None;
-    for q in crate::scan::Positions::new(b, [b'<', b'/']) {
-        if b[q] == b'<' {
-            open = b.get(q + 1).is_some_and(u8::is_ascii_alphabetic).then_some(q);
-        } else if let Some(p) = open {
-            if q > p + 2 && ends_with_space(&b[p + 2..q]) {
-                starts.push(p);
-                open = None;
+impl Marks {
+    /// The marks of `b`. The slash tags are read off the `<` and `/` in order: a `<` then a
+    /// letter opens a try (the one before it, if any, failed: `[^<]` stops at a `<`, and the
+    /// search goes on from there); the try matches at its first `/` after a `\s` at or after
+    /// the letter's next byte, and the search goes on after that `/`.
+    pub fn of(b: &[u8]) -> Marks {
+        const RAW_TEXT_NAMES: [&[u8]; 4] = [b"xmp", b"noembed", b"noframes", b"plaintext"];
+        let mut marks = Marks {
+            empty_end_tag: false,
+            slash_after_space: false,
+            raw_text: false,
+            slash_tag_starts: Vec::new(),
+        };
+        let mut open: Option<usize> = None;
+        for q in crate::scan::Positions::new(b, [b'<', b'/']) {
+            if b[q] == b'<' {
+                let next = b.get(q + 1).copied();
+                marks.empty_end_tag |= next == Some(b'/') && b.get(q + 2) == Some(&b'>');
+                // `<(?:xmp|noembed|noframes|plaintext)\b`, IGNORECASE: each name's first letter
+                // has no other case fold than its ASCII ones
+                if !marks.raw_text && matches!(next, Some(b'x' | b'X' | b'n' | b'N' | b'p' | b'P')) {
+                    marks.raw_text = RAW_TEXT_NAMES.iter().any(|name| {
+                        ignorecase_word_at(b, q + 1, name).is_some_and(|end| word_ends_at(b, end))
+                    });
+                }
+                open = next.is_some_and(|c| c.is_ascii_alphabetic()).then_some(q);
+            } else {
+                marks.slash_after_space |= q > 0 && matches!(b[q - 1], b' ' | b'\n' | b'\t' | b'\r');
+                if let Some(p) = open {
+                    if q > p + 2 && ends_with_space(&b[p + 2..q]) {
+                        marks.slash_tag_starts.push(p);
+                        open = None;
+                    }
+                }
             }
         }
+        marks
     }
-    starts
 }
 
 /// Whether `b` ends with a character Python's `\s` matches.
@@ -423,10 +443,10 @@ fn nameless_attr_end(b: &[u8], start: usize) -> Option<usize> {
 
 /// `_mark_nameless_attrs`: `NAMELESS_ATTR_MARK` inserted where `_NAMELESS_ATTR_RE` matches at a
 /// `_SLASH_TAG_RE` start, unless that start lies inside a text element. None: no change.
-fn mark_nameless_attrs(b: &[u8]) -> Option<Vec<u8>> {
+fn mark_nameless_attrs(b: &[u8], slash_tag_starts: &[usize]) -> Option<Vec<u8>> {
     let mut inserts = Vec::new();
     let mut spans: Option<Vec<(usize, usize)>> = None;
-    for start in slash_tag_starts(b) {
+    for &start in slash_tag_starts {
         let Some(end) = nameless_attr_end(b, start) else { continue };
         let spans = spans.get_or_insert_with(|| text_element_spans(b));
         if spans.iter().any(|&(from, to)| from < start && start < to) {
@@ -453,14 +473,20 @@ fn mark_nameless_attrs(b: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The page lexbor parses, before its surrogates are dropped: `</>` kept as text, nameless
-/// attributes marked (`lexbor_serialization`'s two rewrites, in its order).
-pub fn rewrite(page: &[u8]) -> Cow<'_, [u8]> {
+/// attributes marked (`lexbor_serialization`'s two rewrites, in its order); `marks`: the
+/// page's `Marks`.
+pub fn rewrite<'a>(page: &'a [u8], marks: &Marks) -> Cow<'a, [u8]> {
     let mut page = Cow::Borrowed(page);
-    if let Some(kept) = keep_empty_end_tags(&page) {
-        page = Cow::Owned(kept);
+    let mut kept_marks = None;
+    if marks.empty_end_tag {
+        if let Some(kept) = keep_empty_end_tags(&page) {
+            page = Cow::Owned(kept);
+            kept_marks = Some(Marks::of(&page));
+        }
     }
-    if has_slash_after_space(&page) {
-        if let Some(marked) = mark_nameless_attrs(&page) {
+    let marks = kept_marks.as_ref().unwrap_or(marks);
+    if marks.slash_after_space {
+        if let Some(marked) = mark_nameless_attrs(&page, &marks.slash_tag_starts) {
             page = Cow::Owned(marked);
         }
     }
@@ -468,19 +494,6 @@ pub fn rewrite(page: &[u8]) -> Cow<'_, [u8]> {
 }
 
 // ── flags of the raw page and the serialization's <?xml …> ─────────────────────────────────
-
-/// `simplify_spec._HAS_RAW_TEXT_RE.search(page)`: `<(?:xmp|noembed|noframes|plaintext)\b`,
-/// IGNORECASE.
-pub fn has_raw_text(b: &[u8]) -> bool {
-    const NAMES: [&[u8]; 4] = [b"xmp", b"noembed", b"noframes", b"plaintext"];
-    crate::scan::Positions::new(b, [b'<']).any(|lt| {
-        // each name's first letter has no other case fold than its ASCII ones
-        matches!(b.get(lt + 1), Some(b'x' | b'X' | b'n' | b'N' | b'p' | b'P'))
-            && NAMES
-                .iter()
-                .any(|name| ignorecase_word_at(b, lt + 1, name).is_some_and(|end| word_ends_at(b, end)))
-    })
-}
 
 /// `simplify_spec._NOT_XML_CHAR_RE.search(page)`: a C0 control other than tab, LF and CR,
 /// U+FFFE, U+FFFF or a surrogate.
@@ -555,7 +568,7 @@ mod tests {
     }
 
     fn marked(s: &str) -> String {
-        String::from_utf8(rewrite(s.as_bytes()).into_owned()).unwrap()
+        String::from_utf8(rewrite(s.as_bytes(), &Marks::of(s.as_bytes())).into_owned()).unwrap()
     }
 
     #[test]
@@ -578,6 +591,22 @@ mod tests {
         assert_eq!(marked("<input a=\"1\" b c='2' d />"), "<input a=\"1\" b c='2' d pulpie-rt-nameless />");
         assert_eq!(marked("<input a=1 />"), "<input a=1 />");
         assert_eq!(marked("<script><input required /></script>"), "<script><input required /></script>");
+    }
+
+    #[test]
+    fn one_pass_finds_every_mark() {
+        let marks = |s: &str| {
+            let m = Marks::of(s.as_bytes());
+            (m.empty_end_tag, m.slash_after_space, m.raw_text, m.slash_tag_starts)
+        };
+        assert_eq!(marks("a</ >b<br/>"), (false, false, false, vec![]));
+        assert_eq!(marks("a</>b"), (true, false, false, vec![]));
+        assert_eq!(marks("<p>x /y<br\t/><i a=1\n/>"), (false, true, false, vec![0, 7, 13]));
+        // a "<" ends the try; a Unicode \s before "/" matches, an ASCII one is needed for the gate
+        assert_eq!(marks("<a href=x <b c\u{a0}/>"), (false, false, false, vec![10]));
+        assert_eq!(marks("<XMP>"), (false, false, true, vec![]));
+        assert_eq!(marks("<noembedded><Plaintext/>"), (false, false, true, vec![]));
+        assert_eq!(marks("<noframe>"), (false, false, false, vec![]));
     }
 
     #[test]
