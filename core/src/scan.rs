@@ -91,15 +91,20 @@ fn mask64<const N: usize>(chunk: &[u8], set: [u8; N]) -> u64 {
 /// checked for several things at once (ASCII text is UTF-8 as it is).
 #[inline]
 pub fn ascii_without<const N: usize>(hay: &[u8], set: [u8; N]) -> bool {
+    let n = hay.len();
+    if n < 16 {
+        return !hay.iter().fold(false, |hit, c| hit | !c.is_ascii() | set.contains(c));
+    }
     let mut at = 0;
-    while at + 16 <= hay.len() {
+    while at + 16 <= n {
         // (the set's bits, and the high bit of each byte: SSE2's move-mask of the bytes)
         if mask16(&hay[at..], set) | high_bits16(&hay[at..]) != 0 {
             return false;
         }
         at += 16;
     }
-    hay[at..].iter().all(|c| c.is_ascii() && !set.contains(c))
+    // the last 16 bytes (overlapping the chunk before, which was clean)
+    at == n || mask16(&hay[n - 16..], set) | high_bits16(&hay[n - 16..]) == 0
 }
 
 /// Bit k set where byte k of the 16 bytes at the start of `chunk` is not ASCII.
@@ -123,15 +128,29 @@ fn high_bits16(chunk: &[u8]) -> u32 {
 /// 16 bytes tested at once, where a byte-by-byte search stops at every byte).
 #[inline]
 pub fn find_any<const N: usize>(hay: &[u8], set: [u8; N]) -> Option<usize> {
+    let n = hay.len();
+    if n < 16 {
+        // (tested whole first, without a branch per byte: most short texts hold none)
+        if !hay.iter().fold(false, |hit, c| hit | set.contains(c)) {
+            return None;
+        }
+        return hay.iter().position(|c| set.contains(c));
+    }
     let mut at = 0;
-    while at + 16 <= hay.len() {
+    while at + 16 <= n {
         let mask = mask16(&hay[at..], set);
         if mask != 0 {
             return Some(at + mask.trailing_zeros() as usize);
         }
         at += 16;
     }
-    hay[at..].iter().position(|c| set.contains(c)).map(|k| at + k)
+    if at == n {
+        return None;
+    }
+    // the last 16 bytes, overlapping the chunk before (which held none): bit j is byte
+    // n - 16 + j, and the bytes from `at` are bits 16 - (n - at) on
+    let mask = mask16(&hay[n - 16..], set) >> (16 - (n - at));
+    (mask != 0).then(|| at + mask.trailing_zeros() as usize)
 }
 
 /// The offsets of every byte of `hay` that is one of `set`, in order: 64 bytes tested at once,
