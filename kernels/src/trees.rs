@@ -552,7 +552,6 @@ impl TreeEnsemble {
             return Err(format!("the trees read feature {} of rows {columns} wide", self.min_columns - 1));
         }
         let mut bits = vec![Lanes([0; GROUP]); self.trees];
-        let mut values = vec![[0f32; GROUP]; self.tables.features.len()];
         for (group, out) in scores.chunks_mut(GROUP).enumerate() {
             let first = group * GROUP;
             // past the end, lanes repeat the last row
@@ -560,7 +559,7 @@ impl TreeEnsemble {
                 let r = first + k.min(out.len() - 1);
                 &features[r * columns..(r + 1) * columns]
             });
-            self.leaves(&rows, &mut values, &mut bits);
+            self.leaves(&rows, &mut bits);
             self.sum_leaves(&bits, out);
         }
         Ok(())
@@ -586,57 +585,50 @@ impl TreeEnsemble {
 
     /// The rows' leaves: `bits[tree].0[k]` left with row k's leaf in that tree as its lowest
     /// bit.
-    fn leaves(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
+    fn leaves(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
         // the same code, compiled for the instructions detected when the model was read
         #[cfg(target_arch = "x86_64")]
         match self.simd {
-            Simd::Avx512 => return unsafe { self.leaves_avx512(rows, values, bits) },
-            Simd::Avx2 => return unsafe { self.leaves_avx2(rows, values, bits) },
+            Simd::Avx512 => return unsafe { self.leaves_avx512(rows, bits) },
+            Simd::Avx2 => return unsafe { self.leaves_avx2(rows, bits) },
             Simd::Portable => {}
         }
-        self.leaves_portable(rows, values, bits)
+        self.leaves_portable(rows, bits)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-    unsafe fn leaves_avx512(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
-        self.leaves_with::<true>(rows, values, bits)
+    unsafe fn leaves_avx512(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
+        self.leaves_with::<true>(rows, bits)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn leaves_avx2(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
-        self.leaves_portable(rows, values, bits)
+    unsafe fn leaves_avx2(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
+        self.leaves_portable(rows, bits)
     }
 
     /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 or AVX-512 when compiled
     /// for it): per feature the group's bins, then the entries of the bins between the least
     /// and the most, each applied to the lanes whose bin it holds for.
     #[inline(always)]
-    fn leaves_portable(&self, rows: &[&[f32]; GROUP], values: &mut [[f32; GROUP]], bits: &mut [Lanes]) {
-        self.leaves_with::<false>(rows, values, bits)
+    fn leaves_portable(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
+        self.leaves_with::<false>(rows, bits)
     }
 
     /// `leaves_portable`; with `AVX512` (only inside `leaves_avx512`) the entries that apply
     /// to some rows are applied with AVX-512's compare-into-mask and masked and-not.
     #[inline(always)]
-    fn leaves_with<const AVX512: bool>(
-        &self,
-        rows: &[&[f32]; GROUP],
-        values: &mut [[f32; GROUP]],
-        bits: &mut [Lanes],
-    ) {
+    fn leaves_with<const AVX512: bool>(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
         debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
         bits.fill(Lanes([!0; GROUP]));
         let entries = self.tables.entries.as_slice();
-        // the group's values, feature by feature (every column read is below min_columns <=
-        // the rows' length)
-        for (k, row) in rows.iter().enumerate() {
-            for (xs, feature) in values.iter_mut().zip(&self.tables.features) {
-                xs[k] = unsafe { *row.get_unchecked(feature.column as usize) };
-            }
-        }
-        for (feature, xs) in self.tables.features.iter().zip(values.iter()) {
+        for feature in self.tables.features.iter() {
+            // the group's values of the feature, read here rather than all gathered first (a
+            // table of every feature's values would take L1 cache from the leaf bits); every
+            // column read is below min_columns <= the rows' length
+            let column = feature.column as usize;
+            let xs: &[f32; GROUP] = &std::array::from_fn(|k| unsafe { *rows[k].get_unchecked(column) });
             let first = feature.points_first as usize;
             let count = feature.points_count as usize;
             let points = unsafe { self.tables.points.get_unchecked(first..first + count) };
@@ -677,9 +669,7 @@ impl TreeEnsemble {
                 }
             } else {
                 let between = unsafe { points.get_unchecked(least..most) };
-                for k in 0..GROUP {
-                    bins[k] = (least + bin(between, xs[k])) as i64;
-                }
+                bins_of(between, xs, least, &mut bins);
             }
             // Up-to entries (by point) apply to rows whose bin is up to their point, above
             // entries to those whose bin is above: from the least bin's first up-to entry to
@@ -888,11 +878,39 @@ fn bin(points: &[f32], x: f32) -> usize {
     let mut base = 0usize;
     while size > 1 {
         let half = size / 2;
-        // the points before base are all below x, those from base + size on are not
-        base += half * usize::from(unsafe { *points.get_unchecked(base + half) } < x);
+        // the points before base are all below x, those from base + size on are not; a
+        // conditional move, not a branch (which the values make unpredictable)
+        let below = unsafe { *points.get_unchecked(base + half) } < x;
+        base += std::hint::select_unpredictable(below, half, 0);
         size -= half;
     }
     base + usize::from(unsafe { *points.get_unchecked(base) } < x)
+}
+
+/// `offset + bin(points, x)` for each of a group's values, into `bins`: the 16 searches side by
+/// side, step by step (their steps have the same sizes), so that they overlap instead of each
+/// waiting on its own loads.
+#[inline(always)]
+fn bins_of(points: &[f32], xs: &[f32; GROUP], offset: usize, bins: &mut [i64; GROUP]) {
+    let mut base = [0usize; GROUP];
+    let mut size = points.len();
+    if size == 0 {
+        *bins = [offset as i64; GROUP];
+        return;
+    }
+    while size > 1 {
+        let half = size / 2;
+        for k in 0..GROUP {
+            // as in `bin`: every point before base[k] is below xs[k]
+            let below = unsafe { *points.get_unchecked(base[k] + half) } < xs[k];
+            base[k] += std::hint::select_unpredictable(below, half, 0);
+        }
+        size -= half;
+    }
+    for k in 0..GROUP {
+        let below = unsafe { *points.get_unchecked(base[k]) } < xs[k];
+        bins[k] = (offset + base[k] + usize::from(below)) as i64;
+    }
 }
 
 /// A tree's node once the `==` chains of a categorical split are one node.
@@ -1492,6 +1510,31 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_bins_are_each_values_bin() {
+        // bins_of's 16 searches side by side against bin's one, on every length up to 80
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for n in 0..=80 {
+            let mut points: Vec<f32> = (0..n).map(|_| rng.below(200) as f32 / 4.0 - 10.0).collect();
+            points.sort_by(f32::total_cmp);
+            points.dedup();
+            for offset in [0, 7] {
+                let xs: [f32; GROUP] = std::array::from_fn(|k| match k {
+                    0 => f32::NEG_INFINITY,
+                    1 => f32::INFINITY,
+                    2 => points.first().copied().unwrap_or(0.0),
+                    3 => points.last().copied().unwrap_or(0.0),
+                    _ => rng.below(240) as f32 / 4.0 - 15.0,
+                });
+                let mut bins = [0i64; GROUP];
+                bins_of(&points, &xs, offset, &mut bins);
+                for k in 0..GROUP {
+                    assert_eq!(bins[k], (offset + bin(&points, xs[k])) as i64, "{} in {points:?}", xs[k]);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn below_is_the_next_float_down() {
         assert_eq!(below(1.0), 1.0f32 - f32::EPSILON / 2.0);
         assert_eq!(below(-1.0), -1.0f32 - f32::EPSILON);
@@ -1567,6 +1610,62 @@ mod simd_levels {
                 let ratio = best[0] / seconds;
                 println!("{file}: {level:?} {:.1} ms for {n} rows, {ratio:.2}x portable", seconds * 1e3);
             }
+        }
+    }
+
+    /// `PULPIE_RT_TREE_ROWS=FILE cargo test -p pulpie_rt_kernels --release tree_pages --
+    /// --ignored --nocapture`: the default model's two fast stages on real pages' rows
+    /// (`python -m bench.tree_rows FILE` writes them: per page and stage, `u32` rows, `u32`
+    /// columns, the float32 rows), page by page as the core calls them, in rounds; the best
+    /// round's milliseconds per stage and a digest of every score's bits (a measurement).
+    #[test]
+    #[ignore]
+    fn tree_pages() {
+        let Ok(path) = std::env::var("PULPIE_RT_TREE_ROWS") else {
+            println!("PULPIE_RT_TREE_ROWS is not set: nothing measured");
+            return;
+        };
+        let bytes = std::fs::read(path).unwrap();
+        let mut stages: [Vec<(usize, Vec<f32>)>; 2] = [Vec::new(), Vec::new()];
+        let mut at = 0;
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        while at < bytes.len() {
+            for stage in &mut stages {
+                let (rows, columns) = (word(at), word(at + 4));
+                at += 8;
+                let values = bytes[at..at + rows * columns * 4]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                    .collect();
+                at += rows * columns * 4;
+                stage.push((columns, values));
+            }
+        }
+        let files = ["rescorer-fast-first.onnx", "rescorer-fast.onnx"];
+        for (file, pages) in files.iter().zip(&stages) {
+            let path = format!("{}/../pulpie_rt/default_model/{file}", env!("CARGO_MANIFEST_DIR"));
+            let trees = TreeEnsemble::from_onnx(&std::fs::read(path).unwrap(), "probabilities").unwrap();
+            let rows: usize = pages.iter().map(|(columns, values)| values.len() / columns).sum();
+            let mut best = f64::INFINITY;
+            let mut digest = 0u64;
+            for _ in 0..7 {
+                digest = 0xcbf2_9ce4_8422_2325;
+                let start = std::time::Instant::now();
+                for (columns, values) in pages {
+                    let mut probabilities = vec![0f32; values.len() / columns * 2];
+                    trees.predict(values, *columns, &mut probabilities, None).unwrap();
+                    for p in &probabilities {
+                        digest = (digest ^ u64::from(p.to_bits())).wrapping_mul(0x100_0000_01b3);
+                    }
+                }
+                best = best.min(start.elapsed().as_secs_f64());
+            }
+            let simd = trees.simd();
+            println!(
+                "{file}: {simd:?} {:.2} ms for {} pages, {rows} rows; digest {digest:016x}",
+                best * 1e3,
+                pages.len()
+            );
         }
     }
 }
