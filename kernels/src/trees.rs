@@ -553,6 +553,7 @@ impl TreeEnsemble {
             return Err(format!("the trees read feature {} of rows {columns} wide", self.min_columns - 1));
         }
         let mut bits = vec![Lanes([0; GROUP]); self.trees];
+        let mut common = vec![0u64; self.trees];
         for (group, out) in scores.chunks_mut(GROUP).enumerate() {
             let first = group * GROUP;
             // past the end, lanes repeat the last row
@@ -560,8 +561,8 @@ impl TreeEnsemble {
                 let r = first + k.min(out.len() - 1);
                 &features[r * columns..(r + 1) * columns]
             });
-            self.leaves(&rows, &mut bits);
-            self.sum_leaves(&bits, out);
+            self.leaves(&rows, &mut bits, &mut common);
+            self.sum_leaves(&bits, &common, out);
         }
         Ok(())
     }
@@ -584,45 +585,52 @@ impl TreeEnsemble {
         self.simd
     }
 
-    /// The rows' leaves: `bits[tree].0[k]` left with row k's leaf in that tree as its lowest
-    /// bit.
-    fn leaves(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
+    /// The rows' leaves: `bits[tree].0[k] & common[tree]` left with row k's leaf in that tree
+    /// as its lowest bit (`common`: the leaves ruled out for every row of the group, by nodes
+    /// whose test fails for all 16, kept once a tree rather than in each row's lane).
+    fn leaves(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes], common: &mut [u64]) {
         // the same code, compiled for the instructions detected when the model was read
         #[cfg(target_arch = "x86_64")]
         match self.simd {
-            Simd::Avx512 => return unsafe { self.leaves_avx512(rows, bits) },
-            Simd::Avx2 => return unsafe { self.leaves_avx2(rows, bits) },
+            Simd::Avx512 => return unsafe { self.leaves_avx512(rows, bits, common) },
+            Simd::Avx2 => return unsafe { self.leaves_avx2(rows, bits, common) },
             Simd::Portable => {}
         }
-        self.leaves_portable(rows, bits)
+        self.leaves_portable(rows, bits, common)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-    unsafe fn leaves_avx512(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
-        self.leaves_with::<true>(rows, bits)
+    unsafe fn leaves_avx512(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes], common: &mut [u64]) {
+        self.leaves_with::<true>(rows, bits, common)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn leaves_avx2(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
-        self.leaves_portable(rows, bits)
+    unsafe fn leaves_avx2(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes], common: &mut [u64]) {
+        self.leaves_portable(rows, bits, common)
     }
 
     /// `leaves`, written so that the compiler vectorises the 16 lanes (with AVX2 or AVX-512 when compiled
     /// for it): per feature the group's bins, then the entries of the bins between the least
     /// and the most, each applied to the lanes whose bin it holds for.
     #[inline(always)]
-    fn leaves_portable(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
-        self.leaves_with::<false>(rows, bits)
+    fn leaves_portable(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes], common: &mut [u64]) {
+        self.leaves_with::<false>(rows, bits, common)
     }
 
     /// `leaves_portable`; with `AVX512` (only inside `leaves_avx512`) the entries that apply
     /// to some rows are applied with AVX-512's compare-into-mask and masked and-not.
     #[inline(always)]
-    fn leaves_with<const AVX512: bool>(&self, rows: &[&[f32]; GROUP], bits: &mut [Lanes]) {
+    fn leaves_with<const AVX512: bool>(
+        &self,
+        rows: &[&[f32]; GROUP],
+        bits: &mut [Lanes],
+        common: &mut [u64],
+    ) {
         debug_assert!(rows.iter().all(|r| r.len() >= self.min_columns) && bits.len() == self.trees);
         bits.fill(Lanes([!0; GROUP]));
+        common.fill(!0);
         let entries = self.tables.entries.as_slice();
         for feature in self.tables.features.iter() {
             // the group's values of the feature, read here rather than all gathered first (a
@@ -678,12 +686,6 @@ impl TreeEnsemble {
                 unsafe {
                     let up_to = entries.get_unchecked(least_up_to as usize..most_up_to as usize);
                     apply_masked_avx512::<false>(bits, up_to, &bins);
-                    for e in entries.get_unchecked(most_up_to as usize..least_above as usize) {
-                        let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
-                        for lane in lanes.iter_mut() {
-                            *lane &= !e.leaves;
-                        }
-                    }
                     let above = entries.get_unchecked(least_above as usize..most_above as usize);
                     apply_masked_avx512::<true>(bits, above, &bins);
                 }
@@ -700,14 +702,9 @@ impl TreeEnsemble {
                         lanes[k] &= !(e.leaves & on);
                     }
                 }
+                // every row: into the tree's leaves common to the group (8 bytes, not 128)
                 for e in entries.get_unchecked(most_up_to as usize..least_above as usize) {
-                    if AVX512 {
-                        break;
-                    }
-                    let lanes = &mut bits.get_unchecked_mut(e.tree as usize).0;
-                    for lane in lanes.iter_mut() {
-                        *lane &= !e.leaves;
-                    }
+                    *common.get_unchecked_mut(e.tree as usize) &= !e.leaves;
                 }
                 for e in entries.get_unchecked(least_above as usize..most_above as usize) {
                     if AVX512 {
@@ -731,13 +728,14 @@ impl TreeEnsemble {
     }
 
     /// Each row's sum of its leaves' values, tree by tree in order, in float32 from 0 (ONNX
-    /// Runtime's sum); `bits` holds the group's leaves, `out` takes its first rows'.
-    fn sum_leaves(&self, bits: &[Lanes], out: &mut [f32]) {
+    /// Runtime's sum); `bits` and `common` hold the group's leaves (see `leaves`), `out` takes
+    /// its first rows'.
+    fn sum_leaves(&self, bits: &[Lanes], common: &[u64], out: &mut [f32]) {
         let mut sums = [0f32; GROUP];
-        for (t, Lanes(lanes)) in bits.iter().enumerate() {
+        for (t, (Lanes(lanes), &common)) in bits.iter().zip(common).enumerate() {
             let values = &self.tables.leaf_values[t * MAX_LEAVES..(t + 1) * MAX_LEAVES];
             for k in 0..GROUP {
-                sums[k] += values[lanes[k].trailing_zeros() as usize & (MAX_LEAVES - 1)];
+                sums[k] += values[(lanes[k] & common).trailing_zeros() as usize & (MAX_LEAVES - 1)];
             }
         }
         out.copy_from_slice(&sums[..out.len()]);
