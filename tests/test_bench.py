@@ -452,3 +452,48 @@ def test_make_bench_report_schema(small_real_pages, tmp_path, monkeypatch):
                for name in ("fast", "accurate", "trafilatura"))
     (lengths,) = tmp_path.glob("page-lengths-*.json")
     assert json.loads(lengths.read_text())["bins"] == bins
+
+
+def test_tree_rows_are_the_rows_the_core_rescores_and_read_back(small_real_pages, tmp_path,
+                                                                monkeypatch):
+    """``bench.tree_rows``: each page's last-stage rows scored by the last stage alone give the
+    core's in-context log-odds bit for bit (they are the rows ``ContextRescorer`` builds), and
+    the file holds them as the kernel's ``tree_pages`` reads it."""
+    import struct
+
+    import numpy as np
+
+    from bench import tree_rows
+    from eval.rows import fast_layout, page_rows
+    from pulpie_rt.runtime import native
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+
+    model = embedded_model_dir()
+    first = native.CoreRescorer(model / "rescorer-fast-first.onnx", 0.0)
+    last = native.CoreRescorer(model / "rescorer-fast.onnx", 0.0)
+    in_context = native.CoreContextRescorer(model / "rescorer-fast.onnx",
+                                            model / "rescorer-fast-first.onnx")
+    layout = fast_layout()
+    written = []
+    for page in small_real_pages:
+        stages = tree_rows.stage_rows(page["html"], layout, first)
+        assert stages is not None
+        context, joined = stages
+        rows, _ = page_rows(page["html"], layout)
+        assert len(context) == len(joined) == len(rows)
+        assert np.array_equal(joined[:, :context.shape[1]], context)
+        _, log_odds, _ = last.run(joined, np.zeros(len(joined), np.float32))
+        assert log_odds.tobytes() == in_context.log_odds(rows).tobytes()
+        written.append(stages)
+    monkeypatch.setattr(tree_rows, "load_pages", lambda _name, _limit: small_real_pages)
+    out = tmp_path / "rows.bin"
+    assert tree_rows.main([str(out)]) == 0
+    data, at = out.read_bytes(), 0
+    for stages in written:
+        for values in stages:
+            n, width = struct.unpack_from("<II", data, at)
+            at += 8
+            assert (n, width) == values.shape
+            assert data[at:at + 4 * n * width] == values.tobytes()
+            at += 4 * n * width
+    assert at == len(data)
