@@ -20,6 +20,7 @@ import ctypes
 import itertools
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,91 @@ def _check(status: int, reason: bytes | None) -> None:
     if status != _c("PULPIE_RT_DONE"):
         why = reason.decode("utf-8", "replace") if reason else f"status {status}"
         raise CoreError(f"the compiled core failed on this input: {why}")
+
+
+# ── a str's UTF-8 for one call, without Python's encoder ────────────────────────────────────
+# CPython's str.encode("utf-8") takes a branch per character: a sixth of reconstruct's benchmark,
+# where most pages are stored as UCS-2 for a few non-ASCII characters among ASCII markup. So a
+# str is read where CPython keeps it (PEP 393: a compact str's code points, 1, 2 or 4 bytes each,
+# follow its header; lxml reads them the same way) and the core encodes them
+# (pulpie_rt_utf8_of_code_points); an ASCII str is already its UTF-8. The layout is derived
+# from this interpreter and confirmed on probe strings of every width at first use; where it is
+# not confirmed (another implementation, another layout), where a str is not compact, and for a
+# lone surrogate, the str is encoded by Python as before, with the door's own error handling.
+
+_KIND_SHIFT, _KIND_MASK, _COMPACT, _ASCII = 2, 7, 1 << 5, 1 << 6  # PyASCIIObject.state's bits
+# (offset of the state word, of an ASCII str's bytes, of another compact str's code points), or
+# None where unconfirmed; empty until first use
+_STR_LAYOUT: list[tuple[int, int, int] | None] = []
+
+
+def _fresh(*parts: str) -> str:
+    """A new str object (no cached UTF-8 that sys.getsizeof would count)."""
+    return "".join(parts)
+
+
+def _str_layout() -> tuple[int, int, int] | None:
+    if _STR_LAYOUT:
+        return _STR_LAYOUT[0]
+    layout = None
+    if sys.implementation.name == "cpython" and sys.byteorder == "little":
+        # the state word follows the object header, the length and the hash
+        state = object.__basicsize__ + 2 * ctypes.sizeof(ctypes.c_ssize_t)
+        ascii_probe, latin1_probe = _fresh("pul", "pie"), _fresh("p\xe9", "pie")
+        layout = (state, sys.getsizeof(ascii_probe) - len(ascii_probe) - 1,
+                  sys.getsizeof(latin1_probe) - len(latin1_probe) - 1)
+        probes = [(ascii_probe, 1, True, b"pulpie"),
+                  (latin1_probe, 1, False, latin1_probe.encode("latin-1")),
+                  (_fresh("\u0416x", "\xe9"), 2, False, "\u0416x\xe9".encode("utf-16-le")),
+                  (_fresh("\U0001f600x", "\u0416"), 4, False,
+                   "\U0001f600x\u0416".encode("utf-32-le"))]
+        for text, width, is_ascii, points in probes:
+            flags = ctypes.c_uint32.from_address(id(text) + state).value
+            start = layout[1] if is_ascii else layout[2]
+            if ((flags >> _KIND_SHIFT) & _KIND_MASK) != width or not flags & _COMPACT \
+                    or bool(flags & _ASCII) != is_ascii \
+                    or ctypes.string_at(id(text) + start, len(points)) != points:
+                layout = None
+                break
+    _STR_LAYOUT.append(layout)
+    return layout
+
+
+class _Utf8:
+    """``text.encode("utf-8", errors)`` as a core call takes it, for the length of a ``with``:
+    ``with _Utf8(text, errors) as (data, size):``, ``data`` an address or bytes. Raises what
+    ``encode`` raises (``UnicodeEncodeError``)."""
+
+    __slots__ = ("data", "size", "_owned")
+
+    def __init__(self, text: str, errors: str = "strict") -> None:
+        self._owned = None
+        layout = _str_layout()
+        if layout is not None and text:
+            address = id(text)
+            flags = ctypes.c_uint32.from_address(address + layout[0]).value
+            if flags & _COMPACT:
+                if flags & _ASCII:  # its bytes are its UTF-8 (text outlives the call)
+                    self.data, self.size = address + layout[1], len(text)
+                    return
+                lib = _library()
+                out = new("pulpie_rt_text_output")
+                if lib.pulpie_rt_utf8_of_code_points(
+                        address + layout[2], len(text), (flags >> _KIND_SHIFT) & _KIND_MASK,
+                        ctypes.byref(out)) == _c("PULPIE_RT_DONE"):
+                    self.data = self._owned = out.ptr
+                    self.size = out.len
+                    return
+        self.data = text.encode("utf-8", errors)
+        self.size = len(self.data)
+
+    def __enter__(self) -> tuple[int | bytes, int]:
+        return self.data, self.size
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._owned is not None:
+            _library().pulpie_rt_free(self._owned, self.size)
+            self._owned = None
 
 
 def _page_bytes(html: str) -> bytes:
@@ -332,12 +418,13 @@ def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
     """``reconstruct.extract_main_html`` of a non-empty ``map_html``."""
     lib = _library()
     try:
-        data = map_html.encode("utf-8")
+        utf8 = _Utf8(map_html)
     except UnicodeEncodeError as exc:
         raise CoreError(f"map_html is not UTF-8-encodable ({exc.reason})") from exc
     joined = _main_ids(labels)
     out = new("pulpie_rt_text_output")
-    status = lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined), ctypes.byref(out))
+    with utf8 as (data, size):
+        status = lib.pulpie_rt_reconstruct(data, size, joined, len(joined), ctypes.byref(out))
     _check(status, out.reason)
     return _take(lib, out.ptr, out.len)
 

@@ -7,6 +7,7 @@ the core's side. The core refuses nothing."""
 
 from __future__ import annotations
 
+import ctypes
 import random
 import re
 import signal
@@ -260,6 +261,26 @@ def test_reconstruct_ids_travel_exactly():
     assert extract_main_html(map_html, labels) == _reference_extract()(map_html, labels)
     with pytest.raises(ValueError, match="not UTF-8-encodable"):
         extract_main_html("<html><body><p>\ud800</p></body></html>", {})
+
+
+def test_a_strs_utf8_for_the_core_is_its_encoding_in_every_storage_width():
+    # ASCII (its own bytes), Latin-1, UCS-2 and UCS-4 strs read where CPython keeps them and
+    # encoded by the core; a lone surrogate (alone, or as a pair a UCS-2 str holds as two code
+    # points) is encoded by Python with the door's own error handling
+    assert native._str_layout() is not None  # confirmed on this interpreter
+    ascii_run = '<div class="x">' + " " * 37 + "text</div>\n"
+    texts = ["", "a", ascii_run * 5, f"{ascii_run}\xe9{ascii_run}\xff", "\xe9" * 33,
+             f"{ascii_run}\u0416\u07ff\u0800\uffff{ascii_run}x", f"\U0001f600{ascii_run}\U0010ffff",
+             "".join(chr(c) for c in range(1, 0xd800, 37))]
+    for text in texts:
+        with native._Utf8(text) as (data, size):
+            got = data if isinstance(data, bytes) else ctypes.string_at(data, size)
+        assert got == text.encode("utf-8") and size == len(got), text[:40]
+    for text in [f"{ascii_run}\ud800", f"\ud83d\ude00{ascii_run}", "\U0001f600\udfff"]:
+        with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+            native._Utf8(text)
+        with native._Utf8(text, "surrogatepass") as (data, size):
+            assert data == text.encode("utf-8", "surrogatepass") and size == len(data)
 
 
 # ── random markup ─────────────────────────────────────────────────────────────────────────

@@ -172,6 +172,10 @@ int32_t pulpie_rt_simplify_step(const uint8_t *data, size_t len, uint32_t step,
 int32_t pulpie_rt_decode(const uint8_t *data, size_t len, const uint8_t *content_type,
                          size_t content_type_len, pulpie_rt_decode_output *out);
 void pulpie_rt_free(uint8_t *ptr, size_t len);
+/* The UTF-8 of count code points of width bytes each (1, 2 or 4: Latin-1, UCS-2, UCS-4, as
+ * CPython stores a str), aligned to width; PULPIE_RT_FAILED for a surrogate code point. */
+int32_t pulpie_rt_utf8_of_code_points(const uint8_t *points, size_t count, uint32_t width,
+                                      pulpie_rt_text_output *out);
 /* reconstruct.extract_main_html: main_ids each followed by a NUL. */
 int32_t pulpie_rt_reconstruct(const uint8_t *map_html, size_t map_len, const uint8_t *main_ids,
                               size_t ids_len, pulpie_rt_text_output *out);

@@ -58,6 +58,7 @@ mod text;
 mod token;
 pub mod tokenizer;
 mod tree;
+mod ucs;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -392,6 +393,47 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
             0
         }
         Err(status) => status,
+    }
+}
+
+/// The UTF-8 of `count` code points of `width` bytes each (1, 2 or 4: Latin-1, UCS-2, UCS-4,
+/// as CPython stores a `str`) at `points`, aligned to `width`: `ucs::utf8_of`. Status 1 where
+/// one is a surrogate or above U+10FFFF (the caller encodes that text itself), or where
+/// `width` is none of those or `points` is not aligned to it.
+///
+/// # Safety
+/// `points` points to `count * width` bytes; `out` to a writable `TextOutput`. The buffer
+/// written into `out` is released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_utf8_of_code_points(
+    points: *const u8,
+    count: usize,
+    width: u32,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let aligned = |align: usize| count == 0 || (points as usize).is_multiple_of(align);
+    let utf8 = match width {
+        1 => ucs::utf8_of(std::slice::from_raw_parts(points, count)),
+        2 if aligned(2) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u16>(), count)),
+        4 if aligned(4) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u32>(), count)),
+        _ => {
+            out.reason = c"a width other than 1, 2 or 4, or points not aligned to it".as_ptr().cast();
+            return abi::FAILED;
+        }
+    };
+    match utf8 {
+        Some(bytes) => {
+            (out.ptr, out.len) = leak_bytes(bytes);
+            abi::DONE
+        }
+        None => {
+            out.reason = c"a surrogate code point (no UTF-8 for it)".as_ptr().cast();
+            abi::FAILED
+        }
     }
 }
 
