@@ -125,7 +125,7 @@ fn attributes(s: &str, mut i: usize, names: &mut Names, attrs: &mut Attrs) -> Op
             let value = match value {
                 Some(v) => {
                     let v = crate::charref::libxml2_unescape(v, true);
-                    if v.contains('\0') {
+                    if crate::scan::find_byte(0, v.as_bytes()).is_some() {
                         Text::from(v.replace('\0', "\u{fffd}"))
                     } else {
                         Text::from(&*v)
@@ -181,7 +181,8 @@ fn attributes(s: &str, mut i: usize, names: &mut Names, attrs: &mut Attrs) -> Op
         }
         match b[i] {
             quote @ (b'"' | b'\'') => {
-                let k = b[i + 1..].iter().position(|&c| c == quote)?;
+                // memchr: values run long (URLs, styles, data attributes)
+                let k = crate::scan::find_byte(quote, &b[i + 1..])?;
                 add(&s[name_start..name_end], Some(&s[i + 1..i + 1 + k]), attrs);
                 i = i + 1 + k + 1;
             }
