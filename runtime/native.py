@@ -346,13 +346,14 @@ def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
     ``via_serialization``: the tree read through lexbor's serialization, not off lexbor's
     tree (the same outputs: for tests and benchmarks)."""
     lib = _library()
-    data = _page_bytes(html)
     out = new("pulpie_rt_simplify_output")
     flags = _segmentation_flags(keep_hidden, drop_noscript)
     if via_serialization:
         flags |= _c("PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION")
-    status = lib.pulpie_rt_simplify_page_flags(data, len(data), cutoff_length, flags,
-                                               ctypes.byref(out))
+    # _page_bytes(html): surrogatepass (where html holds no lone surrogate, strict's bytes)
+    with _Utf8(html, "surrogatepass") as (data, size):
+        status = lib.pulpie_rt_simplify_page_flags(data, size, cutoff_length, flags,
+                                                   ctypes.byref(out))
     _check(status, out.reason)
     simplified = _take(lib, out.simplified_ptr, out.simplified_len)
     map_html = _take(lib, out.map_ptr, out.map_len)
@@ -524,9 +525,9 @@ def _text_call(name: str, html: str, *args: int) -> str:
     ``CoreError`` where the core failed (a caught panic)."""
     lib = _library()
     function = getattr(lib, name)
-    data = html.encode("utf-8", "surrogatepass")
     out = new("pulpie_rt_text_output")
-    status = function(data, len(data), *args, ctypes.byref(out))
+    with _Utf8(html, "surrogatepass") as (data, size):
+        status = function(data, size, *args, ctypes.byref(out))
     if status == _c("PULPIE_RT_DONE"):
         try:
             return _decode_utf8(out.ptr, out.len, b"surrogatepass") if out.len else ""
@@ -1069,7 +1070,6 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
     ``PageFailed`` with the page's ``"<stage>: <reason>"`` when it fails."""
     import numpy as np
     lib = _library()
-    data = _page_bytes(html)
     options = new("pulpie_rt_prepare_options",
                   max_input_bytes=-1 if max_input_bytes is None else max(int(max_input_bytes), 0),
                   max_page_tokens=-1 if max_page_tokens is None else max(int(max_page_tokens), 0),
@@ -1085,9 +1085,11 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                   else _c("PULPIE_RT_LAYOUT_NONE"),
                   segmentation=_segmentation_flags(keep_hidden, drop_noscript))
     out = new("pulpie_rt_prepare_output")
-    status, text = _message_call(lib.pulpie_rt_prepare_page,
-                                 None if tokenizer is None else tokenizer._handle, data,
-                                 len(data), ctypes.byref(options), ctypes.byref(out))
+    # _page_bytes(html): surrogatepass (where html holds no lone surrogate, strict's bytes)
+    with _Utf8(html, "surrogatepass") as (data, size):
+        status, text = _message_call(lib.pulpie_rt_prepare_page,
+                                     None if tokenizer is None else tokenizer._handle, data,
+                                     size, ctypes.byref(options), ctypes.byref(out))
     if status != _c("PULPIE_RT_DONE"):
         raise (PageFailed if status == _c("PULPIE_RT_FAILED") else CoreError)(text)
     try:
