@@ -3,7 +3,7 @@ Fundus evaluation set, rebuilt into the corpus record format (``pulpie_rt.corpus
 train split and a held-apart split of other sites.
 
     python -m eval.modern_news --fundus DIR --fundus-evaluation DIR \\
-        --wcxb DIR --zyte DIR [--out DIR]
+        --wcxb DIR --zyte DIR [--postlight DIR] [--out DIR]
 
 Sources (each page's ``reference`` is its article text, ``reference_kind`` ``"groundtruth"``):
 
@@ -20,6 +20,17 @@ Sources (each page's ``reference`` is its article text, ``reference_kind`` ``"gr
   crawled from their feeds in February 2024, with the article text extracted **by hand**
   (``ground_truth.json``). Reference: its paragraphs, one per line (no title: the set has
   none).
+- With ``--postlight``, Postlight Parser's fixtures (https://github.com/postlight/parser,
+  ``fixtures/`` and ``src/extractors/custom/<host>/``; **MIT or Apache-2.0**, © 2019
+  Postlight): one or two saved pages per site (about 140 sites, news and blogs in English and
+  Japanese, saved 2016-2022), each with the site's hand-written custom extractor and its test
+  (``index.test.js``: the page's URL, its fixture, and the title and the first words of the
+  content the extractor must return). Reference: the asserted title and dek, then the text of
+  what the extractor's ``content`` selectors pick, as the parser picks it, less its ``clean``
+  selectors' matches and the link lists and empty boxes the parser's content cleaner drops
+  (``postlight_content``); a page is kept only where that text holds the test's content
+  excerpt (``POSTLIGHT_EXCERPT_SHARE``), so the rule is the one the test checks. Into
+  ``postlight-train`` (``POSTLIGHT_SET``), to learn from only.
 
 Splits (files in ``--out``, by default ``build/article-sets/``, where ``bench.quality`` finds
 its sets):
@@ -35,7 +46,10 @@ WCXB test split (``metadata.json``: the ``domain`` of each ``test`` file) and of
 article-extraction benchmark (``ground-truth.json``: each entry's ``url``) are read, nothing
 else of either set, and every page of those sites is left out of both splits; the sites left
 out are written to ``modern-news-dropped.json`` beside the sets and printed. The judges'
-folders are required: the sets cannot be built without checking against them.
+folders are required: the sets cannot be built without checking against them. Postlight's
+pages are also left out where their site is one of a set this project chooses or measures
+on (the held-apart modern news, the readability pages, L3S-GN1, Dragnet: ``page_site``,
+``measured_sets_sites``; recorded under ``postlight_sites_measured_on``).
 
 Pages are decoded as the runtime decodes bytes (``runtime.stages.decode``); a page whose
 reference has no word, whose HTML is under 500 bytes (``eval.article_sets.MIN_HTML_BYTES``),
@@ -52,11 +66,13 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from eval.article_sets import (
     ARTICLE_SETS_DIR,
+    INLINE_TAGS,
     MIN_HTML_BYTES,
     MODERN_NEWS_HELDOUT,
     MODERN_NEWS_TRAIN,
@@ -174,15 +190,286 @@ def iter_fundus_evaluation(root: Path) -> Iterator[dict]:
                "reference_kind": "groundtruth", "snippets": None}
 
 
+# -- Postlight Parser's fixtures ------------------------------------------------------------
+
+POSTLIGHT_SOURCE = "postlight/parser"
+POSTLIGHT_SET = "postlight-train"
+POSTLIGHT_EXTRACTORS = Path("src") / "extractors" / "custom"
+# a reference is kept only where it holds this share of the words the site's test expects the
+# parser's content to begin with (its ``first13``-style excerpt)
+POSTLIGHT_EXCERPT_SHARE = 0.8
+# the keys of an extractor's ``content`` (prettier's layout: four spaces in) read here
+_JS_KEY_RE = re.compile(r"^ {4}(selectors|clean):\s*\[", re.M)
+_JS_STRING_RE = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`[^`$\\]*`""")
+_JS_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)")
+_TEST_CASE_RE = re.compile(r"\bdescribe\(")
+_TEST_URL_RE = re.compile(r"\burl\s*=\s*(" + _JS_STRING_RE.pattern + ")", re.S)
+_TEST_FIXTURE_RE = re.compile(r"readFileSync\(\s*['\"]\./fixtures/([^'\"]+)['\"]")
+_TEST_ASSERT_RE = re.compile(r"assert\.equal\(\s*(title|dek|first\d+)\s*,\s*("
+                             + _JS_STRING_RE.pattern + ")", re.S)
+_DROPPED_TAGS = frozenset("script style noscript template iframe svg button select".split())
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track "
+                       "wbr".split())
+_CLEAN_MARK = "data-modern-news-clean"
+# the elements Postlight Parser's content cleaner may drop (``CLEAN_CONDITIONALLY_TAGS``)
+POSTLIGHT_CONDITIONAL_TAGS = ("ul", "ol", "table", "div", "button", "form")
+
+
+def _js_string(literal: str) -> str:
+    """The value of a JavaScript string literal (quotes and escapes as in the extractors)."""
+    def unescape(m: re.Match) -> str:
+        code = m[1]
+        if code[0] in "ux" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        return {"n": "\n", "t": "\t"}.get(code, code)
+
+    return _JS_ESCAPE_RE.sub(unescape, literal[1:-1])
+
+
+def js_array(text: str, start: int) -> tuple[list, int]:
+    """The array literal of strings (and arrays of strings) opening at ``text[start]``, and
+    the offset after it; a ``ValueError`` for anything else (a variable, a function)."""
+    if text[start] != "[":
+        raise ValueError(f"no array at {start}")
+    items: list = []
+    i = start + 1
+    while i < len(text):
+        if text[i].isspace() or text[i] == ",":
+            i += 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i) % (len(text) + 1)
+        elif text.startswith("/*", i):
+            i = text.index("*/", i) + 2
+        elif text[i] == "]":
+            return items, i + 1
+        elif text[i] == "[":
+            inner, i = js_array(text, i)
+            items.append(inner)
+        elif m := _JS_STRING_RE.match(text, i):
+            items.append(_js_string(m[0]))
+            i = m.end()
+        else:
+            raise ValueError(f"not a string array: {text[i:i + 30]!r}")
+    raise ValueError("unclosed array")
+
+
+def postlight_content_rule(extractor_js: str) -> dict[str, list]:
+    """A custom extractor's ``content`` selectors and clean selectors (``index.js``)."""
+    content = re.search(r"^ {2}content:\s*\{", extractor_js, re.M)
+    if content is None:
+        raise ValueError("no content rule")
+    end = re.compile(r"^ {2}\S|^\S", re.M).search(extractor_js, content.end())
+    block = extractor_js[content.end():end.start() if end else len(extractor_js)]
+    rule: dict[str, list] = {"selectors": [], "clean": []}
+    for key in _JS_KEY_RE.finditer(block):
+        rule[key[1]] = js_array(block, key.end() - 1)[0]
+    if not rule["selectors"]:
+        raise ValueError("no content selectors")
+    return rule
+
+
+def postlight_cases(test_js: str) -> list[dict]:
+    """A custom extractor's test cases (``index.test.js``): each ``describe`` block that reads
+    a fixture, with its page URL, its fixture's name and the asserted title, dek and content
+    excerpt (``first13``) where asserted."""
+    cases = []
+    starts = [m.start() for m in _TEST_CASE_RE.finditer(test_js)] + [len(test_js)]
+    for begin, end in itertools.pairwise(starts):
+        part = test_js[begin:end]
+        fixture = _TEST_FIXTURE_RE.search(part)
+        url = _TEST_URL_RE.search(part)
+        if fixture is None or url is None:
+            continue
+        asserted = {("excerpt" if k.startswith("first") else k): _js_string(v)
+                    for k, v in _TEST_ASSERT_RE.findall(part)}
+        cases.append({"fixture": fixture[1], "url": _js_string(url[1]), **asserted})
+    return cases
+
+
+class _BlockLines(HTMLParser):
+    """An element's text, a line per block (inline elements do not end a line), without
+    script-like elements and without the subtrees marked ``_CLEAN_MARK``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = [""]
+        self.skip: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID_TAGS:
+            if tag not in INLINE_TAGS:
+                self.lines.append("")
+            return
+        if self.skip or tag in _DROPPED_TAGS or any(k == _CLEAN_MARK for k, _ in attrs):
+            self.skip.append(tag)
+        elif tag not in INLINE_TAGS:
+            self.lines.append("")
+
+    def handle_endtag(self, tag):
+        if tag in _VOID_TAGS:
+            return
+        if self.skip:
+            if self.skip[-1] == tag:
+                self.skip.pop()
+        elif tag not in INLINE_TAGS:
+            self.lines.append("")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.lines[-1] += data
+
+
+def block_lines(fragment: str) -> str:
+    parser = _BlockLines()
+    parser.feed(fragment)
+    parser.close()
+    return "\n".join(" ".join(line.split()) for line in parser.lines if line.strip())
+
+
+def _css(tree, selector: str) -> list:
+    try:
+        return tree.css(selector)
+    except Exception:  # noqa: BLE001 -- a selector lexbor cannot read matches nothing
+        return []
+
+
+def _link_block(element) -> bool:
+    """Whether Postlight Parser's content cleaner drops an element as a link list or an empty
+    box (``cleanTags``' rules for an element of its low weight: under 10 commas, and a linked
+    share of its characters over 0.2 and over 75 characters, or under 25 characters and no
+    image)."""
+    text = " ".join(element.text().split())
+    if text.count(",") >= 10:
+        return False
+    if len(text) < 25:
+        return not element.css_first("img")
+    linked = sum(len(" ".join(a.text().split())) for a in element.css("a"))
+    return len(text) > 75 and linked > 0.2 * len(text)
+
+
+def postlight_content(html: str, rule: dict[str, list]) -> str | None:
+    """The text of what the extractor's content rule selects on a page, as Postlight Parser
+    picks it (``findMatchingSelector``: the first selector matching exactly one element with
+    text, or the first list of selectors each matching an element, whose matches are taken
+    together), less what its clean selectors match and the link lists and empty boxes its
+    content cleaner drops (``_link_block``); None when no selector matches."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    chosen = None
+    for selector in rule["selectors"]:
+        if isinstance(selector, list):
+            if selector and all(_css(tree, s) for s in selector):
+                chosen = _css(tree, ", ".join(selector))
+                break
+        elif len(found := _css(tree, selector)) == 1 and found[0].text().strip():
+            chosen = found
+            break
+    if not chosen:
+        return None
+    for selector in rule["clean"]:
+        for node in _css(tree, selector):
+            node.attrs[_CLEAN_MARK] = ""
+    ids = {node.mem_id for node in chosen}
+    for node in chosen:
+        for element in node.css(", ".join(POSTLIGHT_CONDITIONAL_TAGS)):
+            if element.mem_id not in ids and _link_block(element):
+                element.attrs[_CLEAN_MARK] = ""
+
+    def inside_another(node) -> bool:
+        parent = node.parent
+        while parent is not None:
+            if parent.mem_id in ids:
+                return True
+            parent = parent.parent
+        return False
+
+    return "\n".join(block_lines(node.html or "") for node in chosen if not inside_another(node))
+
+
+def iter_postlight(root: Path, log=print) -> Iterator[dict]:
+    """Postlight Parser's fixture pages, each with the text its site's custom extractor
+    selects (title and dek as its test asserts them, then the content); a page is kept only
+    where that text holds ``POSTLIGHT_EXCERPT_SHARE`` of the words of the content excerpt the
+    test asserts (counted in the log when not)."""
+    from eval.metrics import words
+
+    base = root / POSTLIGHT_EXTRACTORS
+    if not base.is_dir():
+        raise FileNotFoundError(f"{base}: not a Postlight Parser checkout "
+                                f"(no {POSTLIGHT_EXTRACTORS})")
+    left_out: dict[str, int] = {}
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        test = folder / "index.test.js"
+        try:
+            rule = postlight_content_rule((folder / "index.js").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            left_out["no readable content rule"] = left_out.get("no readable content rule",
+                                                                0) + 1
+            continue
+        for case in postlight_cases(test.read_text(encoding="utf-8") if test.is_file() else ""):
+            fixture = root / "fixtures" / case["fixture"]
+            why = None
+            if "excerpt" not in case or not fixture.is_file():
+                why = "no fixture or no asserted content excerpt"
+            else:
+                html = _decode(fixture.read_bytes())
+                content = postlight_content(html, rule)
+                excerpt = words(case["excerpt"])
+                found = set(words(content or ""))
+                if content is None:
+                    why = "no content selector matches"
+                elif sum(w in found for w in excerpt) < POSTLIGHT_EXCERPT_SHARE * len(excerpt):
+                    why = "the content misses the asserted excerpt"
+            if why:
+                left_out[why] = left_out.get(why, 0) + 1
+                continue
+            lines = [" ".join(case.get(k, "").split()) for k in ("title", "dek")]
+            yield {"id": f"postlight/{case['fixture'].removesuffix('.html')}",
+                   "source": POSTLIGHT_SOURCE, "url": case["url"], "html": html,
+                   "reference": "\n".join([*filter(None, lines), content]),
+                   "reference_kind": "groundtruth", "snippets": None}
+    log("Postlight fixtures left out: " + (", ".join(f"{n} {why}" for why, n in
+                                                     sorted(left_out.items())) or "none"))
+
+
 def held_apart_bucket(site: str) -> bool:
     """Whether a site falls in the held-apart share by the sha1 of its name."""
     return int(hashlib.sha1(site.encode()).hexdigest(), 16) % BUCKETS < HELDOUT_BUCKETS
 
 
+_PAGE_URL_RE = re.compile(
+    r"""<link\b[^>]*\brel=["']?canonical["']?[^>]*\bhref=["']([^"']+)["']"""
+    r"""|<meta\b[^>]*\bproperty=["']og:url["'][^>]*\bcontent=["']([^"']+)["']""", re.I)
+
+
+def page_site(page: dict) -> str | None:
+    """A page's site: of its ``url``, else of the canonical link or ``og:url`` in its HTML
+    (Dragnet's and the readability pages' records carry no URL)."""
+    if site := site_of(page.get("url")):
+        return site
+    m = _PAGE_URL_RE.search(page.get("html") or "")
+    return site_of(m[1] or m[2]) if m else None
+
+
+def measured_sets_sites(out: Path, heldout: list[dict]) -> dict[str, set[str]]:
+    """The sites of the sets this project chooses and measures on (the held-apart modern news,
+    the readability pages, L3S-GN1, Dragnet; ``page_site``), which pages to learn from must
+    not come from."""
+    from eval.article_sets import SETS, load_article_set
+    from eval.pages import calibration_pages
+
+    sets = {MODERN_NEWS_HELDOUT: heldout, "readability": calibration_pages(),
+            **{name: load_article_set(name, out) for name in SETS}}
+    return {name: {s for p in pages if (s := page_site(p))} for name, pages in sets.items()}
+
+
 def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = ARTICLE_SETS_DIR,
-          log=print) -> dict:
-    """Both splits into ``out`` and the record of the sites left out for independence; returns
-    what was written (counts, sites)."""
+          log=print, postlight: Path | None = None) -> dict:
+    """Both splits into ``out`` and the record of the sites left out for independence; with
+    ``postlight``, the ``POSTLIGHT_SET`` of Postlight Parser's fixtures (to learn from: no
+    page of a judge's site nor of a site of the sets chosen and measured on,
+    ``measured_sets_sites``) too; returns what was written (counts, sites)."""
     from eval.metrics import words
 
     judges = judge_sites(wcxb, zyte)
@@ -214,6 +501,25 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
         held = (page["source"] == EVALUATION_SOURCE or site in evaluation_sites
                 or held_apart_bucket(site))
         splits[MODERN_NEWS_HELDOUT if held else MODERN_NEWS_TRAIN].append(page)
+    measured: dict[str, dict] = {}
+    if postlight is not None:
+        chosen_on = measured_sets_sites(out, splits[MODERN_NEWS_HELDOUT])
+        splits[POSTLIGHT_SET] = []
+        for page in iter_postlight(postlight, log=log):
+            site = site_of(page["url"])
+            if site is None:
+                left_out["no URL"] += 1
+            elif site in judged:
+                dropped.setdefault(site, []).append(page["id"])
+            elif sets := sorted(k for k, v in chosen_on.items() if site in v):
+                measured.setdefault(site, {"sets": sets, "pages": []})["pages"].append(page["id"])
+            elif not words(page["reference"]) or len(page["html"].encode()) < MIN_HTML_BYTES:
+                left_out["no reference word or HTML under 500 bytes"] += 1
+            elif (digest := hashlib.sha1(page["html"].encode()).hexdigest()) in seen:
+                left_out["repeated HTML"] += 1
+            else:
+                seen.add(digest)
+                splits[POSTLIGHT_SET].append({**page, "site": site})
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, pages in splits.items():
@@ -231,11 +537,16 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
                    "zyte": "Zyte's article-extraction-benchmark (ground-truth.json: url)"},
         "dropped_sites": {site: {"judges": sorted(k for k, v in judges.items() if site in v),
                                  "pages": ids} for site, ids in sorted(dropped.items())},
-        "left_out": left_out, "splits": written}
+        "left_out": left_out, "splits": written,
+        **({"postlight_sites_measured_on": dict(sorted(measured.items()))}
+           if postlight is not None else {})}
     (out / DROPPED_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     log(f"left out for independence: {sum(len(v) for v in dropped.values())} pages of "
         f"{len(dropped)} sites in the judges' sets ({', '.join(sorted(dropped))}) -> "
         f"{out / DROPPED_NAME}")
+    if postlight is not None:
+        log(f"Postlight fixtures left out as sites of the sets chosen and measured on: "
+            f"{sum(len(v['pages']) for v in measured.values())} pages of {len(measured)} sites")
     log("left out: " + ", ".join(f"{n} {why}" for why, n in left_out.items()))
     return record
 
@@ -254,9 +565,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zyte", type=Path, required=True,
                         help="checkout of github.com/scrapinghub/article-extraction-benchmark:"
                              " only its ground-truth.json's URLs are read")
+    parser.add_argument("--postlight", type=Path,
+                        help="checkout of github.com/postlight/parser: its fixtures and custom "
+                             f"extractors, built into {POSTLIGHT_SET} (needs l3s-gn1 and "
+                             "dragnet built in --out: python -m eval.article_sets)")
     parser.add_argument("--out", type=Path, default=ARTICLE_SETS_DIR)
     args = parser.parse_args(argv)
-    build(args.fundus, args.fundus_evaluation, args.wcxb, args.zyte, args.out)
+    build(args.fundus, args.fundus_evaluation, args.wcxb, args.zyte, args.out,
+          postlight=args.postlight)
     return 0
 
 

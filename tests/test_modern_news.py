@@ -158,3 +158,145 @@ def test_an_added_set_s_pages_share_a_fold_with_their_site(sources, monkeypatch)
     folds = extra_set_folds(ids, np.arange(6) % 3, ["modern-news-train"], 3)
     # the train pages keep theirs; gazette.com's two pages one fold (the larger group first)
     assert folds.tolist() == [0, 1, 2, 0, 1, 0]
+
+
+EXTRACTOR_JS = """export const WwwHeraldComExtractor = {
+  domain: 'www.herald.com',
+
+  title: {
+    selectors: ['h1'],
+  },
+
+  content: {
+    selectors: [
+      '.missing',  // matches nothing
+      'div.twice',
+      ['figure.lead', ".story"],
+      '.story',
+    ],
+
+    transforms: {
+      'figure .meta': $node => {
+        const x = { a: 1 };
+        return 'figcaption';
+      },
+    },
+
+    clean: ['.ad', "aside.more-from"],
+  },
+};
+"""
+
+TEST_JS = """describe('WwwHeraldComExtractor', () => {
+  describe('initial test case', () => {
+    beforeAll(() => {
+      url =
+        'https://www.herald.com/2019/harvest';
+      const html = fs.readFileSync('./fixtures/www.herald.com.html');
+    });
+    it('returns the title', async () => {
+      assert.equal(title, 'Harvest \\u2019s end');
+    });
+    it('returns the content', async () => {
+      assert.equal(
+        first13,
+        'The harvest paragraph 0 tells what happened'
+      );
+    });
+  });
+  describe('a page without a content test', () => {
+    url = 'https://www.herald.com/other';
+    const html = fs.readFileSync('./fixtures/www.herald.com--other.html');
+  });
+});
+"""
+
+
+def test_a_postlight_extractor_s_content_rule_and_test_cases():
+    rule = modern_news.postlight_content_rule(EXTRACTOR_JS)
+    assert rule == {"selectors": [".missing", "div.twice", ["figure.lead", ".story"], ".story"],
+                    "clean": [".ad", "aside.more-from"]}
+    with pytest.raises(ValueError, match="not a string array"):
+        modern_news.postlight_content_rule("  content: {\n    selectors: [SELECTORS],\n  },\n")
+    assert modern_news.postlight_cases(TEST_JS) == [
+        {"fixture": "www.herald.com.html", "url": "https://www.herald.com/2019/harvest",
+         "title": "Harvest \u2019s end",
+         "excerpt": "The harvest paragraph 0 tells what happened"},
+        {"fixture": "www.herald.com--other.html", "url": "https://www.herald.com/other"}]
+
+
+def _herald_page(rail: str = "") -> str:
+    story = "".join(f"<p>{p}</p>" for p in _story("Harvest", 3))
+    links = "".join(f'<li><a href="/{i}">Other story number {i} of the week</a></li>'
+                    for i in range(6))
+    return ("<html><body><div class=twice>a</div><div class=twice>b</div>"
+            "<figure class=lead><figcaption>The field at dawn</figcaption></figure>"
+            f'<div class=story>{story}<div class=ad>Buy now</div><ul class="more">{links}</ul>'
+            f"<p>Its last paragraph, with a <a href=/x>link</a> in it.</p></div>{rail}"
+            "</body></html>")
+
+
+def test_postlight_content_is_what_the_rule_selects_less_what_its_cleaners_drop():
+    rule = modern_news.postlight_content_rule(EXTRACTOR_JS)
+    # '.missing' matches nothing and 'div.twice' two elements: the list of selectors, each
+    # matching, takes the figure and the story together, in page order
+    text = modern_news.postlight_content(_herald_page(), rule)
+    assert text.split("\n") == ["The field at dawn", *_story("Harvest", 3),
+                                "Its last paragraph, with a link in it."]
+    # without the figure the list does not match: '.story', one element, is the content
+    alone = modern_news.postlight_content(_herald_page().replace("figure class=lead",
+                                                                "figure"), rule)
+    assert alone.split("\n")[0] == _story("Harvest", 1)[0]
+    assert modern_news.postlight_content("<p>nothing here</p>", rule) is None
+
+
+@pytest.fixture()
+def postlight(sources):
+    """A Postlight Parser checkout: extractors for herald.com (held apart by the Fundus
+    evaluation set), gazette.com, judged.com (a judge's) and bote.de (a Dragnet site), and
+    quiet.com, whose test asserts no content."""
+    root = sources / "postlight"
+    (root / "fixtures").mkdir(parents=True)
+    for site in ("herald.com", "gazette.com", "judged.com", "bote.de", "quiet.com"):
+        folder = root / modern_news.POSTLIGHT_EXTRACTORS / f"www.{site}"
+        folder.mkdir(parents=True)
+        (folder / "index.js").write_text(EXTRACTOR_JS, encoding="utf-8")
+        test = TEST_JS.replace("herald.com", site)
+        if site == "quiet.com":
+            test = test.replace("first13", "lead_image_url")
+        (folder / "index.test.js").write_text(test, encoding="utf-8")
+        (root / "fixtures" / f"www.{site}.html").write_text(_herald_page(), encoding="utf-8")
+    return root
+
+
+def test_postlight_pages_are_learnt_from_apart_from_the_judges_and_the_measured_sets(
+        sources, postlight, monkeypatch):
+    import eval.pages
+
+    out = sources / "sets"
+    out.mkdir()
+    for name, url in (("l3s-gn1", "https://www.other.org/a"), ("dragnet", None)):
+        with gzip.open(article_sets.article_set_path(name, out), "wt", encoding="utf-8") as fh:
+            html = '<link rel="canonical" href="https://bote.de/x"><p>x</p>' if url is None \
+                else "<p>x</p>"
+            fh.write(json.dumps({"id": f"{name}/1", "url": url, "html": html,
+                                 "reference": "x"}) + "\n")
+    monkeypatch.setattr(eval.pages, "calibration_pages", lambda: [])
+    monkeypatch.setattr(modern_news, "held_apart_bucket", lambda site: False)
+    lines: list[str] = []
+    record = modern_news.build(sources / "fundus", sources / "evaluation", sources / "wcxb",
+                               sources / "zyte", out, log=lines.append, postlight=postlight)
+    pages = article_sets.load_article_set(modern_news.POSTLIGHT_SET, out)
+    assert [(p["id"], p["site"], p["source"]) for p in pages] == [
+        ("postlight/www.gazette.com", "gazette.com", "postlight/parser")]
+    assert pages[0]["reference"].split("\n")[:3] == [
+        "Harvest \u2019s end", "The field at dawn", _story("Harvest", 1)[0]]
+    assert record["splits"][modern_news.POSTLIGHT_SET] == {"pages": 1, "sites": 1}
+    assert record["dropped_sites"]["judged.com"]["pages"] == ["fundus/us/Judged_2024_05_06",
+                                                              "postlight/www.judged.com"]
+    assert record["postlight_sites_measured_on"] == {
+        "bote.de": {"sets": ["dragnet"], "pages": ["postlight/www.bote.de"]},
+        "herald.com": {"sets": ["modern-news-heldout"], "pages": ["postlight/www.herald.com"]}}
+    # each site's second case (no fixture, no excerpt) and quiet.com's first (no excerpt)
+    assert ("Postlight fixtures left out: 6 no fixture or no asserted content excerpt"
+            in lines)
