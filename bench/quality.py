@@ -85,7 +85,10 @@ from eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
 # the page sets a run can score: the dev pages with ground truth, the dev corpus's readability
 # articles, and the public article sets that eval.article_sets builds (held apart from training)
-PAGE_SETS = ("groundtruth", "readability", "modern-news-heldout", "l3s-gn1", "dragnet")
+# postlight-train (pages to learn from, never in 'all'): asked by name, to read how a model
+# not trained on it and trafilatura read its pages
+PAGE_SETS = ("groundtruth", "readability", "modern-news-heldout", "l3s-gn1", "dragnet",
+             "postlight-train")
 DEV_SETS = ("groundtruth", "readability")
 SET_NOTES = {"groundtruth": "dev pages with ground truth, never trained on",
              "readability": f"dev {CALIBRATION_SOURCE} pages, never trained on or in "

@@ -30,7 +30,7 @@ Sources (each page's ``reference`` is its article text, ``reference_kind`` ``"gr
   selectors' matches and the link lists and empty boxes the parser's content cleaner drops
   (``postlight_content``); a page is kept only where that text holds the test's content
   excerpt (``POSTLIGHT_EXCERPT_SHARE``), so the rule is the one the test checks. Into
-  ``postlight-train`` (``POSTLIGHT_SET``), to learn from only.
+  ``postlight-train`` (``POSTLIGHT_TRAIN``), to learn from only.
 
 Splits (files in ``--out``, by default ``build/article-sets/``, where ``bench.quality`` finds
 its sets):
@@ -76,6 +76,7 @@ from eval.article_sets import (
     MIN_HTML_BYTES,
     MODERN_NEWS_HELDOUT,
     MODERN_NEWS_TRAIN,
+    POSTLIGHT_TRAIN,
     article_set_path,
 )
 
@@ -193,7 +194,6 @@ def iter_fundus_evaluation(root: Path) -> Iterator[dict]:
 # -- Postlight Parser's fixtures ------------------------------------------------------------
 
 POSTLIGHT_SOURCE = "postlight/parser"
-POSTLIGHT_SET = "postlight-train"
 POSTLIGHT_EXTRACTORS = Path("src") / "extractors" / "custom"
 # a reference is kept only where it holds this share of the words the site's test expects the
 # parser's content to begin with (its ``first13``-style excerpt)
@@ -467,7 +467,7 @@ def measured_sets_sites(out: Path, heldout: list[dict]) -> dict[str, set[str]]:
 def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = ARTICLE_SETS_DIR,
           log=print, postlight: Path | None = None) -> dict:
     """Both splits into ``out`` and the record of the sites left out for independence; with
-    ``postlight``, the ``POSTLIGHT_SET`` of Postlight Parser's fixtures (to learn from: no
+    ``postlight``, the ``POSTLIGHT_TRAIN`` of Postlight Parser's fixtures (to learn from: no
     page of a judge's site nor of a site of the sets chosen and measured on,
     ``measured_sets_sites``) too; returns what was written (counts, sites)."""
     from eval.metrics import words
@@ -504,7 +504,7 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
     measured: dict[str, dict] = {}
     if postlight is not None:
         chosen_on = measured_sets_sites(out, splits[MODERN_NEWS_HELDOUT])
-        splits[POSTLIGHT_SET] = []
+        splits[POSTLIGHT_TRAIN] = []
         for page in iter_postlight(postlight, log=log):
             site = site_of(page["url"])
             if site is None:
@@ -519,7 +519,7 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
                 left_out["repeated HTML"] += 1
             else:
                 seen.add(digest)
-                splits[POSTLIGHT_SET].append({**page, "site": site})
+                splits[POSTLIGHT_TRAIN].append({**page, "site": site})
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, pages in splits.items():
@@ -567,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                              " only its ground-truth.json's URLs are read")
     parser.add_argument("--postlight", type=Path,
                         help="checkout of github.com/postlight/parser: its fixtures and custom "
-                             f"extractors, built into {POSTLIGHT_SET} (needs l3s-gn1 and "
+                             f"extractors, built into {POSTLIGHT_TRAIN} (needs l3s-gn1 and "
                              "dragnet built in --out: python -m eval.article_sets)")
     parser.add_argument("--out", type=Path, default=ARTICLE_SETS_DIR)
     args = parser.parse_args(argv)

@@ -117,6 +117,8 @@ def test_without_the_judges_folders_nothing_is_built(sources):
 def test_an_unbuilt_modern_set_names_its_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="python -m eval.modern_news"):
         article_sets.load_article_set("modern-news-train", tmp_path)
+    with pytest.raises(FileNotFoundError, match="python -m eval.modern_news"):
+        article_sets.load_article_set("postlight-train", tmp_path)
 
 
 def test_the_train_corpus_joined_with_a_built_set(sources, monkeypatch, tmp_path):
@@ -286,12 +288,12 @@ def test_postlight_pages_are_learnt_from_apart_from_the_judges_and_the_measured_
     lines: list[str] = []
     record = modern_news.build(sources / "fundus", sources / "evaluation", sources / "wcxb",
                                sources / "zyte", out, log=lines.append, postlight=postlight)
-    pages = article_sets.load_article_set(modern_news.POSTLIGHT_SET, out)
+    pages = article_sets.load_article_set(article_sets.POSTLIGHT_TRAIN, out)
     assert [(p["id"], p["site"], p["source"]) for p in pages] == [
         ("postlight/www.gazette.com", "gazette.com", "postlight/parser")]
     assert pages[0]["reference"].split("\n")[:3] == [
         "Harvest \u2019s end", "The field at dawn", _story("Harvest", 1)[0]]
-    assert record["splits"][modern_news.POSTLIGHT_SET] == {"pages": 1, "sites": 1}
+    assert record["splits"][article_sets.POSTLIGHT_TRAIN] == {"pages": 1, "sites": 1}
     assert record["dropped_sites"]["judged.com"]["pages"] == ["fundus/us/Judged_2024_05_06",
                                                               "postlight/www.judged.com"]
     assert record["postlight_sites_measured_on"] == {
