@@ -53,10 +53,10 @@ class ResolvedModel:
 def embedded_model_dir() -> Path:
     """The bundle shipped inside the package (the model card is its ``README.md``): beside the
     package's ``__init__.py``, where ``importlib.resources.files`` finds a package's files on
-    disk (importing importlib.resources and its readers cost each ``pulpie-rt`` process ~8 ms)."""
-    import pulpie_rt
-
-    return Path(pulpie_rt.__file__).parent / "default_model"
+    disk (importing importlib.resources and its readers cost each ``pulpie-rt`` process ~8 ms).
+    The package is read from ``sys.modules``, not imported: Python imports a package before any
+    of its modules, and this layer may not import the package's top (``tests/test_layers.py``)."""
+    return Path(sys.modules["pulpie_rt"].__file__).parent / "default_model"
 
 
 def cache_dir() -> Path:
