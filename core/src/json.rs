@@ -770,13 +770,19 @@ mod tests {
                 }
             }
             token.extend_from_slice(b"\" ,");
-            let mut reader = Reader { bytes: &token, pos: 0, depth: 0 };
-            let expected = reader.string().ok().map(|text| (text, reader.pos));
-            let mut out = vec![0; token.len()];
-            let read = long_string(&token, 0, &mut out)
-                .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("checked as UTF-8"), end));
-            assert_eq!(read, expected, "{}", String::from_utf8_lossy(&token));
+            assert_reads_as_the_reader(&token);
         }
+    }
+
+    /// `long_string` of the string token at the start of `token` gives the text and the end
+    /// `Reader::string` gives (or fails where it fails).
+    fn assert_reads_as_the_reader(token: &[u8]) {
+        let mut reader = Reader { bytes: token, pos: 0, depth: 0 };
+        let expected = reader.string().ok().map(|text| (text, reader.pos));
+        let mut out = vec![0; token.len()];
+        let read = long_string(token, 0, &mut out)
+            .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("checked as UTF-8"), end));
+        assert_eq!(read, expected, "{}", String::from_utf8_lossy(token));
     }
 
     #[test]
@@ -806,12 +812,7 @@ mod tests {
                     token.extend_from_slice(mark);
                     token.extend(std::iter::repeat_n(b'b', after));
                     token.extend_from_slice(b"\\\"x\"]");
-                    let mut reader = Reader { bytes: &token, pos: 0, depth: 0 };
-                    let expected = reader.string().ok().map(|text| (text, reader.pos));
-                    let mut out = vec![0; token.len()];
-                    let read = long_string(&token, 0, &mut out)
-                        .map(|(len, end)| (String::from_utf8(out[..len].to_vec()).expect("UTF-8"), end));
-                    assert_eq!(read, expected, "{}", String::from_utf8_lossy(&token));
+                    assert_reads_as_the_reader(&token);
                 }
             }
         }
