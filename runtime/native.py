@@ -268,6 +268,13 @@ def _page_bytes(html: str) -> bytes:
         return html.encode("utf-8", "surrogatepass")
 
 
+def _page_utf8(html: str) -> _Utf8:
+    """``_page_bytes(html)`` for the length of a ``with`` (``_Utf8``: without a copy where
+    CPython's layout allows; the same bytes, ``surrogatepass`` being ``strict`` where ``html``
+    holds no lone surrogate)."""
+    return _Utf8(html, "surrogatepass")
+
+
 class PageText:
     """A page's text as the core takes text (``_page_bytes``: UTF-8) in ``data``, had without
     a ``str``: a JSONL line's HTML read by the core (``JsonStringMember``). Every door takes it
@@ -350,8 +357,7 @@ def simplify_page(html: str, cutoff_length: int, keep_hidden: bool = False,
     flags = _segmentation_flags(keep_hidden, drop_noscript)
     if via_serialization:
         flags |= _c("PULPIE_RT_SIMPLIFY_VIA_SERIALIZATION")
-    # _page_bytes(html): surrogatepass (where html holds no lone surrogate, strict's bytes)
-    with _Utf8(html, "surrogatepass") as (data, size):
+    with _page_utf8(html) as (data, size):
         status = lib.pulpie_rt_simplify_page_flags(data, size, cutoff_length, flags,
                                                    ctypes.byref(out))
     _check(status, out.reason)
@@ -526,7 +532,7 @@ def _text_call(name: str, html: str, *args: int) -> str:
     lib = _library()
     function = getattr(lib, name)
     out = new("pulpie_rt_text_output")
-    with _Utf8(html, "surrogatepass") as (data, size):
+    with _page_utf8(html) as (data, size):
         status = function(data, size, *args, ctypes.byref(out))
     if status == _c("PULPIE_RT_DONE"):
         try:
@@ -1085,8 +1091,7 @@ def prepare_page(tokenizer: CoreTokenizer | None, html: str, max_input_bytes: in
                   else _c("PULPIE_RT_LAYOUT_NONE"),
                   segmentation=_segmentation_flags(keep_hidden, drop_noscript))
     out = new("pulpie_rt_prepare_output")
-    # _page_bytes(html): surrogatepass (where html holds no lone surrogate, strict's bytes)
-    with _Utf8(html, "surrogatepass") as (data, size):
+    with _page_utf8(html) as (data, size):
         status, text = _message_call(lib.pulpie_rt_prepare_page,
                                      None if tokenizer is None else tokenizer._handle, data,
                                      size, ctypes.byref(options), ctypes.byref(out))
