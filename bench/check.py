@@ -192,6 +192,16 @@ class Tree:
     core_library: Path | None
     core_note: str
 
+    def environment(self) -> dict[str, str]:
+        """This process's environment for a process of this tree: no ``PYTHONPATH`` (each side
+        imports its own tree, from its shim), its own core (``NATIVE_LIBRARY_ENV``) where one
+        was built, never the pure-Python switch."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", NATIVE_LIBRARY_ENV, PURE_PYTHON_ENV)}
+        if self.core_library is not None:
+            env[NATIVE_LIBRARY_ENV] = str(self.core_library)
+        return env
+
 
 def prepare_trees(base_spec: str | None, log: Callable[[str], None] = print) -> tuple[Tree, Tree]:
     """The working tree and its base, each importable from a shim, cores built."""

@@ -123,10 +123,7 @@ def run_processes(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
     sides: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     for label, tree in ((HEAD_ROW, head), (BASE_ROW, base)):
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PULPIE_RT_NATIVE_LIB", "PULPIE_RT_PURE_PYTHON")}
-        if tree.core_library is not None:
-            env["PULPIE_RT_NATIVE_LIB"] = str(tree.core_library)
+        env = tree.environment()
         if ort_library is not None:
             env[ORT_LIBRARY_ENV] = str(ort_library)
         sides[label] = {"tree": tree, "env": env, "commit": tree.commit}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -55,10 +54,7 @@ print(time.process_time() - started, first)
 
 
 def _side(tree: Tree, pages: Path, passes: int) -> tuple[float, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PULPIE_RT_NATIVE_LIB", "PULPIE_RT_PURE_PYTHON")}
-    if tree.core_library is not None:
-        env["PULPIE_RT_NATIVE_LIB"] = str(tree.core_library)
+    env = tree.environment()
     out = subprocess.run([sys.executable, "-I", "-c", _CHILD_CODE, str(tree.shim), str(pages),
                           str(passes)], env=env, cwd=tree.src, check=True, capture_output=True,
                          text=True).stdout.split()
