@@ -464,62 +464,69 @@ def measured_sets_sites(out: Path, heldout: list[dict]) -> dict[str, set[str]]:
     return {name: {s for p in pages if (s := page_site(p))} for name, pages in sets.items()}
 
 
+class _Admission:
+    """Whether a page enters a set, and the record of each page that does not: no URL, a
+    judge's site (``dropped``, for independence), a site of the sets chosen and measured on
+    (``measured``, where the caller names them), no reference word or HTML under
+    ``MIN_HTML_BYTES``, or HTML already admitted (``left_out`` counts). One instance across
+    every source, so a page repeated between sources enters once."""
+
+    def __init__(self, judged: set[str]) -> None:
+        self.judged = judged
+        self.dropped: dict[str, list[str]] = {}
+        self.measured: dict[str, dict] = {}
+        self.left_out = {"no reference word or HTML under 500 bytes": 0, "repeated HTML": 0,
+                         "no URL": 0}
+        self.seen: set[str] = set()
+
+    def site(self, page: dict, measured_on: dict[str, set[str]] | None = None) -> str | None:
+        """``page``'s site if it enters, else None with the reason recorded;
+        ``measured_on``: set name -> its sites, whose pages are kept out (and listed)."""
+        from eval.metrics import words
+
+        site = site_of(page["url"])
+        if site is None:
+            self.left_out["no URL"] += 1
+        elif site in self.judged:
+            self.dropped.setdefault(site, []).append(page["id"])
+        elif sets := sorted(k for k, v in (measured_on or {}).items() if site in v):
+            entry = self.measured.setdefault(site, {"sets": sets, "pages": []})
+            entry["pages"].append(page["id"])
+        elif not words(page["reference"]) or len(page["html"].encode()) < MIN_HTML_BYTES:
+            self.left_out["no reference word or HTML under 500 bytes"] += 1
+        elif (digest := hashlib.sha1(page["html"].encode()).hexdigest()) in self.seen:
+            self.left_out["repeated HTML"] += 1
+        else:
+            self.seen.add(digest)
+            return site
+        return None
+
+
 def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = ARTICLE_SETS_DIR,
           log=print, postlight: Path | None = None) -> dict:
     """Both splits into ``out`` and the record of the sites left out for independence; with
     ``postlight``, the ``POSTLIGHT_TRAIN`` of Postlight Parser's fixtures (to learn from: no
     page of a judge's site nor of a site of the sets chosen and measured on,
     ``measured_sets_sites``) too; returns what was written (counts, sites)."""
-    from eval.metrics import words
-
     judges = judge_sites(wcxb, zyte)
     judged = set().union(*judges.values())
     evaluation_pages = list(iter_fundus_evaluation(evaluation))
     evaluation_sites = {site_of(p["url"]) for p in evaluation_pages}
     splits: dict[str, list[dict]] = {MODERN_NEWS_TRAIN: [], MODERN_NEWS_HELDOUT: []}
-    dropped: dict[str, list[str]] = {}
-    left_out = {"no reference word or HTML under 500 bytes": 0, "repeated HTML": 0,
-                "no URL": 0}
-    seen: set[str] = set()
+    admission = _Admission(judged)
     for page in [*evaluation_pages, *iter_fundus(fundus)]:
-        site = site_of(page["url"])
-        if site is None:
-            left_out["no URL"] += 1
+        if (site := admission.site(page)) is None:
             continue
-        if site in judged:
-            dropped.setdefault(site, []).append(page["id"])
-            continue
-        if not words(page["reference"]) or len(page["html"].encode()) < MIN_HTML_BYTES:
-            left_out["no reference word or HTML under 500 bytes"] += 1
-            continue
-        digest = hashlib.sha1(page["html"].encode()).hexdigest()
-        if digest in seen:
-            left_out["repeated HTML"] += 1
-            continue
-        seen.add(digest)
         page["site"] = site
         held = (page["source"] == EVALUATION_SOURCE or site in evaluation_sites
                 or held_apart_bucket(site))
         splits[MODERN_NEWS_HELDOUT if held else MODERN_NEWS_TRAIN].append(page)
-    measured: dict[str, dict] = {}
     if postlight is not None:
         chosen_on = measured_sets_sites(out, splits[MODERN_NEWS_HELDOUT])
-        splits[POSTLIGHT_TRAIN] = []
-        for page in iter_postlight(postlight, log=log):
-            site = site_of(page["url"])
-            if site is None:
-                left_out["no URL"] += 1
-            elif site in judged:
-                dropped.setdefault(site, []).append(page["id"])
-            elif sets := sorted(k for k, v in chosen_on.items() if site in v):
-                measured.setdefault(site, {"sets": sets, "pages": []})["pages"].append(page["id"])
-            elif not words(page["reference"]) or len(page["html"].encode()) < MIN_HTML_BYTES:
-                left_out["no reference word or HTML under 500 bytes"] += 1
-            elif (digest := hashlib.sha1(page["html"].encode()).hexdigest()) in seen:
-                left_out["repeated HTML"] += 1
-            else:
-                seen.add(digest)
-                splits[POSTLIGHT_TRAIN].append({**page, "site": site})
+        splits[POSTLIGHT_TRAIN] = [{**page, "site": site}
+                                   for page in iter_postlight(postlight, log=log)
+                                   if (site := admission.site(page, chosen_on)) is not None]
+    dropped, left_out, measured = admission.dropped, admission.left_out, admission.measured
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, pages in splits.items():
