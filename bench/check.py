@@ -192,13 +192,15 @@ class Tree:
     core_library: Path | None
     core_note: str
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, pure_python: bool = False) -> dict[str, str]:
         """This process's environment for a process of this tree: no ``PYTHONPATH`` (each side
         imports its own tree, from its shim), its own core (``NATIVE_LIBRARY_ENV``) where one
-        was built, never the pure-Python switch."""
+        was built; the pure-Python switch only where ``pure_python`` asks for it."""
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", NATIVE_LIBRARY_ENV, PURE_PYTHON_ENV)}
-        if self.core_library is not None:
+        if pure_python:
+            env[PURE_PYTHON_ENV] = "1"
+        elif self.core_library is not None:
             env[NATIVE_LIBRARY_ENV] = str(self.core_library)
         return env
 
@@ -240,12 +242,10 @@ class Worker:
 
     def __init__(self, tree: Tree, pages_file: Path, slowdown: dict[str, float],
                  pure_python: bool):
-        env = {k: v for k, v in os.environ.items()
-               if k not in (SLOWDOWN_ENV, NATIVE_LIBRARY_ENV, PURE_PYTHON_ENV, "PYTHONPATH")}
-        if tree.core_library is not None and not pure_python:
-            env[NATIVE_LIBRARY_ENV] = str(tree.core_library)
-        else:
-            env[PURE_PYTHON_ENV] = "1"
+        # a tree without a core times its pure-Python stages; the slowdown is the working
+        # tree's alone and travels in the first message, never in either side's environment
+        env = tree.environment(pure_python=pure_python or tree.core_library is None)
+        env.pop(SLOWDOWN_ENV, None)
         self.tree = tree
         self.process = subprocess.Popen(
             [sys.executable, "-I", str(Path(gate_worker.__file__).resolve()), str(tree.shim)],

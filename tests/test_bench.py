@@ -109,6 +109,23 @@ def test_the_base_is_exported_and_imports_as_pulpie_rt_from_its_shim(tmp_path):
         check.resolve_base("no-such-ref")
 
 
+def test_a_trees_environment_names_its_core_or_the_pure_python_switch(tmp_path, monkeypatch):
+    """A process of a tree imports that tree's core, or with ``pure_python`` none at all; what
+    the parent had set for either, or a PYTHONPATH, never leaks through."""
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv(check.NATIVE_LIBRARY_ENV, "/elsewhere/core.so")
+    monkeypatch.setenv(check.PURE_PYTHON_ENV, "1")
+    core = tmp_path / "core.so"
+    tree = check.Tree("base", tmp_path, "HEAD", tmp_path / "shim", core, "built")
+    env = tree.environment()
+    assert env[check.NATIVE_LIBRARY_ENV] == str(core)
+    assert check.PURE_PYTHON_ENV not in env and "PYTHONPATH" not in env
+    pure = tree.environment(pure_python=True)
+    assert pure[check.PURE_PYTHON_ENV] == "1" and check.NATIVE_LIBRARY_ENV not in pure
+    bare = replace(tree, core_library=None).environment()
+    assert check.NATIVE_LIBRARY_ENV not in bare and check.PURE_PYTHON_ENV not in bare
+
+
 def test_gate_workers_time_both_trees_and_the_slowdown_hook_hits_only_ours(small_real_pages,
                                                                          tmp_path):
     """The gate's measuring end to end on 3 real pages, without git or cargo: two workers on
