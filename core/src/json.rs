@@ -195,10 +195,12 @@ impl Value {
     }
 }
 
-/// Bit k set where byte k of `chunk` (16 bytes) is a quote, a backslash or a control
-/// character: SSE2's byte comparisons and move-mask (every x86-64 processor has them).
+/// Bit k set where byte k of `chunk` (16 bytes) is a backslash (the first mask) or a quote or
+/// control character (the second): the bytes a JSON string's scan must stop at, SSE2's byte
+/// comparisons and move-mask (every x86-64 processor has them).
 #[cfg(target_arch = "x86_64")]
-fn attention_mask(chunk: &[u8]) -> u32 {
+#[inline(always)]
+fn stop_masks(chunk: &[u8]) -> (u16, u16) {
     use std::arch::x86_64::{
         _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
@@ -209,45 +211,30 @@ fn attention_mask(chunk: &[u8]) -> u32 {
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v); // b <= 0x1f
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        (_mm_movemask_epi8(backslash) as u16, _mm_movemask_epi8(_mm_or_si128(quote, control)) as u16)
     }
 }
 
-/// Bit k set where byte k of `block` is a backslash (the first), a quote or a control
-/// character (the second): `attention_mask`'s tests over 64 bytes, kept apart.
-#[cfg(target_arch = "x86_64")]
-fn block_masks(block: &[u8; 64]) -> (u64, u64) {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    let (mut backslashes, mut others) = (0u64, 0u64);
-    for part in 0..4 {
-        // SAFETY: SSE2 is part of x86-64; the load reads 16 of the block's 64 bytes
-        unsafe {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast());
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v); // b <= 0x1f
-            backslashes |= u64::from(_mm_movemask_epi8(backslash) as u16) << (16 * part);
-            others |= u64::from(_mm_movemask_epi8(_mm_or_si128(quote, control)) as u16) << (16 * part);
-        }
-    }
-    (backslashes, others)
-}
-
-/// `block_masks` byte by byte (other processors).
+/// `stop_masks` byte by byte (other processors).
 #[cfg(not(target_arch = "x86_64"))]
-fn block_masks(block: &[u8; 64]) -> (u64, u64) {
-    block.iter().enumerate().fold((0u64, 0u64), |(backslashes, others), (k, &b)| {
-        (backslashes | u64::from(b == b'\\') << k, others | u64::from(b == b'"' || b < 0x20) << k)
+fn stop_masks(chunk: &[u8]) -> (u16, u16) {
+    chunk.iter().enumerate().fold((0u16, 0u16), |(backslashes, others), (k, &b)| {
+        (backslashes | u16::from(b == b'\\') << k, others | u16::from(b == b'"' || b < 0x20) << k)
     })
 }
 
-/// `attention_mask` byte by byte (other processors).
-#[cfg(not(target_arch = "x86_64"))]
+/// Bit k set where byte k of `chunk` (16 bytes) is a quote, a backslash or a control character.
 fn attention_mask(chunk: &[u8]) -> u32 {
-    chunk.iter().enumerate().fold(0u32, |mask, (k, &b)| {
-        mask | u32::from(u8::from(b == b'"') | u8::from(b == b'\\') | u8::from(b < 0x20)) << k
+    let (backslashes, others) = stop_masks(chunk);
+    u32::from(backslashes | others)
+}
+
+/// `stop_masks` over 64 bytes: bit k set where byte k of `block` is a backslash (the first) or
+/// a quote or control character (the second).
+fn block_masks(block: &[u8; 64]) -> (u64, u64) {
+    block.chunks_exact(16).enumerate().fold((0u64, 0u64), |(backslashes, others), (part, chunk)| {
+        let (b, o) = stop_masks(chunk);
+        (backslashes | u64::from(b) << (16 * part), others | u64::from(o) << (16 * part))
     })
 }
 
@@ -814,6 +801,26 @@ mod tests {
                     token.extend_from_slice(b"\\\"x\"]");
                     assert_reads_as_the_reader(&token);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_scans_stop_at_every_quote_backslash_and_control_byte_and_no_other() {
+        // each byte value at each offset of a 64-byte block, among bytes that never stop a scan
+        for value in 0..=255u8 {
+            let (backslash, other) = (value == b'\\', value == b'"' || value < 0x20);
+            for k in 0..64 {
+                let mut block = [b'a'; 64];
+                block[k] = value;
+                let expected = |hit: bool| if hit { 1u64 << k } else { 0 };
+                assert_eq!(
+                    block_masks(&block),
+                    (expected(backslash), expected(other)),
+                    "byte {value} at {k}"
+                );
+                let chunk = &block[k / 16 * 16..][..16];
+                assert_eq!(attention_mask(chunk), (expected(backslash || other) >> (k / 16 * 16)) as u32);
             }
         }
     }
