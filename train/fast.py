@@ -641,18 +641,15 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     manifest's ``rescorer``, ``decoding``, ``keep_hidden`` and ``drop_noscript`` entries of the
     fast profile."""
     data = fast_training_set(recipe, log)
-    corpus, context, keep_hidden, drop_noscript = (data.corpus, data.context, data.keep_hidden,
-                                                   data.drop_noscript)
-    given_prior, ids, features, labels, rows, fold_of, calibrated, folded = (
-        data.given_prior, data.ids, data.features, data.labels, data.rows, data.fold_of,
-        data.calibrated, data.folded)
-    all_labels = np.concatenate(labels)
-    first_oof = out_of_fold(rows, labels, context_names(context), recipe, fold_of, log)
-    first = fit_stage(np.concatenate(rows), all_labels, context_names(context), recipe)
+    all_labels = np.concatenate(data.labels)
+    first_oof = out_of_fold(data.rows, data.labels, context_names(data.context), recipe,
+                            data.fold_of, log)
+    first = fit_stage(np.concatenate(data.rows), all_labels, context_names(data.context), recipe)
     stage_rows = [np.concatenate([r, stage_features(p, f)], 1)
-                  for r, p, f in zip(rows, first_oof, features, strict=True)]
-    second_oof = out_of_fold(stage_rows, labels, stage_names(context), recipe, fold_of, log)
-    second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(context), recipe)
+                  for r, p, f in zip(data.rows, first_oof, data.features, strict=True)]
+    second_oof = out_of_fold(stage_rows, data.labels, stage_names(data.context), recipe,
+                             data.fold_of, log)
+    second = fit_stage(np.concatenate(stage_rows), all_labels, stage_names(data.context), recipe)
     check_rows = slice(0, 20_000)  # the ONNX check on the first train blocks
     # Derived columns (window means, shares) put more values between a LightGBM threshold
     # (float64) and its float32 rounding in ONNX than the raw features do: about 1.4% of the
@@ -660,46 +657,47 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     off_share = 0.03
     checks = {
         "first": save_rescorer(first, bundle / FAST_FIRST_STAGE_NAME,
-                               np.concatenate(rows)[check_rows], f" in context ({context})"
-                               ", first stage", off_share),
+                               np.concatenate(data.rows)[check_rows],
+                               f" in context ({data.context}), first stage", off_share),
         "second": save_rescorer(second, bundle / FAST_RESCORER_NAME,
                                 np.concatenate(stage_rows)[check_rows],
-                                f" in context ({context}), second stage", off_share),
+                                f" in context ({data.context}), second stage", off_share),
     }
     # the out-of-fold scores beside the bundle (WORK/fast-oof.npz), for decoding experiments
-    np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(ids),
+    np.savez_compressed(bundle.parent / "fast-oof.npz", ids=np.asarray(data.ids),
                         **{f"p{i}": log_odds(p) for i, p in enumerate(second_oof)})
     expected_f1 = recipe.fast_selection == "expected_f1"
-    oof = {pid: log_odds(p) for pid, p in zip(ids, second_oof, strict=True)}
+    oof = {pid: log_odds(p) for pid, p in zip(data.ids, second_oof, strict=True)}
     threshold, f1 = calibrate_threshold(
-        corpus, {pid: oof[pid] for pid in calibrated},
-        log=log, keep_hidden=keep_hidden, expected_f1=expected_f1, drop_noscript=drop_noscript)
+        data.corpus, {pid: oof[pid] for pid in data.calibrated},
+        log=log, keep_hidden=data.keep_hidden, expected_f1=expected_f1,
+        drop_noscript=data.drop_noscript)
     log(f"fast rescorer: threshold {threshold:+.2f} (train out-of-fold word F1 "
         f"{f1[f'{threshold:+.2f}']:.4f})")
     container_prior, prior_f1 = None, None
-    if given_prior is not None:
+    if data.given_prior is not None:
         # chosen on the dev pages (fit.py): measured here, for the record and the card
-        container_prior = given_prior
+        container_prior = data.given_prior
         key = prior_name(container_prior)
-        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
+        _, values = decodings_f1(data.corpus, {pid: oof[pid] for pid in data.calibrated},
                                  [(threshold, None), (threshold, container_prior)],
-                                 keep_hidden, expected_f1, drop_noscript)
+                                 data.keep_hidden, expected_f1, data.drop_noscript)
         prior_f1 = {prior_name(None): round(values[0], 4), key: round(values[1], 4)}
         log(f"fast rescorer: container prior {key} (share/shift, given) on the train pages out "
             f"of fold: word F1 {values[1]:.4f} against {values[0]:.4f} without")
     elif recipe.fast_container_prior is True:
         container_prior, prior_f1 = calibrate_container_prior(
-            corpus, {pid: oof[pid] for pid in calibrated}, threshold, keep_hidden, expected_f1,
-            drop_noscript, log=log)
+            data.corpus, {pid: oof[pid] for pid in data.calibrated}, threshold,
+            data.keep_hidden, expected_f1, data.drop_noscript, log=log)
         log(f"fast rescorer: container prior {prior_name(container_prior)} (share/shift)")
     story_f1 = None
     if recipe.fast_continue_story:
         # not chosen here (the train pages' references often stop before a long story's end):
         # measured, for the record and the model card
-        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
+        _, values = decodings_f1(data.corpus, {pid: oof[pid] for pid in data.calibrated},
                                  [(threshold, container_prior, False),
                                   (threshold, container_prior, True)],
-                                 keep_hidden, expected_f1, drop_noscript)
+                                 data.keep_hidden, expected_f1, data.drop_noscript)
         story_f1 = {"without": round(values[0], 4), "with": round(values[1], 4)}
         log(f"fast rescorer: continue_story on the train pages out of fold: word F1 "
             f"{values[1]:.4f} against {values[0]:.4f} without")
@@ -709,19 +707,21 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
         # the record and the card
         story_prior = given_container_prior(recipe.fast_story_prior, "fast_story_prior")
         last = (threshold, container_prior, recipe.fast_continue_story)
-        _, values = decodings_f1(corpus, {pid: oof[pid] for pid in calibrated},
-                                 [last, (*last, story_prior)], keep_hidden, expected_f1,
-                                 drop_noscript)
+        _, values = decodings_f1(data.corpus, {pid: oof[pid] for pid in data.calibrated},
+                                 [last, (*last, story_prior)], data.keep_hidden, expected_f1,
+                                 data.drop_noscript)
         story_prior_f1 = {"without": round(values[0], 4), "with": round(values[1], 4)}
         log(f"fast rescorer: story prior {prior_name(story_prior)} (share/shift) on the train "
             f"pages out of fold: word F1 {values[1]:.4f} against {values[0]:.4f} without")
     folds_scores = None
-    if folded:
-        folds_scores = out_of_fold_scores(READABILITY_CORPUS, {pid: oof[pid] for pid in folded},
-                                          threshold, keep_hidden, expected_f1, drop_noscript,
-                                          recipe.fast_folds, container_prior=container_prior)
-        log(f"fast rescorer: {len(folded)} {CALIBRATION_SOURCE} pages in {recipe.fast_folds} "
-            f"folds (each scored by the stages that never saw it, at the threshold above): word "
+    if data.folded:
+        folds_scores = out_of_fold_scores(
+            READABILITY_CORPUS, {pid: oof[pid] for pid in data.folded}, threshold,
+            data.keep_hidden, expected_f1, data.drop_noscript, recipe.fast_folds,
+            container_prior=container_prior)
+        log(f"fast rescorer: {len(data.folded)} {CALIBRATION_SOURCE} pages in "
+            f"{recipe.fast_folds} folds (each scored by the stages that never saw it, at the "
+            f"threshold above): word "
             f"P {folds_scores['precision']:.4f} R {folds_scores['recall']:.4f} "
             f"F1 {folds_scores['f1']:.4f}")
         log("fast rescorer: by kind, " + "; ".join(
@@ -730,8 +730,8 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
     return {
         **({"extra_sets": extra_sets_record(recipe.fast_extra_sets)}
            if recipe.fast_extra_sets else {}),
-        "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXTS[context],
-                     "context": context, "first_stage": FAST_FIRST_STAGE_NAME,
+        "rescorer": {"file": FAST_RESCORER_NAME, "features": CONTEXTS[data.context],
+                     "context": data.context, "first_stage": FAST_FIRST_STAGE_NAME,
                      "margin_weight": 0.0},
         "decoding": {"keep_best_block": True, "main_margin": threshold,
                      **({"selection": "expected_f1"} if expected_f1 else {}),
@@ -741,9 +741,9 @@ def write_fast_rescorer(bundle: Path, recipe, log=print) -> dict:
                      **({"story_prior": {"share": story_prior[0], "shift": story_prior[1]}}
                         if story_prior else {}),
                      **({"continue_story": True} if recipe.fast_continue_story else {})},
-        "keep_hidden": keep_hidden,
-        "drop_noscript": drop_noscript,
-        "blocks": int(len(all_labels)), "pages": len(ids), "folds": recipe.fast_folds,
+        "keep_hidden": data.keep_hidden,
+        "drop_noscript": data.drop_noscript,
+        "blocks": int(len(all_labels)), "pages": len(data.ids), "folds": recipe.fast_folds,
         "trees_per_stage": recipe.rescorer_rounds, "bag": recipe.fast_bag,
         "onnx_bytes": {name: (bundle / name).stat().st_size
                        for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME)},
