@@ -221,6 +221,22 @@ def _str_layout() -> tuple[int, int, int] | None:
     return layout
 
 
+def _str_storage(text: str) -> tuple[int, int] | None:
+    """Where CPython keeps a non-empty compact ``text``'s code points, and their width (1, 2 or
+    4; 0: ASCII, whose bytes are its UTF-8); None where the layout is unconfirmed or ``text`` is
+    empty or not compact."""
+    layout = _str_layout()
+    if layout is None or not text:
+        return None
+    address = id(text)
+    flags = ctypes.c_uint32.from_address(address + layout[0]).value
+    if not flags & _COMPACT:
+        return None
+    if flags & _ASCII:
+        return address + layout[1], 0
+    return address + layout[2], (flags >> _KIND_SHIFT) & _KIND_MASK
+
+
 class _Utf8:
     """``text.encode("utf-8", errors)`` as a core call takes it, for the length of a ``with``:
     ``with _Utf8(text, errors) as (data, size):``, ``data`` an address or bytes. Raises what
@@ -230,22 +246,19 @@ class _Utf8:
 
     def __init__(self, text: str, errors: str = "strict") -> None:
         self._owned = None
-        layout = _str_layout()
-        if layout is not None and text:
-            address = id(text)
-            flags = ctypes.c_uint32.from_address(address + layout[0]).value
-            if flags & _COMPACT:
-                if flags & _ASCII:  # its bytes are its UTF-8 (text outlives the call)
-                    self.data, self.size = address + layout[1], len(text)
-                    return
-                lib = _library()
-                out = new("pulpie_rt_text_output")
-                if lib.pulpie_rt_utf8_of_code_points(
-                        address + layout[2], len(text), (flags >> _KIND_SHIFT) & _KIND_MASK,
-                        ctypes.byref(out)) == _c("PULPIE_RT_DONE"):
-                    self.data = self._owned = out.ptr
-                    self.size = out.len
-                    return
+        stored = _str_storage(text)
+        if stored is not None:
+            address, width = stored
+            if width == 0:  # ASCII: its bytes are its UTF-8 (text outlives the call)
+                self.data, self.size = address, len(text)
+                return
+            lib = _library()
+            out = new("pulpie_rt_text_output")
+            if lib.pulpie_rt_utf8_of_code_points(address, len(text), width,
+                                                 ctypes.byref(out)) == _c("PULPIE_RT_DONE"):
+                self.data = self._owned = out.ptr
+                self.size = out.len
+                return
         self.data = text.encode("utf-8", errors)
         self.size = len(self.data)
 
@@ -424,6 +437,17 @@ def _main_ids(labels: dict[str, str]) -> bytes:
 def extract_main_html(map_html: str, labels: dict[str, str]) -> str:
     """``reconstruct.extract_main_html`` of a non-empty ``map_html``."""
     lib = _library()
+    stored = _str_storage(map_html)
+    if stored is not None and stored[1]:
+        # its code points, encoded by the core in the same call: no UTF-8 handed back and forth
+        # and validated again (~3% of the stage); a surrogate is encoded below, which raises
+        joined = _main_ids(labels)
+        out = new("pulpie_rt_text_output")
+        status = lib.pulpie_rt_reconstruct_code_points(stored[0], len(map_html), stored[1], joined,
+                                                       len(joined), ctypes.byref(out))
+        if status != _c("PULPIE_RT_FAILED"):
+            _check(status, out.reason)
+            return _take(lib, out.ptr, out.len)
     try:
         utf8 = _Utf8(map_html)
     except UnicodeEncodeError as exc:

@@ -283,6 +283,35 @@ def test_a_strs_utf8_for_the_core_is_its_encoding_in_every_storage_width():
             assert data == text.encode("utf-8", "surrogatepass") and size == len(data)
 
 
+def test_reconstruct_reads_a_str_of_every_storage_width_as_its_utf8():
+    # a non-ASCII map_html goes to the core as the code points CPython holds
+    # (pulpie_rt_reconstruct_code_points, encoded there); the same main HTML as its UTF-8
+    # through pulpie_rt_reconstruct, and a lone surrogate still refused with the door's message
+    lib = native._library()
+
+    def through_utf8(map_html: str, labels: dict[str, str]) -> str:
+        data = map_html.encode("utf-8")
+        joined = native._main_ids(labels)
+        out = native.new("pulpie_rt_text_output")
+        assert lib.pulpie_rt_reconstruct(data, len(data), joined, len(joined),
+                                         ctypes.byref(out)) == native._c("PULPIE_RT_DONE")
+        return native._take(lib, out.ptr, out.len)
+
+    labels = {"1": "main", "2": "other", "3": "main"}
+    for text in ["plain", "caf\xe9 \xff", "\u0416\u07ff\u0800\uffff", "\U0001f600 \U0010ffff \xe9"]:
+        map_html = (f'<html><body><p _item_id="1">{text} one</p><p _item_id="2">{text}</p>'
+                    f'<div _item_id="3"><a href="http://x/?a=1&amp;b={text}">{text}</a></div>'
+                    "</body></html>")
+        widths = {"plain": 0, "caf\xe9 \xff": 1}.get(text)
+        stored = native._str_storage(map_html)
+        assert stored is not None and (widths is None or stored[1] == widths)
+        got = extract_main_html(map_html, labels)
+        assert got == through_utf8(map_html, labels), text
+        assert text in got and "one" in got
+    with pytest.raises(ValueError, match="not UTF-8-encodable"):
+        extract_main_html("<html><body><p _item_id='1'>\u0416\ud800</p></body></html>", labels)
+
+
 # ── random markup ─────────────────────────────────────────────────────────────────────────
 
 _FUZZ_TAGS = (

@@ -179,6 +179,12 @@ int32_t pulpie_rt_utf8_of_code_points(const uint8_t *points, size_t count, uint3
 /* reconstruct.extract_main_html: main_ids each followed by a NUL. */
 int32_t pulpie_rt_reconstruct(const uint8_t *map_html, size_t map_len, const uint8_t *main_ids,
                               size_t ids_len, pulpie_rt_text_output *out);
+/* pulpie_rt_reconstruct of the map_html held as count code points of width bytes each (as
+ * pulpie_rt_utf8_of_code_points takes them), encoded by the core and not validated again;
+ * PULPIE_RT_FAILED where they cannot be encoded (a surrogate). */
+int32_t pulpie_rt_reconstruct_code_points(const uint8_t *points, size_t count, uint32_t width,
+                                          const uint8_t *main_ids, size_t ids_len,
+                                          pulpie_rt_text_output *out);
 
 /* The byte-level BPE tokenizer: from tokenizer.json's bytes (json) or its path;
  * ensure_specials: special tokens to add, one a line. */

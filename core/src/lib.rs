@@ -379,10 +379,53 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
     install_panic_hook();
     let out = &mut *out;
     *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
-    let (Ok(map_html), Ok(ids)) = (
-        std::str::from_utf8(std::slice::from_raw_parts(map_html, map_len)),
-        std::str::from_utf8(std::slice::from_raw_parts(main_ids, ids_len)),
-    ) else {
+    let Ok(map_html) = std::str::from_utf8(std::slice::from_raw_parts(map_html, map_len)) else {
+        out.reason = c"not UTF-8".as_ptr().cast();
+        return abi::FAILED;
+    };
+    reconstruct_into(map_html, std::slice::from_raw_parts(main_ids, ids_len), out)
+}
+
+/// `pulpie_rt_reconstruct` of the `map_html` held as `count` code points of `width` bytes each
+/// at `points` (`pulpie_rt_utf8_of_code_points`' input: a str as CPython stores it), encoded
+/// here (`ucs::utf8_of`, which writes only UTF-8; no copy given back) and not validated again. Status 1 as
+/// for `pulpie_rt_utf8_of_code_points` where they cannot be encoded (the caller encodes that
+/// text itself), else as for `pulpie_rt_reconstruct`.
+///
+/// # Safety
+/// `points` points to `count * width` bytes, `main_ids` to `ids_len`; `out` to a writable
+/// `TextOutput`, whose buffer is released with `pulpie_rt_free`.
+#[cfg(feature = "python-ffi")]
+#[no_mangle]
+pub unsafe extern "C" fn pulpie_rt_reconstruct_code_points(
+    points: *const u8,
+    count: usize,
+    width: u32,
+    main_ids: *const u8,
+    ids_len: usize,
+    out: *mut TextOutput,
+) -> i32 {
+    install_panic_hook();
+    let out = &mut *out;
+    *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
+    let utf8 = match utf8_of_code_points(points, count, width) {
+        Ok(utf8) => utf8,
+        Err(reason) => {
+            out.reason = reason.as_ptr().cast();
+            return abi::FAILED;
+        }
+    };
+    // SAFETY: ucs::utf8_of writes the UTF-8 of code points that are no surrogate and at most
+    // U+10FFFF
+    let map_html = std::str::from_utf8_unchecked(&utf8);
+    reconstruct_into(map_html, std::slice::from_raw_parts(main_ids, ids_len), out)
+}
+
+/// The reconstruct entries' common part: `main_ids` (each followed by a NUL) as the set of
+/// main ids, the main HTML of `map_html` into `out`.
+#[cfg(feature = "python-ffi")]
+fn reconstruct_into(map_html: &str, main_ids: &[u8], out: &mut TextOutput) -> i32 {
+    let Ok(ids) = std::str::from_utf8(main_ids) else {
         out.reason = c"not UTF-8".as_ptr().cast();
         return abi::FAILED;
     };
@@ -394,6 +437,27 @@ pub unsafe extern "C" fn pulpie_rt_reconstruct(
         }
         Err(status) => status,
     }
+}
+
+/// The UTF-8 of the `count` code points of `width` bytes each at `points` (`ucs::utf8_of`, in
+/// a buffer with room to spare), or why there is none.
+///
+/// # Safety
+/// `points` points to `count * width` bytes.
+#[cfg(feature = "python-ffi")]
+unsafe fn utf8_of_code_points(
+    points: *const u8,
+    count: usize,
+    width: u32,
+) -> Result<Vec<u8>, &'static std::ffi::CStr> {
+    let aligned = |align: usize| count == 0 || (points as usize).is_multiple_of(align);
+    let utf8 = match width {
+        1 => ucs::utf8_of(std::slice::from_raw_parts(points, count)),
+        2 if aligned(2) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u16>(), count)),
+        4 if aligned(4) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u32>(), count)),
+        _ => return Err(c"a width other than 1, 2 or 4, or points not aligned to it"),
+    };
+    utf8.ok_or(c"a surrogate code point (no UTF-8 for it)")
 }
 
 /// The UTF-8 of `count` code points of `width` bytes each (1, 2 or 4: Latin-1, UCS-2, UCS-4,
@@ -415,23 +479,14 @@ pub unsafe extern "C" fn pulpie_rt_utf8_of_code_points(
     install_panic_hook();
     let out = &mut *out;
     *out = TextOutput { ptr: std::ptr::null_mut(), len: 0, reason: std::ptr::null() };
-    let aligned = |align: usize| count == 0 || (points as usize).is_multiple_of(align);
-    let utf8 = match width {
-        1 => ucs::utf8_of(std::slice::from_raw_parts(points, count)),
-        2 if aligned(2) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u16>(), count)),
-        4 if aligned(4) => ucs::utf8_of(std::slice::from_raw_parts(points.cast::<u32>(), count)),
-        _ => {
-            out.reason = c"a width other than 1, 2 or 4, or points not aligned to it".as_ptr().cast();
-            return abi::FAILED;
-        }
-    };
-    match utf8 {
-        Some(bytes) => {
+    match utf8_of_code_points(points, count, width) {
+        Ok(mut bytes) => {
+            bytes.shrink_to_fit();
             (out.ptr, out.len) = leak_bytes(bytes);
             abi::DONE
         }
-        None => {
-            out.reason = c"a surrogate code point (no UTF-8 for it)".as_ptr().cast();
+        Err(reason) => {
+            out.reason = reason.as_ptr().cast();
             abi::FAILED
         }
     }

@@ -40,7 +40,8 @@ impl CodeUnit for u32 {
 /// Code points tested for ASCII at once.
 const RUN: usize = 16;
 
-/// The UTF-8 of `points`, or None where one is a surrogate (or above U+10FFFF).
+/// The UTF-8 of `points`, or None where one is a surrogate (or above U+10FFFF); in a buffer
+/// with room for the longest UTF-8 of that many points (`shrink_to_fit` it to hand it out).
 pub fn utf8_of<T: CodeUnit>(points: &[T]) -> Option<Vec<u8>> {
     // room for the longest UTF-8 of this width (pages a run leaves unwritten are never
     // touched), given back once written: one pass over the points
@@ -71,7 +72,6 @@ pub fn utf8_of<T: CodeUnit>(points: &[T]) -> Option<Vec<u8>> {
     }
     // SAFETY: the first len bytes were written above
     unsafe { out.set_len(len) };
-    out.shrink_to_fit();
     Some(out)
 }
 
