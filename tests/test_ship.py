@@ -212,6 +212,50 @@ def test_no_onnxruntime_package_no_distribution_lookup():
     assert out == [str(vendored) if vendored.is_file() else "None", "False"]
 
 
+def test_no_onnxruntime_gpu_installed_no_distribution_lookup(monkeypatch):
+    """The CPU onnxruntime installed (this environment's oracle) and no onnxruntime-gpu: the
+    GPU distribution is not asked of importlib.metadata (~15 ms of every start)."""
+    from importlib import metadata
+    from importlib.util import find_spec
+
+    from pulpie_rt.runtime import native
+
+    if find_spec("onnxruntime") is None:
+        pytest.skip("no onnxruntime package: the lookup is skipped before this rule")
+    if native._has_distribution_folder("onnxruntime-gpu"):
+        pytest.skip("onnxruntime-gpu is installed here")
+    asked = []
+    real = metadata.distribution
+    monkeypatch.setattr(metadata, "distribution", lambda name: asked.append(name) or real(name))
+    monkeypatch.delenv(native.ORT_LIBRARY_ENV, raising=False)
+    found = native.ort_library_path()
+    assert "onnxruntime-gpu" not in asked
+    if native.VENDORED_ORT_LIBRARY.is_file():
+        assert (found, asked) == (native.VENDORED_ORT_LIBRARY, [])
+
+
+def test_a_distribution_is_found_by_its_metadata_folder_under_its_normalized_name(
+        tmp_path, monkeypatch):
+    from pulpie_rt.runtime import native
+
+    site, other = tmp_path / "site", tmp_path / "other"
+    (site / "onnxruntime-1.32.0.dist-info").mkdir(parents=True)
+    (site / "onnxruntime_gpu_extras-1.0.dist-info").mkdir()
+    other.mkdir()
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "absent"), str(tmp_path / "a.zip"),
+                                      str(site), str(other)])
+    (tmp_path / "a.zip").write_bytes(b"PK")  # a file on the path: not a folder to list
+    # the CPU distribution's folder, or another whose name begins the same, is not the GPU one
+    assert native._has_distribution_folder("onnxruntime")
+    assert not native._has_distribution_folder("onnxruntime-gpu")
+    (other / "ONNXRuntime_GPU-1.20.1.dist-info").mkdir()
+    assert native._has_distribution_folder("onnxruntime-gpu")
+    assert native._has_distribution_folder("onnxruntime.gpu")
+    (other / "ONNXRuntime_GPU-1.20.1.dist-info").rmdir()
+    (other / "onnxruntime_gpu-1.9.0-py3.11.egg-info").mkdir()
+    assert native._has_distribution_folder("onnxruntime-gpu")
+
+
 def test_a_library_that_cannot_run_is_refused_by_name(tmp_path):
     tool = _ort_tool()
     not_ort = tmp_path / "libnot.so"
