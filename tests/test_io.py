@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import json
+import sys
+import tracemalloc
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -74,7 +77,18 @@ def _text(html):
     return html.text() if isinstance(html, PageText) else html
 
 
-def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path):
+@pytest.fixture(params=["bytes written by the core", "through a buffer"])
+def member_path(request, monkeypatch):
+    """Each way ``JsonStringMember`` gives a text: written into its bytes object (CPython's C
+    API), or through the buffer an interpreter without that API uses."""
+    if request.param == "through a buffer":
+        monkeypatch.setattr(native, "_BYTES_API", [None])
+    elif native._bytes_api() is None:
+        pytest.skip("this interpreter has no C API to call")
+    return request.param
+
+
+def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path, member_path):
     """The HTML member the core reads (no str built) is, as the engine takes it, the str the
     JSON reader gives; lines the core leaves (a lone surrogate escape, the member repeated or
     not a string, the id read from the same field) are read whole as before."""
@@ -116,6 +130,37 @@ def test_jsonl_html_read_by_the_core_is_the_json_readers_text(tmp_path):
     # the id read from the HTML's own field: the record is read whole
     same = list(iter_inputs([path], html_field="id", id_field="id"))
     assert [(p.id, p.html) for p in same[:2]] == [("esc", "esc"), ("raw", "raw")]
+
+
+def _member_of(member: native.JsonStringMember, line: bytes):
+    buffer = ctypes.create_string_buffer(line, len(line))
+    found = member(ctypes.addressof(buffer), len(line))
+    return None if found is None else (found[0].data, found[1], found[2])
+
+
+def test_a_text_is_its_own_bytes_and_a_line_left_to_json_keeps_none(member_path):
+    """The texts are whole bytes objects of their own, each held only by its PageText; a
+    line the core leaves frees what was made for it (a leak would hold a line's length each
+    time: megabytes here)."""
+    member = native.JsonStringMember(b"html")
+    long = "<p>" + "é\"" * 200_000 + "</p>"
+    for html in ("", "<p>x</p>", long):
+        line = json.dumps({"html": html, "id": 1}).encode()
+        data, start, end = _member_of(member, line)
+        assert (data, line[start:end]) == (html.encode(), json.dumps(html).encode())
+        if html:  # (the empty bytes object is Python's one, shared)
+            assert sys.getrefcount(data) == 2  # ours and getrefcount's argument
+    refused = json.dumps({"html": 5, "id": "x" * 1_000_000}).encode()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            assert _member_of(member, refused) is None
+        data, _, _ = _member_of(member, json.dumps({"html": long}).encode())
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < len(data) + 100_000, grown
 
 
 def test_custom_fields_and_parquet(tmp_path):
