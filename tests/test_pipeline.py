@@ -66,6 +66,32 @@ def test_run_streams_with_bounded_memory(pages):
     assert ahead <= 2 * group
 
 
+def test_a_cpu_run_reads_a_few_groups_per_thread_ahead():
+    """On the CPU the window is ``WINDOW_GROUPS_PER_THREAD`` groups per calling thread (at most
+    ``WINDOW_PAGES_GPU``), and a run reads no further ahead of its results than that."""
+    from pulpie_rt.runtime.flow import pipeline as flow
+
+    pipeline = Pipeline(devices="cpu", workers=2)
+    group = pipeline.group_pages
+    assert pipeline.window == flow.WINDOW_GROUPS_PER_THREAD * group * 2 < flow.WINDOW_PAGES_GPU
+    assert Pipeline(devices="cpu", workers=4096).window == flow.WINDOW_PAGES_GPU
+    assert Pipeline(devices="cpu", workers=2, window=3 * group).window == 3 * group
+    consumed = produced = ahead = 0
+
+    def source():
+        nonlocal consumed
+        for index in range(3 * pipeline.window):
+            consumed += 1
+            yield f"<article><h1>Page {index}</h1><p>{'Some words of it. ' * 20}</p></article>"
+
+    for result in pipeline.run(source()):
+        produced += 1
+        ahead = max(ahead, consumed - produced)
+        assert result.error is None
+    assert produced == 3 * pipeline.window
+    assert ahead <= pipeline.window + group  # (the 512 pages read before: all 192)
+
+
 def test_threads_share_one_engine_and_start_no_process(pages, expected):
     pipeline = Pipeline(tiny_bundle(), devices="cpu")
     assert len(pipeline.engines) == 1 and pipeline.devices == ["cpu"]
