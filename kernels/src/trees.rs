@@ -1612,18 +1612,6 @@ mod simd_levels {
         }
     }
 
-    /// This thread's CPU seconds (the first field of /proc/thread-self/schedstat: time on a
-    /// CPU, nanoseconds), so that other jobs on a shared machine do not count; wall seconds
-    /// since the first call where that file is not there.
-    fn cpu_seconds() -> f64 {
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
-        match schedstat.as_deref().and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok()) {
-            Some(ns) => ns as f64 * 1e-9,
-            None => START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64(),
-        }
-    }
-
     /// `PULPIE_RT_TREE_ROWS=FILE cargo test -p pulpie_rt_kernels --release tree_pages --
     /// --ignored --nocapture`: the default model's two fast stages on real pages' rows
     /// (`python -m bench.tree_rows FILE` writes them: per page and stage, `u32` rows, `u32`
@@ -1661,7 +1649,7 @@ mod simd_levels {
             let mut digest = 0u64;
             for _ in 0..7 {
                 digest = 0xcbf2_9ce4_8422_2325;
-                let start = cpu_seconds();
+                let start = crate::clock::thread_cpu_seconds();
                 for (columns, values) in pages {
                     let mut probabilities = vec![0f32; values.len() / columns * 2];
                     trees.predict(values, *columns, &mut probabilities, None).unwrap();
@@ -1669,7 +1657,7 @@ mod simd_levels {
                         digest = (digest ^ u64::from(p.to_bits())).wrapping_mul(0x100_0000_01b3);
                     }
                 }
-                best = best.min(cpu_seconds() - start);
+                best = best.min(crate::clock::thread_cpu_seconds() - start);
             }
             let simd = trees.simd();
             println!(

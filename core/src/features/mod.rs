@@ -31,6 +31,7 @@ mod text;
 pub use text::KEYWORDS;
 use text::{count_words, is_digit, keyword_bits, lower, lower_words};
 
+use crate::hash::FastMap;
 use crate::tree::{Reader, Tree, NONE};
 
 pub const N_FEATURES: usize = 166;
@@ -158,6 +159,29 @@ fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
+/// The `is_cjk` characters of `text`. Every one of them is three or four bytes long in UTF-8
+/// (U+3040 and above), so only the characters starting with a lead byte of such a length are
+/// decoded; the bytes of the others (ASCII, most of a Latin page) are passed over.
+fn count_cjk(text: &str) -> usize {
+    if text.is_ascii() {
+        return 0;
+    }
+    let bytes = text.as_bytes();
+    let mut count = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] < 0xE0 {
+            i += 1; // ASCII, a continuation byte or a two-byte character's lead
+            continue;
+        }
+        let width = if bytes[i] < 0xF0 { 3 } else { 4 };
+        let c = text[i..i + width].chars().next().expect("a character starts at a lead byte");
+        count += usize::from(is_cjk(c));
+        i += width;
+    }
+    count
+}
+
 /// Column offsets: block columns, own keywords, ancestors' keywords, ancestor tags, page
 /// columns, text statistics (`np.concatenate` order of the specification).
 const BLOCK: usize = 0;
@@ -276,14 +300,63 @@ fn dialog_kind(tree: &Tree, node: usize) -> (bool, bool) {
     (dialog, modal)
 }
 
-/// Records `depth` in the dialog columns (`distances`: a row's `N_DIALOGS`) that `node` is
-/// the kind of, where no nearer element was.
-fn set_dialog_distances(distances: &mut [f32], tree: &Tree, node: usize, depth: usize) {
-    let (dialog, modal) = dialog_kind(tree, node);
-    for (slot, is) in distances.iter_mut().zip([dialog, modal]) {
+/// Records `depth` in the dialog columns (`distances`: a row's `N_DIALOGS`) that the element
+/// of `info` is the kind of, where no nearer element was.
+fn set_dialog_distances(distances: &mut [f32], info: &NodeInfo, depth: usize) {
+    for (slot, is) in distances.iter_mut().zip([info.dialog, info.modal]) {
         if is {
             record_nearest(slot, depth);
         }
+    }
+}
+
+/// What the rows read of an element of a block's chain (its own element and its ancestors),
+/// found once per element and page: the chains of a page's blocks share most of their
+/// elements, and each would otherwise compare the element's tag with the column tags and
+/// scan its attributes again.
+#[derive(Clone, Copy, Default)]
+struct NodeInfo {
+    /// `keyword_flags`
+    keywords: u64,
+    /// its index in `ANCESTOR_TAGS`
+    ancestor_tag: Option<u8>,
+    /// its index in `DISTANCE_TAGS`
+    distance_tag: Option<u8>,
+    /// `dialog_kind`
+    dialog: bool,
+    modal: bool,
+    is_link: bool,
+    is_html: bool,
+}
+
+impl NodeInfo {
+    fn of(tree: &Tree, node: usize) -> NodeInfo {
+        let tag = tree.nodes[node].tag.as_str();
+        let (dialog, modal) = dialog_kind(tree, node);
+        NodeInfo {
+            keywords: keyword_flags(tree, node),
+            ancestor_tag: ancestor_index(tag).map(|i| i as u8),
+            distance_tag: DISTANCE_TAGS.iter().position(|t| *t == tag).map(|i| i as u8),
+            dialog,
+            modal,
+            is_link: tag == "a",
+            is_html: tag == "html",
+        }
+    }
+}
+
+/// `NodeInfo` of each element of a page, found at the first asking.
+struct NodeInfos {
+    infos: Vec<Option<NodeInfo>>,
+}
+
+impl NodeInfos {
+    fn new(size: usize) -> NodeInfos {
+        NodeInfos { infos: vec![None; size] }
+    }
+
+    fn get(&mut self, tree: &Tree, node: usize) -> NodeInfo {
+        *self.infos[node].get_or_insert_with(|| NodeInfo::of(tree, node))
     }
 }
 
@@ -417,19 +490,30 @@ fn walk_subtree(tree: &Tree, view: &DomView, node: usize, text: &mut String) -> 
     out
 }
 
-/// Characters, `[.,;:!?]` matches and `str.isdigit()` characters of `text`.
+/// Characters, `[.,;:!?]` matches and `str.isdigit()` characters of `text`, in one pass over
+/// its bytes: an ASCII byte is a character (punctuation, a digit or neither), a lead byte
+/// starts a character decoded only to ask whether it is a digit, a continuation byte is no
+/// character.
 fn char_counts(text: &str) -> (usize, usize, usize) {
-    let is_punct = |b: &u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?');
-    let punct = text.bytes().filter(is_punct).count();
-    if text.is_ascii() {
-        return (text.len(), punct, text.bytes().filter(u8::is_ascii_digit).count());
-    }
-    let (mut chars, mut digits) = (0, 0);
-    for c in text.chars() {
-        chars += 1;
-        digits += is_digit(c) as usize;
+    let bytes = text.as_bytes();
+    let (mut chars, mut punct, mut digits) = (0, 0, 0);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b < 0x80 {
+            chars += 1;
+            punct += usize::from(matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?'));
+            digits += usize::from(b.is_ascii_digit());
+        } else if b >= 0xC0 {
+            chars += 1;
+            let c = text[i..].chars().next().expect("a character starts at a lead byte");
+            digits += usize::from(is_digit(c));
+        }
     }
     (chars, punct, digits)
+}
+
+/// `text.count(". ")`: the pairs of a full stop and a space (two of them cannot overlap).
+fn count_sentence_ends(text: &str) -> usize {
+    text.as_bytes().windows(2).filter(|pair| pair == b". ").count()
 }
 
 /// `a / max(b, 1)` in Python floats (f64), stored as float32.
@@ -554,7 +638,7 @@ pub fn block_features_of_tree(
     let keyword_bits = distance_keyword_bits();
     let view = DomView::new(tree, root, !libxml2_tree);
     // `parse` numbers the nodes in document order: the first node with an id keeps it
-    let mut by_id: std::collections::HashMap<&str, usize> = Default::default();
+    let mut by_id: FastMap<&str, usize> = Default::default();
     for node in 0..tree.nodes.len() {
         if view.inert[node] {
             continue;
@@ -575,7 +659,7 @@ pub fn block_features_of_tree(
     // a run wrapper's parent (its `own` element), the first of its containers: the wrapper's
     // text and the `<p>`s beside it sit in that element, whose ancestors the chain starts with
     let mut wrapped_in = vec![NONE; n];
-    let mut keyword_cache: Vec<Option<u64>> = vec![None; tree.nodes.len()];
+    let mut infos = NodeInfos::new(tree.nodes.len());
     let mut text = String::new();
     // each row's own element (the rail columns start their walks there), NONE where none
     let mut own_of = vec![NONE; n];
@@ -607,39 +691,33 @@ pub fn block_features_of_tree(
         let mut parent = view.parent[own];
         let mut distances =
             if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
+        let own_info = infos.get(tree, own);
         if let Some(d) = distances.as_deref_mut() {
-            set_distances(d, keyword_flags(tree, own), tree.nodes[own].tag.as_str(), 0, &keyword_bits);
+            set_distances(d, &own_info, 0, &keyword_bits);
         }
         let mut dialog_distances =
             if dialogs { Some(&mut dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]) } else { None };
         if let Some(d) = dialog_distances.as_deref_mut() {
-            set_dialog_distances(d, tree, own, 0);
+            set_dialog_distances(d, &own_info, 0);
         }
-        while parent != NONE && tree.nodes[parent].tag.as_str() != "html" {
+        while parent != NONE {
+            let info = infos.get(tree, parent);
+            if info.is_html {
+                break;
+            }
             depth += 1;
             chain_nodes.push(parent);
-            let flags = match keyword_cache[parent] {
-                Some(flags) => flags,
-                None => {
-                    let flags = keyword_flags(tree, parent);
-                    keyword_cache[parent] = Some(flags);
-                    flags
-                }
-            };
-            ancestor_kw |= flags;
+            ancestor_kw |= info.keywords;
             if let Some(d) = distances.as_deref_mut() {
-                set_distances(d, flags, tree.nodes[parent].tag.as_str(), depth, &keyword_bits);
+                set_distances(d, &info, depth, &keyword_bits);
             }
             if let Some(d) = dialog_distances.as_deref_mut() {
-                set_dialog_distances(d, tree, parent, depth);
+                set_dialog_distances(d, &info, depth);
             }
-            let parent_tag = tree.nodes[parent].tag.as_str();
-            if let Some(index) = ancestor_index(parent_tag) {
-                r[ANCESTOR_TAG + index] = 1.0;
+            if let Some(index) = info.ancestor_tag {
+                r[ANCESTOR_TAG + index as usize] = 1.0;
             }
-            if parent_tag == "a" {
-                in_link = true;
-            }
+            in_link |= info.is_link;
             parent = view.parent[parent];
         }
         chain_ends[row] = chain_nodes.len();
@@ -657,8 +735,8 @@ pub fn block_features_of_tree(
         r[BLOCK + 8] = n_punct as f32;
         r[BLOCK + 9] = depth as f32;
         r[BLOCK + 10] = in_link as u8 as f32;
-        r[BLOCK + 11] = text.matches(". ").count() as f32;
-        let own_kw = keyword_flags(tree, own);
+        r[BLOCK + 11] = count_sentence_ends(&text) as f32;
+        let own_kw = own_info.keywords;
         for k in 0..KEYWORDS.len() {
             r[OWN_KW + k] = (own_kw >> k & 1) as f32;
             r[ANCESTOR_KW + k] = (ancestor_kw >> k & 1) as f32;
@@ -672,7 +750,7 @@ pub fn block_features_of_tree(
         prose[row] = (n_words as i64 - link_words as i64) as f32;
         texts[row] = w.joined;
         if extras {
-            extra[row * N_EXTRAS] = text.chars().filter(|&c| is_cjk(c)).count() as f32;
+            extra[row * N_EXTRAS] = count_cjk(&text) as f32;
         }
     }
 
@@ -905,7 +983,7 @@ fn rail_columns(
             if !found && level < RAIL_LEVELS && view.parent[element] != NONE {
                 let parent = view.parent[element];
                 if run[element].is_none() {
-                    let mut counts: std::collections::HashMap<(&str, &str), Run> = Default::default();
+                    let mut counts: FastMap<(&str, &str), Run> = Default::default();
                     for &child in children(parent) {
                         let count = counts.entry(signature(child)).or_default();
                         count.items += 1;
@@ -991,17 +1069,17 @@ fn container_columns(chain: &[usize]) -> [f32; N_CONTAINERS] {
     columns
 }
 
-/// Records `depth` as the distance of each distance keyword in `flags` and of `tag`, where
-/// no nearer element had it (`distances`: a row's extras after the CJK column).
-fn set_distances(distances: &mut [f32], flags: u64, tag: &str, depth: usize, keyword_bits: &[u64]) {
+/// Records `depth` as the distance of each distance keyword and of the tag of the element of
+/// `info`, where no nearer element had it (`distances`: a row's extras after the CJK column).
+fn set_distances(distances: &mut [f32], info: &NodeInfo, depth: usize, keyword_bits: &[u64]) {
     let (keywords, tags) = distances.split_at_mut(DISTANCE_KEYWORDS.len());
     for (slot, &bit) in keywords.iter_mut().zip(keyword_bits) {
-        if flags & bit != 0 {
+        if info.keywords & bit != 0 {
             record_nearest(slot, depth);
         }
     }
-    if let Some(t) = DISTANCE_TAGS.iter().position(|t| *t == tag) {
-        record_nearest(&mut tags[t], depth);
+    if let Some(t) = info.distance_tag {
+        record_nearest(&mut tags[t as usize], depth);
     }
 }
 
@@ -1063,7 +1141,7 @@ fn page_columns(
     let candidate_words: f32 = words.iter().zip(&in_candidate).map(|(w, c)| w * c).sum();
     let candidate_share = (candidate_words as f64 / total) as f32;
 
-    let mut counts: std::collections::HashMap<&str, u32> = Default::default();
+    let mut counts: FastMap<&str, u32> = Default::default();
     for t in texts {
         *counts.entry(t.as_str()).or_insert(0) += 1;
     }
@@ -1118,6 +1196,92 @@ mod tests {
 
     fn column(x: &[f32], name_offset: usize) -> Vec<f32> {
         x.chunks(N_FEATURES).map(|r| r[name_offset]).collect()
+    }
+
+    #[test]
+    fn cjk_sentence_and_character_counts_are_those_of_the_characters() {
+        for text in [
+            "好的文章 ok ｶﾀｶﾅ 한국어 𠀀𪚥 é ß ΟΔΟΣ — ”",
+            "plain ASCII. Two. 42!? a;b:c,",
+            "١٢٣ ۴۵ ² ① Ⅻ ½ 7.",
+            "..  . .. ",
+            "ぁ゠ヿ㐀䶿一鿿가힯豈﫿\u{2fa1f}\u{2fa20}\u{303f}\u{3100}",
+            "",
+        ] {
+            assert_eq!(count_cjk(text), text.chars().filter(|&c| is_cjk(c)).count(), "{text}");
+            assert_eq!(count_sentence_ends(text), text.matches(". ").count(), "{text}");
+            let digits = text.chars().filter(|&c| is_digit(c)).count();
+            let punct = text.chars().filter(|c| ".,;:!?".contains(*c)).count();
+            assert_eq!(char_counts(text), (text.chars().count(), punct, digits), "{text}");
+        }
+        assert_eq!(count_cjk("好的文章 ok 𠀀 \u{303f}"), 5);
+        assert_eq!(count_sentence_ends("a. b.. c. "), 3);
+    }
+
+    /// `python -m bench.feature_pages FILE` then `PULPIE_RT_FEATURE_PAGES=FILE cargo test -p
+    /// pulpie_rt_core --release --lib feature_pages -- --ignored --nocapture`: the `fast`
+    /// profile's block features (layout `blocks-v5`, off the tree simplify gives, as the engine
+    /// reads them) and their context (`context-v6`) of each page of FILE (JSONL, an `html` member
+    /// a line), segmented as that profile segments; the best of 7 rounds' CPU milliseconds
+    /// (this thread's) of each pass and a digest of every value's bits (a measurement).
+    #[test]
+    #[ignore]
+    fn feature_pages() {
+        let Ok(path) = std::env::var("PULPIE_RT_FEATURE_PAGES") else {
+            println!("PULPIE_RT_FEATURE_PAGES is not set: nothing measured");
+            return;
+        };
+        let mut pages = Vec::new();
+        for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+            let record = crate::json::parse_str(line).unwrap();
+            let html = record.get("html").and_then(|h| h.as_str()).unwrap().to_string();
+            let Ok(page) = crate::page::Page::new(html.as_bytes()) else { continue };
+            let Ok((simplified, _, Some(tree))) = crate::page::simplify_page_and_map(&page, 500, true, true)
+            else {
+                continue;
+            };
+            let ids = crate::engine::prepare::extract_blocks(&simplified).1;
+            if !ids.is_empty() {
+                pages.push((tree, ids));
+            }
+        }
+        let clock = pulpie_rt_kernels::clock::thread_cpu_seconds;
+        let digest = |digest: &mut u64, values: &[f32]| {
+            for v in values {
+                *digest = (*digest ^ u64::from(v.to_bits())).wrapping_mul(0x100_0000_01b3);
+            }
+        };
+        let (mut features_s, mut context_s) = (f64::INFINITY, f64::INFINITY);
+        let (mut features_digest, mut context_digest) = (0, 0);
+        let blocks: usize = pages.iter().map(|(_, ids)| ids.len()).sum();
+        for _ in 0..7 {
+            let (mut rows, mut seconds) = (Vec::with_capacity(pages.len()), 0.0);
+            features_digest = 0xcbf2_9ce4_8422_2325u64;
+            for ((tree, root), ids) in &pages {
+                let ids: Vec<Option<&str>> = ids.iter().map(Option::as_deref).collect();
+                let start = clock();
+                let page_rows =
+                    block_features_of_tree(tree, *root, &ids, false, true, true, true, true, false);
+                seconds += clock() - start;
+                digest(&mut features_digest, &page_rows);
+                rows.push(page_rows);
+            }
+            features_s = features_s.min(seconds);
+            context_digest = 0xcbf2_9ce4_8422_2325u64;
+            let start = clock();
+            for page_rows in &rows {
+                let context = context::context_features(page_rows, context::N_FEATURES_V5).unwrap();
+                digest(&mut context_digest, &context);
+            }
+            context_s = context_s.min(clock() - start);
+        }
+        println!(
+            "{} pages, {blocks} blocks: features {:.2} ms (digest {features_digest:016x}), context {:.2} ms \
+             (digest {context_digest:016x})",
+            pages.len(),
+            features_s * 1e3,
+            context_s * 1e3
+        );
     }
 
     #[test]

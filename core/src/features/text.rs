@@ -129,6 +129,15 @@ pub struct Words {
 
 /// The words of `s.lower()` (`re.findall(r"\w+", ...)`), counted and joined.
 pub fn lower_words(s: &str) -> Words {
+    if s.is_ascii() {
+        lower_ascii_words(s)
+    } else {
+        lower_any_words(s)
+    }
+}
+
+/// `lower_words` of any text, one character of `s.lower()` at a time.
+fn lower_any_words(s: &str) -> Words {
     let mut words = Words { joined: String::with_capacity(s.len()), ..Words::default() };
     let mut word_start: Option<usize> = None; // byte offset of the current word in `joined`
     let mut word_chars = 0;
@@ -156,6 +165,35 @@ pub fn lower_words(s: &str) -> Words {
     });
     if let Some(start) = word_start {
         finish(&mut words, start, word_chars);
+    }
+    words
+}
+
+/// `lower_words` of ASCII text: a word is a run of ASCII letters, digits and `_`, lowered
+/// as it is copied whole (one character is one byte).
+fn lower_ascii_words(s: &str) -> Words {
+    let mut words = Words { joined: String::with_capacity(s.len()), ..Words::default() };
+    let bytes = s.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_word(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_word(bytes[i]) {
+            i += 1;
+        }
+        if !words.joined.is_empty() {
+            words.joined.push(' ');
+        }
+        let at = words.joined.len();
+        words.joined.push_str(&s[start..i]);
+        words.joined[at..].make_ascii_lowercase();
+        words.count += 1;
+        words.chars += i - start;
+        words.stopwords += usize::from(is_stopword(&words.joined[at..]));
     }
     words
 }
@@ -354,6 +392,25 @@ mod tests {
         let greek = lower_words("ΟΔΟΣ ΟΔΟΣ");
         assert_eq!(greek.joined, "οδος οδος");
         assert_eq!(greek.chars, 8);
+    }
+
+    #[test]
+    fn ascii_words_are_the_words_of_any_text() {
+        // every ASCII byte, and words at both ends, stopwords in any case, runs of separators
+        let every_byte: String = (0u8..128).map(char::from).collect();
+        for s in [
+            every_byte.as_str(),
+            "The Cat, and THE dog's bowl.",
+            "_x_ A1b2  --  THIS is__it 42",
+            "  lead and trail  ",
+            "",
+            "!!!",
+            "one",
+        ] {
+            assert_eq!(lower_ascii_words(s), lower_any_words(s), "{s:?}");
+        }
+        assert_eq!(lower_ascii_words("An OLD_Tree, The end").joined, "an old_tree the end");
+        assert_eq!(lower_ascii_words("An OLD_Tree, The end").stopwords, 2);
     }
 
     #[test]
