@@ -864,9 +864,53 @@ fn story_columns(
 fn name_word_bits(tree: &Tree, node: usize) -> u8 {
     let mut bits = 0;
     for_each_lowered_value(tree, node, &["class", "id", "aria-label"], |value| {
-        bits |= u8::from(RAIL_WORDS.iter().any(|w| value.contains(w)))
-            | u8::from(COMMENT_WORDS.iter().any(|w| value.contains(w))) << 1;
+        bits |= rail_and_comment_bits(value);
     });
+    bits
+}
+
+/// `RAIL_WORDS` and then `COMMENT_WORDS`: the words `rail_and_comment_bits` looks for.
+const NAME_WORDS: [&str; RAIL_WORDS.len() + COMMENT_WORDS.len()] = {
+    let mut words = [""; RAIL_WORDS.len() + COMMENT_WORDS.len()];
+    let mut k = 0;
+    while k < words.len() {
+        words[k] = if k < RAIL_WORDS.len() { RAIL_WORDS[k] } else { COMMENT_WORDS[k - RAIL_WORDS.len()] };
+        k += 1;
+    }
+    words
+};
+const _: () = assert!(NAME_WORDS.len() <= 32);
+
+/// Per byte value, the `NAME_WORDS` starting with it (bit k: word k).
+const NAME_WORDS_BY_FIRST_BYTE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut k = 0;
+    while k < NAME_WORDS.len() {
+        table[NAME_WORDS[k].as_bytes()[0] as usize] |= 1 << k;
+        k += 1;
+    }
+    table
+};
+
+/// `RAIL_WORDS.iter().any(|w| value.contains(w))` as bit 0 and the same of `COMMENT_WORDS` as
+/// bit 1, in one pass over `value`: at each byte, the words starting with that byte are
+/// compared there (a word is in `value` where it starts at one of its bytes).
+fn rail_and_comment_bits(value: &str) -> u8 {
+    let bytes = value.as_bytes();
+    let mut bits = 0u8;
+    for i in 0..bytes.len() {
+        let mut words = NAME_WORDS_BY_FIRST_BYTE[bytes[i] as usize];
+        while words != 0 {
+            let k = words.trailing_zeros() as usize;
+            words &= words - 1;
+            if bytes[i..].starts_with(NAME_WORDS[k].as_bytes()) {
+                bits |= if k < RAIL_WORDS.len() { 1 } else { 2 };
+                if bits == 3 {
+                    return bits;
+                }
+            }
+        }
+    }
     bits
 }
 
@@ -1282,6 +1326,40 @@ mod tests {
             features_s * 1e3,
             context_s * 1e3
         );
+    }
+
+    #[test]
+    fn rail_and_comment_bits_are_the_words_contained() {
+        let expected = |value: &str| {
+            u8::from(RAIL_WORDS.iter().any(|w| value.contains(w)))
+                | u8::from(COMMENT_WORDS.iter().any(|w| value.contains(w))) << 1
+        };
+        let mut values: Vec<String> =
+            RAIL_WORDS.iter().chain(&COMMENT_WORDS).map(|w| w.to_string()).collect();
+        values.extend(RAIL_WORDS.iter().chain(&COMMENT_WORDS).map(|w| format!("x-{}", &w[..w.len() - 1])));
+        values.extend(
+            [
+                "",
+                "col-md-4 most-read-box",
+                "trendin",
+                "xtrending",
+                "commentpoll",
+                "latest-comments",
+                "re-vote",
+                "mostreadcomment",
+                "ab-promo-votes-\u{e9}",
+                "héadlines disqus",
+                "sponsorship",
+                "pol",
+            ]
+            .iter()
+            .map(|v| v.to_string()),
+        );
+        for value in &values {
+            assert_eq!(rail_and_comment_bits(value), expected(value), "{value:?}");
+        }
+        assert_eq!(rail_and_comment_bits("latest-comments"), 3);
+        assert_eq!(rail_and_comment_bits("x-trendin"), 0);
     }
 
     #[test]

@@ -73,18 +73,26 @@ pub fn for_each_lower(s: &str, mut emit: impl FnMut(char)) {
     for (at, c) in s.char_indices() {
         if c.is_ascii() {
             emit(c.to_ascii_lowercase());
-        } else if c == CAPITAL_SIGMA {
-            emit(lower_sigma(s, at));
-        } else if c == '\u{130}' {
-            // the one character whose lowercase is two: "i" and a combining dot above
-            emit('i');
-            emit('\u{307}');
         } else {
-            let cp = c as u32;
-            match PY_LOWER.binary_search_by_key(&cp, |&(from, _)| from) {
-                Ok(k) => emit(char::from_u32(PY_LOWER[k].1).unwrap_or(c)),
-                Err(_) => emit(c),
-            }
+            lower_non_ascii(s, at, c, &mut emit);
+        }
+    }
+}
+
+/// The lowercase of the non-ASCII character `c` at byte `at` of `s` (`str.lower()`'s), into
+/// `emit`.
+fn lower_non_ascii(s: &str, at: usize, c: char, mut emit: impl FnMut(char)) {
+    if c == CAPITAL_SIGMA {
+        emit(lower_sigma(s, at));
+    } else if c == '\u{130}' {
+        // the one character whose lowercase is two: "i" and a combining dot above
+        emit('i');
+        emit('\u{307}');
+    } else {
+        let cp = c as u32;
+        match PY_LOWER.binary_search_by_key(&cp, |&(from, _)| from) {
+            Ok(k) => emit(char::from_u32(PY_LOWER[k].1).unwrap_or(c)),
+            Err(_) => emit(c),
         }
     }
 }
@@ -138,35 +146,57 @@ pub fn lower_words(s: &str) -> Words {
 
 /// `lower_words` of any text, one character of `s.lower()` at a time.
 fn lower_any_words(s: &str) -> Words {
-    let mut words = Words { joined: String::with_capacity(s.len()), ..Words::default() };
-    let mut word_start: Option<usize> = None; // byte offset of the current word in `joined`
-    let mut word_chars = 0;
-    let finish = |words: &mut Words, start: usize, chars: usize| {
-        words.count += 1;
-        words.chars += chars;
-        if is_stopword(&words.joined[start..]) {
-            words.stopwords += 1;
-        }
+    let mut builder = WordsBuilder {
+        words: Words { joined: String::with_capacity(s.len()), ..Words::default() },
+        word_start: None,
+        word_chars: 0,
     };
-    for_each_lower(s, |c| {
-        if is_word(c) {
-            if word_start.is_none() {
-                if !words.joined.is_empty() {
-                    words.joined.push(' ');
-                }
-                word_start = Some(words.joined.len());
-                word_chars = 0;
-            }
-            words.joined.push(c);
-            word_chars += 1;
-        } else if let Some(start) = word_start.take() {
-            finish(&mut words, start, word_chars);
+    for (at, c) in s.char_indices() {
+        if c.is_ascii() {
+            builder.push(c.to_ascii_lowercase(), c.is_ascii_alphanumeric() || c == '_');
+        } else {
+            lower_non_ascii(s, at, c, |lowered| builder.push(lowered, is_word(lowered)));
         }
-    });
-    if let Some(start) = word_start {
-        finish(&mut words, start, word_chars);
     }
-    words
+    builder.finish();
+    builder.words
+}
+
+/// `lower_any_words`' words as the characters of `s.lower()` come.
+struct WordsBuilder {
+    words: Words,
+    /// byte offset of the current word in `joined`
+    word_start: Option<usize>,
+    word_chars: usize,
+}
+
+impl WordsBuilder {
+    /// One character of the lowered text, and whether `\w` matches it.
+    #[inline]
+    fn push(&mut self, c: char, is_word: bool) {
+        if is_word {
+            if self.word_start.is_none() {
+                if !self.words.joined.is_empty() {
+                    self.words.joined.push(' ');
+                }
+                self.word_start = Some(self.words.joined.len());
+                self.word_chars = 0;
+            }
+            self.words.joined.push(c);
+            self.word_chars += 1;
+        } else {
+            self.finish();
+        }
+    }
+
+    /// Ends the current word, if any.
+    fn finish(&mut self) {
+        if let Some(start) = self.word_start.take() {
+            self.words.count += 1;
+            self.words.chars += self.word_chars;
+            self.words.stopwords += usize::from(is_stopword(&self.words.joined[start..]));
+        }
+    }
 }
 
 /// `lower_words` of ASCII text: a word is a run of ASCII letters, digits and `_`, lowered
@@ -408,6 +438,21 @@ mod tests {
             "one",
         ] {
             assert_eq!(lower_ascii_words(s), lower_any_words(s), "{s:?}");
+        }
+        // any text: the words of `lower(s)` (already lowered) split at non-word characters
+        for s in [
+            "Ünïcödé WÖRDS, ΟΔΟΣ ΑΣ.Σ",
+            "İstanbul KELVIN \u{212a} x² Ⅻ",
+            "e\u{301}t\u{e9} — «The» naïve_café",
+        ] {
+            let lowered = lower(s);
+            let expected: Vec<&str> =
+                lowered.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()).collect();
+            let w = lower_any_words(s);
+            assert_eq!(w.joined, expected.join(" "), "{s:?}");
+            assert_eq!(w.count, expected.len(), "{s:?}");
+            assert_eq!(w.chars, expected.iter().map(|w| w.chars().count()).sum::<usize>(), "{s:?}");
+            assert_eq!(w.stopwords, expected.iter().filter(|w| is_stopword(w)).count(), "{s:?}");
         }
         assert_eq!(lower_ascii_words("An OLD_Tree, The end").joined, "an old_tree the end");
         assert_eq!(lower_ascii_words("An OLD_Tree, The end").stopwords, 2);
