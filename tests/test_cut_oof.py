@@ -73,6 +73,29 @@ def test_the_whole_bag_chooses_the_trainings_threshold(trained, tmp_path, capsys
     assert f"{bag} {BAG}x{ROUNDS}: threshold {threshold:+.2f}" in capsys.readouterr().out
 
 
+def test_a_cut_ships_at_the_threshold_its_own_out_of_fold_scores_chose(trained, tmp_path):
+    """make default-model's two steps: train.cut_oof's JSON read by train.truncate_bag
+    --threshold-from, the cut's threshold and figures in the manifest and results.json."""
+    from train.cut_oof import main as cut_oof
+    from train.truncate_bag import main as truncate_bag
+
+    bag, fast, _ = trained
+    (bag / "manifest.json").write_text(json.dumps(
+        {"profiles": {"fast": {"decoding": fast["decoding"]}}}))
+    oof, out = tmp_path / "oof.json", tmp_path / "cut"
+    assert cut_oof([str(bag), "--cuts", "1x3", "--out", str(oof)]) == 0
+    chosen = json.loads(oof.read_text())["cuts"]["1x3"]
+    truncate_bag([str(bag), "--cut", "1x3", "--threshold-from", str(oof), "--out", str(out)])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["profiles"]["fast"]["decoding"]["main_margin"] == chosen["threshold"]
+    cut = json.loads((out / "results.json").read_text())["fast"]
+    assert cut["decoding"]["main_margin"] == chosen["threshold"]
+    assert cut["calibration_f1"] == chosen["calibration_f1"]
+    assert cut["truncated"]["threshold"]["bag_main_margin"] == fast["decoding"]["main_margin"]
+    assert cut["truncated"]["threshold"]["bag_calibration_f1"] == fast["calibration_f1"]
+    assert (cut["bag"], cut["trees_per_stage"]) == (1, 3)
+
+
 @pytest.mark.parametrize(("cut", "reason"), [
     ("3x5", f"the bag has {BAG} members of {ROUNDS} rounds (K 1 to {BAG}, R 1 to {ROUNDS})"),
     ("2x6", f"the bag has {BAG} members of {ROUNDS} rounds (K 1 to {BAG}, R 1 to {ROUNDS})"),

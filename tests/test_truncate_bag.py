@@ -183,3 +183,136 @@ def test_three_rounds_are_refused(bagged, tmp_path, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == ("error: --rounds 5 6 7: give one value (both stages) or "
                                        "two (the first stage's, then the second's)\n")
+
+
+BAG_THRESHOLD, CUT_THRESHOLD = 0.25, -0.5
+BAG_F1 = {"-0.50": 0.71, "+0.25": 0.74}
+
+
+@pytest.fixture
+def trained_bag(bagged, tmp_path):
+    """``bagged`` with what training records of its threshold: the manifest's fast profile
+    and ``results.json``'s ``fast.decoding`` and ``fast.calibration_f1``."""
+    import shutil
+
+    folder, _, _ = bagged
+    bag = tmp_path / "bag"
+    shutil.copytree(folder, bag)
+    decoding = {"keep_best_block": True, "main_margin": BAG_THRESHOLD}
+    (bag / "manifest.json").write_text(json.dumps(
+        {"max_tokens": 7, "profiles": {"fast": {"decoding": decoding, "keep_hidden": True}}},
+        indent=2) + "\n")
+    results = json.loads((bag / "results.json").read_text())
+    results["fast"].update(decoding=dict(decoding), calibration_f1=BAG_F1)
+    (bag / "results.json").write_text(json.dumps(results))
+    return bag
+
+
+def cut_oof_record(cut: str, threshold: float = CUT_THRESHOLD, bag_f1: dict = BAG_F1) -> dict:
+    """What ``python -m train.cut_oof BAG --cuts CUT --out FILE`` writes for a bag that chose
+    BAG_THRESHOLD by ``bag_f1``."""
+    return {"bag": "B", "trained_threshold": BAG_THRESHOLD, "trained_calibration_f1": bag_f1,
+            "command": f"python -m train.cut_oof B --cuts {cut}",
+            "cuts": {cut: {"threshold": threshold,
+                           "calibration_f1": {"-0.50": 0.75, "+0.25": 0.73},
+                           "f1_at_trained_threshold": 0.73}}}
+
+
+@pytest.mark.parametrize(("cut", "recorded_as", "keep", "rounds"), [
+    ("2x12/2x5", "2x12/2x5", 2, (ROUNDS, 5)), ("1x4/1x4", "1x4", 1, 4), ("2x7", "2x7", 2, 7)])
+def test_a_cut_takes_the_threshold_its_own_out_of_fold_scores_chose(trained_bag, tmp_path, cut,
+                                                                    recorded_as, keep, rounds):
+    from train.truncate_bag import main, truncate_bundle
+
+    oof = tmp_path / "oof.json"
+    oof.write_text(json.dumps(cut_oof_record(recorded_as)))
+    out = tmp_path / "cut"
+    main([str(trained_bag), "--cut", cut, "--threshold-from", str(oof), "--out", str(out)])
+    # the same trees as --keep and --rounds give
+    truncate_bundle(trained_bag, keep, tmp_path / "kept", rounds=rounds)
+    for name in (FAST_FIRST_STAGE_NAME, FAST_RESCORER_NAME):
+        assert (out / name).read_bytes() == (tmp_path / "kept" / name).read_bytes()
+    # the manifest decodes at the cut's threshold, everything else in it as it was
+    manifest = json.loads((out / "manifest.json").read_text())
+    before = json.loads((trained_bag / "manifest.json").read_text())
+    before["profiles"]["fast"]["decoding"]["main_margin"] = CUT_THRESHOLD
+    assert manifest == before
+    assert (tmp_path / "kept" / "manifest.json").read_text() == (
+        trained_bag / "manifest.json").read_text()  # without it, the bag's threshold
+    fast = json.loads((out / "results.json").read_text())["fast"]
+    assert fast["decoding"]["main_margin"] == CUT_THRESHOLD
+    assert fast["calibration_f1"] == {"-0.50": 0.75, "+0.25": 0.73}  # the cut's figures
+    threshold = fast["truncated"]["threshold"]
+    assert threshold["main_margin"] == CUT_THRESHOLD
+    assert threshold["bag_main_margin"] == BAG_THRESHOLD
+    assert threshold["bag_calibration_f1"] == BAG_F1
+    assert threshold["command"] == f"python -m train.cut_oof B --cuts {recorded_as}"
+    assert fast["truncated"]["command"] == (f"python -m train.truncate_bag {trained_bag} --cut "
+                                            f"{cut} --threshold-from {oof} --out {out}")
+
+
+@pytest.mark.parametrize(("record", "cut", "error"), [
+    (cut_oof_record("2x5", bag_f1={"+0.25": 0.70}), "2x5",
+     "{oof} was measured on another bag (its trained threshold and out-of-fold figures are not "
+     "this bag's)"),
+    (cut_oof_record("2x6"), "2x5", "{oof} has no cut '2x5' (it measured 2x6)"),
+    (cut_oof_record("2x5"), "2x5/1x5",
+     "cut '2x5/1x5': both stages must keep the same members (a bundle records one bag), not 2 "
+     "and 1"),
+    (cut_oof_record("2x5"), "4x5",
+     f"cut '4x5': the bag has {BAG} members of {ROUNDS} rounds (K 1 to {BAG}, R 1 to "
+     f"{ROUNDS})"),
+])
+def test_a_threshold_not_measured_on_this_cut_of_this_bag_is_refused(trained_bag, tmp_path,
+                                                                      capsys, record, cut,
+                                                                      error):
+    from train.truncate_bag import main
+
+    oof, out = tmp_path / "oof.json", tmp_path / "cut"
+    oof.write_text(json.dumps(record))
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(trained_bag), "--cut", cut, "--threshold-from", str(oof), "--out", str(out)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"error: {error.format(oof=oof)}\n"
+    assert not out.exists()
+
+
+def test_a_threshold_needs_its_cut(trained_bag, tmp_path, capsys):
+    from train.truncate_bag import main
+
+    oof, out = tmp_path / "oof.json", tmp_path / "cut"
+    oof.write_text(json.dumps(cut_oof_record("2x5")))
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(trained_bag), "--keep", "2", "--rounds", "5", "--threshold-from", str(oof),
+              "--out", str(out)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == ("error: --threshold-from reads the threshold of one cut: "
+                                       "give --cut\n")
+    with pytest.raises(SystemExit):
+        main([str(trained_bag), "--cut", "2x5", "--rounds", "5", "--out", str(out)])
+    assert capsys.readouterr().err == "error: --cut gives the rounds: drop --rounds\n"
+    with pytest.raises(SystemExit):  # one of --keep and --cut
+        main([str(trained_bag), "--cut", "2x5", "--keep", "2", "--out", str(out)])
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_card_says_whose_out_of_fold_scores_chose_the_threshold():
+    """A cut at its own threshold: the card says the cut's out-of-fold scores chose it and
+    what the whole bag's chose; a cut at the bag's threshold says neither."""
+    from pulpie_rt.runtime.model.resolve import embedded_model_dir
+    from train.card import model_card
+
+    folder = embedded_model_dir()
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    truncated = results["fast"]["truncated"]
+    truncated.pop("threshold", None)
+    card = " ".join(model_card(results, manifest, 1).split())
+    assert "the best mean word F1 on the **train** pages from out-of-fold scores (" in card
+    assert "cut_oof" not in card
+    truncated["threshold"] = {"main_margin": 0.25, "bag_main_margin": -0.5}
+    card = " ".join(model_card(results, manifest, 1).split())
+    assert ("the best mean word F1 on the **train** pages from the cut's own out-of-fold scores "
+            "(its kept members and rounds trained on the other folds: `python -m "
+            "train.cut_oof`; the whole bag's chose -0.50) (") in card

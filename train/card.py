@@ -180,6 +180,13 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     truncated_text = (f" (the first {truncated['kept']} of the {truncated['from_bag']} trained"
                       f"{rounds_text}, leaf values rescaled to their mean: "
                       "`python -m train.truncate_bag`)" if truncated else "")
+    # the cut's own threshold (python -m train.truncate_bag --threshold-from): its own
+    # out-of-fold scores, not the whole bag's
+    cut_threshold = (truncated or {}).get("threshold")
+    scores_text = ("the cut's own out-of-fold scores (its kept members and rounds trained on\n  "
+                   "the other folds: `python -m train.cut_oof`; the whole bag's chose "
+                   f"{cut_threshold['bag_main_margin']:+.2f})" if cut_threshold
+                   else "out-of-fold scores")
     trees_text = (f"{trees} trees" if isinstance(trees, int) else
                   " and ".join(f"{n} trees in `{name}`" for name, n in trees.items()))
     fast_text = f"""
@@ -202,7 +209,7 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   ±0.01 with its seed), the rescorer settings above, {weighting}
   ({fast['folds']} folds of whole train pages{folded_text}). {selection_text} `main_margin` =
   {fast['decoding']['main_margin']:+.2f}, the best mean word F1 on the **train** pages from
-  out-of-fold scores ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
+  {scores_text} ({max(fast_f1.values()):.3f} there, {len(fast_f1)} values tried): no
   dev page is used to {"calibrate it, and the only dev pages trained on are the readability "
   "pages" if folds else "train or calibrate it"}.{decoding_text}{hidden_text}{noscript_text}"""
     # the saved articles and the test cases apart (eval.pages.readability_kind)

@@ -12,7 +12,15 @@ unchanged; ``results.json`` records the bag and rounds kept and where they came 
 model card and anything reading ``fast.bag`` or ``fast.trees_per_stage`` describe what is
 shipped.
 
+A cut is another model, so its threshold is chosen as the training chooses a bag's: the best
+mean word F1 of its own out-of-fold scores on the train pages, which ``python -m
+train.cut_oof`` measures (``--threshold-from`` its JSON; the manifest's ``main_margin`` and
+``results.json``'s ``fast.calibration_f1`` become the cut's, ``fast.truncated.threshold`` says
+how and keeps the bag's). Without it the bag's threshold stays.
+
     python -m train.truncate_bag MODEL --keep K [--rounds R] --out DIR
+    python -m train.cut_oof MODEL --cuts 2x150/2x75 --out OOF.json
+    python -m train.truncate_bag MODEL --cut 2x150/2x75 --threshold-from OOF.json --out DIR
 """
 
 from __future__ import annotations
@@ -95,12 +103,45 @@ def member_trees(fast: dict) -> dict[str, int]:
     return {name: int(trees[name] if isinstance(trees, dict) else trees) for name in STAGE_FILES}
 
 
+def parse_cut(text: str, fast: dict) -> tuple[int, tuple[int, int]]:
+    """``train.cut_oof``'s cut notation (``KxR``, or ``K1xR1/K2xR2``: the first stage's, then
+    the second's) as ``truncate_bundle``'s ``keep`` and ``rounds``; a bundle records one bag,
+    so both stages keep the same members."""
+    from train.cut_oof import parse_cut as parse
+
+    trees = member_trees(fast)
+    (first_keep, first_rounds), (second_keep, second_rounds) = parse(
+        text, int(fast["bag"]), max(trees.values()))
+    if first_keep != second_keep:
+        raise TruncateError(f"cut {text!r}: both stages must keep the same members (a bundle "
+                            f"records one bag), not {first_keep} and {second_keep}")
+    return first_keep, (first_rounds, second_rounds)
+
+
+def oof_threshold(oof: dict, cut: str, fast: dict, source: str) -> dict:
+    """The threshold ``train.cut_oof`` chose for ``cut`` (its JSON record ``oof``, read from
+    ``source``) and the figures it chose it by, checked to be this bag's: measured on a bag
+    whose training chose the same threshold by the same out-of-fold figures."""
+    if (oof.get("trained_threshold") != fast["decoding"]["main_margin"]
+            or oof.get("trained_calibration_f1") != fast.get("calibration_f1")):
+        raise TruncateError(f"{source} was measured on another bag (its trained threshold and "
+                            "out-of-fold figures are not this bag's)")
+    if cut not in oof.get("cuts", {}):
+        raise TruncateError(f"{source} has no cut {cut!r} (it measured "
+                            f"{', '.join(oof.get('cuts', {})) or 'none'})")
+    figures = oof["cuts"][cut]
+    return {"main_margin": figures["threshold"], "calibration_f1": figures["calibration_f1"],
+            "command": oof.get("command")}
+
+
 def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None = None,
                     evaluate: bool = False, threads: int = 2,
-                    rounds: int | tuple[int, int] | None = None) -> dict:
+                    rounds: int | tuple[int, int] | None = None,
+                    threshold: dict | None = None) -> dict:
     """Write ``out``: ``model_dir`` with both fast stages cut to their first ``keep`` bag
     members, each to its first ``rounds`` trees (all by default; a pair: the first stage's,
-    then the second's). With ``evaluate``, each
+    then the second's), at ``threshold`` (``oof_threshold``'s record: the cut's own, chosen out
+    of fold) or the bag's. With ``evaluate``, each
     profile's figures on the dev pages with ground truth are measured again
     (``train.__main__.evaluate_profiles``, as training does) and the model card is written
     from them; without, ``results.json`` says its dev figures are the uncut model's. Returns
@@ -132,6 +173,18 @@ def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None =
     shutil.copytree(model_dir, out)
     for name, stage in stages.items():
         onnx.save(stage, out / name)
+    threshold_record = None
+    if threshold is not None:
+        threshold_record = {
+            "main_margin": threshold["main_margin"],
+            "chosen": "the best mean word F1 of the cut's own out-of-fold scores on the train "
+                      "pages (python -m train.cut_oof), as the training chooses the bag's",
+            **({"command": threshold["command"]} if threshold.get("command") else {}),
+            "bag_main_margin": fast["decoding"]["main_margin"],
+            "bag_calibration_f1": fast.get("calibration_f1")}
+        _set_main_margin(out, threshold["main_margin"])
+        fast["decoding"]["main_margin"] = threshold["main_margin"]
+        fast["calibration_f1"] = threshold["calibration_f1"]
     def one_or_each(per_stage: dict[str, int]) -> int | dict[str, int]:
         values = set(per_stage.values())
         return values.pop() if len(values) == 1 else per_stage
@@ -141,6 +194,7 @@ def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None =
                  "rule": "the first rounds trees of each of the first kept members, leaf "
                          "values × from_bag / kept (the mean of those members' first rounds)",
                  **({"command": command} if command else {}),
+                 **({"threshold": threshold_record} if threshold_record else {}),
                  "dev_groundtruth": "measured again" if evaluate else "the uncut model's",
                  **({"from": fast["truncated"]} if "truncated" in fast else {})}
     fast.update({"bag": keep, "trees_per_stage": one_or_each(kept_rounds),
@@ -151,6 +205,17 @@ def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None =
         _evaluate(out, results, threads)
     (out / RESULTS_NAME).write_text(json.dumps(results, indent=2) + "\n")
     return fast
+
+
+def _set_main_margin(out: Path, main_margin: float) -> None:
+    """The fast profile's ``decoding.main_margin`` in ``out``'s manifest, written as the
+    training writes the manifest."""
+    from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+
+    path = out / MANIFEST_NAME
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["profiles"]["fast"]["decoding"]["main_margin"] = main_margin
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def _evaluate(out: Path, results: dict, threads: int) -> None:
@@ -176,12 +241,19 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m train.truncate_bag",
         description="Keep the first K bag members of each fast rescorer stage (their mean).")
     parser.add_argument("model", type=Path, help="bundle folder (e.g. pulpie_rt/default_model)")
-    parser.add_argument("--keep", type=int, required=True, help="bag members to keep")
+    cut = parser.add_mutually_exclusive_group(required=True)
+    cut.add_argument("--keep", type=int, help="bag members to keep")
+    cut.add_argument("--cut", help="train.cut_oof's notation: KxR (the first R trees of the "
+                     "first K members, both stages) or KxR1/KxR2 (the first stage's, then the "
+                     "second's)")
     parser.add_argument("--rounds", type=int, nargs="+", default=None, metavar="R",
                         help="trees (boosting rounds) to keep of each kept member, its first "
                              "(default: all); two values: the first stage's, then the "
                              "second's")
     parser.add_argument("--out", type=Path, required=True, help="new bundle folder (replaced)")
+    parser.add_argument("--threshold-from", type=Path, metavar="OOF_JSON",
+                        help="python -m train.cut_oof's --out for this bag: the threshold it "
+                             "chose for this cut (needs --cut) replaces the bag's")
     parser.add_argument("--evaluate", action="store_true",
                         help="measure each profile on the dev pages with ground truth again and "
                              "rewrite the model card (what shipping the bundle needs)")
@@ -190,14 +262,35 @@ def main(argv: list[str] | None = None) -> None:
     if args.rounds is not None and len(args.rounds) > 2:
         parser.exit(2, f"error: --rounds {' '.join(map(str, args.rounds))}: give one value "
                        "(both stages) or two (the first stage's, then the second's)\n")
+    if args.cut and args.rounds:
+        parser.exit(2, "error: --cut gives the rounds: drop --rounds\n")
+    if args.threshold_from and not args.cut:
+        parser.exit(2, "error: --threshold-from reads the threshold of one cut: give --cut\n")
     rounds = None if args.rounds is None else (
         args.rounds[0] if len(args.rounds) == 1 else tuple(args.rounds))
-    command = (f"python -m train.truncate_bag {args.model} --keep {args.keep}"
+    command = (f"python -m train.truncate_bag {args.model} "
+               + (f"--cut {args.cut}" if args.cut else f"--keep {args.keep}")
                + (f" --rounds {' '.join(map(str, args.rounds))}" if args.rounds else "")
+               + (f" --threshold-from {args.threshold_from}" if args.threshold_from else "")
                + f" --out {args.out}" + (" --evaluate" if args.evaluate else ""))
     try:
-        fast = truncate_bundle(args.model, args.keep, args.out, command, args.evaluate,
-                               args.threads, rounds)
+        keep, threshold = args.keep, None
+        if args.cut:
+            fast = json.loads((args.model / RESULTS_NAME).read_text()).get("fast") or {}
+            if "bag" not in fast:
+                raise TruncateError(f"{args.model}: {RESULTS_NAME} records no fast rescorer bag")
+            try:
+                keep, rounds = parse_cut(args.cut, fast)
+            except ValueError as error:
+                raise TruncateError(str(error)) from None
+            if args.threshold_from:
+                from train.cut_oof import cut_name
+
+                name = cut_name(((keep, rounds[0]), (keep, rounds[1])))
+                threshold = oof_threshold(json.loads(args.threshold_from.read_text()), name,
+                                          fast, str(args.threshold_from))
+        fast = truncate_bundle(args.model, keep, args.out, command, args.evaluate,
+                               args.threads, rounds, threshold)
     except TruncateError as error:
         parser.exit(2, f"error: {error}\n")
     trees = member_trees(fast)
