@@ -209,13 +209,16 @@ quality: venv
 # The fast profile retrained with other seeds (FAST_SEEDS), one seeded command each, into
 # build/fast-seeds/N: make quality reports the fast profile's mean and spread over the shipped
 # model and these copies. Each is trained with the recipe's bag (fast_bag) in
-# build/fast-seed-bags/N and cut to its first FAST_KEEP members as the shipped model is
-# (python -m train.truncate_bag: the mean of the kept members). OMP_WAIT_POLICY=PASSIVE:
-# LightGBM's OpenMP threads sleep instead of spinning at each barrier (same trees; on a shared
-# machine spinning threads took most of the CPU they were given).
+# build/fast-seed-bags/N and cut to FAST_CUT as the shipped model is (python -m
+# train.truncate_bag: the mean of the kept members' first rounds), at the threshold the cut's
+# own out-of-fold scores choose (python -m train.cut_oof, into build/fast-seed-cut-oof/N.json).
+# OMP_WAIT_POLICY=PASSIVE: LightGBM's OpenMP threads sleep instead of spinning at each barrier
+# (same trees; on a shared machine spinning threads took most of the CPU they were given).
 FAST_SEEDS ?= 1 2
-# bag members kept per fast stage (issue 49: 2 of 5, every quality set within the seeds' spread)
-FAST_KEEP ?= 2
+# what each fast stage keeps of its bag, K members x R rounds (first stage / second stage;
+# issue 49: 2 of 5 members, the second stage's first 75 of 150 rounds, every quality set within
+# the seeds' spread at the cut's own threshold: docs/models-and-quality.md)
+FAST_CUT ?= 2x150/2x75
 SEED_MODELS = $(wildcard $(BUILD)/fast-seeds/*)
 fast-seeds: venv
 	for n in $(FAST_SEEDS); do \
@@ -223,17 +226,24 @@ fast-seeds: venv
 	  cp -r pulpie_rt/default_model $(BUILD)/fast-seed-bags/$$n && \
 	  OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m train --fast-only --recipe "{\"fast_seed\": $$n}" \
 	    --out $(BUILD)/fast-seed-bags/$$n --work $(BUILD)/fast-seed-work/$$n && \
-	  $(PYTHON) -m train.truncate_bag $(BUILD)/fast-seed-bags/$$n --keep $(FAST_KEEP) \
-	    --out $(BUILD)/fast-seeds/$$n || exit 1; \
+	  OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m train.cut_oof $(BUILD)/fast-seed-bags/$$n \
+	    --cuts $(FAST_CUT) --out $(BUILD)/fast-seed-cut-oof/$$n.json && \
+	  $(PYTHON) -m train.truncate_bag $(BUILD)/fast-seed-bags/$$n --cut $(FAST_CUT) \
+	    --threshold-from $(BUILD)/fast-seed-cut-oof/$$n.json --out $(BUILD)/fast-seeds/$$n \
+	  || exit 1; \
 	done
 
 # Retrain the embedded default model (seeded; about an hour on 2 cores) into
-# build/default-model-bag, then cut its fast stages to FAST_KEEP bag members, measured again on
-# the dev pages with ground truth and its card rewritten, into pulpie_rt/default_model.
+# build/default-model-bag, then cut its fast stages to FAST_CUT at the threshold the cut's own
+# out-of-fold scores choose (python -m train.cut_oof), measured again on the dev pages with
+# ground truth and its card rewritten, into pulpie_rt/default_model.
 default-model: venv
 	$(PYTHON) -m train --out $(BUILD)/default-model-bag
-	$(PYTHON) -m train.truncate_bag $(BUILD)/default-model-bag --keep $(FAST_KEEP) \
-	  --out pulpie_rt/default_model --evaluate
+	OMP_WAIT_POLICY=PASSIVE $(PYTHON) -m train.cut_oof $(BUILD)/default-model-bag \
+	  --cuts $(FAST_CUT) --out $(BUILD)/default-model-cut-oof.json
+	$(PYTHON) -m train.truncate_bag $(BUILD)/default-model-bag --cut $(FAST_CUT) \
+	  --threshold-from $(BUILD)/default-model-cut-oof.json --out pulpie_rt/default_model \
+	  --evaluate
 
 # Rebuild the committed tiny random checkpoint the tests use (seeded: same bytes every time).
 tiny: venv

@@ -374,7 +374,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default=None,
                         help="speed/quality profile of the model: the embedded default model "
                              "has fast (its block rescorer over page features alone, no "
-                             "transformer) and accurate (transformer + rescorer, about 85x "
+                             "transformer) and accurate (transformer + rescorer, about 126x "
                              "the CPU time); default: the bundle's own (see the model card)")
     from pulpie_rt.runtime.flow.engine import DEFAULT_FAVOR, FAVOR_HELP, favor_settings
     from pulpie_rt.runtime.flow.pages import PageLimits
