@@ -77,6 +77,21 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     assert result.error is None and result.labels and result.text
 
 
+def test_train_oof_compares_runs_that_trained_on_different_sets():
+    """A set one run added (postlight-train) and another did not: the other run's column is
+    ``-`` and the mean is the holding runs'; a set both hold is compared as before."""
+    from train.oof import oof_table
+
+    with_set = {"train": [0.8806], "postlight-train": [0.9012],
+                "pages": {"train": 1157, "postlight-train": 85}}
+    without = {"train": [0.8796], "pages": {"train": 1157}}
+    assert oof_table([with_set, without], [("own", (0.5, 1.0))], False) == [
+        "postlight-train (85 pages), word F1 out of fold (in 1 of 2 runs):",
+        "  story prior    0.5/1: 0.9012      -  mean 0.9012 ± 0.0000",
+        "train (1157 pages), word F1 out of fold:",
+        "  story prior    0.5/1: 0.8806 0.8796  mean 0.8801 ± 0.0005"]
+
+
 def test_train_oof_calls_a_page_an_article_by_its_og_type_or_json_ld_story():
     from train.oof import is_article_page
 

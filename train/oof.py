@@ -113,6 +113,27 @@ def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
         "pages": {group: len(refs) for group, refs in groups.items()}}
 
 
+def oof_table(runs: list[dict], rows: list[tuple[str, object]], at_thresholds: bool) -> list[str]:
+    """Each group's word F1 out of fold, a line per decoding (``rows``: threshold, story prior),
+    a column per run and their mean ± half the range. A group some runs did not train on (an
+    article set added to one recipe) shows ``-`` in their columns and the mean of the others."""
+    groups = sorted({g for run in runs for g in run if g != "pages"})
+    lines = []
+    for group in groups:
+        holding = [run for run in runs if group in run]
+        lines.append(f"{group} ({holding[0]['pages'][group]} pages), word F1 out of fold"
+                     + ("" if len(holding) == len(runs) else
+                        f" (in {len(holding)} of {len(runs)} runs)") + ":")
+        for i, (threshold, prior) in enumerate(rows):
+            values = [run[group][i] for run in holding]
+            spread = (max(values) - min(values)) / 2
+            at = f"threshold {threshold}, " if at_thresholds else ""
+            cells = " ".join(f"{run[group][i]:.4f}" if group in run else "     -" for run in runs)
+            lines.append(f"  {at}story prior {prior_name(prior):>8}: {cells}  mean "
+                         f"{np.mean(values):.4f} ± {spread:.4f}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.oof",
                                      description=__doc__.split("\n\n")[0])
@@ -130,18 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     priors = [parse_story_prior(text) for text in args.story_prior]
     runs = [decoded_f1(work, priors, args.workers, args.thresholds, args.page_kind)
             for work in args.work]
-    groups = sorted(g for g in runs[0] if g != "pages")
     rows = [(f"{t:+.2f}", prior) for t in args.thresholds for prior in priors
             ] if args.thresholds else [("own", prior) for prior in priors]
-    for group in groups:
-        print(f"{group} ({runs[0]['pages'][group]} pages), word F1 out of fold:")
-        for i, (threshold, prior) in enumerate(rows):
-            values = [run[group][i] for run in runs]
-            spread = (max(values) - min(values)) / 2
-            at = f"threshold {threshold}, " if args.thresholds else ""
-            print(f"  {at}story prior {prior_name(prior):>8}: "
-                  f"{' '.join(f'{v:.4f}' for v in values)}  mean {np.mean(values):.4f} "
-                  f"± {spread:.4f}")
+    print("\n".join(oof_table(runs, rows, bool(args.thresholds))))
     return 0
 
 
