@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pulpie_rt.runtime import binding
 
@@ -144,10 +144,18 @@ def available() -> bool:
     return True
 
 
+def _python_function(name: str, restype: Any, *argtypes: Any) -> Any:
+    """CPython's C function ``name`` under a prototype of our own (AttributeError where this
+    interpreter has none). Not ``ctypes.pythonapi.NAME``: that is one object per name for the
+    whole process, so another library's argtypes and restype replace ours and ours theirs
+    (fsspec sets PyBytes_FromStringAndSize's restype to py_object and PyBytes_AsString's
+    argument to py_object)."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
 # str straight from the library's UTF-8 buffer (ctypes.string_at would copy it to bytes first)
-_decode_utf8 = ctypes.pythonapi.PyUnicode_DecodeUTF8
-_decode_utf8.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_char_p]
-_decode_utf8.restype = ctypes.py_object
+_decode_utf8 = _python_function("PyUnicode_DecodeUTF8", ctypes.py_object, ctypes.c_void_p,
+                                ctypes.c_ssize_t, ctypes.c_char_p)
 
 
 def _take(lib: ctypes.CDLL, ptr: int | None, size: int) -> str:
@@ -325,22 +333,16 @@ def _bytes_api() -> tuple | None:
     if not _BYTES_API:
         api = None
         try:
-            python = ctypes.pythonapi
-            new_bytes, data, resize, decref = (python.PyBytes_FromStringAndSize,
-                                               python.PyBytes_AsString, python._PyBytes_Resize,
-                                               python.Py_DecRef)
-        except AttributeError:
-            pass
-        else:
             # the object as a bare pointer, owned here until it is whole: a py_object would be
             # Python's, and a resize may move it
-            new_bytes.argtypes, new_bytes.restype = [ctypes.c_void_p, ctypes.c_ssize_t], \
-                ctypes.c_void_p
-            data.argtypes, data.restype = [ctypes.c_void_p], ctypes.c_void_p
-            resize.argtypes, resize.restype = [ctypes.POINTER(ctypes.c_void_p),
-                                               ctypes.c_ssize_t], ctypes.c_int
-            decref.argtypes, decref.restype = [ctypes.c_void_p], None
-            api = (new_bytes, data, resize, decref)
+            api = (_python_function("PyBytes_FromStringAndSize", ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.c_ssize_t),
+                   _python_function("PyBytes_AsString", ctypes.c_void_p, ctypes.c_void_p),
+                   _python_function("_PyBytes_Resize", ctypes.c_int,
+                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_ssize_t),
+                   _python_function("Py_DecRef", None, ctypes.c_void_p))
+        except AttributeError:
+            pass
         _BYTES_API.append(api)
     return _BYTES_API[0]
 

@@ -138,6 +138,26 @@ def _member_of(member: native.JsonStringMember, line: bytes):
     return None if found is None else (found[0].data, found[1], found[2])
 
 
+def test_the_core_writes_into_bytes_whatever_another_library_set_on_ctypes_pythonapi(
+        monkeypatch):
+    """``ctypes.pythonapi``'s functions are one object per name for the whole process: fsspec
+    (imported by the Ray and datatrove doors) sets PyBytes_FromStringAndSize's restype to
+    py_object and PyBytes_AsString's argument to py_object. Our prototypes are our own: a
+    reader made after that reads as before, and fsspec's settings stay fsspec's."""
+    shared = ctypes.pythonapi
+    monkeypatch.setattr(shared.PyBytes_FromStringAndSize, "restype", ctypes.py_object)
+    monkeypatch.setattr(shared.PyBytes_FromStringAndSize, "argtypes",
+                        (ctypes.c_void_p, ctypes.c_ssize_t))
+    monkeypatch.setattr(shared.PyBytes_AsString, "argtypes", (ctypes.py_object,))
+    monkeypatch.setattr(native, "_BYTES_API", [])
+    member = native.JsonStringMember(b"html")
+    line = json.dumps({"html": "<p>caf\u00e9</p>"}).encode()
+    assert _member_of(member, line) == ("<p>café</p>".encode(), 9, len(line) - 1)
+    assert native._BYTES_API[0] is not None  # the C API path, not the buffer's
+    assert shared.PyBytes_FromStringAndSize.restype is ctypes.py_object
+    assert shared.PyBytes_AsString.argtypes == (ctypes.py_object,)
+
+
 def test_a_text_is_its_own_bytes_and_a_line_left_to_json_keeps_none(member_path):
     """The texts are whole bytes objects of their own, each held only by its PageText; a
     line the core leaves frees what was made for it (a leak would hold a line's length each
