@@ -56,8 +56,11 @@ def draw(entry: dict) -> np.ndarray:
 def strip(bundle: str | Path, like: str | Path | None = None) -> dict:
     """Rewrite ``bundle/model.onnx`` with its large initializers as unwritten external data;
     ``like``: a stripped bundle whose statistics the tensors named alike take."""
+    # here, not at the top: `restore` runs on a GPU machine with numpy alone
     import onnx
     from onnx import numpy_helper
+
+    from pulpie_rt.runtime.model.bundle import edit_manifest
 
     bundle = Path(bundle)
     stats = {}
@@ -95,12 +98,13 @@ def strip(bundle: str | Path, like: str | Path | None = None) -> dict:
     (bundle / data_name).unlink(missing_ok=True)
     spec = {"data_file": data_name, "data_bytes": offset, "tensors": entries}
     (bundle / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
-    manifest_path = bundle / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest["onnx"]["external_data"] = True
-    manifest["seeded_weights"] = (f"{len(entries)} initializers drawn again by "
-                                  f"bench/seeded_weights.py restore; labels mean nothing")
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    def with_seeded_weights(manifest: dict) -> None:
+        manifest["onnx"]["external_data"] = True
+        manifest["seeded_weights"] = (f"{len(entries)} initializers drawn again by "
+                                      f"bench/seeded_weights.py restore; labels mean nothing")
+
+    edit_manifest(bundle, with_seeded_weights)
     return spec
 
 

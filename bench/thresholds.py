@@ -27,7 +27,6 @@ Measurement only: nothing here is used to choose or calibrate a model.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from bench.quality import PAGE_SETS, page_sets, set_pages
 from eval.metrics import score_pages
 from eval.report import format_table, machine_info, write_result
 from eval.systems import run_ours
-from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+from pulpie_rt.runtime.model.bundle import MANIFEST_NAME, edit_manifest
 
 DEFAULT_THRESHOLDS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 
@@ -50,9 +49,7 @@ def linked_copy(bundle: Path, folder: Path, edit: Callable[[dict], None]) -> Pat
     for entry in bundle.iterdir():
         if entry.name != MANIFEST_NAME:
             os.symlink(entry.resolve(), folder / entry.name)
-    manifest = json.loads((bundle / MANIFEST_NAME).read_text(encoding="utf-8"))
-    edit(manifest)
-    (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    edit_manifest(bundle, edit, out=folder)
     return folder
 
 

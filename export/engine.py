@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulpie_rt.runtime.model.bundle import load_bundle
+from pulpie_rt.runtime.model.bundle import edit_manifest, load_bundle
 
 from .profiles import GPU_PRESETS, REFERENCE_HIDDEN_SIZE, GpuPreset, preset_for_device_name
 
@@ -171,11 +171,13 @@ def run_engine_command(bundle_dir: str | Path, gpu: str = "auto", precision: str
              "onnxruntime": record["onnxruntime"], "model_hash": record["model_hash"],
              "profiles": record["profiles"],
              "provider": provider, "notes": notes}
-    manifest_path = bundle_dir / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    built = [e for e in manifest.get("tensorrt_engines", []) if e.get("folder") != entry["folder"]]
-    manifest["tensorrt_engines"] = [*built, entry]
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    def with_engine(manifest: dict) -> None:
+        built = [e for e in manifest.get("tensorrt_engines", [])
+                 if e.get("folder") != entry["folder"]]
+        manifest["tensorrt_engines"] = [*built, entry]
+
+    edit_manifest(bundle_dir, with_engine)
     for note in notes:
         log(note)
     return entry

@@ -353,15 +353,15 @@ def write_bundle(source: Path, out: Path, layout: str = "rows", mask: bool = Fal
     is the GPU graph of ``layout`` (FP16 weights and compute with ``precision`` fp16, FP32
     inputs and outputs); the manifest says so (``onnx.attention`` "gpu", ``onnx.layout``,
     ``onnx.inputs``)."""
-    import json
     import shutil
     import tempfile
+
+    from pulpie_rt.runtime.model.bundle import edit_manifest
 
     from .build import ONNX_NAME
     from .to_onnx import convert_to_fp16, save_onnx
 
     source, out = Path(source), Path(out)
-    manifest = json.loads((source / "manifest.json").read_text(encoding="utf-8"))
     graph = from_bundle(source, layout, mask)
     out.mkdir(parents=True, exist_ok=True)
     for item in source.iterdir():
@@ -380,12 +380,15 @@ def write_bundle(source: Path, out: Path, layout: str = "rows", mask: bool = Fal
         save_onnx(graph, out / ONNX_NAME, external)
     else:
         raise ValueError(f"precision {precision!r}: fp32 or fp16")
-    manifest["onnx"] = {**manifest["onnx"], "file": ONNX_NAME, "opset": OPSET,
-                        "precision": precision, "attention": "gpu", "layout": layout,
-                        "inputs": [i.name for i in graph.graph.input],
-                        **({"max_call_tokens": PACKED_CALL_TOKENS} if layout != "rows" else {}),
-                        "external_data": (out / (ONNX_NAME + ".data")).is_file()}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    def with_gpu_graph(manifest: dict) -> None:
+        manifest["onnx"] = {
+            **manifest["onnx"], "file": ONNX_NAME, "opset": OPSET, "precision": precision,
+            "attention": "gpu", "layout": layout, "inputs": [i.name for i in graph.graph.input],
+            **({"max_call_tokens": PACKED_CALL_TOKENS} if layout != "rows" else {}),
+            "external_data": (out / (ONNX_NAME + ".data")).is_file()}
+
+    edit_manifest(source, with_gpu_graph, out=out)
     return out
 
 

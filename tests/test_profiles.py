@@ -555,3 +555,27 @@ def test_the_engine_decodes_a_container_prior_as_the_specification(tmp_path, dev
             page["id"]
         changed += got != without.extract(page["html"]).labels
     assert changed >= 3
+
+
+def test_edit_manifest_writes_the_edit_where_asked_and_leaves_the_source_alone(tmp_path):
+    from pulpie_rt.runtime.model.bundle import MANIFEST_NAME, edit_manifest, read_manifest
+
+    bundle = default_model_copy(tmp_path / "m")
+    before = (bundle / MANIFEST_NAME).read_text(encoding="utf-8")
+
+    def lower_fast_margin(manifest: dict) -> None:
+        manifest["profiles"]["fast"]["decoding"]["main_margin"] = -1.5
+
+    (tmp_path / "out").mkdir()
+    written = edit_manifest(bundle, lower_fast_margin, out=tmp_path / "out")
+    assert (bundle / MANIFEST_NAME).read_text(encoding="utf-8") == before
+    text = (tmp_path / "out" / MANIFEST_NAME).read_text(encoding="utf-8")
+    assert json.loads(text) == written == read_manifest(tmp_path / "out")
+    assert written["profiles"]["fast"]["decoding"]["main_margin"] == -1.5
+    # the layout every manifest writer shares: format fields first, two-space indent, newline
+    assert text.startswith('{\n  "format": "pulpie-rt-bundle",\n  "format_version": 1,')
+    assert text.endswith("}\n")
+    # in place without out; the same edit twice writes the same bytes
+    edit_manifest(bundle, lower_fast_margin)
+    assert (bundle / MANIFEST_NAME).read_text(encoding="utf-8") == text
+    assert load_bundle(bundle, "fast").main_margin == -1.5

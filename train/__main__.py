@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+from pulpie_rt.runtime.model.bundle import edit_manifest, read_manifest
 from pulpie_rt.runtime.stages.features import FEATURES_VERSION
 from train.calibrate import choose_decoding
 from train.card import model_card
@@ -72,21 +72,22 @@ def set_profiles(bundle: Path, fast: dict, default_profile: str) -> None:
     pages without removing hidden elements when it was trained so (``keep_hidden``), and
     without the ``noscript`` elements that hold no block when it was trained so
     (``drop_noscript``)."""
-    path = bundle / MANIFEST_NAME
-    manifest = json.loads(path.read_text(encoding="utf-8"))
     fast_profile = {"transformer": False, "decoding": fast["decoding"],
                     "rescorer": fast["rescorer"]}
     if fast.get("keep_hidden"):
         fast_profile["keep_hidden"] = True
     if fast.get("drop_noscript"):
         fast_profile["drop_noscript"] = True
-    manifest["profiles"] = {
-        "fast": fast_profile,
-        "accurate": {"transformer": True, "decoding": manifest.get("decoding"),
-                     "rescorer": manifest.get("rescorer")},
-    }
-    manifest["default_profile"] = default_profile
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    def with_profiles(manifest: dict) -> None:
+        manifest["profiles"] = {
+            "fast": fast_profile,
+            "accurate": {"transformer": True, "decoding": manifest.get("decoding"),
+                         "rescorer": manifest.get("rescorer")},
+        }
+        manifest["default_profile"] = default_profile
+
+    edit_manifest(bundle, with_profiles)
 
 
 def count_parameters(checkpoint: Path) -> int:
@@ -105,16 +106,16 @@ def set_decoding(bundle: Path, keep_best_block: bool, main_margin: float | None 
     ``pulpie_rt.runtime.model.bundle``): a small model is unsure on some pages, and an empty
     result is the worst answer there; the threshold and the rescorer's margin weight are
     calibrated (``train.calibrate``)."""
-    path = bundle / MANIFEST_NAME
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["decoding"] = {"keep_best_block": keep_best_block}
-    if main_margin is not None:
-        manifest["decoding"]["main_margin"] = main_margin
-    manifest.pop("rescorer", None)
-    if margin_weight is not None:
-        manifest["rescorer"] = {"file": RESCORER_NAME, "features": FEATURES_VERSION,
-                                "margin_weight": margin_weight}
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    def with_decoding(manifest: dict) -> None:
+        manifest["decoding"] = {"keep_best_block": keep_best_block}
+        if main_margin is not None:
+            manifest["decoding"]["main_margin"] = main_margin
+        manifest.pop("rescorer", None)
+        if margin_weight is not None:
+            manifest["rescorer"] = {"file": RESCORER_NAME, "features": FEATURES_VERSION,
+                                    "margin_weight": margin_weight}
+
+    edit_manifest(bundle, with_decoding)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,10 +224,12 @@ def train_fast_only(args, recipe: Recipe, work: Path, log, started: float) -> in
     bundle.mkdir(parents=True)
     for name in BUNDLE_FILES + (RESCORER_NAME,):
         shutil.copyfile(args.out / name, bundle / name)
-    manifest = json.loads((bundle / MANIFEST_NAME).read_text(encoding="utf-8"))
-    for key in ("profiles", "default_profile"):
-        manifest.pop(key, None)
-    (bundle / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    def without_profiles(manifest: dict) -> None:
+        for key in ("profiles", "default_profile"):
+            manifest.pop(key, None)
+
+    edit_manifest(bundle, without_profiles)
     previous = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
     kept = {k: previous[k] for k in ("data", "parameters", "decoding", "rescorer",
                                      "train_minutes")}
@@ -273,8 +276,8 @@ def finish(args, recipe: Recipe, work: Path, bundle: Path, results: dict, log,
         shutil.copyfile(bundle / name, out / name)
     shutil.copyfile(work / "results.json", out / "results.json")
     size = sum((out / n).stat().st_size for n in files)
-    manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
-    (out / "README.md").write_text(model_card(results, manifest, size), encoding="utf-8")
+    (out / "README.md").write_text(model_card(results, read_manifest(out), size),
+                                   encoding="utf-8")
     log(f"bundle and model card -> {out} ({size / 1e6:.1f} MB)")
     return 0
 

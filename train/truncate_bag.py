@@ -210,18 +210,18 @@ def truncate_bundle(model_dir: Path, keep: int, out: Path, command: str | None =
 def _set_main_margin(out: Path, main_margin: float) -> None:
     """The fast profile's ``decoding.main_margin`` in ``out``'s manifest, written as the
     training writes the manifest."""
-    from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+    from pulpie_rt.runtime.model.bundle import edit_manifest
 
-    path = out / MANIFEST_NAME
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["profiles"]["fast"]["decoding"]["main_margin"] = main_margin
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    def with_margin(manifest: dict) -> None:
+        manifest["profiles"]["fast"]["decoding"]["main_margin"] = main_margin
+
+    edit_manifest(out, with_margin)
 
 
 def _evaluate(out: Path, results: dict, threads: int) -> None:
     """``results``' dev figures measured again on ``out`` and its model card rewritten (the
     card is written from ``results.json``, as ``python -m train`` writes it)."""
-    from pulpie_rt.runtime.model.bundle import MANIFEST_NAME
+    from pulpie_rt.runtime.model.bundle import read_manifest
     from train.__main__ import evaluate_profiles
     from train.card import model_card
 
@@ -229,7 +229,7 @@ def _evaluate(out: Path, results: dict, threads: int) -> None:
     results["dev_groundtruth"] = {
         name: {k: v for k, v in scores.items() if k not in ("per_page", "micro")}
         for name, scores in profiles.items()}
-    manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    manifest = read_manifest(out)
     files = [p for p in out.iterdir() if p.suffix in (".onnx", ".json") and p.name not in (
         RESULTS_NAME,)]
     size = sum(p.stat().st_size for p in files)

@@ -109,6 +109,7 @@ never renders them, and pages put tracking pixels there); ``Bundle.drop_noscript
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -290,8 +291,32 @@ def load_bundle(path: str | Path, profile: str | None = None) -> Bundle:
 
 
 def write_manifest(path: str | Path, manifest: dict[str, Any]) -> Path:
-    """Write ``manifest.json`` (format fields filled in) and return its path."""
+    """Write ``manifest.json`` into the folder ``path`` (format fields filled in, first where
+    ``manifest`` lacks them) and return its path."""
     data = {"format": BUNDLE_FORMAT, "format_version": BUNDLE_FORMAT_VERSION, **manifest}
+    return _write_manifest_file(path, data)
+
+
+def _write_manifest_file(path: str | Path, manifest: dict[str, Any]) -> Path:
+    """``manifest`` as ``manifest.json`` in the folder ``path``, in the one layout every
+    writer of a manifest uses."""
     out = Path(path) / MANIFEST_NAME
-    out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return out
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The bundle folder ``path``'s ``manifest.json`` as written, unchecked (``load_bundle``
+    checks a bundle as the core reads it)."""
+    return json.loads((Path(path) / MANIFEST_NAME).read_text(encoding="utf-8"))
+
+
+def edit_manifest(path: str | Path, edit: Callable[[dict[str, Any]], None],
+                  out: str | Path | None = None) -> dict[str, Any]:
+    """The bundle folder ``path``'s manifest, changed in place by ``edit`` and written back
+    (into the folder ``out`` where given), nothing else in it changed; returns what was
+    written. Every tool that changes a manifest goes through here, so all write one layout."""
+    manifest = read_manifest(path)
+    edit(manifest)
+    _write_manifest_file(path if out is None else out, manifest)
+    return manifest
