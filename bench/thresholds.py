@@ -7,6 +7,7 @@ threshold that the training command chose on the train pages.
                                          [--thresholds -1 -0.5 0 0.5 1 1.5 2]
                                          [--container-prior none|SHARE/SHIFT ...]
                                          [--story-prior none|SHARE/SHIFT]
+                                         [--short-story none|WORDS/SHIFT/PROSE_SHIFT]
                                          [--out PATH]
 
 Each threshold runs the runtime itself: a copy of the bundle (its files linked) whose
@@ -16,7 +17,10 @@ against the set's reference. The row marked ``*`` is the threshold the bundle sh
 is ``bench.quality``'s). With ``--container-prior`` each threshold is decoded with that prior
 (manifest ``decoding.container_prior``; ``none``: without one); with several, once with each
 (a row per prior and threshold). With ``--story-prior`` every copy decodes with that story
-prior (manifest ``decoding.story_prior``; ``none``: without one) whatever its container prior.
+prior (manifest ``decoding.story_prior``; ``none``: without one) whatever its container prior,
+and with ``--short-story`` with that short story (manifest ``decoding.short_story``: on a page
+whose story expects fewer than WORDS main prose words, the story prior's shift of the linked
+blocks outside it is SHIFT and the prose outside it falls by PROSE_SHIFT; ``none``: without).
 A set whose best threshold lies far from the shipped one says its
 reference keeps more (lower) or less (higher) around the main content than the train pages'
 ground truth does.
@@ -59,14 +63,17 @@ SHIPPED_PRIOR = "shipped"
 
 def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path,
               container_prior: dict | str | None = SHIPPED_PRIOR,
-              story_prior: dict | str | None = SHIPPED_PRIOR) -> Path:
+              story_prior: dict | str | None = SHIPPED_PRIOR,
+              short_story: dict | str | None = SHIPPED_PRIOR) -> Path:
     """``bundle``'s files linked into ``folder``, its manifest's ``profile`` deciding at
     ``threshold`` and with ``container_prior`` and ``story_prior`` (``{"share": …, "shift":
-    …}``; None: without one; ``SHIPPED_PRIOR``: the bundle's own)."""
+    …}``) and ``short_story`` (``{"words": …, "shift": …, "prose_shift": …}``; each None:
+    without one; ``SHIPPED_PRIOR``: the bundle's own)."""
     def set_threshold(manifest: dict) -> None:
         decoding = manifest["profiles"][profile]["decoding"]
         decoding["main_margin"] = threshold
-        for key, prior in (("container_prior", container_prior), ("story_prior", story_prior)):
+        for key, prior in (("container_prior", container_prior), ("story_prior", story_prior),
+                           ("short_story", short_story)):
             if prior is None:
                 decoding.pop(key, None)
             elif prior != SHIPPED_PRIOR:
@@ -77,16 +84,17 @@ def bundle_at(bundle: Path, profile: str, threshold: float, folder: Path,
 
 def sweep(bundle: Path, profile: str, pages: list[dict], thresholds: tuple[float, ...],
           container_prior: dict | str | None = SHIPPED_PRIOR,
-          story_prior: dict | str | None = SHIPPED_PRIOR) -> dict[str, float]:
+          story_prior: dict | str | None = SHIPPED_PRIOR,
+          short_story: dict | str | None = SHIPPED_PRIOR) -> dict[str, float]:
     """Mean word F1 over ``pages`` of ``bundle``'s ``profile`` at each threshold (keys
-    ``"+0.25"`` …), decoded with ``container_prior`` and ``story_prior`` (as ``bundle_at``
-    takes them)."""
+    ``"+0.25"`` …), decoded with ``container_prior``, ``story_prior`` and ``short_story`` (as
+    ``bundle_at`` takes them)."""
     references = {p["id"]: p["reference"] for p in pages}
     f1 = {}
     with tempfile.TemporaryDirectory() as scratch:
         for index, threshold in enumerate(thresholds):
             copy = bundle_at(bundle, profile, threshold, Path(scratch) / str(index),
-                             container_prior, story_prior)
+                             container_prior, story_prior, short_story)
             texts = run_ours(pages, str(copy), profile=profile)["texts"]
             f1[f"{threshold:+.2f}"] = round(score_pages(texts, references)["f1"], 4)
     return f1
@@ -103,6 +111,22 @@ def parse_prior(text: str, what: str = "container prior") -> dict | None:
         except ValueError:
             pass
     raise SystemExit(f"thresholds: {what} {text!r}: give none or SHARE/SHIFT, e.g. 0.6/0.5")
+
+
+def parse_short_story(text: str) -> dict | None:
+    """``"WORDS/SHIFT/PROSE_SHIFT"`` as a manifest's ``decoding.short_story``; ``"none"``:
+    None."""
+    if text == "none":
+        return None
+    parts = text.split("/")
+    if len(parts) == 3:
+        try:
+            words, shift, prose_shift = map(float, parts)
+            return {"words": words, "shift": shift, "prose_shift": prose_shift}
+        except ValueError:
+            pass
+    raise SystemExit(f"thresholds: short story {text!r}: give none or WORDS/SHIFT/PROSE_SHIFT, "
+                     "e.g. 150/3/0.5")
 
 
 def prior_key(prior: dict | str | None) -> str:
@@ -130,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--story-prior", default=None, metavar="SHARE/SHIFT",
                         help="decode with this story prior (manifest decoding.story_prior, "
                              "e.g. 0.5/3; none: without one; default: the bundle's own)")
+    parser.add_argument("--short-story", default=None, metavar="WORDS/SHIFT/PROSE_SHIFT",
+                        help="decode with this short story (manifest decoding.short_story, "
+                             "e.g. 150/3/0.5; none: without one; default: the bundle's own)")
     parser.add_argument("--limit", type=int, default=None, help="at most N pages per set")
     parser.add_argument("--out", default=None,
                         help="JSON result: a .json file, or a folder (default: none written)")
@@ -141,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     priors = [parse_prior(text) for text in (args.container_prior or [])]
     story = (SHIPPED_PRIOR if args.story_prior is None
              else parse_prior(args.story_prior, "story prior"))
+    short = (SHIPPED_PRIOR if args.short_story is None
+             else parse_short_story(args.short_story))
     thresholds = tuple(sorted(set(args.thresholds) | {float(bundle.main_margin)}))
     shipped = f"{bundle.main_margin:+.2f}"
     quality_args = argparse.Namespace(sets=args.sets, articles=False, limit=args.limit,
@@ -153,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         pages = [p for p in set_pages(name, quality_args) if p.get("reference")]
         n_pages[name], sweeps[name] = len(pages), {}
         for prior in tried:
-            f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior, story)
+            f1 = sweep(Path(bundle.path), args.profile, pages, thresholds, prior, story, short)
             best = max(f1, key=lambda t: (f1[t], -abs(float(t))))
             sweeps[name][prior_key(prior)] = {"f1": f1, "best": best}
             with_prior = f", container prior {prior_key(prior)}" if priors else ""
@@ -177,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                   else f", container priors {' '.join(map(prior_key, priors))}" if priors
                   else "")
     with_story = "" if story == SHIPPED_PRIOR else f", story prior {prior_key(story)}"
+    if short != SHIPPED_PRIOR:
+        with_story += (", short story " + ("none" if short is None else
+                                          "{words:g}/{shift:g}/{prose_shift:g}".format(**short)))
     print(f"word F1 of {bundle.path} profile {args.profile} at each threshold (* shipped)"
           f"{with_prior}{with_story}; {os.cpu_count()} CPUs")
     if args.out:
@@ -191,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
                                                (bundle.manifest.get("decoding") or {}).get(
                                                    "story_prior")
                                                if story == SHIPPED_PRIOR else story),
+                                           "short_story": (
+                                               (bundle.manifest.get("decoding") or {}).get(
+                                                   "short_story")
+                                               if short == SHIPPED_PRIOR else short),
                                            "sets": results}, args.out)
         print(f"wrote {path}")
     return 0

@@ -1002,6 +1002,9 @@ def decide_blocks(n_blocks: int, chunk_blocks: list[list[int]], chunk_outputs: l
     dominant container lowered by ``shift``, from the container columns of ``features``),
     ``story_prior`` (``(share, shift)``: before it, the linked blocks outside the container of
     the page's expected main prose lowered by ``shift``, ``decode.rs``' ``story_prior``),
+    ``short_story`` (``(words, shift, prose_shift)``: with the story prior, where the story's
+    container expects fewer than ``words`` main prose words, the linked blocks outside it
+    lowered by ``shift`` instead and the prose outside it by ``prose_shift``),
     ``continue_story`` (a main prose block's story goes on through the later prose blocks
     whose parent or grandparent is its parent). A name the header lacks is a ``TypeError``.
     ``DecodeError`` with the page's ``"rescore: …"`` message when it fails."""

@@ -258,6 +258,40 @@ def test_story_prior_decodes_as_the_specification_before_the_container_prior():
     assert lowered > 100
 
 
+def test_a_short_story_lowers_what_sits_beside_it_as_the_specification():
+    """``short_story``: on a page whose story's container expects fewer main prose words than
+    its ``words``, the story prior lowers the linked blocks outside it by the short story's
+    shift and the prose outside it by its ``prose_shift``, as the core decides (300 random
+    pages, some short, some not); without a short story the pages decode as before."""
+    rng = np.random.default_rng(13)
+    short_pages, changed = 0, 0
+    for case in range(300):
+        n, scores, words = _random_page(rng, 0.5)
+        chains = _random_chains(rng, n)
+        rows = _container_rows(words.tolist(), chains)
+        rows[:, 4] = rng.choice([0.0, 0.1, 0.25, 0.6, 1.0], n)  # link_ratio
+        story = float(rng.choice([0.5, 0.75])), 1.0
+        short = float(rng.choice([20.0, 80.0, 400.0])), float(rng.choice([2.0, 3.0])), 0.5
+        threshold = float(rng.choice([-1.0, 0.0, 0.5]))
+        plain = labels_spec.story_prior(scores, rows, *story)
+        shifted = labels_spec.story_prior(scores, rows, *story, short)
+        short_pages += int((shifted != plain).any())
+        shifted = labels_spec.container_prior(shifted, rows, 0.6, 0.5)
+        want = labels_spec.keep_best_block(
+            labels_spec.expected_f1_labels(shifted, words, threshold), shifted)
+        got = native.decide_blocks(n, [list(range(n))], [scores], margins=True,
+                                   threshold=threshold, keep_best=True, features=rows,
+                                   expected_f1=True, container_prior=(0.6, 0.5),
+                                   story_prior=story, short_story=short)
+        assert got == want, (case, scores.tolist(), chains, story, short)
+        before = native.decide_blocks(n, [list(range(n))], [scores], margins=True,
+                                      threshold=threshold, keep_best=True, features=rows,
+                                      expected_f1=True, container_prior=(0.6, 0.5),
+                                      story_prior=story)
+        changed += int(got != before)
+    assert short_pages > 50 and changed > 10, (short_pages, changed)
+
+
 @pytest.mark.parametrize("option,asked", [("container_prior", (0.5, 1.0)),
                                           ("story_prior", (0.5, 3.0)),
                                           ("continue_story", True)])

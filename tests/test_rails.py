@@ -46,7 +46,7 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     # figures are the training's own, and another story prior is one more column
     from dataclasses import asdict, replace
 
-    from train.oof import decoded_f1, parse_story_prior
+    from train.oof import decoded_f1, parse_short_story, parse_story_prior
     recipe = replace(Recipe(), corpus="mini", fast_comment_threads=0.0, fast_extra_sets=())
     (tmp_path / "work" / "results.json").write_text(json.dumps({"recipe": asdict(recipe),
                                                                "fast": fast}))
@@ -55,6 +55,15 @@ def test_a_fast_profile_trained_with_the_rail_columns_reads_and_ships_them(
     assert [round(v, 4) for v in measured["train"][:2]] == [
         fast["story_prior_f1"]["without"], fast["story_prior_f1"]["with"]]
     assert parse_story_prior("none") is None and parse_story_prior("0.5/1") == (0.5, 1.0)
+    # a short story of every page (under 1e9 words) whose shift is the story prior's own and
+    # whose prose shift is 0 decodes as without one; each short story is one more column
+    shorts = decoded_f1(tmp_path / "work", [(0.5, 3.0)], workers=1,
+                        short_stories=[None, (1e9, 3.0, 0.0)])
+    assert shorts["train"] == [measured["train"][1]] * 2
+    assert parse_short_story("none") is None
+    assert parse_short_story("150/3/0.5") == (150.0, 3.0, 0.5)
+    with pytest.raises(ValueError, match="^short story '150/3': give none or WORDS/SHIFT/"):
+        parse_short_story("150/3")
     # at the training's own threshold and another, split by page kind: the split's groups hold
     # every page, and their pages' mean at the own threshold is the unsplit figure
     own = fast["decoding"]["main_margin"]

@@ -137,3 +137,25 @@ def test_a_story_prior_is_decoded_by_the_runtime(capsys, tmp_path):
     with pytest.raises(SystemExit, match="^thresholds: story prior '3': give none or "
                                          "SHARE/SHIFT, e.g. 0.6/0.5$"):
         main(["--sets", "groundtruth", "--limit", "1", "--story-prior", "3"])
+
+
+def test_a_short_story_is_decoded_by_the_runtime(capsys, tmp_path):
+    """``--short-story``: each copy decodes with it (the engine's ``decoding.short_story``
+    beside the bundle's own story prior), its F1 that of the Extractor over such a copy; the
+    result names it; a malformed one is refused with the form to give."""
+    short = {"words": 150.0, "shift": 3.0, "prose_shift": 0.5}
+    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy", short_story=short)
+    decoding = json.loads((copy / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    assert decoding["short_story"] == short
+    assert decoding["story_prior"] == {"share": 0.5, "shift": 1.0}  # the shipped one
+    direct = extractor_f1(copy, groundtruth_pages(limit=12))
+    out = tmp_path / "short.json"
+    assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
+                 "--short-story", "150/3/0.5", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["short_story"] == short
+    assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
+    assert ", short story 150/3/0.5;" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="^thresholds: short story '150/3': give none or "
+                                         "WORDS/SHIFT/PROSE_SHIFT, e.g. 150/3/0.5$"):
+        main(["--sets", "groundtruth", "--limit", "1", "--short-story", "150/3"])

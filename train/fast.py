@@ -251,8 +251,8 @@ def log_odds(p: np.ndarray) -> np.ndarray:
 def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
     """One page's decisions and main-content text under each of the job's decodings,
     ``(threshold, container_prior)`` pairs, ``(threshold, container_prior,
-    continue_story)`` triples or ``(threshold, container_prior, continue_story,
-    story_prior)`` quadruples (the runtime's decoding
+    continue_story)`` triples, ``(threshold, container_prior, continue_story,
+    story_prior)`` quadruples or those and a ``short_story`` (the runtime's decoding
     of a rescorer-only profile: the compiled core's ``decide_blocks`` over one "chunk" holding
     every block, with ``keep_best_block``; ``container_prior`` ``(share, shift)`` or None),
     the page segmented with the job's ``keep_hidden``
@@ -288,6 +288,8 @@ def _decode_page(job: tuple) -> tuple[str, list[tuple[str, str]]]:
                                                container_prior=container_prior,
                                                continue_story=bool(story and story[0]),
                                                story_prior=story[1] if len(story) > 1
+                                               else None,
+                                               short_story=story[2] if len(story) > 2
                                                else None)
             text = to_text(extract_main_html(map_html,
                                              labels_from_predictions(item_ids, predictions)))

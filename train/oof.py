@@ -3,6 +3,7 @@ out-of-fold scores a fast-only training leaves beside its bundle (``WORK/fast-oo
 
     python -m train.oof WORK [WORK ...] [--story-prior none 0.5/1 0.5/3 ...]
                                         [--thresholds 0 0.25 ...] [--page-kind]
+                                        [--short-story none 150/3/0.5 ...]
 
 Each WORK is one seed's ``--work`` folder (its ``results.json`` gives the recipe, the threshold
 and the container prior the training chose); each story prior (at each of ``--thresholds``,
@@ -13,7 +14,9 @@ pages) is printed for the train corpus's pages and for each added set's pages ap
 and as means ± spread (half the range) over the seeds. With ``--page-kind`` each of those
 groups is split by what the page says it is (``ARTICLE_COLUMNS``: ``og:type`` article or a
 JSON-LD story) and what it does not, so that a decoding meant for article pages alone can be
-measured on them. No set scored here is a judge: the pages are the training's.
+measured on them. With ``--short-story`` each story prior is decoded with each of those short
+stories in turn (``WORDS/SHIFT/PROSE_SHIFT``, manifest ``decoding.short_story``; none:
+without). No set scored here is a judge: the pages are the training's.
 """
 
 from __future__ import annotations
@@ -46,6 +49,22 @@ def parse_story_prior(text: str) -> tuple[float, float] | None:
     return given_container_prior([share, shift], "story prior")  # a clear error if not
 
 
+def parse_short_story(text: str) -> tuple[float, float, float] | None:
+    """``none`` or ``WORDS/SHIFT/PROSE_SHIFT``."""
+    if text == "none":
+        return None
+    try:
+        words, shift, prose_shift = (float(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"short story {text!r}: give none or WORDS/SHIFT/PROSE_SHIFT, "
+                         "e.g. 150/3/0.5") from None
+    return words, shift, prose_shift
+
+
+def short_name(short: tuple[float, float, float] | None) -> str:
+    return "none" if short is None else "/".join(f"{x:g}" for x in short)
+
+
 def work_scores(work: Path) -> tuple[dict, dict[str, np.ndarray]]:
     """One training's results and its out-of-fold log-odds per page id."""
     results = json.loads((work / "results.json").read_text())
@@ -71,10 +90,13 @@ def is_article_page(job: tuple[str, str, bool, bool]) -> tuple[str, bool]:
 
 def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
                workers: int | None = None, thresholds: list[float] | None = None,
-               page_kind: bool = False) -> dict[str, list[float]]:
+               page_kind: bool = False,
+               short_stories: list[tuple[float, float, float] | None] | None = None
+               ) -> dict[str, list[float]]:
     """Per page group (``train``, each added set; with ``page_kind`` each split into
-    ``GROUP, article pages`` and ``GROUP, other pages``) the word F1 of each story prior at
-    each threshold (threshold-major; None: the training's own), and ``pages`` per group."""
+    ``GROUP, article pages`` and ``GROUP, other pages``) the word F1 of each story prior (and
+    within it each of ``short_stories``; None: without one) at each threshold
+    (threshold-major; None: the training's own), and ``pages`` per group."""
     results, scores = work_scores(work)
     recipe = results["recipe"]
     fast = results["fast"]
@@ -89,9 +111,9 @@ def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
     prior = decoding.get("container_prior")
     prior = None if prior is None else (prior["share"], prior["shift"])
     continue_story = bool(decoding.get("continue_story"))
-    decodings = [(threshold, prior, continue_story, story)
+    decodings = [(threshold, prior, continue_story, story, short)
                  for threshold in (thresholds or [decoding["main_margin"]])
-                 for story in story_priors]
+                 for story in story_priors for short in (short_stories or [None])]
     pages = [p for p in iter_pages(corpus) if p["id"] in scores]
     jobs = ((p, scores[p["id"]], decodings, fast["keep_hidden"], fast["drop_noscript"],
              decoding.get("selection") == "expected_f1") for p in pages)
@@ -113,8 +135,9 @@ def decoded_f1(work: Path, story_priors: list[tuple[float, float] | None],
         "pages": {group: len(refs) for group, refs in groups.items()}}
 
 
-def oof_table(runs: list[dict], rows: list[tuple[str, object]], at_thresholds: bool) -> list[str]:
-    """Each group's word F1 out of fold, a line per decoding (``rows``: threshold, story prior),
+def oof_table(runs: list[dict], rows: list[tuple], at_thresholds: bool) -> list[str]:
+    """Each group's word F1 out of fold, a line per decoding (``rows``: threshold, story prior
+    and optionally a short story),
     a column per run and their mean ± half the range. A group some runs did not train on (an
     article set added to one recipe) shows ``-`` in their columns and the mean of the others."""
     groups = sorted({g for run in runs for g in run if g != "pages"})
@@ -124,12 +147,13 @@ def oof_table(runs: list[dict], rows: list[tuple[str, object]], at_thresholds: b
         lines.append(f"{group} ({holding[0]['pages'][group]} pages), word F1 out of fold"
                      + ("" if len(holding) == len(runs) else
                         f" (in {len(holding)} of {len(runs)} runs)") + ":")
-        for i, (threshold, prior) in enumerate(rows):
+        for i, (threshold, prior, *short) in enumerate(rows):
             values = [run[group][i] for run in holding]
             spread = (max(values) - min(values)) / 2
             at = f"threshold {threshold}, " if at_thresholds else ""
             cells = " ".join(f"{run[group][i]:.4f}" if group in run else "     -" for run in runs)
-            lines.append(f"  {at}story prior {prior_name(prior):>8}: {cells}  mean "
+            also = f", short story {short_name(short[0]):>10}" if short else ""
+            lines.append(f"  {at}story prior {prior_name(prior):>8}{also}: {cells}  mean "
                          f"{np.mean(values):.4f} ± {spread:.4f}")
     return lines
 
@@ -146,13 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page-kind", action="store_true",
                         help="split each group into the pages that call themselves articles "
                              "(og:type, JSON-LD) and the others")
+    parser.add_argument("--short-story", nargs="+", default=None,
+                        metavar="none|WORDS/SHIFT/PROSE_SHIFT",
+                        help="decode each story prior with each of these short stories "
+                             "(manifest decoding.short_story)")
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
     priors = [parse_story_prior(text) for text in args.story_prior]
-    runs = [decoded_f1(work, priors, args.workers, args.thresholds, args.page_kind)
+    shorts = ([parse_short_story(text) for text in args.short_story]
+              if args.short_story else None)
+    runs = [decoded_f1(work, priors, args.workers, args.thresholds, args.page_kind, shorts)
             for work in args.work]
-    rows = [(f"{t:+.2f}", prior) for t in args.thresholds for prior in priors
-            ] if args.thresholds else [("own", prior) for prior in priors]
+    rows = [(f"{t:+.2f}" if args.thresholds else "own", prior,
+             *([short] if shorts else []))
+            for t in (args.thresholds or [None]) for prior in priors
+            for short in (shorts or [None])]
     print("\n".join(oof_table(runs, rows, bool(args.thresholds))))
     return 0
 

@@ -283,6 +283,11 @@ typedef struct {
     double story_prior[2];        /* share, shift: before the container prior, the linked
                                      blocks outside the story's container lowered by shift */
     uint32_t continue_story;      /* a main prose block's story goes on */
+    uint32_t has_short_story;
+    double short_story[3];        /* words, shift, prose_shift: where the story's container
+                                     expects fewer main prose words, the story prior lowers
+                                     the linked blocks outside it by shift and its prose by
+                                     prose_shift (needs has_story_prior) */
 } pulpie_rt_decoding;
 
 /* One page's chunks and their SEP outputs (pulpie_rt_decide_blocks): chunk c holds the blocks

@@ -76,7 +76,7 @@ fn layouts() -> String {
         "pulpie_rt_decoding" => pulpie_rt_decoding {
             struct_size, margins, has_threshold, threshold, keep_best, expected_f1,
             has_container_prior, container_prior, has_story_prior, story_prior,
-            continue_story,
+            continue_story, has_short_story, short_story,
         }
         "pulpie_rt_sep_outputs" => pulpie_rt_sep_outputs {
             struct_size, n_blocks, block_indices, block_ends, n_chunks, kind, values,

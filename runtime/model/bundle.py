@@ -19,6 +19,7 @@ and ``manifest.json``. ``pulpie_rt.export`` writes it; the runtime only reads it
                    "selection": "threshold"|"expected_f1",
                    "container_prior": {"share": float, "shift": float},
                    "story_prior": {"share": float, "shift": float},
+                   "short_story": {"words": float, "shift": float, "prose_shift": float},
                    "continue_story": bool},   (optional)
       "rescorer": {"file": "rescorer.onnx",
                    "features": "blocks-v1"|"blocks-v2"|"blocks-v3"|"blocks-v4"|"blocks-v5",
@@ -66,6 +67,10 @@ take the argmax at each SEP); the embedded default model uses it:
   prose words (blocks under a quarter of their words linked); the linked blocks outside it
   are lowered by ``shift`` (``decode.rs``' ``story_prior``; needs a rescorer over
   ``blocks-v3``, ``blocks-v4`` or ``blocks-v5``).
+- ``short_story`` (absent: none; needs ``story_prior``): on a page whose story's container
+  expects fewer than ``words`` main prose words, the story prior lowers the linked blocks
+  outside it by this ``shift`` (in place of its own) and the prose blocks outside it by
+  ``prose_shift`` (``decode.rs``' ``ShortStory``).
 - ``continue_story`` (absent: false): after the selection, the story of a main prose block
   goes on through the later prose blocks whose parent or grandparent is its parent element,
   until a main prose block elsewhere starts another story (``decode.rs``' ``continue_story``;

@@ -151,18 +151,31 @@ def container_prior(scores: np.ndarray, features: np.ndarray, share: float,
 
 
 def story_prior(scores: np.ndarray, features: np.ndarray, share: float,
-                shift: float) -> np.ndarray:
+                shift: float, short_story: tuple[float, float, float] | None = None
+                ) -> np.ndarray:
     """The story's container first: ``container_prior``'s dominant container counting only
     the prose blocks' expected main words (under a quarter of their words linked); the linked
-    blocks (a quarter or more) outside it lowered by ``shift``, the others as they are. No
-    container qualifies, or no prose is expected: the scores as they are."""
+    blocks (a quarter or more) outside it lowered by ``shift``, the others as they are. With
+    ``short_story`` ``(words, short_shift, prose_shift)``, where the prose inside the story's
+    container expects fewer than ``words`` main words (``sigmoid(score) × words``, NaN: 0),
+    the linked blocks outside it are lowered by ``short_shift`` instead and the others
+    outside it by ``prose_shift``. No container qualifies, or no prose is expected: the
+    scores as they are."""
     scores = np.asarray(scores, np.float32)
     linked = features[:, LINK_RATIO] >= 0.25
     story = _dominant_container(scores, features, share, ~linked)
     if story is None:
         return scores
     inside = (features[:, CONTAINERS] == story).any(axis=1)
-    return np.where(inside | ~linked, scores, scores - np.float32(shift)).astype(np.float32)
+    prose_shift = 0.0
+    if short_story is not None:
+        p = [0.0 if np.isnan(x) else 1.0 / (1.0 + math.exp(-float(x))) for x in scores]
+        story_words = sum(p[i] * max(float(features[i, WORDS]), 0.0)
+                          for i in range(len(scores)) if inside[i] and not linked[i])
+        if story_words < short_story[0]:
+            shift, prose_shift = short_story[1], short_story[2]
+    lowered = np.where(linked, scores - np.float32(shift), scores - np.float32(prose_shift))
+    return np.where(inside, scores, lowered).astype(np.float32)
 
 
 def decide_blocks(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],

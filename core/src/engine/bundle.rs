@@ -6,7 +6,7 @@
 //! them (`select_profile`): its `decoding`, `rescorer`, `transformer`,
 //! `keep_hidden` and `drop_noscript` in place of the manifest's own.
 
-use super::decode::{ContainerPrior, Decoding};
+use super::decode::{ContainerPrior, Decoding, ShortStory};
 use crate::json::{self, Value};
 use std::path::{Path, PathBuf};
 
@@ -65,6 +65,9 @@ pub struct Manifest {
     pub container_prior: Option<ContainerPrior>,
     /// `decoding.story_prior` (`decode::story_prior`; absent or null: none)
     pub story_prior: Option<ContainerPrior>,
+    /// `decoding.short_story` (`decode::story_prior`'s `short`; absent or null: none; needs a
+    /// story prior)
+    pub short_story: Option<ShortStory>,
     /// `decoding.continue_story` (`decode::continue_story`; absent, null or false: off)
     pub continue_story: bool,
     pub rescorer: Option<RescorerSpec>,
@@ -304,6 +307,27 @@ impl Manifest {
         };
         let container_prior = prior_of("container_prior")?;
         let story_prior = prior_of("story_prior")?;
+        let short_story = match decoding.and_then(|d| d.get("short_story")) {
+            None | Some(Value::Null) => None,
+            Some(short) => {
+                let number = |key: &str| short.get(key).and_then(Value::as_f64);
+                match (number("words"), number("shift"), number("prose_shift")) {
+                    (Some(words), Some(shift), Some(prose_shift))
+                        if words >= 0.0
+                            && [shift, prose_shift].iter().all(|x| x.is_finite() && *x >= 0.0) =>
+                    {
+                        Some(ShortStory { words, shift, prose_shift })
+                    }
+                    _ => {
+                        return Err(bad("decoding.short_story is not {\"words\": a number >= 0, \
+                                        \"shift\": a number >= 0, \"prose_shift\": a number >= 0}"))
+                    }
+                }
+            }
+        };
+        if short_story.is_some() && story_prior.is_none() {
+            return Err(bad("decoding.short_story needs a decoding.story_prior"));
+        }
         let continue_story = match decoding.and_then(|d| d.get("continue_story")) {
             None | Some(Value::Null) => false,
             Some(v) => v.as_bool().ok_or_else(|| bad("decoding.continue_story is not true or false"))?,
@@ -358,6 +382,7 @@ impl Manifest {
             expected_f1,
             container_prior,
             story_prior,
+            short_story,
             continue_story,
             rescorer,
             transformer: value.get("transformer").is_none_or(|v| truthy(Some(v))),
@@ -398,6 +423,7 @@ impl Manifest {
             expected_f1: self.expected_f1,
             container_prior: self.container_prior,
             story_prior: self.story_prior,
+            short_story: self.short_story,
             continue_story: self.continue_story,
         }
     }
@@ -666,6 +692,35 @@ mod tests {
             Manifest::parse(&with(r#"{"share": 0.5, "shift": 3}"#, "blocks-v2"), "m.json").err().unwrap(),
             "m.json: decoding.story_prior needs a rescorer over blocks-v3 to blocks-v6"
         );
+    }
+
+    #[test]
+    fn the_short_story_is_read_and_checked() {
+        let with = |decoding: &str| {
+            manifest_with(&format!(
+                r#", "decoding": {{{decoding}}}, "rescorer": {{"file": "r.onnx",
+                   "features": "blocks-v5", "margin_weight": 0.0}}"#
+            ))
+        };
+        let story = r#""story_prior": {"share": 0.5, "shift": 1}"#;
+        let short = r#""short_story": {"words": 150, "shift": 3, "prose_shift": 0.5}"#;
+        let m = Manifest::parse(&with(&format!("{story}, {short}")), "m.json").unwrap();
+        assert_eq!(m.short_story, Some(ShortStory { words: 150.0, shift: 3.0, prose_shift: 0.5 }));
+        assert_eq!(m.decoding().short_story, m.short_story);
+        let m = Manifest::parse(&with(&format!(r#"{story}, "short_story": null"#)), "m.json").unwrap();
+        assert_eq!(m.short_story, None);
+        assert_eq!(
+            Manifest::parse(&with(short), "m.json").err().unwrap(),
+            "m.json: decoding.short_story needs a decoding.story_prior"
+        );
+        for bad in [r#"{"words": 150, "shift": 3}"#, r#"{"words": -1, "shift": 3, "prose_shift": 0}"#, "1"] {
+            assert_eq!(
+                Manifest::parse(&with(&format!(r#"{story}, "short_story": {bad}"#)), "m.json").err().unwrap(),
+                "m.json: decoding.short_story is not {\"words\": a number >= 0, \"shift\": a number >= 0, \
+                 \"prose_shift\": a number >= 0}",
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Decoding {
     /// the bundle's `decoding.story_prior` (`story_prior`, before the container prior): needs
     /// the block features' container columns
     pub story_prior: Option<ContainerPrior>,
+    /// the bundle's `decoding.short_story` (`story_prior`'s shifts on a page whose story is
+    /// short): needs a story prior
+    pub short_story: Option<ShortStory>,
     /// the bundle's `decoding.continue_story` (`continue_story`): needs the block features'
     /// container columns (layouts `blocks-v3` to `blocks-v6`)
     pub continue_story: bool,
@@ -68,6 +71,18 @@ impl Decoding {
 pub struct ContainerPrior {
     pub share: f64,
     pub shift: f64,
+}
+
+/// `decoding.short_story`: on a page whose story is short (its container's prose expects
+/// fewer than `words` main words), the story prior lowers the linked blocks outside the
+/// story's container by `shift` (in place of the prior's own shift) and the prose blocks
+/// outside it by `prose_shift`: a rail of teasers, each a linked headline and a line of
+/// summary, outweighs a story of a few sentences in words.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShortStory {
+    pub words: f64,
+    pub shift: f64,
+    pub prose_shift: f64,
 }
 
 /// The message of a page decoded by expected F1 without block features.
@@ -169,7 +184,8 @@ pub fn decide_blocks(
     }
     if let Some(prior) = decoding.story_prior {
         let features = features.ok_or_else(|| NO_STORY_PRIOR_CONTAINERS.to_string())?;
-        story_prior(&mut scores, features, prior).ok_or_else(|| NO_STORY_PRIOR_CONTAINERS.to_string())?;
+        story_prior(&mut scores, features, prior, decoding.short_story)
+            .ok_or_else(|| NO_STORY_PRIOR_CONTAINERS.to_string())?;
     }
     if let Some(prior) = decoding.container_prior {
         let features = features.ok_or_else(|| NO_CONTAINERS.to_string())?;
@@ -301,9 +317,17 @@ pub fn container_prior(scores: &mut [f32], features: &[f32], prior: ContainerPri
 /// main words of prose blocks only (under `PROSE_LINK_RATIO` of their words in links): a
 /// rail of ten linked headlines, which may expect more main words than a short story, counts
 /// none. The linked blocks (`PROSE_LINK_RATIO` or more) outside it are lowered by
-/// `prior.shift`; prose outside it is left to the container prior. None when `features` are
-/// not rows of a layout with container columns.
-pub fn story_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) -> Option<()> {
+/// `prior.shift`; prose outside it is left to the container prior. With `short`, on a page
+/// whose story's container expects fewer than `short.words` main prose words, the linked
+/// blocks outside it are lowered by `short.shift` instead and the prose outside it by
+/// `short.prose_shift`. None when `features` are not rows of a layout with container
+/// columns.
+pub fn story_prior(
+    scores: &mut [f32],
+    features: &[f32],
+    prior: ContainerPrior,
+    short: Option<ShortStory>,
+) -> Option<()> {
     use crate::features::context::LINK_RATIO;
     let n = scores.len();
     if n == 0 {
@@ -314,13 +338,32 @@ pub fn story_prior(scores: &mut [f32], features: &[f32], prior: ContainerPrior) 
     let Some(story) = dominant_container(scores, features, width, prior.share, |i| !linked(i)) else {
         return Some(());
     };
-    let shift = prior.shift as f32;
+    let short = short.filter(|short| {
+        let story_words: f64 = (0..n)
+            .filter(|&i| !linked(i) && in_container(features, width, i, story))
+            .map(|i| expected_words(scores[i], features[i * width + WORDS]))
+            .sum();
+        story_words < short.words
+    });
+    let (linked_shift, prose_shift) = match short {
+        Some(short) => (short.shift as f32, short.prose_shift as f32),
+        None => (prior.shift as f32, 0.0),
+    };
     for (i, score) in scores.iter_mut().enumerate() {
-        if linked(i) && !in_container(features, width, i, story) {
-            *score -= shift;
+        if !in_container(features, width, i, story) {
+            *score -= if linked(i) { linked_shift } else { prose_shift };
         }
     }
     Some(())
+}
+
+/// A block's expected main words: `sigmoid(score) × words` (0 for a NaN score).
+fn expected_words(score: f32, words: f32) -> f64 {
+    if score.is_nan() {
+        return 0.0;
+    }
+    let p = 1.0 / (1.0 + (-(score as f64)).exp());
+    p * (words as f64).max(0.0)
 }
 
 /// Whether block `i`'s container columns (rows `width` wide) hold container `id`.
@@ -342,14 +385,7 @@ fn dominant_container(
     use crate::features::{context::N_FEATURES_V2, N_CONTAINERS};
     let row = |i: usize| &features[i * width..(i + 1) * width];
     let mass: Vec<f64> = (0..scores.len())
-        .map(|i| {
-            let s = scores[i];
-            if s.is_nan() || !counts(i) {
-                return 0.0;
-            }
-            let p = 1.0 / (1.0 + (-(s as f64)).exp());
-            p * (row(i)[WORDS] as f64).max(0.0)
-        })
+        .map(|i| if counts(i) { expected_words(scores[i], row(i)[WORDS]) } else { 0.0 })
         .collect();
     let total: f64 = mass.iter().sum();
     if total <= 0.0 {
@@ -513,6 +549,7 @@ mod tests {
             expected_f1: false,
             container_prior: None,
             story_prior: None,
+            short_story: None,
             continue_story: false,
         };
         assert_eq!(plain.shifted(0.0), plain);
@@ -534,6 +571,7 @@ mod tests {
             expected_f1: false,
             container_prior: None,
             story_prior: None,
+            short_story: None,
             continue_story: false,
         };
         // two chunks: blocks 0, 1 | 2; block 3 in no chunk (cut by the limits); logits
@@ -634,7 +672,17 @@ mod tests {
         }
         let prior = ContainerPrior { share: 0.75, shift: 3.0 };
         let mut scores = [1.0f32; 7];
-        assert_eq!(story_prior(&mut scores, &rows, prior), Some(()));
+        assert_eq!(story_prior(&mut scores, &rows, prior, None), Some(()));
+        assert_eq!(scores, [1.0, 1.0, -2.0, -2.0, -2.0, -2.0, 1.0]);
+        // the story expects 2 x 30 x sigmoid(1) = 43.9 main words: a short story under 50,
+        // whose linked blocks outside are lowered by 5 and its prose outside by 0.5; not
+        // under 40, decided as without
+        let short = ShortStory { words: 50.0, shift: 5.0, prose_shift: 0.5 };
+        let mut scores = [1.0f32; 7];
+        story_prior(&mut scores, &rows, prior, Some(short)).unwrap();
+        assert_eq!(scores, [1.0, 1.0, -4.0, -4.0, -4.0, -4.0, 0.5]);
+        let mut scores = [1.0f32; 7];
+        story_prior(&mut scores, &rows, prior, Some(ShortStory { words: 40.0, ..short })).unwrap();
         assert_eq!(scores, [1.0, 1.0, -2.0, -2.0, -2.0, -2.0, 1.0]);
         // the container prior alone picks the rail's container (160 of 225 expected words)
         let mut scores = [1.0f32; 7];
@@ -645,9 +693,9 @@ mod tests {
         for i in [0, 1] {
             scores[i] = f32::NAN;
         }
-        story_prior(&mut scores[..], &rows, prior).unwrap();
+        story_prior(&mut scores[..], &rows, prior, Some(short)).unwrap();
         assert_eq!(&scores[2..6], &[1.0, 1.0, 1.0, 1.0]);
-        assert_eq!(story_prior(&mut [1.0, 1.0], &[0.0; 10], prior), None);
+        assert_eq!(story_prior(&mut [1.0, 1.0], &[0.0; 10], prior, None), None);
     }
 
     /// A story's prose runs on under its element: the prose blocks after a main one whose

@@ -8,7 +8,7 @@
 //! `pulpie_rt_context_features` / `pulpie_rt_stage_features` are `rescore.py`'s columns of
 //! blocks in context (`features::context`), for that flow and the training.
 
-use super::decode::{decide_blocks, ContainerPrior, Decoding, SepOutputs};
+use super::decode::{decide_blocks, ContainerPrior, Decoding, SepOutputs, ShortStory};
 use crate::abi::{
     checked, PULPIE_RT_DONE, PULPIE_RT_EMPTY_MAIN_WITHOUT_TEXT, PULPIE_RT_EMPTY_NONE,
     PULPIE_RT_EMPTY_NO_MAIN, PULPIE_RT_EMPTY_NO_TEXT, PULPIE_RT_OUTPUTS_LOGITS, PULPIE_RT_OUTPUTS_MARGINS,
@@ -35,12 +35,15 @@ pub struct pulpie_rt_decoding {
     pub has_story_prior: u32,
     pub story_prior: [f64; 2],
     pub continue_story: u32,
+    pub has_short_story: u32,
+    pub short_story: [f64; 3],
 }
 
 impl pulpie_rt_decoding {
     fn decoding(&self) -> Decoding {
         let [share, shift] = self.container_prior;
         let [story_share, story_shift] = self.story_prior;
+        let [words, short_shift, prose_shift] = self.short_story;
         Decoding {
             margins: self.margins != 0,
             main_margin: (self.has_threshold != 0).then_some(self.threshold),
@@ -49,6 +52,11 @@ impl pulpie_rt_decoding {
             container_prior: (self.has_container_prior != 0).then_some(ContainerPrior { share, shift }),
             story_prior: (self.has_story_prior != 0)
                 .then_some(ContainerPrior { share: story_share, shift: story_shift }),
+            short_story: (self.has_short_story != 0).then_some(ShortStory {
+                words,
+                shift: short_shift,
+                prose_shift,
+            }),
             continue_story: self.continue_story != 0,
         }
     }
@@ -76,6 +84,12 @@ fn decoding_fields(decoding: &Decoding) -> Value {
                 .map_or(Value::Null, |p| Value::Array(vec![number(p.share), number(p.shift)])),
         ),
         ("continue_story".into(), Value::Bool(decoding.continue_story)),
+        (
+            "short_story".into(),
+            decoding.short_story.map_or(Value::Null, |s| {
+                Value::Array(vec![number(s.words), number(s.shift), number(s.prose_shift)])
+            }),
+        ),
     ])
 }
 
