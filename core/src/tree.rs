@@ -119,13 +119,75 @@ impl std::ops::IndexMut<usize> for AttrLists {
     }
 }
 
-#[derive(Default)]
 pub struct Tree {
     pub nodes: Vec<Node>,
     pub attrs: AttrLists,
     /// (`Reader::Libxml2`) libxml2 made a document: the input held a start tag or text that
     /// is not blank (otherwise lxml reports "Document is empty")
     pub has_document: bool,
+}
+
+/// The storage of the trees a thread has dropped, emptied and kept for its next trees: a page
+/// makes three or four trees of thousands of nodes each (lexbor's tree and its copy, the tree
+/// `map_html` reads back as, the reconstruction's), so its trees grow into vectors already
+/// allocated (no copies as they grow). A tree larger than `Spare::MOST_NODES` is freed as it
+/// was (a huge page keeps nothing behind). Nodes' children lists are not kept: handing them
+/// out again to new nodes made the segmentation slower (`bench.check`'s simplify stage).
+struct Spare {
+    nodes: Vec<Node>,
+    spans: Vec<(u32, u32)>,
+    items: Vec<(Tag, Text)>,
+}
+
+impl Spare {
+    /// trees kept by a thread (as many as a page has live at once)
+    const TREES: usize = 3;
+    /// nodes a kept tree holds room for at most (about 7 MB of nodes)
+    const MOST_NODES: usize = 1 << 16;
+}
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Spare>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Default for Tree {
+    /// An empty tree, in the storage of one the thread dropped where it kept one (the largest).
+    fn default() -> Tree {
+        let spare = SPARE
+            .try_with(|spare| {
+                let mut spare = spare.borrow_mut();
+                let largest = (0..spare.len()).max_by_key(|&i| spare[i].nodes.capacity())?;
+                Some(spare.swap_remove(largest))
+            })
+            .ok()
+            .flatten();
+        match spare {
+            Some(Spare { nodes, spans, items }) => {
+                Tree { nodes, attrs: AttrLists { spans, items }, has_document: false }
+            }
+            None => Tree { nodes: Vec::new(), attrs: AttrLists::default(), has_document: false },
+        }
+    }
+}
+
+impl Drop for Tree {
+    /// Emptied, and its storage kept for the thread's next tree (see `Spare`).
+    fn drop(&mut self) {
+        if self.nodes.capacity() > Spare::MOST_NODES {
+            return;
+        }
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.clear();
+        let AttrLists { mut spans, mut items } = std::mem::take(&mut self.attrs);
+        spans.clear();
+        items.clear();
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < Spare::TREES {
+                spare.push(Spare { nodes, spans, items });
+            }
+        });
+    }
 }
 
 /// Python's `str.isspace` (also what `\s` matches in a `str` pattern).
@@ -1477,5 +1539,31 @@ mod tests {
             let root = parse(&mut tree, html, Reader::Spec);
             assert!(read_back(&mut tree, root).is_none(), "{html}");
         }
+    }
+
+    #[test]
+    fn a_tree_in_the_storage_of_dropped_ones_reads_as_a_new_tree() {
+        // the tree, its node and attribute counts and its children lists' lengths
+        fn read(html: &str) -> (Vec<String>, usize, usize, Vec<usize>) {
+            let mut tree = Tree::default();
+            let root = parse(&mut tree, html, Reader::Spec);
+            let children = tree.nodes.iter().map(|n| n.children.len()).collect();
+            (shape(&tree, root), tree.nodes.len(), tree.attrs.len(), children)
+        }
+        let small = "<p class=a>x<b>y</b></p><ul><li>1</li></ul>";
+        let large: String =
+            (0..500).map(|i| format!("<div id=d{i}><p>t{i}<a href=#{i}>l</a></p></div>")).collect();
+        // a thread with no trees dropped before: nothing kept
+        let new = std::thread::spawn(move || read(small)).join().unwrap();
+        for _ in 0..2 * Spare::TREES {
+            let mut a = Tree::default();
+            let mut b = Tree::default();
+            let root = parse(&mut a, &large, Reader::Spec);
+            a.deep_copy(root, false);
+            parse(&mut b, &large, Reader::Spec);
+        }
+        assert!(SPARE.with(|spare| spare.borrow().len()) > 0);
+        assert_eq!(read(small), new);
+        assert_eq!(read(&large), std::thread::spawn(move || read(&large)).join().unwrap());
     }
 }
