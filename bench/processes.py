@@ -4,6 +4,7 @@ trafilatura, side by side in one run.
 
     python -m bench.processes                      # the dev pages, 3 rounds
     python -m bench.processes --rounds 5 --base HEAD~2 --skip trafilatura
+    python -m bench.processes --fixed --rounds 15  # a run's fixed cost: over 0 and 1 page
 
 Each side is one process over the same JSONL file of pages, from its start to its exit:
 imports, model load, reading the pages and writing every record are in its figure. Its CPU
@@ -17,6 +18,10 @@ own tree (the working tree's uncommitted changes included), both loading the sam
 library.
 Their Markdown is compared page by page: the
 row counts the pages where the two agree (a faster run that changes an output is no win).
+
+``--fixed``: what a process costs besides its pages (start, imports, the model's load, exit),
+the same two ``pulpie-rt run`` sides over an empty JSONL file and over one page (the first),
+each the least CPU seconds of alternating rounds.
 
 resiliparse: ``extract_plain_text(html, main_content=True)``; trafilatura:
 ``extract(html)`` with its defaults. Both from the ``bench`` extra; a side whose package is
@@ -185,6 +190,66 @@ def run_processes(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
     return result
 
 
+# the inputs of ``--fixed``: an empty file and the first page alone
+FIXED_INPUTS = (("0 pages", 0), ("1 page", 1))
+
+
+def run_fixed_cost(pages: Sequence[dict], rounds: int = DEFAULT_ROUNDS,
+                   base_spec: str | None = None, log: Callable[[str], None] = print,
+                   trees: tuple | None = None) -> dict[str, Any]:
+    """A run's fixed cost, side by side: per input of ``FIXED_INPUTS`` (no page, the first of
+    ``pages``) and per tree (working tree, base), its CPU seconds per round and the least of
+    them, and the base's least over the working tree's. The sides alternate as in
+    ``run_processes``."""
+    from bench.check import prepare_trees
+    from pulpie_rt.runtime.native import ORT_LIBRARY_ENV, ort_library_path
+
+    head, base = trees if trees is not None else prepare_trees(base_spec, log=log)
+    ort_library = ort_library_path()
+    sides = []
+    for label, tree in ((HEAD_ROW, head), (BASE_ROW, base)):
+        env = tree.environment()
+        if ort_library is not None:
+            env[ORT_LIBRARY_ENV] = str(ort_library)
+        sides.append((label, tree, env))
+    inputs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="pulpie-rt-fixed-") as tmp:
+        folder = Path(tmp)
+        for name, count in FIXED_INPUTS:
+            path = folder / f"pages-{count}.jsonl"
+            path.write_text("".join(json.dumps({"id": p["id"], "html": p["html"]},
+                                               ensure_ascii=False) + "\n"
+                                    for p in pages[:count]), encoding="utf-8")
+            cpu: dict[str, list[float]] = {label: [] for label, _, _ in sides}
+            for round_index in range(rounds):
+                turn = round_index % len(sides)
+                for label, tree, env in sides[turn:] + sides[:turn]:
+                    out = folder / "out.jsonl"
+                    for stale in folder.glob("out.jsonl*"):
+                        stale.unlink()
+                    seconds, _ = timed(_run_command(tree.shim, path, out), env, tree.src)
+                    cpu[label].append(seconds)
+            best = {label: min(values) for label, values in cpu.items()}
+            inputs[name] = {"pages": count, "cpu_s": cpu, "best_cpu_s": best,
+                            "base_over_head": best[BASE_ROW] / best[HEAD_ROW]}
+            log(f"  {name}: working tree {best[HEAD_ROW]:.3f} CPU s, base "
+                f"{best[BASE_ROW]:.3f} CPU s")
+    return {"rounds": rounds, "commits": {HEAD_ROW: head.commit, BASE_ROW: base.commit},
+            "inputs": inputs}
+
+
+def fixed_cost_table(result: dict[str, Any]) -> str:
+    """The fixed cost as a small table: per input, each side's least CPU seconds."""
+    lines = [f"A run's fixed cost (pulpie-rt run, whole process), best of {result['rounds']} "
+             "alternating rounds, CPU seconds:",
+             f"  {'input':<10} {'working tree':>13} {'base':>8}  base / working tree"]
+    for name, row in result["inputs"].items():
+        best = row["best_cpu_s"]
+        lines.append(f"  {name:<10} {best[HEAD_ROW]:13.3f} {best[BASE_ROW]:8.3f}  "
+                     f"{row['base_over_head']:.2f}x")
+    return "\n".join(lines)
+
+
 def processes_table(result: dict[str, Any]) -> str:
     """The row as a small table, the ratios and the Markdown check below it."""
     lines = [f"Whole processes on {result['pages']} pages (model load included), best of "
@@ -220,8 +285,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], choices=list(OTHERS))
     parser.add_argument("--out", default=None, help="JSON file or folder (default: "
                         "bench/results/)")
+    parser.add_argument("--fixed", action="store_true",
+                        help="only the fixed cost: both trees' run over 0 pages and over the "
+                             "first page")
     args = parser.parse_args(argv)
     pages = bench_pages(args.pages, args.inputs)
+    if args.fixed:
+        print(f"A run's fixed cost: {args.rounds} rounds", flush=True)
+        fixed = run_fixed_cost(pages, rounds=args.rounds, base_spec=args.base)
+        print(fixed_cost_table(fixed))
+        path = write_result("processes-fixed", {"kind": "processes-fixed",
+                                                "machine": machine_info(), "fixed": fixed},
+                            args.out)
+        print(f"wrote {path}")
+        return 0
     print(f"Whole processes: {len(pages)} pages, {args.rounds} rounds", flush=True)
     result = run_processes(pages, rounds=args.rounds, base_spec=args.base, skip=args.skip)
     print(processes_table(result))

@@ -191,6 +191,44 @@ def test_whole_processes_row_runs_each_side_and_compares_the_markdown(small_real
     assert len(result["notes"]) == len(processes.OTHERS) - len(others)
 
 
+def test_fixed_cost_row_runs_both_trees_over_no_page_and_one(small_real_pages, tmp_path,
+                                                             monkeypatch):
+    """``bench.processes --fixed``: each tree's ``pulpie-rt run`` over an empty file and over
+    the first page, every round, the least CPU seconds and the base's over the working
+    tree's, the empty file first."""
+    from pathlib import Path
+
+    from bench import processes
+    from pulpie_rt.runtime import native
+
+    library = native.library_path() if native.available() else None
+    shim = check.make_shim(check.REPO_ROOT, tmp_path / "shim")
+    tree = check.Tree("working tree", check.REPO_ROOT, "HEAD", shim, library, "installed")
+    monkeypatch.setattr(check, "prepare_trees",
+                        lambda base_spec, log: (tree, replace(tree, label="base")))
+    commands = []
+    timed = processes.timed
+
+    def spy(command, env, cwd):
+        commands.append(command)
+        return timed(command, env, cwd)
+
+    monkeypatch.setattr(processes, "timed", spy)
+    result = processes.run_fixed_cost(small_real_pages, rounds=2, log=lambda _line: None)
+    assert list(result["inputs"]) == ["0 pages", "1 page"]
+    assert len(commands) == 2 * 2 * 2
+    for row in result["inputs"].values():
+        cpu = row["cpu_s"]
+        assert [len(cpu[processes.HEAD_ROW]), len(cpu[processes.BASE_ROW])] == [2, 2]
+        assert row["best_cpu_s"][processes.HEAD_ROW] == min(cpu[processes.HEAD_ROW]) > 0
+        assert row["base_over_head"] == pytest.approx(
+            row["best_cpu_s"][processes.BASE_ROW] / row["best_cpu_s"][processes.HEAD_ROW])
+    inputs = [Path(c[c.index("run") + 1]) for c in commands]
+    assert [p.name for p in inputs[:4]] == ["pages-0.jsonl"] * 4
+    table = processes.fixed_cost_table(result)
+    assert "0 pages" in table and "1 page" in table and "base / working tree" in table
+
+
 def _processes_result(head_cpu: list[float], base_cpu: list[float], same: int = 3) -> dict:
     rows = [{"system": system, "cpu_s": cpu, "best_cpu_s": min(cpu)}
             for system, cpu in (("pulpie-rt run (working tree)", head_cpu),
