@@ -14,7 +14,6 @@ bytes with its HTTP header's Content-Type, a Parquet binary HTML column with the
 from __future__ import annotations
 
 import ctypes
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,13 +156,15 @@ def iter_jsonl(path: Path, html_field: str = "html", id_field: str = "id"
                     yield InputPage(where, None, f"input: {where}: invalid JSON ({exc})")
                     continue
                 yield _record_page(record, where, html_field, id_field)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
         raise InputError(f"{path}: unreadable ({exc})") from exc
 
 
 def _open_bytes(path: Path):
     """``path``'s bytes, gunzipped for ``.gz``: read straight into ``_Lines``' buffer."""
     if path.name.lower().endswith(".gz"):
+        import gzip  # (here: a run over plain JSONL does not import it)
+
         return gzip.open(path, "rb")
     return open(path, "rb", buffering=0)
 

@@ -32,12 +32,10 @@ once, record by record, to rebuild it; the same memory bound holds.
 from __future__ import annotations
 
 import errno
-import gzip
 import json
 import os
 import re
 import sqlite3
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +114,8 @@ def encode(records: list[dict], compression: str) -> bytes:
     """One batch as one whole unit of its file: lines, a gzip member or a zstd frame."""
     payload = _encode_lines(records)
     if compression == "gzip":
+        import gzip  # (here, as zlib below: a plain JSONL output imports neither)
+
         return gzip.compress(payload, compresslevel=6, mtime=0)
     if compression == "zstd":
         return _zstandard().ZstdCompressor(level=3).compress(payload)
@@ -137,6 +137,8 @@ def _units(fh, compression: str) -> Iterator[tuple[int, bytes]]:
     data = b""
     while True:
         if compression == "gzip":
+            import zlib
+
             decoder = zlib.decompressobj(wbits=31)
         else:
             decoder = _zstandard().ZstdDecompressor().decompressobj()

@@ -95,3 +95,71 @@ def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
                           capture_output=True, text=True, env=env, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+
+
+def test_the_console_script_freezes_what_it_imported_and_a_caller_keeps_its_collector(
+        tmp_path):
+    """``main()`` on the process's own command line (the console script) runs its command's
+    imports without collections and freezes them (``gc.freeze``: the run's collections and
+    the one at exit skip them), the collector on again after; ``main(argv)`` (a caller's
+    process) leaves the collector as it found it."""
+    import gc
+    import os
+    import subprocess
+    import sys
+
+    from pulpie_rt.cli import main
+    from pulpie_rt.runtime import native
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text('{"id": "a", "html": "<p>Some text of a page.</p>"}\n', encoding="utf-8")
+    code = ("import gc, sys\n"
+            "from pulpie_rt.cli import main\n"
+            "frozen = gc.get_freeze_count()\n"
+            "sys.argv = ['pulpie-rt', 'run', sys.argv[1], '--out', sys.argv[2], '--quiet']\n"
+            "assert main() == 0\n"
+            "print(frozen, gc.get_freeze_count() > 1000, gc.isenabled())\n")
+    env = dict(os.environ)
+    library = native.ort_library_path()
+    if library is not None:
+        env[native.ORT_LIBRARY_ENV] = str(library)
+    done = subprocess.run([sys.executable, "-c", code, str(pages), str(tmp_path / "out.jsonl")],
+                          capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["0", "True", "True"]
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+
+    frozen = gc.get_freeze_count()
+    assert main(["run", str(pages), "--out", str(tmp_path / "again.jsonl"), "--quiet"]) == 0
+    assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, True)
+    gc.disable()
+    try:
+        assert main(["run", str(pages), "--out", str(tmp_path / "off.jsonl"), "--quiet"]) == 0
+        assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, False)
+    finally:
+        gc.enable()
+
+
+def test_the_package_imports_its_names_where_first_asked_for():
+    """``import pulpie_rt`` imports no engine (the console script's ``run`` sets the collector
+    first); each public name is there when asked for, the same object as its module's."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pulpie_rt\n"
+            "print('pulpie_rt.runtime.flow.engine' in sys.modules)\n"
+            "from pulpie_rt import Extractor, PageResult, simplify\n"
+            "from pulpie_rt.runtime.flow.extractor import Extractor as E\n"
+            "from pulpie_rt.runtime.flow.pages import PageResult as R\n"
+            "from pulpie_rt.runtime.stages.simplify import simplify as s\n"
+            "print(Extractor is E, PageResult is R, simplify is s)\n"
+            "print(all(hasattr(pulpie_rt, n) for n in pulpie_rt.__all__),\n"
+            "      set(pulpie_rt.__all__) <= set(dir(pulpie_rt)))\n"
+            "try:\n"
+            "    pulpie_rt.Nothing\n"
+            "except AttributeError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines() == [
+        "False", "True True True", "True True",
+        "module 'pulpie_rt' has no attribute 'Nothing'"]

@@ -6,7 +6,6 @@ process's threads and describe a GPU."""
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +91,8 @@ class GpuInfo:
 def detect_gpu() -> GpuInfo | None:
     """The first NVIDIA GPU as ``nvidia-smi`` reports it (name, compute capability, memory: what
     engine builds and GPU benchmarks need), or None (no driver, no GPU)."""
-    import subprocess  # (here: a run that asks for no GPU does not import it)
+    import shutil  # (here, as subprocess: a run that asks for no GPU imports neither)
+    import subprocess
 
     exe = shutil.which("nvidia-smi")
     if exe is None:
