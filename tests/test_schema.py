@@ -167,3 +167,27 @@ def test_an_output_names_what_it_cannot_be_and_what_it_drops():
         schema.Output("pdf")
     with pytest.raises(ValueError, match=r"^images must be true or false, not 'no'$"):
         schema.Output(images="no")
+
+
+def test_a_content_the_core_cannot_render_is_empty_and_the_error_says_why(monkeypatch):
+    """A content the core cannot render (``CoreError``, ``SpecificationRaises``) is written
+    empty with ``"markdown: <reason>"`` as the record's error (a page's own error stays); any
+    other exception is a bug and is raised."""
+    from pulpie_rt.runtime import native
+
+    def raising(exc):
+        def content(*args, **kwargs):
+            raise exc
+        return content
+
+    result = PageResult(page_id="p", html="<p>x</p>", markdown="x", labels={"1": "main"})
+    monkeypatch.setattr(result, "content", raising(native.CoreError("cannot render\nthis")))
+    values = schema.record("p", result)
+    assert (values["markdown"], values["error"], values["n_main"]) == (
+        "", "markdown: CoreError: cannot render", 1)
+    monkeypatch.setattr(result, "content", raising(native.SpecificationRaises("deep")))
+    result.error = "decode: the page's own"
+    assert schema.record("p", result)["error"] == "decode: the page's own"
+    monkeypatch.setattr(result, "content", raising(KeyError("a bug")))
+    with pytest.raises(KeyError):
+        schema.record("p", result)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin
 
@@ -178,6 +179,7 @@ def content_field(content_format: str = DEFAULT_FORMAT) -> Field:
                  f"{_CONTENT_MEANING[content_format]} (\"\" on error or when there is none)")
 
 
+@lru_cache(maxsize=64)  # asked once per record written: the same few outputs
 def result_fields(output: Output | str = DEFAULT_FORMAT) -> tuple[Field, ...]:
     """A result's fields, in order: the content, ``RESULT_FIELDS``, ``LABELS`` for json."""
     output = output_of(output)
@@ -195,16 +197,19 @@ def result_values(result: Any, output: Output | str = DEFAULT_FORMAT) -> dict[st
     """``result``'s (a ``PageResult``'s) value of each result field, in order. A content the
     core cannot render (where the Markdown specification raises on the pruned HTML) is empty,
     and ``error`` says why."""
-    from pulpie_rt.runtime import native
-    from pulpie_rt.runtime.flow.pages import describe
-
     output = output_of(output)
     failed = None
     try:
         content = output.content(result)
-    except (native.CoreError, native.SpecificationRaises) as exc:
+    except Exception as exc:  # (the imports here: not on each record's way)
+        from pulpie_rt.runtime import native
+        from pulpie_rt.runtime.flow.pages import describe
+
+        if not isinstance(exc, (native.CoreError, native.SpecificationRaises)):
+            raise
         content, failed = "", f"markdown: {describe(exc)}"
-    values = {f.name: content if f.name == output.content_format else getattr(result, f.name)
+    content_name = output.content_format
+    values = {f.name: content if f.name == content_name else getattr(result, f.name)
               for f in result_fields(output)}
     if failed is not None and values["error"] is None:
         values["error"] = failed
