@@ -39,7 +39,20 @@ fn fields(bytes: &[u8]) -> Fields<'_> {
 }
 
 impl<'a> Fields<'a> {
+    /// The next varint. Most of a tree ensemble's (node ids, features, flags, keys) are one
+    /// byte: read here, in the caller's loop; longer ones in `varint_long`.
+    #[inline]
     fn varint(&mut self) -> Result<u64, ParseError> {
+        match self.bytes.get(self.at) {
+            Some(&byte) if byte & 0x80 == 0 => {
+                self.at += 1;
+                Ok(u64::from(byte))
+            }
+            _ => self.varint_long(),
+        }
+    }
+
+    fn varint_long(&mut self) -> Result<u64, ParseError> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&byte) = self.bytes.get(self.at) else {
@@ -585,6 +598,24 @@ mod tests {
             let error = attribute(&attr[..cut]).unwrap_err().0;
             assert!(error.contains("runs past the end") || error.contains("truncated"), "{cut}: {error}");
         }
+    }
+
+    #[test]
+    fn varints_of_one_byte_and_longer_read_alike() {
+        // one byte (read inline), the lengths around each 7-bit step, the longest
+        let values = [0u64, 1, 127, 128, 255, 300, 16_383, 16_384, 1 << 35, u64::MAX];
+        let bytes: Vec<u8> = values.iter().flat_map(|&v| encode_varint(v)).collect();
+        let mut reader = fields(&bytes);
+        let read: Vec<u64> = values.iter().map(|_| reader.varint().unwrap()).collect();
+        assert_eq!((read, reader.at), (values.to_vec(), bytes.len()));
+        // cut anywhere inside a long one, or one byte too long: an error, never a value
+        let long = encode_varint(u64::MAX);
+        for cut in 1..long.len() {
+            assert_eq!(fields(&long[..cut]).varint().unwrap_err().0, "truncated varint");
+        }
+        assert_eq!(fields(&[]).varint().unwrap_err().0, "truncated varint");
+        let overlong = [[0x80u8; 10].as_slice(), &[0]].concat();
+        assert_eq!(fields(&overlong).varint().unwrap_err().0, "varint longer than 10 bytes");
     }
 
     #[test]
