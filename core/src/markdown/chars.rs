@@ -238,7 +238,7 @@ pub fn advance_chars(s: &[u8], start: usize, count: usize) -> usize {
 /// Where `needle` (non-empty) first occurs in `hay`.
 pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while let Some(k) = hay.get(i..)?.iter().position(|&c| c == needle[0]) {
+    while let Some(k) = crate::scan::find_byte(needle[0], hay.get(i..)?) {
         let at = i + k;
         if hay[at..].starts_with(needle) {
             return Some(at);

@@ -19,7 +19,7 @@ pub fn strip_spacer_images(html: &[u8]) -> Cow<'_, [u8]> {
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
     let mut i = 0;
-    while let Some(k) = html[i..].iter().position(|&c| c == b'<') {
+    while let Some(k) = crate::scan::find_byte(b'<', &html[i..]) {
         let lt = i + k;
         match spacer_at(html, lt) {
             Some(end) => {
@@ -68,7 +68,7 @@ fn word_boundary_after(b: &[u8], i: usize) -> bool {
 }
 
 fn find_gt(b: &[u8], from: usize) -> Option<usize> {
-    b.get(from..)?.iter().position(|&c| c == b'>').map(|k| from + k)
+    crate::scan::find_byte(b'>', b.get(from..)?).map(|k| from + k)
 }
 
 /// Where the match starting at `lt` ends, if one does.

@@ -66,9 +66,10 @@ pub fn feed<H: Handler>(data: &[u8], handler: &mut H) -> Result<(), SpecError> {
 
 // ── small pattern pieces ───────────────────────────────────────────────────────────────
 
+/// The first `needle` at or after `from` (memchr: attribute values, URLs most, run long).
 #[inline]
 fn find_byte(b: &[u8], from: usize, needle: u8) -> Option<usize> {
-    b.get(from..)?.iter().position(|&c| c == needle).map(|k| from + k)
+    crate::scan::find_byte(needle, b.get(from..)?).map(|k| from + k)
 }
 
 /// Whether the character before byte `k` is one of `'"/` or whitespace (the attribute
@@ -244,7 +245,8 @@ impl<'a, H: Handler> Parser<'a, H> {
                     Some((start, _)) => start,
                     None => break,
                 },
-                None => raw[i..].iter().position(|&c| c == b'<' || c == b'&').map_or(n, |k| i + k),
+                // (16 bytes tested at once: text runs between tags)
+                None => crate::scan::find_any(&raw[i..], [b'<', b'&']).map_or(n, |k| i + k),
             };
             if i < j {
                 self.handler.data(&raw[i..j])?;

@@ -38,7 +38,7 @@ pub fn digits_value(digits: &[u8], base: u32) -> u64 {
 pub fn unescape(s: &[u8]) -> Result<Vec<u8>, SpecError> {
     let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
-    while let Some(k) = s[i..].iter().position(|&c| c == b'&') {
+    while let Some(k) = crate::scan::find_byte(b'&', &s[i..]) {
         let amp = i + k;
         out.extend_from_slice(&s[i..amp]);
         match reference_at(s, amp)? {
