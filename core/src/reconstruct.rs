@@ -6,7 +6,7 @@
 //! no handling. A `map_html` that is not a whole document is read as the reference's
 //! `lxml.html.fromstring` reads it (`fragment_top`).
 
-use crate::hash::FastSet;
+use crate::hash::{FastMap, FastSet};
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -166,7 +166,7 @@ impl Selection {
     /// The elements kept under `root` (the reference's `id_to_element` and `elements_to_remain`
     /// over `root.iter()`).
     fn new(tree: &Tree, root: usize, main_ids: &HashSet<&str>) -> Selection {
-        let mut first: std::collections::HashMap<&str, usize> = Default::default();
+        let mut first: FastMap<&str, usize> = Default::default();
         let order = tree.iter(root);
         for &node in &order {
             if let Some(iid) = tree.attr(node, ITEM_ID_ATTR) {
