@@ -71,7 +71,10 @@ def test_every_module_imports_and_every_name_it_imports_from_the_package_exists(
 RUN_NEVER_IMPORTS = ("importlib.resources", "importlib.readers", "importlib.metadata")
 
 
-def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
+def _run_console_script(tmp_path: Path, code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter with ``sys.argv[1]`` a one-page JSONL
+    file and ``sys.argv[2]`` the output to write (one record, checked); ONNX Runtime's library
+    named as this process found it."""
     import os
     import subprocess
     import sys
@@ -80,6 +83,17 @@ def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
 
     pages = tmp_path / "pages.jsonl"
     pages.write_text('{"id": "a", "html": "<p>Some text of a page.</p>"}\n', encoding="utf-8")
+    env = dict(os.environ)
+    library = native.ort_library_path()
+    if library is not None:
+        env[native.ORT_LIBRARY_ENV] = str(library)
+    done = subprocess.run([sys.executable, "-c", code, str(pages), str(tmp_path / "out.jsonl")],
+                          capture_output=True, text=True, env=env, check=True)
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+    return done.stdout
+
+
+def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
     code = ("import sys\n"
             "from pulpie_rt.cli import main\n"
             "sys.argv = ['pulpie-rt', 'run', sys.argv[1], '--out', sys.argv[2], '--quiet']\n"
@@ -87,14 +101,7 @@ def test_a_run_imports_nothing_it_has_no_use_for(tmp_path):
             "    main()\n"
             "finally:\n"
             f"    print(sorted(set(sys.modules) & set({RUN_NEVER_IMPORTS!r})))\n")
-    env = dict(os.environ)
-    library = native.ort_library_path()
-    if library is not None:
-        env[native.ORT_LIBRARY_ENV] = str(library)
-    done = subprocess.run([sys.executable, "-c", code, str(pages), str(tmp_path / "out.jsonl")],
-                          capture_output=True, text=True, env=env, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+    assert _run_console_script(tmp_path, code).strip().splitlines()[-1] == "[]"
 
 
 def test_the_console_script_freezes_what_it_imported_and_a_caller_keeps_its_collector(
@@ -104,30 +111,18 @@ def test_the_console_script_freezes_what_it_imported_and_a_caller_keeps_its_coll
     the one at exit skip them), the collector on again after; ``main(argv)`` (a caller's
     process) leaves the collector as it found it."""
     import gc
-    import os
-    import subprocess
-    import sys
 
     from pulpie_rt.cli import main
-    from pulpie_rt.runtime import native
 
-    pages = tmp_path / "pages.jsonl"
-    pages.write_text('{"id": "a", "html": "<p>Some text of a page.</p>"}\n', encoding="utf-8")
     code = ("import gc, sys\n"
             "from pulpie_rt.cli import main\n"
             "frozen = gc.get_freeze_count()\n"
             "sys.argv = ['pulpie-rt', 'run', sys.argv[1], '--out', sys.argv[2], '--quiet']\n"
             "assert main() == 0\n"
             "print(frozen, gc.get_freeze_count() > 1000, gc.isenabled())\n")
-    env = dict(os.environ)
-    library = native.ort_library_path()
-    if library is not None:
-        env[native.ORT_LIBRARY_ENV] = str(library)
-    done = subprocess.run([sys.executable, "-c", code, str(pages), str(tmp_path / "out.jsonl")],
-                          capture_output=True, text=True, env=env, check=True)
-    assert done.stdout.split() == ["0", "True", "True"]
-    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+    assert _run_console_script(tmp_path, code).split() == ["0", "True", "True"]
 
+    pages = tmp_path / "pages.jsonl"
     frozen = gc.get_freeze_count()
     assert main(["run", str(pages), "--out", str(tmp_path / "again.jsonl"), "--quiet"]) == 0
     assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, True)
