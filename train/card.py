@@ -440,7 +440,7 @@ the figures are in the project README.
   fast seeds 0, 1, 2 cut as shipped (`make fast-seeds`): ground truth 0.8690 ± 0.0022 (mean
   ± sd), the readability articles 0.9389 ± 0.0044, against trafilatura's 0.8293 and 0.9262;
   train out of fold on all 1,157 train pages at the cut's threshold 0.8795, 0.8798, 0.8793
-  (`python -m train.cut_oof`, `bench/results/cut-oof-20261206-seed*-2x150-2x75.json`).
+  (`bench/results/cut-oof-20261206-seed*-2x150-2x75.json`).
 - How much each part contributes on the ground-truth pages (transformer only, rescorer only,
   both): `python -m bench.default_model_parts`.
 """
