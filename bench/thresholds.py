@@ -216,16 +216,17 @@ def main(argv: list[str] | None = None) -> int:
         own = None if own is None else {"share": own[0], "shift": own[1]}
         prior_fields = ({"container_priors": priors} if several
                         else {"container_prior": priors[0] if priors else own})
+        # the profile's own decoding, which the copies edit (the manifest's top-level
+        # `decoding` is the profile-less one's)
+        shipped_decoding = bundle.manifest["profiles"][args.profile]["decoding"]
         path = write_result("thresholds", {"kind": "thresholds", "machine": machine_info(),
                                            "model": str(bundle.path), "profile": args.profile,
                                            "shipped": shipped, **prior_fields,
                                            "story_prior": (
-                                               (bundle.manifest.get("decoding") or {}).get(
-                                                   "story_prior")
+                                               shipped_decoding.get("story_prior")
                                                if story == SHIPPED_PRIOR else story),
                                            "short_story": (
-                                               (bundle.manifest.get("decoding") or {}).get(
-                                                   "short_story")
+                                               shipped_decoding.get("short_story")
                                                if short == SHIPPED_PRIOR else short),
                                            "sets": results}, args.out)
         print(f"wrote {path}")

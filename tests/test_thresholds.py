@@ -58,6 +58,11 @@ def test_the_command_prints_each_threshold_and_the_best(capsys, tmp_path):
     assert sweep_f1[best] == max(sweep_f1.values())
     assert (f"thresholds: groundtruth: 3 pages, best {best} ({sweep_f1[best]:.4f}), "
             f"shipped {shipped} ({sweep_f1[shipped]:.4f})") in printed
+    # the decoding given nowhere is the fast profile's own, as the copies decode with it
+    own = json.loads((embedded_model_dir() / "manifest.json").read_text())["profiles"]["fast"][
+        "decoding"]
+    assert result["story_prior"] == own["story_prior"] is not None
+    assert result["short_story"] == own.get("short_story")
 
 
 def test_a_profile_with_the_transformer_is_refused():
@@ -117,45 +122,40 @@ def test_a_malformed_prior_is_refused_with_the_form_to_give():
             main(["--sets", "groundtruth", "--limit", "1", "--container-prior", text])
 
 
-def test_a_story_prior_is_decoded_by_the_runtime(capsys, tmp_path):
-    """``--story-prior``: each copy decodes with it (the engine's ``decoding.story_prior``,
-    beside the bundle's own container prior), its F1 that of the Extractor over such a copy;
-    the result names it; a malformed one is refused with the form to give."""
-    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy",
-                     story_prior={"share": 0.5, "shift": 3.0})
+@pytest.mark.parametrize(
+    ("option", "given", "key", "value", "printed", "shipped_key", "malformed", "refusal"),
+    [
+        ("--story-prior", "0.5/3", "story_prior", {"share": 0.5, "shift": 3.0},
+         ", story prior 0.5/3;", "container_prior", "3",
+         "^thresholds: story prior '3': give none or SHARE/SHIFT, e.g. 0.6/0.5$"),
+        ("--short-story", "150/3/0.5", "short_story",
+         {"words": 150.0, "shift": 3.0, "prose_shift": 0.5}, ", short story 150/3/0.5;",
+         "story_prior", "150/3",
+         "^thresholds: short story '150/3': give none or WORDS/SHIFT/PROSE_SHIFT, "
+         "e.g. 150/3/0.5$"),
+    ],
+    ids=["story_prior", "short_story"],
+)
+def test_a_decoding_option_is_decoded_by_the_runtime(capsys, tmp_path, option, given, key,
+                                                      value, printed, shipped_key, malformed,
+                                                      refusal):
+    """``--story-prior`` and ``--short-story``: each copy decodes with it (the engine's
+    ``decoding.story_prior`` / ``decoding.short_story``, beside the bundle's own other
+    decoding), its F1 that of the Extractor over such a copy; the result names it; a
+    malformed one is refused with the form to give."""
+    source = embedded_model_dir()
+    copy = bundle_at(source, "fast", 0.25, tmp_path / "copy", **{key: value})
     decoding = json.loads((copy / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
-    assert decoding["story_prior"] == {"share": 0.5, "shift": 3.0}
-    assert decoding["container_prior"] == {"share": 0.6, "shift": 0.5}  # the shipped one
+    shipped = json.loads((source / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
+    assert decoding[key] == value
+    assert decoding[shipped_key] == shipped[shipped_key]  # the shipped one, left as it is
     direct = extractor_f1(copy, groundtruth_pages(limit=12))
-    out = tmp_path / "story.json"
+    out = tmp_path / "decoded.json"
     assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
-                 "--story-prior", "0.5/3", "--out", str(out)]) == 0
+                 option, given, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["story_prior"] == {"share": 0.5, "shift": 3.0}
+    assert result[key] == value
     assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
-    assert ", story prior 0.5/3;" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="^thresholds: story prior '3': give none or "
-                                         "SHARE/SHIFT, e.g. 0.6/0.5$"):
-        main(["--sets", "groundtruth", "--limit", "1", "--story-prior", "3"])
-
-
-def test_a_short_story_is_decoded_by_the_runtime(capsys, tmp_path):
-    """``--short-story``: each copy decodes with it (the engine's ``decoding.short_story``
-    beside the bundle's own story prior), its F1 that of the Extractor over such a copy; the
-    result names it; a malformed one is refused with the form to give."""
-    short = {"words": 150.0, "shift": 3.0, "prose_shift": 0.5}
-    copy = bundle_at(embedded_model_dir(), "fast", 0.25, tmp_path / "copy", short_story=short)
-    decoding = json.loads((copy / "manifest.json").read_text())["profiles"]["fast"]["decoding"]
-    assert decoding["short_story"] == short
-    assert decoding["story_prior"] == {"share": 0.5, "shift": 1.0}  # the shipped one
-    direct = extractor_f1(copy, groundtruth_pages(limit=12))
-    out = tmp_path / "short.json"
-    assert main(["--sets", "groundtruth", "--limit", "12", "--thresholds", "0.25",
-                 "--short-story", "150/3/0.5", "--out", str(out)]) == 0
-    result = json.loads(out.read_text())
-    assert result["short_story"] == short
-    assert result["sets"]["groundtruth"]["f1"]["+0.25"] == round(direct, 4)
-    assert ", short story 150/3/0.5;" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="^thresholds: short story '150/3': give none or "
-                                         "WORDS/SHIFT/PROSE_SHIFT, e.g. 150/3/0.5$"):
-        main(["--sets", "groundtruth", "--limit", "1", "--short-story", "150/3"])
+    assert printed in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=refusal):
+        main(["--sets", "groundtruth", "--limit", "1", option, malformed])
