@@ -159,6 +159,35 @@ unsafe fn start_tag(
     Some(StartTag { name: tag, attrs: lists.finish(start), self_closing: false, end: 0 })
 }
 
+/// A raw-text element's text: its text children's, joined (None where it has another child
+/// or text the serialization does not hold as it is). Borrowed from the document where it is
+/// one text (nearly always): a script or style is not copied into a string of its own and
+/// then again into the tree.
+///
+/// # Safety
+/// `element` is an element of a live document, alive while the text is read.
+unsafe fn raw_text<'a>(element: *mut Node) -> Option<std::borrow::Cow<'a, str>> {
+    let first = (*element).first_child;
+    if first.is_null() {
+        return Some(std::borrow::Cow::Borrowed(""));
+    }
+    let mut text = std::borrow::Cow::Borrowed("");
+    let mut child = first;
+    while !child.is_null() {
+        if (*child).kind != lexbor::TEXT {
+            return None;
+        }
+        let part = plain_text(lexbor::character_data(child))?;
+        if child == first {
+            text = std::borrow::Cow::Borrowed(part);
+        } else {
+            text.to_mut().push_str(part);
+        }
+        child = (*child).next;
+    }
+    Some(text)
+}
+
 /// What is left to do at a place of the walk.
 enum Step {
     /// a node and its subtree
@@ -224,20 +253,12 @@ pub fn spec_tree(page: &ParsedPage, tree: &mut Tree) -> Option<usize> {
                         // the serializer writes the text as it is, the reader reads it as the
                         // element's text up to its end tag: both, or give up
                         let made = made.filter(|_| raw && open && crate::tree::is_raw_text(&tag))?;
-                        let mut text = String::new();
-                        let mut child = (*node).first_child;
-                        while !child.is_null() {
-                            if (*child).kind != lexbor::TEXT {
-                                return None;
-                            }
-                            text.push_str(plain_text(lexbor::character_data(child))?);
-                            child = (*child).next;
-                        }
+                        let text = raw_text(node)?;
                         if !crate::tree::raw_text_reads_back(&text, &tag) || holds_xml_declaration(&text) {
                             return None;
                         }
                         if !text.is_empty() {
-                            tree.nodes[made].text = Some(Text::from(text));
+                            tree.nodes[made].text = Some(Text::from(&*text));
                         }
                         builder.end(tree, &tag);
                         continue;
