@@ -11,9 +11,10 @@
 //!
 //! The modules compiled are what parsing a document and serializing it need (core, dom, html,
 //! tag, ns and the POSIX port), with the system C compiler (`CC`, else `cc`) and archiver
-//! (`AR`, else `ar`); `-O2`, where selectolax's own build uses `-O0`. With a cache directory the
-//! archive is kept there too, keyed by compiler, flags and target, so a new profile or a clean
-//! `target/` does not compile lexbor again.
+//! (`AR`, else `ar`); `-O3` with hidden visibility (its functions inlined into one another),
+//! where selectolax's own build uses `-O0`. With a cache directory the archive is kept there
+//! too, keyed by compiler, flags and target, so a new profile or a clean `target/` does not
+//! compile lexbor again.
 
 use std::collections::hash_map::DefaultHasher;
 use std::env;
@@ -31,7 +32,7 @@ const SDIST_SHA256: &str = "89764b4d1e32d38e635dfb270a639fc707af4315b863fd161357
 /// (css, selectors, style, url, … are not needed), and `encoding` (the WHATWG Encoding
 /// Standard's labels and decoders, `src/decode.rs`).
 const MODULES: &[&str] = &["core", "dom", "html", "tag", "ns", "ports/posix", "encoding"];
-const CFLAGS: &[&str] = &["-O2", "-fPIC", "-std=c99", "-DLEXBOR_STATIC", "-w"];
+const CFLAGS: &[&str] = &["-O3", "-fPIC", "-fvisibility=hidden", "-std=c99", "-DLEXBOR_STATIC", "-w"];
 const LIB_NAME: &str = "lexbor_pulpie";
 
 fn main() {
@@ -68,7 +69,8 @@ fn build() -> Result<(), String> {
     (SELECTOLAX_VERSION, &cc, CFLAGS, &target, &source, files.len()).hash(&mut key);
     let lib_dir = match &cache {
         Some(dir) => dir.join(format!("lib-{:016x}", key.finish())),
-        None => out_dir.join("lexbor-lib"),
+        // keyed too: a build folder kept across a change of flags builds lexbor again
+        None => out_dir.join(format!("lexbor-lib-{:016x}", key.finish())),
     };
     let archive = lib_dir.join(format!("lib{LIB_NAME}.a"));
     if !archive.is_file() {
