@@ -292,6 +292,53 @@ const KEY_FLOAT: u8 = 7 << 3 | 5;
 const KEY_INT: u8 = 8 << 3;
 const KEY_STRING: u8 = 9 << 3 | 2;
 
+/// Appends the floats of the run of `KEY_FLOAT` fields `bytes` starts with (five bytes each);
+/// the bytes read. A tree ensemble's thresholds and weights are such a run, a value per node.
+fn rest_of_floats(bytes: &[u8], out: &mut Vec<f32>) -> usize {
+    let fields = bytes.chunks_exact(5).take_while(|field| field[0] == KEY_FLOAT);
+    out.reserve(bytes.len() / 5);
+    let before = out.len();
+    out.extend(fields.map(|field| f32::from_le_bytes([field[1], field[2], field[3], field[4]])));
+    (out.len() - before) * 5
+}
+
+/// Appends the values of the run of `KEY_INT` fields of one- and two-byte varints (below
+/// 16384) that `bytes` starts with; the bytes read. Nearly all of a tree ensemble's ints are
+/// such (tree and node ids, features, flags), under a tag each.
+fn rest_of_short_ints(bytes: &[u8], out: &mut Vec<i64>) -> usize {
+    out.reserve(bytes.len() / 2);
+    let mut at = 0;
+    loop {
+        match bytes[at..] {
+            [KEY_INT, low, ..] if low < 0x80 => {
+                out.push(i64::from(low));
+                at += 2;
+            }
+            [KEY_INT, low, high, ..] if high < 0x80 => {
+                out.push(i64::from(low & 0x7f) | i64::from(high) << 7);
+                at += 3;
+            }
+            _ => return at,
+        }
+    }
+}
+
+/// Appends the strings of the run of `KEY_STRING` fields shorter than 128 bytes that `bytes`
+/// starts with (each within `bytes`); the bytes read. A tree ensemble's node modes are such a
+/// run.
+fn rest_of_short_strings<'a>(bytes: &'a [u8], out: &mut Vec<&'a [u8]>) -> usize {
+    let mut at = 0;
+    while let [KEY_STRING, len, ..] = bytes[at..] {
+        let (start, end) = (at + 2, at + 2 + usize::from(len));
+        if len >= 0x80 || end > bytes.len() {
+            break;
+        }
+        out.push(&bytes[start..end]);
+        at = end;
+    }
+    at
+}
+
 fn attribute(message: &[u8]) -> Result<Attribute<'_>, ParseError> {
     let mut out = Attribute {
         name: String::new(),
@@ -321,19 +368,32 @@ fn attribute(message: &[u8]) -> Result<Attribute<'_>, ParseError> {
             // own tag: the rest of a run of one field is read here, not field by field
             7 => {
                 push_floats(&mut out.floats, wire, "AttributeProto.floats")?;
-                while reader.next_is(KEY_FLOAT) {
+                loop {
+                    reader.at += rest_of_floats(&reader.bytes[reader.at..], &mut out.floats);
+                    if !reader.next_is(KEY_FLOAT) {
+                        break;
+                    }
+                    // (a value cut short by the message's end: an error)
                     out.floats.push(f32::from_le_bytes(Fields::take(&mut reader, 4)?.try_into().unwrap()));
                 }
             }
             8 => {
                 push_varints(&mut out.ints, wire, "AttributeProto.ints")?;
-                while reader.next_is(KEY_INT) {
-                    out.ints.push(reader.varint()? as i64);
+                loop {
+                    reader.at += rest_of_short_ints(&reader.bytes[reader.at..], &mut out.ints);
+                    if !reader.next_is(KEY_INT) {
+                        break;
+                    }
+                    out.ints.push(reader.varint()? as i64); // a longer one
                 }
             }
             9 => {
                 out.strings.push(bytes(wire, "AttributeProto.strings")?);
-                while reader.next_is(KEY_STRING) {
+                loop {
+                    reader.at += rest_of_short_strings(&reader.bytes[reader.at..], &mut out.strings);
+                    if !reader.next_is(KEY_STRING) {
+                        break;
+                    }
                     let len = reader.varint()? as usize;
                     out.strings.push(Fields::take(&mut reader, len)?);
                 }
@@ -597,6 +657,41 @@ mod tests {
         for cut in [attr.len() - 2, 9, 14] {
             let error = attribute(&attr[..cut]).unwrap_err().0;
             assert!(error.contains("runs past the end") || error.contains("truncated"), "{cut}: {error}");
+        }
+    }
+
+    #[test]
+    fn runs_of_short_and_long_values_read_as_one_field_at_a_time() {
+        // the runs' quick paths (one- and two-byte varints, strings under 128 bytes, whole
+        // floats) and the field-by-field read of the rest, mixed in each run
+        let ints = [0u64, 127, 128, 5, 16_383, 16_384, 300, 1 << 35, 7, u64::MAX, 2];
+        let lengths = [0usize, 1, 127, 128, 4, 300, 10];
+        let floats = [0.5f32, -0.0, f32::INFINITY, 3.25];
+        let mut attr = Vec::new();
+        for &v in &ints {
+            attr.extend(key(8, 0));
+            attr.extend(encode_varint(v));
+        }
+        let strings: Vec<Vec<u8>> =
+            lengths.iter().map(|&n| (0..n).map(|i| b'a' + (i % 26) as u8).collect()).collect();
+        for s in &strings {
+            attr.extend(length_delimited(9, s));
+        }
+        for v in floats {
+            attr.extend(key(7, 5));
+            attr.extend(v.to_le_bytes());
+        }
+        let parsed = attribute(&attr).unwrap();
+        assert_eq!(parsed.ints, ints.iter().map(|&v| v as i64).collect::<Vec<_>>());
+        assert_eq!(parsed.strings, strings.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(parsed.floats.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f32::to_bits));
+        // cut anywhere: an error, or the values before the cut (a prefix of each list)
+        for cut in 0..attr.len() {
+            if let Ok(part) = attribute(&attr[..cut]) {
+                assert!(parsed.ints.starts_with(&part.ints), "{cut}");
+                assert!(parsed.strings.starts_with(&part.strings), "{cut}");
+                assert!(parsed.floats.starts_with(&part.floats), "{cut}");
+            }
         }
     }
 
