@@ -47,6 +47,10 @@ const GROUP: usize = 16;
 /// above it, each row's bin is a binary search (`bins_of`, the 16 side by side).
 const LINEAR: usize = 32;
 
+/// Columns up to which `Layout::new` numbers the features split on with a table by column
+/// (wider inputs: a sort).
+const DENSE_FEATURES: usize = 1 << 16;
+
 /// Trees an entry can name.
 const MAX_TREES: usize = u32::MAX as usize;
 
@@ -828,6 +832,7 @@ impl NodeIndex {
     }
 
     /// The place of node `node` of tree `tree`, if there is one.
+    #[inline]
     fn get(&self, tree: i64, node: i64) -> Option<usize> {
         match &self.map {
             Some(map) => map.get(&(tree, node)).copied(),
@@ -906,11 +911,13 @@ fn bins_of(points: &[f32], xs: &[f32; GROUP], bins: &mut [i64; GROUP]) {
     }
 }
 
-/// A tree's node once the `==` chains of a categorical split are one node.
-#[derive(Clone, Debug)]
+/// A tree's node once the `==` chains of a categorical split are one node; `next` are places
+/// in `Forest::nodes`.
+#[derive(Clone, Copy, Debug)]
 enum Unfolded {
     Leaf(f32),
-    /// NaN goes to `next[0]` when `nan_true`; numbers when `test` holds
+    /// NaN goes to `next[0]` when `nan_true`; numbers when `test` holds. `feature`: the column
+    /// as unfolded, its place among the features split on once `Layout::new` has numbered them
     Split {
         feature: u32,
         test: Test,
@@ -919,23 +926,32 @@ enum Unfolded {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Test {
     /// `x <= t` (t not NaN)
     AtMost(f32),
-    /// `x` is one of these (no NaN; none: never)
-    OneOf(Vec<f32>),
+    /// `x` is one of `Forest::values[first..first + len]` (ascending, no NaN; none: never)
+    OneOf { first: u32, len: u32 },
+}
+
+/// Every tree unfolded (see `Layout`), in one list: tree k's nodes are
+/// `nodes[starts[k]..starts[k + 1]]`, pre-order (its root first); the categorical nodes' values
+/// are runs of `values`.
+struct Forest {
+    nodes: Vec<Unfolded>,
+    starts: Vec<usize>,
+    values: Vec<f32>,
 }
 
 /// Which bins of its feature a node's test rules leaves out for, and whether NaN does.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Bins {
     /// the bins above j (`x > points[j]`)
     Above(usize),
     /// the bins up to j (`x <= points[j]`)
     UpTo(usize),
-    /// these bins (`x` one of these points)
-    Each(Vec<usize>),
+    /// the bins of these values (`x` one of `Forest::values[first..first + len]`)
+    Each { first: u32, len: u32 },
 }
 
 /// One node's rule: when the row's bin of `feature` is in `bins` (or it is NaN and `nan`),
@@ -970,7 +986,12 @@ struct Rule {
 /// rules its left leaves out for the bins above j (true child left) or up to j (false child
 /// left): laid out as `[up-to nodes by j][above nodes by j]`, the nodes a bin b rules with
 /// are one run, from the first up-to node with j >= b to the last above node with j < b. A
-/// categorical node is listed under each of its bins; NaN has a list of its own.
+/// categorical node is listed under each of its bins; NaN has a list of its own. Nodes of one
+/// j, or of one bin, keep the order of their trees and, in a tree, of their leaves.
+///
+/// It is built with a few sorts of packed integer keys over flat lists (no list per feature,
+/// bin or node): the default model's two fast stages (65k nodes) are read at every engine
+/// open.
 #[derive(Clone, Debug)]
 struct Layout {
     /// the features the trees read, by column
@@ -983,6 +1004,21 @@ struct Layout {
     entries: Vec<Entry>,
     /// per tree, 64 leaf values (leaf i at `tree * 64 + i`, in the layout's leaf order)
     leaf_values: Vec<f32>,
+}
+
+/// A float's place in `f32::total_cmp`'s order, as an unsigned integer (the same order).
+fn order_key(x: f32) -> u32 {
+    let bits = x.to_bits();
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    }
+}
+
+/// The float `order_key` was made from.
+fn from_order_key(key: u32) -> f32 {
+    f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
 }
 
 impl Layout {
@@ -1004,12 +1040,16 @@ impl Layout {
         if roots.len() > MAX_TREES {
             return refuse(format!("{} trees (at most {MAX_TREES} are run here)", roots.len()));
         }
-        let mut trees = Vec::with_capacity(roots.len());
+        let mut forest = Forest {
+            nodes: Vec::with_capacity(logical.len()),
+            starts: Vec::with_capacity(roots.len() + 1),
+            values: Vec::new(),
+        };
         for &root in roots {
-            let mut nodes = Vec::new();
+            forest.starts.push(forest.nodes.len());
             let mut splits = 0;
-            match unfold(logical, root, &mut nodes, &mut splits) {
-                Ok(_) => trees.push(nodes),
+            match unfold(logical, root, &mut forest, &mut splits) {
+                Ok(_) => {}
                 Err(Unsupported(why)) if why.is_empty() => {
                     return refuse(format!(
                         "tree {} has more than {MAX_LEAVES} leaves (or its nodes make a cycle)",
@@ -1019,143 +1059,246 @@ impl Layout {
                 Err(e) => return Err(e),
             }
         }
+        forest.starts.push(forest.nodes.len());
+        let trees = roots.len();
 
-        // the features split on, ascending: a feature's tables are at its place among them
-        let mut split_features: Vec<u32> = trees
+        // the features split on, ascending (a feature's tables are at its place among them),
+        // and each split's feature replaced by its place
+        let mut split_features: Vec<u32> = forest
+            .nodes
             .iter()
-            .flatten()
             .filter_map(|node| match node {
                 Unfolded::Split { feature, .. } => Some(*feature),
                 Unfolded::Leaf(_) => None,
             })
             .collect();
-        split_features.sort_unstable();
-        split_features.dedup();
-        let place = |feature: u32| split_features.binary_search(&feature).unwrap_or_default();
+        let n_splits = split_features.len();
+        if n_splits > u32::MAX as usize {
+            return refuse("too many nodes");
+        }
+        let widest = split_features.iter().max().map_or(0, |&f| f as usize + 1);
+        if widest <= DENSE_FEATURES {
+            // a place per column, u32::MAX for those not split on
+            let mut place = vec![u32::MAX; widest];
+            for &f in &split_features {
+                place[f as usize] = 0;
+            }
+            split_features.clear();
+            for (column, place) in place.iter_mut().enumerate() {
+                if *place == 0 {
+                    *place = split_features.len() as u32;
+                    split_features.push(column as u32);
+                }
+            }
+            for node in &mut forest.nodes {
+                if let Unfolded::Split { feature, .. } = node {
+                    *feature = place[*feature as usize];
+                }
+            }
+        } else {
+            split_features.sort_unstable();
+            split_features.dedup();
+            for node in &mut forest.nodes {
+                if let Unfolded::Split { feature, .. } = node {
+                    *feature = split_features.binary_search(feature).unwrap_or_default() as u32;
+                }
+            }
+        }
 
-        // every feature's points, and the middle of its thresholds (the left children's guess)
-        let mut points: Vec<Vec<f32>> = vec![Vec::new(); split_features.len()];
-        let mut thresholds: Vec<Vec<f32>> = vec![Vec::new(); split_features.len()];
-        for node in trees.iter().flatten() {
-            if let Unfolded::Split { feature, test, .. } = node {
-                let at = place(*feature);
+        // every feature's points, and the middle of its thresholds (the left children's guess):
+        // per feature (a counting sort by place), its points as (order key << 1 | 0 for a
+        // threshold, 1 for a category's) sorted
+        let n_features = split_features.len();
+        let mut key_starts = vec![0usize; n_features + 1];
+        for node in &forest.nodes {
+            match *node {
+                Unfolded::Split { feature, test: Test::AtMost(_), .. } => {
+                    key_starts[feature as usize + 1] += 1
+                }
+                Unfolded::Split { feature, test: Test::OneOf { first, len }, .. } => {
+                    let values = &forest.values[first as usize..][..len as usize];
+                    let below = values.iter().filter(|&&c| c != f32::NEG_INFINITY).count();
+                    key_starts[feature as usize + 1] += values.len() + below;
+                }
+                Unfolded::Leaf(_) => {}
+            }
+        }
+        for f in 0..n_features {
+            key_starts[f + 1] += key_starts[f];
+        }
+        let mut keys = vec![0u64; key_starts[n_features]];
+        let mut fill = key_starts.clone();
+        for node in &forest.nodes {
+            if let Unfolded::Split { feature, test, .. } = *node {
+                let at = &mut fill[feature as usize];
+                let mut push = |x: f32, category: bool| {
+                    keys[*at] = u64::from(order_key(x)) << 1 | u64::from(category);
+                    *at += 1;
+                };
                 match test {
-                    Test::AtMost(t) => {
-                        points[at].push(*t);
-                        thresholds[at].push(*t);
-                    }
-                    Test::OneOf(values) => {
-                        for &c in values {
-                            points[at].push(c);
+                    Test::AtMost(t) => push(t, false),
+                    Test::OneOf { first, len } => {
+                        for &c in &forest.values[first as usize..][..len as usize] {
+                            push(c, true);
                             if c != f32::NEG_INFINITY {
-                                points[at].push(below(c));
+                                push(below(c), true);
                             }
                         }
                     }
                 }
             }
         }
-        for these in points.iter_mut().chain(thresholds.iter_mut()) {
-            // values equal by total_cmp are the same bits: no order among them to keep
-            these.sort_unstable_by(f32::total_cmp);
-            these.dedup_by(|a, b| a == b); // -0 and 0 are one point
+        // per feature: its points `points[first[f]..first[f + 1]]` (equal points are one, the
+        // first in total_cmp's order: -0 before 0), the middle of its distinct thresholds
+        let mut points: Vec<f32> = Vec::with_capacity(keys.len());
+        let mut first = Vec::with_capacity(n_features + 1);
+        let mut middles = Vec::with_capacity(n_features);
+        let mut thresholds: Vec<f32> = Vec::new();
+        for place in 0..n_features {
+            let start = points.len();
+            first.push(start);
+            thresholds.clear();
+            let these = &mut keys[key_starts[place]..key_starts[place + 1]];
+            these.sort_unstable();
+            for &key in these.iter() {
+                let value = from_order_key((key >> 1) as u32);
+                let is_threshold = key & 1 == 0;
+                if points.len() > start && points[points.len() - 1] == value {
+                    // the same point: a threshold if any of its copies is one
+                    if is_threshold && thresholds.last().is_none_or(|&t| t != value) {
+                        thresholds.push(value);
+                    }
+                } else {
+                    points.push(value);
+                    if is_threshold {
+                        thresholds.push(value);
+                    }
+                }
+            }
+            middles.push(thresholds.get(thresholds.len() / 2).copied().unwrap_or(0.0));
         }
-        let middle = |at: usize| thresholds[at].get(thresholds[at].len() / 2).copied().unwrap_or(0.0);
-        let index = |at: usize, value: f32| -> usize {
-            points[at].partition_point(|&p| p < value) // value is one of them
+        first.push(points.len());
+        drop(keys);
+        let index = |place: usize, value: f32| -> usize {
+            points[first[place]..first[place + 1]].partition_point(|&p| p < value)
+            // value is one of them
         };
 
         // leaf order and each node's rule
-        let mut rules = Vec::new();
-        let mut leaf_values = vec![0f32; trees.len() * MAX_LEAVES];
+        let mut rules = Vec::with_capacity(n_splits);
+        let mut leaf_values = vec![0f32; trees * MAX_LEAVES];
         let left_true = |node: &Unfolded| match node {
-            Unfolded::Split { feature, test: Test::AtMost(t), .. } => *t >= middle(place(*feature)),
+            Unfolded::Split { feature, test: Test::AtMost(t), .. } => *t >= middles[*feature as usize],
             _ => false,
         };
-        for (tree, nodes) in trees.iter().enumerate() {
-            let mut ordered = Ordered { splits: Vec::new(), leaves: Vec::new() };
-            order(nodes, 0, &left_true, &mut ordered);
+        let mut ordered =
+            Ordered { splits: Vec::with_capacity(MAX_LEAVES), leaves: Vec::with_capacity(MAX_LEAVES) };
+        for tree in 0..trees {
+            ordered.splits.clear();
+            ordered.leaves.clear();
+            order(&forest.nodes, forest.starts[tree], &left_true, &mut ordered);
             leaf_values[tree * MAX_LEAVES..][..ordered.leaves.len()].copy_from_slice(&ordered.leaves);
-            for (node, left_true, lo, hi) in ordered.splits {
-                let Unfolded::Split { feature, test, nan_true, .. } = &nodes[node] else { unreachable!() };
-                let at = place(*feature);
+            for &(node, left_true, lo, hi) in &ordered.splits {
+                let Unfolded::Split { feature, test, nan_true, .. } = forest.nodes[node] else {
+                    unreachable!()
+                };
                 let bins = match test {
-                    Test::AtMost(t) if left_true => Bins::Above(index(at, *t)),
-                    Test::AtMost(t) => Bins::UpTo(index(at, *t)),
-                    Test::OneOf(values) => Bins::Each(values.iter().map(|&c| index(at, c)).collect()),
+                    Test::AtMost(t) if left_true => Bins::Above(index(feature as usize, t)),
+                    Test::AtMost(t) => Bins::UpTo(index(feature as usize, t)),
+                    Test::OneOf { first, len } => Bins::Each { first, len },
                 };
                 // NaN rules the left leaves out when it goes to the other child
-                let nan = *nan_true != left_true;
-                rules.push(Rule { feature: at as u32, bins, nan, entry: Entry::new(tree, lo, hi) });
+                let nan = nan_true != left_true;
+                rules.push(Rule { feature, bins, nan, entry: Entry::new(tree, lo, hi) });
             }
         }
 
-        // per feature: entries and slots
-        let mut features = Vec::with_capacity(points.len());
-        let mut all_points = Vec::new();
-        let mut slots = Vec::new();
-        let mut entries = Vec::new();
-        let mut by_feature: Vec<Vec<&Rule>> = vec![Vec::new(); points.len()];
+        // the rules by feature, in their order (a counting sort)
+        let mut starts = vec![0usize; n_features + 1];
         for rule in &rules {
-            by_feature[rule.feature as usize].push(rule);
+            starts[rule.feature as usize + 1] += 1;
         }
-        for ((&feature, these), rules) in split_features.iter().zip(&points).zip(&by_feature) {
-            let count = these.len();
-            let mut up_to: Vec<(usize, Entry)> = Vec::new();
-            let mut above: Vec<(usize, Entry)> = Vec::new();
-            let mut each: Vec<Vec<Entry>> = vec![Vec::new(); count + 2]; // bins, then NaN
-            for rule in rules {
-                match &rule.bins {
-                    Bins::UpTo(j) => up_to.push((*j, rule.entry)),
-                    Bins::Above(j) => above.push((*j, rule.entry)),
-                    Bins::Each(bins) => {
-                        for &b in bins {
-                            each[b].push(rule.entry);
+        for f in 0..n_features {
+            starts[f + 1] += starts[f];
+        }
+        let mut by_feature = vec![0u32; rules.len()];
+        let mut fill = starts.clone();
+        for (k, rule) in rules.iter().enumerate() {
+            let at = &mut fill[rule.feature as usize];
+            by_feature[*at] = k as u32;
+            *at += 1;
+        }
+
+        // per feature: entries and slots. A list of nodes by j (or by bin) is a sort of
+        // (j << 32 | the rule's index): by j, then in the rules' order.
+        let mut features = Vec::with_capacity(split_features.len());
+        let mut slots = Vec::with_capacity(points.len() + 2 * split_features.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(rules.len());
+        let (mut up_to, mut above, mut each) = (Vec::<u64>::new(), Vec::<u64>::new(), Vec::<u64>::new());
+        for (place, &feature) in split_features.iter().enumerate() {
+            let count = first[place + 1] - first[place];
+            up_to.clear();
+            above.clear();
+            each.clear(); // bins, then NaN as bin count + 1
+            for &k in &by_feature[starts[place]..starts[place + 1]] {
+                let rule = &rules[k as usize];
+                let k = u64::from(k);
+                match rule.bins {
+                    Bins::UpTo(j) => up_to.push((j as u64) << 32 | k),
+                    Bins::Above(j) => above.push((j as u64) << 32 | k),
+                    Bins::Each { first, len } => {
+                        for &c in &forest.values[first as usize..][..len as usize] {
+                            each.push((index(place, c) as u64) << 32 | k);
                         }
                     }
                 }
                 if rule.nan {
-                    each[count + 1].push(rule.entry);
+                    each.push(((count + 1) as u64) << 32 | k);
                 }
             }
-            up_to.sort_by_key(|&(j, _)| j);
-            above.sort_by_key(|&(j, _)| j);
+            up_to.sort_unstable();
+            above.sort_unstable();
+            each.sort_unstable();
+            let j_of = |key: u64| (key >> 32) as usize;
+            let entry_of = |key: u64| Entry { point: (key >> 32) as u32, ..rules[key as u32 as usize].entry };
             let base = entries.len();
-            entries.extend(up_to.iter().chain(&above).map(|&(j, e)| Entry { point: j as u32, ..e }));
-            let listed = each[..=count].iter().any(|l| !l.is_empty());
+            entries.extend(up_to.iter().chain(&above).map(|&key| entry_of(key)));
+            let listed = each.first().is_some_and(|&key| j_of(key) <= count);
             let slots_first = slots.len();
             // bin b's run: from the first up-to node with j >= b to the last above node with
-            // j < b (both move right as b grows)
-            let (mut from, mut to) = (0, 0);
-            for b in 0..=count {
-                while from < up_to.len() && up_to[from].0 < b {
-                    from += 1;
-                }
-                while to < above.len() && above[to].0 < b {
-                    to += 1;
-                }
-                slots.push([(base + from) as u32, (base + up_to.len() + to) as u32, 0, 0]);
-            }
-            slots.push([base as u32, base as u32, 0, 0]); // NaN: none of them
-            for (b, listed) in each.iter().enumerate() {
+            // j < b (both move right as b grows); its categorical nodes' run after them
+            let (mut from, mut to, mut at) = (0, 0, 0);
+            for b in 0..=count + 1 {
+                let run = if b <= count {
+                    while from < up_to.len() && j_of(up_to[from]) < b {
+                        from += 1;
+                    }
+                    while to < above.len() && j_of(above[to]) < b {
+                        to += 1;
+                    }
+                    [(base + from) as u32, (base + up_to.len() + to) as u32]
+                } else {
+                    [base as u32, base as u32] // NaN: none of them
+                };
                 let c = entries.len();
-                entries.extend_from_slice(listed);
-                slots[slots_first + b][2] = c as u32;
-                slots[slots_first + b][3] = entries.len() as u32;
+                while at < each.len() && j_of(each[at]) == b {
+                    entries.push(Entry { point: 0, ..rules[each[at] as u32 as usize].entry });
+                    at += 1;
+                }
+                slots.push([run[0], run[1], c as u32, entries.len() as u32]);
             }
-            if entries.len() > u32::MAX as usize || all_points.len() + count > u32::MAX as usize {
+            if entries.len() > u32::MAX as usize || first[place] + count > u32::MAX as usize {
                 return refuse("too many nodes");
             }
             features.push(Feature {
                 column: feature,
-                points_first: all_points.len() as u32,
+                points_first: first[place] as u32,
                 points_count: count as u32,
                 slots_first: slots_first as u32,
                 listed,
             });
-            all_points.extend_from_slice(these);
         }
-        Ok(Layout { features, points: all_points, slots, entries, leaf_values })
+        Ok(Layout { features, points, slots, entries, leaf_values })
     }
 }
 
@@ -1181,28 +1324,34 @@ fn order(nodes: &[Unfolded], at: usize, left_true: &impl Fn(&Unfolded) -> bool, 
     }
 }
 
-/// Copies the tree under logical node `i` into `nodes`, pre-order (its root first), each chain
-/// of `==` nodes with one true child merged into one node (see `Layout`). `Unsupported("")`
-/// past `MAX_LEAVES` leaves (a cycle never ends otherwise).
+/// Copies the tree under logical node `i` into `forest`, pre-order (its root first), each chain
+/// of `==` nodes with one true child merged into one node (see `Layout`); its place there.
+/// `Unsupported("")` past `MAX_LEAVES` leaves (a cycle never ends otherwise).
 fn unfold(
     logical: &[Logical],
     i: usize,
-    nodes: &mut Vec<Unfolded>,
+    forest: &mut Forest,
     splits: &mut usize,
 ) -> Result<usize, Unsupported> {
-    let at = nodes.len();
+    let at = forest.nodes.len();
     let (feature, test, nan_true, next) = match logical[i] {
         Logical::Leaf(value) => {
-            nodes.push(Unfolded::Leaf(value));
+            forest.nodes.push(Unfolded::Leaf(value));
             return Ok(at);
         }
         Logical::Leq { feature, threshold, nan_true, next } => {
             // x <= NaN holds for no x
-            let test = if threshold.is_nan() { Test::OneOf(Vec::new()) } else { Test::AtMost(threshold) };
+            let test = if threshold.is_nan() {
+                Test::OneOf { first: forest.values.len() as u32, len: 0 }
+            } else {
+                Test::AtMost(threshold)
+            };
             (feature, test, nan_true, next)
         }
         Logical::Eq { feature, next: [on_true, _], .. } => {
-            let (mut values, mut nan_true, mut on_false) = eq_run(logical, i)?;
+            let values = &mut forest.values;
+            let first = values.len();
+            let (mut nan_true, mut on_false) = eq_run(logical, i, values)?;
             // the runs after it on the same feature and true child: x in any, NaN to the true
             // child if any run on the way sends it there
             let mut runs = 0;
@@ -1210,8 +1359,7 @@ fn unfold(
                 if f != feature || t != on_true {
                     break;
                 }
-                let (more, nan, after) = eq_run(logical, on_false)?;
-                values.extend(more);
+                let (nan, after) = eq_run(logical, on_false, values)?;
                 nan_true |= nan;
                 on_false = after;
                 runs += 1;
@@ -1219,47 +1367,68 @@ fn unfold(
                     return refuse("the nodes make a cycle");
                 }
             }
-            values.retain(|c| !c.is_nan()); // x == NaN holds for no x
-            values.sort_by(f32::total_cmp);
-            values.dedup_by(|a, b| a == b); // -0 and 0: one value for ==
-            (feature, Test::OneOf(values), nan_true, [on_true, on_false])
+            // x == NaN holds for no x; -0 and 0 are one value for ==
+            let mut kept = first;
+            for k in first..values.len() {
+                if !values[k].is_nan() {
+                    values[kept] = values[k];
+                    kept += 1;
+                }
+            }
+            values.truncate(kept);
+            values[first..].sort_by(f32::total_cmp);
+            let mut kept = first;
+            for k in first..values.len() {
+                if kept == first || values[k] != values[kept - 1] {
+                    values[kept] = values[k];
+                    kept += 1;
+                }
+            }
+            values.truncate(kept);
+            if values.len() > u32::MAX as usize {
+                return refuse("too many nodes");
+            }
+            let test = Test::OneOf { first: first as u32, len: (kept - first) as u32 };
+            (feature, test, nan_true, [on_true, on_false])
         }
     };
     *splits += 1;
     if *splits >= MAX_LEAVES {
         return Err(Unsupported(String::new()));
     }
-    nodes.push(Unfolded::Split { feature, test, nan_true, next: [0, 0] });
-    let on_true = unfold(logical, next[0], nodes, splits)?;
-    let on_false = unfold(logical, next[1], nodes, splits)?;
-    if let Unfolded::Split { next, .. } = &mut nodes[at] {
+    forest.nodes.push(Unfolded::Split { feature, test, nan_true, next: [0, 0] });
+    let on_true = unfold(logical, next[0], forest, splits)?;
+    let on_false = unfold(logical, next[1], forest, splits)?;
+    if let Unfolded::Split { next, .. } = &mut forest.nodes[at] {
         *next = [on_true, on_false];
     }
     Ok(at)
 }
 
 /// The run of `==` nodes from `i` that ONNX Runtime folds into one set node (`i` alone when
-/// its value does not fold, see `folds_into_a_set`): its values, whether it sends NaN to its
-/// true child (as `i` says), its false child.
-fn eq_run(logical: &[Logical], i: usize) -> Result<(Vec<f32>, bool, usize), Unsupported> {
+/// its value does not fold, see `folds_into_a_set`): its values (appended to `values`),
+/// whether it sends NaN to its true child (as `i` says), its false child.
+fn eq_run(logical: &[Logical], i: usize, values: &mut Vec<f32>) -> Result<(bool, usize), Unsupported> {
     let Logical::Eq { feature, threshold, nan_true, next: [on_true, mut on_false], set } = logical[i] else {
         unreachable!("eq_run on an == node")
     };
-    let mut values = vec![threshold];
+    values.push(threshold);
     if !set {
-        return Ok((values, nan_true, on_false));
+        return Ok((nan_true, on_false));
     }
+    let mut count = 1;
     while let Logical::Eq { feature: f, threshold: t, next: [tt, ff], set: true, .. } = logical[on_false] {
         if f != feature || tt != on_true {
             break;
         }
         values.push(t);
         on_false = ff;
-        if values.len() > logical.len() {
+        count += 1;
+        if count > logical.len() {
             return refuse("the nodes make a cycle");
         }
     }
-    Ok((values, nan_true, on_false))
+    Ok((nan_true, on_false))
 }
 
 /// ONNX Runtime's `ComputeLogistic`, in float32.
@@ -1461,6 +1630,59 @@ mod tests {
     }
 
     #[test]
+    fn trees_of_one_leaf_each_are_their_sum() {
+        // no split anywhere: no feature, no point, no entry
+        let logical = [Logical::Leaf(-2.0), Logical::Leaf(3.0), Logical::Leaf(0.25)];
+        let trees = ensemble(&logical, &[0, 1, 2], 1);
+        assert!(trees.tables.features.is_empty() && trees.tables.entries.is_empty());
+        let mut scores = [0f32; 3];
+        trees.raw_scores(&[0.0, f32::NAN, -1.0], 1, &mut scores).unwrap();
+        assert_eq!(scores, [1.25; 3]);
+    }
+
+    #[test]
+    fn wide_inputs_get_the_tables_of_narrow_ones() {
+        // features numbered by a sort past DENSE_FEATURES columns, by a table below: the same
+        // tables but for the columns
+        let mut rng = Rng(0x51_7cc1_b727_220a);
+        for _ in 0..10 {
+            let mut logical = Vec::new();
+            let roots: Vec<usize> =
+                (0..1 + rng.below(30)).map(|_| random_tree(&mut rng, &mut logical, 64, 6)).collect();
+            let wide_column = |f: u32| f * 40_000 + 3; // up to 200,003
+            let wide: Vec<Logical> = logical
+                .iter()
+                .map(|node| match *node {
+                    Logical::Leaf(v) => Logical::Leaf(v),
+                    Logical::Leq { feature, threshold, nan_true, next } => {
+                        Logical::Leq { feature: wide_column(feature), threshold, nan_true, next }
+                    }
+                    Logical::Eq { feature, threshold, nan_true, next, set } => {
+                        Logical::Eq { feature: wide_column(feature), threshold, nan_true, next, set }
+                    }
+                })
+                .collect();
+            let ids = vec![0; logical.len()];
+            let (narrow, wide) =
+                (Layout::new(&logical, &roots, &ids).unwrap(), Layout::new(&wide, &roots, &ids).unwrap());
+            let columns = |layout: &Layout| layout.features.iter().map(|f| f.column).collect::<Vec<_>>();
+            assert!(columns(&wide).iter().any(|&c| c as usize > DENSE_FEATURES));
+            assert_eq!(columns(&wide), columns(&narrow).into_iter().map(wide_column).collect::<Vec<_>>());
+            let shape = |layout: &Layout| {
+                let features: Vec<_> = layout
+                    .features
+                    .iter()
+                    .map(|f| (f.points_first, f.points_count, f.slots_first, f.listed))
+                    .collect();
+                let entries: Vec<_> = layout.entries.iter().map(|e| (e.leaves, e.tree, e.point)).collect();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                (features, bits(&layout.points), layout.slots.clone(), entries, bits(&layout.leaf_values))
+            };
+            assert_eq!(shape(&wide), shape(&narrow));
+        }
+    }
+
+    #[test]
     fn a_tree_of_65_leaves_is_refused_64_run() {
         // a chain of splits: n splits, n + 1 leaves
         let chain = |splits: usize| {
@@ -1608,6 +1830,26 @@ mod simd_levels {
             for (level, seconds) in levels.iter().zip(&best) {
                 let ratio = best[0] / seconds;
                 println!("{file}: {level:?} {:.1} ms for {n} rows, {ratio:.2}x portable", seconds * 1e3);
+            }
+        }
+    }
+
+    /// What opening the default model's `fast` profile costs the kernel: its two stages read
+    /// and laid out, once (`ROUNDS=N`: N times), for instruction counts (a measurement):
+    /// `valgrind --tool=callgrind target/release/deps/pulpie_rt_kernels-<hash> --ignored --exact
+    /// trees::simd_levels::open_the_fast_stages` (`cargo test -p pulpie_rt_kernels --release
+    /// --no-run` names the executable).
+    #[test]
+    #[ignore]
+    fn open_the_fast_stages() {
+        let dir = format!("{}/../pulpie_rt/default_model", env!("CARGO_MANIFEST_DIR"));
+        let files = ["rescorer-fast-first.onnx", "rescorer-fast.onnx"];
+        let bytes: Vec<Vec<u8>> =
+            files.iter().map(|file| std::fs::read(format!("{dir}/{file}")).unwrap()).collect();
+        let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+        for _ in 0..rounds {
+            for bytes in &bytes {
+                std::hint::black_box(TreeEnsemble::from_onnx(bytes, "probabilities").unwrap());
             }
         }
     }
