@@ -201,13 +201,20 @@ def test_a_missing_model_and_a_missing_onnx_runtime_are_named(capi, tmp_path):
     assert done.returncode == 1
     assert done.stderr.decode() == (f"extract: cannot open the model: {tmp_path / 'nowhere'}: "
                                     "not a pulpie-rt bundle (no manifest.json)\n")
+    # a profile that runs the transformer, or trees asked of ONNX Runtime, need its library:
+    # it is named
     env = {"PULPIE_RT_ORT_LIB": str(tmp_path / "libonnxruntime.so.1")}
-    done = subprocess.run([str(capi), "-"], input=b"<p>x", capture_output=True, env=env)
-    assert done.returncode == 1
     missing = tmp_path / "libonnxruntime.so.1"
-    assert done.stderr.decode() == (
-        f"extract: cannot open the model: cannot load the ONNX Runtime library {missing}: "
-        f"{missing}: cannot open shared object file: No such file or directory\n")
+    for args, extra in ((["--profile", "accurate"], {}), ([], {"PULPIE_RT_TREES": "onnxruntime"})):
+        done = subprocess.run([str(capi), *args, "-"], input=b"<p>x", capture_output=True,
+                              env={**env, **extra})
+        assert done.returncode == 1
+        assert done.stderr.decode() == (
+            f"extract: cannot open the model: cannot load the ONNX Runtime library {missing}: "
+            f"{missing}: cannot open shared object file: No such file or directory\n")
+    # the default profile (no transformer, its trees on the kernel) never loads the library
+    done = subprocess.run([str(capi), "-"], input=b"<p>x", capture_output=True, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"x\n", b"")
 
 
 def _c_library() -> ctypes.CDLL:

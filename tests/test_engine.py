@@ -4,6 +4,7 @@ cannot use, and serves threads at once."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -26,6 +27,23 @@ def test_the_engine_says_what_runs_the_model():
                                   "transformer": True, "notice": None}
     precise = Extractor(tiny_bundle(), device="cpu", favor="precision")
     assert precise.engine.info()["favor"] == "precision"
+
+
+def test_onnx_runtime_is_loaded_only_where_the_profile_needs_it(monkeypatch, tmp_path):
+    # no library where the variable points: the default profile (no transformer, every tree
+    # on the kernel) opens and extracts; the transformer's profile, or trees asked of ONNX
+    # Runtime, are refused with the loader's reason
+    missing = tmp_path / "libonnxruntime.so.1"
+    monkeypatch.setenv(native.ORT_LIBRARY_ENV, str(missing))
+    page = "<p>" + "Some words in a paragraph. " * 20
+    assert Extractor().extract(page).markdown.startswith("Some words in a paragraph.")
+    reason = (f"cannot load the ONNX Runtime library {missing}: {missing}: cannot open shared "
+              "object file: No such file or directory")
+    with pytest.raises(BackendError, match="^" + re.escape(reason) + "$"):
+        Engine(profile="accurate")
+    monkeypatch.setenv("PULPIE_RT_TREES", "onnxruntime")
+    with pytest.raises(BackendError, match="^" + re.escape(reason) + "$"):
+        Engine()
 
 
 def test_the_cores_defaults_are_the_doors_defaults():

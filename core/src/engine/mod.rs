@@ -29,7 +29,8 @@ pub mod py;
 pub use crate::metadata::PageMetadata;
 use crate::ort::{
     default_buckets, make_batches, BlockRescorer, Bucket, ContextRescorer, FlatBatch, GpuOptions,
-    ModelSource, Ort, SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION, DEFAULT_MAX_BATCH_TOKENS,
+    ModelSource, Ort, OrtOnDemand, SessionConfig, TokenClassifier, DEFAULT_MAX_BATCH_ATTENTION,
+    DEFAULT_MAX_BATCH_TOKENS,
 };
 use crate::tokenizer::Tokenizer;
 use bundle::{Bundle, Files, FEATURES_VERSION, TOKENIZER_NAME};
@@ -353,7 +354,8 @@ const CONTEXT_WITH_TRANSFORMER: &str =
 pub struct Engine {
     bundle_name: String,
     manifest: bundle::Manifest,
-    ort: Arc<Ort>,
+    /// None: nothing needed ONNX Runtime, and its library was not loaded
+    ort: Option<Arc<Ort>>,
     tokenizer: Option<Tokenizer>,
     classifier: Option<TokenClassifier>,
     rescorer: Option<Rescorer>,
@@ -427,7 +429,12 @@ impl Engine {
         } else {
             None
         };
-        let ort = Ort::load(config.ort_library.as_deref()).map_err(|e| OpenError::Runtime(e.0))?;
+        // ONNX Runtime's library is loaded for the transformer, or for trees the kernel cannot
+        // run (`OrtOnDemand`): the default model's `fast` profile never loads it
+        let ort = OrtOnDemand::new(config.ort_library.as_deref());
+        if transformer {
+            ort.get().map_err(|e| OpenError::Runtime(e.0))?;
+        }
         let path = |file: &str| match &bundle.files {
             Files::Dir(root) => Some(root.join(file)),
             Files::Embedded(_) => None,
@@ -445,7 +452,7 @@ impl Engine {
             let model = source(&bundle, &bundle.manifest.onnx_file, &model_path);
             Some(
                 TokenClassifier::open_on(
-                    &ort,
+                    ort.get().map_err(runtime_error)?,
                     model,
                     &config.session,
                     &devices::gpu_options(&config),
@@ -477,7 +484,7 @@ impl Engine {
         Ok(Engine {
             bundle_name: bundle.name,
             manifest: bundle.manifest,
-            ort,
+            ort: ort.into_loaded(),
             tokenizer,
             classifier,
             rescorer,
@@ -528,8 +535,10 @@ impl Engine {
         &self.bundle_name
     }
 
-    pub fn ort(&self) -> &Arc<Ort> {
-        &self.ort
+    /// ONNX Runtime, None where the engine runs without it (no transformer, every tree on the
+    /// kernel: its library was never loaded).
+    pub fn ort(&self) -> Option<&Arc<Ort>> {
+        self.ort.as_ref()
     }
 
     /// `Extractor.extract_batch` of pages given as bytes: one result per page (its bytes and

@@ -131,6 +131,42 @@ impl Ort {
     }
 }
 
+/// ONNX Runtime's library, loaded the first time something needs it: an engine whose profile
+/// runs no transformer and whose trees all run on the kernel never loads it (`dlopen` of the
+/// ~35 MB library, its relocations and static constructors: 2-3 ms of CPU at every start). A
+/// load that fails is said to whatever needs the library, with the loader's message, as when
+/// it was loaded up front.
+pub struct OrtOnDemand {
+    library: Option<std::path::PathBuf>,
+    loaded: std::sync::OnceLock<Arc<Ort>>,
+}
+
+impl OrtOnDemand {
+    /// `explicit_library` as `Ort::load` reads it, loaded on the first `get`.
+    pub fn new(explicit_library: Option<&Path>) -> OrtOnDemand {
+        OrtOnDemand { library: explicit_library.map(Path::to_path_buf), loaded: std::sync::OnceLock::new() }
+    }
+
+    /// A library loaded already.
+    pub fn loaded(ort: &Arc<Ort>) -> OrtOnDemand {
+        OrtOnDemand { library: None, loaded: std::sync::OnceLock::from(Arc::clone(ort)) }
+    }
+
+    /// The library, loaded now if it was not (a failure is not kept: the next call tries again).
+    pub fn get(&self) -> Result<&Arc<Ort>, OrtError> {
+        if let Some(ort) = self.loaded.get() {
+            return Ok(ort);
+        }
+        let ort = Ort::load(self.library.as_deref())?;
+        Ok(self.loaded.get_or_init(|| ort))
+    }
+
+    /// The library if something loaded it.
+    pub fn into_loaded(self) -> Option<Arc<Ort>> {
+        self.loaded.into_inner()
+    }
+}
+
 impl Drop for Ort {
     fn drop(&mut self) {
         let api = self.api();

@@ -9,7 +9,7 @@
 
 use super::{
     combine, default_buckets, log_odds_of, plan_batches, BlockRescorer, Bucket, ContextRescorer,
-    ExecutionProvider, FlatBatch, ModelSource, Ort, OrtError, SessionConfig, TokenClassifier,
+    ExecutionProvider, FlatBatch, ModelSource, Ort, OrtError, OrtOnDemand, SessionConfig, TokenClassifier,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -300,7 +300,9 @@ pub unsafe extern "C" fn pulpie_rt_ort_rescorer_open(
     error: *mut OrtMessage,
 ) -> i32 {
     let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
-    match guarded(error, || BlockRescorer::open(&ort, source(model, model_len, from_bytes)?, margin_weight)) {
+    match guarded(error, || {
+        BlockRescorer::open(&OrtOnDemand::loaded(&ort), source(model, model_len, from_bytes)?, margin_weight)
+    }) {
         Ok(rescorer) => {
             *out = Box::into_raw(Box::new(rescorer));
             0
@@ -395,7 +397,7 @@ pub unsafe extern "C" fn pulpie_rt_ort_context_rescorer_open(
     let Some(ort) = shared(ort, error) else { return crate::abi::FAILED };
     match guarded(error, || {
         let first = if first_stage_len == 0 { None } else { Some(source(first_stage, first_stage_len, 0)?) };
-        ContextRescorer::open(&ort, source(model, model_len, 0)?, first)
+        ContextRescorer::open(&OrtOnDemand::loaded(&ort), source(model, model_len, 0)?, first)
     }) {
         Ok(rescorer) => {
             *out = Box::into_raw(Box::new(rescorer));

@@ -43,7 +43,8 @@ mod sys;
 mod types;
 
 pub use api::{
-    ElementType, ModelSource, Ort, Session, SessionOptions, Tensor, TensorData, TensorSpec, Value,
+    ElementType, ModelSource, Ort, OrtOnDemand, Session, SessionOptions, Tensor, TensorData, TensorSpec,
+    Value,
 };
 pub use batches::{
     bucket_for, default_buckets, make_batches, pack, packed_buckets, packed_sep_logits, packed_shape,

@@ -5,7 +5,7 @@
 //! Runtime, which a warning on stderr and `BlockRescorer::trees` say;
 //! `PULPIE_RT_TREES=onnxruntime` runs ONNX Runtime always (read when a rescorer opens).
 
-use super::api::{ElementType, ModelSource, Ort, Session, Tensor, TensorData};
+use super::api::{ElementType, ModelSource, Ort, OrtOnDemand, Session, Tensor, TensorData};
 use super::engine::{session_options, SessionConfig};
 use super::providers::ExecutionProvider;
 use super::types::OrtError;
@@ -64,9 +64,10 @@ pub struct BlockRescorer {
 }
 
 impl BlockRescorer {
-    /// Opens the rescorer in `source`, its trees on what `PULPIE_RT_TREES` says.
+    /// Opens the rescorer in `source`, its trees on what `PULPIE_RT_TREES` says (ONNX Runtime
+    /// loaded from `ort` only when they run on it).
     pub fn open(
-        ort: &Arc<Ort>,
+        ort: &OrtOnDemand,
         source: ModelSource<'_>,
         margin_weight: f64,
     ) -> Result<BlockRescorer, OrtError> {
@@ -76,7 +77,7 @@ impl BlockRescorer {
     /// Opens the rescorer in `source` with its trees on the kernel where it can run them
     /// (`TreesChoice::Kernel`), else on ONNX Runtime.
     pub fn open_with(
-        ort: &Arc<Ort>,
+        ort: &OrtOnDemand,
         source: ModelSource<'_>,
         margin_weight: f64,
         choice: TreesChoice,
@@ -112,7 +113,7 @@ impl BlockRescorer {
                 }
             }
         };
-        let (session, input, output, n_features) = open_session(ort, source)?;
+        let (session, input, output, n_features) = open_session(ort.get()?, source)?;
         Ok(BlockRescorer {
             trees: Trees::OnnxRuntime { session, input, output },
             on_onnxruntime: Some(on_onnxruntime),
@@ -241,7 +242,7 @@ pub struct ContextRescorer {
 
 impl ContextRescorer {
     pub fn open(
-        ort: &Arc<Ort>,
+        ort: &OrtOnDemand,
         source: ModelSource<'_>,
         first_stage: Option<ModelSource<'_>>,
     ) -> Result<ContextRescorer, OrtError> {

@@ -156,7 +156,7 @@ fn bad_models_and_inputs_are_refused_with_their_reason() {
 fn the_rescorer_gives_probabilities_and_checks_its_width() {
     let ort = ort();
     let path = model_dir().join("rescorer.onnx");
-    let rescorer = BlockRescorer::open(&ort, ModelSource::File(&path), 0.25).unwrap();
+    let rescorer = BlockRescorer::open(&OrtOnDemand::loaded(&ort), ModelSource::File(&path), 0.25).unwrap();
     let features: Vec<f32> = (0..3 * 166).map(|i| (i % 7) as f32 * 0.5).collect();
     let probabilities = rescorer.probabilities(&features, 3).unwrap();
     for pair in probabilities.chunks_exact(2) {
@@ -181,8 +181,12 @@ fn valgrind_driver() {
     let classifier =
         TokenClassifier::open(&ort, ModelSource::File(&model_dir().join("model.onnx")), &one_thread(), None)
             .unwrap();
-    let rescorer =
-        BlockRescorer::open(&ort, ModelSource::File(&model_dir().join("rescorer.onnx")), 0.25).unwrap();
+    let rescorer = BlockRescorer::open(
+        &OrtOnDemand::loaded(&ort),
+        ModelSource::File(&model_dir().join("rescorer.onnx")),
+        0.25,
+    )
+    .unwrap();
     for round in 0..3i64 {
         let rows: Vec<Vec<i64>> = (0..3)
             .map(|r| {
