@@ -29,7 +29,7 @@ pub mod context;
 mod text;
 
 pub use text::KEYWORDS;
-use text::{count_words, is_digit, keyword_bits, lower, lower_words};
+use text::{count_words, is_digit, keyword_bits, lower, lower_words, LETTER, LETTERS};
 
 use crate::hash::FastMap;
 use crate::tree::{Reader, Tree, NONE};
@@ -142,14 +142,47 @@ const BYLINE_WORDS: [&str; 2] = ["author", "byline"];
 /// 50 MB of markup) is written `NO_CONTAINER`, so that no two containers share a value.
 const EXACT_NODE_INDEXES: usize = 1 << 24;
 
-/// `DISTANCE_KEYWORDS` as bits of `keyword_flags`, in column order.
-fn distance_keyword_bits() -> [u64; DISTANCE_KEYWORDS.len()] {
-    let mut bits = [0u64; DISTANCE_KEYWORDS.len()];
-    for (slot, word) in bits.iter_mut().zip(DISTANCE_KEYWORDS) {
-        let k = KEYWORDS.iter().position(|k| *k == word).expect("a distance keyword is a keyword");
-        *slot = 1 << k;
+/// Per bit of `keyword_flags` (a `KEYWORDS` index), its column among `DISTANCE_KEYWORDS`
+/// (`NOT_A_DISTANCE` where none).
+const DISTANCE_SLOTS: [u8; KEYWORDS.len()] = {
+    let mut slots = [NOT_A_DISTANCE; KEYWORDS.len()];
+    let mut slot = 0;
+    while slot < DISTANCE_KEYWORDS.len() {
+        let mut k = 0;
+        while !bytes_equal(KEYWORDS[k].as_bytes(), DISTANCE_KEYWORDS[slot].as_bytes()) {
+            k += 1; // past the end (a compile error) where a distance keyword is no keyword
+        }
+        slots[k] = slot as u8;
+        slot += 1;
     }
-    bits
+    slots
+};
+const NOT_A_DISTANCE: u8 = u8::MAX;
+/// The bits of `keyword_flags` that `DISTANCE_KEYWORDS` are.
+const DISTANCE_KEYWORD_MASK: u64 = {
+    let mut mask = 0u64;
+    let mut k = 0;
+    while k < KEYWORDS.len() {
+        if DISTANCE_SLOTS[k] != NOT_A_DISTANCE {
+            mask |= 1 << k;
+        }
+        k += 1;
+    }
+    mask
+};
+
+const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Han ideographs, kana and Hangul syllables: the scripts written without spaces between
@@ -157,29 +190,6 @@ fn distance_keyword_bits() -> [u64; DISTANCE_KEYWORDS.len()] {
 fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
         | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
-}
-
-/// The `is_cjk` characters of `text`. Every one of them is three or four bytes long in UTF-8
-/// (U+3040 and above), so only the characters starting with a lead byte of such a length are
-/// decoded; the bytes of the others (ASCII, most of a Latin page) are passed over.
-fn count_cjk(text: &str) -> usize {
-    if text.is_ascii() {
-        return 0;
-    }
-    let bytes = text.as_bytes();
-    let mut count = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] < 0xE0 {
-            i += 1; // ASCII, a continuation byte or a two-byte character's lead
-            continue;
-        }
-        let width = if bytes[i] < 0xF0 { 3 } else { 4 };
-        let c = text[i..i + width].chars().next().expect("a character starts at a lead byte");
-        count += usize::from(is_cjk(c));
-        i += width;
-    }
-    count
 }
 
 /// Column offsets: block columns, own keywords, ancestors' keywords, ancestor tags, page
@@ -490,25 +500,55 @@ fn walk_subtree(tree: &Tree, view: &DomView, node: usize, text: &mut String) -> 
     out
 }
 
-/// Characters, `[.,;:!?]` matches and `str.isdigit()` characters of `text`, in one pass over
-/// its bytes: an ASCII byte is a character (punctuation, a digit or neither), a lead byte
-/// starts a character decoded only to ask whether it is a digit, a continuation byte is no
-/// character.
-fn char_counts(text: &str) -> (usize, usize, usize) {
+/// What `char_counts` counts of a text.
+#[derive(Debug, PartialEq)]
+struct CharCounts {
+    chars: usize,
+    /// `[.,;:!?]` matches
+    punct: usize,
+    /// `str.isdigit()` characters
+    digits: usize,
+    /// `is_cjk` characters
+    cjk: usize,
+}
+
+/// The characters of `text` and what of them the features count: a byte that is no
+/// continuation byte starts a character, the punctuation and ASCII digits are bytes of their
+/// own (counted a chunk of bytes at a time in bytes, which the compiler does 16 at once), and
+/// only the characters of non-ASCII text that start with a lead byte are decoded, to ask
+/// whether they are digits; CJK characters are all three or four bytes long in UTF-8 (U+3040
+/// and above), so only those starting with a lead byte of such a length are asked about.
+fn char_counts(text: &str) -> CharCounts {
     let bytes = text.as_bytes();
-    let (mut chars, mut punct, mut digits) = (0, 0, 0);
-    for (i, &b) in bytes.iter().enumerate() {
-        if b < 0x80 {
-            chars += 1;
-            punct += usize::from(matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?'));
-            digits += usize::from(b.is_ascii_digit());
-        } else if b >= 0xC0 {
-            chars += 1;
-            let c = text[i..].chars().next().expect("a character starts at a lead byte");
-            digits += usize::from(is_digit(c));
+    let mut counts = CharCounts { chars: 0, punct: 0, digits: 0, cjk: 0 };
+    for chunk in bytes.chunks(u8::MAX as usize) {
+        let (mut c, mut p, mut d) = (0u8, 0u8, 0u8);
+        for &b in chunk {
+            c += u8::from(!(0x80..0xC0).contains(&b));
+            p += u8::from(matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?'));
+            d += u8::from(b.is_ascii_digit());
         }
+        counts.chars += usize::from(c);
+        counts.punct += usize::from(p);
+        counts.digits += usize::from(d);
     }
-    (chars, punct, digits)
+    if text.is_ascii() {
+        return counts;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] < 0xC0 {
+            i += 1; // ASCII (counted above) or a continuation byte
+            continue;
+        }
+        let c = text[i..].chars().next().expect("a character starts at a lead byte");
+        counts.digits += usize::from(is_digit(c));
+        if bytes[i] >= 0xE0 {
+            counts.cjk += usize::from(is_cjk(c));
+        }
+        i += c.len_utf8();
+    }
+    counts
 }
 
 /// `text.count(". ")`: the pairs of a full stop and a space (two of them cannot overlap).
@@ -635,7 +675,6 @@ pub fn block_features_of_tree(
         }
     }
     let mut dialog = if dialogs { vec![NO_DISTANCE; n * N_DIALOGS] } else { Vec::new() };
-    let keyword_bits = distance_keyword_bits();
     let view = DomView::new(tree, root, !libxml2_tree);
     // `parse` numbers the nodes in document order: the first node with an id keeps it
     let mut by_id: FastMap<&str, usize> = Default::default();
@@ -680,7 +719,8 @@ pub fn block_features_of_tree(
         }
         own_of[row] = own;
         let sub = walk_subtree(tree, &view, node, &mut text);
-        let (n_chars, n_punct, n_digits) = char_counts(&text);
+        let counts = char_counts(&text);
+        let (n_chars, n_punct, n_digits) = (counts.chars, counts.punct, counts.digits);
         let w = lower_words(&text);
         let n_words = w.count;
         let mut link_words = sub.link_words;
@@ -693,7 +733,7 @@ pub fn block_features_of_tree(
             if extras { Some(&mut extra[row * N_EXTRAS + 1..(row + 1) * N_EXTRAS]) } else { None };
         let own_info = infos.get(tree, own);
         if let Some(d) = distances.as_deref_mut() {
-            set_distances(d, &own_info, 0, &keyword_bits);
+            set_distances(d, &own_info, 0);
         }
         let mut dialog_distances =
             if dialogs { Some(&mut dialog[row * N_DIALOGS..(row + 1) * N_DIALOGS]) } else { None };
@@ -709,7 +749,7 @@ pub fn block_features_of_tree(
             chain_nodes.push(parent);
             ancestor_kw |= info.keywords;
             if let Some(d) = distances.as_deref_mut() {
-                set_distances(d, &info, depth, &keyword_bits);
+                set_distances(d, &info, depth);
             }
             if let Some(d) = dialog_distances.as_deref_mut() {
                 set_dialog_distances(d, &info, depth);
@@ -736,10 +776,12 @@ pub fn block_features_of_tree(
         r[BLOCK + 9] = depth as f32;
         r[BLOCK + 10] = in_link as u8 as f32;
         r[BLOCK + 11] = count_sentence_ends(&text) as f32;
-        let own_kw = own_info.keywords;
-        for k in 0..KEYWORDS.len() {
-            r[OWN_KW + k] = (own_kw >> k & 1) as f32;
-            r[ANCESTOR_KW + k] = (ancestor_kw >> k & 1) as f32;
+        // the row is zeros: only the keywords found are written
+        for (at, mut bits) in [(OWN_KW, own_info.keywords), (ANCESTOR_KW, ancestor_kw)] {
+            while bits != 0 {
+                r[at + bits.trailing_zeros() as usize] = 1.0;
+                bits &= bits - 1;
+            }
         }
         r[TEXT_STATS] = ratio(w.stopwords, n_words);
         r[TEXT_STATS + 1] = ratio(n_digits, n_chars);
@@ -750,7 +792,7 @@ pub fn block_features_of_tree(
         prose[row] = (n_words as i64 - link_words as i64) as f32;
         texts[row] = w.joined;
         if extras {
-            extra[row * N_EXTRAS] = count_cjk(&text) as f32;
+            extra[row * N_EXTRAS] = counts.cjk as f32;
         }
     }
 
@@ -881,29 +923,34 @@ const NAME_WORDS: [&str; RAIL_WORDS.len() + COMMENT_WORDS.len()] = {
 };
 const _: () = assert!(NAME_WORDS.len() <= 32);
 
-/// Per byte value, the `NAME_WORDS` starting with it (bit k: word k).
-const NAME_WORDS_BY_FIRST_BYTE: [u32; 256] = {
-    let mut table = [0u32; 256];
+/// Per pair of letters (`text::LETTER` of the first times `text::LETTERS` plus that of the
+/// second), the `NAME_WORDS` starting with them (bit k: word k).
+const NAME_WORDS_BY_FIRST_TWO: [u32; LETTERS * LETTERS] = {
+    let mut table = [0u32; LETTERS * LETTERS];
     let mut k = 0;
     while k < NAME_WORDS.len() {
-        table[NAME_WORDS[k].as_bytes()[0] as usize] |= 1 << k;
+        let word = NAME_WORDS[k].as_bytes();
+        assert!(word.len() >= 2 && word[0].is_ascii_lowercase() && word[1].is_ascii_lowercase());
+        table[LETTER[word[0] as usize] as usize * LETTERS + LETTER[word[1] as usize] as usize] |= 1 << k;
         k += 1;
     }
     table
 };
 
 /// `RAIL_WORDS.iter().any(|w| value.contains(w))` as bit 0 and the same of `COMMENT_WORDS` as
-/// bit 1, in one pass over `value`: at each byte, the words starting with that byte are
-/// compared there (a word is in `value` where it starts at one of its bytes).
+/// bit 1, in one pass over `value`: at each byte, the words starting with that byte and the
+/// next are compared there (a word is in `value` where it starts at one of its bytes; every
+/// word starts with two letters).
 fn rail_and_comment_bits(value: &str) -> u8 {
     let bytes = value.as_bytes();
     let mut bits = 0u8;
-    for i in 0..bytes.len() {
-        let mut words = NAME_WORDS_BY_FIRST_BYTE[bytes[i] as usize];
+    for i in 1..bytes.len() {
+        let pair = LETTER[bytes[i - 1] as usize] as usize * LETTERS + LETTER[bytes[i] as usize] as usize;
+        let mut words = NAME_WORDS_BY_FIRST_TWO[pair];
         while words != 0 {
             let k = words.trailing_zeros() as usize;
             words &= words - 1;
-            if bytes[i..].starts_with(NAME_WORDS[k].as_bytes()) {
+            if bytes[i - 1..].starts_with(NAME_WORDS[k].as_bytes()) {
                 bits |= if k < RAIL_WORDS.len() { 1 } else { 2 };
                 if bits == 3 {
                     return bits;
@@ -1115,12 +1162,13 @@ fn container_columns(chain: &[usize]) -> [f32; N_CONTAINERS] {
 
 /// Records `depth` as the distance of each distance keyword and of the tag of the element of
 /// `info`, where no nearer element had it (`distances`: a row's extras after the CJK column).
-fn set_distances(distances: &mut [f32], info: &NodeInfo, depth: usize, keyword_bits: &[u64]) {
+fn set_distances(distances: &mut [f32], info: &NodeInfo, depth: usize) {
     let (keywords, tags) = distances.split_at_mut(DISTANCE_KEYWORDS.len());
-    for (slot, &bit) in keywords.iter_mut().zip(keyword_bits) {
-        if info.keywords & bit != 0 {
-            record_nearest(slot, depth);
-        }
+    let mut bits = info.keywords & DISTANCE_KEYWORD_MASK;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        record_nearest(&mut keywords[DISTANCE_SLOTS[k] as usize], depth);
     }
     if let Some(t) = info.distance_tag {
         record_nearest(&mut tags[t as usize], depth);
@@ -1252,13 +1300,22 @@ mod tests {
             "ぁ゠ヿ㐀䶿一鿿가힯豈﫿\u{2fa1f}\u{2fa20}\u{303f}\u{3100}",
             "",
         ] {
-            assert_eq!(count_cjk(text), text.chars().filter(|&c| is_cjk(c)).count(), "{text}");
             assert_eq!(count_sentence_ends(text), text.matches(". ").count(), "{text}");
-            let digits = text.chars().filter(|&c| is_digit(c)).count();
-            let punct = text.chars().filter(|c| ".,;:!?".contains(*c)).count();
-            assert_eq!(char_counts(text), (text.chars().count(), punct, digits), "{text}");
+            let expected = CharCounts {
+                chars: text.chars().count(),
+                punct: text.chars().filter(|c| ".,;:!?".contains(*c)).count(),
+                digits: text.chars().filter(|&c| is_digit(c)).count(),
+                cjk: text.chars().filter(|&c| is_cjk(c)).count(),
+            };
+            assert_eq!(char_counts(text), expected, "{text}");
         }
-        assert_eq!(count_cjk("好的文章 ok 𠀀 \u{303f}"), 5);
+        // longer than a chunk of char_counts' byte counters (255 bytes), every count past 255
+        let long = "9. ²,é!".repeat(300);
+        let long = char_counts(&long);
+        assert_eq!((long.chars, long.punct, long.digits, long.cjk), (7 * 300, 3 * 300, 2 * 300, 0));
+        let ascii = char_counts(&"a1?".repeat(1000));
+        assert_eq!((ascii.chars, ascii.punct, ascii.digits, ascii.cjk), (3000, 1000, 1000, 0));
+        assert_eq!(char_counts("好的文章 ok 𠀀 \u{303f}").cjk, 5);
         assert_eq!(count_sentence_ends("a. b.. c. "), 3);
     }
 

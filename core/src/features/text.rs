@@ -110,7 +110,7 @@ pub fn count_words(s: &str) -> usize {
     let mut in_word = false;
     if s.is_ascii() {
         for b in s.bytes() {
-            let w = b.is_ascii_alphanumeric() || b == b'_';
+            let w = is_ascii_word(b);
             count += (w && !in_word) as usize;
             in_word = w;
         }
@@ -144,23 +144,54 @@ pub fn lower_words(s: &str) -> Words {
     }
 }
 
-/// `lower_words` of any text, one character of `s.lower()` at a time.
+/// `lower_words` of any text, one character of `s.lower()` at a time, but for runs of ASCII
+/// word characters, which go into the words whole (lowered as they are copied: one character
+/// is one byte there).
 fn lower_any_words(s: &str) -> Words {
     let mut builder = WordsBuilder {
         words: Words { joined: String::with_capacity(s.len()), ..Words::default() },
         word_start: None,
         word_chars: 0,
     };
-    for (at, c) in s.char_indices() {
-        if c.is_ascii() {
-            builder.push(c.to_ascii_lowercase(), c.is_ascii_alphanumeric() || c == '_');
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if is_ascii_word(b) {
+            let start = i;
+            while i < bytes.len() && is_ascii_word(bytes[i]) {
+                i += 1;
+            }
+            builder.push_ascii_run(&s[start..i]);
+        } else if b < 0x80 {
+            builder.finish();
+            i += 1;
         } else {
-            lower_non_ascii(s, at, c, |lowered| builder.push(lowered, is_word(lowered)));
+            let c = s[i..].chars().next().expect("a character starts at a lead byte");
+            lower_non_ascii(s, i, c, |lowered| builder.push(lowered, is_word(lowered)));
+            i += c.len_utf8();
         }
     }
     builder.finish();
     builder.words
 }
+
+/// What `\w` matches of an ASCII byte (any other byte: false), from a table of the bytes.
+#[inline]
+fn is_ascii_word(b: u8) -> bool {
+    ASCII_WORD[b as usize]
+}
+
+/// Per byte, whether it is an ASCII letter, digit or `_`.
+const ASCII_WORD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// `lower_any_words`' words as the characters of `s.lower()` come.
 struct WordsBuilder {
@@ -189,6 +220,23 @@ impl WordsBuilder {
         }
     }
 
+    /// ASCII word characters of the lowered text (`run`, not yet lowered), one after another:
+    /// as `push` of each.
+    #[inline]
+    fn push_ascii_run(&mut self, run: &str) {
+        if self.word_start.is_none() {
+            if !self.words.joined.is_empty() {
+                self.words.joined.push(' ');
+            }
+            self.word_start = Some(self.words.joined.len());
+            self.word_chars = 0;
+        }
+        let at = self.words.joined.len();
+        self.words.joined.push_str(run);
+        self.words.joined[at..].make_ascii_lowercase();
+        self.word_chars += run.len();
+    }
+
     /// Ends the current word, if any.
     fn finish(&mut self) {
         if let Some(start) = self.word_start.take() {
@@ -204,15 +252,14 @@ impl WordsBuilder {
 fn lower_ascii_words(s: &str) -> Words {
     let mut words = Words { joined: String::with_capacity(s.len()), ..Words::default() };
     let bytes = s.as_bytes();
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut i = 0;
     while i < bytes.len() {
-        if !is_word(bytes[i]) {
+        if !is_ascii_word(bytes[i]) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < bytes.len() && is_word(bytes[i]) {
+        while i < bytes.len() && is_ascii_word(bytes[i]) {
             i += 1;
         }
         if !words.joined.is_empty() {
@@ -316,49 +363,72 @@ pub fn keyword_bits(s: &str) -> u64 {
     let b = s.as_bytes();
     let mut bits = 0u64;
     let mut i = 0;
-    while i < b.len() {
-        // keywords are ASCII: a match starts at an ASCII byte, never inside a character
-        let mut matched = 0;
-        let first = b[i].to_ascii_lowercase();
-        if first.is_ascii_lowercase() {
-            let candidates = &BY_FIRST_LETTER[(first - b'a') as usize];
-            for &k in &candidates.keywords[..candidates.count as usize] {
-                let word = KEYWORDS[k as usize].as_bytes();
-                if b.len() - i >= word.len()
-                    && word[1..].iter().zip(&b[i + 1..]).all(|(w, c)| *w == c.to_ascii_lowercase())
-                {
-                    bits |= 1 << k;
-                    matched = word.len();
-                    break;
-                }
+    // every keyword has two letters at least: a match starts at a pair of ASCII letters
+    // (never inside a character), and only the keywords starting with that pair are compared
+    while i + 1 < b.len() {
+        let pair = LETTER[b[i] as usize] as usize * LETTERS + LETTER[b[i + 1] as usize] as usize;
+        let mut candidates = BY_FIRST_TWO[pair];
+        let mut matched = 1;
+        while candidates != 0 {
+            let k = BY_LENGTH[candidates.trailing_zeros() as usize];
+            candidates &= candidates - 1;
+            let word = KEYWORDS[k].as_bytes();
+            if b.len() - i >= word.len() && b[i + 2..i + word.len()].eq_ignore_ascii_case(&word[2..]) {
+                bits |= 1 << k;
+                matched = word.len();
+                break;
             }
         }
-        i += matched.max(1);
+        i += matched;
     }
     bits
 }
 
-/// The keywords starting with one letter, longest first.
-#[derive(Clone, Copy)]
-struct FirstLetter {
-    count: u8,
-    keywords: [u8; 8],
-}
+/// `LETTER`'s values: the 26 letters, and one for any other byte.
+pub(crate) const LETTERS: usize = 27;
 
-const BY_FIRST_LETTER: [FirstLetter; 26] = by_first_letter();
-
-const fn by_first_letter() -> [FirstLetter; 26] {
-    let mut table = [FirstLetter { count: 0, keywords: [0; 8] }; 26];
-    let mut k = 0;
-    while k < N_KEYWORDS {
-        let index = BY_LENGTH[k];
-        let slot = &mut table[(KEYWORDS[index].as_bytes()[0] - b'a') as usize];
-        slot.keywords[slot.count as usize] = index as u8;
-        slot.count += 1;
-        k += 1;
+/// Per byte, its letter (0 for `a` or `A` … 25 for `z` or `Z`), `LETTERS - 1` for any other
+/// byte.
+pub(crate) const LETTER: [u8; 256] = {
+    let mut table = [(LETTERS - 1) as u8; 256];
+    let mut c = 0;
+    while c < 26 {
+        table[b'a' as usize + c] = c as u8;
+        table[b'A' as usize + c] = c as u8;
+        c += 1;
     }
     table
-}
+};
+
+/// Per pair of letters (`LETTER` of the first times `LETTERS` plus that of the second), the
+/// keywords starting with them, as bits of their places in `BY_LENGTH` (the lowest bit the
+/// longest keyword).
+const BY_FIRST_TWO: [u64; LETTERS * LETTERS] = {
+    let mut table = [0u64; LETTERS * LETTERS];
+    let mut rank = 0;
+    while rank < N_KEYWORDS {
+        let word = KEYWORDS[BY_LENGTH[rank]].as_bytes();
+        let pair = LETTER[word[0] as usize] as usize * LETTERS + LETTER[word[1] as usize] as usize;
+        table[pair] |= 1 << rank;
+        rank += 1;
+    }
+    table
+};
+const _: () = assert!(N_KEYWORDS <= 64);
+const _: () = {
+    // every keyword is two lowercase ASCII letters or more
+    let mut k = 0;
+    while k < N_KEYWORDS {
+        let word = KEYWORDS[k].as_bytes();
+        assert!(word.len() >= 2);
+        let mut j = 0;
+        while j < word.len() {
+            assert!(word[j].is_ascii_lowercase());
+            j += 1;
+        }
+        k += 1;
+    }
+};
 
 /// Indices into `KEYWORDS`, longest first (ties in column order, as Python's stable sort).
 const BY_LENGTH: [usize; N_KEYWORDS] = by_length();
@@ -478,5 +548,54 @@ mod tests {
         assert_eq!(keyword_bits("navé menü"), bit("nav"));
         assert_eq!(keyword_bits("Site-NAV"), bit("nav")); // ASCII letters folded here
         assert_eq!(keyword_bits(""), 0);
+    }
+
+    /// `re.findall` of the alternation, longest keyword first, written plainly: at each byte
+    /// the longest keyword (the first in column order among equally long ones) that starts
+    /// there, ASCII case aside, then on after it.
+    fn keyword_bits_plainly(s: &str) -> u64 {
+        let b = s.as_bytes();
+        let (mut bits, mut i) = (0u64, 0);
+        while i < b.len() {
+            let mut best: Option<usize> = None;
+            for (k, word) in KEYWORDS.iter().enumerate() {
+                let fits =
+                    b.len() - i >= word.len() && b[i..i + word.len()].eq_ignore_ascii_case(word.as_bytes());
+                if fits && best.is_none_or(|j| KEYWORDS[j].len() < word.len()) {
+                    best = Some(k);
+                }
+            }
+            match best {
+                Some(k) => {
+                    bits |= 1 << k;
+                    i += KEYWORDS[k].len();
+                }
+                None => i += 1,
+            }
+        }
+        bits
+    }
+
+    #[test]
+    fn keyword_bits_are_the_alternations_matches() {
+        let mut values: Vec<String> = Vec::new();
+        for word in KEYWORDS {
+            values.push(word.to_string());
+            values.push(word.to_ascii_uppercase());
+            values.push(format!("x{}", &word[..word.len() - 1]));
+            values.push(format!("é{word}é"));
+            for other in KEYWORDS {
+                values.push(format!("{word}{other}"));
+                values.push(format!("{}-{other}", &word[1..]));
+            }
+        }
+        values.extend(
+            ["", "a", "ad", "Ad", "xad", "sidebarside", "headerad", "tagtoc", "navé", "MéTA", "prosepost"]
+                .iter()
+                .map(|v| v.to_string()),
+        );
+        for value in &values {
+            assert_eq!(keyword_bits(value), keyword_bits_plainly(value), "{value:?}");
+        }
     }
 }
