@@ -660,25 +660,25 @@ fn prepare_block(tree: &mut Tree, root: usize) -> (bool, bool, usize) {
             let n = &tree.nodes[node];
             let attrs = &tree.attrs[n.attrs];
             if !attrs.is_empty() {
-                let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str()).unwrap_or("");
+                // the value stripped: the element's own string where stripping leaves it whole
+                // (shared, not copied), None where nothing is left
+                let get = |k: &str| {
+                    let value = attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v)?;
+                    let stripped = py_strip(value.as_str());
+                    match stripped.len() {
+                        0 => None,
+                        len if len == value.len() => Some(value.clone()),
+                        _ => Some(Text::from(stripped)),
+                    }
+                };
                 if n.tag == "img" {
-                    let src = py_strip(get("src"));
-                    if !src.is_empty() && !src.starts_with("data:image/") {
-                        kept[0] = Some((Tag::known("src"), src.into()));
+                    if let Some(src) = get("src").filter(|src| !src.starts_with("data:image/")) {
+                        kept[0] = Some((Tag::known("src"), src));
                     }
-                    let alt = py_strip(get("alt"));
-                    if !alt.is_empty() {
-                        kept[1] = Some((Tag::known("alt"), alt.into()));
-                    }
+                    kept[1] = get("alt").map(|alt| (Tag::known("alt"), alt));
                 }
-                let class = py_strip(get("class"));
-                if !class.is_empty() {
-                    kept[2] = Some((Tag::known("class"), class.into()));
-                }
-                let id = py_strip(get("id"));
-                if !id.is_empty() {
-                    kept[3] = Some((Tag::known("id"), id.into()));
-                }
+                kept[2] = get("class").map(|class| (Tag::known("class"), class));
+                kept[3] = get("id").map(|id| (Tag::known("id"), id));
             }
         }
         let has_src = kept[0].is_some();
@@ -971,6 +971,9 @@ fn mark_map(
 }
 
 /// `_collapse_whitespace`: runs of whitespace outside tags become one space, then strip.
+/// Text is read a byte at a time (a character is decoded only where a byte is not ASCII) and
+/// copied in runs: a run of whitespace that is one plain space is left in the run as it is,
+/// any other is cut out and one space written in its place.
 fn collapse_whitespace(html: &str) -> String {
     let b = html.as_bytes();
     let mut out = String::with_capacity(html.len());
@@ -991,25 +994,48 @@ fn collapse_whitespace(html: &str) -> String {
             continue;
         }
         let stop = crate::scan::find_byte(b'<', &b[pos..]).map_or(b.len(), |k| pos + k);
-        // (runs without whitespace copied whole)
         let mut in_space = false;
         let mut run = pos;
-        for (k, c) in html[pos..stop].char_indices() {
-            if crate::tree::py_isspace(c) {
-                out.push_str(&html[run..pos + k]);
-                run = pos + k + c.len_utf8();
+        let mut k = pos;
+        while k < stop {
+            // (printable ASCII but the space, most of a text: passed over in a tight loop)
+            if b[k].wrapping_sub(0x21) < 0x5F {
+                k += 1;
+                while k < stop && b[k].wrapping_sub(0x21) < 0x5F {
+                    k += 1;
+                }
+                in_space = false;
+                continue;
+            }
+            let (space, len) = if b[k] < 0x80 {
+                (crate::tree::py_isspace(b[k] as char), 1)
+            } else {
+                let c = html[k..].chars().next().expect("a character starts at a lead byte");
+                (crate::tree::py_isspace(c), c.len_utf8())
+            };
+            if !space {
+                in_space = false;
+            } else if !in_space && b[k] == b' ' {
+                in_space = true; // the run's one space, where it is
+            } else {
+                out.push_str(&html[run..k]);
+                run = k + len;
                 if !in_space {
                     out.push(' ');
                     in_space = true;
                 }
-            } else {
-                in_space = false;
             }
+            k += len;
         }
         out.push_str(&html[run..stop]);
         pos = stop;
     }
-    py_strip(&out).to_string()
+    let stripped = py_strip(&out);
+    if stripped.len() == out.len() {
+        out
+    } else {
+        stripped.to_string()
+    }
 }
 
 /// What the segmentation reads off the raw page (`raw.rs`), and how it segments.
@@ -1224,6 +1250,59 @@ pub fn hidden_blocks(map_html: &str, item_ids: &[Option<&str>]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `_collapse_whitespace` written plainly: `re.sub(r"\s+", " ", text)` between tags
+    /// (`<[^>]+>` kept as they are), then `strip()`.
+    fn collapse_whitespace_plainly(html: &str) -> String {
+        let mut out = String::new();
+        let mut rest = html;
+        while !rest.is_empty() {
+            if rest.starts_with('<') {
+                if let Some(end) = rest[1..].find('>').filter(|&k| k > 0) {
+                    out.push_str(&rest[..end + 2]);
+                    rest = &rest[end + 2..];
+                    continue;
+                }
+                out.push('<');
+                rest = &rest[1..];
+                continue;
+            }
+            let stop = rest.find('<').unwrap_or(rest.len());
+            let mut in_space = false;
+            for c in rest[..stop].chars() {
+                if crate::tree::py_isspace(c) {
+                    if !in_space {
+                        out.push(' ');
+                    }
+                    in_space = true;
+                } else {
+                    out.push(c);
+                    in_space = false;
+                }
+            }
+            rest = &rest[stop..];
+        }
+        py_strip(&out).to_string()
+    }
+
+    #[test]
+    fn whitespace_runs_between_tags_become_one_space() {
+        for html in [
+            "",
+            " ",
+            "a b",
+            "a  b",
+            " a\tb \n c\u{a0}\u{a0}d\u{3000} e \u{85}",
+            "<p class=\"a  b\">x \r\n y</p>  <br> z",
+            "<> a  <  b",
+            "x\u{2028}y \u{2000}\u{200a} z é  ü\x1c\x1f.",
+            "<html><body>  <p> one </p>\n\n<p>two\t\tthree</p> </body></html>",
+            "<unclosed a  b",
+        ] {
+            assert_eq!(collapse_whitespace(html), collapse_whitespace_plainly(html), "{html:?}");
+        }
+        assert_eq!(collapse_whitespace("<p>a \n\t b</p>"), "<p>a b</p>");
+    }
 
     fn segment(html: &str, keep_hidden: bool) -> (String, String) {
         let flags =
