@@ -62,6 +62,7 @@ _HEADER_NAMES = {
     "STEP_TREE": "PULPIE_RT_STEP_TREE",
     "STEP_TREE_SOURCE": "PULPIE_RT_STEP_TREE_SOURCE",
     "STEP_FEATURES_TREE": "PULPIE_RT_STEP_FEATURES_TREE",
+    "STEP_RECONSTRUCT_TREE": "PULPIE_RT_STEP_RECONSTRUCT_TREE",
     "EMPTY_NONE": "PULPIE_RT_EMPTY_NONE",
     "EMPTY_NO_TEXT": "PULPIE_RT_EMPTY_NO_TEXT",
     "EMPTY_NO_MAIN": "PULPIE_RT_EMPTY_NO_MAIN",
@@ -460,14 +461,17 @@ def simplify_step(data: str | bytes, step: int) -> str:
       lexbor's tree) or ``serialization`` (the walk gave up);
     - ``STEP_FEATURES_TREE``: how the block features of the page ``data`` read ``map_html``'s
       tree: ``same`` (off the tree simplify wrote it from, every value bitwise that of
-      ``map_html`` read back), ``map_html`` (read back) or where the two differ.
+      ``map_html`` read back), ``map_html`` (read back) or where the two differ;
+    - ``STEP_RECONSTRUCT_TREE``: how reconstruct reads ``map_html``'s tree: ``same`` (off the
+      tree simplify wrote it from: the nodes libxml2 reads ``map_html`` as, and the same main
+      HTML for several labellings), ``map_html`` (parsed) or where the two differ.
     """
     lib = _library()
     if isinstance(data, str):
         if step == _c("PULPIE_RT_STEP_LEXBOR_HTML"):
             data = data.encode("utf-8", "ignore")
         elif step in (_c("PULPIE_RT_STEP_LEXBOR_SERIALIZATION"), _c("PULPIE_RT_STEP_TREE_SOURCE"),
-                      _c("PULPIE_RT_STEP_FEATURES_TREE")):
+                      _c("PULPIE_RT_STEP_FEATURES_TREE"), _c("PULPIE_RT_STEP_RECONSTRUCT_TREE")):
             data = _page_bytes(data)
         else:
             data = data.encode("utf-8")

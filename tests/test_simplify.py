@@ -329,3 +329,49 @@ def test_block_features_read_simplifys_own_tree_on_the_train_pages(train_corpus)
     different, ways = _features_tree_ways([page["html"] for page in pages])
     assert different == []
     assert ways["same"] >= 0.8 * len(pages), ways
+
+
+# ------------------------------------------------- reconstruct off simplify's own tree
+
+def _reconstruct_tree_ways(htmls: list[str]) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """The pages (index, where) whose tree libxml2 reads map_html as differs from the one
+    made of simplify's own tree (or whose main HTML differs), and how many pages each way was
+    taken."""
+    from pulpie_rt.runtime import native
+
+    different, ways = [], {"same": 0, "map_html": 0}
+    for index, html in enumerate(htmls):
+        how = native.simplify_step(html, native.STEP_RECONSTRUCT_TREE)
+        if how in ways:
+            ways[how] += 1
+        else:
+            different.append((index, how))
+    return different, ways
+
+
+@pytest.mark.skipif(not __import__("pulpie_rt.runtime.native", fromlist=["x"]).available(),
+                    reason="the compiled core is not built")
+def test_reconstruct_reads_simplifys_own_tree(dev_pages):
+    """The engine reconstructs a page off the tree simplify wrote map_html from
+    (reconstruct::libxml2_tree) instead of parsing map_html as libxml2 does: the same nodes
+    (tags, attributes, texts, tails) and the same main HTML for several labellings, with the
+    reference's segmentation flags and the fast profile's, on every dev page, the tricky pages
+    and 400 dev pages with seeded markup put in; map_html is parsed only where the copy gives
+    up."""
+    different, ways = _reconstruct_tree_ways([page["html"] for page in dev_pages])
+    assert different == []
+    assert ways["same"] >= 0.9 * len(dev_pages), ways
+    different, ways = _reconstruct_tree_ways(list(TRICKY_PAGES.values()))
+    assert different == []
+    different, ways = _reconstruct_tree_ways(_mutated_pages(dev_pages, 400))
+    assert different == []
+    assert ways["same"] > 0 and ways["map_html"] > 0, ways
+
+
+def test_reconstruct_reads_simplifys_own_tree_on_the_train_pages(train_corpus):
+    from pulpie_rt.corpus import load_pages
+
+    pages = load_pages("train")
+    different, ways = _reconstruct_tree_ways([page["html"] for page in pages])
+    assert different == []
+    assert ways["same"] >= 0.8 * len(pages), ways

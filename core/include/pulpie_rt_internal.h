@@ -78,6 +78,10 @@ extern "C" {
                                                   "same" (off simplify's own tree, bitwise the
                                                   values of map_html read back), "map_html"
                                                   (read back), or where they differ */
+#define PULPIE_RT_STEP_RECONSTRUCT_TREE 5u     /* how reconstruct reads map_html's tree:
+                                                  "same" (off simplify's own tree: libxml2's
+                                                  nodes of map_html, the same main HTML),
+                                                  "map_html" (parsed), or where they differ */
 
 /* pulpie_rt_sep_outputs' kind. */
 #define PULPIE_RT_OUTPUTS_LOGITS 0u  /* `labels` logits per SEP */

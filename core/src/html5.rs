@@ -69,7 +69,7 @@ fn name(raw: &str, names: &mut Names) -> Tag {
     names.get(&name_string(raw))
 }
 
-const NAME_BUFFER: usize = 100;
+pub const NAME_BUFFER: usize = 100;
 
 fn name_string(raw: &str) -> String {
     const BUFFER: usize = NAME_BUFFER;

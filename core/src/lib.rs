@@ -153,7 +153,12 @@ pub unsafe extern "C" fn pulpie_rt_simplify_page_flags(
 ///   reference's segmentation flags and the fast profile's: `same` (read off the tree simplify
 ///   wrote it from, `tree::read_back`, every value of every layout bitwise that of `map_html`
 ///   read back, both views), `map_html` (read back for some flags: `read_back` gave up), or
-///   where the two differ.
+///   where the two differ;
+/// - 5: how reconstruct reads `map_html`'s tree, with the same two sets of flags: `same` (off
+///   the tree simplify wrote it from, `reconstruct::libxml2_tree`: the very nodes libxml2's
+///   parse of `map_html` gives, and the same main HTML for every block, none, the first, the
+///   last and every other one labelled main), `map_html` (parsed for some flags:
+///   `read_back` or `libxml2_tree` gave up), or where the two differ.
 ///
 /// # Safety
 /// `data` points to `len` bytes; `out` to a writable `TextOutput`, whose buffer is released
@@ -216,6 +221,45 @@ pub unsafe extern "C" fn pulpie_rt_simplify_step(
                              {keep_hidden}, drop_noscript {drop_noscript})",
                             read.len()
                         ));
+                    }
+                }
+            }
+            Ok(how)
+        }
+        5 => {
+            let page = page::Page::new(bytes)?;
+            let mut how = "same".to_string();
+            for (keep_hidden, drop_noscript) in [(false, false), (true, true)] {
+                let (simplified, map_html, map_tree) =
+                    page::simplify_page_and_map(&page, 500, keep_hidden, drop_noscript)?;
+                let Some(map_tree) = map_tree.and_then(reconstruct::libxml2_tree) else {
+                    how = "map_html".to_string();
+                    continue;
+                };
+                let flags = format!("keep_hidden {keep_hidden}, drop_noscript {drop_noscript}");
+                let mut parsed = tree::Tree::default();
+                let root =
+                    tree::parse(&mut parsed, &tree::normalize_newlines(&map_html), tree::Reader::Libxml2);
+                if !parsed.has_document {
+                    return Ok(format!("map_html makes no document ({flags})"));
+                }
+                if let Some(at) = reconstruct::first_difference(&map_tree.0, map_tree.1, &parsed, root) {
+                    return Ok(format!("differs at {at} ({flags})"));
+                }
+                let (_, ids) = engine::prepare::extract_blocks(&simplified);
+                let ids: Vec<&str> = ids.iter().flatten().map(String::as_str).collect();
+                let selections: [Vec<&str>; 5] = [
+                    ids.clone(),
+                    Vec::new(),
+                    ids.first().copied().into_iter().collect(),
+                    ids.last().copied().into_iter().collect(),
+                    ids.iter().step_by(2).copied().collect(),
+                ];
+                for main in selections {
+                    let main: std::collections::HashSet<&str> = main.into_iter().collect();
+                    let of_tree = reconstruct::extract_main_html_of_tree(&map_html, &map_tree, &main);
+                    if of_tree != reconstruct::extract_main_html(&map_html, &main) {
+                        return Ok(format!("main HTML differs with {} main blocks ({flags})", main.len()));
                     }
                 }
             }

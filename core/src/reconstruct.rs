@@ -12,7 +12,8 @@ use std::collections::HashSet;
 
 use crate::tags::allows_pcdata;
 use crate::tree::{
-    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, Tree, NONE,
+    escape_attr_value, escape_text_into, escape_uri, is_boolean_attr, is_libxml_void, push_attr, MapTree,
+    Tree, NONE,
 };
 
 /// Raw-text / RCDATA content in libxml2: never dropped as blank.
@@ -396,20 +397,191 @@ pub fn extract_main_html(map_html: &str, main_ids: &HashSet<&str>) -> String {
     let map_html = map_html.as_ref();
     let mut tree = Tree::default();
     let root = crate::tree::parse(&mut tree, map_html, crate::tree::Reader::Libxml2);
+    main_html(&tree, root, full, map_html.len(), main_ids)
+}
+
+/// `extract_main_html(map_html, main_ids)` off `map_tree`, the tree libxml2 reads `map_html`
+/// as (`libxml2_tree`): no parse.
+pub fn extract_main_html_of_tree(map_html: &str, map_tree: &MapTree, main_ids: &HashSet<&str>) -> String {
+    let (tree, root) = map_tree;
+    main_html(tree, *root, looks_like_full_html(map_html), map_html.len(), main_ids)
+}
+
+/// The reconstruction off libxml2's tree of `map_html` (`root` its `<html>`; `full`:
+/// `looks_like_full_html(map_html)`; `size`: about `map_html`'s length).
+fn main_html(tree: &Tree, root: usize, full: bool, size: usize, main_ids: &HashSet<&str>) -> String {
     if !tree.has_document {
         return EMPTY_DOCUMENT.to_string();
     }
-    let top = if full { Top { node: root, tag: "html" } } else { fragment_top(&tree, root) };
-    let sel = Selection::new(&tree, top.node, main_ids);
-    let mut w = Writer { out: String::with_capacity(map_html.len() / 4), decode: true, rescan: false };
-    write(&mut w, &tree, &top, &sel);
+    let top = if full { Top { node: root, tag: "html" } } else { fragment_top(tree, root) };
+    let sel = Selection::new(tree, top.node, main_ids);
+    let mut w = Writer { out: String::with_capacity(size / 4), decode: true, rescan: false };
+    write(&mut w, tree, &top, &sel);
     if !w.rescan {
         return w.out;
     }
     // written again undecoded, then decoded the way the reference does, over everything
     let mut w = Writer { out: String::with_capacity(w.out.len()), decode: false, rescan: false };
-    write(&mut w, &tree, &top, &sel);
+    write(&mut w, tree, &top, &sel);
     decode_http_urls(&w.out)
+}
+
+/// The tree libxml2 reads `map_html` as (`tree::parse` with `Reader::Libxml2`: the nodes
+/// `extract_main_html` reconstructs from), made of `map_tree`, the tree simplify wrote
+/// `map_html` from as the specification reads it back (`tree::read_back`), without reading
+/// `map_html`. Of a serialization both readers build the same elements, texts and attributes
+/// but where libxml2 drops blank text (in `<html>` and `<head>`, and after or first in an
+/// element that allows no character data), reads a boolean attribute (written bare) as
+/// valueless and a NUL in a value as U+FFFD: those are done here, in place. None (the caller
+/// parses `map_html`) where libxml2 builds other elements: an element whose start tag closes
+/// its parent (`tree::libxml2_closed_by`), anything in `<html>` but a `<head>` then a `<body>`,
+/// text that is not blank in `<html>` or `<head>` (both imply or close elements), an
+/// `<html>`, a `<head>` or a `<body>` elsewhere, a `<title>` or `<textarea>` holding elements
+/// (their content is text to libxml2), a name longer than libxml2 keeps, an attribute named
+/// twice, a script or style whose text libxml2 ends elsewhere.
+pub fn libxml2_tree(map_tree: MapTree) -> Option<MapTree> {
+    let (mut tree, root) = map_tree;
+    if !read_as_libxml2(&mut tree, root) {
+        return None;
+    }
+    tree.has_document = true; // (its `<html>` start tag)
+    Some((tree, root))
+}
+
+/// `libxml2_tree`'s changes to `tree` (`root` its `<html>`, every node under it): whether
+/// libxml2 reads the serialization as the changed tree.
+fn read_as_libxml2(tree: &mut Tree, root: usize) -> bool {
+    use crate::tree::{is_raw_text, is_rcdata, libxml2_closed_by};
+    let blank = |text: &str| crate::scan::all_of(text.as_bytes(), crate::tree::LIBXML2_BLANKS);
+    if tree.nodes[root].tag != "html" || tree.nodes[root].parent != NONE {
+        return false;
+    }
+    // a <head> then a <body>, each at most once
+    let mut seen = 0u8;
+    for &child in &tree.nodes[root].children {
+        seen = match (tree.nodes[child].tag.as_str(), seen) {
+            ("head", 0) => 1,
+            ("body", 0 | 1) => 2,
+            _ => return false,
+        };
+    }
+    // each node with the start tags that close its parent (none for <html>'s children: the
+    // root is never closed)
+    let mut stack: Vec<(usize, &[&str])> = vec![(root, &[])];
+    while let Some((id, closes_parent)) = stack.pop() {
+        let node = &tree.nodes[id];
+        let tag = node.tag.as_str();
+        if tag.len() > crate::html5::NAME_BUFFER || closes_parent.contains(&tag) {
+            return false;
+        }
+        let text_only = is_raw_text(tag) || is_rcdata(tag);
+        if text_only && !node.children.is_empty() {
+            return false;
+        }
+        let in_html_or_head = id == root || tag == "head";
+        // raw text and RCDATA (written escaped) are read to their end tag as they are
+        let text_reads_otherwise = matches!(tag, "script" | "style")
+            && node.text.as_deref().is_some_and(|text| {
+                !text.is_ascii()
+                    && !crate::tree::raw_text_reads_back_in(text, tag, crate::tree::Reader::Libxml2)
+            });
+        if text_reads_otherwise {
+            return false;
+        }
+        let mut drop_tail = false;
+        if id != root {
+            let parent = node.parent;
+            let parent_tag = tree.nodes[parent].tag.as_str();
+            if tag == "html" || (matches!(tag, "head" | "body") && parent != root) {
+                return false;
+            }
+            // the tail: read with `parent` the open element and this node its last child
+            if let Some(tail) = node.tail.as_deref() {
+                let parent_in_html_or_head = parent == root || parent_tag == "head";
+                if !blank(tail) {
+                    if parent_in_html_or_head {
+                        return false;
+                    }
+                } else {
+                    drop_tail = parent_in_html_or_head || !allows_pcdata(tag);
+                }
+            }
+        }
+        // the text: read with this node the open element, before any child
+        let mut drop_text = false;
+        if let Some(text) = node.text.as_deref().filter(|_| !text_only) {
+            if !blank(text) {
+                if in_html_or_head {
+                    return false;
+                }
+            } else {
+                drop_text = in_html_or_head || !allows_pcdata(tag);
+            }
+        }
+        let closes_this = libxml2_closed_by(tag).unwrap_or(&[]);
+        let node = &mut tree.nodes[id];
+        if drop_tail {
+            node.tail = None;
+        }
+        if drop_text {
+            node.text = None;
+        }
+        let attrs = &mut tree.attrs[node.attrs];
+        for k in 0..attrs.len() {
+            let (name, value) = &attrs[k];
+            if name.len() > crate::html5::NAME_BUFFER || attrs[..k].iter().any(|(other, _)| other == name) {
+                return false;
+            }
+            if is_boolean_attr(name) {
+                if value != crate::tree::VALUELESS {
+                    attrs[k].1 = crate::tree::Text::from(crate::tree::VALUELESS);
+                }
+            } else if crate::scan::find_byte(0, value.as_bytes()).is_some() {
+                attrs[k].1 = crate::tree::Text::from(value.replace('\0', "\u{fffd}"));
+            }
+        }
+        let children = &node.children;
+        stack.extend(children.iter().map(|&child| (child, if id == root { &[][..] } else { closes_this })));
+    }
+    true
+}
+
+/// Where the subtrees of `a`'s node `ra` and `b`'s node `rb` first differ (document order:
+/// a tag, an attribute list, a text, a tail or a children count), None where they hold the
+/// same nodes; `ra`'s and `rb`'s own tails are not compared (a check of `libxml2_tree`).
+#[cfg(any(test, feature = "python-ffi"))]
+pub fn first_difference(a: &Tree, ra: usize, b: &Tree, rb: usize) -> Option<String> {
+    let mut stack = vec![(ra, rb)];
+    while let Some((x, y)) = stack.pop() {
+        let (m, n) = (&a.nodes[x], &b.nodes[y]);
+        let attrs = |tree: &Tree, node: usize| -> Vec<(String, String)> {
+            let list = &tree.attrs[tree.nodes[node].attrs];
+            list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let tails_differ = x != ra && m.tail.as_deref() != n.tail.as_deref();
+        if m.tag != n.tag
+            || attrs(a, x) != attrs(b, y)
+            || m.text.as_deref() != n.text.as_deref()
+            || tails_differ
+            || m.children.len() != n.children.len()
+        {
+            return Some(format!(
+                "<{}> {:?} {:?} {:?} {} children, read <{}> {:?} {:?} {:?} {} children",
+                m.tag.as_str(),
+                attrs(a, x),
+                m.text.as_deref(),
+                m.tail.as_deref(),
+                m.children.len(),
+                n.tag.as_str(),
+                attrs(b, y),
+                n.text.as_deref(),
+                n.tail.as_deref(),
+                n.children.len()
+            ));
+        }
+        stack.extend(m.children.iter().copied().zip(n.children.iter().copied()).rev());
+    }
+    None
 }
 
 /// `reconstruct._decode_http_urls`: entities decoded in every `href="…"`/`src="…"` (any
@@ -580,4 +752,65 @@ fn write_run(w: &mut Writer, text: &str, parent_tag: &str, prev: Option<&str>) -
         w.rescan = true;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{parse, read_back, serialize_html, Reader};
+
+    /// `html` read as the specification reads a serialization and copied as simplify copies
+    /// its tree (`read_back`); the copy's serialization (map_html) and libxml2's parse of it.
+    fn copied_and_parsed(html: &str) -> (MapTree, String, Tree, usize) {
+        let mut tree = Tree::default();
+        let root = parse(&mut tree, html, Reader::Spec);
+        let mut map_html = String::new();
+        serialize_html(&tree, root, &mut map_html);
+        let copy = read_back(&mut tree, root).unwrap_or_else(|| panic!("read_back gave up on {html}"));
+        let mut parsed = Tree::default();
+        let parsed_root = parse(&mut parsed, &map_html, Reader::Libxml2);
+        (copy, map_html, parsed, parsed_root)
+    }
+
+    #[test]
+    fn libxml2_tree_holds_the_nodes_libxml2_reads_map_html_as() {
+        for html in [
+            // blank text in <html>, in <head> and where no character data is allowed: dropped
+            "<html> <head>\n <title> a &amp; b </title>\n <meta charset=utf-8>\n</head>\n<body>\n<ul> <li>a</li> \
+             <li>b</li> </ul><p> <b>c</b> </p><table> <tr> <td> d </td> </tr> </table></body></html>",
+            // boolean attributes (written bare) valueless, a NUL in a value U+FFFD
+            "<html><head><script defer src='/a b/x.js'></script></head><body><input checked name=q>\
+             <select><option selected>o</option></select><div title=\"a\0b\">e</div></body></html>",
+            // empty <li>s (written without their end tags), void elements and their tails
+            "<html><body><ul><li></li> <li>x</li><li></li></ul><p>a<br> b<img src=i.png> c</p></body></html>",
+            "<html><body><p class=\"a 'b'\" title='say \"hi\"'>&lt;tag&gt; &amp;{x}</p></body></html>",
+        ] {
+            let (copy, map_html, parsed, parsed_root) = copied_and_parsed(html);
+            let tree = libxml2_tree(copy).unwrap_or_else(|| panic!("gave up on {html}"));
+            assert_eq!(first_difference(&tree.0, tree.1, &parsed, parsed_root), None, "{html}");
+            let ids: HashSet<&str> = HashSet::new();
+            assert_eq!(extract_main_html_of_tree(&map_html, &tree, &ids), extract_main_html(&map_html, &ids));
+        }
+    }
+
+    #[test]
+    fn libxml2_tree_gives_up_where_libxml2_reads_map_html_otherwise() {
+        for html in [
+            "<html><body><p>a<hr>b</p></body></html>", // <hr> closes the <p>
+            "<html><head>t<title>x</title></head><body></body></html>", // text closes <head>
+            "<html><div>x</div><body></body></html>",  // a <body> implied
+            "<html><body><svg><title><b>x</b></title></svg></body></html>", // <title> is text
+            "<html><head><div>x</div></head><body></body></html>", // <div> closes <head>
+        ] {
+            let (copy, _, parsed, parsed_root) = copied_and_parsed(html);
+            assert!(first_difference(&copy.0, copy.1, &parsed, parsed_root).is_some(), "{html}");
+            let (copy, ..) = copied_and_parsed(html);
+            assert!(libxml2_tree(copy).is_none(), "{html}");
+        }
+        // a name longer than libxml2 keeps
+        let long =
+            format!("<html><body><p {}=1>x</p></body></html>", "a".repeat(crate::html5::NAME_BUFFER + 1));
+        let (copy, ..) = copied_and_parsed(&long);
+        assert!(libxml2_tree(copy).is_none());
+    }
 }

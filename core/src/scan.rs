@@ -87,6 +87,24 @@ fn mask64<const N: usize>(chunk: &[u8], set: [u8; N]) -> u64 {
     (0..4).fold(0u64, |mask, k| mask | u64::from(mask16(&chunk[16 * k..], set)) << (16 * k))
 }
 
+/// Whether every byte of `hay` is one of `set` (16 bytes tested at once).
+#[inline]
+pub fn all_of<const N: usize>(hay: &[u8], set: [u8; N]) -> bool {
+    let n = hay.len();
+    if n < 16 {
+        return hay.iter().all(|c| set.contains(c));
+    }
+    let mut at = 0;
+    while at + 16 <= n {
+        if mask16(&hay[at..], set) != 0xffff {
+            return false;
+        }
+        at += 16;
+    }
+    // the last 16 bytes (overlapping the chunk before, which was all of `set`)
+    at == n || mask16(&hay[n - 16..], set) == 0xffff
+}
+
 /// Whether every byte of `hay` is ASCII and none is one of `set`: one pass where a text is
 /// checked for several things at once (ASCII text is UTF-8 as it is).
 #[inline]
@@ -252,5 +270,16 @@ mod tests {
             }
         }
         assert_eq!(Positions::new(&[0xffu8; 70], [0xff]).count(), 70);
+        for len in [0, 1, 15, 16, 17, 31, 32, 33, 40] {
+            let blank: Vec<u8> = (0..len).map(|i| [b' ', b'\n', b'\t'][i % 3]).collect();
+            assert!(all_of(&blank, [b' ', b'\n', b'\t']), "{len}");
+            for at in 0..len {
+                for odd in [b'a', 0, 0x80, b'\r'] {
+                    let mut text = blank.clone();
+                    text[at] = odd;
+                    assert!(!all_of(&text, [b' ', b'\n', b'\t']), "{len} {at} {odd}");
+                }
+            }
+        }
     }
 }

@@ -424,7 +424,7 @@ fn end_priority(tag: &str) -> u32 {
 /// `Reader::Libxml2`; `closed_by` is the specification's measured subset, which lexbor's
 /// serializations never get past (elements that are void or raw text are left out: they are
 /// never open when a tag starts).
-fn libxml2_closed_by(open: &str) -> Option<&'static [&'static str]> {
+pub fn libxml2_closed_by(open: &str) -> Option<&'static [&'static str]> {
     Some(match open {
         "caption" => &["col", "colgroup", "tbody", "tfoot", "thead", "tr"],
         "head" => &[
@@ -445,8 +445,10 @@ fn libxml2_closed_by(open: &str) -> Option<&'static [&'static str]> {
 }
 
 /// The blank characters of libxml2's HTML parser.
+pub const LIBXML2_BLANKS: [u8; 5] = [b' ', b'\t', b'\n', b'\r', b'\x0c'];
+
 fn is_libxml2_blank(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
+    LIBXML2_BLANKS.contains(&c)
 }
 
 /// libxml2's `areBlanks` (lxml's `remove_blank_text`) for a blank text run before a `<` (at
@@ -676,13 +678,18 @@ fn script_end(s: &str, pos: usize, reader: Reader) -> usize {
 /// (`is_raw_text`) followed by its end tag, ends the text where it ends (and not at a
 /// `</tag` inside it, nor past its end tag, as a script's escaped `<!--<script>` would).
 pub fn raw_text_reads_back(text: &str, tag: &str) -> bool {
+    raw_text_reads_back_in(text, tag, Reader::Spec)
+}
+
+/// `raw_text_reads_back` as `reader` reads raw text (`Reader::Libxml2` matches the tag's
+/// name in ASCII case only).
+pub fn raw_text_reads_back_in(text: &str, tag: &str, reader: Reader) -> bool {
     let mut s = String::with_capacity(text.len() + tag.len() + 3);
     s.push_str(text);
     s.push_str("</");
     s.push_str(tag);
     s.push('>');
-    let stop =
-        if tag == "script" { script_end(&s, 0, Reader::Spec) } else { raw_end(&s, 0, tag, Reader::Spec) };
+    let stop = if tag == "script" { script_end(&s, 0, reader) } else { raw_end(&s, 0, tag, reader) };
     stop == text.len()
 }
 

@@ -359,7 +359,7 @@ pub unsafe extern "C" fn pulpie_rt_finish_page(
                 .filter(|id| !id.is_empty())
                 .filter_map(|id| std::str::from_utf8(id).ok())
                 .collect();
-            super::finish_main(map_html, &main, any_main != 0)
+            super::finish_main(map_html, None, &main, any_main != 0)
         };
         finished.map_err(OrtError)
     }) {
@@ -479,6 +479,7 @@ pub unsafe extern "C" fn pulpie_rt_prepare_page(
             drop_noscript: o.segmentation & PULPIE_RT_SIMPLIFY_DROP_NOSCRIPT != 0,
             // the Python page flow's stages one by one: the engine's results carry the metadata
             metadata: false,
+            keep_map_tree: false,
         };
         let with_features = super::features::FeatureSet::from_ffi(o.features);
         super::prepare_text(slice(text, text_len), tokenizer.as_ref(), &settings, with_features)

@@ -171,6 +171,10 @@ pub(crate) struct Prepared {
     item_ids: Vec<Option<String>>,
     chunks: Vec<Chunk>,
     map_html: String,
+    /// the tree libxml2 reads `map_html` as, where simplify's own tree gave it
+    /// (`reconstruct::libxml2_tree`, with `PrepareSettings::keep_map_tree`): the page is
+    /// finished off it, `map_html` not parsed again
+    map_tree: Option<crate::tree::MapTree>,
     features: Option<Vec<f32>>,
     truncated: Option<String>,
     n_classified: usize,
@@ -194,6 +198,9 @@ pub(crate) struct PrepareSettings {
     pub drop_noscript: bool,
     /// read the page's metadata off the tree the segmentation walks (`crate::metadata`)
     pub metadata: bool,
+    /// keep the tree reconstruct reads `map_html` as (`Prepared::map_tree`): the engine
+    /// finishes its pages; the Python page flow hands `map_html` out
+    pub keep_map_tree: bool,
 }
 
 /// `Preparer.prepare` once the page is text: cut by `limits.max_input_bytes`, simplified,
@@ -277,7 +284,13 @@ pub(crate) fn prepare_text(
         None
     };
     let truncated = (!cuts.is_empty()).then(|| cuts.join("; "));
-    Ok(Prepared { item_ids, chunks, map_html, features, truncated, n_classified, metadata })
+    let map_tree = if settings.keep_map_tree && !item_ids.is_empty() {
+        catch_unwind(AssertUnwindSafe(|| map_tree.and_then(crate::reconstruct::libxml2_tree)))
+            .map_err(|_| core_failed("reconstruct", "ValueError"))?
+    } else {
+        None
+    };
+    Ok(Prepared { item_ids, chunks, map_html, map_tree, features, truncated, n_classified, metadata })
 }
 
 /// The bundle's block rescorer as the engine runs it (`rescore.BlockRescorer`).
@@ -623,6 +636,7 @@ impl Engine {
             keep_hidden: m.keep_hidden,
             drop_noscript: m.drop_noscript,
             metadata: self.config.metadata,
+            keep_map_tree: true,
         };
         // check_rescorer let in only the layouts this core computes
         let feature_set = self.manifest.prepared_features().map_or(features::FeatureSet::None, |layout| {
@@ -831,7 +845,7 @@ impl Engine {
             let main: std::collections::HashSet<&str> =
                 labels.iter().filter(|(_, main)| *main).map(|(id, _)| id.as_str()).collect();
             let any_main = labels.iter().any(|(_, main)| *main);
-            let finished = finish_main(&page.map_html, &main, any_main)?;
+            let finished = finish_main(&page.map_html, page.map_tree.as_ref(), &main, any_main)?;
             (labels, finished)
         };
         let mut metadata = page.metadata.clone();
@@ -869,18 +883,23 @@ pub(crate) struct Finished {
 }
 
 /// `pages._finish` once the labels are known: the blocks `main` holds kept from `map_html`
-/// (reconstruct), then Markdown; `any_main`: whether any block is labelled main (which
-/// empty reason an empty result gets). The Python page flow calls it too (`ffi.rs`).
+/// (reconstruct; off `map_tree`, the tree libxml2 reads it as, where had), then Markdown;
+/// `any_main`: whether any block is labelled main (which empty reason an empty result gets).
+/// The Python page flow calls it too (`ffi.rs`).
 pub(crate) fn finish_main(
     map_html: &str,
+    map_tree: Option<&crate::tree::MapTree>,
     main: &std::collections::HashSet<&str>,
     any_main: bool,
 ) -> Result<Finished, String> {
     let main_html = if map_html.is_empty() {
         String::new()
     } else {
-        catch_unwind(AssertUnwindSafe(|| crate::reconstruct::extract_main_html(map_html, main)))
-            .map_err(|_| core_failed("reconstruct", "ValueError"))?
+        catch_unwind(AssertUnwindSafe(|| match map_tree {
+            Some(tree) => crate::reconstruct::extract_main_html_of_tree(map_html, tree, main),
+            None => crate::reconstruct::extract_main_html(map_html, main),
+        }))
+        .map_err(|_| core_failed("reconstruct", "ValueError"))?
     };
     let markdown = markdown(&main_html)?;
     let empty_reason =
