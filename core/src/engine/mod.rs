@@ -574,53 +574,70 @@ impl Engine {
     /// decided: pages of any shifts share the model's batches.
     pub fn extract_pages_shifted(&self, pages: &[PageIn<'_>], shifts: &[Option<f64>]) -> Vec<PageOutput> {
         assert!(shifts.is_empty() || shifts.len() == pages.len(), "one shift per page");
-        let prepared: Vec<(Result<Prepared, String>, Option<&'static str>)> = pages
-            .iter()
-            .map(|&page| {
-                let (text, encoding) = match page {
-                    PageIn::Bytes { data, content_type } => {
-                        match catch_unwind(AssertUnwindSafe(|| {
-                            crate::decode::decode_page(data, content_type)
-                        })) {
-                            Ok(decoded) => (
-                                std::borrow::Cow::Owned(decoded.text.into_bytes()),
-                                Some(decoded.encoding.name()),
-                            ),
-                            Err(_) => return (Err(format!("decode: CoreError: {}", panic_message())), None),
-                        }
-                    }
-                    PageIn::Text(text) => (std::borrow::Cow::Borrowed(text), None),
-                };
-                let prepared = catch_unwind(AssertUnwindSafe(|| self.prepare(&text)))
-                    .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())));
-                (prepared, encoding)
-            })
-            .collect();
-        let (prepared, encodings): (Vec<_>, Vec<_>) = prepared.into_iter().unzip();
-        let shifts: Vec<f64> = (0..prepared.len())
-            .map(|i| shifts.get(i).copied().flatten().unwrap_or(self.config.decision_shift))
-            .collect();
+        let shift = |i: usize| shifts.get(i).copied().flatten().unwrap_or(self.config.decision_shift);
+        if self.classifier.is_none() {
+            // no model batches for the pages to share: each page is finished before the next
+            // is prepared (its trees, `Prepared::map_tree`, are not held for the others)
+            return pages
+                .iter()
+                .enumerate()
+                .map(|(i, &page)| {
+                    let (prepared, encoding) = self.decode_and_prepare(page);
+                    let prepared = [prepared];
+                    let predicted = self.predict(&prepared, &[shift(i)]).pop().expect("one page's");
+                    let [prepared] = prepared;
+                    self.finish_page(prepared, predicted, encoding)
+                })
+                .collect();
+        }
+        let (prepared, encodings): (Vec<_>, Vec<_>) =
+            pages.iter().map(|&page| self.decode_and_prepare(page)).unzip();
+        let shifts: Vec<f64> = (0..prepared.len()).map(shift).collect();
         let predictions = self.predict(&prepared, &shifts);
         prepared
             .into_iter()
             .zip(predictions)
             .zip(encodings)
-            .map(|((page, predicted), encoding)| {
-                let mut output = match (page, predicted) {
-                    (Err(error), _) => PageOutput::failed(error),
-                    (Ok(_), Err(error)) => PageOutput::failed(error),
-                    (Ok(page), Ok(decided)) => {
-                        catch_unwind(AssertUnwindSafe(|| self.finish(&page, &decided)))
-                            .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
-                            .unwrap_or_else(PageOutput::failed)
-                    }
-                };
-                if output.error.is_none() {
-                    output.encoding = encoding.map(str::to_string);
-                }
-                output
-            })
+            .map(|((page, predicted), encoding)| self.finish_page(page, predicted, encoding))
             .collect()
+    }
+
+    /// A page decoded where it is bytes, then prepared; the encoding it was read in.
+    fn decode_and_prepare(&self, page: PageIn<'_>) -> (Result<Prepared, String>, Option<&'static str>) {
+        let (text, encoding) = match page {
+            PageIn::Bytes { data, content_type } => {
+                match catch_unwind(AssertUnwindSafe(|| crate::decode::decode_page(data, content_type))) {
+                    Ok(decoded) => {
+                        (std::borrow::Cow::Owned(decoded.text.into_bytes()), Some(decoded.encoding.name()))
+                    }
+                    Err(_) => return (Err(format!("decode: CoreError: {}", panic_message())), None),
+                }
+            }
+            PageIn::Text(text) => (std::borrow::Cow::Borrowed(text), None),
+        };
+        let prepared = catch_unwind(AssertUnwindSafe(|| self.prepare(&text)))
+            .unwrap_or_else(|_| Err(format!("prepare: {}", panic_message())));
+        (prepared, encoding)
+    }
+
+    /// A prepared page's output once its blocks are decided (or its error).
+    fn finish_page(
+        &self,
+        page: Result<Prepared, String>,
+        predicted: Result<decode::Decided, String>,
+        encoding: Option<&'static str>,
+    ) -> PageOutput {
+        let mut output = match (page, predicted) {
+            (Err(error), _) => PageOutput::failed(error),
+            (Ok(_), Err(error)) => PageOutput::failed(error),
+            (Ok(page), Ok(decided)) => catch_unwind(AssertUnwindSafe(|| self.finish(&page, &decided)))
+                .unwrap_or_else(|_| Err(format!("finish: {}", panic_message())))
+                .unwrap_or_else(PageOutput::failed),
+        };
+        if output.error.is_none() {
+            output.encoding = encoding.map(str::to_string);
+        }
+        output
     }
 
     /// `Preparer.prepare` of a page's text (decoded by `extract_pages`).
