@@ -287,16 +287,25 @@ def test_lexbors_tree_read_directly_on_the_train_pages(train_corpus):
     assert ways["walk"] >= 0.9 * len(pages), ways
 
 
-# ------------------------------------------------- block features off simplify's own tree
+# ------------------------------------- block features and reconstruct off simplify's own tree
 
-def _features_tree_ways(htmls: list[str]) -> tuple[list[tuple[int, str]], dict[str, int]]:
-    """The pages (index, where) whose block features differ read off the tree simplify wrote
-    map_html from and off map_html read back, and how many pages each way was taken."""
+# What reads the tree simplify wrote map_html from instead of map_html, as `simplify_step`
+# checks it against map_html read back:
+# - the block features (tree::read_back): every value of every layout, both views, bitwise;
+# - reconstruct (reconstruct::libxml2_tree): the nodes libxml2 reads map_html as (tags,
+#   attributes, texts, tails) and the main HTML for several labellings.
+OWN_TREE_READERS = {"features": "STEP_FEATURES_TREE", "reconstruct": "STEP_RECONSTRUCT_TREE"}
+
+
+def _own_tree_ways(htmls: list[str], reader: str) -> tuple[list[tuple[int, str]], dict[str, int]]:
+    """The pages (index, where) on which ``reader`` off the tree simplify wrote map_html from
+    differs from it off map_html, and how many pages each way was taken."""
     from pulpie_rt.runtime import native
 
+    step = getattr(native, OWN_TREE_READERS[reader])
     different, ways = [], {"same": 0, "map_html": 0}
     for index, html in enumerate(htmls):
-        how = native.simplify_step(html, native.STEP_FEATURES_TREE)
+        how = native.simplify_step(html, step)
         if how in ways:
             ways[how] += 1
         else:
@@ -306,72 +315,28 @@ def _features_tree_ways(htmls: list[str]) -> tuple[list[tuple[int, str]], dict[s
 
 @pytest.mark.skipif(not __import__("pulpie_rt.runtime.native", fromlist=["x"]).available(),
                     reason="the compiled core is not built")
-def test_block_features_read_simplifys_own_tree(dev_pages):
-    """The engine's block features read the tree simplify wrote map_html from
-    (tree::read_back) instead of parsing map_html: every value of every layout, both views,
-    bitwise those of map_html read back, with the reference's segmentation flags and the fast
-    profile's, on every dev page, the tricky pages and 400 dev pages with seeded markup put in;
-    map_html is read back only where the copy gives up."""
-    different, ways = _features_tree_ways([page["html"] for page in dev_pages])
-    assert different == []
-    assert ways["same"] >= 0.9 * len(dev_pages), ways
-    different, ways = _features_tree_ways(list(TRICKY_PAGES.values()))
-    assert different == []
-    different, ways = _features_tree_ways(_mutated_pages(dev_pages, 400))
-    assert different == []
-    assert ways["same"] > 0 and ways["map_html"] > 0, ways
-
-
-def test_block_features_read_simplifys_own_tree_on_the_train_pages(train_corpus):
-    from pulpie_rt.corpus import load_pages
-
-    pages = load_pages("train")
-    different, ways = _features_tree_ways([page["html"] for page in pages])
-    assert different == []
-    assert ways["same"] >= 0.8 * len(pages), ways
-
-
-# ------------------------------------------------- reconstruct off simplify's own tree
-
-def _reconstruct_tree_ways(htmls: list[str]) -> tuple[list[tuple[int, str]], dict[str, int]]:
-    """The pages (index, where) whose tree libxml2 reads map_html as differs from the one
-    made of simplify's own tree (or whose main HTML differs), and how many pages each way was
-    taken."""
-    from pulpie_rt.runtime import native
-
-    different, ways = [], {"same": 0, "map_html": 0}
-    for index, html in enumerate(htmls):
-        how = native.simplify_step(html, native.STEP_RECONSTRUCT_TREE)
-        if how in ways:
-            ways[how] += 1
-        else:
-            different.append((index, how))
-    return different, ways
-
-
-@pytest.mark.skipif(not __import__("pulpie_rt.runtime.native", fromlist=["x"]).available(),
-                    reason="the compiled core is not built")
-def test_reconstruct_reads_simplifys_own_tree(dev_pages):
-    """The engine reconstructs a page off the tree simplify wrote map_html from
-    (reconstruct::libxml2_tree) instead of parsing map_html as libxml2 does: the same nodes
-    (tags, attributes, texts, tails) and the same main HTML for several labellings, with the
+@pytest.mark.parametrize("reader", sorted(OWN_TREE_READERS))
+def test_simplifys_own_tree_is_read_as_map_html(dev_pages, reader):
+    """The engine's block features and its reconstruct read the tree simplify wrote map_html
+    from instead of map_html (read back, or parsed as libxml2 does): the same, with the
     reference's segmentation flags and the fast profile's, on every dev page, the tricky pages
-    and 400 dev pages with seeded markup put in; map_html is parsed only where the copy gives
+    and 400 dev pages with seeded markup put in; map_html is read only where the copy gives
     up."""
-    different, ways = _reconstruct_tree_ways([page["html"] for page in dev_pages])
+    different, ways = _own_tree_ways([page["html"] for page in dev_pages], reader)
     assert different == []
     assert ways["same"] >= 0.9 * len(dev_pages), ways
-    different, ways = _reconstruct_tree_ways(list(TRICKY_PAGES.values()))
+    different, ways = _own_tree_ways(list(TRICKY_PAGES.values()), reader)
     assert different == []
-    different, ways = _reconstruct_tree_ways(_mutated_pages(dev_pages, 400))
+    different, ways = _own_tree_ways(_mutated_pages(dev_pages, 400), reader)
     assert different == []
     assert ways["same"] > 0 and ways["map_html"] > 0, ways
 
 
-def test_reconstruct_reads_simplifys_own_tree_on_the_train_pages(train_corpus):
+@pytest.mark.parametrize("reader", sorted(OWN_TREE_READERS))
+def test_simplifys_own_tree_is_read_as_map_html_on_the_train_pages(train_corpus, reader):
     from pulpie_rt.corpus import load_pages
 
     pages = load_pages("train")
-    different, ways = _reconstruct_tree_ways([page["html"] for page in pages])
+    different, ways = _own_tree_ways([page["html"] for page in pages], reader)
     assert different == []
     assert ways["same"] >= 0.8 * len(pages), ways
