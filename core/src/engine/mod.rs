@@ -583,9 +583,8 @@ impl Engine {
                 .enumerate()
                 .map(|(i, &page)| {
                     let (prepared, encoding) = self.decode_and_prepare(page);
-                    let prepared = [prepared];
-                    let predicted = self.predict(&prepared, &[shift(i)]).pop().expect("one page's");
-                    let [prepared] = prepared;
+                    let predicted =
+                        self.predict(std::slice::from_ref(&prepared), &[shift(i)]).pop().expect("one page's");
                     self.finish_page(prepared, predicted, encoding)
                 })
                 .collect();

@@ -29,7 +29,7 @@ pub mod context;
 mod text;
 
 pub use text::KEYWORDS;
-use text::{count_words, is_digit, keyword_bits, lower, lower_words, LETTER, LETTERS};
+use text::{count_words, is_digit, keyword_bits, letter_pair, lower, lower_words, LETTER_PAIRS};
 
 use crate::hash::FastMap;
 use crate::tree::{Reader, Tree, NONE};
@@ -923,15 +923,15 @@ const NAME_WORDS: [&str; RAIL_WORDS.len() + COMMENT_WORDS.len()] = {
 };
 const _: () = assert!(NAME_WORDS.len() <= 32);
 
-/// Per pair of letters (`text::LETTER` of the first times `text::LETTERS` plus that of the
-/// second), the `NAME_WORDS` starting with them (bit k: word k).
-const NAME_WORDS_BY_FIRST_TWO: [u32; LETTERS * LETTERS] = {
-    let mut table = [0u32; LETTERS * LETTERS];
+/// Per pair of letters (`text::letter_pair`), the `NAME_WORDS` starting with them (bit k:
+/// word k).
+const NAME_WORDS_BY_FIRST_TWO: [u32; LETTER_PAIRS] = {
+    let mut table = [0u32; LETTER_PAIRS];
     let mut k = 0;
     while k < NAME_WORDS.len() {
         let word = NAME_WORDS[k].as_bytes();
         assert!(word.len() >= 2 && word[0].is_ascii_lowercase() && word[1].is_ascii_lowercase());
-        table[LETTER[word[0] as usize] as usize * LETTERS + LETTER[word[1] as usize] as usize] |= 1 << k;
+        table[letter_pair(word[0], word[1])] |= 1 << k;
         k += 1;
     }
     table
@@ -945,8 +945,7 @@ fn rail_and_comment_bits(value: &str) -> u8 {
     let bytes = value.as_bytes();
     let mut bits = 0u8;
     for i in 1..bytes.len() {
-        let pair = LETTER[bytes[i - 1] as usize] as usize * LETTERS + LETTER[bytes[i] as usize] as usize;
-        let mut words = NAME_WORDS_BY_FIRST_TWO[pair];
+        let mut words = NAME_WORDS_BY_FIRST_TWO[letter_pair(bytes[i - 1], bytes[i])];
         while words != 0 {
             let k = words.trailing_zeros() as usize;
             words &= words - 1;

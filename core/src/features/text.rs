@@ -366,8 +366,7 @@ pub fn keyword_bits(s: &str) -> u64 {
     // every keyword has two letters at least: a match starts at a pair of ASCII letters
     // (never inside a character), and only the keywords starting with that pair are compared
     while i + 1 < b.len() {
-        let pair = LETTER[b[i] as usize] as usize * LETTERS + LETTER[b[i + 1] as usize] as usize;
-        let mut candidates = BY_FIRST_TWO[pair];
+        let mut candidates = BY_FIRST_TWO[letter_pair(b[i], b[i + 1])];
         let mut matched = 1;
         while candidates != 0 {
             let k = BY_LENGTH[candidates.trailing_zeros() as usize];
@@ -385,11 +384,22 @@ pub fn keyword_bits(s: &str) -> u64 {
 }
 
 /// `LETTER`'s values: the 26 letters, and one for any other byte.
-pub(crate) const LETTERS: usize = 27;
+const LETTERS: usize = 27;
+
+/// The pairs of `LETTER` values: what `letter_pair` numbers.
+pub(crate) const LETTER_PAIRS: usize = LETTERS * LETTERS;
+
+/// The number of the pair of bytes `first`, `second` by their letters (`LETTER`: ASCII case
+/// aside, any other byte one value), below `LETTER_PAIRS`: the index of the tables of words
+/// by their first two letters.
+#[inline]
+pub(crate) const fn letter_pair(first: u8, second: u8) -> usize {
+    LETTER[first as usize] as usize * LETTERS + LETTER[second as usize] as usize
+}
 
 /// Per byte, its letter (0 for `a` or `A` … 25 for `z` or `Z`), `LETTERS - 1` for any other
 /// byte.
-pub(crate) const LETTER: [u8; 256] = {
+const LETTER: [u8; 256] = {
     let mut table = [(LETTERS - 1) as u8; 256];
     let mut c = 0;
     while c < 26 {
@@ -400,16 +410,14 @@ pub(crate) const LETTER: [u8; 256] = {
     table
 };
 
-/// Per pair of letters (`LETTER` of the first times `LETTERS` plus that of the second), the
-/// keywords starting with them, as bits of their places in `BY_LENGTH` (the lowest bit the
-/// longest keyword).
-const BY_FIRST_TWO: [u64; LETTERS * LETTERS] = {
-    let mut table = [0u64; LETTERS * LETTERS];
+/// Per pair of letters (`letter_pair`), the keywords starting with them, as bits of their
+/// places in `BY_LENGTH` (the lowest bit the longest keyword).
+const BY_FIRST_TWO: [u64; LETTER_PAIRS] = {
+    let mut table = [0u64; LETTER_PAIRS];
     let mut rank = 0;
     while rank < N_KEYWORDS {
         let word = KEYWORDS[BY_LENGTH[rank]].as_bytes();
-        let pair = LETTER[word[0] as usize] as usize * LETTERS + LETTER[word[1] as usize] as usize;
-        table[pair] |= 1 << rank;
+        table[letter_pair(word[0], word[1])] |= 1 << rank;
         rank += 1;
     }
     table
