@@ -323,6 +323,38 @@ def test_continue_story_runs_the_story_on_under_its_parent():
     assert labels_spec.continue_story(plain, scores, rows) == got
 
 
+def test_continue_story_passes_over_the_captions_of_its_figures():
+    # a story (parent 10): a paragraph, a <figcaption> of 30 words, a paragraph, a block of
+    # 20 words under a <figure> (a caption in a <p>), a paragraph, each after the first
+    # scoring under the cut; every caption is left other and none ends the story
+    from pulpie_rt.runtime.stages.features import FEATURE_NAMES_V2, TAGS
+
+    rows = _container_rows([120, 30, 80, 20, 90], [[10, 1]] * 5)
+    figcaption = TAGS.index("figcaption") + 1
+    rows[1, FEATURE_NAMES_V2.index("tag")] = figcaption
+    rows[3, FEATURE_NAMES_V2.index("ancestor_figure")] = 1.0
+    scores = np.array([3.0, -1.0, -1.5, -0.5, -2.0], np.float32)
+    got = native.decide_blocks(5, [list(range(5))], [scores],
+                               margins=True, threshold=0.0, keep_best=True,
+                               features=rows, expected_f1=True, continue_story=True)
+    assert got == [1, 0, 1, 0, 1]
+    assert labels_spec.continue_story([1, 0, 0, 0, 0], scores, rows) == got
+    # the same figcaption as the element of a block of another tag (own_tag), likewise
+    rows[1, FEATURE_NAMES_V2.index("tag")] = TAGS.index("div") + 1
+    rows[1, FEATURE_NAMES_V2.index("own_tag")] = figcaption
+    assert native.decide_blocks(5, [list(range(5))], [scores],
+                                margins=True, threshold=0.0, keep_best=True,
+                                features=rows, expected_f1=True,
+                                continue_story=True) == [1, 0, 1, 0, 1]
+    # without the caption columns the story keeps them
+    rows[1, FEATURE_NAMES_V2.index("own_tag")] = 0.0
+    rows[3, FEATURE_NAMES_V2.index("ancestor_figure")] = 0.0
+    assert native.decide_blocks(5, [list(range(5))], [scores],
+                                margins=True, threshold=0.0, keep_best=True,
+                                features=rows, expected_f1=True,
+                                continue_story=True) == [1, 1, 1, 1, 1]
+
+
 def test_continue_story_decodes_as_the_specification():
     rng = np.random.default_rng(12)
     for case in range(300):
@@ -335,6 +367,12 @@ def test_continue_story_decodes_as_the_specification():
                   for p, g in zip(parents, grandparents, strict=True)]
         rows = _container_rows(words.tolist(), chains)
         rows[:, 4] = rng.choice([0.0, 0.1, 0.3, 1.0], n)
+        # a tenth of the blocks captions: a figcaption (its tag or its element's) or under a
+        # figure (labels_spec: TAG_COLUMNS, ANCESTOR_FIGURE)
+        captions = rng.random(n) < 0.1
+        rows[captions, rng.choice(labels_spec.TAG_COLUMNS)] = labels_spec.FIGCAPTION
+        rows[rng.random(n) < 0.05, labels_spec.ANCESTOR_FIGURE] = 1.0
+        rows[rng.random(n) < 0.1, labels_spec.TAG_COLUMNS[0]] = rng.integers(1, 40)
         threshold = float(rng.choice([-1.0, 0.0, 0.5]))
         want = labels_spec.continue_story(labels_spec.keep_best_block(
             labels_spec.expected_f1_labels(scores, words, threshold), scores), scores, rows)

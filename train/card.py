@@ -105,15 +105,21 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
   whose story sits in one article body keeps less of the galleries, feeds and teaser lists
   beside it, which score like prose; {prior_chosen}.""" if prior else ""
     story_f1 = fast.get("continue_story_f1") or {}
+    # the train pages' references often stop before a long story's end
+    story_verdict = (", whose references say the opposite"
+                     if story_f1.get("with", 0) < story_f1.get("without", 0)
+                     else ", whose references barely tell")
     story_text = f"""
   After the selection a story goes on to its end (manifest `decoding.continue_story`): a
-  prose block (10 words or more, under a quarter of them linked) left out becomes main when
+  prose block (10 words or more, under a quarter of them linked, not a caption: a
+  `<figcaption>` or a block under a `<figure>`, which the hand-made references leave out)
+  left out becomes main when
   the story's element, the parent of the main prose before it, is its parent or
   grandparent, until a main prose block elsewhere starts another story. The rescorer's
   scores fall with a block's place on long pages (WCXB's references, which it learns from,
   often stop before a long article's end and leave its code blocks out), so it dropped the
-  later paragraphs of long stories. Not chosen on the train pages, whose references say the
-  opposite ({story_f1.get('with', 0):.4f} with it against {story_f1.get('without', 0):.4f}
+  later paragraphs of long stories. Not chosen on the train pages{story_verdict}
+  ({story_f1.get('with', 0):.4f} with it against {story_f1.get('without', 0):.4f}
   without, out of fold): on the dev pages (readability articles and ground truth), and measured on
   the held-apart article sets (`docs/models-and-quality.md`, "A story goes on").""" \
         if fast["decoding"].get("continue_story") else ""

@@ -22,7 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pulpie_rt.runtime.stages.features import FEATURE_NAMES_V2, N_FEATURES_V2, N_FEATURES_V3
+from pulpie_rt.runtime.stages.features import (
+    FEATURE_NAMES_V2,
+    N_FEATURES_V2,
+    N_FEATURES_V3,
+    TAGS,
+)
 from pulpie_rt.runtime.stages.labels import labels_from_predictions, sep_margins
 
 __all__ = ["argmax_labels", "block_predictions", "sep_margins",
@@ -36,6 +41,11 @@ WORDS = FEATURE_NAMES_V2.index("words")
 LINK_RATIO = FEATURE_NAMES_V2.index("link_ratio")
 CONTAINERS = slice(N_FEATURES_V2, N_FEATURES_V3)
 PARENT = N_FEATURES_V2  # the first container column: the block's parent element
+# a caption (continue_story passes over it): a figcaption block or element (the tag columns
+# number a tag by its place in TAGS, from 1), or a block under a figure
+TAG_COLUMNS = [FEATURE_NAMES_V2.index("tag"), FEATURE_NAMES_V2.index("own_tag")]
+FIGCAPTION = TAGS.index("figcaption") + 1
+ANCESTOR_FIGURE = FEATURE_NAMES_V2.index("ancestor_figure")
 
 
 def argmax_labels(sep_logits: np.ndarray) -> list[int]:
@@ -217,15 +227,17 @@ def predictions_of_page(n_blocks: int, chunk_blocks: Sequence[Sequence[int]],
 def continue_story(labels: Sequence[int], scores: np.ndarray, features: np.ndarray
                    ) -> list[int]:
     """The selection's story run on to its end, over the prose blocks in page order (10 words
-    or more, under a quarter of them linked; the others are passed over): one left other joins
-    the story when the story's element is its parent or grandparent and its score is not NaN;
-    a main one outside the story starts a story under its own parent (none for a parent id of
-    -1); one under the story without a score (NaN) ends it; prose elsewhere neither joins nor
-    ends it."""
+    or more, under a quarter of them linked, not a caption: a ``figcaption`` or a block under a
+    ``figure``; the others are passed over): one left other joins the story when the story's
+    element is its parent or grandparent and its score is not NaN; a main one outside the
+    story starts a story under its own parent (none for a parent id of -1); one under the
+    story without a score (NaN) ends it; prose elsewhere neither joins nor ends it."""
     labels = list(labels)
     story = None
     for i in range(len(labels)):
         if not (features[i, WORDS] >= 10 and features[i, LINK_RATIO] < 0.25):
+            continue
+        if FIGCAPTION in features[i, TAG_COLUMNS] or features[i, ANCESTOR_FIGURE] > 0:
             continue
         parent, grandparent = float(features[i, PARENT]), float(features[i, PARENT + 1])
         under_story = story is not None and story in (parent, grandparent)

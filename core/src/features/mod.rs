@@ -265,6 +265,25 @@ fn tag_id(tag: &str) -> u8 {
 }
 
 const H1: u8 = 6;
+/// `tag_id("figcaption")`.
+const FIGCAPTION: u8 = 22;
+
+/// A caption, as `continue_story` (`engine::decode`) reads a block's columns: a `<figcaption>`
+/// (the block's tag or its own element's, `tag_id`) or a block under a `<figure>`
+/// (`ancestor_figure`). `row` is the block's row of any layout (every one starts with the
+/// `blocks-v1` columns).
+pub(crate) fn is_caption(row: &[f32]) -> bool {
+    row[BLOCK] == FIGCAPTION as f32 || row[BLOCK + 1] == FIGCAPTION as f32 || row[ANCESTOR_FIGURE] > 0.0
+}
+
+/// The `ancestor_figure` column.
+const ANCESTOR_FIGURE: usize = ANCESTOR_TAG + {
+    let mut index = 0;
+    while !bytes_equal(ANCESTOR_TAGS[index].as_bytes(), b"figure") {
+        index += 1; // past the end (a compile error) were figure no ancestor tag
+    }
+    index
+};
 
 /// `ANCESTOR_TAGS` of the specification, in column order.
 pub const ANCESTOR_TAGS: [&str; 20] = [
@@ -1287,6 +1306,22 @@ mod tests {
 
     fn column(x: &[f32], name_offset: usize) -> Vec<f32> {
         x.chunks(N_FEATURES).map(|r| r[name_offset]).collect()
+    }
+
+    #[test]
+    fn a_caption_is_a_figcaption_or_under_a_figure() {
+        assert_eq!(tag_id("figcaption"), FIGCAPTION);
+        assert_eq!(ANCESTOR_TAGS[ANCESTOR_FIGURE - ANCESTOR_TAG], "figure");
+        let mut row = vec![0.0f32; N_FEATURES];
+        row[BLOCK] = tag_id("p") as f32;
+        assert!(!is_caption(&row));
+        row[ANCESTOR_FIGURE] = 1.0;
+        assert!(is_caption(&row));
+        row[ANCESTOR_FIGURE] = 0.0;
+        row[BLOCK + 1] = tag_id("figcaption") as f32;
+        assert!(is_caption(&row));
+        row[BLOCK + 1] = tag_id("figure") as f32;
+        assert!(!is_caption(&row));
     }
 
     #[test]
