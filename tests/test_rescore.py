@@ -53,6 +53,68 @@ def test_onnx_rescorer_gives_lightgbms_log_odds(trained):
     assert rescorer.log_odds(np.zeros((0, N_FEATURES), np.float32)).shape == (0,)
 
 
+def test_a_value_at_a_thresholds_float32_rounding_takes_lightgbms_branch_in_onnx(tmp_path):
+    """LightGBM splits two adjacent float32 values at their midpoint (float64), whose nearest
+    float32 is the upper value: written as it is, the ONNX ensemble (float32 thresholds) sent
+    the upper value's rows left and LightGBM right. Written at the float32 at or below it,
+    both send them right; a categorical split keeps its categories."""
+    import lightgbm
+
+    from train.rescorer import ONNX_ML_OPSET, float32_splits, save_rescorer
+
+    low = np.nextafter(np.float32(1.0), np.float32(2.0))  # an odd last bit: the midpoint
+    high = np.nextafter(low, np.float32(2.0))  # rounds to even, up to `high`
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, 3)).astype(np.float32)
+    x[:, 0] = np.repeat([low, high], 200)
+    x[:, 1] = rng.integers(0, 4, size=400)
+    y = ((x[:, 0] == high) ^ (x[:, 1] == 2)).astype(int)
+    params = {"objective": "binary", "verbose": -1, "min_data_in_leaf": 5, "num_leaves": 4,
+              "min_data_in_bin": 1, "min_data_per_group": 5, "cat_smooth": 1, "seed": 0,
+              "deterministic": True, "num_threads": 1}
+    booster = lightgbm.train(params, lightgbm.Dataset(x, y, categorical_feature=[1]),
+                             num_boost_round=3)
+    def thresholds(model) -> list[float]:
+        return [float(v) for line in model.model_to_string().split("\n")
+                if line.startswith("threshold=") for v in line.split("=", 1)[1].split()]
+
+    between = [t for t in thresholds(booster) if float(low) < t < float(high)]
+    assert between and all(float(np.float32(t)) == float(high) for t in between)
+
+    def categorical(model) -> list[str]:
+        lines = model.model_to_string().split("\n")
+        return [line for line in lines if line.startswith(("decision_type=", "cat_"))]
+
+    splits = float32_splits(booster)
+    assert float(low) in thresholds(splits)
+    assert not [t for t in thresholds(splits) if float(np.float32(t)) != t]
+    # the categorical splits (decision_type 1: their threshold indexes cat_boundaries) stay
+    assert any(" 1" in line for line in categorical(booster) if "decision_type" in line)
+    assert categorical(splits) == categorical(booster)
+    category_indexes = [line.split("=", 1)[1].split()[1:] for line in
+                        booster.model_to_string().split("\n") if line.startswith("threshold=")]
+    assert category_indexes == [line.split("=", 1)[1].split()[1:] for line in
+                                splits.model_to_string().split("\n")
+                                if line.startswith("threshold=")]
+    assert splits.predict(x).tolist() == booster.predict(x).tolist()
+    check = save_rescorer(booster, tmp_path / "adjacent.onnx", x)
+    assert check["rows_off_by_over_1e-4"] == 0
+    assert check["max_abs_probability_difference"] < 1e-6
+
+    # the booster converted as it is: the upper value's rows take the other branch in ONNX
+    import onnxmltools
+    import onnxruntime as ort
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    model = onnxmltools.convert_lightgbm(booster, initial_types=[
+        ("features", FloatTensorType([None, 3]))], target_opset=ONNX_ML_OPSET, zipmap=False)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    (raw,) = session.run(["probabilities"], {"features": x})
+    off = np.abs(raw[:, 1] - booster.predict(x)) > 1e-4
+    assert off.any() and (x[off, 0] == high).all()
+
+
 def test_rescorer_scores_add_the_weighted_margin_and_ignore_missing_ones(trained):
     _, path, x, _, _ = trained
     rescorer = BlockRescorer(path, margin_weight=0.5, features=FEATURES_VERSION)

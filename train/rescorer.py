@@ -115,20 +115,67 @@ def fit_rescorer(features: np.ndarray, labels: np.ndarray, recipe):
                           num_boost_round=recipe.rescorer_rounds)
 
 
+def _float32_at_or_below(value: float) -> float:
+    """The largest float32 at or below ``value`` (as a float)."""
+    rounded = np.float32(value)
+    if float(rounded) > value:
+        rounded = np.nextafter(rounded, np.float32(-np.inf))
+    return float(rounded)
+
+
+def float32_splits(booster):
+    """``booster`` with each numerical split's threshold lowered to the largest float32 at or
+    below it (categorical splits as they are).
+
+    LightGBM splits at the midpoint of two feature values, in float64, and sends a value
+    ``x <= threshold`` left; the ONNX tree operators hold each threshold rounded to the
+    nearest float32, so a float32 feature value equal to the rounded-up threshold took the
+    other branch there (with the two bag members the cut keeps, 4 of the 20,000 rows the fast
+    profile's check reads moved by 0.086 in probability: `python -m train --fast-only --recipe
+    '{"fast_seed": 1, "fast_bag": 2}'`). For a float32 ``x``, ``x <= threshold`` exactly when
+    ``x`` is at most the float32 at or below it: the booster decides every float32 row as
+    before, and its ONNX form, whose thresholds are now float32 values, decides as it does.
+    The engine's features are float32."""
+    import lightgbm
+
+    trees = []
+    for block in booster.model_to_string().split("\n\n"):
+        # the header's tree sizes are byte counts of the trees' text, which this changes
+        lines = [line for line in block.split("\n") if not line.startswith("tree_sizes=")]
+        index = {line.split("=", 1)[0]: i for i, line in enumerate(lines) if "=" in line}
+        if block.lstrip("\n").startswith("Tree=") and "threshold" in index:
+            kinds = lines[index["decision_type"]].split("=", 1)[1].split()
+            values = lines[index["threshold"]].split("=", 1)[1].split()
+            # decision_type bit 0: a categorical split, whose "threshold" indexes its categories
+            lines[index["threshold"]] = "threshold=" + " ".join(
+                value if int(kind) & 1 else repr(_float32_at_or_below(float(value)))
+                for value, kind in zip(values, kinds, strict=True))
+        trees.append("\n".join(lines))
+    return lightgbm.Booster(model_str="\n\n".join(trees))
+
+
 def save_rescorer(booster, path: Path, check_features: np.ndarray, what: str = "",
                   max_off_share: float = 1 / 10_000) -> dict:
     """Write ``booster`` as ONNX to ``path`` and compare onnxruntime's probabilities with
-    LightGBM's on ``check_features``.
+    LightGBM's on ``check_features``, both read as float32 (as the engine computes them).
 
-    The ONNX tree operators hold thresholds in float32, LightGBM in float64: a feature value
-    that falls between the two roundings of a threshold takes the other branch (3 of the
-    186,119 training blocks for the shipped recipe). More than 1 row in 10,000 off by over
-    1e-4 is a conversion error and raises.
+    The thresholds are written as float32 values at or below LightGBM's (``float32_splits``),
+    so on float32 rows both decide alike: what is left to differ is the float32 sum of the
+    leaves against LightGBM's float64 one. More than 1 row in 10,000 off by over 1e-4, or one
+    by over 0.05, is a conversion error and raises; so is a booster whose float32 splits
+    decide a check row otherwise than its own.
     """
     import onnxmltools
     import onnxruntime as ort
     from onnxmltools.convert.common.data_types import FloatTensorType
 
+    check_features = np.asarray(check_features, np.float32)
+    splits = float32_splits(booster)
+    moved = np.abs(splits.predict(check_features) - booster.predict(check_features))
+    if moved.max(initial=0.0) > 1e-9:
+        raise ValueError(f"{path}: float32 thresholds move {int((moved > 1e-9).sum())} of "
+                         f"{len(moved)} rows (max {moved.max():.2e})")
+    booster = splits
     model = onnxmltools.convert_lightgbm(
         booster, initial_types=[("features", FloatTensorType([None, check_features.shape[1]]))],
         target_opset=ONNX_ML_OPSET, zipmap=False)
@@ -141,8 +188,7 @@ def save_rescorer(booster, path: Path, check_features: np.ndarray, what: str = "
     model.opset_import.extend(opsets)
     path.write_bytes(model.SerializeToString())
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    (probabilities,) = session.run(["probabilities"],
-                                   {"features": check_features.astype(np.float32)})
+    (probabilities,) = session.run(["probabilities"], {"features": check_features})
     difference = np.abs(probabilities[:, 1] - booster.predict(check_features))
     off = int((difference > 1e-4).sum())
     if off > len(difference) * max_off_share or difference.max() > 0.05:
