@@ -34,6 +34,9 @@ table of their own): the saved news and blog articles, and Readability.js's hand
 cases (``eval.pages.is_readability_fixture``: lorem ipsum around the markup under test), whose
 conventions (a repeated paragraph kept twice, a heading or link list kept) weigh as much per
 page as a whole article.
+The held-apart modern news is two kinds too (``eval.modern_news.HELDOUT_KINDS``): the Fundus
+test pages, whose references open with the story's title, and the Fundus evaluation set's
+pages, whose hand-made references leave it out, as trafilatura's text does.
 
 Rows (systems):
 
@@ -73,6 +76,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from eval.article_sets import MODERN_NEWS_HELDOUT
 from eval.metrics import ROUGE_N, score_pages, words
 from eval.pages import (
     CALIBRATION_SOURCE,
@@ -265,8 +269,15 @@ def _spread_scores(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def page_kinds(name: str, pages: Sequence[dict]) -> dict[str, dict[str, str]]:
     """The references of ``pages`` by kind for the sets scored by kind (the readability
-    pages: ``eval.pages.references_by_kind``), else nothing."""
-    return references_by_kind(list(pages)) if name == "readability" else {}
+    pages: ``eval.pages.references_by_kind``; the held-apart modern news by its references'
+    convention: ``eval.modern_news.references_by_kind``), else nothing."""
+    if name == "readability":
+        return references_by_kind(list(pages))
+    if name == MODERN_NEWS_HELDOUT:
+        from eval.modern_news import references_by_kind as modern_news_kinds
+
+        return modern_news_kinds(list(pages))
+    return {}
 
 
 def length_bin(reference: str) -> str:
@@ -528,8 +539,11 @@ def run(args: argparse.Namespace) -> int:
               "run: the mean over the model and its seed copies, and each seed's own)")
         print(margin_table(report["sets"]))
     if any(r.get("kinds") for one in report["sets"] for r in one["rows"]):
-        print("\n== by kind of page: the readability pages' saved articles and Readability.js's "
-              "hand-written test cases (eval.pages.is_readability_fixture), each scored apart")
+        print("\n== by kind of page, each scored apart: the readability pages' saved articles "
+              "and Readability.js's hand-written test cases (eval.pages.is_readability_fixture); "
+              "the held-apart modern news by its references' convention (the Fundus test pages' "
+              "open with the title, the Fundus evaluation set's leave it out, as trafilatura's "
+              "text does)")
         print(kinds_table(report["sets"]))
     if any(r.get("lengths") for one in report["sets"] for r in one["rows"]):
         print("\n== by reference length (words of the page's reference): short stories are "

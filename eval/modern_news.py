@@ -83,6 +83,11 @@ from eval.article_sets import (
 DROPPED_NAME = "modern-news-dropped.json"
 FUNDUS_SOURCE = "flairNLP/fundus"
 EVALUATION_SOURCE = "dobbersc/fundus-evaluation"
+# the held-apart split's pages by their references' convention: a Fundus test page's opens
+# with the story's title (its publisher's parser extracts it), the evaluation set's, made by
+# hand, leaves the title out (as trafilatura's text does)
+HELDOUT_KINDS = {FUNDUS_SOURCE: "Fundus test pages, title first",
+                 EVALUATION_SOURCE: "Fundus evaluation, no title"}
 FUNDUS_TEST_DATA = Path("tests") / "resources" / "parser" / "test_data"
 # a site is held apart when the sha1 of its name falls in the first HELDOUT_BUCKETS of BUCKETS
 BUCKETS = 5
@@ -92,6 +97,19 @@ HELDOUT_BUCKETS = 1
 SECOND_LEVEL = frozenset("co com net org gov ac edu ne or go gob nic mil".split())
 FUNDUS_HTML_RE = re.compile(r"^(?P<publisher>.+)_(?P<date>\d{4}_\d{2}_\d{2})\.html\.gz$")
 
+
+
+def references_by_kind(pages: list[dict]) -> dict[str, dict[str, str]]:
+    """The references of the held-apart split's ``pages`` (by id) under each of
+    ``HELDOUT_KINDS``, in its order (a kind without pages left out)."""
+    kinds: dict[str, dict[str, str]] = {kind: {} for kind in HELDOUT_KINDS.values()}
+    for page in pages:
+        kind = HELDOUT_KINDS.get(page["source"])
+        if kind is None:
+            raise ValueError(f"{page['id']}: source {page['source']!r} is none of the held-apart "
+                             f"split's ({', '.join(HELDOUT_KINDS)})")
+        kinds[kind][page["id"]] = page["reference"]
+    return {kind: references for kind, references in kinds.items() if references}
 
 def site_of(url: str | None) -> str | None:
     """The site of a URL or host name: its registrable domain, lowercased (``www.`` and other

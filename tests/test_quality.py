@@ -4,6 +4,7 @@ on real ground-truth pages."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from rt_helpers import default_model_copy
@@ -219,6 +220,28 @@ def test_the_readability_pages_are_saved_articles_and_hand_written_test_cases():
     assert list(kinds) == ["articles", "test cases"]
     assert set(kinds["test cases"]) == {f"readability/{name}" for name in fixtures}
     assert quality.page_kinds("groundtruth", list(pages.values())) == {}
+
+
+def test_the_held_apart_news_is_scored_by_its_references_convention():
+    from eval.modern_news import EVALUATION_SOURCE, FUNDUS_SOURCE
+
+    pages = [{"id": "fundus-evaluation/APNews_0", "source": EVALUATION_SOURCE,
+              "reference": "no title"},
+             {"id": "fundus/us/APNews_2023_04_28", "source": FUNDUS_SOURCE,
+              "reference": "Title first"},
+             {"id": "fundus/de/MDR_2026_07_08", "source": FUNDUS_SOURCE, "reference": "Titel"}]
+    kinds = quality.page_kinds("modern-news-heldout", pages)
+    assert kinds == {"Fundus test pages, title first": {
+        "fundus/us/APNews_2023_04_28": "Title first", "fundus/de/MDR_2026_07_08": "Titel"},
+        "Fundus evaluation, no title": {"fundus-evaluation/APNews_0": "no title"}}
+    assert list(quality.page_kinds("modern-news-heldout", pages[:1])) == [
+        "Fundus evaluation, no title"]
+    assert quality.page_kinds("l3s-gn1", pages) == {}
+    stray = {"id": "postlight/x", "source": "postlight/parser", "reference": ""}
+    with pytest.raises(ValueError, match=re.escape(
+            "postlight/x: source 'postlight/parser' is none of the held-apart split's "
+            "(flairNLP/fundus, dobbersc/fundus-evaluation)")):
+        quality.page_kinds("modern-news-heldout", [stray])
 
 
 def test_kinds_table_scores_each_kind_against_trafilatura_s_on_the_same_pages():
