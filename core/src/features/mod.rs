@@ -148,11 +148,7 @@ const DISTANCE_SLOTS: [u8; KEYWORDS.len()] = {
     let mut slots = [NOT_A_DISTANCE; KEYWORDS.len()];
     let mut slot = 0;
     while slot < DISTANCE_KEYWORDS.len() {
-        let mut k = 0;
-        while !bytes_equal(KEYWORDS[k].as_bytes(), DISTANCE_KEYWORDS[slot].as_bytes()) {
-            k += 1; // past the end (a compile error) where a distance keyword is no keyword
-        }
-        slots[k] = slot as u8;
+        slots[index_of(&KEYWORDS, DISTANCE_KEYWORDS[slot])] = slot as u8;
         slot += 1;
     }
     slots
@@ -170,6 +166,16 @@ const DISTANCE_KEYWORD_MASK: u64 = {
     }
     mask
 };
+
+/// The place of `word` in `words`, at compile time (past the end, a compile error, where it
+/// is none of them).
+const fn index_of(words: &[&str], word: &str) -> usize {
+    let mut index = 0;
+    while !bytes_equal(words[index].as_bytes(), word.as_bytes()) {
+        index += 1;
+    }
+    index
+}
 
 const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -277,13 +283,7 @@ pub(crate) fn is_caption(row: &[f32]) -> bool {
 }
 
 /// The `ancestor_figure` column.
-const ANCESTOR_FIGURE: usize = ANCESTOR_TAG + {
-    let mut index = 0;
-    while !bytes_equal(ANCESTOR_TAGS[index].as_bytes(), b"figure") {
-        index += 1; // past the end (a compile error) were figure no ancestor tag
-    }
-    index
-};
+const ANCESTOR_FIGURE: usize = ANCESTOR_TAG + index_of(&ANCESTOR_TAGS, "figure");
 
 /// `ANCESTOR_TAGS` of the specification, in column order.
 pub const ANCESTOR_TAGS: [&str; 20] = [
