@@ -79,6 +79,7 @@ from eval.article_sets import (
     POSTLIGHT_TRAIN,
     article_set_path,
 )
+from eval.pages import references_of_kinds
 
 DROPPED_NAME = "modern-news-dropped.json"
 FUNDUS_SOURCE = "flairNLP/fundus"
@@ -98,18 +99,21 @@ SECOND_LEVEL = frozenset("co com net org gov ac edu ne or go gob nic mil".split(
 FUNDUS_HTML_RE = re.compile(r"^(?P<publisher>.+)_(?P<date>\d{4}_\d{2}_\d{2})\.html\.gz$")
 
 
+def heldout_kind(page: dict) -> str:
+    """A held-apart page's kind of ``HELDOUT_KINDS``, by its source."""
+    kind = HELDOUT_KINDS.get(page["source"])
+    if kind is None:
+        raise ValueError(f"{page['id']}: source {page['source']!r} is none of the held-apart "
+                         f"split's ({', '.join(HELDOUT_KINDS)})")
+    return kind
+
 
 def references_by_kind(pages: list[dict]) -> dict[str, dict[str, str]]:
     """The references of the held-apart split's ``pages`` (by id) under each of
     ``HELDOUT_KINDS``, in its order (a kind without pages left out)."""
-    kinds: dict[str, dict[str, str]] = {kind: {} for kind in HELDOUT_KINDS.values()}
-    for page in pages:
-        kind = HELDOUT_KINDS.get(page["source"])
-        if kind is None:
-            raise ValueError(f"{page['id']}: source {page['source']!r} is none of the held-apart "
-                             f"split's ({', '.join(HELDOUT_KINDS)})")
-        kinds[kind][page["id"]] = page["reference"]
+    kinds = references_of_kinds(pages, tuple(HELDOUT_KINDS.values()), heldout_kind)
     return {kind: references for kind, references in kinds.items() if references}
+
 
 def site_of(url: str | None) -> str | None:
     """The site of a URL or host name: its registrable domain, lowercased (``www.`` and other

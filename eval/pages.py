@@ -4,7 +4,7 @@ readers ``pulpie-rt run`` uses), evenly spread when fewer are asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pulpie_rt.corpus import load_pages
@@ -89,13 +89,20 @@ def readability_kind(page: dict) -> str:
     return READABILITY_KINDS[is_readability_fixture(page)]
 
 
+def references_of_kinds(pages: Iterable[dict], kinds: Sequence[str],
+                        kind_of: Callable[[dict], str]) -> dict[str, dict[str, str]]:
+    """The references of ``pages`` (by id) under each of ``kinds``, in that order, each page
+    under ``kind_of(page)`` (a kind none of them is: empty)."""
+    by_kind: dict[str, dict[str, str]] = {kind: {} for kind in kinds}
+    for page in pages:
+        by_kind[kind_of(page)][page["id"]] = page["reference"]
+    return by_kind
+
+
 def references_by_kind(pages: list[dict]) -> dict[str, dict[str, str]]:
     """The references of readability ``pages`` (by id) under each of ``READABILITY_KINDS``, in
     that order (a kind none of them is: empty)."""
-    kinds: dict[str, dict[str, str]] = {kind: {} for kind in READABILITY_KINDS}
-    for page in pages:
-        kinds[readability_kind(page)][page["id"]] = page["reference"]
-    return kinds
+    return references_of_kinds(pages, READABILITY_KINDS, readability_kind)
 
 
 def calibration_pages() -> list[dict]:
