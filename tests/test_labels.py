@@ -355,6 +355,31 @@ def test_continue_story_passes_over_the_captions_of_its_figures():
                                 continue_story=True) == [1, 1, 1, 1, 1]
 
 
+def test_continue_story_passes_over_a_text_the_page_holds_three_times():
+    # a story (parent 10): a paragraph, a placeholder of 37 words the page holds 7 times
+    # (one under each embed), a paragraph, the same placeholder, a paragraph the page holds
+    # twice, a paragraph; each after the first scoring under the cut. The placeholders are
+    # left other and neither ends the story; the paragraph held twice joins it.
+    from pulpie_rt.runtime.stages.features import FEATURE_NAMES_V2
+
+    repeats = FEATURE_NAMES_V2.index("repeats")
+    rows = _container_rows([120, 37, 80, 37, 60, 90], [[10, 1]] * 6)
+    rows[:, repeats] = [1, 7, 1, 7, 2, 1]
+    scores = np.array([3.0, -0.5, -1.5, -1.1, -0.8, -2.0], np.float32)
+    got = native.decide_blocks(6, [list(range(6))], [scores],
+                               margins=True, threshold=0.0, keep_best=True,
+                               features=rows, expected_f1=True, continue_story=True)
+    assert got == [1, 0, 1, 0, 1, 1]
+    assert labels_spec.continue_story([1, 0, 0, 0, 0, 0], scores, rows) == got
+    # held three times, the same; twice, the placeholder joins the story as a paragraph would
+    for copies, want in ((3, [1, 0, 1, 0, 1, 1]), (2, [1, 1, 1, 1, 1, 1])):
+        rows[[1, 3], repeats] = copies
+        assert native.decide_blocks(6, [list(range(6))], [scores],
+                                    margins=True, threshold=0.0, keep_best=True,
+                                    features=rows, expected_f1=True,
+                                    continue_story=True) == want
+
+
 def test_continue_story_decodes_as_the_specification():
     rng = np.random.default_rng(12)
     for case in range(300):
@@ -373,6 +398,8 @@ def test_continue_story_decodes_as_the_specification():
         rows[captions, rng.choice(labels_spec.TAG_COLUMNS)] = labels_spec.FIGCAPTION
         rows[rng.random(n) < 0.05, labels_spec.ANCESTOR_FIGURE] = 1.0
         rows[rng.random(n) < 0.1, labels_spec.TAG_COLUMNS[0]] = rng.integers(1, 40)
+        # the copies of each block's text on the page (labels_spec: REPEATS, STORY_COPIES)
+        rows[:, labels_spec.REPEATS] = rng.choice([1.0, 1.0, 1.0, 2.0, 3.0, 6.0], n)
         threshold = float(rng.choice([-1.0, 0.0, 0.5]))
         want = labels_spec.continue_story(labels_spec.keep_best_block(
             labels_spec.expected_f1_labels(scores, words, threshold), scores), scores, rows)

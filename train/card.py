@@ -112,8 +112,9 @@ def model_card(results: dict[str, Any], manifest: dict[str, Any], bundle_bytes: 
     story_text = f"""
   After the selection a story goes on to its end (manifest `decoding.continue_story`): a
   prose block (10 words or more, under a quarter of them linked, not a caption: a
-  `<figcaption>` or a block under a `<figure>`, which the hand-made references leave out)
-  left out becomes main when
+  `<figcaption>` or a block under a `<figure>`, which the hand-made references leave out, nor
+  a text the page holds three times or more, such as a placeholder under each embed) left
+  out becomes main when
   the story's element, the parent of the main prose before it, is its parent or
   grandparent, until a main prose block elsewhere starts another story. The rescorer's
   scores fall with a block's place on long pages (WCXB's references, which it learns from,

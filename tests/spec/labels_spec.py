@@ -46,6 +46,10 @@ PARENT = N_FEATURES_V2  # the first container column: the block's parent element
 TAG_COLUMNS = [FEATURE_NAMES_V2.index("tag"), FEATURE_NAMES_V2.index("own_tag")]
 FIGCAPTION = TAGS.index("figcaption") + 1
 ANCESTOR_FIGURE = FEATURE_NAMES_V2.index("ancestor_figure")
+# a text the page holds this many times or more (the copies of the block's text, itself
+# counted): continue_story passes over it
+REPEATS = FEATURE_NAMES_V2.index("repeats")
+STORY_COPIES = 3
 
 
 def argmax_labels(sep_logits: np.ndarray) -> list[int]:
@@ -228,16 +232,19 @@ def continue_story(labels: Sequence[int], scores: np.ndarray, features: np.ndarr
                    ) -> list[int]:
     """The selection's story run on to its end, over the prose blocks in page order (10 words
     or more, under a quarter of them linked, not a caption: a ``figcaption`` or a block under a
-    ``figure``; the others are passed over): one left other joins the story when the story's
-    element is its parent or grandparent and its score is not NaN; a main one outside the
-    story starts a story under its own parent (none for a parent id of -1); one under the
-    story without a score (NaN) ends it; prose elsewhere neither joins nor ends it."""
+    ``figure``, nor a text the page holds ``STORY_COPIES`` times or more; the others are
+    passed over): one left other joins the story when the story's element is its parent or
+    grandparent and its score is not NaN; a main one outside the story starts a story under
+    its own parent (none for a parent id of -1); one under the story without a score (NaN)
+    ends it; prose elsewhere neither joins nor ends it."""
     labels = list(labels)
     story = None
     for i in range(len(labels)):
         if not (features[i, WORDS] >= 10 and features[i, LINK_RATIO] < 0.25):
             continue
         if FIGCAPTION in features[i, TAG_COLUMNS] or features[i, ANCESTOR_FIGURE] > 0:
+            continue
+        if features[i, REPEATS] >= STORY_COPIES:
             continue
         parent, grandparent = float(features[i, PARENT]), float(features[i, PARENT + 1])
         under_story = story is not None and story in (parent, grandparent)

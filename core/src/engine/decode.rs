@@ -107,6 +107,9 @@ pub const NO_STORY_CONTAINERS: &str =
 /// in links.
 pub const PROSE_WORDS: f32 = 10.0;
 pub const PROSE_LINK_RATIO: f32 = 0.25;
+/// `continue_story` passes over a block whose text the page holds this many times or more
+/// (`repeats`, itself counted).
+pub const STORY_COPIES: f32 = 3.0;
 
 /// One chunk's outputs at its SEPs, in SEP order.
 #[derive(Clone, Copy, Debug)]
@@ -214,7 +217,8 @@ pub fn decide_blocks(
 
 /// `labels.continue_story`: a story goes on to its end. Walking the prose blocks in page order
 /// (`PROSE_WORDS` words or more, under `PROSE_LINK_RATIO` of them linked, not a caption:
-/// `features::is_caption`; other blocks are passed over), a block left other joins the story
+/// `features::is_caption`, nor a text the page repeats `STORY_COPIES` times; other blocks are
+/// passed over), a block left other joins the story
 /// when the story's element is its parent or grandparent (a list item under the story's body)
 /// and it has a score (NaN: cut by the page's limits; such a block ends the story); a main
 /// block outside the story starts one under its own parent; blocks elsewhere neither join nor
@@ -226,11 +230,15 @@ pub fn decide_blocks(
 /// hand-made references here leave photo captions out (of the `<figcaption>`s of six words or
 /// more, WCXB's train pages 463 of 531, the modern news pages 526 of 527, Dragnet's 44 of 44),
 /// and the model scores them low, but a story run on through its figures kept them all
-/// (issue 46, docs/models-and-quality.md).
+/// (issue 46, docs/models-and-quality.md). Nor is a text the page holds `STORY_COPIES` times
+/// or more: a placeholder left under each embed ("Deine Privatsphäre-Einstellungen verhindern
+/// das Laden …", seven times on one held-apart news page) or a widget's line, which a story
+/// run on through the embeds kept; a story seldom writes its own paragraph three times (a pull
+/// quote repeats one once).
 /// None when `features` (`labels.len()` rows) are not rows of a layout with container
 /// columns.
 pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) -> Option<()> {
-    use crate::features::context::{LINK_RATIO, N_FEATURES_V2};
+    use crate::features::context::{LINK_RATIO, N_FEATURES_V2, REPEATS};
     use crate::features::is_caption;
     let n = labels.len();
     if n == 0 {
@@ -240,7 +248,11 @@ pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) ->
     let mut story: Option<f32> = None;
     for i in 0..n {
         let block = &features[i * width..(i + 1) * width];
-        if block[WORDS] < PROSE_WORDS || block[LINK_RATIO] >= PROSE_LINK_RATIO || is_caption(block) {
+        if block[WORDS] < PROSE_WORDS
+            || block[LINK_RATIO] >= PROSE_LINK_RATIO
+            || is_caption(block)
+            || block[REPEATS] >= STORY_COPIES
+        {
             continue;
         }
         let (parent, grandparent) = (block[N_FEATURES_V2], block[N_FEATURES_V2 + 1]);
@@ -741,6 +753,27 @@ mod tests {
         assert_eq!(labels, [1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0]);
         // rows without container columns
         assert_eq!(continue_story(&mut [1, 0], &[1.0, 1.0], &[0.0; 10]), None);
+    }
+
+    /// A text the page holds `STORY_COPIES` times or more (a placeholder under each embed)
+    /// neither joins the story nor ends it; one it holds twice joins.
+    #[test]
+    fn continue_story_passes_over_a_text_the_page_holds_three_times() {
+        use crate::features::context::{LINK_RATIO, N_FEATURES_V2, N_FEATURES_V3, REPEATS};
+        // (words, copies of its text on the page), every block under the story's parent 7
+        let blocks = [(40.0, 1.0), (37.0, 3.0), (50.0, 1.0), (37.0, 7.0), (20.0, 2.0), (30.0, 1.0)];
+        let mut rows = vec![-1.0f32; blocks.len() * N_FEATURES_V3];
+        for (i, &(words, copies)) in blocks.iter().enumerate() {
+            let row = &mut rows[i * N_FEATURES_V3..(i + 1) * N_FEATURES_V3];
+            row[WORDS] = words;
+            row[LINK_RATIO] = 0.0;
+            row[REPEATS] = copies;
+            row[N_FEATURES_V2] = 7.0;
+            row[N_FEATURES_V2 + 1] = 5.0;
+        }
+        let mut labels = vec![1, 0, 0, 0, 0, 0];
+        continue_story(&mut labels, &[1.0; 6], &rows).unwrap();
+        assert_eq!(labels, [1, 0, 1, 0, 1, 1]);
     }
 
     #[test]

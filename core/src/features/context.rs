@@ -44,7 +44,8 @@ const DEPTH: usize = 9;
 const IN_LINK: usize = 10;
 const SENTENCES: usize = 11;
 const IN_CANDIDATE: usize = PAGE + 11;
-const REPEATS: usize = PAGE + 14;
+/// `repeats`: the copies of the block's text on the page, itself counted.
+pub(crate) const REPEATS: usize = PAGE + 14;
 const STOPWORD_RATIO: usize = TEXT_STATS;
 const DIGIT_RATIO: usize = TEXT_STATS + 1;
 const MEAN_WORD_LENGTH: usize = TEXT_STATS + 2;
