@@ -217,24 +217,23 @@ pub fn decide_blocks(
 
 /// `labels.continue_story`: a story goes on to its end. Walking the prose blocks in page order
 /// (`PROSE_WORDS` words or more, under `PROSE_LINK_RATIO` of them linked, not a caption:
-/// `features::is_caption`, nor a text the page repeats `STORY_COPIES` times; other blocks are
-/// passed over), a block left other joins the story
-/// when the story's element is its parent or grandparent (a list item under the story's body)
-/// and it has a score (NaN: cut by the page's limits; such a block ends the story); a main
-/// block outside the story starts one under its own parent; blocks elsewhere neither join nor
-/// end it. So every later prose block under the story's element is main until a main prose
-/// block elsewhere starts another. The fast profile's scores fall with a block's place on long
-/// pages (WCXB's references, which it is trained on, often stop before a long article's end
-/// and leave its code blocks out), so the later paragraphs of a long story, alike in every
-/// column but their place, fell under the cut. A caption is no paragraph of the story: the
-/// hand-made references here leave photo captions out (of the `<figcaption>`s of six words or
-/// more, WCXB's train pages 463 of 531, the modern news pages 526 of 527, Dragnet's 44 of 44),
-/// and the model scores them low, but a story run on through its figures kept them all
-/// (issue 46, docs/models-and-quality.md). Nor is a text the page holds `STORY_COPIES` times
-/// or more: a placeholder left under each embed ("Deine Privatsphäre-Einstellungen verhindern
-/// das Laden …", seven times on one held-apart news page) or a widget's line, which a story
-/// run on through the embeds kept; a story seldom writes its own paragraph three times (a pull
-/// quote repeats one once).
+/// `features::is_caption`, nor a text the page holds `STORY_COPIES` times or more; other blocks are
+/// passed over), a block left other joins the story when the story's element is its parent or
+/// grandparent (a list item under the story's body) and it has a score (NaN: cut by the page's
+/// limits; such a block ends the story); a main block outside the story starts one under its own
+/// parent; blocks elsewhere neither join nor end it. So every later prose block under the story's
+/// element is main until a main prose block elsewhere starts another. The fast profile's scores
+/// fall with a block's place on long pages (WCXB's references, which it is trained on, often stop
+/// before a long article's end and leave its code blocks out), so the later paragraphs of a long
+/// story, alike in every column but their place, fell under the cut. A caption is no paragraph of
+/// the story: the hand-made references here leave photo captions out (of the `<figcaption>`s of six
+/// words or more, WCXB's train pages 463 of 531, the modern news pages 526 of 527, Dragnet's 44 of
+/// 44), and the model scores them low, but a story run on through its figures kept them all (issue
+/// 46, docs/models-and-quality.md). Nor is a text the page holds `STORY_COPIES` times or more: a
+/// placeholder left under each embed ("Deine Privatsphäre-Einstellungen verhindern das Laden …",
+/// seven times on one held-apart news page) or a widget's line, which a story run on through the
+/// embeds kept; a story seldom writes its own paragraph three times (a pull quote repeats one
+/// once).
 /// None when `features` (`labels.len()` rows) are not rows of a layout with container
 /// columns.
 pub fn continue_story(labels: &mut [usize], scores: &[f32], features: &[f32]) -> Option<()> {
