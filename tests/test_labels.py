@@ -305,6 +305,14 @@ def test_container_options_need_the_container_columns(option, asked):
                              **{option: asked})
 
 
+def _continued(rows: np.ndarray, scores: np.ndarray) -> list[int]:
+    """The core's labels of one chunk's page at threshold 0 with the expected-F1 selection,
+    keep_best and ``continue_story``."""
+    return native.decide_blocks(len(scores), [list(range(len(scores)))], [scores],
+                                margins=True, threshold=0.0, keep_best=True,
+                                features=rows, expected_f1=True, continue_story=True)
+
+
 def test_continue_story_runs_the_story_on_under_its_parent():
     # a story (parent 10) whose later paragraphs score under the cut, a list inside it (11,
     # under 10), a linked paragraph inside it, then a related box (parent 20) of prose
@@ -316,9 +324,7 @@ def test_continue_story_runs_the_story_on_under_its_parent():
                                  margins=True, threshold=0.0, keep_best=True,
                                  features=rows, expected_f1=True)
     assert plain == [1, 0, 0, 0, 0, 0, 0]
-    got = native.decide_blocks(7, [list(range(7))], [scores],
-                               margins=True, threshold=0.0, keep_best=True,
-                               features=rows, expected_f1=True, continue_story=True)
+    got = _continued(rows, scores)
     assert got == [1, 1, 0, 1, 1, 0, 0]
     assert labels_spec.continue_story(plain, scores, rows) == got
 
@@ -334,25 +340,17 @@ def test_continue_story_passes_over_the_captions_of_its_figures():
     rows[1, FEATURE_NAMES_V2.index("tag")] = figcaption
     rows[3, FEATURE_NAMES_V2.index("ancestor_figure")] = 1.0
     scores = np.array([3.0, -1.0, -1.5, -0.5, -2.0], np.float32)
-    got = native.decide_blocks(5, [list(range(5))], [scores],
-                               margins=True, threshold=0.0, keep_best=True,
-                               features=rows, expected_f1=True, continue_story=True)
+    got = _continued(rows, scores)
     assert got == [1, 0, 1, 0, 1]
     assert labels_spec.continue_story([1, 0, 0, 0, 0], scores, rows) == got
     # the same figcaption as the element of a block of another tag (own_tag), likewise
     rows[1, FEATURE_NAMES_V2.index("tag")] = TAGS.index("div") + 1
     rows[1, FEATURE_NAMES_V2.index("own_tag")] = figcaption
-    assert native.decide_blocks(5, [list(range(5))], [scores],
-                                margins=True, threshold=0.0, keep_best=True,
-                                features=rows, expected_f1=True,
-                                continue_story=True) == [1, 0, 1, 0, 1]
+    assert _continued(rows, scores) == [1, 0, 1, 0, 1]
     # without the caption columns the story keeps them
     rows[1, FEATURE_NAMES_V2.index("own_tag")] = 0.0
     rows[3, FEATURE_NAMES_V2.index("ancestor_figure")] = 0.0
-    assert native.decide_blocks(5, [list(range(5))], [scores],
-                                margins=True, threshold=0.0, keep_best=True,
-                                features=rows, expected_f1=True,
-                                continue_story=True) == [1, 1, 1, 1, 1]
+    assert _continued(rows, scores) == [1, 1, 1, 1, 1]
 
 
 def test_continue_story_passes_over_a_text_the_page_holds_three_times():
@@ -366,18 +364,13 @@ def test_continue_story_passes_over_a_text_the_page_holds_three_times():
     rows = _container_rows([120, 37, 80, 37, 60, 90], [[10, 1]] * 6)
     rows[:, repeats] = [1, 7, 1, 7, 2, 1]
     scores = np.array([3.0, -0.5, -1.5, -1.1, -0.8, -2.0], np.float32)
-    got = native.decide_blocks(6, [list(range(6))], [scores],
-                               margins=True, threshold=0.0, keep_best=True,
-                               features=rows, expected_f1=True, continue_story=True)
+    got = _continued(rows, scores)
     assert got == [1, 0, 1, 0, 1, 1]
     assert labels_spec.continue_story([1, 0, 0, 0, 0, 0], scores, rows) == got
     # held three times, the same; twice, the placeholder joins the story as a paragraph would
     for copies, want in ((3, [1, 0, 1, 0, 1, 1]), (2, [1, 1, 1, 1, 1, 1])):
         rows[[1, 3], repeats] = copies
-        assert native.decide_blocks(6, [list(range(6))], [scores],
-                                    margins=True, threshold=0.0, keep_best=True,
-                                    features=rows, expected_f1=True,
-                                    continue_story=True) == want
+        assert _continued(rows, scores) == want
 
 
 def test_continue_story_decodes_as_the_specification():
