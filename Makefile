@@ -69,7 +69,7 @@ $(RUN_VENV)/.export: $(RUN_VENV)/.installed
 # library there, so rebuilds and `cargo test` do not fetch or compile them again.
 CORE_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml core/build.rs tools/pypi_download.py \
                 $(wildcard core/include/*.h) \
-                $(wildcard core/src/*.rs core/src/*/*.rs) kernels/Cargo.toml $(wildcard kernels/src/*.rs)
+                $(wildcard core/src/*.rs core/src/*.c core/src/*/*.rs) kernels/Cargo.toml $(wildcard kernels/src/*.rs)
 export PULPIE_RT_LEXBOR_CACHE ?= $(CURDIR)/$(BUILD)/lexbor
 core: $(VENV)/.core
 $(VENV)/.core: $(VENV)/.installed $(CORE_SOURCES)

@@ -68,6 +68,8 @@ def hostile_pages() -> list[tuple[str, bytes | str]]:
         ("many-blocks", "<html><body>" + "<p>block</p>" * 60_000 + "</body></html>"),
         ("nul-bytes", "<html><body><p>a\x00b\x00c</p>" + "\x00" * 10_000 + "</body></html>"),
         ("huge-attribute", '<html><body><p title="' + "a" * 1_000_000 + '">x</p></body></html>'),
+        ("many-attributes", "<html><body><p " + " ".join(f"a{i}" for i in range(150_000))
+         + ">x</p></body></html>"),
         ("binary", bytes(range(256)) * 256),
         ("control-characters", "<p>" + "".join(chr(c) for c in range(32)) * 500 + "</p>"),
         ("no-tags", "plain text " * 20_000),

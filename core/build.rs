@@ -34,6 +34,10 @@ const SDIST_SHA256: &str = "89764b4d1e32d38e635dfb270a639fc707af4315b863fd161357
 const MODULES: &[&str] = &["core", "dom", "html", "tag", "ns", "ports/posix", "encoding"];
 const CFLAGS: &[&str] = &["-O3", "-fPIC", "-fvisibility=hidden", "-std=c99", "-DLEXBOR_STATIC", "-w"];
 const LIB_NAME: &str = "lexbor_pulpie";
+/// The parse with a bound on each element's attributes (`src/lexbor.rs`), C against lexbor's
+/// headers, and its archive's name.
+const PARSE_SOURCE: &str = "src/lexbor_parse.c";
+const PARSE_LIB_NAME: &str = "pulpie_rt_lexbor_parse";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -74,8 +78,26 @@ fn build() -> Result<(), String> {
     };
     let archive = lib_dir.join(format!("lib{LIB_NAME}.a"));
     if !archive.is_file() {
-        compile(&cc, &ar, &source, &files, &out_dir.join("lexbor-obj"), &lib_dir, &archive)?;
+        let lexbor = Compiler { cc: &cc, ar: &ar, flags: CFLAGS };
+        compile(&lexbor, &source, &files, &out_dir.join("lexbor-obj"), &lib_dir, &archive)?;
     }
+    // this crate's own C, against the lexbor just built: compiled every build (one file), and
+    // linked before lexbor, whose functions it calls
+    println!("cargo:rerun-if-changed={PARSE_SOURCE}");
+    let parse_dir = out_dir.join("lexbor-parse");
+    let parse_archive = parse_dir.join(format!("lib{PARSE_LIB_NAME}.a"));
+    let parse_flags: Vec<&str> = CFLAGS.iter().copied().filter(|f| *f != "-w").chain(["-Wall"]).collect();
+    let ours = Compiler { cc: &cc, ar: &ar, flags: &parse_flags };
+    compile(
+        &ours,
+        &source,
+        &[PathBuf::from(PARSE_SOURCE)],
+        &parse_dir.join("obj"),
+        &parse_dir,
+        &parse_archive,
+    )?;
+    println!("cargo:rustc-link-search=native={}", parse_dir.display());
+    println!("cargo:rustc-link-lib=static={PARSE_LIB_NAME}");
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=static={LIB_NAME}");
     Ok(())
@@ -265,9 +287,15 @@ fn c_files(source: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Compile every file (as many compilers at once as cargo allows) and archive the objects.
+/// A C compiler and archiver, and the compiler's flags.
+struct Compiler<'a> {
+    cc: &'a str,
+    ar: &'a str,
+    flags: &'a [&'a str],
+}
+
 fn compile(
-    cc: &str,
-    ar: &str,
+    Compiler { cc, ar, flags }: &Compiler,
     source: &Path,
     files: &[PathBuf],
     obj_dir: &Path,
@@ -292,7 +320,7 @@ fn compile(
         let stem = rel.to_string_lossy().replace(['/', '\\'], "_");
         let object = obj_dir.join(format!("{i:03}_{stem}.o"));
         let child = Command::new(cc)
-            .args(CFLAGS)
+            .args(*flags)
             .arg("-I")
             .arg(source)
             .arg("-c")
@@ -312,7 +340,7 @@ fn compile(
         wait(job)?;
     }
     // archive under a temporary name, then rename: a shared cache never holds half an archive
-    let partial = lib_dir.join(format!("lib{LIB_NAME}.a.{}", std::process::id()));
+    let partial = PathBuf::from(format!("{}.{}", archive.display(), std::process::id()));
     let _ = fs::remove_file(&partial);
     let status = Command::new(ar)
         .arg("crs")

@@ -85,6 +85,46 @@ def test_60000_inline_runs_in_one_element_stay_fast(time_limit):
     assert map_html.count("<cc-alg-uc-text") == 60000
 
 
+def _attributes(prefix: str, count: int) -> str:
+    return "".join(f' {prefix}{i}="v"' for i in range(count))
+
+
+def test_an_element_keeps_its_first_max_attributes():
+    # lexbor's tree builder checks each attribute against the element's: the core drops a
+    # start tag's attributes past the bound before it does, and keeps the tree otherwise
+    bound = native._c("PULPIE_RT_MAX_ATTRIBUTES")
+    at_bound = f"<p{_attributes('a', bound)}>x</p><p class=c>y</p>"
+    assert (native.simplify_step(at_bound.encode(), native.STEP_LEXBOR_HTML)
+            == LexborHTMLParser(at_bound.encode()).html)
+    over = f"<p{_attributes('a', bound + 3)}>x</p><p class=c>y</p>"
+    assert (native.simplify_step(over.encode(), native.STEP_LEXBOR_HTML)
+            == LexborHTMLParser(at_bound.encode()).html)
+
+
+def test_a_page_of_many_names_is_selectolaxs():
+    # past 16 KB the core's lexbor interns names in wider hashes than lexbor's own 128
+    # buckets: the same tree (mixed case, which the hashes fold, and names written twice)
+    page = "".join(f'<X-T{i} data-A{i}="1" data-b{i // 2}="2">t</x-t{i}>' for i in range(20000))
+    assert len(page) > 16 * 1024
+    assert (native.simplify_step(page.encode(), native.STEP_LEXBOR_HTML)
+            == LexborHTMLParser(page.encode()).html)
+
+
+def test_a_million_attribute_names_stay_fast(time_limit):
+    # lexbor alone compared each attribute with its element's and interned names in 128
+    # buckets: quadratic, 7.8 CPU seconds for 200,000 names on one element (about 200 s for a
+    # million); each page's text still comes out
+    from pulpie_rt import Extractor
+
+    extractor = Extractor()
+    one_element = f"<html><body><p {' '.join(f'a{i}' for i in range(1_000_000))}>the text"
+    many_elements = "<html><body>" + "".join(
+        f"<p {' '.join(f'a{i}x{j}' for j in range(100))}>text {i}</p>" for i in range(10_000))
+    assert extractor.extract(one_element).text == "the text"
+    result = extractor.extract(many_elements)
+    assert result.error is None and result.n_main + result.n_other == 10_000
+
+
 def test_lone_surrogates_are_ignored_and_count_as_not_xml():
     # selectolax drops them when it encodes the page; the specification's flag sees them, so
     # blocks are cleaned of characters XML does not allow (here the one &#1; decodes to,

@@ -68,6 +68,11 @@ extern "C" {
 #define PULPIE_RT_LAYOUT_BLOCKS_V5 5u
 #define PULPIE_RT_LAYOUT_BLOCKS_V6 6u
 
+/* The attributes an element keeps when a page is parsed: its start tag's first this many
+ * (lexbor's tree builder checks each new attribute against every one the element holds, so
+ * n attributes cost n * n / 2 comparisons). The dev pages' most is 71. */
+#define PULPIE_RT_MAX_ATTRIBUTES 1024u
+
 /* pulpie_rt_simplify_step's steps. */
 #define PULPIE_RT_STEP_LEXBOR_HTML 0u          /* selectolax's LexborHTMLParser(data).html */
 #define PULPIE_RT_STEP_LEXBOR_SERIALIZATION 1u /* the raw page's rewrites, lexbor, no <?xml */

@@ -91,7 +91,13 @@ pub const TAG_TEMPLATE: usize = 0xb5;
 
 extern "C" {
     fn lxb_html_document_create() -> *mut Document;
-    fn lxb_html_document_parse(document: *mut Document, html: *const u8, size: usize) -> Status;
+    // src/lexbor_parse.c
+    fn pulpie_rt_lexbor_parse(
+        document: *mut Document,
+        html: *const u8,
+        size: usize,
+        max_attributes: usize,
+    ) -> Status;
     fn lxb_html_serialize_tree_cb(node: *mut c_void, cb: SerializeCallback, ctx: *mut c_void) -> Status;
     fn lxb_html_document_destroy(document: *mut Document) -> *mut Document;
     fn lxb_dom_document_scripting_noi(document: *mut Document) -> bool;
@@ -148,6 +154,11 @@ impl Error {
     }
 }
 
+/// The attributes an element keeps: its start tag's first `MAX_ATTRIBUTES`, the rest dropped
+/// before lexbor's tree builder sees them (`lexbor_parse.c`; the header says why). A browser
+/// keeps them all, so a page past the bound is the one place the tree is not selectolax's.
+pub const MAX_ATTRIBUTES: usize = crate::abi::PULPIE_RT_MAX_ATTRIBUTES as usize;
+
 /// A parsed page: lexbor's document, destroyed when dropped.
 pub struct ParsedPage {
     document: Parsed,
@@ -156,7 +167,8 @@ pub struct ParsedPage {
 }
 
 impl ParsedPage {
-    /// lexbor's document of `html` (bytes as lexbor reads them: UTF-8 when `html` is).
+    /// lexbor's document of `html` (bytes as lexbor reads them: UTF-8 when `html` is), each
+    /// element with at most `MAX_ATTRIBUTES` attributes.
     pub fn parse(html: &[u8]) -> Result<ParsedPage, Error> {
         // SAFETY: the document is created here and destroyed by `Parsed`; lexbor reads `html`
         // during the parse call and keeps no pointer to it.
@@ -166,7 +178,7 @@ impl ParsedPage {
                 return Err(Error::Create);
             }
             let document = Parsed(document);
-            let status = lxb_html_document_parse(document.0, html.as_ptr(), html.len());
+            let status = pulpie_rt_lexbor_parse(document.0, html.as_ptr(), html.len(), MAX_ATTRIBUTES);
             if status != STATUS_OK {
                 return Err(Error::Parse(status));
             }
@@ -348,5 +360,58 @@ mod tests {
     fn empty_page() {
         let html = selectolax_html(b"").unwrap();
         assert_eq!(html, b"<html><head></head><body></body></html>");
+    }
+
+    extern "C" {
+        fn lxb_html_document_parse(document: *mut Document, html: *const u8, size: usize) -> Status;
+    }
+
+    /// lexbor's own parse, without the bound or the wider hashes, serialized.
+    fn serialized_by_lexbor_alone(html: &[u8]) -> Vec<u8> {
+        // SAFETY: as ParsedPage::parse
+        let page = unsafe {
+            let document = Parsed(lxb_html_document_create());
+            assert_eq!(lxb_html_document_parse(document.0, html.as_ptr(), html.len()), STATUS_OK);
+            ParsedPage { document, input_len: html.len() }
+        };
+        page.serialize().unwrap()
+    }
+
+    fn attributes(names: impl Iterator<Item = String>) -> String {
+        names.map(|name| format!(" {name}=\"v\"")).collect()
+    }
+
+    #[test]
+    fn an_element_keeps_its_first_max_attributes() {
+        let over = format!(
+            "<p{}>x</p><p{}>y</p>",
+            attributes((0..MAX_ATTRIBUTES + 3).map(|i| format!("a{i}"))),
+            attributes((0..MAX_ATTRIBUTES).map(|i| format!("b{i}")))
+        );
+        let page = ParsedPage::parse(over.as_bytes()).unwrap();
+        let kept = format!(
+            "<p{}>x</p><p{}>y</p>",
+            attributes((0..MAX_ATTRIBUTES).map(|i| format!("a{i}"))),
+            attributes((0..MAX_ATTRIBUTES).map(|i| format!("b{i}")))
+        );
+        assert_eq!(page.serialize().unwrap(), serialized_by_lexbor_alone(kept.as_bytes()));
+        // a duplicate counts among the first: the tree builder drops it after the cut
+        let duplicates =
+            format!("<p a=\"1\" a=\"2\"{}>x</p>", attributes((0..MAX_ATTRIBUTES).map(|i| format!("c{i}"))));
+        let page = ParsedPage::parse(duplicates.as_bytes()).unwrap();
+        let kept =
+            format!("<p a=\"1\"{}>x</p>", attributes((0..MAX_ATTRIBUTES - 2).map(|i| format!("c{i}"))));
+        assert_eq!(page.serialize().unwrap(), serialized_by_lexbor_alone(kept.as_bytes()));
+    }
+
+    #[test]
+    fn a_page_of_many_names_parses_as_lexbor_alone_parses_it() {
+        // 30,000 tag names and 60,000 attribute names, a page past the size the wider hashes
+        // start at, mixed case (the hashes fold it), some written twice
+        let page: String = (0..30_000)
+            .map(|i| format!("<X-T{i} data-A{i}=\"1\" data-b{}=\"2\">t</x-t{i}>", i / 2))
+            .collect();
+        let ours = ParsedPage::parse(page.as_bytes()).unwrap();
+        assert_eq!(ours.serialize().unwrap(), serialized_by_lexbor_alone(page.as_bytes()));
     }
 }
