@@ -57,6 +57,7 @@ from pulpie_rt.runtime.flow.schema import (
     Output,
     record,
 )
+from pulpie_rt.runtime.io import loads_json
 from pulpie_rt.version import __version__
 
 logger = logging.getLogger("pulpie_rt.serve")
@@ -148,7 +149,7 @@ def parse_pages(body: bytes, media_type: str, content_type: str, query: dict[str
         return [PageInput(body, page_id=query.get("id", 0), content_type=content_type,
                           favor=favor)], output
     try:
-        payload = json.loads(body)
+        payload = loads_json(body)  # orjson, the standard library where it refuses the body
     except ValueError as exc:  # JSONDecodeError, or bytes that are no Unicode text
         raise RequestRefused("invalid_json", f"the body is not valid JSON: {exc}") from exc
     except RecursionError as exc:  # arrays or objects nested past the parser's depth
