@@ -182,9 +182,9 @@ def test_a_bad_page_fails_alone(server, extractor, parity_pages):
 def test_a_body_orjson_refuses_is_read_as_json_reads_it(server):
     # the body is read by orjson and, where it refuses, by the standard library: a lone
     # surrogate escape (pages hold them) and a number past 64 bits are still JSON
-    body = ('{"pages": [{"id": 1180591620717411303424, "html": "<p>caf\\u00e9 \\ud800 and a '
-            'paragraph long enough to be kept as the main text of the page</p>"}], '
-            '"format": "text"}').encode()
+    body = (b'{"pages": [{"id": 1180591620717411303424, "html": "<p>caf\\u00e9 \\ud800 and a '
+            b'paragraph long enough to be kept as the main text of the page</p>"}], '
+            b'"format": "text"}')
     response = httpx.post(server.url + "/v1/extract", content=body,
                           headers={"Content-Type": "application/json"}, timeout=120)
     assert response.status_code == 200, response.text
