@@ -3,12 +3,11 @@ in one run: pages/CPU-s, peak RSS and the RSS left once the heap is released.
 
 Each side is a child process running the embedded model's engine over the corpus pages
 ``--passes`` times from one thread per usable CPU, as the service's extraction threads do,
-then ``malloc_trim(0)`` (``release_free_heap``) with the threads still alive; the RSS
-before is after one page and a release. The fixed side
-starts with ``GLIBC_TUNABLES`` set to the service's thresholds, which is what its ``mallopt``
-calls do (either turns glibc's dynamic thresholds off); the dynamic side starts without. The
-sides alternate ``--rounds`` times; each figure is the mean over rounds, every round is in the
-JSON. glibc only.
+then ``malloc_trim(0)`` (``release_free_heap``) with the threads still alive; the RSS before
+is after one page and a release. The fixed side starts with ``GLIBC_TUNABLES`` set to the
+service's thresholds, which is what its ``mallopt`` calls do (either turns glibc's dynamic
+thresholds off); the dynamic side starts without. The sides alternate ``--rounds`` times;
+each figure is the mean over rounds, every round is in the JSON. glibc only.
 
     python -m bench.heap --rounds 4 --passes 5
 """

@@ -57,7 +57,7 @@ def run_growth(unit: int = DEFAULT_UNIT) -> dict[str, Any]:
             if result.error is not None:
                 raise RuntimeError(f"{name} x{factor}: {result.error}")
         exponent = math.log2(seconds[2] / seconds[1]) if seconds[1] > 0 else float("nan")
-        rows.append({"shape": name, "bytes_4n": len(make(unit * 4)), "cpu_s": seconds,
+        rows.append({"shape": name, "bytes_4n": len(html), "cpu_s": seconds,
                      "exponent_2n_to_4n": exponent})
     return {"unit": unit, "rows": rows}
 

@@ -286,7 +286,6 @@ fn c_files(source: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// Compile every file (as many compilers at once as cargo allows) and archive the objects.
 /// A C compiler and archiver, and the compiler's flags.
 struct Compiler<'a> {
     cc: &'a str,
@@ -294,6 +293,7 @@ struct Compiler<'a> {
     flags: &'a [&'a str],
 }
 
+/// Compile every file (as many compilers at once as cargo allows) and archive the objects.
 fn compile(
     Compiler { cc, ar, flags }: &Compiler,
     source: &Path,
