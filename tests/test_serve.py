@@ -485,6 +485,11 @@ def test_the_bench_row_runs_both_sides_on_the_same_pages(parity_pages):
     assert [len(report["seconds"][side]) for side in ("Pipeline", "serve")] == [1, 1]
     assert report["serve_vs_pipeline"] == pytest.approx(
         report["serve_pages_per_s"] / report["pipeline_pages_per_s"])
+    # each side's own CPU (the service's counted in clock ticks: three pages may take none)
+    assert [len(report["cpu_seconds"][side]) for side in ("Pipeline", "serve")] == [1, 1]
+    assert report["cpu_seconds"]["Pipeline"][0] > 0 <= report["cpu_seconds"]["serve"][0]
+    assert report["serve_vs_pipeline_cpu"] == pytest.approx(
+        report["serve_pages_per_cpu_s"] / report["pipeline_pages_per_cpu_s"])
     assert "serve, 2 callers, 1 page/request" in serve_table(report)
 
 
