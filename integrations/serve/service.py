@@ -77,11 +77,9 @@ def fix_heap_thresholds() -> bool:
     after against 42 before; with the thresholds fixed, 62 against 47). Set, glibc no longer
     moves either. Speed and memory beside glibc's own: ``python -m bench.heap``.
     """
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    mallopt = c_library_function("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
+    if mallopt is None:
         return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD_BYTES)
                 and mallopt(M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD_BYTES))
 
@@ -97,23 +95,29 @@ def release_free_heap() -> bool:
     at its highest under load). The engine's Rust code and Python's large objects use the same
     C heap.
     """
-    trim = malloc_trim_cache()
+    trim = c_library_function("malloc_trim", [ctypes.c_size_t], ctypes.c_int)
     if trim is None:
         return False
     trim(0)
     return True
 
 
-@functools.cache
-def malloc_trim_cache():
-    """The C library's ``malloc_trim``, looked up once (among the symbols this process has
-    loaded already: no search for the library file), or None where it has none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+_C_FUNCTIONS: dict[str, Any] = {}
+
+
+def c_library_function(name: str, argtypes: list, restype: Any) -> Any:
+    """The C library's function ``name`` with its signature, looked up once (among the
+    symbols this process has loaded already: no search for the library file), or None where
+    the C library has none (musl has no ``malloc_trim``)."""
+    if name not in _C_FUNCTIONS:
+        try:
+            function = getattr(ctypes.CDLL(None), name)
+        except (OSError, AttributeError):
+            function = None
+        else:
+            function.argtypes, function.restype = argtypes, restype
+        _C_FUNCTIONS[name] = function
+    return _C_FUNCTIONS[name]
 
 
 class PageTicket:
