@@ -51,6 +51,9 @@ MODERN_NEWS_TRAIN = "modern-news-train"
 MODERN_NEWS_HELDOUT = "modern-news-heldout"
 # Postlight Parser's fixture pages (python -m eval.modern_news --postlight): to learn from only
 POSTLIGHT_TRAIN = "postlight-train"
+# Fundus's earlier test pages, replaced since (python -m eval.modern_news --fundus-history):
+# to learn from only
+FUNDUS_HISTORY_TRAIN = "fundus-history-train"
 # the built sets bench.quality scores (never trained, calibrated or chosen on, but the
 # held-apart modern split, which choices are made on)
 SCORED_SETS = (MODERN_NEWS_HELDOUT, *SETS)
@@ -73,7 +76,8 @@ def load_article_set_path(name: str, folder: Path = ARTICLE_SETS_DIR) -> Path:
     path = article_set_path(name, folder)
     if not path.is_file():
         command = ("python -m eval.modern_news"
-                   if name in (MODERN_NEWS_TRAIN, MODERN_NEWS_HELDOUT, POSTLIGHT_TRAIN)
+                   if name in (MODERN_NEWS_TRAIN, MODERN_NEWS_HELDOUT, POSTLIGHT_TRAIN,
+                               FUNDUS_HISTORY_TRAIN)
                    else "python -m eval.article_sets")
         raise FileNotFoundError(f"article set {name!r}: {path} not found; build it with "
                                 f"{command} (see its docstring)")

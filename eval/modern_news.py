@@ -3,7 +3,7 @@ Fundus evaluation set, rebuilt into the corpus record format (``pulpie_rt.corpus
 train split and a held-apart split of other sites.
 
     python -m eval.modern_news --fundus DIR --fundus-evaluation DIR \\
-        --wcxb DIR --zyte DIR [--postlight DIR] [--out DIR]
+        --wcxb DIR --zyte DIR [--postlight DIR] [--fundus-history] [--out DIR]
 
 Sources (each page's ``reference`` is its article text, ``reference_kind`` ``"groundtruth"``):
 
@@ -31,6 +31,11 @@ Sources (each page's ``reference`` is its article text, ``reference_kind`` ``"gr
   (``postlight_content``); a page is kept only where that text holds the test's content
   excerpt (``POSTLIGHT_EXCERPT_SHARE``), so the rule is the one the test checks. Into
   ``postlight-train`` (``POSTLIGHT_TRAIN``), to learn from only.
+- With ``--fundus-history`` (``--fundus`` a git clone), Fundus's earlier test pages: the
+  pages its test data held at an earlier commit and has replaced since (a parser rewritten
+  for a site's new layout gets a new page), 2023-2025, each with the extraction of its
+  publisher's test case at the last commit that held it (``iter_fundus_history``). Into
+  ``fundus-history-train`` (``FUNDUS_HISTORY_TRAIN``), to learn from only.
 
 Splits (files in ``--out``, by default ``build/article-sets/``, where ``bench.quality`` finds
 its sets):
@@ -47,9 +52,10 @@ article-extraction benchmark (``ground-truth.json``: each entry's ``url``) are r
 else of either set, and every page of those sites is left out of both splits; the sites left
 out are written to ``modern-news-dropped.json`` beside the sets and printed. The judges'
 folders are required: the sets cannot be built without checking against them. Postlight's
-pages are also left out where their site is one of a set this project chooses or measures
-on (the held-apart modern news, the readability pages, L3S-GN1, Dragnet: ``page_site``,
-``measured_sets_sites``; recorded under ``postlight_sites_measured_on``).
+pages and Fundus's earlier pages are also left out where their site is one of a set this
+project chooses or measures on (the held-apart modern news, the readability pages, L3S-GN1,
+Dragnet: ``page_site``, ``measured_sets_sites``; recorded under ``sites_measured_on``), and
+Fundus's earlier pages where their site falls in the held-apart share.
 
 Pages are decoded as the runtime decodes bytes (``runtime.stages.decode``); a page whose
 reference has no word, whose HTML is under 500 bytes (``eval.article_sets.MIN_HTML_BYTES``),
@@ -72,6 +78,7 @@ from urllib.parse import urlsplit
 
 from eval.article_sets import (
     ARTICLE_SETS_DIR,
+    FUNDUS_HISTORY_TRAIN,
     INLINE_TAGS,
     MIN_HTML_BYTES,
     MODERN_NEWS_HELDOUT,
@@ -169,11 +176,19 @@ def coverage(html: str, reference: str) -> float:
     return sum(w in page_words for w in reference_words) / max(len(reference_words), 1)
 
 
+def matched_extractions(htmls: list[str], extractions: list[str]) -> list[int]:
+    """For each of a publisher's pages (``htmls``), the index of its extraction: the
+    assignment of the publisher's parser versions to its pages (as many of each) under which
+    the most reference words are found in their pages (the version names do not follow the
+    crawl dates everywhere: WAZ's ``V1`` is its 2025 page)."""
+    covered = [[coverage(h, r) for r in extractions] for h in htmls]
+    return list(max(itertools.permutations(range(len(extractions))),
+                    key=lambda order: sum(covered[i][j] for i, j in enumerate(order))))
+
+
 def iter_fundus(root: Path) -> Iterator[dict]:
-    """Fundus's test pages, each with the parser version's extraction that matches it: the
-    assignment of a publisher's versions to its pages (as many of each) under which the most
-    reference words are found in their pages (the version names do not follow the crawl
-    dates everywhere: WAZ's ``V1`` is its 2025 page)."""
+    """Fundus's test pages, each with the parser version's extraction that matches it
+    (``matched_extractions``)."""
     base = root / FUNDUS_TEST_DATA
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: not a Fundus checkout (no {FUNDUS_TEST_DATA})")
@@ -189,15 +204,103 @@ def iter_fundus(root: Path) -> Iterator[dict]:
                                  "pages: cannot match them")
             htmls = [_decode(gzip.decompress(f.read_bytes())) for f in files]
             references = [fundus_reference(v) for v in versions.values()]
-            covered = [[coverage(h, r) for r in references] for h in htmls]
-            best = max(itertools.permutations(range(len(references))),
-                       key=lambda order: sum(covered[i][j] for i, j in enumerate(order)))
+            best = matched_extractions(htmls, references)
             for page, html, version in zip(files, htmls, best, strict=True):
                 url = (meta.get(page.name) or {}).get("url")
                 yield {"id": f"fundus/{country.name}/{page.name.removesuffix('.html.gz')}",
                        "source": FUNDUS_SOURCE, "url": url, "html": html,
                        "reference": references[version],
                        "reference_kind": "groundtruth", "snippets": None}
+
+
+def _git(root: Path, *args: str) -> bytes:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(root), *args], check=True,
+                          capture_output=True).stdout
+
+
+def _git_tree(root: Path, commit: str, folder: Path) -> dict[str, str]:
+    """Path -> blob of every file under ``folder`` at ``commit``."""
+    tree = {}
+    for line in _git(root, "ls-tree", "-r", commit, "--", folder.as_posix()).decode().splitlines():
+        info, path = line.split("\t", 1)
+        tree[path] = info.split()[2]
+    return tree
+
+
+def _has_story(extraction: object) -> bool:
+    """Whether a Fundus extraction holds an article body (the oldest test cases hold only the
+    title and authors)."""
+    body = extraction.get("body") if isinstance(extraction, dict) else None
+    return any(section.get("paragraphs") for section in (body or {}).get("sections", []))
+
+
+def iter_fundus_history(root: Path, log=print) -> Iterator[dict]:
+    """Fundus's earlier test pages: every page its test data held at some commit of the
+    checkout's history (``root`` is a git clone) and no longer holds at ``HEAD`` (a parser's
+    test page is replaced when the parser is rewritten for the site's new layout), each with
+    the extraction its publisher's test case held at the last commit that had the page
+    (``matched_extractions``; test cases that hold no article body, as the oldest do, are
+    skipped). Ids ``fundus-history/<country>/<file>@<commit>``. The URL is the one
+    ``meta.info`` recorded at that commit, else the page's canonical link or ``og:url``."""
+    if not (root / ".git").exists() and not (root / "HEAD").is_file():
+        raise FileNotFoundError(f"{root}: not a git clone of Fundus (its history is read)")
+    current = set(_git_tree(root, "HEAD", FUNDUS_TEST_DATA).values())
+    last_holder: dict[str, tuple[str, str]] = {}  # blob -> (commit, path): newest commit first
+    commits = _git(root, "log", "--format=%H", "--", FUNDUS_TEST_DATA.as_posix()).split()
+    for commit in (c.decode() for c in commits):
+        for path, blob in _git_tree(root, commit, FUNDUS_TEST_DATA).items():
+            if path.endswith(".html.gz") and blob not in current:
+                last_holder.setdefault(blob, (commit, path))
+    cases: dict[tuple[str, str, str], list[str]] = {}
+    for commit, path in last_holder.values():
+        name = path.rsplit("/", 1)[-1]
+        m = FUNDUS_HTML_RE.match(name)
+        publisher = m["publisher"] if m else name.removesuffix(".html.gz")
+        cases.setdefault((commit, path.rsplit("/", 1)[0], publisher), []).append(path)
+    skipped = {"no test case": 0, "no article body": 0,
+               "pages and parser versions not matched": 0}
+    for (commit, folder, publisher), wanted in sorted(cases.items()):
+        tree = _git_tree(root, commit, Path(folder))
+        if f"{folder}/{publisher}.json" not in tree:
+            skipped["no test case"] += len(wanted)
+            continue
+        case = json.loads(_git(root, "show", f"{commit}:{folder}/{publisher}.json"))
+        if not all(isinstance(v, dict) for v in case.values()):
+            case = {"V1": case}  # the oldest test cases: one extraction, not per version
+        extractions = [fundus_reference(v) for v in case.values() if _has_story(v)]
+        files = sorted(p for p in tree if p.rsplit("/", 1)[-1] == f"{publisher}.html.gz"
+                       or ((m := FUNDUS_HTML_RE.match(p.rsplit("/", 1)[-1]))
+                           and m["publisher"] == publisher and p.rsplit("/", 1)[0] == folder))
+        if not extractions:
+            skipped["no article body"] += len(wanted)
+            continue
+        htmls = [_decode(gzip.decompress(_git(root, "show", f"{commit}:{p}"))) for p in files]
+        if len(files) == len(extractions):
+            best = matched_extractions(htmls, extractions)
+        elif len(files) == 1:  # versions of one page: the one whose words it holds most
+            best = [max(range(len(extractions)),
+                        key=lambda j: (coverage(htmls[0], extractions[j]), j))]
+        else:
+            skipped["pages and parser versions not matched"] += len(wanted)
+            continue
+        meta_path = f"{folder}/meta.info"
+        meta = json.loads(_git(root, "show", f"{commit}:{meta_path}")) if meta_path in tree else {}
+        for path, html, index in zip(files, htmls, best, strict=True):
+            if path not in wanted:
+                continue
+            name = path.rsplit("/", 1)[-1]
+            url = (meta.get(name) or {}).get("url")
+            if not url and (m := _PAGE_URL_RE.search(html)):
+                url = m[1] or m[2]
+            yield {"id": f"fundus-history/{folder.rsplit('/', 1)[-1]}/"
+                         f"{name.removesuffix('.html.gz')}@{commit[:8]}",
+                   "source": FUNDUS_SOURCE, "url": url, "html": html,
+                   "reference": extractions[index], "reference_kind": "groundtruth",
+                   "snippets": None}
+    log("Fundus's earlier pages left out: " + ", ".join(f"{n} {why}"
+                                                       for why, n in skipped.items()))
 
 
 def iter_fundus_evaluation(root: Path) -> Iterator[dict]:
@@ -525,11 +628,13 @@ class _Admission:
 
 
 def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = ARTICLE_SETS_DIR,
-          log=print, postlight: Path | None = None) -> dict:
+          log=print, postlight: Path | None = None, fundus_history: bool = False) -> dict:
     """Both splits into ``out`` and the record of the sites left out for independence; with
-    ``postlight``, the ``POSTLIGHT_TRAIN`` of Postlight Parser's fixtures (to learn from: no
-    page of a judge's site nor of a site of the sets chosen and measured on,
-    ``measured_sets_sites``) too; returns what was written (counts, sites)."""
+    ``postlight``, the ``POSTLIGHT_TRAIN`` of Postlight Parser's fixtures, and with
+    ``fundus_history``, the ``FUNDUS_HISTORY_TRAIN`` of Fundus's earlier test pages (both to
+    learn from: no page of a judge's site nor of a site of the sets chosen and measured on,
+    ``measured_sets_sites``, nor of a site held apart) too; returns what was written (counts,
+    sites)."""
     judges = judge_sites(wcxb, zyte)
     judged = set().union(*judges.values())
     evaluation_pages = list(iter_fundus_evaluation(evaluation))
@@ -543,11 +648,22 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
         held = (page["source"] == EVALUATION_SOURCE or site in evaluation_sites
                 or held_apart_bucket(site))
         splits[MODERN_NEWS_HELDOUT if held else MODERN_NEWS_TRAIN].append(page)
+    chosen_on = (measured_sets_sites(out, splits[MODERN_NEWS_HELDOUT])
+                 if postlight is not None or fundus_history else {})
     if postlight is not None:
-        chosen_on = measured_sets_sites(out, splits[MODERN_NEWS_HELDOUT])
         splits[POSTLIGHT_TRAIN] = [{**page, "site": site}
                                    for page in iter_postlight(postlight, log=log)
                                    if (site := admission.site(page, chosen_on)) is not None]
+    if fundus_history:
+        earlier = list(iter_fundus_history(fundus, log=log))
+        # the held-apart share's sites by the split's rule, with or without a page there now
+        # (a publisher Fundus has dropped since has none)
+        held_apart = {site for page in earlier
+                      if (site := site_of(page["url"])) and held_apart_bucket(site)}
+        measured_on = {**chosen_on, "held-apart share": held_apart}
+        splits[FUNDUS_HISTORY_TRAIN] = [
+            {**page, "site": site} for page in earlier
+            if (site := admission.site(page, measured_on)) is not None]
     dropped, left_out, measured = admission.dropped, admission.left_out, admission.measured
     out.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -567,14 +683,14 @@ def build(fundus: Path, evaluation: Path, wcxb: Path, zyte: Path, out: Path = AR
         "dropped_sites": {site: {"judges": sorted(k for k, v in judges.items() if site in v),
                                  "pages": ids} for site, ids in sorted(dropped.items())},
         "left_out": left_out, "splits": written,
-        **({"postlight_sites_measured_on": dict(sorted(measured.items()))}
-           if postlight is not None else {})}
+        **({"sites_measured_on": dict(sorted(measured.items()))}
+           if postlight is not None or fundus_history else {})}
     (out / DROPPED_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     log(f"left out for independence: {sum(len(v) for v in dropped.values())} pages of "
         f"{len(dropped)} sites in the judges' sets ({', '.join(sorted(dropped))}) -> "
         f"{out / DROPPED_NAME}")
-    if postlight is not None:
-        log(f"Postlight fixtures left out as sites of the sets chosen and measured on: "
+    if postlight is not None or fundus_history:
+        log(f"pages to learn from left out as sites of the sets chosen and measured on: "
             f"{sum(len(v['pages']) for v in measured.values())} pages of {len(measured)} sites")
     log("left out: " + ", ".join(f"{n} {why}" for why, n in left_out.items()))
     return record
@@ -598,10 +714,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkout of github.com/postlight/parser: its fixtures and custom "
                              f"extractors, built into {POSTLIGHT_TRAIN} (needs l3s-gn1 and "
                              "dragnet built in --out: python -m eval.article_sets)")
+    parser.add_argument("--fundus-history", action="store_true",
+                        help=f"also build {FUNDUS_HISTORY_TRAIN} from the test pages --fundus "
+                             "held at earlier commits (--fundus must then be a git clone with "
+                             "its history; needs l3s-gn1 and dragnet built in --out)")
     parser.add_argument("--out", type=Path, default=ARTICLE_SETS_DIR)
     args = parser.parse_args(argv)
     build(args.fundus, args.fundus_evaluation, args.wcxb, args.zyte, args.out,
-          postlight=args.postlight)
+          postlight=args.postlight, fundus_history=args.fundus_history)
     return 0
 
 

@@ -296,9 +296,82 @@ def test_postlight_pages_are_learnt_from_apart_from_the_judges_and_the_measured_
     assert record["splits"][article_sets.POSTLIGHT_TRAIN] == {"pages": 1, "sites": 1}
     assert record["dropped_sites"]["judged.com"]["pages"] == ["fundus/us/Judged_2024_05_06",
                                                               "postlight/www.judged.com"]
-    assert record["postlight_sites_measured_on"] == {
+    assert record["sites_measured_on"] == {
         "bote.de": {"sets": ["dragnet"], "pages": ["postlight/www.bote.de"]},
         "herald.com": {"sets": ["modern-news-heldout"], "pages": ["postlight/www.herald.com"]}}
     # each site's second case (no fixture, no excerpt) and quiet.com's first (no excerpt)
     assert ("Postlight fixtures left out: 6 no fixture or no asserted content excerpt"
             in lines)
+
+
+def _git(root, *args: str) -> str:
+    import os
+    import subprocess
+
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                          text=True, env={**os.environ, **who}).stdout.strip()
+
+
+def test_fundus_s_earlier_pages_are_learnt_from_with_the_extraction_they_had(
+        sources, monkeypatch):
+    import shutil
+
+    import eval.pages
+
+    fundus = sources / "fundus"
+    data = fundus / modern_news.FUNDUS_TEST_DATA
+    shutil.copytree(data, sources / "now")
+    # earlier: Gazette's parser had one version, for a 2023 page; OldPaper (its site held
+    # apart, no page of it now); Courier's case as the oldest were, a title and no body
+    urls = json.loads((data / "us" / "meta.info").read_text(encoding="utf-8"))
+    for page in (data / "us").glob("Gazette*"):
+        page.unlink()
+    _fundus_case(data / "us", "Gazette", [("2023_05_06", "Storms", "V1")], urls)
+    _fundus_case(data / "us", "OldPaper", [("2023_07_08", "Fires", "V1")], urls)
+    (data / "us" / "meta.info").write_text(json.dumps(urls), encoding="utf-8")
+    (data / "uk").mkdir()
+    (data / "uk" / "Courier.html.gz").write_bytes(_page("Tides", _story("Tides", 5)))
+    (data / "uk" / "Courier.json").write_text(json.dumps({"title": "Tides", "authors": []}),
+                                              encoding="utf-8")
+    _git(fundus, "init", "-q")
+    _git(fundus, "add", "-A")
+    _git(fundus, "commit", "-qm", "earlier")
+    earlier = _git(fundus, "rev-parse", "HEAD")[:8]
+    shutil.rmtree(data)
+    shutil.copytree(sources / "now", data)
+    _git(fundus, "add", "-A")
+    _git(fundus, "commit", "-qm", "now")
+
+    out = sources / "sets"
+    out.mkdir()
+    for name in ("l3s-gn1", "dragnet"):
+        with gzip.open(article_sets.article_set_path(name, out), "wt", encoding="utf-8") as fh:
+            fh.write(json.dumps({"id": f"{name}/1", "url": "https://www.other.org/a",
+                                 "html": "<p>x</p>", "reference": "x"}) + "\n")
+    monkeypatch.setattr(eval.pages, "calibration_pages", lambda: [])
+    monkeypatch.setattr(modern_news, "held_apart_bucket", lambda site: site == "oldpaper.com")
+    lines: list[str] = []
+    record = modern_news.build(fundus, sources / "evaluation", sources / "wcxb",
+                               sources / "zyte", out, log=lines.append, fundus_history=True)
+    pages = article_sets.load_article_set(article_sets.FUNDUS_HISTORY_TRAIN, out)
+    assert [(p["id"], p["site"], p["url"]) for p in pages] == [
+        (f"fundus-history/us/Gazette_2023_05_06@{earlier}", "gazette.com",
+         "https://www.gazette.com/2023_05_06")]
+    assert pages[0]["reference"].split("\n")[:2] == ["Storms", _story("Storms", 1)[0]]
+    assert "Storms later" in pages[0]["reference"].split("\n")
+    assert record["sites_measured_on"] == {"oldpaper.com": {
+        "sets": ["held-apart share"],
+        "pages": [f"fundus-history/us/OldPaper_2023_07_08@{earlier}"]}}
+    assert ("Fundus's earlier pages left out: 0 no test case, 1 no article body, 0 pages and "
+            "parser versions not matched") in lines
+    # the splits are those a build without the history makes
+    assert sorted(p["id"] for p in article_sets.load_article_set("modern-news-train", out)) == [
+        "fundus/de/Bote_2025_09_10", "fundus/us/Gazette_2024_01_02",
+        "fundus/us/Gazette_2025_03_04"]
+
+
+def test_fundus_s_history_needs_a_git_clone(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a git clone of Fundus"):
+        list(modern_news.iter_fundus_history(tmp_path))
