@@ -552,3 +552,19 @@ def test_tree_rows_are_the_rows_the_core_rescores_and_read_back(small_real_pages
             assert data[at:at + 4 * n * width] == values.tobytes()
             at += 4 * n * width
     assert at == len(data)
+
+
+def test_the_spike_is_three_hostile_pages_twice_at_once_and_its_table_reads_the_growth():
+    import json
+
+    from bench.spike import spike_bodies, spike_table
+
+    names = [json.loads(body)["pages"][0]["id"] for body in spike_bodies()]
+    assert names == ["many-blocks", "many-blocks", "deep-nesting", "deep-nesting",
+                     "huge-attribute", "huge-attribute"]
+    mib = 2 ** 20
+    report = {"runs": [{"idle_before_bytes": 47 * mib, "peak_bytes": 330 * mib,
+                        "idle_after_bytes": 62 * mib, "statuses": [200]}],
+              "idle_growth_mib_mean": 15.0, "idle_growth_mib_max": 15.0}
+    table = spike_table(report)
+    assert "+15" in table.splitlines()[2] and "mean +15.0 MiB" in table

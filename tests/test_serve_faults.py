@@ -578,33 +578,20 @@ def test_an_idle_service_hands_a_load_spike_s_memory_back(tmp_path_factory):
     comes back to within 32 MiB of its idle RSS before (glibc keeps the freed memory in its
     arenas: with ``release_free_heap`` made a no-op this test failed at 172 MiB against 85;
     with ``fix_heap_thresholds`` made a no-op, at 87 to 95 MiB against 42, the threads' heaps
-    keeping their tops; with both, 62 MiB against 47)."""
+    keeping their tops; with both, 62 MiB against 47). ``python -m bench.spike`` posts the same
+    spike (``post_spike``) and prints the figures."""
     import asyncio
 
-    from bench.soak import hostile_pages, rss_bytes
+    from bench.soak import rss_bytes
+    from bench.spike import post_spike
     from pulpie_rt.integrations.serve.service import IDLE_RELEASE_S
 
-    pages = dict(hostile_pages())
-    bodies = [json.dumps({"pages": [{"id": name, "html": pages[name]}]}).encode()
-              for name in ("many-blocks", "deep-nesting", "huge-attribute")]
     serve = start(tmp_path_factory)
     try:
         pid = serve.process.pid
         time.sleep(IDLE_RELEASE_S + 1)
         idle_before = rss_bytes(pid)
-
-        async def spike() -> list[int]:
-            async with httpx.AsyncClient(timeout=120) as client:
-                statuses = []
-                for _ in range(3):
-                    answers = await asyncio.gather(*(
-                        client.post(serve.url + "/v1/extract", content=body,
-                                    headers={"Content-Type": "application/json"})
-                        for body in bodies for _ in range(2)))
-                    statuses += [a.status_code for a in answers]
-                return statuses
-
-        assert asyncio.run(spike()) == [200] * 18
+        assert asyncio.run(post_spike(serve.url)) == [200] * 18
         deadline = time.monotonic() + IDLE_RELEASE_S + 10
         while (idle_after := rss_bytes(pid)) > idle_before + 32 * 2 ** 20:
             assert time.monotonic() < deadline, (
