@@ -76,7 +76,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eval.article_sets import MODERN_NEWS_HELDOUT
+from eval.article_sets import FUNDUS_HISTORY_TRAIN, MODERN_NEWS_HELDOUT, POSTLIGHT_TRAIN, SETS
 from eval.metrics import ROUGE_N, score_pages, words
 from eval.pages import (
     CALIBRATION_SOURCE,
@@ -89,17 +89,21 @@ from eval.systems import rule_texts, run_in_child, run_ours, run_trafilatura
 
 # the page sets a run can score: the dev pages with ground truth, the dev corpus's readability
 # articles, and the public article sets that eval.article_sets builds (held apart from training)
-# postlight-train (pages to learn from, never in 'all'): asked by name, to read how a model
-# not trained on it and trafilatura read its pages
-PAGE_SETS = ("groundtruth", "readability", "modern-news-heldout", "l3s-gn1", "dragnet",
-             "postlight-train")
+# postlight-train and fundus-history-train (pages to learn from, never in 'all'): asked by
+# name, to read how a model not trained on them and trafilatura read their pages
+PAGE_SETS = ("groundtruth", "readability", MODERN_NEWS_HELDOUT, *SETS, POSTLIGHT_TRAIN,
+             FUNDUS_HISTORY_TRAIN)
 DEV_SETS = ("groundtruth", "readability")
 SET_NOTES = {"groundtruth": "dev pages with ground truth, never trained on",
              "readability": f"dev {CALIBRATION_SOURCE} pages, never trained on or in "
                             f"folds (the row says k-fold)",
              "modern-news-heldout": "today's news (Fundus), sites held apart from training",
              "l3s-gn1": "L3S-GN1 news, held apart from training",
-             "dragnet": "Dragnet news and blogs, held apart from training"}
+             "dragnet": "Dragnet news and blogs, held apart from training",
+             POSTLIGHT_TRAIN: "Postlight Parser's fixtures, to learn from; not in the shipped "
+                              "recipe",
+             FUNDUS_HISTORY_TRAIN: "Fundus's earlier test pages, to learn from; not in the "
+                                   "shipped recipe"}
 # the reference lengths (words) each set is also scored by: a short story is where a rail of
 # headlines outweighs it
 LENGTH_BINS = ((0, 150, "< 150 words"), (150, 400, "150-400 words"), (400, 800, "400-800 words"),

@@ -297,7 +297,8 @@ def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, cap
 
     monkeypatch.setattr(article_sets, "ARTICLE_SETS_DIR", tmp_path)
     (tmp_path / "dragnet.jsonl.gz").write_bytes(b"")
-    (tmp_path / "postlight-train.jsonl.gz").write_bytes(b"")  # to learn from: never in 'all'
+    for learnt_from in ("postlight-train", "fundus-history-train"):  # never in 'all'
+        (tmp_path / f"{learnt_from}.jsonl.gz").write_bytes(b"")
     monkeypatch.setattr(article_sets, "article_set_path",
                         lambda name, folder=tmp_path: tmp_path / f"{name}.jsonl.gz")
     args = quality.argparse.Namespace(sets=["all"], articles=False)
@@ -305,8 +306,9 @@ def test_page_sets_all_names_the_unbuilt_article_sets(monkeypatch, tmp_path, cap
     assert "l3s-gn1 not built" in capsys.readouterr().out
     args = quality.argparse.Namespace(sets=None, articles=True)
     assert quality.page_sets(args) == ["readability"]
-    args = quality.argparse.Namespace(sets=["postlight-train"], articles=False)
-    assert quality.page_sets(args) == ["postlight-train"]
+    args = quality.argparse.Namespace(sets=["postlight-train", "fundus-history-train"],
+                                      articles=False)
+    assert quality.page_sets(args) == ["postlight-train", "fundus-history-train"]
     with pytest.raises(SystemExit, match="unknown page set 'news'"):
         quality.page_sets(quality.argparse.Namespace(sets=["news"], articles=False))
 
