@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.soak import hostile_pages, rss_bytes
+from bench.soak import IDLE_S, hostile_pages, rss_bytes
 from eval.report import format_table, machine_info, write_result
 
 SPIKE_PAGES = ("many-blocks", "deep-nesting", "huge-attribute")
@@ -84,7 +84,7 @@ def one_spike(model: str | None = None) -> dict[str, Any]:
         finally:
             done.set()
             sampler.join()
-        time.sleep(IDLE_RELEASE_S + 2)
+        time.sleep(IDLE_S)  # idle past the release delay, as the soak's idle readings
         after = rss_bytes(pid)
     return {"idle_before_bytes": before, "peak_bytes": max(peak), "idle_after_bytes": after,
             "statuses": sorted(set(statuses)), "requests": len(statuses)}

@@ -248,11 +248,14 @@ def iter_fundus_history(root: Path, log=print) -> Iterator[dict]:
         raise FileNotFoundError(f"{root}: not a git clone of Fundus (its history is read)")
     current = set(_git_tree(root, "HEAD", FUNDUS_TEST_DATA).values())
     last_holder: dict[str, tuple[str, str]] = {}  # blob -> (commit, path): newest commit first
+    trees: dict[str, dict[str, str]] = {}  # the test data of each commit in last_holder
     commits = _git(root, "log", "--format=%H", "--", FUNDUS_TEST_DATA.as_posix()).split()
     for commit in (c.decode() for c in commits):
-        for path, blob in _git_tree(root, commit, FUNDUS_TEST_DATA).items():
-            if path.endswith(".html.gz") and blob not in current:
-                last_holder.setdefault(blob, (commit, path))
+        tree = _git_tree(root, commit, FUNDUS_TEST_DATA)
+        for path, blob in tree.items():
+            if path.endswith(".html.gz") and blob not in current and blob not in last_holder:
+                last_holder[blob] = (commit, path)
+                trees[commit] = tree
     cases: dict[tuple[str, str, str], list[str]] = {}
     for commit, path in last_holder.values():
         name = path.rsplit("/", 1)[-1]
@@ -262,7 +265,7 @@ def iter_fundus_history(root: Path, log=print) -> Iterator[dict]:
     skipped = {"no test case": 0, "no article body": 0,
                "pages and parser versions not matched": 0}
     for (commit, folder, publisher), wanted in sorted(cases.items()):
-        tree = _git_tree(root, commit, Path(folder))
+        tree = trees[commit]
         if f"{folder}/{publisher}.json" not in tree:
             skipped["no test case"] += len(wanted)
             continue
@@ -270,21 +273,21 @@ def iter_fundus_history(root: Path, log=print) -> Iterator[dict]:
         if not all(isinstance(v, dict) for v in case.values()):
             case = {"V1": case}  # the oldest test cases: one extraction, not per version
         extractions = [fundus_reference(v) for v in case.values() if _has_story(v)]
-        files = sorted(p for p in tree if p.rsplit("/", 1)[-1] == f"{publisher}.html.gz"
-                       or ((m := FUNDUS_HTML_RE.match(p.rsplit("/", 1)[-1]))
-                           and m["publisher"] == publisher and p.rsplit("/", 1)[0] == folder))
+        files = sorted(p for p in tree if p.rpartition("/")[0] == folder
+                       and ((name := p.rpartition("/")[2]) == f"{publisher}.html.gz"
+                            or ((m := FUNDUS_HTML_RE.match(name)) and m["publisher"] == publisher)))
         if not extractions:
             skipped["no article body"] += len(wanted)
+            continue
+        if len(files) not in (1, len(extractions)):
+            skipped["pages and parser versions not matched"] += len(wanted)
             continue
         htmls = [_decode(gzip.decompress(_git(root, "show", f"{commit}:{p}"))) for p in files]
         if len(files) == len(extractions):
             best = matched_extractions(htmls, extractions)
-        elif len(files) == 1:  # versions of one page: the one whose words it holds most
+        else:  # versions of one page: the one whose words it holds most
             best = [max(range(len(extractions)),
                         key=lambda j: (coverage(htmls[0], extractions[j]), j))]
-        else:
-            skipped["pages and parser versions not matched"] += len(wanted)
-            continue
         meta_path = f"{folder}/meta.info"
         meta = json.loads(_git(root, "show", f"{commit}:{meta_path}")) if meta_path in tree else {}
         for path, html, index in zip(files, htmls, best, strict=True):

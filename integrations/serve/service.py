@@ -77,7 +77,7 @@ def fix_heap_thresholds() -> bool:
     after against 42 before; with the thresholds fixed, 62 against 47). Set, glibc no longer
     moves either. Speed and memory beside glibc's own: ``python -m bench.heap``.
     """
-    mallopt = c_library_function("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
+    mallopt = c_library_function("mallopt", (ctypes.c_int, ctypes.c_int), ctypes.c_int)
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD_BYTES)
@@ -95,29 +95,24 @@ def release_free_heap() -> bool:
     at its highest under load). The engine's Rust code and Python's large objects use the same
     C heap.
     """
-    trim = c_library_function("malloc_trim", [ctypes.c_size_t], ctypes.c_int)
+    trim = c_library_function("malloc_trim", (ctypes.c_size_t,), ctypes.c_int)
     if trim is None:
         return False
     trim(0)
     return True
 
 
-_C_FUNCTIONS: dict[str, Any] = {}
-
-
-def c_library_function(name: str, argtypes: list, restype: Any) -> Any:
+@functools.cache
+def c_library_function(name: str, argtypes: tuple, restype: Any) -> Any:
     """The C library's function ``name`` with its signature, looked up once (among the
     symbols this process has loaded already: no search for the library file), or None where
     the C library has none (musl has no ``malloc_trim``)."""
-    if name not in _C_FUNCTIONS:
-        try:
-            function = getattr(ctypes.CDLL(None), name)
-        except (OSError, AttributeError):
-            function = None
-        else:
-            function.argtypes, function.restype = argtypes, restype
-        _C_FUNCTIONS[name] = function
-    return _C_FUNCTIONS[name]
+    try:
+        function = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+    function.argtypes, function.restype = argtypes, restype
+    return function
 
 
 class PageTicket:
